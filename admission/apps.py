@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AdmissionConfig(AppConfig):
+    name = "admission"
+    verbose_name = "gangweb admission webhook"

@@ -1,0 +1,245 @@
+"""gangweb settings: environment variables only, with embedded defaults.
+
+With nothing set, gangweb runs the demo: SQLite, an in-memory channel layer, Celery tasks run eagerly
+in-process, and the simulated cluster. ``DATABASE_URL`` switches to PostgreSQL, ``REDIS_URL`` to Redis
+for Celery and channels-redis, ``KUBECONFIG`` (or in-cluster service account) to a real cluster.
+The full list is in README.md ("Configuration").
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("GANGWEB_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {value!r}")
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+
+
+# pytest imports settings before any test code can set variables; tests still get a real key.
+RUNNING_TESTS = "pytest" in sys.modules
+DEBUG = env_bool("DEBUG", False)
+KUBECONFIG = os.environ.get("KUBECONFIG", "")
+IN_CLUSTER = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+# The demo is what runs on embedded defaults: nothing points at production parts.
+DEMO = env_bool(
+    "GANGWEB_DEMO",
+    not any(os.environ.get(name) for name in ("DATABASE_URL", "REDIS_URL", "KUBECONFIG")) and not IN_CLUSTER,
+)
+
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if DEMO or DEBUG or RUNNING_TESTS:
+        SECRET_KEY = "gangweb-demo-insecure-key-do-not-use-in-production"
+    else:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is required (set GANGWEB_DEMO=1 to run the demo with a built-in key)"
+        )
+
+ALLOWED_HOSTS = env_list(
+    "ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if (DEMO or DEBUG or RUNNING_TESTS) else []
+)
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "channels",
+    "gangweb",
+    "gangweb.dashboard",
+    "scheduler",
+    "admission",
+]
+
+MIDDLEWARE = [
+    "gangweb.metrics.RequestMetricsMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "gangweb.urls"
+WSGI_APPLICATION = "gangweb.wsgi.application"
+ASGI_APPLICATION = "gangweb.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # /readyz must answer quickly when the database is unreachable.
+        DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 3)
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "gangweb.sqlite3",
+            "OPTIONS": {"timeout": 20},
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: Celery broker + channel layer ---------------------------------------------------
+REDIS_URL = os.environ.get("REDIS_URL", "")
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
+# Without a broker the demo runs tasks in-process; with Redis they go to real workers.
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_EXPIRES = 3600
+# One task at a time per worker process: plans are CPU-bound and executions hold node locks.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Longest task (an execution waiting on evictions) is bounded by the hard time limit below; the
+# visibility timeout must exceed it, or Redis would hand an unacked task to a second worker.
+CELERY_TASK_TIME_LIMIT = env_int("GANGWEB_TASK_TIME_LIMIT", 300)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 4}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_TRACK_STARTED = True
+
+# --- Cluster --------------------------------------------------------------------------------
+# "simulated" (the demo default) or "kube" (KUBECONFIG or in-cluster service account).
+GANGWEB_CLUSTER = os.environ.get("GANGWEB_CLUSTER", "kube" if (KUBECONFIG or IN_CLUSTER) else "simulated")
+if GANGWEB_CLUSTER not in ("simulated", "kube"):
+    raise ImproperlyConfigured(f"GANGWEB_CLUSTER must be 'simulated' or 'kube', got {GANGWEB_CLUSTER!r}")
+GANGWEB_SIM_NODES = env_int("GANGWEB_SIM_NODES", 64)
+GANGWEB_SIM_SEED = env_int("GANGWEB_SIM_SEED", 7)
+GANGWEB_SIM_TICK_SECONDS = float(os.environ.get("GANGWEB_SIM_TICK_SECONDS", "2"))
+
+# --- Modes (DESIGN.md "Living beside kube-scheduler") ---------------------------------------
+GANGWEB_MODE = os.environ.get("GANGWEB_MODE", "enforce")
+if GANGWEB_MODE not in ("enforce", "observe"):
+    raise ImproperlyConfigured(f"GANGWEB_MODE must be 'enforce' or 'observe', got {GANGWEB_MODE!r}")
+
+
+def _namespace_modes(raw: str) -> dict[str, str]:
+    modes: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        namespace, sep, mode = item.partition("=")
+        if not sep or mode not in ("enforce", "observe") or not namespace:
+            raise ImproperlyConfigured(
+                f"GANGWEB_NAMESPACE_MODES entries look like 'team-a=observe', got {item!r}"
+            )
+        modes[namespace] = mode
+    return modes
+
+
+GANGWEB_NAMESPACE_MODES = _namespace_modes(os.environ.get("GANGWEB_NAMESPACE_MODES", ""))
+GANGWEB_NAMESPACE = os.environ.get("GANGWEB_NAMESPACE", "gangweb-system")
+GANGWEB_PENDING_GRACE_SECONDS = env_int("GANGWEB_PENDING_GRACE_SECONDS", 30)
+
+# --- HTTP ----------------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+LOGIN_URL = "/admin/login/"
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not (DEBUG or DEMO or RUNNING_TESTS))
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# AdmissionReviews carry up to two 3 MiB objects (the apiserver's own limit); see admission/.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 7 * 1024 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.BasicAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+}
+
+# --- Logging: one JSON object per line -------------------------------------------------------
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        }
+    },
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.server": {"level": "WARNING"},
+        "daphne": {"level": "WARNING"},
+        "kubernetes": {"level": "WARNING"},
+        "urllib3": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,103 @@
+"""The seam between gangweb and a cluster.
+
+Everything above this protocol (Celery tasks, execution, dashboard, API) works the same whether the
+objects come from a real API server (``scheduler.kube``), the local Kubernetes API test server, or the
+simulated cluster of the demo (``scheduler.simulation``). Objects are plain dicts in their real
+Kubernetes API shapes, so the engine cannot tell the sources apart.
+
+No Django import here: the engine side and the adapters must stay importable alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Protocol, runtime_checkable
+
+KubeObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EvictionResult:
+    """What the Eviction API answered for one pod.
+
+    ``code`` is the HTTP status (201 created, 200 ok, 404 gone, 429 blocked by a PDB, 409 conflict,
+    5xx server trouble); ``ok`` means the pod is evicted (or, for a dry run, would be).
+    """
+
+    namespace: str
+    name: str
+    code: int
+    message: str = ""
+    dry_run: bool = False
+
+    @property
+    def ok(self) -> bool:
+        # A pod already gone counts as evicted: the goal (it no longer holds capacity) is met.
+        return self.code in (200, 201, 404)
+
+    @property
+    def retryable(self) -> bool:
+        return self.code == 429 or self.code >= 500
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    """A Kubernetes Event gangweb writes (reason ``Preempted`` on victims, etc.)."""
+
+    namespace: str
+    involved_kind: str
+    involved_name: str
+    reason: str
+    message: str
+    type: str = "Normal"
+    related_kind: str | None = None
+    related_name: str | None = None
+    related_namespace: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    """What gangweb needs from a cluster: read a consistent snapshot, write a few things."""
+
+    name: str
+
+    def snapshot_objects(self) -> list[KubeObject]:
+        """All Nodes, Pods, PodGroups, CompositePodGroups, Workloads, PDBs and PriorityClasses,
+        as raw dicts with ``apiVersion``/``kind`` set, suitable for ``scheduler.engine.parse_snapshot``."""
+        ...
+
+    def get_pod(self, namespace: str, name: str) -> KubeObject | None: ...
+
+    def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> EvictionResult:
+        """POST the pod's ``eviction`` subresource (policy/v1); never raises for API answers."""
+        ...
+
+    def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
+        """Set the ``DisruptionTarget=True`` pod condition (reason ``PreemptionByScheduler``)."""
+        ...
+
+    def record_event(self, event: ClusterEvent) -> None: ...
+
+    def set_podgroup_condition(
+        self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
+    ) -> None: ...
+
+
+def object_key(obj: KubeObject) -> str:
+    """``namespace/name`` (or ``name`` for cluster-scoped objects)."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """Inverse of ``object_key`` for namespaced objects; raises ValueError with a readable message."""
+    namespace, sep, name = key.partition("/")
+    if not sep or not namespace or not name or "/" in name:
+        raise ValueError(f"expected NAMESPACE/NAME, got {key!r}")
+    return namespace, name
+
+
+def of_kind(objects: Iterable[KubeObject], kind: str) -> list[KubeObject]:
+    return [o for o in objects if o.get("kind") == kind]
