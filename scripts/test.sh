@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# `make test`: install what the suite needs, start what it needs, run the whole suite against real
+# PostgreSQL and real Redis. Extra arguments go to pytest (make test ARGS=... is not needed:
+# ./scripts/test.sh -k webhook works).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/bootstrap.sh
+./scripts/services.sh
+
+# Browser tests drive Debian's Chromium; install it when we may (root with apt), never a download.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "==> installing Debian's chromium for the browser tests"
+  (apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }) \
+    || echo "warning: could not install chromium; browser tests will report it" >&2
+fi
+
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gangweb}"
+export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/15}"
+export GANGWEB_REQUIRE_SERVICES=1
+
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,131 @@
+"""Suite-wide fixtures: which real services the run uses, said in the header.
+
+`make test` exports DATABASE_URL (PostgreSQL) and REDIS_URL (Redis) and GANGWEB_REQUIRE_SERVICES=1;
+then a missing service is a failure, never a silent skip. A bare `pytest` falls back to SQLite and
+skips the Redis tests with a reason.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIRE_SERVICES = os.environ.get("GANGWEB_REQUIRE_SERVICES") == "1" or os.environ.get("CI") == "true"
+
+
+def tcp_reachable(host: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _redis_status() -> tuple[str, bool]:
+    url = os.environ.get("REDIS_URL", "")
+    if not url:
+        return "not configured (REDIS_URL unset)", False
+    parsed = urlparse(url)
+    ok = tcp_reachable(parsed.hostname or "127.0.0.1", parsed.port or 6379)
+    return f"{url} ({'reachable' if ok else 'UNREACHABLE'})", ok
+
+
+def _database_status() -> tuple[str, bool]:
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("postgresql"):
+        ok = tcp_reachable(db.get("HOST") or "127.0.0.1", int(db.get("PORT") or 5432))
+        return f"PostgreSQL {db.get('HOST')}:{db.get('PORT')} ({'reachable' if ok else 'UNREACHABLE'})", ok
+    return f"{db['ENGINE'].rsplit('.', 1)[-1]} (set DATABASE_URL for PostgreSQL)", False
+
+
+def pytest_report_header(config):
+    database, _ = _database_status()
+    redis_line, _ = _redis_status()
+    return [
+        f"gangweb services: database={database}; redis={redis_line}",
+        f"gangweb services required: {REQUIRE_SERVICES} (CI={os.environ.get('CI', '')})",
+    ]
+
+
+def pytest_sessionstart(session):
+    if not REQUIRE_SERVICES:
+        return
+    problems = []
+    database, db_ok = _database_status()
+    if not db_ok:
+        problems.append(f"database: {database}")
+    redis_line, redis_ok = _redis_status()
+    if not redis_ok:
+        problems.append(f"redis: {redis_line}")
+    if problems:
+        pytest.exit("real services required but missing: " + "; ".join(problems), returncode=3)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A Redis URL that answers; skips (or, when services are required, fails) otherwise."""
+    status, ok = _redis_status()
+    if not ok:
+        if REQUIRE_SERVICES:
+            pytest.fail(f"Redis required: {status}")
+        pytest.skip(f"Redis not available: {status}")
+    return os.environ["REDIS_URL"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if tcp_reachable("127.0.0.1", port, timeout=0.2):
+            return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+@pytest.fixture
+def asgi_server(tmp_path):
+    """Start gangweb's ASGI application in a real server process (daphne); yields its base URL.
+
+    Extra environment can be passed through the returned factory: ``start(env={...})``.
+    """
+    procs: list[subprocess.Popen] = []
+
+    def start(env: dict[str, str] | None = None) -> str:
+        port = free_port()
+        full_env = {**os.environ, "GANGWEB_VAR_DIR": str(tmp_path), "ALLOWED_HOSTS": "127.0.0.1,localhost",
+                    **(env or {})}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gangweb.asgi:application"],
+            cwd=ROOT,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        procs.append(proc)
+        wait_for_port(port, proc=proc)
+        return f"127.0.0.1:{port}"
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

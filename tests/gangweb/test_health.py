@@ -1,0 +1,71 @@
+"""Probes and metrics, as a kubelet and a Prometheus server would see them."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+import pytest
+
+from tests.conftest import free_port
+
+
+def test_healthz_answers_without_touching_any_service(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+@pytest.mark.django_db
+def test_readyz_is_ok_when_database_and_redis_answer(client, settings, redis_url):
+    settings.REDIS_URL = redis_url
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == "ok"
+    assert set(body["checks"]) == {"database", "redis"}
+
+
+@pytest.mark.django_db
+def test_readyz_names_redis_when_it_does_not_answer(client, settings):
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["failing"] == ["redis"]
+    assert body["checks"]["database"]["ok"] is True
+    assert "Connection" in body["checks"]["redis"]["error"]
+
+
+def test_readyz_names_the_database_when_it_does_not_answer(asgi_server):
+    closed = free_port()
+    base = asgi_server(env={"DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed}/gangweb",
+                            "REDIS_URL": os.environ.get("REDIS_URL", ""), "SECRET_KEY": "test"})
+    response = httpx.get(f"http://{base}/readyz", timeout=15)
+    assert response.status_code == 503
+    assert "database" in response.json()["failing"]
+    # The process itself is alive: liveness must not depend on the database.
+    assert httpx.get(f"http://{base}/healthz", timeout=5).status_code == 200
+
+
+def test_metrics_expose_request_latency_by_route(client):
+    client.get("/healthz")
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert 'gangweb_http_request_duration_seconds_count{method="GET",route="healthz",status="200"}' in text
+
+
+def test_logs_are_json_lines(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = "import django, logging; django.setup(); logging.getLogger('gangweb.test').warning('hello', extra={'gang': 'ns/a'})"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "DJANGO_SETTINGS_MODULE": "gangweb.settings",
+                                 "GANGWEB_VAR_DIR": str(tmp_path), "SECRET_KEY": "test"})
+    line = json.loads(result.stderr.strip().splitlines()[-1])
+    assert line["message"] == "hello" and line["level"] == "WARNING" and line["gang"] == "ns/a"
