@@ -1,0 +1,48 @@
+"""The import rules of docs/ARCHITECTURE.md, checked on the source (not at runtime: a module that
+imports Django lazily inside a function breaks the rule just the same)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+RULES = {
+    # package (path relative to the repo) -> top-level modules it must never import
+    "scheduler/engine": {"django", "kubernetes", "celery", "channels", "rest_framework", "redis"},
+    "scheduler/simulation": {"django", "kubernetes", "celery", "channels", "rest_framework", "redis"},
+    "scheduler/cluster.py": {"django", "kubernetes", "celery", "channels", "rest_framework", "redis"},
+    "scheduler/kube": {"django", "celery", "channels", "rest_framework"},
+}
+
+
+def imported_roots(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def python_files(target: str) -> list[Path]:
+    path = ROOT / target
+    return [path] if path.is_file() else sorted(path.rglob("*.py"))
+
+
+CASES = [(target, f) for target in RULES for f in python_files(target)]
+
+
+@pytest.mark.parametrize("target, path", CASES, ids=[str(f.relative_to(ROOT)) for _, f in CASES])
+def test_package_keeps_to_its_layer(target, path):
+    forbidden = imported_roots(path) & RULES[target]
+    assert not forbidden, f"{path.relative_to(ROOT)} imports {sorted(forbidden)}; see docs/ARCHITECTURE.md"
+
+
+def test_the_rules_cover_real_code():
+    assert len(CASES) >= 3
