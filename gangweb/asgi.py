@@ -2,11 +2,14 @@
 
 import os
 
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
 # Django must be set up before the consumers (and the models they import) load.
-django_http = get_asgi_application()
+# The dashboard's few vendored assets are served by the app itself (from the finders, no
+# collectstatic step), so one daphne process is the whole web tier, in the demo and in the cluster.
+django_http = ASGIStaticFilesHandler(get_asgi_application())
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
