@@ -9,7 +9,7 @@ COPY admission admission
 COPY templates templates
 COPY static static
 COPY manage.py ./
-RUN pip install --no-cache-dir -c constraints.txt . && useradd --uid 10001 --no-create-home gangweb
+RUN pip install --no-cache-dir -c constraints.txt -e . && useradd --uid 10001 --no-create-home gangweb
 USER 10001
 EXPOSE 8000 8443
 CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "gangweb.asgi:application"]
