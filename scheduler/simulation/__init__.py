@@ -1,0 +1,5 @@
+"""The simulated cluster of the demo: Kubernetes-shaped objects without a Kubernetes (pure Python)."""
+
+from scheduler.simulation.cluster import SimulatedCluster
+
+__all__ = ["SimulatedCluster"]

@@ -1,0 +1,47 @@
+"""A naive first-fit binder standing in for kube-scheduler in the simulated cluster.
+
+It never preempts: a gang that does not fit stays pending, which is exactly the situation gangweb's
+engine is there to resolve. A gang binds all-or-nothing: either enough pending pods find GPUs at once
+to bring the gang to ``minCount`` (the rest join as they fit), or none is bound.
+"""
+
+from __future__ import annotations
+
+from scheduler.simulation.state import SimGang, SimNode, SimPod
+
+
+def first_fit(
+    gang: SimGang, pending: list[SimPod], running: list[SimPod], nodes: list[SimNode]
+) -> dict[str, str] | None:
+    """Pod key -> node name for the pending pods, or None when the gang cannot be placed now.
+
+    ``running`` are the gang's pods already bound (after a partial eviction): they count toward
+    ``minCount`` and, with a topology constraint, pin the gang to their rack.
+    """
+    needed = max(0, gang.min_count - len(running))
+    candidates = [n for n in nodes if n.ready]
+    if gang.topology:
+        racks = sorted({n.rack for n in candidates})
+        pinned = {n.rack for n in nodes for p in running if p.node == n.name}
+        if pinned:
+            racks = [r for r in racks if r in pinned]
+        for rack in racks:
+            placement = _fill([n for n in candidates if n.rack == rack], pending, gang.pod_gpus, needed)
+            if placement is not None:
+                return placement
+        return None
+    return _fill(candidates, pending, gang.pod_gpus, needed)
+
+
+def _fill(nodes: list[SimNode], pending: list[SimPod], pod_gpus: int, needed: int) -> dict[str, str] | None:
+    free = {n.name: n.free_gpus for n in nodes}
+    placement: dict[str, str] = {}
+    for pod in pending:
+        for node in nodes:
+            if free[node.name] >= pod_gpus:
+                free[node.name] -= pod_gpus
+                placement[pod.key] = node.name
+                break
+    if len(placement) < needed or not placement:
+        return None
+    return placement

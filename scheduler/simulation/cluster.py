@@ -1,0 +1,321 @@
+"""``SimulatedCluster``: the demo's embedded cluster, implementing ``scheduler.cluster.Cluster``.
+
+A seeded, deterministic world: GPU nodes in racks, gangs of four priority tiers submitted by a
+workload generator, a first-fit binder standing in for kube-scheduler, controllers that finish gangs
+and recreate evicted pods. Time only moves in ``tick()``, so the same seed and the same calls give
+the same objects. All public methods take one lock: Celery tasks, the ticker and websocket
+consumers may call in from different threads.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+from collections import deque
+from typing import Any
+
+from scheduler.cluster import ClusterEvent, EvictionResult, KubeObject
+from scheduler.simulation import objects
+from scheduler.simulation.binder import first_fit
+from scheduler.simulation.catalog import (
+    NODES_PER_RACK,
+    RACKS_PER_ZONE,
+    SIM_EPOCH,
+    SIM_SECONDS_PER_TICK,
+    TIERS,
+)
+from scheduler.simulation.state import SimGang, SimNode, SimPod, condition, upsert_condition
+from scheduler.simulation.summary import build_summary
+from scheduler.simulation.workload import WorkloadGenerator
+
+SCHEDULED = "PodGroupInitiallyScheduled"
+# Pending gangs are dropped by their owners after this long, which keeps the queue bounded.
+MAX_WAIT_SECONDS = 4 * 3600
+MAX_PENDING_GANGS = 8
+# Mean simulated GPU-minutes of a submitted gang (from the catalog's tier mix), used to set an arrival
+# rate that keeps the cluster a little over-subscribed: some gangs always wait, as on real clusters.
+_MEAN_GANG_GPU_MINUTES = 1950
+_TARGET_DEMAND = 1.3
+
+
+class SimulatedCluster:
+    name = "simulated"
+
+    def __init__(self, nodes: int = 64, seed: int = 7, *, fill: float = 0.85) -> None:
+        if nodes < 1:
+            raise ValueError(f"a simulated cluster needs at least one node, got {nodes}")
+        self.seed = seed
+        self._lock = threading.RLock()
+        self._rng = random.Random(seed)
+        self._workload = WorkloadGenerator(self._rng)
+        self._now = float(SIM_EPOCH)
+        self._tick_count = 0
+        self._resource_version = 0
+        self._nodes = [self._new_node(i) for i in range(nodes)]
+        self._node_by_name = {n.name: n for n in self._nodes}
+        self._gangs: dict[str, SimGang] = {}
+        self._pods: dict[str, SimPod] = {}
+        self._changes: list[dict[str, Any]] = []
+        self._events: deque[ClusterEvent] = deque(maxlen=500)
+        self._arrival_rate = _TARGET_DEMAND * self.total_gpus * SIM_SECONDS_PER_TICK / 60 / _MEAN_GANG_GPU_MINUTES
+        self._fill(fill)
+
+    # --- construction ----------------------------------------------------------------------
+
+    def _next_rv(self) -> int:
+        self._resource_version += 1
+        return self._resource_version
+
+    def _new_node(self, index: int) -> SimNode:
+        rack, slot = divmod(index, NODES_PER_RACK)
+        zone = "abcdefghijklmnopqrstuvwxyz"[(rack // RACKS_PER_ZONE) % 26]
+        return SimNode(name=f"gpu-r{rack}-n{slot:02d}", rack=f"rack-{rack}", zone=f"zone-{zone}",
+                       created=self._now - 30 * 86400, resource_version=self._next_rv())
+
+    def _fill(self, fill: float) -> None:
+        """Start from a busy cluster: gangs already running at staggered ages, a few waiting."""
+        for _ in range(10 * len(self._nodes)):
+            if self.allocated_gpus >= fill * self.total_gpus:
+                break
+            gang = self._workload.new_gang(self._now, self.total_gpus)
+            self._submit(gang)
+            if self._try_bind(gang) is None:
+                self._drop(gang)
+                continue
+            # Back-date the start so the initial gangs finish at different times.
+            gang.started = self._now - self._rng.uniform(0, gang.run_seconds * 0.9)
+            for pod in self._gang_pods(gang.key):
+                pod.started = gang.started
+                pod.created = gang.created = min(gang.created, gang.started)
+        self._changes.clear()
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(len(n.slots) for n in self._nodes)
+
+    @property
+    def allocated_gpus(self) -> int:
+        return sum(len(n.slots) - n.free_gpus for n in self._nodes)
+
+    @property
+    def now(self) -> float:
+        return self._now
+
+    # --- Cluster protocol ------------------------------------------------------------------
+
+    def snapshot_objects(self) -> list[KubeObject]:
+        with self._lock:
+            out: list[KubeObject] = [objects.node_object(n) for n in self._nodes]
+            out += [objects.priority_class_object(t, SIM_EPOCH - 30 * 86400) for t in TIERS]
+            for gang in self._gangs.values():
+                out.append(objects.podgroup_object(gang))
+                if gang.pdb_min_available is not None:
+                    out.append(objects.pdb_object(gang, self._healthy(gang), self._now))
+            out += [objects.pod_object(p, self._gangs[p.gang_key]) for p in self._pods.values()]
+            return out
+
+    def get_pod(self, namespace: str, name: str) -> KubeObject | None:
+        with self._lock:
+            pod = self._pods.get(f"{namespace}/{name}")
+            return objects.pod_object(pod, self._gangs[pod.gang_key]) if pod else None
+
+    def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> EvictionResult:
+        with self._lock:
+            pod = self._pods.get(f"{namespace}/{name}")
+            if pod is None:
+                return EvictionResult(namespace, name, 404, f'pods "{name}" not found', dry_run)
+            gang = self._gangs[pod.gang_key]
+            # As the API server does, budgets only guard running pods; pending ones just go.
+            if pod.running and gang.pdb_min_available is not None:
+                if self._healthy(gang) - gang.pdb_min_available <= 0:
+                    return EvictionResult(
+                        namespace, name, 429,
+                        "Cannot evict pod as it would violate the pod's disruption budget.", dry_run,
+                    )
+            if not dry_run:
+                self._delete_pod(pod)
+                self._changes.append(self._change("pod-evicted", gang, pod=pod.key, node=pod.node))
+            return EvictionResult(namespace, name, 201, "", dry_run)
+
+    def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
+        """Set ``DisruptionTarget=True`` on the pod; a pod already gone needs no mark."""
+        with self._lock:
+            pod = self._pods.get(f"{namespace}/{name}")
+            if pod is None:
+                return
+            new = condition("DisruptionTarget", "True", "PreemptionByScheduler", message, self._now)
+            if upsert_condition(pod.conditions, new):
+                pod.resource_version = self._next_rv()
+
+    def record_event(self, event: ClusterEvent) -> None:
+        with self._lock:
+            self._events.append(event)
+            self._changes.append({"type": "event", "reason": event.reason, "message": event.message,
+                                  "object": f"{event.namespace}/{event.involved_name}"})
+
+    def set_podgroup_condition(
+        self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
+    ) -> None:
+        """Upsert a PodGroup status condition; a PodGroup already gone is left alone."""
+        with self._lock:
+            gang = self._gangs.get(f"{namespace}/{name}")
+            if gang is not None and upsert_condition(gang.conditions,
+                                                     condition(type_, status, reason, message, self._now)):
+                gang.resource_version = self._next_rv()
+
+    # --- reading, for the dashboard --------------------------------------------------------
+
+    def events(self) -> list[ClusterEvent]:
+        with self._lock:
+            return list(self._events)
+
+    def summary(self) -> dict[str, Any]:
+        """What the dashboard draws: racks of nodes with per-GPU owners, waiting gangs, totals."""
+        with self._lock:
+            return build_summary(self._nodes, self._gangs, self._pods, self._now, self._tick_count)
+
+    # --- time ------------------------------------------------------------------------------
+
+    def tick(self) -> list[dict[str, Any]]:
+        """Advance the clock one step: finish, restart, give up, submit, bind. Returns what changed."""
+        with self._lock:
+            self._tick_count += 1
+            self._now += SIM_SECONDS_PER_TICK
+            self._finish_done_gangs()
+            self._recreate_evicted_pods()
+            self._abandon_stale_gangs()
+            self._submit_arrivals()
+            self._bind_pending()
+            changes, self._changes = self._changes, []
+            return changes
+
+    def _finish_done_gangs(self) -> None:
+        for gang in list(self._gangs.values()):
+            if gang.started is not None and gang.started + gang.run_seconds <= self._now:
+                self._changes.append(self._change("gang-finished", gang))
+                self._drop(gang)
+
+    def _recreate_evicted_pods(self) -> None:
+        """What the gangs' controllers do: bring the pod count back to ``size``.
+
+        An ``all`` gang that lost any pod restarts as a whole (its remaining pods are deleted too), as
+        JobSet-style controllers do; a ``single`` gang only replaces the pods it lost.
+        """
+        for gang in list(self._gangs.values()):
+            pods = self._gang_pods(gang.key)
+            if len(pods) == gang.size:
+                continue
+            if gang.tier.disruption == "all":
+                for pod in pods:
+                    self._delete_pod(pod)
+                pods = []
+            gang.attempt += 1
+            present = {p.index for p in pods}
+            for index in range(gang.size):
+                if index not in present:
+                    self._new_pod(gang, index)
+            if not pods:
+                gang.started = None
+            self._changes.append(self._change("gang-restarted", gang, attempt=gang.attempt))
+
+    def _abandon_stale_gangs(self) -> None:
+        for gang in list(self._gangs.values()):
+            if gang.started is None and self._now - gang.created > MAX_WAIT_SECONDS:
+                self._changes.append(self._change("gang-abandoned", gang))
+                self._drop(gang)
+
+    def _submit_arrivals(self) -> None:
+        for _ in range(self._poisson(self._arrival_rate)):
+            if sum(1 for g in self._gangs.values() if g.started is None) >= MAX_PENDING_GANGS:
+                return
+            gang = self._workload.new_gang(self._now, self.total_gpus)
+            self._submit(gang)
+            self._changes.append(self._change("gang-submitted", gang))
+
+    def _bind_pending(self) -> None:
+        waiting = [g for g in self._gangs.values() if any(not p.running for p in self._gang_pods(g.key))]
+        waiting.sort(key=lambda g: (-g.tier.value, g.created, g.key))
+        for gang in waiting:
+            bound = self._try_bind(gang)
+            if bound:
+                self._changes.append(self._change("gang-bound", gang, pods=bound))
+            elif gang.started is None:
+                self._mark_unschedulable(gang)
+
+    # --- mechanics -------------------------------------------------------------------------
+
+    def _poisson(self, rate: float) -> int:
+        # Knuth's method: fine for the small rates used here.
+        limit, k, p = math.exp(-rate), 0, self._rng.random()
+        while p > limit:
+            k += 1
+            p *= self._rng.random()
+        return k
+
+    def _change(self, type_: str, gang: SimGang, **extra: Any) -> dict[str, Any]:
+        return {"type": type_, "podGroup": gang.key, "priorityClass": gang.tier.priority_class,
+                "priority": gang.tier.value, "gpus": gang.gpus, **extra}
+
+    def _gang_pods(self, gang_key: str) -> list[SimPod]:
+        return [p for p in self._pods.values() if p.gang_key == gang_key]
+
+    def _healthy(self, gang: SimGang) -> int:
+        return sum(1 for p in self._gang_pods(gang.key) if p.running)
+
+    def _submit(self, gang: SimGang) -> None:
+        gang.resource_version = self._next_rv()
+        self._gangs[gang.key] = gang
+        for index in range(gang.size):
+            self._new_pod(gang, index)
+
+    def _new_pod(self, gang: SimGang, index: int) -> SimPod:
+        name = f"{gang.name}-{index}" if gang.attempt == 0 else f"{gang.name}-r{gang.attempt}-{index}"
+        pod = SimPod(gang.namespace, name, gang.key, index, created=self._now, resource_version=self._next_rv())
+        self._pods[pod.key] = pod
+        return pod
+
+    def _delete_pod(self, pod: SimPod) -> None:
+        if pod.node is not None:
+            self._node_by_name[pod.node].release(pod.key)
+        self._pods.pop(pod.key, None)
+
+    def _drop(self, gang: SimGang) -> None:
+        for pod in self._gang_pods(gang.key):
+            self._delete_pod(pod)
+        self._gangs.pop(gang.key, None)
+
+    def _try_bind(self, gang: SimGang) -> list[str] | None:
+        """Bind what fits of the gang's pending pods; the bound pod keys, or None."""
+        pods = self._gang_pods(gang.key)
+        pending = sorted((p for p in pods if not p.running), key=lambda p: p.index)
+        running = [p for p in pods if p.running]
+        placement = first_fit(gang, pending, running, self._nodes) if pending else None
+        if not placement:
+            return None
+        for pod in pending:
+            node_name = placement.get(pod.key)
+            if node_name is None:
+                continue
+            pod.gpu_slots = self._node_by_name[node_name].take(pod.key, gang.pod_gpus)
+            pod.node, pod.started = node_name, self._now
+            pod.conditions = [condition("PodScheduled", "True", "", "", self._now)]
+            pod.resource_version = self._next_rv()
+        if gang.started is None:
+            gang.started = self._now
+        upsert_condition(gang.conditions, condition(SCHEDULED, "True", "Scheduled",
+                                                    "all pods of the gang are bound", self._now))
+        gang.resource_version = self._next_rv()
+        return sorted(placement)
+
+    def _mark_unschedulable(self, gang: SimGang) -> None:
+        free = self.total_gpus - self.allocated_gpus
+        where = "in any one rack" if gang.topology else "in the cluster"
+        why = f"only {free} GPUs free" if free < gang.min_count * gang.pod_gpus else f"{free} GPUs free but fragmented"
+        message = f"{gang.min_count} pods of {gang.pod_gpus} nvidia.com/gpu each do not fit {where} ({why})"
+        if upsert_condition(gang.conditions, condition(SCHEDULED, "False", "Unschedulable", message, self._now)):
+            gang.resource_version = self._next_rv()
+        for pod in self._gang_pods(gang.key):
+            if not pod.running and upsert_condition(pod.conditions, condition(
+                    "PodScheduled", "False", "Unschedulable", message, self._now)):
+                pod.resource_version = self._next_rv()
