@@ -1,0 +1,268 @@
+"""Which gang (PodGroup) a pod belongs to, inferred from the pod alone.
+
+Sources are tried in a fixed order (issue 4): gangweb's own label, then the labels/annotations of other
+gang schedulers (so clusters migrate without editing workloads), then the labels that workload
+controllers put on their pods. The pod's existing ``spec.schedulingGroup`` is *not* looked at here:
+``mutate`` leaves such pods alone, and the controller side can call ``infer_gang`` on an admitted pod
+and get the same answer the webhook got.
+
+Everything here reads plain dicts defensively: admission objects are untrusted input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from admission import labels as L
+from admission.policy import DISRUPTION_MODES, AdmissionPolicy
+
+
+@dataclass(frozen=True)
+class OwnerRef:
+    """The object whose spec fixes the gang size when the pod does not carry it."""
+
+    api_version: str
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Gang:
+    name: str  # the PodGroup name, a valid DNS subdomain
+    source: str  # which rule found it, e.g. "jobset", "kueue"
+    min_count: int | None  # None: read it from ``owner`` (see podgroups.resolve_min_count)
+    owner: OwnerRef | None
+    disruption_mode: str  # "all" | "single"
+    mode: str  # "enforce" | "observe"
+    raw_name: str  # the name as the source spelled it, before making it a valid object name
+
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_INVALID_CHARS = re.compile(r"[^a-z0-9.-]+")
+_POSITIVE_INT = re.compile(r"^[1-9][0-9]{0,8}$")
+
+
+def podgroup_name(raw: str) -> str:
+    """``raw`` if it is a valid object name, else a readable valid name with a hash of ``raw``.
+
+    The hash keeps two raw names that differ only in case or punctuation from sharing a group.
+    """
+    if len(raw) <= 253 and _DNS_SUBDOMAIN.match(raw):
+        return raw
+    digest = hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    readable = _INVALID_CHARS.sub("-", raw.lower()).strip(".-")[:200].strip(".-")
+    return f"{readable}-{digest}" if readable else f"gang-{digest}"
+
+
+def positive_int(value: Any) -> int | None:
+    if isinstance(value, str) and _POSITIVE_INT.match(value):
+        return int(value)
+    return None
+
+
+def _str_map(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(mapping: dict[str, Any], key: str) -> str:
+    value = mapping.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def controller_of(metadata: dict[str, Any]) -> dict[str, Any] | None:
+    refs = metadata.get("ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+# Each source returns (raw name, source, min count or None, owner or None), or None.
+_Found = tuple[str, str, int | None, OwnerRef | None]
+
+
+def _gangweb(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    name = _text(labels, L.POD_GROUP_LABEL)
+    if not name:
+        return None
+    return name, "gangweb", positive_int(annotations.get(L.MIN_COUNT_ANNOTATION)), None
+
+
+def _coscheduling(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    name = _text(labels, L.COSCHEDULING_LABEL) or _text(labels, L.LEGACY_COSCHEDULING_LABEL)
+    if not name:
+        return None
+    owner = OwnerRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", name)
+    return name, "coscheduling", positive_int(labels.get(L.LEGACY_COSCHEDULING_MIN_LABEL)), owner
+
+
+def _volcano(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    name = _text(annotations, L.VOLCANO_GROUP_ANNOTATION)
+    if not name:
+        return None
+    return name, "volcano", None, OwnerRef("scheduling.volcano.sh/v1beta1", "PodGroup", name)
+
+
+def _kueue(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    name = _text(labels, L.KUEUE_POD_GROUP_LABEL)
+    if not name:
+        return None
+    return name, "kueue", positive_int(annotations.get(L.KUEUE_POD_GROUP_COUNT_ANNOTATION)), None
+
+
+def yunikorn_min_members(task_groups: str) -> int | None:
+    """Sum of ``minMember`` over the task groups JSON; None when it is not usable."""
+    try:
+        groups = json.loads(task_groups)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(groups, list) or not groups:
+        return None
+    total = 0
+    for group in groups:
+        member = group.get("minMember") if isinstance(group, dict) else None
+        if not isinstance(member, int) or isinstance(member, bool) or member < 0:
+            return None
+        total += member
+    return total or None
+
+
+def _yunikorn(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    # YuniKorn gangs are declared by task groups; an application id alone is not a gang.
+    if not (annotations.get(L.YUNIKORN_TASK_GROUPS) or annotations.get(L.YUNIKORN_TASK_GROUP_NAME)):
+        return None
+    app = (
+        _text(labels, L.YUNIKORN_APP_ID_KEY)
+        or _text(annotations, L.YUNIKORN_APP_ID_KEY)
+        or _text(labels, L.YUNIKORN_APP_ID_LABEL)
+    )
+    if not app:
+        return None
+    task_groups = annotations.get(L.YUNIKORN_TASK_GROUPS)
+    min_count = yunikorn_min_members(task_groups) if isinstance(task_groups, str) else None
+    return app, "yunikorn", min_count, None
+
+
+def _kai(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    name = _text(annotations, L.KAI_POD_GROUP_ANNOTATION)
+    if not name:
+        return None
+    return name, "kai-scheduler", None, OwnerRef("scheduling.run.ai/v2alpha2", "PodGroup", name)
+
+
+def _leaderworkerset(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    name, index = _text(labels, L.LWS_NAME), _text(labels, L.LWS_GROUP_INDEX)
+    if not (name and index):
+        return None
+    owner = OwnerRef("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", name)
+    # One gang per group: a leader and its workers serve one model replica together.
+    return f"{name}-{index}", "leaderworkerset", positive_int(annotations.get(L.LWS_SIZE)), owner
+
+
+def _jobset(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    name = _text(labels, L.JOBSET_NAME)
+    if not name:
+        return None
+    step = _text(labels, L.TRAINJOB_STEP)
+    owner = OwnerRef("jobset.x-k8s.io/v1alpha2", "JobSet", name)
+    if step:
+        # A TrainJob: initializer steps finish before the trainer starts, so only the trainer is a gang.
+        if step != L.TRAINJOB_TRAINER_STEP:
+            return None
+        return name, "trainjob", None, owner
+    return name, "jobset", None, owner
+
+
+_KUBEFLOW_KINDS = {
+    "pytorchjob-controller": "PyTorchJob",
+    "tfjob-controller": "TFJob",
+    "mpijob-controller": "MPIJob",
+    "xgboostjob-controller": "XGBoostJob",
+    "paddlejob-controller": "PaddleJob",
+    "jaxjob-controller": "JAXJob",
+}
+
+
+def _kubeflow(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    name = _text(labels, L.KUBEFLOW_JOB_NAME)
+    if not name:
+        return None
+    controller = controller_of(metadata) or {}
+    kind = controller.get("kind") if controller.get("name") == name else None
+    if not isinstance(kind, str):
+        kind = _KUBEFLOW_KINDS.get(_text(labels, L.KUBEFLOW_OPERATOR_NAME), "PyTorchJob")
+    return name, "kubeflow", None, OwnerRef("kubeflow.org/v1", kind, name)
+
+
+def _raycluster(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    cluster, group = _text(labels, L.RAY_CLUSTER), _text(labels, L.RAY_GROUP)
+    # The head is a single long-lived pod, not part of a worker gang.
+    if not (cluster and group) or _text(labels, L.RAY_NODE_TYPE) != "worker":
+        return None
+    return f"{cluster}-{group}", "raycluster", None, OwnerRef("ray.io/v1", "RayCluster", cluster)
+
+
+def _job(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    controller = controller_of(metadata)
+    # The legacy "job-name" label is also set by other operators; the owner reference is decisive.
+    if not controller or controller.get("kind") != "Job" or controller.get("apiVersion") != "batch/v1":
+        return None
+    name = controller.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    return name, "job", None, OwnerRef("batch/v1", "Job", name)
+
+
+# Order matters: gang schedulers before controllers; JobSet/Kubeflow before Job, whose labels they share.
+SOURCES = (
+    _gangweb,
+    _coscheduling,
+    _volcano,
+    _kueue,
+    _yunikorn,
+    _kai,
+    _leaderworkerset,
+    _jobset,
+    _kubeflow,
+    _raycluster,
+    _job,
+)
+SOURCE_NAMES = (
+    "gangweb", "coscheduling", "volcano", "kueue", "yunikorn", "kai-scheduler",
+    "leaderworkerset", "jobset", "trainjob", "kubeflow", "raycluster", "job",
+)  # fmt: skip
+
+
+def infer_gang(pod: dict[str, Any], namespace: str, policy: AdmissionPolicy) -> Gang | None:
+    """The gang ``pod`` belongs to, or None when no source claims it."""
+    metadata = _str_map(pod.get("metadata"))
+    labels = _str_map(metadata.get("labels"))
+    annotations = _str_map(metadata.get("annotations"))
+    for source in SOURCES:
+        found = source(labels, annotations, metadata)
+        if found is not None:
+            break
+    else:
+        return None
+    raw_name, source_name, min_count, owner = found
+    if min_count is None:
+        # gangweb's annotation also sizes gangs found by other sources (e.g. an elastic Job).
+        min_count = positive_int(annotations.get(L.MIN_COUNT_ANNOTATION))
+    disruption = _text(annotations, L.DISRUPTION_MODE_ANNOTATION)
+    if disruption not in DISRUPTION_MODES:
+        disruption = policy.disruption_mode_for(namespace)
+    return Gang(
+        name=podgroup_name(raw_name),
+        source=source_name,
+        min_count=min_count,
+        owner=owner,
+        disruption_mode=disruption,
+        mode=policy.mode_for(namespace),
+        raw_name=raw_name,
+    )

@@ -1,0 +1,81 @@
+"""The mutating decision for a pod: which ``spec.schedulingGroup.podGroupName`` to set, if any.
+
+Pure: request and policy in, patch out. Idempotent by construction: a pod that already names a group
+is left alone, so a reinvocation (``reinvocationPolicy: IfNeeded``) yields an empty patch. Only the
+one field is added; nothing else on the pod changes (good-practices page: patch only what you need).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from admission import labels as L
+from admission.inference import Gang, infer_gang
+from admission.policy import AdmissionPolicy
+from admission.review import AdmissionRequest
+
+
+@dataclass(frozen=True)
+class Mutation:
+    patch: list[dict[str, Any]] = field(default_factory=list)
+    gang: Gang | None = None
+    # Why the pod was left alone, or which group it joined: for logs and the dashboard.
+    reason: str = ""
+
+
+def is_mirror_pod(metadata: dict[str, Any]) -> bool:
+    annotations = metadata.get("annotations")
+    return isinstance(annotations, dict) and L.MIRROR_POD_ANNOTATION in annotations
+
+
+def opted_out(metadata: dict[str, Any]) -> bool:
+    labels = metadata.get("labels")
+    return isinstance(labels, dict) and labels.get(L.ADMISSION_LABEL) == L.ADMISSION_DISABLED
+
+
+def existing_group(spec: dict[str, Any]) -> str:
+    group = spec.get("schedulingGroup")
+    name = group.get("podGroupName") if isinstance(group, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def pod_out_of_scope(request: AdmissionRequest, policy: AdmissionPolicy) -> str:
+    """Why this request is none of gangweb's business, or "" when it is."""
+    if request.kind != "Pod" or request.group != "":
+        return "not a pod"
+    if policy.skips(request.namespace):
+        return f"namespace {request.namespace} is excluded"
+    metadata = request.object.get("metadata") if request.object else None
+    if not isinstance(metadata, dict):
+        return "pod has no metadata"
+    if is_mirror_pod(metadata):
+        return "mirror pod"
+    if opted_out(metadata):
+        return f"pod opted out ({L.ADMISSION_LABEL}={L.ADMISSION_DISABLED})"
+    return ""
+
+
+def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
+    if request.operation != "CREATE":
+        # spec.schedulingGroup is immutable: only a CREATE can set it.
+        return Mutation(reason=f"{request.operation} is not mutated")
+    out_of_scope = pod_out_of_scope(request, policy)
+    if out_of_scope:
+        return Mutation(reason=out_of_scope)
+    pod = request.object or {}
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return Mutation(reason="pod has no spec")
+    current = existing_group(spec)
+    if current:
+        return Mutation(reason=f"already in PodGroup {current}")
+    gang = infer_gang(pod, request.namespace, policy)
+    if gang is None:
+        return Mutation(reason="no gang")
+    if isinstance(spec.get("schedulingGroup"), dict):
+        patch = [{"op": "add", "path": "/spec/schedulingGroup/podGroupName", "value": gang.name}]
+    else:
+        # "add" on an existing member (e.g. schedulingGroup: null) replaces it (RFC 6902 4.1).
+        patch = [{"op": "add", "path": "/spec/schedulingGroup", "value": {"podGroupName": gang.name}}]
+    return Mutation(patch=patch, gang=gang, reason=f"joined PodGroup {gang.name} ({gang.source})")

@@ -1,0 +1,138 @@
+"""The PodGroup a gang needs, built from one of its pods (and, when the pod does not say, its owner).
+
+gangweb ensures PodGroups from the controller side rather than creating them inside the admission
+request (docs/admission.md explains why): the pipeline sees a pod naming a PodGroup that does not exist,
+calls ``infer_gang`` on it, resolves the size with ``resolve_min_count`` from the owning object and
+creates ``podgroup_for(...)``. Everything here is pure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from admission import labels as L
+from admission.inference import Gang, controller_of
+
+API_VERSION = "scheduling.k8s.io/v1beta1"
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _job_pods(job_spec: Any) -> int:
+    """Pods a Job runs at once: parallelism, capped by completions when set."""
+    spec = job_spec if isinstance(job_spec, dict) else {}
+    parallelism = _int(spec.get("parallelism"), 1)
+    completions = spec.get("completions")
+    return min(parallelism, completions) if isinstance(completions, int) else parallelism
+
+
+def _jobset_pods(spec: dict[str, Any], trainer_only: bool) -> int:
+    total = 0
+    for rjob in spec.get("replicatedJobs") or []:
+        if not isinstance(rjob, dict):
+            continue
+        template = rjob.get("template") or {}
+        if trainer_only:
+            step = ((template.get("metadata") or {}).get("labels") or {}).get(L.TRAINJOB_STEP)
+            if step != L.TRAINJOB_TRAINER_STEP:
+                continue
+        elif rjob.get("dependsOn"):
+            continue  # starts only after the jobs it depends on: not part of the gang that starts first
+        total += _int(rjob.get("replicas"), 1) * _job_pods(template.get("spec"))
+    return total
+
+
+def _kubeflow_pods(spec: dict[str, Any]) -> int:
+    policy = (spec.get("runPolicy") or {}).get("schedulingPolicy") or {}
+    if isinstance(policy.get("minAvailable"), int) and policy["minAvailable"] > 0:
+        return policy["minAvailable"]
+    total = 0
+    for key, replica_specs in spec.items():
+        if key.endswith("ReplicaSpecs") and isinstance(replica_specs, dict):
+            total += sum(_int((r or {}).get("replicas"), 1) for r in replica_specs.values())
+    return total
+
+
+def _ray_group_pods(spec: dict[str, Any], group: str) -> int:
+    for worker_group in spec.get("workerGroupSpecs") or []:
+        if isinstance(worker_group, dict) and worker_group.get("groupName") == group:
+            # The gang is what must start together: the autoscaler's floor, else the fixed size.
+            replicas = _int(worker_group.get("minReplicas"), 0) or _int(worker_group.get("replicas"), 1)
+            return replicas * _int(worker_group.get("numOfHosts"), 1)
+    return 0
+
+
+def owner_min_count(pod: dict[str, Any], gang: Gang, owner: dict[str, Any]) -> int | None:
+    """The gang size the owning object implies, or None when it does not say."""
+    spec = owner.get("spec") if isinstance(owner, dict) else None
+    if not isinstance(spec, dict):
+        return None
+    kind = owner.get("kind")
+    if kind == "Job":
+        count = _job_pods(spec)
+    elif kind == "JobSet":
+        count = _jobset_pods(spec, trainer_only=gang.source == "trainjob")
+    elif kind == "LeaderWorkerSet":
+        count = _int((spec.get("leaderWorkerTemplate") or {}).get("size"), 1)
+    elif kind == "RayCluster":
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        count = _ray_group_pods(spec, labels.get(L.RAY_GROUP, ""))
+    elif kind == "PodGroup":  # coscheduling, Volcano and KAI PodGroups all call it minMember
+        count = _int(spec.get("minMember"), 0)
+    elif isinstance(kind, str) and kind.endswith("Job"):
+        count = _kubeflow_pods(spec)
+    else:
+        return None
+    return count if count >= 1 else None
+
+
+def resolve_min_count(pod: dict[str, Any], gang: Gang, owner: dict[str, Any] | None = None) -> int | None:
+    if gang.min_count is not None:
+        return gang.min_count
+    return owner_min_count(pod, gang, owner) if owner is not None else None
+
+
+def podgroup_for(pod: dict[str, Any], gang: Gang, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The PodGroup object for ``gang``; raises ValueError when its size cannot be known."""
+    min_count = resolve_min_count(pod, gang, owner)
+    if min_count is None:
+        raise ValueError(
+            f"gang {gang.name} ({gang.source}): size unknown; pass the owning "
+            f"{gang.owner.kind if gang.owner else 'object'} or set {L.MIN_COUNT_ANNOTATION} on the pods"
+        )
+    metadata = pod.get("metadata") or {}
+    pod_spec = pod.get("spec") or {}
+    spec: dict[str, Any] = {
+        "schedulingPolicy": {"gang": {"minCount": min_count}},
+        "disruptionMode": {gang.disruption_mode: {}},
+    }
+    if isinstance(pod_spec.get("priorityClassName"), str) and pod_spec["priorityClassName"]:
+        spec["priorityClassName"] = pod_spec["priorityClassName"]
+    if isinstance(pod_spec.get("priority"), int):
+        spec["priority"] = pod_spec["priority"]
+    annotations = {L.GANG_SOURCE_ANNOTATION: gang.source}
+    own_policy = pod_spec.get("preemptionPolicy")
+    if gang.mode == "enforce":
+        # gangweb plans preemption for this gang; kube-scheduler must not preempt for it as well.
+        spec["preemptionPolicy"] = "Never"
+        annotations[L.PREEMPTION_POLICY_ANNOTATION] = own_policy if own_policy == "Never" else "PreemptLowerPriority"
+    elif own_policy in ("Never", "PreemptLowerPriority"):
+        spec["preemptionPolicy"] = own_policy
+    podgroup_meta: dict[str, Any] = {
+        "name": gang.name,
+        "labels": {L.MANAGED_BY_LABEL: L.MANAGED_BY_VALUE},
+        "annotations": annotations,
+    }
+    if isinstance(metadata.get("namespace"), str) and metadata["namespace"]:
+        podgroup_meta["namespace"] = metadata["namespace"]
+    controller = controller_of(metadata)
+    if controller and gang.owner and controller.get("kind") == gang.owner.kind and controller.get("uid"):
+        # Deleted with its workload; not "controller": the workload's own controller does not manage it.
+        podgroup_meta["ownerReferences"] = [{
+            "apiVersion": controller.get("apiVersion", gang.owner.api_version),
+            "kind": gang.owner.kind, "name": controller.get("name", gang.owner.name),
+            "uid": controller["uid"],
+        }]  # fmt: skip
+    return {"apiVersion": API_VERSION, "kind": "PodGroup", "metadata": podgroup_meta, "spec": spec}
