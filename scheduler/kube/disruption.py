@@ -1,0 +1,158 @@
+"""The Eviction subresource and PodDisruptionBudget bookkeeping, as the API server and the disruption
+controller do them, over an ``ObjectStore``."""
+
+from __future__ import annotations
+
+import math
+
+from . import errors
+from .resources import PDBS, PODS
+from .selectors import label_selector_matches
+from .store import ObjectStore, now_rfc3339
+
+
+def _is_ready(pod: dict) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+def _matching_pdbs(store: ObjectStore, pod: dict) -> list[dict]:
+    meta = pod["metadata"]
+    labels = meta.get("labels") or {}
+    return [
+        pdb
+        for pdb in store.list(PDBS, meta["namespace"])
+        if label_selector_matches((pdb.get("spec") or {}).get("selector"), labels)
+    ]
+
+
+def _scaled(value: int | str, total: int, round_up: bool) -> int:
+    if isinstance(value, str) and value.endswith("%"):
+        exact = int(value[:-1]) * total / 100
+        return math.ceil(exact) if round_up else math.floor(exact)
+    return int(value)
+
+
+def compute_pdb_status(store: ObjectStore, pdb: dict) -> dict:
+    """The status the disruption controller would write for ``pdb`` given the pods in the store."""
+    spec = pdb.get("spec") or {}
+    pods = [
+        p
+        for p in store.list(PODS, pdb["metadata"]["namespace"])
+        if label_selector_matches(spec.get("selector"), (p["metadata"].get("labels") or {}))
+        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        and not p["metadata"].get("deletionTimestamp")
+    ]
+    expected = len(pods)
+    healthy = sum(1 for p in pods if _is_ready(p))
+    if spec.get("minAvailable") is not None:
+        desired = _scaled(spec["minAvailable"], expected, round_up=True)
+    elif spec.get("maxUnavailable") is not None:
+        desired = max(0, expected - _scaled(spec["maxUnavailable"], expected, round_up=True))
+    else:
+        desired = expected
+    return {
+        "observedGeneration": pdb["metadata"].get("generation", 1),
+        "expectedPods": expected,
+        "currentHealthy": healthy,
+        "desiredHealthy": desired,
+        "disruptionsAllowed": max(0, healthy - desired),
+        "disruptedPods": dict((pdb.get("status") or {}).get("disruptedPods") or {}),
+    }
+
+
+def refresh_pdb_status(store: ObjectStore, namespace: str | None = None, only_missing: bool = False) -> int:
+    """Recompute PDB statuses (all, or only those without one); returns how many were written."""
+    count = 0
+    for pdb in store.list(PDBS, namespace):
+        if only_missing and pdb.get("status"):
+            continue
+        status = compute_pdb_status(store, pdb)
+        store.mutate(PDBS, pdb["metadata"]["namespace"], pdb["metadata"]["name"],
+                     lambda obj, s=status: obj.__setitem__("status", s), subresource="status")
+        count += 1
+    return count
+
+
+def _too_many_requests(pdb: dict, status: dict) -> errors.ApiError:
+    name = pdb["metadata"]["name"]
+    return errors.ApiError(
+        429,
+        "TooManyRequests",
+        "Cannot evict pod as it would violate the pod's disruption budget.",
+        details={
+            "causes": [
+                {
+                    "reason": "DisruptionBudget",
+                    "message": f"The disruption budget {name} needs {status.get('desiredHealthy', 0)} "
+                    f"healthy pods and has {status.get('currentHealthy', 0)} currently",
+                }
+            ]
+        },
+        retry_after=10,
+    )
+
+
+def evict(store: ObjectStore, namespace: str, name: str, eviction: dict, dry_run: bool) -> dict:
+    """POST pods/{name}/eviction: check the pod's PDB, spend one disruption, delete the pod.
+
+    Returns the success Status body (HTTP 201); raises ``ApiError`` (404, 429, 500, 400) otherwise.
+    """
+    body_name = (eviction.get("metadata") or {}).get("name")
+    if body_name and body_name != name:
+        raise errors.bad_request("name in URL does not match name in Eviction object")
+    options = eviction.get("deleteOptions") or {}
+    dry_run = dry_run or "All" in (options.get("dryRun") or [])
+    with store.locked():  # the budget check and its spending are one step
+        return _evict_locked(store, namespace, name, options, dry_run)
+
+
+def _evict_locked(store: ObjectStore, namespace: str, name: str, options: dict, dry_run: bool) -> dict:
+    pod = store.get(PODS, namespace, name)  # 404 when gone
+    preconditions = options.get("preconditions")
+
+    phase = (pod.get("status") or {}).get("phase")
+    # Like the API server: terminal, pending and already-terminating pods need no budget.
+    if phase in ("Succeeded", "Failed", "Pending") or pod["metadata"].get("deletionTimestamp"):
+        pdbs: list[dict] = []
+    else:
+        pdbs = _matching_pdbs(store, pod)
+    if len(pdbs) > 1:
+        raise errors.ApiError(
+            500, "InternalError",
+            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+        )
+    if pdbs:
+        pdb = pdbs[0]
+        status = pdb.get("status") or compute_pdb_status(store, pdb)
+        policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy", "IfHealthyBudget")
+        unhealthy_may_go = not _is_ready(pod) and (
+            policy == "AlwaysAllow" or status.get("currentHealthy", 0) >= status.get("desiredHealthy", 0)
+        )
+        if not unhealthy_may_go:
+            if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1) or (
+                status.get("disruptionsAllowed", 0) <= 0
+            ):
+                raise _too_many_requests(pdb, status)
+            if not dry_run:
+                def spend(obj: dict) -> None:
+                    new_status = dict(obj.get("status") or status)
+                    new_status["disruptionsAllowed"] = new_status.get("disruptionsAllowed", 0) - 1
+                    disrupted = dict(new_status.get("disruptedPods") or {})
+                    disrupted[name] = now_rfc3339()
+                    new_status["disruptedPods"] = disrupted
+                    obj["status"] = new_status
+
+                # resourceVersion-checked in the real server; here the store lock serialises it
+                store.mutate(PDBS, namespace, pdb["metadata"]["name"], spend, subresource="status")
+    store.delete(
+        PODS,
+        namespace,
+        name,
+        preconditions=preconditions,
+        grace_period_seconds=options.get("gracePeriodSeconds"),
+        dry_run=dry_run,
+    )
+    return errors.success_status(201)

@@ -1,0 +1,99 @@
+"""The Kubernetes resources gangweb reads and writes, described once for the adapter and the test server.
+
+Each entry names where a resource lives on the API (group, version, plural) and how it behaves
+(namespaced, status subresource). The adapter lists/watches ``SNAPSHOT_RESOURCES``; the test server
+serves every entry of ``RESOURCES``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+    has_status: bool = True
+    # Several API versions of one resource share storage (events vs events.k8s.io); the store keys by this.
+    storage: str = ""
+    # DELETE answers with the deleted object (pods) instead of a Status.
+    returns_deleted_object: bool = False
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def storage_key(self) -> str:
+        return self.storage or f"{self.plural}.{self.group}"
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    def collection_path(self, namespace: str | None = None) -> str:
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            return f"{root}/namespaces/{namespace}/{self.plural}"
+        return f"{root}/{self.plural}"
+
+
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+PODS = Resource("", "v1", "pods", "Pod", returns_deleted_object=True)
+EVENTS = Resource("", "v1", "events", "Event", has_status=False, storage="events")
+EVENTS_V1 = Resource("events.k8s.io", "v1", "events", "Event", has_status=False, storage="events")
+PODGROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup")
+WORKLOADS = Resource("scheduling.k8s.io", "v1beta1", "workloads", "Workload", has_status=False)
+COMPOSITE_PODGROUPS = Resource("scheduling.k8s.io", "v1alpha3", "compositepodgroups", "CompositePodGroup")
+PDBS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
+PRIORITY_CLASSES = Resource(
+    "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False, has_status=False
+)
+RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim")
+
+RESOURCES: tuple[Resource, ...] = (
+    NODES,
+    PODS,
+    EVENTS,
+    EVENTS_V1,
+    PODGROUPS,
+    WORKLOADS,
+    COMPOSITE_PODGROUPS,
+    PDBS,
+    PRIORITY_CLASSES,
+    RESOURCE_CLAIMS,
+)
+
+# What a snapshot holds (DESIGN.md "Contract: cluster snapshot files"), in listing order.
+SNAPSHOT_RESOURCES: tuple[Resource, ...] = (
+    NODES,
+    PRIORITY_CLASSES,
+    PODGROUPS,
+    COMPOSITE_PODGROUPS,
+    WORKLOADS,
+    PDBS,
+    RESOURCE_CLAIMS,
+    PODS,
+)
+
+_BY_KIND = {(r.api_version, r.kind): r for r in RESOURCES}
+_BY_KIND_ONLY: dict[str, Resource] = {}
+for _r in RESOURCES:
+    _BY_KIND_ONLY.setdefault(_r.kind, _r)
+
+
+def resource_for_object(obj: dict) -> Resource | None:
+    """The resource an object belongs to, by apiVersion+kind (falling back to kind alone)."""
+    kind = obj.get("kind", "")
+    return _BY_KIND.get((obj.get("apiVersion", ""), kind)) or _BY_KIND_ONLY.get(kind)
+
+
+def find_resource(group: str, version: str, plural: str) -> Resource | None:
+    for r in RESOURCES:
+        if (r.group, r.version, r.plural) == (group, version, plural):
+            return r
+    return None

@@ -1,0 +1,401 @@
+"""In-memory object storage with API-server semantics: resourceVersions, watch history, conflicts.
+
+This is the test server's state, kept apart from HTTP so that other code (the simulated cluster,
+tests) can drive or observe the same objects directly. Stored dicts are never mutated in place
+(every write stores a new dict), so references handed to the HTTP layer stay consistent.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import secrets
+import threading
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import yaml
+
+from . import errors
+from .conversion import from_storage, to_storage
+from .patching import JSON_PATCH, PatchError, apply_patch
+from .resources import PODS, Resource, resource_for_object
+from .selectors import SelectorError, parse_field_selector, parse_label_selector
+
+
+def now_rfc3339() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One committed write, as a watch reports it."""
+
+    resource_version: int
+    storage: str
+    type: str  # ADDED | MODIFIED | DELETED
+    obj: dict  # stored shape; shared, do not mutate
+
+
+class ObjectStore:
+    def __init__(self, history_limit: int = 50_000):
+        self._cond = threading.Condition(threading.RLock())
+        self._objects: dict[str, dict[tuple[str, str], dict]] = {}
+        self._rv = 0
+        self._history: deque[Change] = deque()
+        self._history_limit = history_limit
+        self._oldest_watchable = 0  # a watch may start at any resourceVersion >= this
+        self._listeners: list[Callable[[Change], None]] = []
+        # Pods deleted (or evicted) with a grace period stay, terminating, until finish_terminating().
+        self.graceful_pod_deletion = False
+
+    def locked(self) -> threading.Condition:
+        """Hold this to make several store calls one atomic step (the lock is re-entrant)."""
+        return self._cond
+
+    # ----- reading
+    @property
+    def resource_version(self) -> int:
+        with self._cond:
+            return self._rv
+
+    def get(self, resource: Resource, namespace: str | None, name: str) -> dict:
+        with self._cond:
+            return from_storage(resource, copy.deepcopy(self._stored(resource, namespace, name)))
+
+    def try_get(self, resource: Resource, namespace: str | None, name: str) -> dict | None:
+        try:
+            return self.get(resource, namespace, name)
+        except errors.ApiError:
+            return None
+
+    def list_shared(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[list[dict], int]:
+        """Matching stored objects (shared, read-only, in storage shape, sorted) and the list's resourceVersion."""
+        try:
+            label_ok, field_ok = parse_label_selector(label_selector), parse_field_selector(field_selector)
+        except SelectorError as exc:
+            raise errors.bad_request(str(exc)) from exc
+        with self._cond:
+            bucket = self._objects.get(resource.storage_key, {})
+            items = [
+                obj
+                for (ns, _), obj in sorted(bucket.items())
+                if (namespace is None or ns == namespace) and label_ok(obj) and field_ok(obj)
+            ]
+            return items, self._rv
+
+    def list(self, resource: Resource, namespace: str | None = None, **selectors: str | None) -> list[dict]:
+        items, _ = self.list_shared(resource, namespace, **selectors)
+        return [from_storage(resource, copy.deepcopy(o)) for o in items]
+
+    def dump(self) -> list[dict]:
+        """Every stored object, in storage shape (a snapshot a later ``load`` can restore)."""
+        with self._cond:
+            return [copy.deepcopy(o) for bucket in self._objects.values() for o in bucket.values()]
+
+    # ----- writing
+    def create(
+        self, resource: Resource, obj: dict, namespace: str | None = None, *, dry_run: bool = False
+    ) -> dict:
+        obj = to_storage(resource, copy.deepcopy(obj))
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        if resource.namespaced:
+            namespace = namespace or meta.get("namespace") or "default"
+            if meta.get("namespace") not in (None, namespace):
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name"):
+            if not meta.get("generateName"):
+                raise errors.invalid(f"{resource.kind}: metadata.name: Required value: name or generateName is required")
+            meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+        with self._cond:
+            bucket = self._objects.setdefault(resource.storage_key, {})
+            key = (meta.get("namespace", ""), meta["name"])
+            if key in bucket:
+                raise errors.already_exists(resource.plural, meta["name"], resource.group)
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", now_rfc3339())
+            if "spec" in obj:
+                meta.setdefault("generation", 1)
+            if resource == PODS:
+                obj.setdefault("status", {}).setdefault("phase", "Pending")
+            if dry_run:
+                meta["resourceVersion"] = str(self._rv)
+            else:
+                self._commit(resource.storage_key, key, "ADDED", obj)
+            return from_storage(resource, copy.deepcopy(obj))
+
+    def update(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        new: dict,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict:
+        """A PUT: optimistic concurrency on ``metadata.resourceVersion`` (409 when stale, 422 when absent)."""
+        with self._cond:
+            current = self._stored(resource, namespace, name)
+            wanted_rv = (new.get("metadata") or {}).get("resourceVersion")
+            if not wanted_rv:
+                raise errors.invalid(
+                    f'{resource.kind} "{name}" is invalid: metadata.resourceVersion: '
+                    "Invalid value: 0x0: must be specified for an update"
+                )
+            return self._write(resource, current, new, subresource, wanted_rv, dry_run)
+
+    def patch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        content_type: str,
+        patch: Any,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict:
+        with self._cond:
+            current = self._stored(resource, namespace, name)
+            view = from_storage(resource, copy.deepcopy(current))
+            try:
+                patched = apply_patch(content_type, view, patch)
+            except PatchError as exc:
+                raise errors.invalid(str(exc)) from exc
+            if not isinstance(patched, dict):
+                raise errors.invalid("the patch does not produce an object")
+            if content_type.startswith(JSON_PATCH):
+                wanted_rv = (patched.get("metadata") or {}).get("resourceVersion")
+            else:
+                wanted_rv = ((patch.get("metadata") or {}) if isinstance(patch, dict) else {}).get("resourceVersion")
+            return self._write(resource, current, patched, subresource, wanted_rv, dry_run)
+
+    def mutate(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        change: Callable[[dict], None],
+        *,
+        subresource: str | None = None,
+    ) -> dict:
+        """Read-modify-write under the store lock: ``change`` edits a copy of the object in place."""
+        with self._cond:
+            current = self._stored(resource, namespace, name)
+            edited = from_storage(resource, copy.deepcopy(current))
+            change(edited)
+            return self._write(resource, current, edited, subresource, None, False)
+
+    def delete(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        *,
+        preconditions: dict | None = None,
+        grace_period_seconds: int | None = None,
+        dry_run: bool = False,
+    ) -> tuple[dict, bool]:
+        """Delete (or start terminating) an object; returns its last state and whether it is gone."""
+        with self._cond:
+            current = self._stored(resource, namespace, name)
+            meta = current["metadata"]
+            for field, key in (("uid", "uid"), ("resourceVersion", "resourceVersion")):
+                wanted = (preconditions or {}).get(field)
+                if wanted and wanted != meta.get(key):
+                    raise errors.ApiError(
+                        409,
+                        "Conflict",
+                        f"Precondition failed: {field.capitalize() if field == 'uid' else field} in precondition: "
+                        f"{wanted}, {field} in object meta: {meta.get(key)}",
+                    )
+            key = (meta.get("namespace", ""), name)
+            graceful = (
+                resource == PODS and self.graceful_pod_deletion and grace_period_seconds != 0
+            ) or bool(meta.get("finalizers"))
+            if graceful:
+                terminating = copy.deepcopy(current)
+                terminating["metadata"].setdefault("deletionTimestamp", now_rfc3339())
+                if resource == PODS:
+                    grace = grace_period_seconds
+                    if grace is None:
+                        grace = (current.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+                    terminating["metadata"].setdefault("deletionGracePeriodSeconds", grace)
+                if not dry_run and terminating != current:
+                    self._commit(resource.storage_key, key, "MODIFIED", terminating)
+                return from_storage(resource, copy.deepcopy(terminating)), False
+            if not dry_run:
+                self._commit(resource.storage_key, key, "DELETED", copy.deepcopy(current))
+            return from_storage(resource, copy.deepcopy(current)), True
+
+    def finish_terminating(self) -> int:
+        """Remove terminating pods without finalizers, as kubelets would after the grace period."""
+        with self._cond:
+            done = [
+                obj
+                for obj in self._objects.get(PODS.storage_key, {}).values()
+                if obj["metadata"].get("deletionTimestamp") and not obj["metadata"].get("finalizers")
+            ]
+            for obj in done:
+                key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+                self._commit(PODS.storage_key, key, "DELETED", copy.deepcopy(obj))
+            return len(done)
+
+    def load(self, objects: Iterable[dict]) -> tuple[int, list[str]]:
+        """Create every object of a snapshot (``List``s flattened); returns (created, skipped kinds)."""
+        created, skipped = 0, []
+        for obj in _flatten(objects):
+            resource = resource_for_object(obj)
+            if resource is None:
+                skipped.append(str(obj.get("kind")))
+                continue
+            obj = copy.deepcopy(obj)
+            obj.setdefault("apiVersion", resource.api_version)
+            obj.get("metadata", {}).pop("resourceVersion", None)
+            self.create(resource, obj, (obj.get("metadata") or {}).get("namespace"))
+            created += 1
+        return created, skipped
+
+    def load_file(self, path: str | Path) -> tuple[int, list[str]]:
+        return self.load(read_objects(Path(path).read_text()))
+
+    # ----- watching
+    def subscribe(self, listener: Callable[[Change], None]) -> None:
+        """Call ``listener`` after every committed change (under the store lock: keep it short)."""
+        self._listeners.append(listener)
+
+    def changes_since(self, storage: str, resource_version: int) -> tuple[list[Change], int]:
+        """Changes of one storage after ``resource_version``, and the store's resourceVersion they reach;
+        410 Gone when ``resource_version`` is older than the retained window."""
+        with self._cond:
+            if resource_version < self._oldest_watchable:
+                raise errors.gone(
+                    f"too old resource version: {resource_version} ({self._oldest_watchable})"
+                )
+            start = len(self._history)
+            # history is ordered by resourceVersion: walk back to the first change after the start
+            while start > 0 and self._history[start - 1].resource_version > resource_version:
+                start -= 1
+            changes = [c for c in itertools.islice(self._history, start, None) if c.storage == storage]
+            return changes, self._rv
+
+    def wait_for_change(self, after: int, timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._rv > after, timeout=timeout)
+
+    def compact(self) -> int:
+        """Forget the watch history: every watch from an older resourceVersion now gets 410 Gone."""
+        with self._cond:
+            self._history.clear()
+            self._oldest_watchable = self._rv
+            self._cond.notify_all()
+            return self._rv
+
+    def wake_watchers(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    # ----- internals
+    def _stored(self, resource: Resource, namespace: str | None, name: str) -> dict:
+        key = (namespace or "", name) if resource.namespaced else ("", name)
+        obj = self._objects.get(resource.storage_key, {}).get(key)
+        if obj is None:
+            raise errors.not_found(resource.plural, name, resource.group)
+        return obj
+
+    def _write(
+        self,
+        resource: Resource,
+        current: dict,
+        new: dict,
+        subresource: str | None,
+        wanted_rv: str | None,
+        dry_run: bool,
+    ) -> dict:
+        meta = current["metadata"]
+        if wanted_rv and str(wanted_rv) != meta["resourceVersion"]:
+            raise errors.conflict(resource.plural, meta["name"], resource.group)
+        new = to_storage(resource, copy.deepcopy(new))
+        if resource.has_status and subresource == "status":
+            result = copy.deepcopy(current)
+            if "status" in new:
+                result["status"] = new["status"]
+            else:
+                result.pop("status", None)
+        else:
+            result = new
+            if resource.has_status:
+                # the main resource ignores status writes, as on a real API server
+                if "status" in current:
+                    result["status"] = copy.deepcopy(current["status"])
+                else:
+                    result.pop("status", None)
+        new_meta = result.setdefault("metadata", {})
+        for field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                      "deletionGracePeriodSeconds", "generation"):
+            if field in meta:
+                new_meta[field] = meta[field]
+            else:
+                new_meta.pop(field, None)
+        new_meta["resourceVersion"] = meta["resourceVersion"]
+        if result.get("spec") != current.get("spec") and "generation" in meta:
+            new_meta["generation"] = meta["generation"] + 1
+        if result == current:
+            return from_storage(resource, copy.deepcopy(current))
+        key = (meta.get("namespace", ""), meta["name"])
+        if dry_run:
+            return from_storage(resource, result)
+        if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
+            self._commit(resource.storage_key, key, "DELETED", result)
+        else:
+            self._commit(resource.storage_key, key, "MODIFIED", result)
+        return from_storage(resource, copy.deepcopy(result))
+
+    def _commit(self, storage: str, key: tuple[str, str], type_: str, obj: dict) -> None:
+        self._rv += 1
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+        bucket = self._objects.setdefault(storage, {})
+        if type_ == "DELETED":
+            bucket.pop(key, None)
+        else:
+            bucket[key] = obj
+        change = Change(self._rv, storage, type_, obj)
+        self._history.append(change)
+        while len(self._history) > self._history_limit:
+            self._oldest_watchable = self._history.popleft().resource_version
+        for listener in self._listeners:
+            listener(change)
+        self._cond.notify_all()
+
+
+def _flatten(objects: Iterable[dict]) -> Iterable[dict]:
+    for obj in objects:
+        if not isinstance(obj, dict):
+            continue
+        if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
+            yield from _flatten(obj["items"])
+        else:
+            yield obj
+
+
+def read_objects(text: str) -> list[dict]:
+    """Objects of a snapshot file: JSON or (multi-document) YAML, ``List``s allowed."""
+    return [doc for doc in yaml.safe_load_all(text) if isinstance(doc, dict)]
