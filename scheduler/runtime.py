@@ -30,7 +30,22 @@ def _build_cluster() -> Cluster:
         from scheduler.simulation import SimulatedCluster
 
         return SimulatedCluster(nodes=settings.GANGWEB_SIM_NODES, seed=settings.GANGWEB_SIM_SEED)
-    raise NotImplementedError("GANGWEB_CLUSTER=kube: the Kubernetes adapter is not wired here yet")
+    from scheduler.kube import KubeCluster
+
+    # KUBECONFIG wins when set (tests point it at the local API test server); else in-cluster.
+    return KubeCluster.from_config(kubeconfig=settings.KUBECONFIG or None)
+
+
+def set_cluster(cluster: Cluster) -> None:
+    """Use ``cluster`` as this process's cluster (tests, and the demo's shared simulation)."""
+    global _cluster
+    with _lock:
+        _cluster = cluster
+
+
+def mode_for(namespace: str) -> str:
+    """``enforce`` or ``observe`` for a namespace: GANGWEB_NAMESPACE_MODES, else GANGWEB_MODE."""
+    return settings.GANGWEB_NAMESPACE_MODES.get(namespace, settings.GANGWEB_MODE)
 
 
 def reset_cluster() -> None:

@@ -1,0 +1,148 @@
+"""Executing a plan: re-check, dry-run every victim, then evict for real, all-or-nothing per unit.
+
+Order of an execution (each step recorded in the ledger as it happens):
+1. Lock every node the plan touches (sorted, with expiry; see ``scheduler.locks``).
+2. If no real eviction has started yet: re-check the plan on a fresh snapshot, then dry-run-evict
+   every victim pod in parallel. One refusal and nothing is evicted: the plan fails with the reason.
+3. Evict every victim pod for real, in parallel. A unit whose evictions fail part-way is finished
+   (retrying with backoff) rather than left half-evicted; if it cannot be finished the ledger says so.
+
+Calling ``execute`` again for the same request (task retry, a successor after a crash) resumes:
+rows already evicted are skipped, rows caught in ``evicting`` are re-checked at the API before any
+new request is sent, and once a real eviction has started the plan is finished rather than re-planned.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+
+from scheduler import ledger, locks, metrics
+from scheduler.cluster import Cluster
+from scheduler.execution.evictor import RetryPolicy, dry_run, evict, in_threads
+from scheduler.execution.recheck import recheck
+from scheduler.models import Eviction, EvictionState, Plan, PlanSource, RequestState
+from scheduler.planning import fresh_objects
+
+logger = logging.getLogger(__name__)
+
+# A domain-prefixed condition type: kube-scheduler owns PodGroupInitiallyScheduled, we only add ours.
+PREEMPTION_CONDITION = "gangweb.io/Preemption"
+STARTED_STATES = (EvictionState.EVICTING, EvictionState.EVICTED)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str
+    reason: str
+    # The plan went stale before anything was evicted: the gang should be planned again.
+    replan: bool = False
+
+
+def latest_plan(request_id: int) -> Plan | None:
+    return (
+        Plan.objects.select_related("request")
+        .filter(request_id=request_id, source=PlanSource.ENGINE)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def touched_nodes(plan: Plan, rows: list[Eviction]) -> set[str]:
+    return {r.node for r in rows if r.node} | {n for n in (plan.placement or {}).values() if n}
+
+
+def execute(request_id: int, cluster: Cluster, *, retry: RetryPolicy | None = None, lock_wait: float = 5.0) -> Outcome:
+    """Run (or resume) the execution of a planned request. Raises ``locks.LockBusy`` to be retried."""
+    retry = retry or RetryPolicy()
+    request = ledger.begin_execution(request_id)
+    if request is None:
+        return Outcome("skipped", "request is not planned or executing")
+    plan = latest_plan(request_id)
+    if plan is None or not plan.feasible:
+        ledger.finish(request_id, RequestState.FAILED, "no feasible plan to execute")
+        return Outcome(RequestState.FAILED, "no feasible plan to execute")
+    rows = list(plan.pod_evictions.all())
+    keys = [locks.node_key(n) for n in touched_nodes(plan, rows)] + [locks.request_key(request_id)]
+    with locks.hold(keys, wait=lock_wait, owner=f"request-{request_id}"):
+        plan.request.refresh_from_db()
+        if plan.request.state != RequestState.EXECUTING:
+            # A duplicate delivery that waited for the locks while the first one finished the job.
+            return Outcome("skipped", f"request is {plan.request.state} now")
+        rows = list(plan.pod_evictions.all())  # re-read under the locks
+        if not any(r.state in STARTED_STATES for r in rows):
+            refusal = _check_and_dry_run(cluster, plan, rows)
+            if refusal is not None:
+                return refusal
+        return _evict_all(cluster, plan, retry)
+
+
+def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: str) -> None:
+    request = plan.request
+    try:
+        cluster.set_podgroup_condition(request.namespace, request.name, PREEMPTION_CONDITION, status, reason, message)
+    except Exception as exc:  # informative only; never fail an execution for it
+        logger.warning("could not set PodGroup condition", extra={"podgroup": request.podgroup, "error": str(exc)})
+
+
+def _check_and_dry_run(cluster: Cluster, plan: Plan, rows: list[Eviction]) -> Outcome | None:
+    request = plan.request
+    verdict = recheck(fresh_objects(cluster), plan, rows)
+    ledger.note("execution.recheck", verdict.reason, plan=plan, data={"ok": verdict.ok})
+    if not verdict.ok:
+        ledger.fail_unstarted_evictions(plan.pk, f"not evicted: {verdict.reason}")
+        reason = f"plan is stale, nothing evicted: {verdict.reason}"
+        ledger.finish(request.pk, RequestState.SUPERSEDED, reason)
+        return Outcome(RequestState.SUPERSEDED, reason, replan=not verdict.moot)
+
+    pending = [r for r in rows if r.state in (EvictionState.PLANNED, EvictionState.DRY_RUN_OK)]
+    results = in_threads(pending, lambda row: dry_run(cluster, row))
+    refused = sorted((r for r in results if not r.ok), key=lambda r: (r.namespace, r.name))
+    if refused:
+        first = refused[0]
+        reason = (
+            f"dry-run eviction refused for {len(refused)} of {len(pending)} victim pods, nothing evicted; "
+            f"{first.namespace}/{first.name}: {first.code} {first.message}".strip()
+        )
+        ledger.fail_unstarted_evictions(plan.pk, "not evicted: another victim's dry run was refused")
+        ledger.finish(request.pk, RequestState.FAILED, reason,
+                      data={"refused": [f"{r.namespace}/{r.name}" for r in refused]})
+        _condition(cluster, plan, "False", "DryRunRefused", reason)
+        return Outcome(RequestState.FAILED, reason)
+    return None
+
+
+def _evict_all(cluster: Cluster, plan: Plan, retry: RetryPolicy) -> Outcome:
+    request = plan.request
+    rows = [r for r in plan.pod_evictions.all() if r.state not in (EvictionState.EVICTED, EvictionState.FAILED)]
+    if rows:
+        message = f"evicting {len(rows)} pods for plan {plan.pk}"
+        ledger.note("execution.evicting", message, plan=plan, data={"pods": [r.pod for r in rows]})
+        _condition(cluster, plan, "True", "Evicting", message)
+    in_threads(rows, lambda row: evict(cluster, row, request.podgroup, plan.pk, retry))
+
+    by_unit: dict[str, list[Eviction]] = defaultdict(list)
+    for row in plan.pod_evictions.all():
+        by_unit[row.victim_unit].append(row)
+    broken = {unit: members for unit, members in by_unit.items()
+              if any(m.state != EvictionState.EVICTED for m in members)}
+    if not broken:
+        evicted = sum(len(m) for m in by_unit.values())
+        reason = (f"evicted {evicted} pods in {len(by_unit)} units; the gang fits now" if evicted
+                  else "the gang fits without evicting anyone")
+        ledger.finish(request.pk, RequestState.SUCCEEDED, reason)
+        metrics.LOST_GPU_SECONDS.inc(plan.lost_gpu_seconds)
+        _condition(cluster, plan, "False", "VictimsEvicted", reason)
+        return Outcome(RequestState.SUCCEEDED, reason)
+
+    for unit, members in sorted(broken.items()):
+        done = [m.pod for m in members if m.state == EvictionState.EVICTED]
+        left = [f"{m.pod} ({m.api_code} {m.api_message})".strip() for m in members if m.state != EvictionState.EVICTED]
+        if done:
+            ledger.note("unit.partial", f"UNIT LEFT PARTLY EVICTED: {unit}: {len(done)} evicted, could not evict "
+                        f"{', '.join(left)} after retries", plan=plan, data={"unit": unit, "evicted": done, "left": left})
+    reason = f"{len(broken)} victim units could not be fully evicted: {', '.join(sorted(broken))}"
+    ledger.finish(request.pk, RequestState.FAILED, reason)
+    _condition(cluster, plan, "False", "EvictionFailed", reason)
+    return Outcome(RequestState.FAILED, reason)

@@ -1,0 +1,51 @@
+"""Prometheus metrics of the preemption pipeline.
+
+Named after kube-scheduler's ``scheduler_podgroup_preemption_*`` family so dashboards built for one
+read naturally for the other. They register in the default registry that ``/metrics`` serves.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prometheus_client import Counter, Histogram
+
+if TYPE_CHECKING:
+    from scheduler.models import Plan
+
+ATTEMPTS = Counter(
+    "gangweb_podgroup_preemption_attempts_total",
+    "Preemption requests that finished, by result (succeeded, failed, infeasible, superseded).",
+    ["result"],
+)
+PLAN_DURATION = Histogram(
+    "gangweb_podgroup_preemption_plan_duration_seconds",
+    "Time to compute a preemption plan for one pod group (engine, all domains).",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+VICTIMS = Histogram(
+    "gangweb_podgroup_preemption_victims",
+    "Victim units chosen by a feasible plan.",
+    buckets=(0, 1, 2, 4, 8, 16, 32, 64, 128, 256),
+)
+EVICTED_GPUS = Counter(
+    "gangweb_podgroup_preemption_evicted_gpus_total",
+    "GPUs freed by evictions gangweb carried out.",
+)
+LOST_GPU_SECONDS = Counter(
+    "gangweb_podgroup_preemption_lost_gpu_seconds_total",
+    "GPU-seconds of work the victims of executed plans had done (lost unless they checkpointed).",
+)
+EVICTIONS = Counter(
+    "gangweb_podgroup_preemption_evictions_total",
+    "Eviction API calls by kind (dry_run, evict) and HTTP code.",
+    ["kind", "code"],
+)
+
+
+def observe_plan(plan: "Plan", planning_seconds: float) -> None:
+    if plan.source != "engine":
+        return
+    PLAN_DURATION.observe(planning_seconds)
+    if plan.feasible:
+        VICTIMS.observe(plan.victim_units)

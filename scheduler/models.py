@@ -1,0 +1,252 @@
+"""The preemption ledger: requests, plans, evictions and an append-only history.
+
+State changes go through ``scheduler.ledger`` only (row locks, history entry, event on commit); the
+models here hold data and the legal transitions, nothing else.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+
+class RequestState(models.TextChoices):
+    PENDING = "pending", "pending"
+    PLANNING = "planning", "planning"
+    PLANNED = "planned", "planned"
+    EXECUTING = "executing", "executing"
+    SUCCEEDED = "succeeded", "succeeded"
+    FAILED = "failed", "failed"
+    INFEASIBLE = "infeasible", "infeasible"
+    SUPERSEDED = "superseded", "superseded"
+    # observe mode: gangweb's plan is recorded beside kube-scheduler's actions, never executed.
+    OBSERVED = "observed", "observed"
+
+
+ACTIVE_REQUEST_STATES = (
+    RequestState.PENDING,
+    RequestState.PLANNING,
+    RequestState.PLANNED,
+    RequestState.EXECUTING,
+)
+
+REQUEST_TRANSITIONS: dict[str, frozenset[str]] = {
+    RequestState.PENDING: frozenset({RequestState.PLANNING, RequestState.FAILED, RequestState.SUPERSEDED}),
+    # planning -> pending: a planning worker died and the request goes back to the queue.
+    RequestState.PLANNING: frozenset(
+        {
+            RequestState.PLANNED,
+            RequestState.INFEASIBLE,
+            RequestState.FAILED,
+            RequestState.SUPERSEDED,
+            RequestState.PENDING,
+        }
+    ),
+    RequestState.PLANNED: frozenset(
+        {RequestState.EXECUTING, RequestState.OBSERVED, RequestState.FAILED, RequestState.SUPERSEDED}
+    ),
+    RequestState.EXECUTING: frozenset(
+        {RequestState.SUCCEEDED, RequestState.FAILED, RequestState.INFEASIBLE, RequestState.SUPERSEDED}
+    ),
+    RequestState.SUCCEEDED: frozenset(),
+    RequestState.FAILED: frozenset(),
+    RequestState.INFEASIBLE: frozenset(),
+    RequestState.SUPERSEDED: frozenset(),
+    RequestState.OBSERVED: frozenset(),
+}
+
+
+class Mode(models.TextChoices):
+    ENFORCE = "enforce", "enforce"
+    OBSERVE = "observe", "observe"
+
+
+class PreemptionRequest(models.Model):
+    """One gang that stayed unschedulable, and what became of it."""
+
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.ENFORCE)
+    policy = models.CharField(max_length=32, default="gangweb")
+    state = models.CharField(max_length=16, choices=RequestState.choices, default=RequestState.PENDING)
+    reason = models.TextField(blank=True, default="")
+    # Why the request was opened ("PodGroupInitiallyScheduled=False", "pending for 45s", ...).
+    trigger = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    planned_at = models.DateTimeField(null=True, blank=True)
+    execution_started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "name"],
+                condition=Q(state__in=[s.value for s in ACTIVE_REQUEST_STATES]),
+                name="one_active_request_per_gang",
+            )
+        ]
+        indexes = [models.Index(fields=["state", "updated_at"]), models.Index(fields=["namespace", "name"])]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} ({self.state})"
+
+    @property
+    def podgroup(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in ACTIVE_REQUEST_STATES
+
+    def check_transition(self, new_state: str) -> None:
+        if new_state not in REQUEST_TRANSITIONS[self.state]:
+            raise ValidationError(f"request {self.pk}: cannot go from {self.state} to {new_state}")
+
+
+class PlanSource(models.TextChoices):
+    ENGINE = "engine", "gangweb engine"
+    # observe mode: the victims kube-scheduler actually chose, for comparison.
+    KUBE_SCHEDULER = "kube-scheduler", "kube-scheduler (observed)"
+
+
+class Plan(models.Model):
+    """A plan as ``gang plan`` prints it, plus its cost, frozen when it was computed."""
+
+    request = models.ForeignKey(PreemptionRequest, on_delete=models.CASCADE, related_name="plans")
+    source = models.CharField(max_length=20, choices=PlanSource.choices, default=PlanSource.ENGINE)
+    policy = models.CharField(max_length=32)
+    feasible = models.BooleanField(default=False)
+    victims = models.JSONField(default=list)
+    evictions = models.JSONField(default=list)
+    placement = models.JSONField(default=dict)
+    domain = models.CharField(max_length=253, null=True, blank=True)
+    reason = models.TextField(blank=True, default="")
+    # Cost in DESIGN.md order: PDB violations, highest victim priority, priority sum, units, pods, GPU-s.
+    pdb_violations = models.IntegerField(default=0)
+    max_victim_priority = models.IntegerField(null=True, blank=True)
+    victim_priority_sum = models.BigIntegerField(default=0)
+    victim_units = models.IntegerField(default=0)
+    evicted_pods = models.IntegerField(default=0)
+    evicted_gpus = models.IntegerField(default=0)
+    lost_gpu_seconds = models.FloatField(default=0.0)
+    planning_seconds = models.FloatField(default=0.0)
+    # "single" (one task) or "fan-out:N" (N topology domains planned in parallel).
+    planned_by = models.CharField(max_length=40, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"plan {self.pk} for {self.request.podgroup} ({'feasible' if self.feasible else 'infeasible'})"
+
+    def as_gang_plan(self) -> dict:
+        """The DESIGN.md ``gang plan`` JSON of this plan."""
+        return {
+            "podGroup": self.request.podgroup,
+            "policy": self.policy,
+            "feasible": self.feasible,
+            "victims": self.victims,
+            "evictions": self.evictions,
+            "placement": self.placement,
+            "domain": self.domain,
+            "reason": self.reason,
+        }
+
+
+class EvictionState(models.TextChoices):
+    PLANNED = "planned", "planned"
+    DRY_RUN_OK = "dry_run_ok", "dry run ok"
+    DRY_RUN_REFUSED = "dry_run_refused", "dry run refused"
+    EVICTING = "evicting", "evicting"
+    EVICTED = "evicted", "evicted"
+    FAILED = "failed", "failed"
+
+
+EVICTION_TRANSITIONS: dict[str, frozenset[str]] = {
+    EvictionState.PLANNED: frozenset(
+        {EvictionState.DRY_RUN_OK, EvictionState.DRY_RUN_REFUSED, EvictionState.FAILED, EvictionState.EVICTED}
+    ),
+    # dry_run_ok -> dry_run_ok|dry_run_refused: dry-run again when resuming before any real eviction.
+    EvictionState.DRY_RUN_OK: frozenset(
+        {EvictionState.DRY_RUN_OK, EvictionState.DRY_RUN_REFUSED, EvictionState.EVICTING, EvictionState.FAILED}
+    ),
+    EvictionState.DRY_RUN_REFUSED: frozenset(),
+    # evicting -> evicting: one more attempt (429/5xx) while finishing a unit.
+    EvictionState.EVICTING: frozenset({EvictionState.EVICTING, EvictionState.EVICTED, EvictionState.FAILED}),
+    EvictionState.EVICTED: frozenset(),
+    EvictionState.FAILED: frozenset(),
+}
+
+
+class Eviction(models.Model):
+    """One victim pod of one plan. Written ``evicting`` and committed before the API call."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="pod_evictions")
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    # The pod's UID when planned: a pod re-created under the same name is not this victim.
+    pod_uid = models.CharField(max_length=64, blank=True, default="")
+    node = models.CharField(max_length=253, blank=True, default="")
+    gpus = models.IntegerField(default=0)
+    victim_unit = models.CharField(max_length=520, help_text="Kind namespace/name of the victim unit")
+    state = models.CharField(max_length=20, choices=EvictionState.choices, default=EvictionState.PLANNED)
+    attempts = models.IntegerField(default=0)
+    dry_run_code = models.IntegerField(null=True, blank=True)
+    dry_run_message = models.TextField(blank=True, default="")
+    api_code = models.IntegerField(null=True, blank=True)
+    api_message = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    dry_run_at = models.DateTimeField(null=True, blank=True)
+    requested_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["plan_id", "victim_unit", "namespace", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "namespace", "name"], name="one_eviction_per_pod_per_plan")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} ({self.state})"
+
+    @property
+    def pod(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def check_transition(self, new_state: str) -> None:
+        if new_state not in EVICTION_TRANSITIONS[self.state]:
+            raise ValidationError(f"eviction {self.pod}: cannot go from {self.state} to {new_state}")
+
+
+class LedgerEntry(models.Model):
+    """Append-only history of everything the pipeline did, read by the dashboard and the API."""
+
+    kind = models.CharField(max_length=40, db_index=True)
+    request = models.ForeignKey(
+        PreemptionRequest, null=True, blank=True, on_delete=models.CASCADE, related_name="history"
+    )
+    plan = models.ForeignKey(Plan, null=True, blank=True, on_delete=models.CASCADE, related_name="history")
+    namespace = models.CharField(max_length=253, blank=True, default="")
+    name = models.CharField(max_length=253, blank=True, default="")
+    message = models.TextField()
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "ledger entries"
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.kind}: {self.message}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and not self._state.adding:
+            raise ValidationError("ledger entries are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValidationError("ledger entries are append-only")

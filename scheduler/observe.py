@@ -1,0 +1,162 @@
+"""``observe`` mode: record what kube-scheduler preempted, beside what gangweb would have done.
+
+kube-scheduler marks each victim pod with ``DisruptionTarget=True`` (reason ``PreemptionByScheduler``)
+and records a ``Preempted`` event whose involved object is the pod and whose related object is the
+preemptor PodGroup. Both show up in snapshots; the events name the preemptor. For every preemptor in
+an observe-mode namespace the victims go into the ledger as a plan of source ``kube-scheduler``; if
+gangweb had no request for that gang yet, one is opened and its own engine plans on the state just
+before the preemption (victims restored, preemptor pods pending again), so both sit side by side.
+gangweb never evicts anything here.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections import defaultdict
+from datetime import timedelta
+from typing import Any, Iterable
+
+from django.utils import timezone
+
+from scheduler import ledger, planning
+from scheduler.cluster import KubeObject, object_key
+from scheduler.engine import parse_snapshot
+from scheduler.models import Eviction, EvictionState, Mode, PlanSource, PreemptionRequest, RequestState
+from scheduler.runtime import mode_for
+
+logger = logging.getLogger(__name__)
+
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+# An observation joins the gang's latest request when that one is this recent.
+ATTACH_WINDOW = timedelta(hours=1)
+
+
+def _event_parts(event: KubeObject) -> tuple[dict, dict, str]:
+    """(involved object, related object, message) of a core/v1 or events.k8s.io/v1 Event."""
+    involved = event.get("involvedObject") or event.get("regarding") or {}
+    related = event.get("related") or {}
+    return involved, related, event.get("message") or event.get("note") or ""
+
+
+def observed_victims(objects: Iterable[KubeObject]) -> dict[str, str | None]:
+    """Victim pod key -> preemptor PodGroup key (None when no event names it)."""
+    objects = list(objects)
+    uid_to_group = {(o.get("metadata") or {}).get("uid"): object_key(o) for o in objects if o.get("kind") == "PodGroup"}
+    victims: dict[str, str | None] = {}
+    for pod in (o for o in objects if o.get("kind") == "Pod"):
+        for condition in (pod.get("status") or {}).get("conditions") or []:
+            if (condition.get("type") == "DisruptionTarget" and condition.get("status") == "True"
+                    and condition.get("reason") == PREEMPTION_BY_SCHEDULER):
+                victims.setdefault(object_key(pod), None)
+    for event in (o for o in objects if o.get("kind") == "Event" and o.get("reason") == "Preempted"):
+        involved, related, message = _event_parts(event)
+        if involved.get("kind") != "Pod":
+            continue
+        pod_key = f"{involved.get('namespace') or (event.get('metadata') or {}).get('namespace')}/{involved.get('name')}"
+        preemptor = None
+        if related.get("kind") == "PodGroup" and related.get("name"):
+            preemptor = f"{related.get('namespace') or involved.get('namespace')}/{related['name']}"
+        elif "podgroup" in message:
+            # "Preempted by podgroup <uid> on node cluster"
+            words = message.split()
+            uid = words[words.index("podgroup") + 1] if words.index("podgroup") + 1 < len(words) else ""
+            preemptor = uid_to_group.get(uid)
+        if preemptor:
+            victims[pod_key] = preemptor
+    return victims
+
+
+def state_before(objects: list[KubeObject], victims: set[str], preemptor: str) -> list[KubeObject]:
+    """The snapshot as it was before kube-scheduler preempted: victims running, the gang pending."""
+    namespace, _, name = preemptor.partition("/")
+    before = []
+    for obj in objects:
+        if obj.get("kind") == "Pod":
+            key = object_key(obj)
+            spec = obj.get("spec") or {}
+            in_gang = (obj.get("metadata") or {}).get("namespace") == namespace and \
+                (spec.get("schedulingGroup") or {}).get("podGroupName") == name
+            if key in victims or in_gang:
+                obj = copy.deepcopy(obj)
+                if key in victims:
+                    obj["metadata"].pop("deletionTimestamp", None)
+                    obj.setdefault("status", {})["phase"] = "Running"
+                if in_gang:
+                    obj["spec"].pop("nodeName", None)
+        elif obj.get("kind") == "Event":
+            continue
+        before.append(obj)
+    return before
+
+
+def _request_for(preemptor: str) -> tuple[PreemptionRequest, bool]:
+    namespace, _, name = preemptor.partition("/")
+    recent = (PreemptionRequest.objects.filter(namespace=namespace, name=name, mode=Mode.OBSERVE,
+                                               created_at__gte=timezone.now() - ATTACH_WINDOW)
+              .order_by("-created_at").first())
+    if recent is not None:
+        return recent, False
+    return ledger.open_request(namespace, name, mode=Mode.OBSERVE, trigger="kube-scheduler preempted for it")
+
+
+def _gangweb_evicted(pod_key: str) -> bool:
+    namespace, _, name = pod_key.partition("/")
+    return Eviction.objects.filter(
+        namespace=namespace, name=name, plan__source=PlanSource.ENGINE,
+        state__in=(EvictionState.EVICTING, EvictionState.EVICTED),
+    ).exists()
+
+
+def record_observations(objects: list[KubeObject]) -> list[str]:
+    """Put newly seen kube-scheduler preemptions in the ledger; returns the victim pods recorded."""
+    victims = observed_victims(objects)
+    by_preemptor: dict[str, list[str]] = defaultdict(list)
+    for pod_key, preemptor in victims.items():
+        if preemptor is None:
+            continue
+        if mode_for(preemptor.partition("/")[0]) != Mode.OBSERVE or _gangweb_evicted(pod_key):
+            continue
+        by_preemptor[preemptor].append(pod_key)
+    if not by_preemptor:
+        return []
+    snapshot = parse_snapshot(objects)
+    recorded: list[str] = []
+    for preemptor, pods in sorted(by_preemptor.items()):
+        request, created = _request_for(preemptor)
+        units = _units(snapshot, pods)
+        new = ledger.record_observed_victims(request.pk, units, planning.pod_facts(snapshot, pods))
+        recorded += new
+        if created:
+            _plan_counterfactual(request.pk, state_before(objects, set(pods), preemptor))
+    return recorded
+
+
+def _units(snapshot: Any, pods: list[str]) -> dict[str, list[str]]:
+    """Victim unit label -> its observed pods (whole group for ``disruptionMode: all``)."""
+    units: dict[str, list[str]] = defaultdict(list)
+    for key in sorted(pods):
+        index = snapshot.pod_index.get(key)
+        pod = snapshot.pods[index] if index is not None else None
+        group = snapshot.group_of(pod) if pod is not None else None
+        if group is not None and group.disruption == "all":
+            units[f"{group.kind} {group.key}"].append(key)
+        else:
+            units[f"Pod {key}"].append(key)
+    return dict(units)
+
+
+def _plan_counterfactual(request_id: int, before: list[KubeObject]) -> None:
+    request = ledger.begin_planning(request_id)
+    if request is None:
+        return
+    try:
+        result = planning.compute(before, request.podgroup, request.policy)
+    except Exception as exc:
+        logger.warning("observe: could not plan the counterfactual", extra={"request": request_id, "error": str(exc)})
+        ledger.finish(request_id, RequestState.FAILED, f"could not compute gangweb's plan: {exc}")
+        return
+    ledger.record_plan(request_id, result.plan, cost=result.cost, pods=result.pods,
+                       planning_seconds=result.seconds, planned_by="observe")
+    ledger.finish(request_id, RequestState.OBSERVED,
+                  "observe mode: kube-scheduler preempted; gangweb's plan for the same state is recorded beside it")

@@ -1,0 +1,65 @@
+"""Running the engine for a preemption request, and the facts the ledger keeps about a plan.
+
+Celery tasks stay thin: they call ``compute`` (one task) or the per-domain pieces (fan-out), then
+``scheduler.ledger.record_plan``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.cluster import Cluster, KubeObject
+from scheduler.engine import Snapshot, parse_snapshot, plan as engine_plan
+from scheduler.ledger import PodFacts
+
+
+def fresh_objects(cluster: Cluster) -> list[KubeObject]:
+    """Objects read from the cluster now (a relist where the adapter offers one), not a cached view."""
+    fresh = getattr(cluster, "fresh_snapshot", None)
+    objects = fresh() if callable(fresh) else cluster.snapshot_objects()
+    return list(objects)
+
+
+@dataclass
+class PlanResult:
+    plan: dict[str, Any]
+    cost: dict[str, Any] = field(default_factory=dict)
+    pods: dict[str, PodFacts] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def pod_facts(snapshot: Snapshot, pod_keys: list[str]) -> dict[str, PodFacts]:
+    facts = {}
+    for key in pod_keys:
+        index = snapshot.pod_index.get(key)
+        if index is None:
+            continue
+        pod = snapshot.pods[index]
+        facts[key] = PodFacts(uid=pod.uid if pod.uid != pod.key else "", node=pod.node_name or "",
+                              gpus=int(snapshot.gpus(snapshot.pod_req[index])))
+    return facts
+
+
+def plan_cost(plan: dict[str, Any], engine_result: Any) -> dict[str, Any]:
+    """The DESIGN.md cost order of a plan; PDB violations and lost GPU-seconds come from the engine."""
+    victims = plan.get("victims") or []
+    priorities = [v.get("priority", 0) for v in victims]
+    return {
+        "pdb_violations": int(getattr(engine_result, "pdb_violations", 0)) if victims else 0,
+        "max_victim_priority": max(priorities) if priorities else None,
+        "victim_priority_sum": sum(priorities),
+        "victim_units": len(victims),
+        "lost_gpu_seconds": float(getattr(engine_result, "lost_gpu_seconds", 0.0)) if victims else 0.0,
+    }
+
+
+def compute(objects: list[KubeObject], podgroup: str, policy: str) -> PlanResult:
+    """Plan in this process (small clusters, and the reference the fan-out must equal)."""
+    started = time.perf_counter()
+    snapshot = parse_snapshot(objects)
+    result = engine_plan(snapshot, podgroup, policy=policy)
+    seconds = time.perf_counter() - started
+    plan = result.to_dict()
+    return PlanResult(plan, plan_cost(plan, result), pod_facts(snapshot, plan.get("evictions") or []), seconds)

@@ -1,0 +1,170 @@
+"""Celery tasks of the preemption pipeline: detect, plan, execute, recover. Thin by design.
+
+Every task is a reconcile step keyed by a request id: it reads the ledger, does the next step if it is
+still due, and records it. Running one twice is harmless, which is what allows ``acks_late`` on
+``execute_plan`` and the recovery sweep. Settings and their reasons: docs/pipeline.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from scheduler import detection, ledger, locks, observe, planning
+from scheduler.execution import execute
+from scheduler.models import Mode, PreemptionRequest, RequestState
+from scheduler.runtime import get_cluster, mode_for
+
+logger = logging.getLogger(__name__)
+
+
+def _after_commit(task, *args, **options) -> None:
+    transaction.on_commit(lambda: task.apply_async(args=args, **options))
+
+
+def _cooling_down(namespace: str, name: str) -> bool:
+    """A gang whose last request finished moments ago waits before the next one (no request storms)."""
+    since = timezone.now() - timedelta(seconds=settings.GANGWEB_REQUEST_COOLDOWN_SECONDS)
+    return PreemptionRequest.objects.filter(namespace=namespace, name=name, finished_at__gte=since).exists()
+
+
+@shared_task(name="scheduler.detect_unschedulable_gangs", ignore_result=True)
+def detect_unschedulable_gangs() -> dict:
+    """Open one request per gang that stays unschedulable; record what kube-scheduler preempted."""
+    objects = get_cluster().snapshot_objects()
+    opened = []
+    for gang in detection.unschedulable_gangs(
+        objects, now=time.time(), grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
+    ):
+        if _cooling_down(gang.namespace, gang.name):
+            continue
+        with transaction.atomic():
+            request, created = ledger.open_request(
+                gang.namespace, gang.name, mode=mode_for(gang.namespace), trigger=gang.trigger
+            )
+            if created:
+                opened.append(request.pk)
+                _after_commit(plan_request, request.pk)
+    observed = observe.record_observations(objects)
+    return {"opened": opened, "observed": observed}
+
+
+@shared_task(name="scheduler.plan_request", bind=True, ignore_result=True, max_retries=3)
+def plan_request(self, request_id: int) -> None:
+    request = ledger.begin_planning(request_id)
+    if request is None:
+        return
+    try:
+        objects = planning.fresh_objects(get_cluster())
+        if planning.should_fan_out(objects, request.podgroup):
+            planning.fan_out(request_id, objects)
+            return
+        result = planning.compute(objects, request.podgroup, request.policy)
+    except Exception as exc:
+        logger.exception("planning failed", extra={"request": request_id})
+        if self.request.retries < self.max_retries:
+            ledger.requeue_planning(request_id, f"planning failed, retrying: {exc}")
+            raise self.retry(exc=exc, countdown=2 ** self.request.retries) from exc
+        ledger.finish(request_id, RequestState.FAILED, f"planning failed: {exc}")
+        return
+    after_plan(request_id, result, planned_by="single")
+
+
+def after_plan(request_id: int, result: planning.PlanResult, *, planned_by: str) -> None:
+    """Record the plan and start what comes next for the request's mode."""
+    with transaction.atomic():
+        stored = ledger.record_plan(request_id, result.plan, cost=result.cost, pods=result.pods,
+                                    planning_seconds=result.seconds, planned_by=planned_by)
+        request = stored.request
+        if request.state != RequestState.PLANNED:
+            return
+        if request.mode == Mode.OBSERVE:
+            ledger.finish(request_id, RequestState.OBSERVED,
+                          "observe mode: gangweb's plan is recorded beside kube-scheduler's actions, not executed")
+        else:
+            _after_commit(execute_plan, request_id)
+
+
+@shared_task(name="scheduler.merge_domain_plans", ignore_result=True)
+def merge_domain_plans(domain_results: list[dict], request_id: int, objects_key: str) -> None:
+    result = planning.merge(request_id, domain_results, objects_key)
+    after_plan(request_id, result, planned_by=f"fan-out:{len(domain_results)}")
+
+
+@shared_task(name="scheduler.plan_domain")
+def plan_domain(objects_key: str, podgroup: str, policy: str, domain: str | None) -> dict:
+    return planning.evaluate_domain(objects_key, podgroup, policy, domain)
+
+
+# Idempotent (see scheduler.execution): a redelivered message resumes instead of repeating.
+@shared_task(
+    name="scheduler.execute_plan",
+    bind=True,
+    ignore_result=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=20,
+)
+def execute_plan(self, request_id: int) -> str:
+    try:
+        outcome = execute(request_id, get_cluster())
+    except locks.LockBusy as busy:
+        # Another execution holds a node: wait for it with capped exponential backoff and jitter.
+        countdown = min(30, 2 ** min(self.request.retries, 5)) + (request_id % 7) / 7
+        if self.request.retries >= self.max_retries:
+            ledger.finish(request_id, RequestState.FAILED, f"gave up waiting for node locks: {busy}")
+            return RequestState.FAILED
+        raise self.retry(exc=busy, countdown=countdown) from busy
+    if outcome.replan:
+        request = PreemptionRequest.objects.get(pk=request_id)
+        with transaction.atomic():
+            fresh, created = ledger.open_request(request.namespace, request.name, mode=request.mode,
+                                                 policy=request.policy, trigger=f"re-plan: {outcome.reason}")
+            if created:
+                _after_commit(plan_request, fresh.pk)
+    return outcome.state
+
+
+@shared_task(name="scheduler.recover_requests", ignore_result=True)
+def recover_requests() -> dict:
+    """Pick up requests a dead worker left behind; reschedules itself while some are still locked."""
+    now = timezone.now()
+    stale_planning = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 30)
+    quiet = now - timedelta(seconds=10)
+    resumed, waiting, replanned = [], [], []
+    for request in PreemptionRequest.objects.filter(state=RequestState.EXECUTING):
+        if locks.is_locked(locks.request_key(request.pk)):
+            waiting.append(request.pk)  # alive, or its locks have not expired yet
+        else:
+            resumed.append(request.pk)
+            execute_plan.delay(request.pk)
+    for request in PreemptionRequest.objects.filter(state=RequestState.PLANNED, mode=Mode.ENFORCE,
+                                                    updated_at__lt=quiet):
+        resumed.append(request.pk)
+        execute_plan.delay(request.pk)
+    for request in PreemptionRequest.objects.filter(state=RequestState.PLANNING, updated_at__lt=stale_planning):
+        ledger.requeue_planning(request.pk, "planning worker did not finish; planning again")
+        replanned.append(request.pk)
+        plan_request.delay(request.pk)
+    for request in PreemptionRequest.objects.filter(state=RequestState.PENDING, updated_at__lt=quiet):
+        replanned.append(request.pk)
+        plan_request.delay(request.pk)
+    if waiting:
+        recover_requests.apply_async(countdown=locks.lock_ttl_seconds())
+    if resumed or replanned:
+        logger.info("recovered requests", extra={"resumed": resumed, "replanned": replanned})
+    return {"resumed": resumed, "waiting": waiting, "replanned": replanned}
+
+
+@worker_ready.connect
+def _recover_on_start(sender=None, **kwargs) -> None:
+    # A worker that starts may be the successor of one that was killed mid-execution.
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        recover_requests.apply_async(countdown=1)
