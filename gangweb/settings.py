@@ -198,6 +198,20 @@ def _namespace_modes(raw: str) -> dict[str, str]:
 GANGWEB_NAMESPACE_MODES = _namespace_modes(os.environ.get("GANGWEB_NAMESPACE_MODES", ""))
 GANGWEB_NAMESPACE = os.environ.get("GANGWEB_NAMESPACE", "gangweb-system")
 GANGWEB_PENDING_GRACE_SECONDS = env_int("GANGWEB_PENDING_GRACE_SECONDS", 30)
+# Preemption pipeline (docs/pipeline.md): node-lock expiry (a killed worker's locks free up after it),
+# pause between two requests for one gang, cluster size from which planning fans out over workers.
+GANGWEB_LOCK_TTL_SECONDS = env_int("GANGWEB_LOCK_TTL_SECONDS", 30)
+GANGWEB_REQUEST_COOLDOWN_SECONDS = env_int("GANGWEB_REQUEST_COOLDOWN_SECONDS", 60)
+GANGWEB_FANOUT_MIN_NODES = env_int("GANGWEB_FANOUT_MIN_NODES", 2000)
+GANGWEB_DETECT_INTERVAL_SECONDS = env_int("GANGWEB_DETECT_INTERVAL_SECONDS", 10)
+CELERY_BEAT_SCHEDULE = {
+    "detect-unschedulable-gangs": {
+        "task": "scheduler.detect_unschedulable_gangs",
+        "schedule": float(GANGWEB_DETECT_INTERVAL_SECONDS),
+        "options": {"expires": float(GANGWEB_DETECT_INTERVAL_SECONDS)},
+    },
+    "recover-requests": {"task": "scheduler.recover_requests", "schedule": 60.0, "options": {"expires": 60.0}},
+}
 
 # --- HTTP ----------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
