@@ -1,0 +1,145 @@
+"""``python manage.py demo``: migrate, ensure an admin, serve gangweb with the live simulated cluster.
+
+One process: uvicorn runs ``gangweb.asgi`` in this process's event loop, next to the simulation
+ticker, so the in-memory channel layer of the demo reaches every browser. Ctrl-C or SIGTERM stops
+the server gracefully and the command exits 0.
+
+The dashboard is readable without a login in the demo (``settings.DEMO``); the admin and the REST
+API need the ``admin`` user printed at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import signal
+import socket
+from pathlib import Path
+
+import uvicorn
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from gangweb.dashboard import live
+
+ADMIN_USERNAME = "admin"
+
+
+class _QuietSignalServer(uvicorn.Server):
+    """uvicorn, minus re-raising the stop signal after shutdown, so a stopped demo exits 0."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._stop, sig)
+        try:
+            yield
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    def _stop(self, sig: int) -> None:
+        # A second Ctrl-C skips waiting for open websockets to close.
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        self.should_exit = True
+
+
+def _env_port() -> int:
+    raw = os.environ.get("GANGWEB_PORT", "8000")
+    try:
+        return int(raw)
+    except ValueError:
+        raise CommandError(f"GANGWEB_PORT must be a port number, got {raw!r}") from None
+
+
+class Command(BaseCommand):
+    help = "Run the gangweb demo: migrate, ensure an admin user, serve the live dashboard on the simulated cluster."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default=os.environ.get("GANGWEB_HOST", "127.0.0.1"),
+                            help="address to listen on (GANGWEB_HOST, default 127.0.0.1)")
+        parser.add_argument("--port", type=int, default=None,
+                            help="port to listen on (GANGWEB_PORT, default 8000)")
+
+    def handle(self, *args, host: str, port: int | None, **options):
+        port = _env_port() if port is None else port
+        if not 0 < port < 65536:
+            raise CommandError(f"--port must be between 1 and 65535, got {port}")
+        listener = self._listen(host, port)
+        call_command("migrate", interactive=False, verbosity=0)
+        password_note = self._ensure_admin()
+
+        base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+        config = uvicorn.Config("gangweb.asgi:application", lifespan="off", log_config=None,
+                                access_log=False, timeout_graceful_shutdown=3)
+        server = _QuietSignalServer(config)
+        asyncio.run(self._serve(server, listener, base, password_note))
+        self.stdout.write("gangweb demo stopped.")
+
+    def _listen(self, host: str, port: int) -> socket.socket:
+        """Bind before anything else, so a busy port is a clear one-line error, not a server traceback."""
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            sock.close()
+            raise CommandError(f"cannot listen on {host}:{port} ({exc.strerror}); try --port") from None
+        sock.listen(128)
+        sock.set_inheritable(True)
+        return sock
+
+    def _ensure_admin(self) -> str:
+        """Create (or reset from GANGWEB_ADMIN_PASSWORD) the demo's admin; what to print about its password."""
+        user_model = get_user_model()
+        wanted = os.environ.get("GANGWEB_ADMIN_PASSWORD", "")
+        password_file = Path(settings.VAR_DIR) / "demo-admin-password"
+        user = user_model.objects.filter(username=ADMIN_USERNAME).first()
+        if user is None:
+            password = wanted or secrets.token_urlsafe(12)
+            user_model.objects.create_superuser(ADMIN_USERNAME, "admin@example.com", password)
+            if not wanted:
+                password_file.write_text(password + "\n")
+                password_file.chmod(0o600)
+            return password
+        if wanted:
+            if not user.check_password(wanted):
+                user.set_password(wanted)
+                user.save(update_fields=["password"])
+            return wanted
+        if password_file.exists():
+            return password_file.read_text().strip()
+        return "(unchanged; set GANGWEB_ADMIN_PASSWORD to reset it)"
+
+    async def _serve(self, server: uvicorn.Server, listener: socket.socket, base: str, password: str) -> None:
+        ticker = live.ensure_ticker()
+        announcer = asyncio.create_task(self._announce_when_up(server, base, password, ticker is not None))
+        try:
+            await server.serve(sockets=[listener])
+        finally:
+            announcer.cancel()
+            await live.stop_ticker()
+            listener.close()
+
+    async def _announce_when_up(self, server: uvicorn.Server, base: str, password: str, ticking: bool) -> None:
+        while not server.started:
+            await asyncio.sleep(0.05)
+        cluster = (f"simulated, {settings.GANGWEB_SIM_NODES} nodes, seed {settings.GANGWEB_SIM_SEED}, "
+                   f"tick every {settings.GANGWEB_SIM_TICK_SECONDS:g}s" if ticking else settings.GANGWEB_CLUSTER)
+        lines = [
+            "",
+            f"gangweb demo is running: {base}/",
+            f"  login:   {ADMIN_USERNAME} / {password}   (admin: {base}/admin/)",
+            f"  cluster: {cluster}",
+            "  stop:    Ctrl-C",
+            "",
+        ]
+        self.stdout.write("\n".join(lines))
+        self.stdout.flush()
