@@ -83,8 +83,10 @@ def controller_of(metadata: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-# Each source returns (raw name, source, min count or None, owner or None), or None.
+# Each source returns (raw name, source, min count or None, owner or None); None when it does not
+# recognise the pod; NO_GANG when it does and the pod is deliberately not a gang member (stop looking).
 _Found = tuple[str, str, int | None, OwnerRef | None]
+NO_GANG = ("", "", None, None)
 
 
 def _gangweb(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
@@ -174,7 +176,7 @@ def _jobset(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
     if step:
         # A TrainJob: initializer steps finish before the trainer starts, so only the trainer is a gang.
         if step != L.TRAINJOB_TRAINER_STEP:
-            return None
+            return NO_GANG
         return name, "trainjob", None, owner
     return name, "jobset", None, owner
 
@@ -203,8 +205,10 @@ def _kubeflow(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
 def _raycluster(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
     cluster, group = _text(labels, L.RAY_CLUSTER), _text(labels, L.RAY_GROUP)
     # The head is a single long-lived pod, not part of a worker gang.
-    if not (cluster and group) or _text(labels, L.RAY_NODE_TYPE) != "worker":
+    if not (cluster and group):
         return None
+    if _text(labels, L.RAY_NODE_TYPE) != "worker":
+        return NO_GANG
     return f"{cluster}-{group}", "raycluster", None, OwnerRef("ray.io/v1", "RayCluster", cluster)
 
 
@@ -249,6 +253,8 @@ def infer_gang(pod: dict[str, Any], namespace: str, policy: AdmissionPolicy) -> 
         if found is not None:
             break
     else:
+        return None
+    if found is NO_GANG:
         return None
     raw_name, source_name, min_count, owner = found
     if min_count is None:

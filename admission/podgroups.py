@@ -16,14 +16,14 @@ from admission.inference import Gang, controller_of
 API_VERSION = "scheduling.k8s.io/v1beta1"
 
 
-def _int(value: Any, default: int) -> int:
+def int_or(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _job_pods(job_spec: Any) -> int:
+def job_pods(job_spec: Any) -> int:
     """Pods a Job runs at once: parallelism, capped by completions when set."""
     spec = job_spec if isinstance(job_spec, dict) else {}
-    parallelism = _int(spec.get("parallelism"), 1)
+    parallelism = int_or(spec.get("parallelism"), 1)
     completions = spec.get("completions")
     return min(parallelism, completions) if isinstance(completions, int) else parallelism
 
@@ -40,7 +40,7 @@ def _jobset_pods(spec: dict[str, Any], trainer_only: bool) -> int:
                 continue
         elif rjob.get("dependsOn"):
             continue  # starts only after the jobs it depends on: not part of the gang that starts first
-        total += _int(rjob.get("replicas"), 1) * _job_pods(template.get("spec"))
+        total += int_or(rjob.get("replicas"), 1) * job_pods(template.get("spec"))
     return total
 
 
@@ -51,7 +51,7 @@ def _kubeflow_pods(spec: dict[str, Any]) -> int:
     total = 0
     for key, replica_specs in spec.items():
         if key.endswith("ReplicaSpecs") and isinstance(replica_specs, dict):
-            total += sum(_int((r or {}).get("replicas"), 1) for r in replica_specs.values())
+            total += sum(int_or((r or {}).get("replicas"), 1) for r in replica_specs.values())
     return total
 
 
@@ -59,8 +59,8 @@ def _ray_group_pods(spec: dict[str, Any], group: str) -> int:
     for worker_group in spec.get("workerGroupSpecs") or []:
         if isinstance(worker_group, dict) and worker_group.get("groupName") == group:
             # The gang is what must start together: the autoscaler's floor, else the fixed size.
-            replicas = _int(worker_group.get("minReplicas"), 0) or _int(worker_group.get("replicas"), 1)
-            return replicas * _int(worker_group.get("numOfHosts"), 1)
+            replicas = int_or(worker_group.get("minReplicas"), 0) or int_or(worker_group.get("replicas"), 1)
+            return replicas * int_or(worker_group.get("numOfHosts"), 1)
     return 0
 
 
@@ -71,16 +71,16 @@ def owner_min_count(pod: dict[str, Any], gang: Gang, owner: dict[str, Any]) -> i
         return None
     kind = owner.get("kind")
     if kind == "Job":
-        count = _job_pods(spec)
+        count = job_pods(spec)
     elif kind == "JobSet":
         count = _jobset_pods(spec, trainer_only=gang.source == "trainjob")
     elif kind == "LeaderWorkerSet":
-        count = _int((spec.get("leaderWorkerTemplate") or {}).get("size"), 1)
+        count = int_or((spec.get("leaderWorkerTemplate") or {}).get("size"), 1)
     elif kind == "RayCluster":
         labels = (pod.get("metadata") or {}).get("labels") or {}
         count = _ray_group_pods(spec, labels.get(L.RAY_GROUP, ""))
     elif kind == "PodGroup":  # coscheduling, Volcano and KAI PodGroups all call it minMember
-        count = _int(spec.get("minMember"), 0)
+        count = int_or(spec.get("minMember"), 0)
     elif isinstance(kind, str) and kind.endswith("Job"):
         count = _kubeflow_pods(spec)
     else:

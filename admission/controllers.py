@@ -1,0 +1,132 @@
+"""Workload controllers seen from their own objects: how many pods they can run at once, their pod
+templates, and the GPU shape each template asks for.
+
+Used by the validating webhook to reject a gang whose size its controller can never reach (a Job with
+parallelism 4 and ``gangweb.io/min-count: 8`` would wait forever) and to warn about mixed GPU shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from admission import labels as L
+from admission.inference import positive_int
+from admission.podgroups import int_or, job_pods
+
+# (group, kind) of the controllers whose objects the validating webhook checks.
+JOB = ("batch", "Job")
+JOBSET = ("jobset.x-k8s.io", "JobSet")
+LWS = ("leaderworkerset.x-k8s.io", "LeaderWorkerSet")
+KUBEFLOW_GROUP = "kubeflow.org"
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def gpu_shape(pod_spec: Any) -> tuple[tuple[str, str], ...]:
+    """The GPU-like extended resources one pod asks for, as sorted (resource, quantity) pairs."""
+    totals: dict[str, int | str] = {}
+    for container in _dict(pod_spec).get("containers") or []:
+        resources = _dict(_dict(container).get("resources"))
+        # Extended resources: requests default to limits, and the two must be equal when both are set.
+        asked = {**_dict(resources.get("limits")), **_dict(resources.get("requests"))}
+        for resource, quantity in asked.items():
+            if "gpu" not in str(resource).lower():
+                continue
+            text = str(quantity)
+            previous = totals.get(resource, 0)
+            if text.isdigit() and isinstance(previous, int):
+                totals[resource] = previous + int(text)
+            else:
+                totals[resource] = text
+    return tuple(sorted((resource, str(count)) for resource, count in totals.items() if count not in (0, "0")))
+
+
+def describe_shape(shape: tuple[tuple[str, str], ...]) -> str:
+    return ", ".join(f"{count}x {resource}" for resource, count in shape) or "no GPU"
+
+
+def pod_templates(kind: tuple[str, str], spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(label for messages, pod template) pairs of a controller object."""
+    if kind == JOB:
+        return [("template", _dict(spec.get("template")))]
+    if kind == JOBSET:
+        return [
+            (f"replicatedJobs[{_dict(r).get('name')}]", _dict(_dict(_dict(_dict(r).get("template")).get("spec")).get("template")))
+            for r in spec.get("replicatedJobs") or []
+        ]
+    if kind == LWS:
+        lwt = _dict(spec.get("leaderWorkerTemplate"))
+        return [(name, _dict(lwt.get(name))) for name in ("leaderTemplate", "workerTemplate") if lwt.get(name)]
+    if kind[0] == KUBEFLOW_GROUP:
+        return [
+            (f"{key}[{rtype}]", _dict(_dict(replica).get("template")))
+            for key, replicas in spec.items()
+            if key.endswith("ReplicaSpecs") and isinstance(replicas, dict)
+            for rtype, replica in replicas.items()
+        ]
+    return []
+
+
+def capacity(kind: tuple[str, str], spec: dict[str, Any]) -> tuple[int, str] | None:
+    """How many pods the controller runs at once, and the field(s) that decide it."""
+    if kind == JOB:
+        return job_pods(spec), "spec.parallelism (capped by spec.completions)"
+    if kind == JOBSET:
+        total = sum(
+            int_or(_dict(r).get("replicas"), 1) * job_pods(_dict(_dict(r).get("template")).get("spec"))
+            for r in spec.get("replicatedJobs") or []
+        )
+        return total, "the replicas x parallelism of spec.replicatedJobs"
+    if kind == LWS:
+        return int_or(_dict(spec.get("leaderWorkerTemplate")).get("size"), 1), "spec.leaderWorkerTemplate.size"
+    if kind[0] == KUBEFLOW_GROUP:
+        total = sum(
+            int_or(_dict(replica).get("replicas"), 1)
+            for key, replicas in spec.items()
+            if key.endswith("ReplicaSpecs") and isinstance(replicas, dict)
+            for replica in replicas.values()
+        )
+        return total, "the sum of replicas over the replica specs"
+    return None
+
+
+def controller_problems(kind: tuple[str, str], obj: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(reasons to reject, warnings) for a controller object."""
+    spec = _dict(obj.get("spec"))
+    limit = capacity(kind, spec)
+    if limit is None:
+        return [], []
+    pods, decided_by = limit
+    problems: list[str] = []
+    shapes: dict[tuple[tuple[str, str], ...], str] = {}
+    for where, template in pod_templates(kind, spec):
+        annotations = _dict(_dict(template.get("metadata")).get("annotations"))
+        for key in (L.MIN_COUNT_ANNOTATION, L.KUEUE_POD_GROUP_COUNT_ANNOTATION):
+            raw = annotations.get(key)
+            if raw is None:
+                continue
+            wanted = positive_int(raw)
+            if wanted is None:
+                problems.append(f"{where}: annotation {key} is {raw!r}; set a whole number >= 1")
+            elif wanted > pods:
+                problems.append(
+                    f"{where}: annotation {key} asks for {wanted} pods together, but {decided_by} allows only "
+                    f"{pods} at once, so the gang can never start; lower {key} to {pods} or raise the controller to {wanted}"
+                )
+        shape = gpu_shape(template.get("spec"))
+        if shape:
+            shapes.setdefault(shape, where)
+    if kind[0] == KUBEFLOW_GROUP:
+        min_available = _dict(_dict(spec.get("runPolicy")).get("schedulingPolicy")).get("minAvailable")
+        if isinstance(min_available, int) and min_available > pods:
+            problems.append(
+                f"spec.runPolicy.schedulingPolicy.minAvailable is {min_available} but the replica specs total "
+                f"{pods} pods, so the gang can never start; lower minAvailable to {pods} or add replicas"
+            )
+    warnings = []
+    if len(shapes) > 1:
+        listed = "; ".join(f"{where}: {describe_shape(shape)}" for shape, where in shapes.items())
+        warnings.append(f"gang members ask for different GPU shapes ({listed})"[:250])
+    return problems, warnings

@@ -1,0 +1,115 @@
+"""One webhook request, end to end: bytes in, (HTTP status, bytes) out.
+
+Shared by the Django views and the production HTTPS server, so both answer identically. Bad input is
+a 400/413 with a JSON Status; a bug in a decision rule must not turn into a 5xx or a blocked pod
+either: it is logged, counted, and answered "allowed" (failing open, like ``failurePolicy: Ignore``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from admission.metrics import LATENCY, REQUESTS
+from admission.mutate import mutate_pod
+from admission.policy import AdmissionPolicy
+from admission.recorder import DecisionRecorder
+from admission.review import MAX_BODY_BYTES, AdmissionRequest, ReviewError, build_response, parse_review
+from admission.state import GangIndex
+from admission.validate import validate
+
+logger = logging.getLogger(__name__)
+
+MUTATE, VALIDATE = "mutate", "validate"
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+
+
+def _subject(request: AdmissionRequest) -> dict[str, Any]:
+    metadata = (request.object or request.old_object or {}).get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    return {
+        "uid": request.uid,
+        "kind": request.kind,
+        "namespace": request.namespace,
+        "name": str(metadata.get("name") or request.name or metadata.get("generateName") or ""),
+        "operation": request.operation,
+        "dryRun": request.dry_run,
+    }
+
+
+class Webhook:
+    def __init__(
+        self,
+        policy: AdmissionPolicy,
+        index: GangIndex | None = None,
+        recorder: DecisionRecorder | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        self.policy = policy
+        self.index = index if index is not None else GangIndex()
+        self.recorder = recorder
+        self.max_body_bytes = max_body_bytes
+        # Label children resolved once: the hot path does not look them up per request.
+        self._counters = {
+            (webhook, decision): REQUESTS.labels(webhook, decision)
+            for webhook in (MUTATE, VALIDATE)
+            for decision in ("patched", "untouched", "allowed", "warned", "denied", "bad_request", "error")
+        }
+        self._latency = {webhook: LATENCY.labels(webhook) for webhook in (MUTATE, VALIDATE)}
+
+    def handle(self, webhook: str, body: bytes) -> Answer:
+        started = time.perf_counter()
+        try:
+            request = parse_review(body, self.max_body_bytes)
+        except ReviewError as error:
+            self._counters[webhook, "bad_request"].inc()
+            return Answer(error.status, error.body())
+        try:
+            answer = self._mutate(request) if webhook == MUTATE else self._validate(request)
+        except Exception:
+            logger.exception("admission rule failed; allowing", extra={"uid": request.uid, "webhook": webhook})
+            self._counters[webhook, "error"].inc()
+            answer = Answer(200, build_response(request.uid, allowed=True))
+        self._latency[webhook].observe(time.perf_counter() - started)
+        return answer
+
+    def _mutate(self, request: AdmissionRequest) -> Answer:
+        mutation = mutate_pod(request, self.policy)
+        if not mutation.patch:
+            self._counters[MUTATE, "untouched"].inc()
+            return Answer(200, build_response(request.uid, allowed=True))
+        self._counters[MUTATE, "patched"].inc()
+        gang = mutation.gang
+        self._record(request, {
+            "webhook": MUTATE, "allowed": True, "podGroup": gang.name if gang else "",
+            "source": gang.source if gang else "", "minCount": gang.min_count if gang else None,
+            "mode": gang.mode if gang else "", "message": mutation.reason, "warnings": [],
+        })  # fmt: skip
+        return Answer(200, build_response(request.uid, allowed=True, patch=mutation.patch))
+
+    def _validate(self, request: AdmissionRequest) -> Answer:
+        verdict = validate(request, self.policy, self.index)
+        if verdict.allowed:
+            if verdict.remember is not None and not request.dry_run:
+                verdict.remember(self.index)
+            self._counters[VALIDATE, "warned" if verdict.warnings else "allowed"].inc()
+        else:
+            self._counters[VALIDATE, "denied"].inc()
+        if verdict.warnings or not verdict.allowed:
+            self._record(request, {"webhook": VALIDATE, "allowed": verdict.allowed,
+                                   "message": verdict.message, "warnings": verdict.warnings})  # fmt: skip
+        return Answer(
+            200,
+            build_response(request.uid, allowed=verdict.allowed, message=verdict.message, warnings=verdict.warnings),
+        )
+
+    def _record(self, request: AdmissionRequest, decision: dict[str, Any]) -> None:
+        if self.recorder is not None:
+            self.recorder.offer({**_subject(request), **decision})

@@ -1,0 +1,97 @@
+"""What this webhook replica has learned about gangs: PodGroups and the first members it admitted.
+
+The validating webhook compares a new member with its PodGroup and its siblings. It cannot ask the API
+server (no calls in the request path), so it remembers what passes through admission: PodGroup
+writes and admitted pods. The memory is bounded (least recently used gangs go first) and a member
+record expires after ``ttl`` seconds or when the gang's owner changes (a Job recreated under the same
+name), so a stale record can never block a new workload for long. A replica that has not seen a gang
+simply has nothing to compare against and allows the pod.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+GangKey = tuple[str, str]  # (namespace, PodGroup name)
+
+
+@dataclass(frozen=True)
+class MemberSignature:
+    """The fields every member of one gang must share, and the GPU shape they should share."""
+
+    priority: int | None
+    priority_class: str
+    scheduler_name: str
+    gpu_shape: tuple[tuple[str, str], ...]
+    owner_uid: str
+    pod: str  # for messages: the name (or generateName) of the pod that set the signature
+
+
+@dataclass(frozen=True)
+class PodGroupFacts:
+    priority: int | None
+    priority_class: str
+
+
+class GangIndex:
+    def __init__(self, max_gangs: int = 50_000, ttl: float = 600.0, clock: Callable[[], float] = time.monotonic):
+        self.max_gangs = max_gangs
+        self.ttl = ttl
+        self.clock = clock
+        self._members: OrderedDict[GangKey, tuple[float, MemberSignature]] = OrderedDict()
+        self._podgroups: OrderedDict[GangKey, PodGroupFacts] = OrderedDict()
+        # Django may serve views from several threads; the asyncio server uses one.
+        self._lock = threading.Lock()
+
+    def member(self, key: GangKey, owner_uid: str) -> MemberSignature | None:
+        with self._lock:
+            entry = self._members.get(key)
+            if entry is None:
+                return None
+            seen_at, signature = entry
+            if self.clock() - seen_at > self.ttl or signature.owner_uid != owner_uid:
+                del self._members[key]
+                return None
+            self._members.move_to_end(key)
+            return signature
+
+    def remember_member(self, key: GangKey, signature: MemberSignature) -> None:
+        with self._lock:
+            entry = self._members.get(key)
+            # Keep the first member's signature while it is fresh: it is what siblings must match.
+            if entry is not None and entry[1].owner_uid == signature.owner_uid and self.clock() - entry[0] <= self.ttl:
+                self._members[key] = (self.clock(), entry[1])
+                self._members.move_to_end(key)
+                return
+            self._members[key] = (self.clock(), signature)
+            self._members.move_to_end(key)
+            while len(self._members) > self.max_gangs:
+                self._members.popitem(last=False)
+
+    def podgroup(self, key: GangKey) -> PodGroupFacts | None:
+        with self._lock:
+            return self._podgroups.get(key)
+
+    def remember_podgroup(self, key: GangKey, podgroup: dict[str, Any]) -> None:
+        spec = podgroup.get("spec") if isinstance(podgroup.get("spec"), dict) else {}
+        priority = spec.get("priority")
+        priority_class = spec.get("priorityClassName")
+        facts = PodGroupFacts(
+            priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+            priority_class=priority_class if isinstance(priority_class, str) else "",
+        )
+        with self._lock:
+            self._podgroups[key] = facts
+            self._podgroups.move_to_end(key)
+            while len(self._podgroups) > self.max_gangs:
+                self._podgroups.popitem(last=False)
+
+    def forget_podgroup(self, key: GangKey) -> None:
+        with self._lock:
+            self._podgroups.pop(key, None)
+            self._members.pop(key, None)

@@ -1,0 +1,106 @@
+"""Mutation over every fixture: the patch applies, the result is a valid 1.37 pod, reinvocation is a no-op."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import jsonpatch
+import pytest
+from kubernetes_validate.utils import validate as schema_validate
+
+from admission.handler import MUTATE, Webhook
+from admission.policy import AdmissionPolicy
+from tests.admission.support import EXPECTED, POD_FIXTURES, load_pod, review_bytes
+
+WEBHOOK = Webhook(AdmissionPolicy())
+
+
+def patch_of(pod: dict, **kwargs) -> list:
+    response = json.loads(WEBHOOK.handle(MUTATE, review_bytes(pod, **kwargs)).body)["response"]
+    assert response["allowed"] is True
+    return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+@pytest.mark.parametrize("fixture", POD_FIXTURES)
+def test_patched_pod_validates_and_names_the_expected_group(fixture):
+    pod = load_pod(fixture)
+    patched = jsonpatch.apply_patch(pod, patch_of(pod))
+    schema_validate(patched, "1.37.0", strict=True)
+    expected = EXPECTED[fixture]["podGroup"]
+    if expected:
+        assert patched["spec"]["schedulingGroup"] == {"podGroupName": expected}
+        # Nothing else changes.
+        del patched["spec"]["schedulingGroup"]
+        assert patched == pod
+    else:
+        assert patched == pod
+
+
+@pytest.mark.parametrize("fixture", POD_FIXTURES)
+def test_reinvocation_on_own_output_yields_no_patch(fixture):
+    pod = load_pod(fixture)
+    once = jsonpatch.apply_patch(pod, patch_of(pod))
+    assert patch_of(once) == []
+
+
+def test_untouched_pods_get_no_patch():
+    for fixture in POD_FIXTURES:
+        if EXPECTED[fixture]["podGroup"] is None:
+            assert patch_of(load_pod(fixture)) == [], fixture
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-node-lease", "gangweb-system"])
+def test_system_and_own_namespaces_are_never_touched(namespace):
+    pod = load_pod("job-parallel.yaml")
+    pod["metadata"]["namespace"] = namespace
+    assert patch_of(pod) == []
+
+
+def test_own_namespace_follows_the_setting():
+    webhook = Webhook(AdmissionPolicy(own_namespace="platform"))
+    pod = load_pod("job-parallel.yaml")
+    pod["metadata"]["namespace"] = "platform"
+    assert "patch" not in json.loads(webhook.handle(MUTATE, review_bytes(pod)).body)["response"]
+
+
+def test_opt_out_label_leaves_the_pod_alone():
+    pod = load_pod("job-parallel.yaml")
+    pod["metadata"]["labels"]["gangweb.io/admission"] = "disabled"
+    assert patch_of(pod) == []
+
+
+def test_only_create_is_mutated():
+    pod = load_pod("job-parallel.yaml")
+    assert patch_of(pod, operation="UPDATE", old=pod) == []
+
+
+def test_dry_run_gets_the_same_answer():
+    pod = load_pod("job-parallel.yaml")
+    assert patch_of(pod, dry_run=True) == patch_of(pod)
+
+
+def test_empty_scheduling_group_object_gets_the_name_added():
+    pod = load_pod("job-parallel.yaml")
+    pod["spec"]["schedulingGroup"] = {}
+    patched = jsonpatch.apply_patch(pod, patch_of(pod))
+    assert patched["spec"]["schedulingGroup"] == {"podGroupName": "resnet-train"}
+
+
+def test_null_scheduling_group_is_replaced():
+    pod = load_pod("job-parallel.yaml")
+    pod["spec"]["schedulingGroup"] = None
+    patched = jsonpatch.apply_patch(pod, patch_of(pod))
+    schema_validate(patched, "1.37.0", strict=True)
+    assert patched["spec"]["schedulingGroup"] == {"podGroupName": "resnet-train"}
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [{"labels": "oops"}, {"labels": {"gangweb.io/pod-group": 5}}, {"annotations": ["x"]},
+     {"ownerReferences": "Job"}, {"ownerReferences": [None, {"controller": True}]},
+     {"labels": {"leaderworkerset.sigs.k8s.io/name": "x"}}],
+)
+def test_odd_shapes_inside_the_pod_never_crash(metadata):
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ml", **metadata}, "spec": {"containers": []}}
+    assert patch_of(pod) == []
