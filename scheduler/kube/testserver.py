@@ -56,6 +56,12 @@ class _HTTPServer(ThreadingHTTPServer):
             self.connections.discard(request)
         super().shutdown_request(request)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # clients going away mid-request (dropped watches, killed workers) are normal here
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
     def cut_connections(self) -> None:
         with self.connections_lock:
             for conn in list(self.connections):

@@ -1,0 +1,209 @@
+"""``KubeCluster``: the ``Cluster`` protocol over a real (or test) Kubernetes API server.
+
+    cluster = KubeCluster.from_kubeconfig("kubeconfig").start()   # list + watch, waits for sync
+    objs = cluster.snapshot_objects()                              # informer cache, raw API dicts
+    fresh = cluster.fresh_snapshot()                               # lists everything now
+    cluster.evict("ns", "pod", dry_run=True)                       # EvictionResult, never raises
+    cluster.stop()
+
+Without ``start()`` the cluster still works: ``snapshot_objects()`` then lists on every call.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from ..cluster import ClusterError, ClusterEvent, EvictionResult, KubeObject
+from . import writes
+from .apis import list_raw, read_json, stamp
+from .informer import Listener, Reflector
+from .resources import PODS, SNAPSHOT_RESOURCES, Resource
+
+DEFAULT_TIMEOUT = (5.0, 15.0)  # (connect, read) seconds, for every non-watch call
+
+
+class KubeCluster:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        name: str = "kubernetes",
+        namespace: str | None = None,
+        resources: Iterable[Resource] = SNAPSHOT_RESOURCES,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        watch_timeout: int = 300,
+        controller: str = "gangweb",
+        instance: str | None = None,
+    ):
+        """``namespace`` limits namespaced kinds to one namespace (nodes and priority classes stay global)."""
+        self.name = name
+        self.api_client = api_client
+        self.namespace = namespace
+        self.resources = tuple(resources)
+        self.timeout = timeout
+        self.controller = controller
+        self.instance = instance or f"{controller}-{socket.gethostname()}"
+        self._listeners: list[Listener] = []
+        self._reflectors = {
+            r: Reflector(api_client, r, namespace=namespace, watch_timeout=watch_timeout, request_timeout=timeout,
+                         listener=self._notify)
+            for r in self.resources
+        }
+        self._started = False
+        self._changed = threading.Condition()
+
+    # ----- construction
+    @classmethod
+    def from_kubeconfig(cls, path: str | Path | None = None, *, context: str | None = None,
+                        **kwargs: object) -> "KubeCluster":
+        try:
+            api_client = config.new_client_from_config(config_file=str(path) if path else None, context=context)
+        except (config.ConfigException, OSError, ValueError) as exc:
+            raise ClusterError(f"cannot load kubeconfig {path or '$KUBECONFIG'}: {exc}") from exc
+        return cls(api_client, **kwargs)  # type: ignore[arg-type]
+
+    @classmethod
+    def in_cluster(cls, **kwargs: object) -> "KubeCluster":
+        configuration = client.Configuration()
+        try:
+            config.load_incluster_config(client_configuration=configuration)
+        except config.ConfigException as exc:
+            raise ClusterError(f"not running in a cluster: {exc}") from exc
+        return cls(client.ApiClient(configuration), **kwargs)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_environment(cls, **kwargs: object) -> "KubeCluster":
+        """In-cluster service account when present, else ``$KUBECONFIG`` / ``~/.kube/config``."""
+        if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+            return cls.in_cluster(**kwargs)
+        return cls.from_kubeconfig(os.environ.get("KUBECONFIG"), **kwargs)
+
+    # ----- informers
+    def start(self, *, wait: bool = True, timeout: float = 30.0) -> "KubeCluster":
+        for reflector in self._reflectors.values():
+            reflector.start()
+        self._started = True
+        if wait and not self.wait_synced(timeout):
+            pending = [r.resource.plural for r in self._reflectors.values() if not r.synced.is_set()]
+            errors = {r.resource.plural: r.last_error for r in self._reflectors.values() if r.last_error}
+            raise ClusterError(f"informers not synced after {timeout}s: {pending} {errors}")
+        return self
+
+    def stop(self) -> None:
+        for reflector in self._reflectors.values():
+            reflector.stop()
+        self._started = False
+
+    def close(self) -> None:
+        self.stop()
+        self.api_client.close()
+
+    def __enter__(self) -> "KubeCluster":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def wait_synced(self, timeout: float = 30.0) -> bool:
+        deadline = time.monotonic() + timeout
+        return all(r.synced.wait(max(0.0, deadline - time.monotonic())) for r in self._reflectors.values())
+
+    def reflector(self, resource: Resource) -> Reflector:
+        return self._reflectors[resource]
+
+    def resource_versions(self) -> dict[str, str]:
+        return {r.plural: ref.resource_version for r, ref in self._reflectors.items()}
+
+    def add_listener(self, listener: Listener) -> None:
+        """``listener(type, resource, obj)`` after each watch event (and ``("RELIST", resource, None)``);
+        it runs on the informer thread: keep it short."""
+        self._listeners.append(listener)
+
+    def _notify(self, type_: str, resource: Resource, obj: dict | None) -> None:
+        for listener in self._listeners:
+            listener(type_, resource, obj)
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_for(self, predicate: Callable[[list[KubeObject]], bool], timeout: float = 10.0) -> bool:
+        """Wait until ``predicate(snapshot)`` holds for the informer cache."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not predicate(self._cached()):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._changed.wait(min(remaining, 0.2))
+        return True
+
+    # ----- Cluster protocol: reading
+    def _cached(self) -> list[KubeObject]:
+        return [o for r in self.resources for o in self._reflectors[r].objects()]
+
+    def snapshot_objects(self) -> list[KubeObject]:
+        if not self._started:
+            return self.fresh_snapshot()
+        return copy.deepcopy(self._cached())
+
+    def fresh_snapshot(self) -> list[KubeObject]:
+        """Every snapshot object as the API server has it now (one list per kind)."""
+        objects: list[KubeObject] = []
+        for resource in self.resources:
+            try:
+                items, _ = list_raw(self.api_client, resource, namespace=self.namespace, timeout=self.timeout)
+            except (ApiException, *writes.TRANSPORT_ERRORS) as exc:
+                writes.raise_cluster_error(f"listing {resource.plural}", exc)
+            objects.extend(items)
+        return objects
+
+    def get_pod(self, namespace: str, name: str) -> KubeObject | None:
+        try:
+            response = client.CoreV1Api(self.api_client).read_namespaced_pod(
+                name, namespace, _request_timeout=self.timeout, _preload_content=False)
+            return stamp(PODS, read_json(response))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            writes.raise_cluster_error(f"reading pod {namespace}/{name}", exc)
+        except writes.TRANSPORT_ERRORS as exc:
+            writes.raise_cluster_error(f"reading pod {namespace}/{name}", exc)
+        return None
+
+    # ----- Cluster protocol: writing
+    def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> EvictionResult:
+        return writes.evict(self.api_client, namespace, name, dry_run=dry_run, timeout=self.timeout)
+
+    def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
+        writes.mark_disruption_target(self.api_client, namespace, name, message, timeout=self.timeout)
+
+    def record_event(self, event: ClusterEvent) -> None:
+        involved = self._cached_uid(event.involved_kind, event.namespace, event.involved_name)
+        related = None
+        if event.related_kind and event.related_name:
+            related = self._cached_uid(event.related_kind, event.related_namespace or event.namespace,
+                                       event.related_name)
+        writes.record_event(self.api_client, event, controller=self.controller, instance=self.instance,
+                            timeout=self.timeout, involved_uid=involved, related_uid=related)
+
+    def set_podgroup_condition(
+        self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
+    ) -> None:
+        writes.set_podgroup_condition(
+            self.api_client, namespace, name,
+            {"type": type_, "status": status, "reason": reason, "message": message}, timeout=self.timeout)
+
+    def _cached_uid(self, kind: str, namespace: str, name: str) -> str | None:
+        for resource, reflector in self._reflectors.items():
+            if resource.kind == kind:
+                obj = reflector.get(f"{namespace}/{name}" if resource.namespaced else name)
+                return (obj or {}).get("metadata", {}).get("uid")
+        return None

@@ -1,0 +1,170 @@
+"""List + watch one resource and keep a cache of its raw objects, like client-go's reflector.
+
+A watch resumes from the last resourceVersion it saw (events or bookmarks) after a dropped
+connection; a 410 Gone (the server forgot that resourceVersion) makes it list again. Failures back
+off exponentially with jitter, capped, and reset after a healthy watch.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from typing import Any, Callable
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from .apis import list_function, list_raw, stamp
+from .resources import Resource
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[str, Resource, "dict | None"], None]
+
+
+def object_key(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+
+
+class Reflector:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        watch_timeout: int = 300,
+        request_timeout: tuple[float, float] = (5.0, 30.0),
+        backoff: tuple[float, float] = (0.2, 10.0),
+        listener: Listener | None = None,
+    ):
+        self.resource = resource
+        self._api_client = api_client
+        self._namespace = namespace
+        self._watch_timeout = watch_timeout
+        self._request_timeout = request_timeout
+        self._backoff = backoff
+        self._listener = listener
+        self._objects: dict[str, dict] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watch: watch.Watch | None = None
+        self._thread: threading.Thread | None = None
+        self.resource_version = ""
+        self.synced = threading.Event()
+        # counters, for tests and metrics
+        self.lists = 0
+        self.watches = 0
+        self.bookmarks = 0
+        self.expired = 0
+        self.failures = 0
+        self.last_error = ""
+
+    # ----- reading the cache
+    def objects(self) -> list[dict]:
+        with self._lock:
+            return list(self._objects.values())
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            return self._objects.get(key)
+
+    # ----- lifecycle
+    def start(self) -> None:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name=f"reflector-{self.resource.plural}",
+                                            daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._watch is not None:
+            self._watch.stop()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    # ----- the loop
+    def _run(self) -> None:
+        need_list = True
+        delay = self._backoff[0]
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self.relist()
+                    need_list = False
+                self._watch_once()
+                delay = self._backoff[0]
+            except ApiException as exc:
+                if exc.status == 410:
+                    self.expired += 1
+                    need_list = True
+                    log.info("%s: watch expired (410), listing again", self.resource.plural)
+                    continue
+                delay = self._failed(exc, delay)
+            except Exception as exc:  # connection refused/reset, timeouts, truncated streams
+                delay = self._failed(exc, delay)
+
+    def _failed(self, exc: Exception, delay: float) -> float:
+        if self._stop.is_set():
+            return delay
+        self.failures += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"[:500]
+        log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.resource.plural, self.last_error, delay)
+        self._stop.wait(delay * random.uniform(0.8, 1.2))
+        return min(delay * 2, self._backoff[1])
+
+    def relist(self) -> None:
+        items, resource_version = list_raw(self._api_client, self.resource, namespace=self._namespace,
+                                           timeout=self._request_timeout)
+        with self._lock:
+            self._objects = {object_key(o): o for o in items}
+            self.resource_version = resource_version
+        self.lists += 1
+        self.synced.set()
+        if self._listener:
+            self._listener("RELIST", self.resource, None)
+
+    def _watch_once(self) -> None:
+        # events stay raw JSON (deserialize=False); a return type given up front spares the client's
+        # model-name lookup, which fails for some 37.x list types (ResourceClaim)
+        self._watch = w = watch.Watch(return_type=dict)
+        self.watches += 1
+        fn = list_function(self._api_client, self.resource, self._namespace)
+        stream = w.stream(
+            fn,
+            resource_version=self.resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=self._watch_timeout,
+            # a silent stream past the server-side timeout means a dead connection
+            _request_timeout=(self._request_timeout[0], self._watch_timeout + 30),
+            deserialize=False,
+        )
+        for event in stream:
+            if self._stop.is_set():
+                w.stop()
+                break
+            self._apply(event)
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        type_, obj = event.get("type"), event.get("object") or {}
+        new_version = (obj.get("metadata") or {}).get("resourceVersion")
+        if type_ == "BOOKMARK":
+            self.bookmarks += 1
+            if new_version:
+                self.resource_version = new_version
+            return
+        stamp(self.resource, obj)
+        key = object_key(obj)
+        with self._lock:
+            if type_ == "DELETED":
+                self._objects.pop(key, None)
+            else:
+                self._objects[key] = obj
+            if new_version:
+                self.resource_version = new_version
+        if self._listener:
+            self._listener(str(type_), self.resource, obj)

@@ -1,0 +1,184 @@
+"""The few writes gangweb makes, through the official client, shaped as kube-scheduler makes them."""
+
+from __future__ import annotations
+
+import json
+import socket
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+import urllib3
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from ..cluster import ClusterError, ClusterEvent, EvictionResult
+from .apis import discard, read_json
+from .resources import resource_for_object
+
+Timeout = tuple[float, float]
+
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+
+def now_rfc3339() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_micro() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def status_message(exc: ApiException) -> str:
+    """The ``message`` of the Status body the server answered, or the HTTP reason."""
+    try:
+        body = json.loads(exc.body or "{}")
+        if isinstance(body, dict) and body.get("message"):
+            return str(body["message"])
+    except (TypeError, ValueError):
+        pass
+    return str(exc.reason or "")
+
+
+TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError, socket.timeout)
+
+
+def evict(api_client: client.ApiClient, namespace: str, name: str, *, dry_run: bool, timeout: Timeout
+          ) -> EvictionResult:
+    """POST pods/{name}/eviction (policy/v1). API answers become the result; transport failures
+    become 503 (no answer) or 504 (timed out), both retryable: a retried eviction of a pod that is
+    already gone answers 404, which counts as done."""
+    body = client.V1Eviction(
+        api_version="policy/v1",
+        kind="Eviction",
+        metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+        delete_options=client.V1DeleteOptions(dry_run=["All"]) if dry_run else None,
+    )
+    try:
+        response = client.CoreV1Api(api_client).create_namespaced_pod_eviction(
+            name, namespace, body, dry_run="All" if dry_run else None,
+            _request_timeout=timeout, _preload_content=False,
+        )
+        code = response.status
+        discard(response)
+        return EvictionResult(namespace, name, code, "", dry_run)
+    except ApiException as exc:
+        return EvictionResult(namespace, name, int(exc.status or 500), status_message(exc), dry_run)
+    except (urllib3.exceptions.TimeoutError, socket.timeout) as exc:
+        return EvictionResult(namespace, name, 504, f"no answer in time: {exc}", dry_run)
+    except TRANSPORT_ERRORS as exc:
+        return EvictionResult(namespace, name, 503, f"API server unreachable: {exc}", dry_run)
+
+
+def raise_cluster_error(what: str, exc: Exception) -> None:
+    if isinstance(exc, ApiException):
+        raise ClusterError(f"{what}: {exc.status} {status_message(exc)}", code=int(exc.status or 0)) from exc
+    raise ClusterError(f"{what}: {type(exc).__name__}: {exc}", code=0) from exc
+
+
+def mark_disruption_target(api_client: client.ApiClient, namespace: str, name: str, message: str, *,
+                           timeout: Timeout, reason: str = PREEMPTION_BY_SCHEDULER) -> None:
+    """Strategic-merge the ``DisruptionTarget=True`` condition into the pod status (conditions merge by
+    type). A pod already gone needs no mark."""
+    patch = {"status": {"conditions": [{
+        "type": DISRUPTION_TARGET, "status": "True", "reason": reason, "message": message,
+        "lastTransitionTime": now_rfc3339(),
+    }]}}
+    try:
+        discard(client.CoreV1Api(api_client).patch_namespaced_pod_status(
+            name, namespace, patch, _request_timeout=timeout, _preload_content=False,
+        ))
+    except ApiException as exc:
+        if exc.status != 404:
+            raise_cluster_error(f"marking pod {namespace}/{name} as disruption target", exc)
+    except TRANSPORT_ERRORS as exc:
+        raise_cluster_error(f"marking pod {namespace}/{name} as disruption target", exc)
+
+
+def _reference(kind: str, namespace: str | None, name: str, uid: str | None = None) -> dict[str, Any]:
+    resource = resource_for_object({"kind": kind})
+    ref: dict[str, Any] = {"kind": kind, "name": name}
+    if resource is not None:
+        ref["apiVersion"] = resource.api_version
+    if namespace:
+        ref["namespace"] = namespace
+    if uid:
+        ref["uid"] = uid
+    return ref
+
+
+def record_event(api_client: client.ApiClient, event: ClusterEvent, *, controller: str, instance: str,
+                 timeout: Timeout, involved_uid: str | None = None, related_uid: str | None = None) -> dict:
+    """Create an ``events.k8s.io/v1`` Event, as kube-scheduler's recorder does (``regarding`` the victim,
+    ``related`` the preemptor). ``event.extra`` may set ``action`` and other Event fields."""
+    extra = dict(event.extra)
+    body: dict[str, Any] = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": f"{event.involved_name}.{uuid.uuid4().hex[:16]}", "namespace": event.namespace},
+        "eventTime": now_micro(),
+        "reportingController": controller,
+        "reportingInstance": instance,
+        "action": extra.pop("action", "Preempting" if event.reason == "Preempted" else event.reason),
+        "reason": event.reason,
+        "note": event.message[:1024],
+        "type": event.type,
+        "regarding": _reference(event.involved_kind, event.namespace, event.involved_name,
+                                extra.pop("involved_uid", involved_uid)),
+    }
+    if event.related_kind and event.related_name:
+        body["related"] = _reference(event.related_kind, event.related_namespace or event.namespace,
+                                     event.related_name, extra.pop("related_uid", related_uid))
+    body.update(extra)
+    try:
+        response = client.EventsV1Api(api_client).create_namespaced_event(
+            event.namespace, body, _request_timeout=timeout, _preload_content=False)
+        return read_json(response)
+    except (ApiException, *TRANSPORT_ERRORS) as exc:
+        raise_cluster_error(f"recording event {event.reason} on {event.namespace}/{event.involved_name}", exc)
+        raise  # unreachable; keeps type checkers calm
+
+
+def set_podgroup_condition(api_client: client.ApiClient, namespace: str, name: str, condition: dict[str, str],
+                           *, timeout: Timeout, attempts: int = 3) -> bool:
+    """Upsert one PodGroup status condition. ``lastTransitionTime`` moves only when the status changes,
+    so the current condition is read first and the patch carries its resourceVersion (409 -> read again).
+    Returns False when the PodGroup is gone."""
+    api = client.SchedulingV1beta1Api(api_client)
+    what = f"setting condition {condition['type']} on PodGroup {namespace}/{name}"
+    for attempt in range(attempts):
+        try:
+            current = read_json(api.read_namespaced_pod_group_status(
+                name, namespace, _request_timeout=timeout, _preload_content=False))
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise_cluster_error(what, exc)
+        except TRANSPORT_ERRORS as exc:
+            raise_cluster_error(what, exc)
+        conditions = (current.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if c.get("type") == condition["type"]), None)
+        new = dict(condition)
+        new["lastTransitionTime"] = (
+            old["lastTransitionTime"] if old and old.get("status") == new["status"] and old.get(
+                "lastTransitionTime") else now_rfc3339()
+        )
+        new.setdefault("observedGeneration", (current.get("metadata") or {}).get("generation", 0))
+        if old and all(old.get(k) == v for k, v in new.items()):
+            return True
+        patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                 "status": {"conditions": [new]}}
+        try:
+            discard(api.patch_namespaced_pod_group_status(name, namespace, patch, _request_timeout=timeout,
+                                                          _preload_content=False))
+            return True
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            if exc.status == 409 and attempt + 1 < attempts:
+                continue
+            raise_cluster_error(what, exc)
+        except TRANSPORT_ERRORS as exc:
+            raise_cluster_error(what, exc)
+    return False
