@@ -40,6 +40,21 @@ class EvictionResult:
         return self.code == 429 or self.code >= 500
 
 
+class ClusterError(RuntimeError):
+    """A cluster read or write failed (not "object gone", which the methods treat as done/None).
+
+    ``code`` is the HTTP status the API answered, 0 when there was no answer (timeout, refused).
+    """
+
+    def __init__(self, message: str, code: int = 0):
+        super().__init__(message)
+        self.code = code
+
+    @property
+    def retryable(self) -> bool:
+        return self.code in (0, 409, 429) or self.code >= 500
+
+
 @dataclass(frozen=True)
 class ClusterEvent:
     """A Kubernetes Event gangweb writes (reason ``Preempted`` on victims, etc.)."""
