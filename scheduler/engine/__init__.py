@@ -1,0 +1,18 @@
+"""gangweb's atomic preemption engine: a cluster snapshot in, a preemption plan out.
+
+Pure Python (numpy for the per-node arithmetic): no Django, no Kubernetes client. Public API::
+
+    from scheduler.engine import load_snapshot, parse_snapshot, plan, Snapshot, Plan, SnapshotError, POLICIES
+    snap = load_snapshot("cluster.yaml")
+    p = plan(snap, "team-a/train-0", policy="gangweb")
+    p.to_dict()   # the DESIGN.md ``gang plan`` JSON
+"""
+
+from .errors import SnapshotError
+from .plan import Plan, Victim
+from .planner import plan
+from .policies import DEFAULT_POLICY, POLICIES
+from .snapshot import Snapshot, load_snapshot, parse_snapshot
+
+__all__ = ["load_snapshot", "parse_snapshot", "plan", "Snapshot", "Plan", "Victim", "SnapshotError", "POLICIES",
+           "DEFAULT_POLICY"]

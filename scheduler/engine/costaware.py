@@ -1,0 +1,176 @@
+"""Cost-aware gang placement: put each pod where making room is cheapest.
+
+For every candidate node, the cheapest victim set that frees room for the pod is found the way
+reprieval does it on one node (remove every eligible unit there, give back the most valuable
+first while the pod still fits). Nodes wait in a heap keyed by that cost; evicting a ``disruptionMode:
+all`` unit frees its other nodes too, so those are re-costed. Exact costing is lazy: nodes are
+visited by the cheapest priority tier that could make room (computed with numpy for the whole
+domain), and only as many as the heap needs.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .placement import fit_columns, node_mask, ports_conflict
+from .victims import NO_VICTIM_PRIORITY
+
+if TYPE_CHECKING:
+    from .evaluation import Problem
+    from .gang import Domain
+
+ZERO = (0, NO_VICTIM_PRIORITY, 0, 0, 0, 0.0)
+
+
+class _Shape:
+    """Pods with the same request and node filters share one heap of costed nodes."""
+
+    def __init__(self, problem: "Problem", pod_idx: int, domain: "Domain") -> None:
+        snap = problem.snapshot
+        self.pod = pod_idx
+        self.request = snap.pod_req[pod_idx]
+        self.cols = fit_columns(self.request)
+        nodes = domain.nodes[node_mask(snap, snap.pods[pod_idx])[domain.nodes]]
+        req, cols = self.request[self.cols], self.cols
+        base = snap.free[nodes][:, cols]
+        unreachable = np.iinfo(np.int64).max
+        # The lowest priority tier whose eviction (on that node alone) could make room.
+        level = np.full(len(nodes), unreachable, dtype=np.int64)
+        level[np.all(base >= req, axis=1)] = NO_VICTIM_PRIORITY
+        for priority in problem.levels():
+            released = problem.units.released_below(priority + 1)[nodes][:, cols]
+            reach = (level == unreachable) & np.all(base + released >= req, axis=1)
+            level[reach] = priority
+        keep = level != unreachable
+        order = np.lexsort((nodes[keep], level[keep]))
+        self.order = nodes[keep][order].tolist()
+        self.levels = level[keep][order].tolist()
+        self.allowed = set(nodes.tolist())
+        self.cursor = 0
+        self.heap: list = []
+        self.seen: set[int] = set()
+
+
+class CostAwarePlacer:
+    def __init__(self, problem: "Problem", domain: "Domain") -> None:
+        self.problem, self.domain = problem, domain
+        self.snap = problem.snapshot
+        self.units = problem.units
+        self.free: dict[int, np.ndarray] = {}  # rows changed so far (copy-on-write over snapshot.free)
+        self.evicted: set[int] = set()
+        self.version: dict[int, int] = {}
+        self.ports: dict[int, list] = {}
+        self.violations = problem.violations()
+
+    def row(self, node: int) -> np.ndarray:
+        row = self.free.get(node)
+        if row is None:
+            row = self.snap.free[node].copy()
+            self.free[node] = row
+        return row
+
+    def _present_ports(self, node: int, also_gone: set[int]) -> list:
+        pods = self.snap.pods
+        return [port for p in self.snap.pods_by_node[node] if pods[p].host_ports
+                and int(self.units.pod_unit[p]) not in self.evicted
+                and int(self.units.pod_unit[p]) not in also_gone
+                for port in pods[p].host_ports] + self.ports.get(node, [])
+
+    def node_cost(self, node: int, shape: _Shape):
+        """(cost key, units to evict) for one more pod of ``shape`` on ``node``, or None."""
+        request, cols = shape.request, shape.cols
+        pod = self.snap.pods[shape.pod]
+        row = self.free.get(node)
+        if row is None:
+            row = self.snap.free[node]
+        if np.all(row[cols] >= request[cols]) and not (
+                pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set()))):
+            return ZERO, []
+        units = self.units.units
+        candidates = [u for u in self.units.node_units[node] if self.problem.is_eligible(u) and u not in self.evicted]
+        if not candidates:
+            return None
+        slack = row + sum(units[u].node_req[node] for u in candidates)
+        if np.any(slack[cols] < request[cols]):
+            return None
+        chosen = []
+        for unit_id in self.problem.reprieval_order(candidates):
+            give_back = units[unit_id].node_req[node]
+            if np.all(slack[cols] - give_back[cols] >= request[cols]):
+                slack = slack - give_back
+            else:
+                chosen.append(unit_id)
+        if pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set(chosen))):
+            return None  # ports held by pods we may not (or chose not to) evict
+        picked = [units[u] for u in chosen]
+        key = (int(sum(self.violations[u] for u in chosen)), max(u.priority for u in picked),
+               sum(u.priority for u in picked), len(picked), sum(len(u.pods) for u in picked),
+               round(sum(u.gpu_seconds for u in picked), 3))
+        return key, chosen
+
+    def _push(self, shape: _Shape, node: int) -> None:
+        shape.seen.add(node)
+        costed = self.node_cost(node, shape)
+        if costed is not None:
+            heapq.heappush(shape.heap, (costed[0], node, self.version.get(node, 0), costed[1]))
+
+    def _fill(self, shape: _Shape, remaining: int) -> None:
+        """Cost more nodes while an uncosted one could still beat the heap's best."""
+        batch, costed = 2 * remaining + 8, 0
+        while shape.cursor < len(shape.order):
+            if shape.heap:
+                best = shape.heap[0][0][:2]
+                bound = (0, shape.levels[shape.cursor])  # an uncosted node costs at least this
+                if best < bound or (best == bound and costed >= batch):
+                    return
+            end = min(len(shape.order), shape.cursor + batch)
+            for node in shape.order[shape.cursor:end]:
+                if node not in shape.seen:
+                    self._push(shape, node)
+            costed += end - shape.cursor
+            shape.cursor = end
+
+    def place(self) -> tuple[list[tuple[int, int]], list[int]]:
+        shapes: dict = {}
+        assignments = []
+        pending = self.problem.gang.pending
+        for position, pod_idx in enumerate(pending):
+            key = (self.snap.pod_req[pod_idx].tobytes(), self.snap.pods[pod_idx].placement_signature(),
+                   self.snap.pods[pod_idx].host_ports)
+            shape = shapes.get(key)
+            if shape is None:
+                shape = shapes[key] = _Shape(self.problem, pod_idx, self.domain)
+                for node in self.free:  # rows changed for earlier shapes are costed exactly
+                    if node in shape.allowed:
+                        self._push(shape, node)
+            chosen = None
+            while True:
+                self._fill(shape, len(pending) - position)
+                if not shape.heap:
+                    break
+                _, node, version, units = heapq.heappop(shape.heap)
+                if version == self.version.get(node, 0):
+                    chosen = (node, units)
+                    break
+            if chosen is None:
+                continue
+            node, units = chosen
+            touched = {node}
+            for unit_id in units:
+                self.evicted.add(unit_id)
+                for other, req in self.units.units[unit_id].node_req.items():
+                    self.row(other)[:] += req
+                    touched.add(other)
+            self.row(node)[:] -= self.snap.pod_req[pod_idx]
+            if self.snap.pods[pod_idx].host_ports:
+                self.ports.setdefault(node, []).extend(self.snap.pods[pod_idx].host_ports)
+            assignments.append((pod_idx, node))
+            for other in touched:
+                self.version[other] = self.version.get(other, 0) + 1
+                for each in shapes.values():
+                    if other in each.allowed:
+                        self._push(each, other)
+        return assignments, sorted(self.evicted)

@@ -1,0 +1,108 @@
+"""The preemptor: a PodGroup, its pending and running pods, priority, policy and domains."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import SnapshotError
+from .objects import NEVER
+from .placement import node_mask, topology_domains
+
+if TYPE_CHECKING:
+    from .objects import Group
+    from .snapshot import Snapshot
+
+
+class Domain:
+    """Nodes a whole gang must fit into: the cluster, or one value of the topology label."""
+
+    __slots__ = ("name", "nodes", "order")
+
+    def __init__(self, name: str | None, nodes: np.ndarray, order: int) -> None:
+        self.name, self.nodes, self.order = name, nodes, order
+
+
+class Gang:
+    def __init__(self, snapshot: "Snapshot", podgroup: str) -> None:
+        namespace, sep, name = str(podgroup).partition("/")
+        if not sep or not namespace or not name or "/" in name:
+            raise SnapshotError(f"expected --podgroup NAMESPACE/NAME, got {podgroup!r}")
+        group = snapshot.groups.get(f"{namespace}/{name}")
+        if group is None:
+            raise SnapshotError(f"PodGroup {namespace}/{name} not found in the snapshot")
+        self.snapshot, self.group, self.key = snapshot, group, group.key
+        self.priority = snapshot.effective_group_priority(group)
+        self.preemption_policy = snapshot.preemption_policy(group)
+        members = snapshot.group_members.get(group.key, [])
+        pods = snapshot.pods
+        self.running = [p for p in members if snapshot.pod_node[p] >= 0]
+        pending = [p for p in members if pods[p].active and not pods[p].node_name]
+        # Queue order: oldest first, then by name (kube-scheduler pops a group's pods in queue order).
+        self.pending = sorted(pending, key=lambda p: (pods[p].created or 0.0, pods[p].name))
+        self.is_gang = group.policy == "gang"
+        self.min_count = group.min_count if self.is_gang else 1
+        self._static_mask: np.ndarray | None = None
+
+    @property
+    def never_preempts(self) -> bool:
+        return self.preemption_policy == NEVER
+
+    def needed(self) -> int:
+        """Pods that must be placed now for the group to count as scheduled."""
+        if not self.is_gang:
+            return 1
+        return max(0, self.min_count - len(self.running))
+
+    def succeeds(self, placed: int) -> bool:
+        return placed >= max(self.needed(), 1) if self.pending else len(self.running) >= self.min_count
+
+    def priority_mismatch(self) -> str | None:
+        for p in self.pending + self.running:
+            own = self.snapshot.pods[p].priority
+            if own is not None and own != self.priority:
+                return ("all pods in a single pod group should match the priority of the pod group, "
+                        f"got: {self.priority} and {own}")
+        return None
+
+    def pod_affinity_users(self) -> list[str]:
+        return [self.snapshot.pods[p].key for p in self.pending if self.snapshot.pods[p].uses_pod_affinity]
+
+    def static_mask(self) -> np.ndarray:
+        """Nodes that at least one pending pod may use (union) - for cheap domain bounds."""
+        if self._static_mask is None:
+            snap = self.snapshot
+            mask = np.zeros(len(snap.nodes), dtype=bool)
+            for signature_pod in {snap.pods[p].placement_signature(): p for p in self.pending}.values():
+                mask |= node_mask(snap, snap.pods[signature_pod])
+            self._static_mask = mask
+        return self._static_mask
+
+    def domains(self) -> tuple[list[Domain], str | None]:
+        """Candidate domains, or ([], reason) when the topology constraint cannot be met."""
+        snap = self.snapshot
+        key = self.group.topology_key
+        if key is None:
+            return [Domain(None, np.arange(len(snap.nodes)), 0)], None
+        values, node_domain = topology_domains(snap, key)
+        if self.running:
+            held = {int(node_domain[snap.pod_node[p]]) for p in self.running}
+            if -1 in held:
+                return [], f"running pods of the group sit on nodes without the topology label {key!r}"
+            if len(held) > 1:
+                return [], f"running pods of the group already span several {key!r} values"
+            only = held.pop()
+            return [Domain(values[only], np.flatnonzero(node_domain == only), only)], None
+        if not values:
+            return [], f"no node carries the topology label {key!r}"
+        members = domain_members(node_domain, len(values))
+        return [Domain(v, members[i], i) for i, v in enumerate(values)], None
+
+
+def domain_members(node_domain: np.ndarray, count: int) -> list[np.ndarray]:
+    """Node indices per domain value, in one pass."""
+    order = np.argsort(node_domain, kind="stable")
+    sorted_domains = node_domain[order]
+    bounds = np.searchsorted(sorted_domains, np.arange(count + 1))
+    return [order[bounds[i]:bounds[i + 1]] for i in range(count)]

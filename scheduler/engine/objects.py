@@ -1,0 +1,285 @@
+"""Typed views of the Kubernetes objects the engine reads, parsed and validated from raw dicts.
+
+Each ``parse_*`` raises ``ValueError("field: problem")``; ``snapshot.py`` prefixes the object name.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Mapping
+
+from .resources import parse_resource_list, pod_requests
+from .selectors import (LabelSelector, NodeSelectorTerm, Taint, Toleration, parse_label_selector,
+                        parse_node_selector_terms)
+
+PREEMPT = "PreemptLowerPriority"
+NEVER = "Never"
+PREEMPTION_POLICIES = (PREEMPT, NEVER)
+POLICY_ANNOTATION = "gangweb.io/preemption-policy"
+ALL, SINGLE = "all", "single"
+
+
+def _map(value: Any, where: str) -> Mapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: expected an object")
+    return value
+
+
+def _str_map(value: Any, where: str) -> dict[str, str]:
+    value = _map(value, where)
+    if not all(isinstance(v, str) for v in value.values()):
+        raise ValueError(f"{where}: expected a map of strings")
+    return dict(value)
+
+
+def _int(value: Any, where: str, *, minimum: int | None = None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{where}: expected an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{where}: must be >= {minimum}, got {value}")
+    return value
+
+
+def _opt_str(value: Any, where: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: expected a string")
+    return value
+
+
+def parse_time(value: Any, where: str) -> float | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: expected an RFC 3339 timestamp")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise ValueError(f"{where}: invalid timestamp {value!r}") from None
+
+
+def _preemption_policy(value: Any, where: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if value not in PREEMPTION_POLICIES:
+        raise ValueError(f"{where}: must be PreemptLowerPriority or Never, got {value!r}")
+    return value
+
+
+class Meta:
+    __slots__ = ("name", "namespace", "labels", "annotations", "uid", "created", "deleting")
+
+    def __init__(self, raw: Any, namespaced: bool) -> None:
+        meta = _map(raw, "metadata")
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError("metadata.name: required")
+        namespace = meta.get("namespace")
+        if namespaced and (namespace is not None and not isinstance(namespace, str)):
+            raise ValueError("metadata.namespace: expected a string")
+        self.name = name
+        self.namespace = (namespace or "default") if namespaced else ""
+        self.labels = _str_map(meta.get("labels"), "metadata.labels")
+        self.annotations = _str_map(meta.get("annotations"), "metadata.annotations")
+        self.uid = meta.get("uid") if isinstance(meta.get("uid"), str) else ""
+        self.created = parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp")
+        self.deleting = meta.get("deletionTimestamp") not in (None, "")
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+class Node:
+    __slots__ = ("name", "labels", "allocatable", "ready", "cordoned", "taints")
+
+    def __init__(self, obj: Mapping) -> None:
+        meta = Meta(obj.get("metadata"), namespaced=False)
+        spec, status = _map(obj.get("spec"), "spec"), _map(obj.get("status"), "status")
+        self.name, self.labels = meta.name, meta.labels
+        self.allocatable = parse_resource_list(status.get("allocatable"), "status.allocatable")
+        self.cordoned = bool(spec.get("unschedulable"))
+        self.taints: list[Taint] = []
+        taints = spec.get("taints") or []
+        if not isinstance(taints, list):
+            raise ValueError("spec.taints: expected a list")
+        for i, taint in enumerate(taints):
+            if not isinstance(taint, Mapping) or not isinstance(taint.get("key"), str):
+                raise ValueError(f"spec.taints[{i}].key: required")
+            effect = taint.get("effect")
+            if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+                raise ValueError(f"spec.taints[{i}].effect: unknown effect {effect!r}")
+            self.taints.append((taint["key"], str(taint.get("value") or ""), effect))
+        # Without a Ready condition (hand-written snapshots) the node counts as Ready.
+        self.ready = True
+        conditions = status.get("conditions") or []
+        if not isinstance(conditions, list):
+            raise ValueError("status.conditions: expected a list")
+        for condition in conditions:
+            if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+                self.ready = condition.get("status") == "True"
+
+
+def _tolerations(spec: Mapping) -> tuple[Toleration, ...]:
+    raw = spec.get("tolerations") or []
+    if not isinstance(raw, list):
+        raise ValueError("spec.tolerations: expected a list")
+    out = []
+    for i, t in enumerate(raw):
+        if not isinstance(t, Mapping):
+            raise ValueError(f"spec.tolerations[{i}]: expected an object")
+        operator = t.get("operator") or "Equal"
+        if operator not in ("Equal", "Exists"):
+            raise ValueError(f"spec.tolerations[{i}].operator: unknown operator {operator!r}")
+        out.append((str(t.get("key") or ""), operator, str(t.get("value") or ""), str(t.get("effect") or "")))
+    return tuple(out)
+
+
+def _host_ports(spec: Mapping) -> tuple[tuple[str, str, int], ...]:
+    ports = []
+    for field in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(field) or []):
+            container_ports = container.get("ports") or []
+            if not isinstance(container_ports, list):
+                raise ValueError(f"spec.{field}[{i}].ports: expected a list")
+            for j, port in enumerate(container_ports):
+                if not isinstance(port, Mapping):
+                    raise ValueError(f"spec.{field}[{i}].ports[{j}]: expected an object")
+                host_port = _int(port.get("hostPort"), f"spec.{field}[{i}].ports[{j}].hostPort", minimum=0)
+                if host_port:
+                    ports.append((str(port.get("protocol") or "TCP"), str(port.get("hostIP") or ""), host_port))
+    return tuple(ports)
+
+
+class Pod:
+    __slots__ = ("key", "namespace", "name", "uid", "labels", "node_name", "active", "group_name",
+                 "priority", "priority_class", "preemption_policy", "requests", "node_selector",
+                 "affinity_terms", "tolerations", "host_ports", "uses_pod_affinity", "start_time", "created")
+
+    def __init__(self, obj: Mapping) -> None:
+        meta = Meta(obj.get("metadata"), namespaced=True)
+        spec, status = _map(obj.get("spec"), "spec"), _map(obj.get("status"), "status")
+        self.key, self.namespace, self.name, self.labels = meta.key, meta.namespace, meta.name, meta.labels
+        self.uid = meta.uid or meta.key
+        self.created = meta.created
+        self.node_name = _opt_str(spec.get("nodeName"), "spec.nodeName")
+        phase = status.get("phase")
+        self.active = not meta.deleting and phase not in ("Succeeded", "Failed")
+        group = _map(spec.get("schedulingGroup"), "spec.schedulingGroup")
+        self.group_name = _opt_str(group.get("podGroupName"), "spec.schedulingGroup.podGroupName")
+        self.priority = _int(spec.get("priority"), "spec.priority")
+        self.priority_class = _opt_str(spec.get("priorityClassName"), "spec.priorityClassName")
+        self.preemption_policy = _preemption_policy(spec.get("preemptionPolicy"), "spec.preemptionPolicy")
+        if not isinstance(spec.get("containers") or [], list):
+            raise ValueError("spec.containers: expected a list")
+        self.requests = pod_requests(spec)
+        self.node_selector = _str_map(spec.get("nodeSelector"), "spec.nodeSelector")
+        affinity = _map(spec.get("affinity"), "spec.affinity")
+        node_affinity = _map(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
+        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        self.affinity_terms: list[NodeSelectorTerm] | None = None
+        if required is not None:
+            self.affinity_terms = parse_node_selector_terms(
+                required, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
+        self.uses_pod_affinity = bool(affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
+        self.tolerations = _tolerations(spec)
+        self.host_ports = _host_ports(spec)
+        self.start_time = parse_time(status.get("startTime"), "status.startTime")
+
+    def placement_signature(self) -> tuple:
+        """Everything but resources that decides which nodes may host the pod (cache key)."""
+        affinity = None if self.affinity_terms is None else tuple(
+            (tuple(t.expressions), tuple(t.fields)) for t in self.affinity_terms)
+        return (tuple(sorted(self.node_selector.items())), affinity, self.tolerations)
+
+
+def _one_of(raw: Any, where: str, choices: tuple[str, ...]) -> tuple[str, Mapping]:
+    value = _map(raw, where)
+    present = [c for c in choices if c in value]
+    if len(present) != 1:
+        raise ValueError(f"{where}: exactly one of {', '.join(choices)} is required")
+    return present[0], _map(value[present[0]], f"{where}.{present[0]}")
+
+
+def _disruption_mode(raw: Any, where: str) -> str:
+    if raw is None:
+        return SINGLE
+    if isinstance(raw, str):  # v1alpha2 spelling
+        lowered = raw.lower()
+        if lowered in ("all", "podgroup"):
+            return ALL
+        if lowered in ("single", "pod"):
+            return SINGLE
+        raise ValueError(f"{where}: unknown disruption mode {raw!r}")
+    return _one_of(raw, where, (SINGLE, ALL))[0]
+
+
+class Group:
+    """A PodGroup or a CompositePodGroup (same fields that matter to preemption)."""
+
+    __slots__ = ("kind", "key", "namespace", "name", "policy", "min_count", "disruption", "priority",
+                 "priority_class", "preemption_policy", "topology_key", "parent", "uid")
+
+    def __init__(self, obj: Mapping, kind: str) -> None:
+        meta = Meta(obj.get("metadata"), namespaced=True)
+        spec = _map(obj.get("spec"), "spec")
+        self.kind, self.key, self.namespace, self.name, self.uid = kind, meta.key, meta.namespace, meta.name, meta.uid
+        count_field = "minCount" if kind == "PodGroup" else "minGroupCount"
+        policy_raw = spec.get("schedulingPolicy")
+        if policy_raw is None and kind == "CompositePodGroup":
+            policy_raw = {"basic": {}}
+        self.policy, details = _one_of(policy_raw, "spec.schedulingPolicy", ("basic", "gang"))
+        self.min_count = 1
+        if self.policy == "gang":
+            self.min_count = _int(details.get(count_field), f"spec.schedulingPolicy.gang.{count_field}", minimum=1)
+            if self.min_count is None:
+                raise ValueError(f"spec.schedulingPolicy.gang.{count_field}: required")
+        self.disruption = _disruption_mode(spec.get("disruptionMode"), "spec.disruptionMode")
+        self.priority = _int(spec.get("priority"), "spec.priority")
+        self.priority_class = _opt_str(spec.get("priorityClassName"), "spec.priorityClassName")
+        annotation = meta.annotations.get(POLICY_ANNOTATION)
+        self.preemption_policy = (
+            _preemption_policy(annotation, f"metadata.annotations[{POLICY_ANNOTATION}]")
+            or _preemption_policy(spec.get("preemptionPolicy"), "spec.preemptionPolicy"))
+        constraints = _map(spec.get("schedulingConstraints"), "spec.schedulingConstraints")
+        topology = constraints.get("topology") or []
+        if not isinstance(topology, list):
+            raise ValueError("spec.schedulingConstraints.topology: expected a list")
+        self.topology_key = None
+        if topology:
+            first = topology[0]
+            if not isinstance(first, Mapping) or not isinstance(first.get("key"), str) or not first["key"]:
+                raise ValueError("spec.schedulingConstraints.topology[0].key: required")
+            self.topology_key = first["key"]
+        self.parent = _opt_str(spec.get("parentCompositePodGroupName"), "spec.parentCompositePodGroupName")
+
+
+class DisruptionBudget:
+    __slots__ = ("key", "namespace", "selector", "allowed", "disrupted")
+
+    def __init__(self, obj: Mapping) -> None:
+        meta = Meta(obj.get("metadata"), namespaced=True)
+        spec, status = _map(obj.get("spec"), "spec"), _map(obj.get("status"), "status")
+        self.key, self.namespace = meta.key, meta.namespace
+        self.selector: LabelSelector = parse_label_selector(spec.get("selector"), "spec.selector")
+        self.allowed = _int(status.get("disruptionsAllowed"), "status.disruptionsAllowed", minimum=0) or 0
+        self.disrupted = set(_map(status.get("disruptedPods"), "status.disruptedPods"))
+
+
+class PriorityClass:
+    __slots__ = ("name", "value", "global_default", "preemption_policy")
+
+    def __init__(self, obj: Mapping) -> None:
+        meta = Meta(obj.get("metadata"), namespaced=False)
+        self.name = meta.name
+        value = _int(obj.get("value"), "value")
+        if value is None:
+            raise ValueError("value: required")
+        self.value = value
+        self.global_default = bool(obj.get("globalDefault"))
+        self.preemption_policy = _preemption_policy(obj.get("preemptionPolicy"), "preemptionPolicy")

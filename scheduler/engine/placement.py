@@ -1,0 +1,135 @@
+"""Where pods may go: static node filters, topology domains and greedy gang placement.
+
+Filters follow kube-scheduler's: NodeUnschedulable / Ready, TaintToleration (NoSchedule,
+NoExecute), NodeAffinity (``nodeSelector`` and required terms, all operators), NodePorts and
+NodeResourcesFit (only resources the pod requests, plus the pod count). Placement scores nodes
+like the default NodeResourcesFit ``LeastAllocated`` on cpu and memory; ties go to the first node
+by name so that the same snapshot always gives the same placement.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .selectors import tolerates_all
+
+if TYPE_CHECKING:
+    from .objects import Pod
+    from .snapshot import Snapshot
+
+CPU_COL, MEMORY_COL = 1, 2
+
+
+def node_mask(snapshot: "Snapshot", pod: "Pod") -> np.ndarray:
+    """Nodes the pod may use regardless of what runs there (cached per placement signature)."""
+    signature = ("mask", pod.placement_signature())
+    cached = snapshot.cache.get(signature)
+    if cached is not None:
+        return cached
+    mask = snapshot.node_usable.copy()
+    for i, node in enumerate(snapshot.nodes):
+        if not mask[i]:
+            continue
+        if node.taints and not tolerates_all(pod.tolerations, node.taints):
+            mask[i] = False
+        elif pod.node_selector and any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+            mask[i] = False
+        elif pod.affinity_terms is not None and not any(t.matches(node.name, node.labels) for t in pod.affinity_terms):
+            mask[i] = False
+    mask.flags.writeable = False
+    snapshot.cache[signature] = mask
+    return mask
+
+
+def topology_domains(snapshot: "Snapshot", key: str) -> tuple[list[str], np.ndarray]:
+    """Distinct values of node label ``key`` (sorted) and each node's value index (-1 = no label)."""
+    cached = snapshot.cache.get(("domains", key))
+    if cached is None:
+        values = sorted({n.labels[key] for n in snapshot.nodes if key in n.labels})
+        position = {v: i for i, v in enumerate(values)}
+        node_domain = np.array([position.get(n.labels.get(key), -1) if key in n.labels else -1
+                                for n in snapshot.nodes], dtype=np.int64)
+        cached = (values, node_domain)
+        snapshot.cache[("domains", key)] = cached
+    return cached
+
+
+def ports_conflict(wanted: Iterable[tuple[str, str, int]], used: Iterable[tuple[str, str, int]]) -> bool:
+    used = list(used)
+    for protocol, ip, port in wanted:
+        for u_protocol, u_ip, u_port in used:
+            if port == u_port and protocol == u_protocol and (
+                    ip == u_ip or ip in ("", "0.0.0.0") or u_ip in ("", "0.0.0.0")):
+                return True
+    return False
+
+
+def fit_columns(request: np.ndarray) -> np.ndarray:
+    """Columns NodeResourcesFit checks for this request: the ones it asks for (pods always)."""
+    return np.flatnonzero(request)
+
+
+def fits(free_row: np.ndarray, request: np.ndarray) -> bool:
+    cols = fit_columns(request)
+    return bool(np.all(free_row[cols] >= request[cols]))
+
+
+def least_allocated_scores(snapshot: "Snapshot", local_free: np.ndarray, request: np.ndarray,
+                           candidates: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Integer NodeResourcesFit LeastAllocated score (cpu and memory, equal weights).
+    ``local_free`` rows and ``candidates`` are positions in ``nodes``."""
+    total = np.zeros(len(candidates), dtype=np.int64)
+    free = local_free
+    for col in (CPU_COL, MEMORY_COL):
+        alloc = snapshot.alloc[nodes[candidates], col]
+        left = free[candidates, col] - request[col]
+        total += np.where(alloc > 0, (np.maximum(left, 0) * 100) // np.maximum(alloc, 1), 0)
+    return total // 2
+
+
+class PortBook:
+    """Host ports in use per node, given which pods are present (only built when ports matter)."""
+
+    def __init__(self, snapshot: "Snapshot", present: Callable[[int], bool]) -> None:
+        self.snapshot, self.present = snapshot, present
+        self.extra: dict[int, list] = {}
+
+    def used(self, node: int) -> list:
+        pods = self.snapshot.pods
+        ports = [port for p in self.snapshot.pods_by_node[node] if pods[p].host_ports and self.present(p)
+                 for port in pods[p].host_ports]
+        return ports + self.extra.get(node, [])
+
+    def add(self, node: int, ports: Sequence) -> None:
+        self.extra.setdefault(node, []).extend(ports)
+
+
+def place_least_allocated(snapshot: "Snapshot", pods: Sequence[int], free: np.ndarray, nodes: np.ndarray,
+                          port_book: PortBook | None = None) -> list[int]:
+    """Greedy kube-scheduler-like placement, pod by pod, onto ``nodes`` (indices); ``free`` is only
+    read. Returns the node index per pod (-1 when it did not fit anywhere)."""
+    out = []
+    local_free = free[nodes]
+    for pod_idx in pods:
+        pod = snapshot.pods[pod_idx]
+        request = snapshot.pod_req[pod_idx]
+        cols = fit_columns(request)
+        feasible = node_mask(snapshot, pod)[nodes] & np.all(local_free[:, cols] >= request[cols], axis=1)
+        candidates = np.flatnonzero(feasible)
+        if pod.host_ports and port_book is not None and len(candidates):
+            candidates = np.array([c for c in candidates.tolist()
+                                   if not ports_conflict(pod.host_ports, port_book.used(int(nodes[c])))],
+                                  dtype=np.int64)
+        if not len(candidates):
+            out.append(-1)
+            continue
+        scores = least_allocated_scores(snapshot, local_free, request, candidates, nodes)
+        local = int(candidates[int(np.argmax(scores))])
+        node = int(nodes[local])
+        local_free[local] -= request
+        if pod.host_ports and port_book is not None:
+            port_book.add(node, pod.host_ports)
+        out.append(node)
+    return out

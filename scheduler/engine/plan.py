@@ -1,0 +1,66 @@
+"""The plan a policy returns, and its JSON form (DESIGN.md ``gang plan`` contract)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Victim:
+    kind: str
+    namespace: str
+    name: str
+    priority: int
+    pods: list[str]
+    gpus: int = 0
+    lost_gpu_seconds: float = 0.0
+    pdb_violations: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "namespace": self.namespace, "name": self.name,
+                "priority": self.priority, "pods": list(self.pods)}
+
+
+@dataclass
+class Plan:
+    pod_group: str
+    policy: str
+    feasible: bool
+    reason: str
+    victims: list[Victim] = field(default_factory=list)
+    placement: dict[str, str] = field(default_factory=dict)
+    domain: str | None = None
+    # Not part of the JSON contract: what the pipeline and dashboard want besides it.
+    cost: tuple = ()
+    pending: int = 0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def evictions(self) -> list[str]:
+        return sorted(pod for victim in self.victims for pod in victim.pods)
+
+    @property
+    def evicted_gpus(self) -> int:
+        return sum(v.gpus for v in self.victims)
+
+    @property
+    def lost_gpu_seconds(self) -> float:
+        return round(sum(v.lost_gpu_seconds for v in self.victims), 3)
+
+    @property
+    def pdb_violations(self) -> int:
+        return sum(v.pdb_violations for v in self.victims)
+
+    def to_dict(self) -> dict[str, Any]:
+        feasible = bool(self.feasible)
+        return {
+            "podGroup": self.pod_group,
+            "policy": self.policy,
+            "feasible": feasible,
+            "victims": [v.to_dict() for v in self.victims] if feasible else [],
+            "evictions": self.evictions if feasible else [],
+            "placement": dict(sorted(self.placement.items())),
+            "domain": self.domain,
+            "reason": self.reason,
+        }

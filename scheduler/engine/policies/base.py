@@ -1,0 +1,73 @@
+"""What every policy shares: the checks that come before any preemption, and the interface."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Sequence
+
+from ..evaluation import Problem
+from ..gang import Domain
+from ..plan import Plan
+
+
+class PreemptionPolicy(ABC):
+    """A way to choose victims for a gang that does not fit. Extension point: subclass, register
+    in ``POLICIES``. ``preempt`` is only called once the common checks say preemption is needed."""
+
+    name: str = ""
+    summary: str = ""
+
+    def plan(self, problem: Problem) -> Plan:
+        gang, snap = problem.gang, problem.snapshot
+        notes = []
+        affinity = gang.pod_affinity_users()
+        if affinity:
+            notes.append(f"inter-pod affinity of {len(affinity)} pod(s) (e.g. {affinity[0]}) was ignored")
+        if not gang.pending:
+            ok = len(gang.running) >= gang.min_count
+            return self._finish(problem.plan(self.name, ok, (
+                f"no pending pods; {len(gang.running)} pod(s) already run" +
+                ("" if ok else f", fewer than minCount {gang.min_count}"))), notes)
+        mismatch = gang.priority_mismatch()
+        if mismatch:
+            return self._finish(problem.plan(self.name, False, mismatch), notes)
+        domains, why_not = gang.domains()
+        if why_not:
+            return self._finish(problem.plan(self.name, False, why_not), notes)
+        fitting = self.fits_without_preemption(problem, domains)
+        if fitting is not None:
+            placed = fitting.placed
+            where = f" in {gang.group.topology_key}={fitting.domain.name}" if fitting.domain.name else ""
+            if placed == len(gang.pending):
+                reason = f"all {placed} pending pod(s) fit{where} without preemption"
+            else:
+                reason = (f"{placed} of {len(gang.pending)} pending pods fit{where} without preemption, enough for "
+                          f"{'minCount ' + str(gang.min_count) if gang.is_gang else 'a basic group'}; "
+                          "kube-scheduler binds them and does not preempt")
+            return self._finish(problem.plan(self.name, True, reason, fitting), notes)
+        if gang.never_preempts:
+            return self._finish(problem.plan(self.name, False, (
+                "the group does not fit and is not eligible to preempt (preemptionPolicy=Never)")), notes)
+        if problem.eligible_count == 0:
+            return self._finish(problem.plan(self.name, False, (
+                f"the group does not fit and no running pod has priority below {gang.priority}: "
+                "no preemption victims found")), notes)
+        return self._finish(self.preempt(problem, domains), notes)
+
+    def fits_without_preemption(self, problem: Problem, domains: Sequence[Domain]):
+        free = problem.snapshot.free
+        for domain in problem.ordered_domains(free, domains):
+            assignments = problem.place(domain, free, removed_all=False)
+            if problem.gang.succeeds(len(assignments)):
+                return problem.candidate(domain, assignments, [], "no preemption")
+        return None
+
+    @staticmethod
+    def _finish(plan: Plan, notes: list[str]) -> Plan:
+        if notes:
+            plan.reason = f"{plan.reason} (note: {'; '.join(notes)})"
+        return plan
+
+    @abstractmethod
+    def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
+        """Choose victims; the gang does not fit as things are and may preempt."""

@@ -1,0 +1,38 @@
+"""Sentences for plan reasons (kept apart so every policy words things the same way)."""
+
+from __future__ import annotations
+
+from ..evaluation import Candidate, Problem
+
+
+def _where(problem: Problem, candidate: Candidate) -> str:
+    if candidate.domain.name is None:
+        return ""
+    return f" in {problem.gang.group.topology_key}={candidate.domain.name}"
+
+
+def describe_choice(problem: Problem, candidate: Candidate, how: str) -> str:
+    gang, units = problem.gang, problem.units.units
+    victims = [units[u] for u in candidate.victims]
+    placed = f"{candidate.placed} of {len(gang.pending)} pending pod(s)"
+    if not victims:
+        return f"{placed} fit{_where(problem, candidate)} once room is made; no victim is needed ({how})"
+    pods = sum(len(v.pods) for v in victims)
+    gpus = sum(v.gpus for v in victims)
+    groups = sum(1 for v in victims if v.kind != "Pod")
+    top = max(v.priority for v in victims)
+    violations = candidate.cost[0] if candidate.cost else 0
+    parts = [f"evicting {len(victims)} victim unit(s) ({groups} whole group(s), {pods} pod(s), {gpus} GPU(s); "
+             f"highest priority {top} < {gang.priority}) places {placed}{_where(problem, candidate)}"]
+    if violations:
+        parts.append(f"{violations} pod(s) exceed their PodDisruptionBudget")
+    parts.append(how)
+    return "; ".join(parts)
+
+
+def describe_infeasible(problem: Problem, most_placed: int) -> str:
+    gang = problem.gang
+    need = f"minCount {gang.min_count}" if gang.is_gang else "at least one pod"
+    running = f" besides {len(gang.running)} running" if gang.running else ""
+    return (f"even with all {problem.eligible_count} lower-priority victim unit(s) evicted only {most_placed} of "
+            f"{len(gang.pending)} pending pod(s) fit{running}, short of {need}")

@@ -1,0 +1,77 @@
+"""``gangweb`` (default): several placements per domain, domains independent, cheapest plan wins.
+
+Candidates: the ``kep5710`` plan itself (so gangweb is never worse by construction), and in every
+promising domain a kube-like least-allocated placement and a cost-aware placement, each followed by
+reprieval. Ranking (DESIGN.md): most pods placed, then (PDB violations, highest victim priority,
+sum of victim priorities, victim units, evicted pods, lost GPU-seconds), then domain order.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..costaware import CostAwarePlacer
+from ..evaluation import Candidate, Problem
+from ..gang import Domain
+from ..parallel import evaluate_domains
+from ..plan import Plan
+from ..victims import NO_VICTIM_PRIORITY
+from .base import PreemptionPolicy
+from .explain import describe_choice, describe_infeasible
+from .kep5710 import kep5710_candidate
+
+MAX_DOMAINS = 64  # domains evaluated per plan, best lower bounds first (same cap in and out of the pool)
+
+
+def evaluate_domain(problem: Problem, domain: Domain) -> list[Candidate]:
+    """All candidate plans this policy considers inside one domain."""
+    out = []
+    kube_like = problem.place(domain, problem.free_removed(), removed_all=True)
+    if kube_like:
+        out.append(problem.candidate(domain, kube_like, problem.reprieve(kube_like),
+                                     "least-allocated placement, greedy reprieval"))
+    assignments, evicted = CostAwarePlacer(problem, domain).place()
+    if assignments:
+        out.append(problem.candidate(domain, assignments, problem.reprieve(assignments),
+                                     "cost-aware placement, greedy reprieval"))
+        out.append(problem.candidate(domain, assignments, evicted, "cost-aware placement"))
+    return out
+
+
+def domain_bounds(problem: Problem, domains: Sequence[Domain]) -> list[int]:
+    """Per domain, a lower bound on the highest victim priority any plan there needs."""
+    need = max(problem.gang.needed(), 1)
+    bounds = [None] * len(domains)
+    snap = problem.snapshot
+    for level in [NO_VICTIM_PRIORITY] + problem.levels():
+        free = snap.free if level == NO_VICTIM_PRIORITY else snap.free + problem.units.released_below(level + 1)
+        for i, room in enumerate(problem.room(free, domains)):
+            if bounds[i] is None and room >= need:
+                bounds[i] = level
+        if all(b is not None for b in bounds):
+            break
+    return [b if b is not None else np.iinfo(np.int64).max for b in bounds]
+
+
+class GangwebPolicy(PreemptionPolicy):
+    name = "gangweb"
+    summary = "cheapest of several placements per topology domain; never worse than kep5710"
+
+    def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
+        kep, kep_most = kep5710_candidate(problem, domains)
+        candidates = [kep] if kep is not None else []
+        viable = problem.ordered_domains(problem.free_removed(), domains)
+        bounds = dict(zip((d.order for d in viable), domain_bounds(problem, viable)))
+        viable.sort(key=lambda d: (bounds[d.order], d.order))
+        viable = viable[:MAX_DOMAINS]
+        candidates += evaluate_domains(problem, viable, bounds, seed=kep)
+        workable = [c for c in candidates if problem.gang.succeeds(c.placed)]
+        if not workable:
+            return problem.plan(self.name, False, describe_infeasible(problem, kep_most))
+        best = min(workable, key=Candidate.rank)
+        how = f"{best.how}; cheapest of {len(workable)} candidate plan(s) over {len(viable)} domain(s)"
+        if kep is not None and best is not kep and best.rank() < kep.rank():
+            how += f" (kep5710 would evict {len(kep.victims)} unit(s), highest priority {kep.cost[1]})"
+        return problem.plan(self.name, True, describe_choice(problem, best, how), best)

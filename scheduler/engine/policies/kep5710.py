@@ -1,0 +1,45 @@
+"""``kep5710``: kube-scheduler's beta pod-group preemption (PodGroupEvaluator).
+
+One domain (the cluster, or the best topology value by room, standing in for TAS placement
+scoring); every lower-priority victim removed; the gang placed once; that placement fixed; victims
+reprieved one by one, PDB violators first and most important first within each list.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..evaluation import Candidate, Problem
+from ..gang import Domain
+from ..plan import Plan
+from .base import PreemptionPolicy
+from .explain import describe_choice, describe_infeasible
+
+
+def kep5710_candidate(problem: Problem, domains: Sequence[Domain]) -> tuple[Candidate | None, int]:
+    """The beta evaluator's choice, or (None, most pods it could place)."""
+    free = problem.free_removed()
+    best_domain, best = None, []
+    for domain in problem.ordered_domains(free, domains):
+        assignments = problem.place(domain, free, removed_all=True)
+        if best_domain is None or len(assignments) > len(best):
+            best_domain, best = domain, assignments
+        if len(assignments) == len(problem.gang.pending):
+            break
+    if best_domain is None or not problem.gang.succeeds(len(best)):
+        return None, len(best)
+    return problem.candidate(best_domain, best, problem.reprieve(best), "fixed placement, greedy reprieval"), len(best)
+
+
+class Kep5710Policy(PreemptionPolicy):
+    name = "kep5710"
+    summary = "kube-scheduler v1.37 beta: one placement after removing all candidates, greedy reprieval"
+
+    def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
+        candidate, most = kep5710_candidate(problem, domains)
+        if candidate is None:
+            return problem.plan(self.name, False, describe_infeasible(problem, most))
+        reason = describe_choice(problem, candidate, (
+            f"kube-scheduler's beta evaluator fixed the placement after removing all {problem.eligible_count} "
+            "lower-priority victim unit(s), then reprieved victims most important first (PDB violators first)"))
+        return problem.plan(self.name, True, reason, candidate)

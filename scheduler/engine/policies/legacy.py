@@ -1,0 +1,150 @@
+"""``legacy``: classic per-pod preemption, each gang pod on its own, blind to groups.
+
+What kube-scheduler did before workload-aware preemption: a pod that does not fit picks one node
+(``SelectVictimsOnNode`` + ``pickOneNodeForPreemption``) and evicts lower-priority *pods* there,
+whatever group they belong to. Kept only to measure what atomic preemption saves: gangs left partly
+evicted (their surviving pods hold GPUs that do no work) and evictions wasted on a gang that still
+cannot start.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..evaluation import Candidate, Problem
+from ..gang import Domain
+from ..placement import fit_columns, least_allocated_scores, node_mask
+from ..plan import Plan, Victim
+from .base import PreemptionPolicy
+
+MIN_CANDIDATES, CANDIDATE_PERCENT = 100, 10  # kube-scheduler's minCandidateNodes{Absolute,Percentage}
+
+
+class _State:
+    def __init__(self, problem: Problem) -> None:
+        snap = problem.snapshot
+        self.problem, self.snap = problem, snap
+        self.free = snap.free.copy()
+        self.priority = problem.priority
+        # Lower-priority pods still present, per node: what per-pod preemption may take.
+        self.released = self._released()
+        self.evicted: list[int] = []
+        self.evicted_set: set[int] = set()
+        self.budget = [pdb.allowed for pdb in snap.pdbs]
+
+    def _released(self) -> np.ndarray:
+        snap = self.snap
+        lower = [p for p in snap.bound.tolist() if snap.pod_priority[p] < self.priority]
+        released = np.zeros_like(snap.alloc)
+        if lower:
+            np.add.at(released, snap.pod_node[lower], snap.pod_req[lower])
+        return released
+
+    def victims_on(self, node: int, request: np.ndarray, cols: np.ndarray):
+        """SelectVictimsOnNode: remove all lower pods, reprieve PDB violators then others, most
+        important first. Returns (key, pods) or None."""
+        snap, pods = self.snap, self.snap.pods
+        lower = [p for p in snap.pods_by_node[node] if p not in self.evicted_set and snap.pod_priority[p] < self.priority]
+        lower.sort(key=lambda p: (-snap.pod_priority[p], pods[p].start_time or float("inf"), pods[p].uid))
+        slack = self.free[node] + (snap.pod_req[lower].sum(axis=0) if lower else 0)
+        if np.any(slack[cols] < request[cols]):
+            return None
+        pdb_of = self.problem.units.pod_pdbs
+        budget = list(self.budget)
+        violating, fine = [], []
+        for p in lower:
+            hit = False
+            for pdb in pdb_of.get(p, ()):
+                budget[pdb] -= 1
+                hit = hit or budget[pdb] < 0
+            (violating if hit else fine).append(p)
+        chosen = []
+        for p in violating + fine:
+            if np.all(slack[cols] - snap.pod_req[p][cols] >= request[cols]):
+                slack = slack - snap.pod_req[p]
+            else:
+                chosen.append(p)
+        n_violating = sum(1 for p in chosen if p in set(violating))
+        priorities = [snap.pod_priority[p] for p in chosen]
+        top_start = max((pods[p].start_time or 0.0) for p in chosen) if chosen else 0.0
+        key = (n_violating, max(priorities, default=-(2**63)), sum(priorities), len(chosen), -top_start, node)
+        return key, chosen
+
+    def evict(self, pods: Sequence[int]) -> None:
+        snap = self.snap
+        for p in pods:
+            node = int(snap.pod_node[p])
+            self.free[node] += snap.pod_req[p]
+            self.released[node] -= snap.pod_req[p]
+            self.evicted.append(p)
+            self.evicted_set.add(p)
+            for pdb in self.problem.units.pod_pdbs.get(p, ()):
+                self.budget[pdb] -= 1
+
+
+class LegacyPolicy(PreemptionPolicy):
+    name = "legacy"
+    summary = "classic per-pod preemption, group-unaware (for comparison only)"
+
+    def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
+        snap, gang = problem.snapshot, problem.gang
+        state = _State(problem)
+        everywhere = np.arange(len(snap.nodes))
+        n_candidates = max(MIN_CANDIDATES, len(snap.nodes) * CANDIDATE_PERCENT // 100)
+        assignments = []
+        for pod_idx in gang.pending:
+            request = snap.pod_req[pod_idx]
+            cols = fit_columns(request)
+            allowed = node_mask(snap, snap.pods[pod_idx])
+            fits_now = np.flatnonzero(allowed & np.all(state.free[:, cols] >= request[cols], axis=1))
+            if len(fits_now):
+                scores = least_allocated_scores(snap, state.free[everywhere], request, fits_now, everywhere)
+                node = int(fits_now[int(np.argmax(scores))])
+            else:
+                reachable = allowed & np.all(state.free[:, cols] + state.released[:, cols] >= request[cols], axis=1)
+                best = None
+                for node in np.flatnonzero(reachable)[:n_candidates].tolist():
+                    found = state.victims_on(node, request, cols)
+                    if found is not None and (best is None or found[0] < best[0]):
+                        best = found
+                if best is None:
+                    continue  # this pod stays pending; the evictions already made stay made
+                node = best[0][-1]
+                state.evict(best[1])
+            state.free[node] -= request
+            assignments.append((pod_idx, node))
+        return self._plan(problem, state, assignments, domains)
+
+    def _plan(self, problem: Problem, state: _State, assignments, domains) -> Plan:
+        snap, gang = problem.snapshot, problem.gang
+        feasible = gang.succeeds(len(assignments))
+        evicted = set(state.evicted)
+        broken, idle_gpus = 0, 0
+        gpus = snap.gpus(snap.pod_req)
+        for unit in problem.units.units:
+            if len(unit.pods) > 1 and unit.kind != "Pod":
+                hit = sum(1 for p in unit.pods if p in evicted)
+                if 0 < hit < len(unit.pods):
+                    broken += 1
+                    idle_gpus += int(sum(int(gpus[p]) for p in unit.pods if p not in evicted))
+        stranded = 0 if feasible else int(sum(int(gpus[p]) for p, _ in assignments))
+        victims = [Victim(kind="Pod", namespace=snap.pods[p].namespace, name=snap.pods[p].name,
+                          priority=snap.pod_priority[p], pods=[snap.pods[p].key], gpus=int(gpus[p]),
+                          lost_gpu_seconds=round(float(gpus[p]) * max(0.0, snap.now - (snap.pods[p].start_time or snap.now)), 3),
+                          pdb_violations=0) for p in sorted(evicted)]
+        domain = Domain(None, np.arange(0), 0)  # group-unaware: no topology domain
+        candidate = Candidate(domain, assignments, [], (), "legacy")
+        reason = (f"per-pod preemption evicted {len(victims)} pod(s) and placed {len(assignments)} of "
+                  f"{len(gang.pending)} pending pod(s)")
+        if broken:
+            reason += f"; it left {broken} gang(s) partly evicted, their {idle_gpus} remaining GPU(s) idle"
+        if not feasible:
+            reason += f"; the group is still short of {'minCount ' + str(gang.min_count) if gang.is_gang else 'one pod'}"
+        plan = problem.plan(self.name, feasible, reason, candidate, partly_evicted_gangs=broken,
+                            idle_gpus=idle_gpus, stranded_gpus=stranded, evicted_pods=len(victims))
+        plan.victims = victims
+        plan.cost = (0, max((v.priority for v in victims), default=-(2**63)), sum(v.priority for v in victims),
+                     len(victims), len(victims), round(sum(v.lost_gpu_seconds for v in victims), 3))
+        return plan

@@ -1,0 +1,253 @@
+"""Snapshot files in, an indexed read-only ``Snapshot`` out.
+
+The snapshot contract (DESIGN.md): a ``List``/``*List`` or a multi-document YAML/JSON stream of
+Nodes, Pods, PodGroups, CompositePodGroups, Workloads, PodDisruptionBudgets and PriorityClasses.
+Unknown kinds are ignored; a malformed object raises ``SnapshotError`` naming the object and field.
+
+Everything a plan needs per node is precomputed once here (capacity matrices, pods per node,
+effective priorities, victim units), so plans never rescan the raw objects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import yaml
+
+from .errors import SnapshotError, object_label
+from .objects import (NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, PriorityClass)
+from .resources import CPU, EPHEMERAL, MEMORY, PODS
+
+MAX_TREE_DEPTH = 8  # guard for parentCompositePodGroupName chains (the API allows 4 levels)
+
+_PARSERS = {
+    "Node": Node,
+    "Pod": Pod,
+    "PodGroup": lambda obj: Group(obj, "PodGroup"),
+    "CompositePodGroup": lambda obj: Group(obj, "CompositePodGroup"),
+    "PodDisruptionBudget": DisruptionBudget,
+    "PriorityClass": PriorityClass,
+}
+
+
+def load_snapshot(path_or_text: str | os.PathLike) -> "Snapshot":
+    """Read a snapshot from a file path or from the text itself (JSON or YAML)."""
+    text: str
+    if isinstance(path_or_text, os.PathLike) or (
+            isinstance(path_or_text, str) and "\n" not in path_or_text and not path_or_text.lstrip().startswith(("{", "["))):
+        path = Path(path_or_text)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SnapshotError(f"snapshot file not found: {path}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SnapshotError(f"cannot read snapshot file {path}: {exc}") from None
+    elif isinstance(path_or_text, str):
+        text = path_or_text
+    else:
+        raise SnapshotError(f"expected a snapshot path or text, got {type(path_or_text).__name__}")
+    return parse_snapshot(_documents(text))
+
+
+def _documents(text: str) -> list[Any]:
+    stripped = text.lstrip()
+    if not stripped:
+        raise SnapshotError("snapshot is empty")
+    if stripped[0] in "{[":
+        try:
+            return [json.loads(text)]
+        except ValueError:
+            pass  # maybe several JSON documents or YAML flow style: let YAML try
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "not valid YAML or JSON"
+        raise SnapshotError(f"snapshot is not valid YAML/JSON{where}: {problem}") from None
+
+
+def _flatten(documents: Iterable[Any]) -> list[Any]:
+    out: list[Any] = []
+    for position, doc in enumerate(documents):
+        if isinstance(doc, list):
+            out.extend(_flatten(doc))
+        elif isinstance(doc, Mapping) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
+            items = doc.get("items")
+            if items is None:
+                continue
+            if not isinstance(items, list):
+                raise SnapshotError(f"{doc.get('kind')} (document {position + 1}): items: expected a list")
+            out.extend(_flatten(items))
+        else:
+            out.append(doc)
+    return out
+
+
+def parse_snapshot(objects: Iterable[Any]) -> "Snapshot":
+    """Build a ``Snapshot`` from raw object dicts (lists are flattened)."""
+    parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
+    for position, obj in enumerate(_flatten(objects)):
+        if not isinstance(obj, Mapping):
+            raise SnapshotError(f"object #{position + 1}: expected a Kubernetes object, got {type(obj).__name__}")
+        kind = obj.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise SnapshotError(f"{object_label('object', obj, position + 1)}: kind: required")
+        parser = _PARSERS.get(kind)
+        if parser is None:
+            continue
+        try:
+            item = parser(obj)
+        except ValueError as exc:
+            raise SnapshotError(f"{object_label(kind, obj, position + 1)}: {exc}") from None
+        except (AttributeError, TypeError) as exc:  # a field of an unexpected shape deep inside
+            raise SnapshotError(f"{object_label(kind, obj, position + 1)}: malformed object ({exc})") from None
+        key = getattr(item, "key", None) or item.name
+        if key in parsed[kind]:
+            raise SnapshotError(f"{kind} {key}: appears twice in the snapshot")
+        parsed[kind][key] = item
+    return Snapshot(parsed)
+
+
+class Snapshot:
+    """Read-only, indexed cluster state. Node and pod indices are stable (sorted by name/key)."""
+
+    def __init__(self, parsed: Mapping[str, Mapping[str, Any]]) -> None:
+        self.warnings: list[str] = []
+        self.nodes: list[Node] = [parsed["Node"][k] for k in sorted(parsed["Node"])]
+        self.node_index = {node.name: i for i, node in enumerate(self.nodes)}
+        self.pods: list[Pod] = [parsed["Pod"][k] for k in sorted(parsed["Pod"])]
+        self.pod_index = {pod.key: i for i, pod in enumerate(self.pods)}
+        self.groups: dict[str, Group] = dict(parsed["PodGroup"])
+        self.composites: dict[str, Group] = dict(parsed["CompositePodGroup"])
+        self.pdbs: list[DisruptionBudget] = [parsed["PodDisruptionBudget"][k] for k in sorted(parsed["PodDisruptionBudget"])]
+        self.priority_classes: dict[str, PriorityClass] = dict(parsed["PriorityClass"])
+        defaults = [pc for pc in self.priority_classes.values() if pc.global_default]
+        self.default_priority = max((pc.value for pc in defaults), default=0)
+        self.cache: dict[Any, Any] = {}  # per-snapshot memo for placement masks, domains...
+
+        self._index_resources()
+        self._index_pods()
+        stamps = [t for pod in self.pods for t in (pod.start_time, pod.created) if t is not None]
+        # "Now" comes from the snapshot itself so that the same file always gives the same plan.
+        self.now = max(stamps, default=0.0)
+        from .victims import UnitIndex  # local: victims imports this module's types
+        self.units = UnitIndex(self)
+
+    # -- capacity -------------------------------------------------------------------------------
+    def _index_resources(self) -> None:
+        names = {name for node in self.nodes for name in node.allocatable}
+        names |= {name for pod in self.pods for name in pod.requests}
+        fixed = [PODS, CPU, MEMORY, EPHEMERAL]
+        self.resources = fixed + sorted(names - set(fixed))
+        self.resource_index = {name: i for i, name in enumerate(self.resources)}
+        self.gpu_columns = [i for i, name in enumerate(self.resources) if name.endswith("/gpu")]
+        alloc = np.zeros((len(self.nodes), len(self.resources)), dtype=np.int64)
+        for i, node in enumerate(self.nodes):
+            for name, value in node.allocatable.items():
+                alloc[i, self.resource_index[name]] = value
+        self.alloc = alloc
+        self.node_usable = np.array([n.ready and not n.cordoned for n in self.nodes], dtype=bool)
+
+    def request_vector(self, requests: Mapping[str, int]) -> np.ndarray:
+        vector = np.zeros(len(self.resources), dtype=np.int64)
+        vector[0] = 1
+        for name, value in requests.items():
+            vector[self.resource_index[name]] = value
+        return vector
+
+    def _index_pods(self) -> None:
+        n_pods, n_res = len(self.pods), len(self.resources)
+        index = self.resource_index
+        req = np.zeros((n_pods, n_res), dtype=np.int64)
+        node_of = np.full(n_pods, -1, dtype=np.int64)
+        self.pods_by_node: list[list[int]] = [[] for _ in self.nodes]
+        self.group_members: dict[str, list[int]] = {}
+        missing_nodes = 0
+        for i, pod in enumerate(self.pods):
+            req[i, 0] = 1
+            for name, value in pod.requests.items():
+                req[i, index[name]] = value
+            if pod.group_name:
+                self.group_members.setdefault(f"{pod.namespace}/{pod.group_name}", []).append(i)
+            if pod.node_name and pod.active:
+                node = self.node_index.get(pod.node_name)
+                if node is None:
+                    missing_nodes += 1
+                    continue
+                node_of[i] = node
+                self.pods_by_node[node].append(i)
+        if missing_nodes:
+            self.warnings.append(f"{missing_nodes} pod(s) are bound to nodes missing from the snapshot and were ignored")
+        self.pod_req = req
+        self.pod_node = node_of
+        self.bound = np.flatnonzero(node_of >= 0)
+        used = np.zeros_like(self.alloc)
+        if len(self.bound):
+            np.add.at(used, node_of[self.bound], req[self.bound])
+        self.used = used
+        self.free = self.alloc - used
+        self.pod_priority = [self._pod_priority(pod) for pod in self.pods]
+
+    # -- groups and priorities ------------------------------------------------------------------
+    def class_priority(self, class_name: str | None) -> int:
+        if class_name:
+            pc = self.priority_classes.get(class_name)
+            if pc is not None:
+                return pc.value
+        return self.default_priority
+
+    def group_priority(self, group: Group) -> int:
+        return group.priority if group.priority is not None else self.class_priority(group.priority_class)
+
+    def ancestors(self, group: Group) -> list[Group]:
+        """The group, then its parents up the CompositePodGroup chain (cycle and depth guarded)."""
+        chain, seen = [group], {group.key}
+        current = group
+        while current.parent and len(chain) <= MAX_TREE_DEPTH:
+            parent = self.composites.get(f"{current.namespace}/{current.parent}")
+            if parent is None or parent.key in seen:
+                break
+            chain.append(parent)
+            seen.add(parent.key)
+            current = parent
+        return chain
+
+    def group_of(self, pod: Pod) -> Group | None:
+        return self.groups.get(f"{pod.namespace}/{pod.group_name}") if pod.group_name else None
+
+    def effective_group_priority(self, group: Group) -> int:
+        """The top-most resolvable group of the hierarchy decides (KEP-5710 GetPodPriority)."""
+        return self.group_priority(self.ancestors(group)[-1])
+
+    def _pod_priority(self, pod: Pod) -> int:
+        group = self.group_of(pod)
+        if group is not None:
+            return self.effective_group_priority(group)
+        return pod.priority if pod.priority is not None else self.class_priority(pod.priority_class)
+
+    def preemption_policy(self, group: Group) -> str:
+        """Annotation ``gangweb.io/preemption-policy``, then spec, then the PriorityClass."""
+        if group.preemption_policy:
+            return group.preemption_policy
+        pc = self.priority_classes.get(group.priority_class or "")
+        return pc.preemption_policy if pc is not None and pc.preemption_policy else PREEMPT
+
+    def pod_preemption_policy(self, pod: Pod) -> str:
+        if pod.preemption_policy:
+            return pod.preemption_policy
+        pc = self.priority_classes.get(pod.priority_class or "")
+        return pc.preemption_policy if pc is not None and pc.preemption_policy == NEVER else PREEMPT
+
+    def gpus(self, vector_or_matrix: np.ndarray) -> Any:
+        if not self.gpu_columns:
+            return 0 if vector_or_matrix.ndim == 1 else np.zeros(vector_or_matrix.shape[0], dtype=np.int64)
+        return vector_or_matrix[..., self.gpu_columns].sum(axis=-1)
+
+    def __repr__(self) -> str:
+        return f"<Snapshot nodes={len(self.nodes)} pods={len(self.pods)} podgroups={len(self.groups)}>"
