@@ -79,6 +79,7 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
         # ----- plumbing
         def _send_json(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(body, separators=(",", ":")).encode()
+            self._log(code)  # before answering: a client that saw the answer finds it in the log
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -86,7 +87,6 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(data)
-            self._code = code
 
         def _send_error(self, exc: errors.ApiError) -> None:
             headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
@@ -102,9 +102,14 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
             except ValueError as exc:
                 raise errors.bad_request(f"the request body is not valid JSON: {exc}") from exc
 
+        def _log(self, code: int) -> None:
+            if not self._logged and not self._url.path.startswith(control.PREFIX):
+                state.requests.append((time.time(), self.command, self._url.path, self._url.query, code))
+            self._logged = True
+
         def _dispatch(self, method: str) -> None:
-            url = urlsplit(self.path)
-            self._code = 0
+            self._url = url = urlsplit(self.path)
+            self._logged = False
             self._query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
             try:
                 body = self._body() if method in ("POST", "PUT", "PATCH", "DELETE") else None
@@ -134,8 +139,7 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
             except Exception as exc:  # a bug here must reach the client as a 500, not a hung request
                 self._send_error(errors.ApiError(500, "InternalError", f"test server error: {exc!r}"))
             finally:
-                if not url.path.startswith(control.PREFIX):
-                    state.requests.append((time.time(), method, url.path, url.query, self._code))
+                self._log(0)  # no answer (dropped)
 
         def do_GET(self) -> None:
             self._dispatch("GET")
@@ -266,11 +270,11 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
             deadline = time.monotonic() + timeout
             bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
             generation = state.faults.watch_generation
+            self._log(200)
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            self._code = 200
 
             if start in ("", "0") or q.get("sendInitialEvents") == "true":
                 with store.locked():
