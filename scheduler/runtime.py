@@ -32,8 +32,10 @@ def _build_cluster() -> Cluster:
         return SimulatedCluster(nodes=settings.GANGWEB_SIM_NODES, seed=settings.GANGWEB_SIM_SEED)
     from scheduler.kube import KubeCluster
 
-    # KUBECONFIG wins when set (tests point it at the local API test server); else in-cluster.
-    return KubeCluster.from_config(kubeconfig=settings.KUBECONFIG or None)
+    # KUBECONFIG wins when set (tests point it at the local API test server); else in-cluster. Informers
+    # are not started here: each read lists afresh, which is what execution needs and keeps forked
+    # Celery children free of watch threads inherited from their parent.
+    return KubeCluster.from_environment()
 
 
 def set_cluster(cluster: Cluster) -> None:

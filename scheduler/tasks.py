@@ -122,6 +122,13 @@ def execute_plan(self, request_id: int) -> str:
             ledger.finish(request_id, RequestState.FAILED, f"gave up waiting for node locks: {busy}")
             return RequestState.FAILED
         raise self.retry(exc=busy, countdown=countdown) from busy
+    except Exception as exc:
+        # API server or database trouble mid-way: the ledger holds where we were; resume later.
+        logger.exception("execution failed; will resume", extra={"request": request_id})
+        if self.request.retries >= 5:
+            ledger.finish(request_id, RequestState.FAILED, f"execution kept failing, gave up: {exc}")
+            return RequestState.FAILED
+        raise self.retry(exc=exc, countdown=min(60, 2 ** (self.request.retries + 1))) from exc
     if outcome.replan:
         request = PreemptionRequest.objects.get(pk=request_id)
         with transaction.atomic():

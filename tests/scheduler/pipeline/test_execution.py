@@ -1,0 +1,158 @@
+"""Executing plans: re-check, dry run, all-or-nothing units, idempotency, resumption, node locks."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler import ledger, locks
+from scheduler.execution import PREEMPTION_CONDITION, execute
+from scheduler.execution.evictor import RetryPolicy
+from scheduler.models import Eviction, EvictionState, LedgerEntry, RequestState
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FAST = RetryPolicy(attempts=4, first_delay=0.01, max_delay=0.02)
+
+
+@pytest.fixture(autouse=True)
+def short_locks(settings):
+    settings.GANGWEB_LOCK_TTL_SECONDS = 2
+
+
+def victims_of(plan) -> list[str]:
+    return sorted(plan.evictions)
+
+
+def test_plan_needs_victims_and_they_are_lower_priority(cluster, planned_request):
+    request, plan = planned_request()
+    assert request.state == RequestState.PLANNED and plan.feasible
+    assert victims_of(plan), "the scenario must need preemption"
+    assert all(v["priority"] < 100 for v in plan.victims)
+
+
+def test_execution_evicts_every_victim_once_and_marks_them(cluster, planned_request, published):
+    request, plan = planned_request()
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.SUCCEEDED, outcome.reason
+    assert cluster.evictions_of("dry_run") == {pod: 1 for pod in victims_of(plan)}
+    assert cluster.evictions_of("evict") == {pod: 1 for pod in victims_of(plan)}
+    assert sorted(cluster.disruption_targets) == victims_of(plan)
+    preempted = sorted(f"{e.namespace}/{e.involved_name}" for e in cluster.events if e.reason == "Preempted")
+    assert preempted == victims_of(plan)
+    assert {(e.related_kind, e.related_namespace, e.related_name) for e in cluster.events} == {
+        ("PodGroup", "team-a", "train")}
+    assert ("team-a/train", PREEMPTION_CONDITION, "False", "VictimsEvicted") in cluster.podgroup_conditions
+    assert set(plan.pod_evictions.values_list("state", flat=True)) == {EvictionState.EVICTED}
+    request.refresh_from_db()
+    assert request.state == RequestState.SUCCEEDED and request.finished_at
+    events = [name for name, _ in published]
+    assert events.count("eviction") == 2 * len(victims_of(plan))  # dry run + real, per pod
+    assert events[-1] == "gang.placed"
+
+
+def test_a_dry_run_refusal_evicts_nothing_and_fails_the_plan_with_the_reason(cluster, planned_request, published):
+    request, plan = planned_request()
+    refused = victims_of(plan)[-1]
+    cluster.dry_run_answers[refused] = 429
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.FAILED
+    assert cluster.evictions_of("evict") == {}
+    request.refresh_from_db()
+    assert request.state == RequestState.FAILED
+    assert refused in request.reason and "429" in request.reason and "nothing evicted" in request.reason
+    states = dict(plan.pod_evictions.values_list("namespace", "state"))
+    rows = {e.pod: e.state for e in plan.pod_evictions.all()}
+    assert rows[refused] == EvictionState.DRY_RUN_REFUSED
+    assert all(state in (EvictionState.FAILED, EvictionState.DRY_RUN_REFUSED) for state in rows.values()), states
+    assert "request.failed" in [name for name, _ in published]
+
+
+def test_a_unit_failing_part_way_is_finished_by_retrying(cluster, planned_request):
+    request, plan = planned_request()
+    flaky = victims_of(plan)[0]
+    cluster.real_answers[flaky] = [500, 429]
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.SUCCEEDED, outcome.reason
+    row = Eviction.objects.get(plan=plan, namespace=flaky.split("/")[0], name=flaky.split("/")[1])
+    assert (row.state, row.attempts) == (EvictionState.EVICTED, 3)
+    assert cluster.evictions_of("evict")[flaky] == 3
+    retries = LedgerEntry.objects.filter(plan=plan, kind="eviction.retry").count()
+    assert retries == 2
+
+
+def test_a_unit_that_cannot_be_finished_is_reported_loudly(cluster, planned_request):
+    request, plan = planned_request()
+    stuck = victims_of(plan)[0]
+    cluster.always_fail[stuck] = 503
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.FAILED
+    request.refresh_from_db()
+    unit = Eviction.objects.get(plan=plan, namespace=stuck.split("/")[0], name=stuck.split("/")[1]).victim_unit
+    assert unit in request.reason
+    assert cluster.evictions_of("evict")[stuck] == FAST.attempts
+    members = plan.pod_evictions.filter(victim_unit=unit)
+    if members.count() > 1:  # other pods of the unit were evicted: the ledger says the unit is split
+        partial = LedgerEntry.objects.get(plan=plan, kind="unit.partial")
+        assert "PARTLY EVICTED" in partial.message and stuck in partial.message
+
+
+def test_executing_twice_never_evicts_twice(cluster, planned_request):
+    request, plan = planned_request()
+    first = execute(request.pk, cluster, retry=FAST)
+    second = execute(request.pk, cluster, retry=FAST)
+    assert (first.state, second.state) == (RequestState.SUCCEEDED, "skipped")
+    assert max(cluster.evictions_of("evict").values()) == 1
+
+
+def test_resume_rechecks_rows_caught_mid_call_instead_of_re_evicting(cluster, planned_request):
+    """A worker died after claiming two rows: one request reached the API server, one did not."""
+    request, plan = planned_request()
+    ledger.begin_execution(request.pk)
+    rows = list(plan.pod_evictions.all())
+    assert len(rows) >= 2
+    for row in rows:
+        ledger.record_dry_run(row.pk, 201, "", ok=True)
+    reached, lost = rows[0], rows[1]
+    for row in (reached, lost):
+        ledger.claim_for_eviction(row.pk)
+    cluster.remove_pod(reached.pod)  # its eviction went through before the crash
+
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.SUCCEEDED, outcome.reason
+    calls = cluster.evictions_of("evict")
+    assert reached.pod not in calls
+    assert calls[lost.pod] == 1
+    assert cluster.evictions_of("dry_run") == {}  # real evictions had started: no going back to dry runs
+    reached.refresh_from_db()
+    assert reached.state == EvictionState.EVICTED and reached.attempts == 1
+    assert "pod gone" in LedgerEntry.objects.filter(plan=plan, kind="eviction.result",
+                                                    data__pod=reached.pod).get().message
+
+
+def test_a_stale_plan_is_superseded_without_evicting(cluster, planned_request):
+    request, plan = planned_request()
+    cluster.remove_pod(victims_of(plan)[0])
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.SUPERSEDED and outcome.replan
+    assert cluster.evictions_of("evict") == {} and cluster.evictions_of("dry_run") == {}
+    request.refresh_from_db()
+    assert "gone" in request.reason
+
+
+def test_a_gang_placed_meanwhile_needs_no_preemption(cluster, planned_request):
+    request, plan = planned_request()
+    for i in range(2):
+        cluster.objects[("Pod", f"team-a/train-{i}")]["spec"]["nodeName"] = f"node-{i}"
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.SUPERSEDED and not outcome.replan
+    assert cluster.evictions_of("evict") == {}
+
+
+def test_an_execution_waits_for_a_node_another_execution_holds(cluster, planned_request, settings):
+    request, plan = planned_request()
+    node = plan.pod_evictions.first().node
+    with locks.hold([locks.node_key(node)]):
+        with pytest.raises(locks.LockBusy):
+            execute(request.pk, cluster, retry=FAST, lock_wait=0.2)
+    assert cluster.evictions_of("evict") == {} and cluster.evictions_of("dry_run") == {}
+    assert execute(request.pk, cluster, retry=FAST).state == RequestState.SUCCEEDED
