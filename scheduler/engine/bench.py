@@ -1,0 +1,98 @@
+"""The engine benchmark behind ``manage.py gang bench`` (no Django here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Callable, Sequence
+
+from .builders import as_list
+from .planner import plan
+from .policies import POLICIES
+from .snapshot import load_snapshot
+from .synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
+
+DEFAULT_NODES = (1000, 5000, 20000)
+POLICY_ORDER = ("kep5710", "gangweb", "legacy")
+
+
+def _percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def run_benchmark(node_counts: Sequence[int] = DEFAULT_NODES, *, repeats: int = 7, policies: Sequence[str] = POLICY_ORDER,
+                  seed: int = 7, progress: Callable[[str], None] | None = None) -> dict:
+    say = progress or (lambda message: None)
+    results = {"machine": {"cpus": os.cpu_count()}, "repeats": repeats, "seed": seed, "clusters": []}
+    for nodes in node_counts:
+        say(f"{nodes} nodes: generating")
+        objects = synthetic_cluster(nodes, seed=seed)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+            json.dump(as_list(objects), handle)
+            path = handle.name
+        del objects
+        try:
+            size = os.path.getsize(path)
+            loads = []
+            for _ in range(3 if nodes <= 5000 else 1):
+                say(f"{nodes} nodes: loading {size / 1e6:.1f} MB snapshot")
+                started = time.perf_counter()
+                snapshot = load_snapshot(path)
+                loads.append(time.perf_counter() - started)
+        finally:
+            os.unlink(path)
+        cluster = {"nodes": nodes, "pods": len(snapshot.pods), "podgroups": len(snapshot.groups),
+                   "victim_units": len(snapshot.units.units), "snapshot_mb": round(size / 1e6, 1),
+                   "load_s": round(statistics.median(loads), 3),
+                   "free_gpus": int(snapshot.gpus(snapshot.free).sum()), "runs": []}
+        for gpus, _, topology in PREEMPTORS:
+            for policy in policies:
+                if policy not in POLICIES:
+                    raise ValueError(f"unknown policy {policy!r}")
+                say(f"{nodes} nodes: {policy} for a {gpus}-GPU gang")
+                timings, result = [], None
+                for _ in range(repeats):
+                    started = time.perf_counter()
+                    result = plan(snapshot, preemptor_name(gpus), policy)
+                    timings.append((time.perf_counter() - started) * 1000)
+                cluster["runs"].append({
+                    "preemptor_gpus": gpus, "topology": topology, "policy": policy,
+                    "p50_ms": round(statistics.median(timings), 2), "p95_ms": round(_percentile(timings, 0.95), 2),
+                    "feasible": result.feasible, "victims": len(result.victims), "evicted_pods": len(result.evictions),
+                    "evicted_gpus": result.evicted_gpus, "highest_victim_priority": max(
+                        (v.priority for v in result.victims), default=None),
+                    "lost_gpu_hours": round(result.lost_gpu_seconds / 3600, 1),
+                    "partly_evicted_gangs": result.stats.get("partly_evicted_gangs"),
+                    "idle_gpus": result.stats.get("idle_gpus")})
+        results["clusters"].append(cluster)
+        del snapshot
+    return results
+
+
+def format_table(results: dict) -> str:
+    lines = [f"gang bench: {results['machine']['cpus']} CPU(s), {results['repeats']} runs per cell, seed {results['seed']}"]
+    header = (f"{'nodes':>6} {'gang':>5} {'policy':<8} {'p50 ms':>8} {'p95 ms':>8} {'victims':>7} {'pods':>5} "
+              f"{'GPUs':>5} {'top prio':>8} {'GPU-h lost':>10} {'partly evicted gangs':>21}")
+    for cluster in results["clusters"]:
+        lines.append("")
+        lines.append(f"{cluster['nodes']} nodes, {cluster['pods']} pods, {cluster['victim_units']} victim units, "
+                     f"{cluster['free_gpus']} free GPUs; snapshot {cluster['snapshot_mb']} MB loaded in "
+                     f"{cluster['load_s']:.3f} s")
+        lines.append(header)
+        for run in cluster["runs"]:
+            partly = "" if run["partly_evicted_gangs"] is None else (
+                f"{run['partly_evicted_gangs']} ({run['idle_gpus']} GPUs idle)")
+            top = "-" if run["highest_victim_priority"] is None else str(run["highest_victim_priority"])
+            lines.append(f"{cluster['nodes']:>6} {run['preemptor_gpus']:>5} {run['policy']:<8} {run['p50_ms']:>8.1f} "
+                         f"{run['p95_ms']:>8.1f} {run['victims']:>7} {run['evicted_pods']:>5} {run['evicted_gpus']:>5} "
+                         f"{top:>8} {run['lost_gpu_hours']:>10} {partly:>21}")
+    return "\n".join(lines)
+
+
+def stderr_progress(message: str) -> None:
+    print(f"[gang bench] {message}", file=sys.stderr, flush=True)
