@@ -115,9 +115,11 @@ def _check_and_dry_run(cluster: Cluster, plan: Plan, rows: list[Eviction]) -> Ou
 
 def _evict_all(cluster: Cluster, plan: Plan, retry: RetryPolicy) -> Outcome:
     request = plan.request
-    rows = [r for r in plan.pod_evictions.all() if r.state not in (EvictionState.EVICTED, EvictionState.FAILED)]
+    every = list(plan.pod_evictions.all())
+    rows = [r for r in every if r.state not in (EvictionState.EVICTED, EvictionState.FAILED)]
     if rows:
-        message = f"evicting {len(rows)} pods for plan {plan.pk}"
+        resuming = any(r.state in STARTED_STATES for r in every)
+        message = f"{'resuming: ' if resuming else ''}evicting {len(rows)} pods for plan {plan.pk}"
         ledger.note("execution.evicting", message, plan=plan, data={"pods": [r.pod for r in rows]})
         _condition(cluster, plan, "True", "Evicting", message)
     in_threads(rows, lambda row: evict(cluster, row, request.podgroup, plan.pk, retry))

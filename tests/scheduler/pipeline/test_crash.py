@@ -1,0 +1,189 @@
+"""Kill a real Celery worker (SIGKILL) in the middle of an execution, restart it, check the aftermath.
+
+Real parts only: the Kubernetes API test server in its own process (reached through a kubeconfig by
+the official client), a `celery -A gangweb worker` process, Redis (a database number of its own) and
+the pytest-django PostgreSQL test database, whose committed rows the worker sees.
+
+The test server makes each victim's real eviction take two seconds, and answers the second victim's
+first real eviction with 503 after that delay. The worker is killed while both requests are in flight:
+the first eviction still lands, the second does not. The successor must close the first row without a
+second eviction and finish the unit by evicting the second pod once more.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from urllib.parse import urlparse, urlunparse
+
+import pytest
+from celery import Celery
+from django.db import connection
+
+from scheduler import ledger, planning
+from scheduler.kube import KubeCluster, TestServerProcess
+from scheduler.models import Eviction, EvictionState, LedgerEntry, PreemptionRequest, RequestState
+from tests.conftest import ROOT
+from tests.scheduler.pipeline.builders import small_cluster
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(180)]
+
+EVICTION_DELAY = 2.0
+LOCK_TTL = 4
+
+
+def dedicated_redis(url: str) -> str:
+    """Same Redis server, another database number than the rest of the suite uses."""
+    parsed = urlparse(url)
+    current = int((parsed.path or "/0").strip("/") or 0)
+    return urlunparse(parsed._replace(path=f"/{13 if current != 13 else 14}"))
+
+
+def postgres_url_for_test_db() -> str:
+    db = connection.settings_dict
+    if connection.vendor != "postgresql":
+        pytest.skip("the crash test needs PostgreSQL (set DATABASE_URL): a worker process must share the database")
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+class Worker:
+    def __init__(self, env: dict[str, str], log_path):
+        self.env, self.log_path, self.proc = env, log_path, None
+
+    def start(self) -> "Worker":
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork", "--concurrency=1",
+             "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: the main process and its pool child, no goodbye."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()  # warm shutdown: the main process stops its pool itself
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+
+def wait_until(predicate, timeout: float, what: str, worker_log=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    log = worker_log.read_text()[-4000:] if worker_log and worker_log.exists() else ""
+    raise AssertionError(f"timed out waiting for {what}\n--- worker log ---\n{log}")
+
+
+@pytest.fixture
+def api_server(tmp_path):
+    with TestServerProcess(tmp_path / "kubeconfig") as server:
+        yield server
+
+
+def real_evictions(server, pod: str) -> list[int]:
+    """HTTP codes of the non-dry-run eviction POSTs the API server received for a pod."""
+    namespace, name = pod.split("/")
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
+    return [r["code"] for r in server.control.requests(path, method="POST") if "dryRun" not in (r["query"] or "")]
+
+
+def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, redis_url, tmp_path):
+    control = api_server.control
+    control.load(small_cluster())
+    cluster = KubeCluster.from_kubeconfig(api_server.kubeconfig)
+
+    # Plan in this process, exactly as the planning task would, and commit it.
+    request, _ = ledger.open_request("team-a", "train", mode="enforce", trigger="crash test")
+    ledger.begin_planning(request.pk)
+    result = planning.compute(planning.fresh_objects(cluster), request.podgroup, "gangweb")
+    plan = ledger.record_plan(request.pk, result.plan, cost=result.cost, pods=result.pods)
+    victims = sorted(plan.evictions)
+    assert len(victims) == 2 and plan.victim_units == 1, "the scenario needs one unit of two pods"
+    landing, failing = victims
+
+    for pod in victims:
+        namespace, name = pod.split("/")
+        path = f"^/api/v1/namespaces/{re.escape(namespace)}/pods/{re.escape(name)}/eviction$"
+        control.add_fault(path, code=0, method="POST", times=1)  # the dry run goes through untouched
+    control.add_fault(f"/pods/{re.escape(landing.split('/')[1])}/eviction$", code=0, method="POST", times=1,
+                      delay=EVICTION_DELAY)
+    control.add_fault(f"/pods/{re.escape(failing.split('/')[1])}/eviction$", code=503, method="POST", times=1,
+                      delay=EVICTION_DELAY, message="etcd leader changed")
+
+    broker = dedicated_redis(redis_url)
+    import redis
+
+    redis.Redis.from_url(broker).flushdb()
+    env = {
+        **os.environ,
+        "DATABASE_URL": postgres_url_for_test_db(),
+        "REDIS_URL": broker,
+        "KUBECONFIG": str(api_server.kubeconfig),
+        "GANGWEB_CLUSTER": "kube",
+        "GANGWEB_LOCK_TTL_SECONDS": str(LOCK_TTL),
+        "SECRET_KEY": "crash-test",
+        "GANGWEB_DEMO": "0",
+    }
+    log_path = tmp_path / "worker.log"
+    first = Worker(env, log_path).start()
+    sender = Celery("crash-test", broker=broker)
+    try:
+        sender.send_task("scheduler.execute_plan", args=[request.pk])
+
+        def both_in_flight():
+            rows = list(Eviction.objects.filter(plan=plan))
+            return all(r.state == EvictionState.EVICTING for r in rows) and rows
+
+        wait_until(both_in_flight, 60, "both real evictions to be claimed", log_path)
+        time.sleep(0.5)  # the POSTs are now sleeping inside the API server
+        first.kill()
+
+        # What the dead worker left: a request mid-execution, both rows claimed, no answer recorded.
+        request.refresh_from_db()
+        assert request.state == RequestState.EXECUTING
+        assert {(r.state, r.attempts) for r in Eviction.objects.filter(plan=plan)} == {(EvictionState.EVICTING, 1)}
+        time.sleep(EVICTION_DELAY + 0.5)  # the API server finishes the requests of the dead client
+        assert real_evictions(api_server, landing) == [201] and real_evictions(api_server, failing) == [503]
+
+        second = Worker(env, log_path).start()
+        try:
+            wait_until(lambda: PreemptionRequest.objects.get(pk=request.pk).state != RequestState.EXECUTING,
+                       90, "the successor to finish the request", log_path)
+        finally:
+            second.stop()
+    finally:
+        first.stop() if first.proc.poll() is None else first.log.close()
+        sender.close()
+
+    request.refresh_from_db()
+    assert request.state == RequestState.SUCCEEDED, request.reason
+    rows = {r.pod: r for r in Eviction.objects.filter(plan=plan)}
+    assert {pod: r.state for pod, r in rows.items()} == {pod: EvictionState.EVICTED for pod in victims}
+    # No pod was evicted twice by this plan: one successful eviction each, at the API server.
+    assert Counter(code for pod in victims for code in real_evictions(api_server, pod) if code < 300) == {201: 2}
+    assert real_evictions(api_server, landing) == [201]  # closed from the pod's state, never re-sent
+    assert real_evictions(api_server, failing) == [503, 201]  # the unit was finished, not left half-evicted
+    assert (rows[landing].attempts, rows[failing].attempts) == (1, 2)
+    results = LedgerEntry.objects.filter(plan=plan, kind="eviction.result").values_list("data__pod", "message")
+    assert any(pod == landing and "re-checked" in message for pod, message in results)
+    remaining = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in control.dump()
+                 if o.get("kind") == "Pod"}
+    for pod in victims:  # both pods of the unit are gone or terminating: the unit is whole
+        assert pod not in remaining or remaining[pod]["metadata"].get("deletionTimestamp")
