@@ -7,13 +7,16 @@ off exponentially with jitter, capped, and reset after a healthy watch.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
+import socket
 import threading
 from typing import Any, Callable
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
 
 from .apis import list_function, list_raw, stamp
 from .resources import Resource
@@ -50,7 +53,7 @@ class Reflector:
         self._objects: dict[str, dict] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._watch: watch.Watch | None = None
+        self._response: Any = None  # the open watch stream
         self._thread: threading.Thread | None = None
         self.resource_version = ""
         self.synced = threading.Event()
@@ -81,8 +84,13 @@ class Reflector:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
-        if self._watch is not None:
-            self._watch.stop()
+        response = self._response
+        sock = getattr(getattr(response, "connection", None), "sock", None)
+        if sock is not None:
+            try:  # unblocks the reading thread at once
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
@@ -129,25 +137,36 @@ class Reflector:
             self._listener("RELIST", self.resource, None)
 
     def _watch_once(self) -> None:
-        # events stay raw JSON (deserialize=False); a return type given up front spares the client's
-        # model-name lookup, which fails for some 37.x list types (ResourceClaim)
-        self._watch = w = watch.Watch(return_type=dict)
-        self.watches += 1
+        # The client's Watch helper cannot report ERROR events without building models
+        # (deserialize=False trips over them), so the stream is read here, line by line.
         fn = list_function(self._api_client, self.resource, self._namespace)
-        stream = w.stream(
-            fn,
-            resource_version=self.resource_version,
+        self.watches += 1
+        response = fn(
+            watch=True,
+            resource_version=self.resource_version or None,
             allow_watch_bookmarks=True,
             timeout_seconds=self._watch_timeout,
             # a silent stream past the server-side timeout means a dead connection
             _request_timeout=(self._request_timeout[0], self._watch_timeout + 30),
-            deserialize=False,
+            _preload_content=False,
         )
-        for event in stream:
-            if self._stop.is_set():
-                w.stop()
-                break
-            self._apply(event)
+        self._response = response
+        try:
+            for line in iter_resp_lines(response):
+                if self._stop.is_set():
+                    break
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise ApiException(status=int(status.get("code") or 500),
+                                       reason=f"{status.get('reason')}: {status.get('message')}")
+                self._apply(event)
+        finally:
+            self._response = None
+            response.close()
+            response.release_conn()
 
     def _apply(self, event: dict[str, Any]) -> None:
         type_, obj = event.get("type"), event.get("object") or {}

@@ -1,0 +1,227 @@
+"""KubeCluster against the test server, configured only through a kubeconfig."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from scheduler.cluster import Cluster, ClusterError, ClusterEvent, of_kind
+from scheduler.kube import KubeCluster
+from scheduler.kube.resources import EVENTS_V1, NODES, PDBS, PODGROUPS, PODS
+
+from .objects import node, pod
+
+
+def names(objects, kind):
+    return sorted(o["metadata"]["name"] for o in of_kind(objects, kind))
+
+
+def test_it_is_a_cluster(cluster):
+    assert isinstance(cluster, Cluster)
+
+
+def test_snapshot_has_every_kind_with_api_version_and_kind_set(cluster):
+    objects = cluster.start().snapshot_objects()
+    assert names(objects, "Pod") == ["high-0", "high-1", "low-0", "low-1", "solo"]
+    assert names(objects, "Node") == ["node-1", "node-2"]
+    assert names(objects, "PodGroup") == ["high-gang", "low-gang"]
+    assert names(objects, "PodDisruptionBudget") == ["low-pdb"]
+    assert names(objects, "PriorityClass") == ["batch-low", "train-high"]
+    by_kind = {o["kind"]: o["apiVersion"] for o in objects}
+    assert by_kind == {"Node": "v1", "Pod": "v1", "PodGroup": "scheduling.k8s.io/v1beta1",
+                       "PodDisruptionBudget": "policy/v1", "PriorityClass": "scheduling.k8s.io/v1"}
+    assert all(o["metadata"]["resourceVersion"] for o in objects)
+
+
+def test_snapshot_keeps_fields_the_client_models_do_not_know(server, cluster):
+    server.store.patch(PODS, "team-a", "solo", "application/merge-patch+json",
+                       {"spec": {"futureField": {"x": 1}}})
+    objects = cluster.start().snapshot_objects()
+    solo = next(o for o in objects if o["metadata"]["name"] == "solo")
+    assert solo["spec"]["futureField"] == {"x": 1}
+
+
+def test_without_start_the_snapshot_is_listed_fresh(server, cluster):
+    assert names(cluster.snapshot_objects(), "Node") == ["node-1", "node-2"]
+    server.store.create(NODES, node("node-3"))
+    assert names(cluster.snapshot_objects(), "Node") == ["node-1", "node-2", "node-3"]
+
+
+def test_watch_keeps_the_cache_current(server, cluster):
+    cluster.start()
+    server.store.create(PODS, pod("late", node="node-2"))
+    server.store.delete(PODS, "team-a", "solo")
+    assert cluster.wait_for(lambda objs: names(objs, "Pod") == ["high-0", "high-1", "late", "low-0", "low-1"], 5)
+    assert cluster.resource_versions()["pods"] == str(server.store.resource_version)
+
+
+def test_bookmarks_advance_the_resource_version_of_quiet_kinds(server, cluster):
+    cluster.start()
+    before = int(cluster.resource_versions()["nodes"])
+    server.store.create(PODS, pod("other"))
+    nodes = cluster.reflector(NODES)
+    deadline = time.monotonic() + 5
+    while int(nodes.resource_version) <= before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert nodes.bookmarks > 0 and int(nodes.resource_version) > before
+
+
+def test_expired_watch_relists(server, cluster):
+    cluster.start()
+    reflector = cluster.reflector(PODS)
+    lists_before = reflector.lists
+    # changes the cache has not seen, then the server forgets them and cuts the watch
+    server.faults.fail("/api/v1/pods$", 500, method="GET", times=None)  # hold the reflector back
+    server.drop_watches()
+    server.store.delete(PODS, "team-a", "solo")
+    server.store.create(PODS, pod("while-away"))
+    server.expire_watch_window()
+    server.faults.clear()
+    assert cluster.wait_for(lambda objs: "while-away" in names(objs, "Pod") and "solo" not in names(objs, "Pod"),
+                            10)
+    assert reflector.expired >= 1 and reflector.lists > lists_before
+
+
+def test_reconnects_after_the_server_restarts(server, cluster):
+    cluster.start()
+    reflector = cluster.reflector(PODS)
+    server.restart()
+    server.store.create(PODS, pod("after-restart"))
+    assert cluster.wait_for(lambda objs: "after-restart" in names(objs, "Pod"), 10)
+    assert reflector.failures + reflector.watches >= 2
+
+
+def test_fresh_snapshot_sees_writes_the_cache_may_not_have_yet(server, cluster):
+    server.store.create(PODS, pod("brand-new"))
+    assert "brand-new" in names(cluster.fresh_snapshot(), "Pod")
+
+
+def test_get_pod(cluster):
+    solo = cluster.get_pod("team-a", "solo")
+    assert solo["kind"] == "Pod" and solo["apiVersion"] == "v1" and solo["spec"]["nodeName"] == "node-1"
+    assert cluster.get_pod("team-a", "nope") is None
+
+
+# ----- eviction
+
+def test_eviction_ok_then_404_counts_as_done(server, cluster):
+    result = cluster.evict("team-a", "solo")
+    assert (result.code, result.ok, result.dry_run) == (201, True, False)
+    assert server.store.try_get(PODS, "team-a", "solo") is None
+    again = cluster.evict("team-a", "solo")
+    assert again.code == 404 and again.ok and 'pods "solo" not found' in again.message
+
+
+def test_dry_run_eviction_persists_nothing(server, cluster):
+    result = cluster.evict("team-a", "low-0", dry_run=True)
+    assert result.ok and result.dry_run
+    assert server.store.try_get(PODS, "team-a", "low-0") is not None
+    assert server.store.get(PDBS, "team-a", "low-pdb")["status"]["disruptionsAllowed"] == 1
+    # the dry run reached the server as a dry run, in query and body
+    (request,) = server.requests("/pods/low-0/eviction", "POST")
+    assert "dryRun=All" in request["query"]
+
+
+def test_pdb_blocks_the_second_eviction_with_429(server, cluster):
+    assert cluster.evict("team-a", "low-0").ok
+    blocked = cluster.evict("team-a", "low-1")
+    assert (blocked.code, blocked.ok, blocked.retryable) == (429, False, True)
+    assert "disruption budget" in blocked.message
+    dry = cluster.evict("team-a", "low-1", dry_run=True)
+    assert dry.code == 429, "a dry run must report what the real eviction would meet"
+
+
+def test_injected_500_is_retryable_and_the_retry_succeeds(server, cluster):
+    server.faults.fail_eviction("team-a", "solo", 500, times=1)
+    first = cluster.evict("team-a", "solo")
+    assert (first.code, first.ok, first.retryable) == (500, False, True)
+    assert cluster.evict("team-a", "solo").code == 201
+
+
+def test_no_answer_in_time_is_a_retryable_504(server, kubeconfig):
+    slow = KubeCluster.from_kubeconfig(kubeconfig, timeout=(1.0, 0.3))
+    server.faults.fail_eviction("team-a", "solo", 0, delay=1.0)
+    result = slow.evict("team-a", "solo")
+    assert result.code == 504 and result.retryable and not result.ok
+    slow.close()
+
+
+def test_unreachable_server_is_a_retryable_503(server, kubeconfig):
+    cluster = KubeCluster.from_kubeconfig(kubeconfig, timeout=(0.5, 0.5))
+    server.stop()
+    result = cluster.evict("team-a", "solo")
+    assert result.code == 503 and result.retryable
+    with pytest.raises(ClusterError) as err:
+        cluster.fresh_snapshot()
+    assert err.value.code == 0 and err.value.retryable
+    cluster.close()
+
+
+# ----- status writes and events
+
+def test_mark_disruption_target_keeps_other_conditions(server, cluster):
+    cluster.mark_disruption_target("team-a", "low-0", "default-scheduler: preempting to accommodate a higher "
+                                   "priority podgroup")
+    conditions = {c["type"]: c for c in server.store.get(PODS, "team-a", "low-0")["status"]["conditions"]}
+    assert conditions["Ready"]["status"] == "True"
+    target = conditions["DisruptionTarget"]
+    assert (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
+    assert target["lastTransitionTime"].endswith("Z")
+    cluster.mark_disruption_target("team-a", "gone-already", "x")  # a pod already gone needs no mark
+
+
+def test_mark_disruption_target_failure_raises_cluster_error(server, cluster):
+    server.faults.fail("/pods/low-0/status$", 503, method="PATCH")
+    with pytest.raises(ClusterError) as err:
+        cluster.mark_disruption_target("team-a", "low-0", "x")
+    assert err.value.code == 503 and err.value.retryable
+
+
+def test_preempted_event_names_the_victim_and_the_preemptor(server, cluster):
+    cluster.start()
+    cluster.record_event(ClusterEvent(
+        namespace="team-a", involved_kind="Pod", involved_name="low-0", reason="Preempted",
+        message="Preempted by podgroup high-gang on node cluster",
+        related_kind="PodGroup", related_name="high-gang"))
+    (event,) = server.store.list(EVENTS_V1, "team-a")
+    victim = server.store.get(PODS, "team-a", "low-0")
+    preemptor = server.store.get(PODGROUPS, "team-a", "high-gang")
+    assert event["reason"] == "Preempted" and event["action"] == "Preempting" and event["type"] == "Normal"
+    assert event["regarding"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "team-a", "name": "low-0",
+                                  "uid": victim["metadata"]["uid"]}
+    assert event["related"] == {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                                "namespace": "team-a", "name": "high-gang", "uid": preemptor["metadata"]["uid"]}
+    assert event["reportingController"] == "gangweb" and event["note"].startswith("Preempted by podgroup")
+
+
+def test_podgroup_condition_moves_its_transition_time_only_on_change(server, cluster):
+    cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "False",
+                                   "Unschedulable", "waiting for preemption")
+    first = server.store.get(PODGROUPS, "team-a", "high-gang")["status"]["conditions"][0]
+    server.store.mutate(PODGROUPS, "team-a", "high-gang", lambda o: o["status"]["conditions"][0].update(
+        lastTransitionTime="2020-01-01T00:00:00Z"), subresource="status")
+    cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "False",
+                                   "Unschedulable", "still waiting")
+    second = server.store.get(PODGROUPS, "team-a", "high-gang")["status"]["conditions"][0]
+    assert second["message"] == "still waiting" and second["lastTransitionTime"] == "2020-01-01T00:00:00Z"
+    cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "True",
+                                   "Scheduled", "placed")
+    third = server.store.get(PODGROUPS, "team-a", "high-gang")["status"]["conditions"][0]
+    assert third["status"] == "True" and third["lastTransitionTime"] != "2020-01-01T00:00:00Z"
+    assert first["reason"] == "Unschedulable"
+    cluster.set_podgroup_condition("team-a", "no-such-group", "PodGroupInitiallyScheduled", "True", "x", "y")
+
+
+def test_podgroup_condition_retries_a_conflict(server, cluster):
+    server.faults.fail("/podgroups/high-gang/status$", 409, method="PATCH", times=1)
+    cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "False",
+                                   "Unschedulable", "waiting")
+    assert server.store.get(PODGROUPS, "team-a", "high-gang")["status"]["conditions"][0]["reason"] == "Unschedulable"
+    assert [r["code"] for r in server.requests("/podgroups/high-gang/status", "PATCH")] == [409, 200]
+
+
+def test_bad_kubeconfig_is_a_clear_error(tmp_path):
+    missing = tmp_path / "nope"
+    with pytest.raises(ClusterError, match="cannot load kubeconfig"):
+        KubeCluster.from_kubeconfig(missing)
