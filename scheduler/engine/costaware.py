@@ -33,6 +33,8 @@ class _Shape:
         self.pod = pod_idx
         self.request = snap.pod_req[pod_idx]
         self.cols = fit_columns(self.request)
+        self.cols_list = self.cols.tolist()
+        self.need = self.request[self.cols].tolist()
         nodes = domain.nodes[node_mask(snap, snap.pods[pod_idx])[domain.nodes]]
         req, cols = self.request[self.cols], self.cols
         base = snap.free[nodes][:, cols]
@@ -81,26 +83,30 @@ class CostAwarePlacer:
 
     def node_cost(self, node: int, shape: _Shape):
         """(cost key, units to evict) for one more pod of ``shape`` on ``node``, or None."""
-        request, cols = shape.request, shape.cols
+        cols, need = shape.cols_list, shape.need
         pod = self.snap.pods[shape.pod]
         row = self.free.get(node)
-        if row is None:
-            row = self.snap.free[node]
-        if np.all(row[cols] >= request[cols]) and not (
+        have = (row if row is not None else self.snap.free[node])[shape.cols].tolist()
+        if all(h >= n for h, n in zip(have, need)) and not (
                 pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set()))):
             return ZERO, []
         units = self.units.units
-        candidates = [u for u in self.units.node_units[node] if self.problem.is_eligible(u) and u not in self.evicted]
+        first = self.problem.first_eligible
+        candidates = [u for u in self.units.node_units[node] if u >= first and u not in self.evicted]
         if not candidates:
             return None
-        slack = row + sum(units[u].node_req[node] for u in candidates)
-        if np.any(slack[cols] < request[cols]):
+        slack = have
+        for u in candidates:
+            held = units[u].node_req_t[node]
+            slack = [s + held[c] for s, c in zip(slack, cols)]
+        if any(s < n for s, n in zip(slack, need)):
             return None
         chosen = []
         for unit_id in self.problem.reprieval_order(candidates):
-            give_back = units[unit_id].node_req[node]
-            if np.all(slack[cols] - give_back[cols] >= request[cols]):
-                slack = slack - give_back
+            held = units[unit_id].node_req_t[node]
+            after = [s - held[c] for s, c in zip(slack, cols)]
+            if all(a >= n for a, n in zip(after, need)):
+                slack = after
             else:
                 chosen.append(unit_id)
         if pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set(chosen))):

@@ -109,6 +109,8 @@ class Problem:
     # -- reprieval ------------------------------------------------------------------------------
     def reprieval_order(self, unit_ids: Iterable[int]) -> list[int]:
         """PDB violators first, each list most important first (KEP-5710 3.3 step 5)."""
+        if not self.units.pod_pdbs:
+            return sorted(unit_ids)
         violations = self.violations()
         return sorted(unit_ids, key=lambda u: (violations[u] == 0, u))
 

@@ -22,7 +22,7 @@ from .base import PreemptionPolicy
 from .explain import describe_choice, describe_infeasible
 from .kep5710 import kep5710_candidate
 
-MAX_DOMAINS = 64  # domains evaluated per plan, best lower bounds first (same cap in and out of the pool)
+MAX_DOMAINS = 64  # domains evaluated per plan at most, most promising first
 
 
 def evaluate_domain(problem: Problem, domain: Domain) -> list[Candidate]:
@@ -40,19 +40,20 @@ def evaluate_domain(problem: Problem, domain: Domain) -> list[Candidate]:
     return out
 
 
-def domain_bounds(problem: Problem, domains: Sequence[Domain]) -> list[int]:
-    """Per domain, a lower bound on the highest victim priority any plan there needs."""
+def domain_bounds(problem: Problem, domains: Sequence[Domain]) -> list[tuple[int, int]]:
+    """Per domain: a lower bound on the highest victim priority any plan there needs (the lowest
+    tier whose eviction could make enough room), and how much room that tier gives."""
     need = max(problem.gang.needed(), 1)
-    bounds = [None] * len(domains)
+    bounds: list = [None] * len(domains)
     snap = problem.snapshot
     for level in [NO_VICTIM_PRIORITY] + problem.levels():
         free = snap.free if level == NO_VICTIM_PRIORITY else snap.free + problem.units.released_below(level + 1)
         for i, room in enumerate(problem.room(free, domains)):
             if bounds[i] is None and room >= need:
-                bounds[i] = level
+                bounds[i] = (level, room)
         if all(b is not None for b in bounds):
             break
-    return [b if b is not None else np.iinfo(np.int64).max for b in bounds]
+    return [b if b is not None else (np.iinfo(np.int64).max, 0) for b in bounds]
 
 
 class GangwebPolicy(PreemptionPolicy):
@@ -64,14 +65,15 @@ class GangwebPolicy(PreemptionPolicy):
         candidates = [kep] if kep is not None else []
         viable = problem.ordered_domains(problem.free_removed(), domains)
         bounds = dict(zip((d.order for d in viable), domain_bounds(problem, viable)))
-        viable.sort(key=lambda d: (bounds[d.order], d.order))
+        viable.sort(key=lambda d: (bounds[d.order][0], -bounds[d.order][1], d.order))
         viable = viable[:MAX_DOMAINS]
-        candidates += evaluate_domains(problem, viable, bounds, seed=kep)
+        found, evaluated = evaluate_domains(problem, viable, {k: b[0] for k, b in bounds.items()}, seed=kep)
+        candidates += found
         workable = [c for c in candidates if problem.gang.succeeds(c.placed)]
         if not workable:
             return problem.plan(self.name, False, describe_infeasible(problem, kep_most))
         best = min(workable, key=Candidate.rank)
-        how = f"{best.how}; cheapest of {len(workable)} candidate plan(s) over {len(viable)} domain(s)"
+        how = f"{best.how}; cheapest of {len(workable)} candidate plan(s) over {evaluated} domain(s)"
         if kep is not None and best is not kep and best.rank() < kep.rank():
             how += f" (kep5710 would evict {len(kep.victims)} unit(s), highest priority {kep.cost[1]})"
         return problem.plan(self.name, True, describe_choice(problem, best, how), best)

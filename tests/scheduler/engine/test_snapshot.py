@@ -1,0 +1,137 @@
+import json
+
+import pytest
+
+from scheduler.engine import SnapshotError, load_snapshot, parse_snapshot
+from scheduler.engine.builders import as_list, node, pod, podgroup, priority_class
+
+
+def _objects():
+    return [node("n1"), podgroup("g", min_count=1, priority=5), pod("p", group="g"),
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ignored"}}]
+
+
+def test_list_json_and_multidoc_yaml_give_the_same_snapshot(tmp_path):
+    import yaml
+
+    as_json = tmp_path / "s.json"
+    as_json.write_text(json.dumps(as_list(_objects())))
+    as_yaml = tmp_path / "s.yaml"
+    as_yaml.write_text(yaml.safe_dump_all(_objects()))
+    for snap in (load_snapshot(str(as_json)), load_snapshot(as_yaml), load_snapshot(as_yaml.read_text())):
+        assert [n.name for n in snap.nodes] == ["n1"]
+        assert [p.key for p in snap.pods] == ["default/p"]
+        assert list(snap.groups) == ["default/g"]
+
+
+def test_typed_lists_and_nested_lists_are_flattened():
+    snap = parse_snapshot([{"kind": "NodeList", "items": [node("a"), node("b")]},
+                           {"kind": "PodList", "items": [pod("p")]}])
+    assert [n.name for n in snap.nodes] == ["a", "b"]
+
+
+def test_priority_class_resolves_group_priority_and_policy():
+    snap = parse_snapshot([
+        priority_class("high", 1000, preemption_policy="Never"),
+        priority_class("default", 7, global_default=True),
+        podgroup("a", priority_class="high"), podgroup("b"), podgroup("c", priority=3, priority_class="high"),
+    ])
+    assert snap.group_priority(snap.groups["default/a"]) == 1000
+    assert snap.group_priority(snap.groups["default/b"]) == 7
+    assert snap.group_priority(snap.groups["default/c"]) == 3
+    assert snap.preemption_policy(snap.groups["default/a"]) == "Never"
+    assert snap.preemption_policy(snap.groups["default/b"]) == "PreemptLowerPriority"
+
+
+def test_annotation_preemption_policy_wins_over_spec():
+    snap = parse_snapshot([
+        podgroup("enforced", preemption_policy="Never",
+                 annotations={"gangweb.io/preemption-policy": "PreemptLowerPriority"}),
+        podgroup("plain", preemption_policy="Never"),
+    ])
+    assert snap.preemption_policy(snap.groups["default/enforced"]) == "PreemptLowerPriority"
+    assert snap.preemption_policy(snap.groups["default/plain"]) == "Never"
+
+
+def test_group_priority_is_authoritative_for_its_pods_and_top_of_hierarchy_wins():
+    snap = parse_snapshot([
+        podgroup("root", kind="CompositePodGroup", priority=50),
+        podgroup("leaf", priority=10, parent="root"),
+        pod("member", group="leaf", priority=1),
+        pod("loner", priority=4),
+    ])
+    assert snap.pod_priority[snap.pod_index["default/member"]] == 50
+    assert snap.pod_priority[snap.pod_index["default/loner"]] == 4
+
+
+def test_node_readiness_cordon_and_allocatable():
+    snap = parse_snapshot([node("ok"), node("down", ready=False), node("cordoned", cordoned=True),
+                           node("tiny", gpus=0, extra={"example.com/fpga": "2"})])
+    usable = dict(zip((n.name for n in snap.nodes), snap.node_usable.tolist()))
+    assert usable == {"ok": True, "down": False, "cordoned": False, "tiny": True}
+    tiny = snap.node_index["tiny"]
+    assert snap.alloc[tiny, snap.resource_index["example.com/fpga"]] == 2
+    assert snap.alloc[tiny, snap.resource_index["memory"]] == 512 * 2**30
+
+
+def _bad(mutate):
+    objects = _objects()
+    mutate(objects)
+    return objects
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda o: o.append("text"), "object #5"),
+    (lambda o: o.append({"metadata": {"name": "x"}}), "kind: required"),
+    (lambda o: o[0]["metadata"].pop("name"), "Node #1 (no metadata.name): metadata.name"),
+    (lambda o: o[0]["status"]["allocatable"].update({"cpu": "lots"}), "Node n1: status.allocatable.cpu"),
+    (lambda o: o[2]["spec"]["containers"][0]["resources"]["requests"].update({"memory": "1Qi"}),
+     "Pod default/p: spec.containers[0].resources.requests.memory"),
+    (lambda o: o[2]["spec"].update({"containers": "nope"}), "Pod default/p: spec.containers"),
+    (lambda o: o[2]["spec"].update({"priority": "high"}), "Pod default/p: spec.priority"),
+    (lambda o: o[1]["spec"].update({"schedulingPolicy": {"gang": {}}}), "PodGroup default/g: spec.schedulingPolicy.gang.minCount"),
+    (lambda o: o[1]["spec"].update({"schedulingPolicy": {"gang": {"minCount": 0}}}), "minCount: must be >= 1"),
+    (lambda o: o[1]["spec"].update({"schedulingPolicy": {"basic": {}, "gang": {"minCount": 1}}}),
+     "PodGroup default/g: spec.schedulingPolicy: exactly one"),
+    (lambda o: o[1]["spec"].update({"disruptionMode": {"sometimes": {}}}), "PodGroup default/g: spec.disruptionMode"),
+    (lambda o: o[1]["spec"].update({"preemptionPolicy": "Always"}), "PodGroup default/g: spec.preemptionPolicy"),
+    (lambda o: o[1]["metadata"].update({"annotations": {"gangweb.io/preemption-policy": "x"}}),
+     "metadata.annotations[gangweb.io/preemption-policy]"),
+    (lambda o: o[1]["spec"].update({"schedulingConstraints": {"topology": [{}]}}),
+     "spec.schedulingConstraints.topology[0].key"),
+    (lambda o: o[0]["spec"].update({"taints": [{"key": "k", "effect": "Sometimes"}]}), "Node n1: spec.taints[0].effect"),
+    (lambda o: o[2]["spec"].update({"tolerations": [{"key": "k", "operator": "Like"}]}),
+     "Pod default/p: spec.tolerations[0].operator"),
+    (lambda o: o[2]["spec"].update({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Near"}]}]}}}}),
+     "Pod default/p: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"),
+    (lambda o: o[2]["status"].update({"startTime": "yesterday"}), "Pod default/p: status.startTime"),
+    (lambda o: o[2]["metadata"].update({"labels": ["a"]}), "Pod default/p: metadata.labels"),
+    (lambda o: o.append({"kind": "PodDisruptionBudget", "metadata": {"name": "b", "namespace": "default"},
+                         "spec": {"selector": {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}}}),
+     "PodDisruptionBudget default/b: spec.selector.matchExpressions[0].operator"),
+    (lambda o: o.append({"kind": "PodDisruptionBudget", "metadata": {"name": "b", "namespace": "default"},
+                         "status": {"disruptionsAllowed": -1}}), "PodDisruptionBudget default/b: status.disruptionsAllowed"),
+    (lambda o: o.append({"kind": "PriorityClass", "metadata": {"name": "pc"}}), "PriorityClass pc: value: required"),
+    (lambda o: o.append(node("n1")), "Node n1: appears twice"),
+])
+def test_malformed_objects_name_object_and_field(mutate, expected):
+    with pytest.raises(SnapshotError) as caught:
+        parse_snapshot(_bad(mutate))
+    message = str(caught.value)
+    assert expected in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", "empty"), ("kind: [unclosed", "not valid YAML/JSON at line"),
+    ('{"kind": "List", "items": 3}', "items: expected a list"),
+])
+def test_unreadable_text(text, expected):
+    with pytest.raises(SnapshotError, match=expected):
+        load_snapshot(text + "\n")
+
+
+def test_missing_file():
+    with pytest.raises(SnapshotError, match="not found"):
+        load_snapshot("/nonexistent/snapshot.yaml")
