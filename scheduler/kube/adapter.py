@@ -11,7 +11,7 @@ Without ``start()`` the cluster still works: ``snapshot_objects()`` then lists o
 
 from __future__ import annotations
 
-import copy
+import json
 import os
 import socket
 import threading
@@ -152,7 +152,8 @@ class KubeCluster:
     def snapshot_objects(self) -> list[KubeObject]:
         if not self._started:
             return self.fresh_snapshot()
-        return copy.deepcopy(self._cached())
+        # callers own their copy; a JSON round trip copies plain API dicts several times faster than deepcopy
+        return json.loads(json.dumps(self._cached()))
 
     def fresh_snapshot(self) -> list[KubeObject]:
         """Every snapshot object as the API server has it now (one list per kind)."""

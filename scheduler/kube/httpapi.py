@@ -72,6 +72,7 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
         server_version = "gangweb-kube-testserver/1"
         timeout = 120  # idle keep-alive connections
+        disable_nagle_algorithm = True  # headers and body go out as separate writes
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
             pass
