@@ -1,7 +1,8 @@
 """Running the engine for a preemption request, and the facts the ledger keeps about a plan.
 
-Celery tasks stay thin: they call ``compute`` (one task) or the per-domain pieces (fan-out), then
-``scheduler.ledger.record_plan``.
+Celery tasks stay thin: they call ``compute`` then ``scheduler.ledger.record_plan``. Topology domains
+are evaluated inside the engine (its own process pool on large clusters); a Celery fan-out needs an
+engine seam to hand domain evaluation to other workers (see docs/pipeline.md, "Planning").
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def plan_cost(plan: dict[str, Any], engine_result: Any) -> dict[str, Any]:
 
 
 def compute(objects: list[KubeObject], podgroup: str, policy: str) -> PlanResult:
-    """Plan in this process (small clusters, and the reference the fan-out must equal)."""
+    """Plan in this process with the engine, timed."""
     started = time.perf_counter()
     snapshot = parse_snapshot(objects)
     result = engine_plan(snapshot, podgroup, policy=policy)

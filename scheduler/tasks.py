@@ -63,9 +63,6 @@ def plan_request(self, request_id: int) -> None:
         return
     try:
         objects = planning.fresh_objects(get_cluster())
-        if planning.should_fan_out(objects, request.podgroup):
-            planning.fan_out(request_id, objects)
-            return
         result = planning.compute(objects, request.podgroup, request.policy)
     except Exception as exc:
         logger.exception("planning failed", extra={"request": request_id})
@@ -90,17 +87,6 @@ def after_plan(request_id: int, result: planning.PlanResult, *, planned_by: str)
                           "observe mode: gangweb's plan is recorded beside kube-scheduler's actions, not executed")
         else:
             _after_commit(execute_plan, request_id)
-
-
-@shared_task(name="scheduler.merge_domain_plans", ignore_result=True)
-def merge_domain_plans(domain_results: list[dict], request_id: int, objects_key: str) -> None:
-    result = planning.merge(request_id, domain_results, objects_key)
-    after_plan(request_id, result, planned_by=f"fan-out:{len(domain_results)}")
-
-
-@shared_task(name="scheduler.plan_domain")
-def plan_domain(objects_key: str, podgroup: str, policy: str, domain: str | None) -> dict:
-    return planning.evaluate_domain(objects_key, podgroup, policy, domain)
 
 
 # Idempotent (see scheduler.execution): a redelivered message resumes instead of repeating.

@@ -1,0 +1,121 @@
+"""The Celery tasks end to end in one process: detect -> plan -> execute, observe mode, recovery, metrics."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from prometheus_client import REGISTRY
+
+from scheduler import ledger
+from scheduler.engine import parse_snapshot, plan as engine_plan
+from scheduler.models import Eviction, EvictionState, Plan, PlanSource, PreemptionRequest, RequestState
+from scheduler.observe import record_observations
+from scheduler.tasks import detect_unschedulable_gangs, recover_requests
+from tests.scheduler.pipeline.builders import T0, small_cluster
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def in_process_tasks(settings):
+    """Run follow-up tasks eagerly (no broker needed); the chain still goes through apply_async.
+
+    Celery reads its configuration from Django's settings object on each access, so the ``settings``
+    fixture is the way to change it for one test."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.GANGWEB_LOCK_TTL_SECONDS = 2
+
+
+def sample(name: str, **labels) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_detection_opens_one_request_per_gang_and_drives_it_to_success(cluster, published):
+    attempts_before = sample("gangweb_podgroup_preemption_attempts_total", result="succeeded")
+    gpus_before = sample("gangweb_podgroup_preemption_evicted_gpus_total")
+
+    first = detect_unschedulable_gangs.apply().get()
+    second = detect_unschedulable_gangs.apply().get()
+
+    [request] = PreemptionRequest.objects.all()
+    assert first["opened"] == [request.pk] and second["opened"] == []
+    assert request.state == RequestState.SUCCEEDED, request.reason
+    plan = Plan.objects.get(request=request)
+    assert sorted(cluster.evictions_of("evict")) == sorted(plan.evictions)
+    assert sample("gangweb_podgroup_preemption_attempts_total", result="succeeded") == attempts_before + 1
+    assert sample("gangweb_podgroup_preemption_evicted_gpus_total") == gpus_before + plan.evicted_gpus
+    kinds = [name for name, _ in published]
+    assert kinds[0] == "request.opened" and "plan.created" in kinds and kinds[-1] == "gang.placed"
+
+
+def test_observe_mode_plans_but_never_evicts(cluster, settings):
+    settings.GANGWEB_NAMESPACE_MODES = {"team-a": "observe"}
+    detect_unschedulable_gangs.apply().get()
+    [request] = PreemptionRequest.objects.all()
+    assert (request.mode, request.state) == ("observe", RequestState.OBSERVED)
+    assert Plan.objects.get(request=request).feasible
+    assert cluster.calls == []
+
+
+def preempted_by_kube_scheduler(objects: list[dict], victims: list[str]) -> list[dict]:
+    """The same cluster moments after kube-scheduler preempted ``victims`` for team-a/train."""
+    objects = copy.deepcopy(objects)
+    train_uid = next(o["metadata"]["uid"] for o in objects if o["kind"] == "PodGroup" and o["metadata"]["name"] == "train")
+    for obj in objects:
+        if obj["kind"] == "Pod" and f"{obj['metadata']['namespace']}/{obj['metadata']['name']}" in victims:
+            obj["metadata"]["deletionTimestamp"] = T0
+            obj["status"].setdefault("conditions", []).append({
+                "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                "message": "default-scheduler: preempting to accommodate a higher priority podgroup"})
+    for i, victim in enumerate(victims):
+        namespace, name = victim.split("/")
+        objects.append({
+            "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{name}.preempted", "namespace": namespace},
+            "involvedObject": {"kind": "Pod", "namespace": namespace, "name": name},
+            "related": {"kind": "PodGroup", "namespace": "team-a", "name": "train"} if i == 0 else None,
+            "reason": "Preempted", "type": "Normal",
+            "message": f"Preempted by podgroup {train_uid} on node cluster",
+        })
+    return objects
+
+
+def test_observed_preemptions_are_recorded_beside_gangwebs_own_plan(settings):
+    settings.GANGWEB_NAMESPACE_MODES = {"team-a": "observe"}
+    before = small_cluster()
+    # kube-scheduler chose the two `single` pods of batch/mid (priority 20), where gangweb takes batch/low.
+    after = preempted_by_kube_scheduler(before, ["batch/mid-0", "batch/mid-1"])
+
+    assert sorted(record_observations(after)) == ["batch/mid-0", "batch/mid-1"]
+    assert record_observations(after) == []  # seen once, recorded once
+
+    [request] = PreemptionRequest.objects.all()
+    assert (request.mode, request.state) == ("observe", RequestState.OBSERVED)
+    observed = Plan.objects.get(request=request, source=PlanSource.KUBE_SCHEDULER)
+    ours = Plan.objects.get(request=request, source=PlanSource.ENGINE)
+    assert observed.evictions == ["batch/mid-0", "batch/mid-1"] and observed.evicted_gpus == 16
+    assert set(Eviction.objects.filter(plan=observed).values_list("state", flat=True)) == {EvictionState.EVICTED}
+    reference = engine_plan(parse_snapshot(before), "team-a/train", "gangweb").to_dict()
+    assert ours.evictions == reference["evictions"]  # planned on the state before the preemption
+
+
+def test_recovery_resumes_an_execution_whose_worker_vanished(cluster, planned_request):
+    request, plan = planned_request()
+    ledger.begin_execution(request.pk)  # a worker started, then died before doing anything
+    result = recover_requests.apply().get()
+    assert result["resumed"] == [request.pk]
+    request.refresh_from_db()
+    assert request.state == RequestState.SUCCEEDED, request.reason
+    assert max(cluster.evictions_of("evict").values()) == 1
+
+
+def test_a_stale_plan_is_replanned_as_a_new_request(cluster, planned_request):
+    from scheduler.tasks import execute_plan
+
+    request, plan = planned_request()
+    cluster.remove_pod(sorted(plan.evictions)[0])
+    execute_plan.apply(args=[request.pk]).get()
+    request.refresh_from_db()
+    assert request.state == RequestState.SUPERSEDED
+    fresh = PreemptionRequest.objects.exclude(pk=request.pk).get()
+    assert fresh.trigger.startswith("re-plan:") and fresh.state in (RequestState.SUCCEEDED, RequestState.INFEASIBLE)
