@@ -11,7 +11,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .gang import Domain, Gang
-from .placement import PortBook, fit_columns, place_least_allocated, ports_conflict
+from .placement import PortBook, fit_columns, place_least_allocated, ports_conflict, topology_domains
 from .plan import Plan, Victim
 from .snapshot import Snapshot
 from .victims import Unit, victim_cost
@@ -83,6 +83,8 @@ class Problem:
 
     def room(self, free: np.ndarray, domains: Sequence[Domain]) -> list[int]:
         """Upper bound on the pending pods each domain can hold (necessary condition, cheap)."""
+        if not domains:
+            return []
         snap = self.snapshot
         requests = snap.pod_req[self.gang.pending]
         smallest = requests.min(axis=0)
@@ -91,9 +93,7 @@ class Problem:
         per_node = np.where(self.gang.static_mask(), np.maximum(per_node, 0), 0)
         if len(domains) == 1:
             return [int(per_node[domains[0].nodes].sum())]
-        key = self.gang.group.topology_key
-        from .placement import topology_domains
-        _, node_domain = topology_domains(snap, key)
+        _, node_domain = topology_domains(snap, self.gang.group.topology_key)
         has = node_domain >= 0
         sums = np.bincount(node_domain[has], weights=per_node[has], minlength=max(d.order for d in domains) + 1)
         return [int(sums[d.order]) for d in domains]
