@@ -26,7 +26,7 @@ from ..cluster import ClusterError, ClusterEvent, EvictionResult, KubeObject
 from . import writes
 from .apis import list_raw, read_json, stamp
 from .informer import Listener, Reflector
-from .resources import PODS, SNAPSHOT_RESOURCES, Resource
+from .resources import EVENTS_V1, PODS, SNAPSHOT_RESOURCES, Resource
 
 DEFAULT_TIMEOUT = (5.0, 15.0)  # (connect, read) seconds, for every non-watch call
 
@@ -165,6 +165,23 @@ class KubeCluster:
                 writes.raise_cluster_error(f"listing {resource.plural}", exc)
             objects.extend(items)
         return objects
+
+    def list_events(self, *, reason: str | None = None, namespace: str | None = None) -> list[KubeObject]:
+        """``events.k8s.io/v1`` Events as the API server has them now, optionally of one reason (observe
+        mode reads kube-scheduler's ``Preempted`` events this way)."""
+        api = client.EventsV1Api(self.api_client)
+        selector = f"reason={reason}" if reason else None
+        try:
+            if namespace or self.namespace:
+                response = api.list_namespaced_event(namespace or self.namespace, field_selector=selector,
+                                                     _request_timeout=self.timeout, _preload_content=False)
+            else:
+                response = api.list_event_for_all_namespaces(field_selector=selector, _request_timeout=self.timeout,
+                                                             _preload_content=False)
+            return [stamp(EVENTS_V1, e) for e in read_json(response).get("items") or []]
+        except (ApiException, *writes.TRANSPORT_ERRORS) as exc:
+            writes.raise_cluster_error("listing events", exc)
+            return []
 
     def get_pod(self, namespace: str, name: str) -> KubeObject | None:
         try:

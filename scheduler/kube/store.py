@@ -87,10 +87,12 @@ class ObjectStore:
             raise errors.bad_request(str(exc)) from exc
         with self._cond:
             bucket = self._objects.get(resource.storage_key, {})
+            # field paths name the fields of the version asked for (events.k8s.io: regarding.name, ...)
+            shaped = (lambda o: from_storage(resource, o)) if resource.storage else (lambda o: o)
             items = [
                 obj
                 for (ns, _), obj in sorted(bucket.items())
-                if (namespace is None or ns == namespace) and label_ok(obj) and field_ok(obj)
+                if (namespace is None or ns == namespace) and label_ok(obj) and field_ok(shaped(obj))
             ]
             return items, self._rv
 

@@ -195,6 +195,16 @@ def test_preempted_event_names_the_victim_and_the_preemptor(server, cluster):
     assert event["reportingController"] == "gangweb" and event["note"].startswith("Preempted by podgroup")
 
 
+def test_list_events_of_one_reason(server, cluster):
+    for reason in ("Preempted", "Scheduled"):
+        cluster.record_event(ClusterEvent(namespace="team-a", involved_kind="Pod", involved_name="low-0",
+                                          reason=reason, message=f"{reason} by test"))
+    preempted = cluster.list_events(reason="Preempted")
+    assert [(e["kind"], e["apiVersion"], e["reason"], e["regarding"]["name"]) for e in preempted] == [
+        ("Event", "events.k8s.io/v1", "Preempted", "low-0")]
+    assert len(cluster.list_events(namespace="team-a")) == 2
+
+
 def test_podgroup_condition_moves_its_transition_time_only_on_change(server, cluster):
     cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "False",
                                    "Unschedulable", "waiting for preemption")
