@@ -28,6 +28,7 @@ from scheduler.runtime import mode_for
 logger = logging.getLogger(__name__)
 
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+GANGWEB_CONTROLLER = "gangweb"
 # An observation joins the gang's latest request when that one is this recent.
 ATTACH_WINDOW = timedelta(hours=1)
 
@@ -50,6 +51,8 @@ def observed_victims(objects: Iterable[KubeObject]) -> dict[str, str | None]:
                     and condition.get("reason") == PREEMPTION_BY_SCHEDULER):
                 victims.setdefault(object_key(pod), None)
     for event in (o for o in objects if o.get("kind") == "Event" and o.get("reason") == "Preempted"):
+        if event.get("reportingController") == GANGWEB_CONTROLLER:
+            continue  # our own enforce-mode evictions are in the ledger already
         involved, related, message = _event_parts(event)
         if involved.get("kind") != "Pod":
             continue
@@ -65,6 +68,12 @@ def observed_victims(objects: Iterable[KubeObject]) -> dict[str, str | None]:
         if preemptor:
             victims[pod_key] = preemptor
     return victims
+
+
+def preemption_events(cluster: Any) -> list[KubeObject]:
+    """``Preempted`` events, for adapters that list events apart from the snapshot (the kube adapter)."""
+    list_events = getattr(cluster, "list_events", None)
+    return list(list_events(reason="Preempted")) if callable(list_events) else []
 
 
 def state_before(objects: list[KubeObject], victims: set[str], preemptor: str) -> list[KubeObject]:

@@ -52,7 +52,8 @@ def detect_unschedulable_gangs() -> dict:
             if created:
                 opened.append(request.pk)
                 _after_commit(plan_request, request.pk)
-    observed = observe.record_observations(objects)
+    watching = settings.GANGWEB_MODE == Mode.OBSERVE or Mode.OBSERVE in settings.GANGWEB_NAMESPACE_MODES.values()
+    observed = observe.record_observations(objects + observe.preemption_events(get_cluster())) if watching else []
     return {"opened": opened, "observed": observed}
 
 
