@@ -49,3 +49,27 @@ def observe_plan(plan: "Plan", planning_seconds: float) -> None:
     PLAN_DURATION.observe(planning_seconds)
     if plan.feasible:
         VICTIMS.observe(plan.victim_units)
+
+
+def serve_worker_metrics(port: int) -> None:
+    """Serve this Celery worker's metrics on ``port`` (``/metrics``).
+
+    Tasks run in the prefork pool's child processes; their samples only reach this endpoint when
+    ``PROMETHEUS_MULTIPROC_DIR`` names a directory shared by the worker's processes (prometheus_client's
+    multiprocess mode, chosen when the library is imported, so it must be in the worker's environment).
+    """
+    import logging
+    import os
+
+    from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
+
+    registry = REGISTRY
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        logging.getLogger(__name__).warning(
+            "PROMETHEUS_MULTIPROC_DIR is not set: samples of prefork pool processes will be missing")
+    start_http_server(port, registry=registry)

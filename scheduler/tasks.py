@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from scheduler import detection, ledger, locks, observe, planning
+from scheduler import detection, ledger, locks, metrics, observe, planning
 from scheduler.execution import execute
 from scheduler.models import Mode, PreemptionRequest, RequestState
 from scheduler.runtime import get_cluster, mode_for
@@ -158,7 +158,9 @@ def recover_requests() -> dict:
 
 
 @worker_ready.connect
-def _recover_on_start(sender=None, **kwargs) -> None:
+def _on_worker_ready(sender=None, **kwargs) -> None:
     # A worker that starts may be the successor of one that was killed mid-execution.
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         recover_requests.apply_async(countdown=1)
+    if settings.GANGWEB_WORKER_METRICS_PORT:
+        metrics.serve_worker_metrics(settings.GANGWEB_WORKER_METRICS_PORT)

@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from urllib.parse import urlparse, urlunparse
 
+import httpx
 import pytest
 from celery import Celery
 from django.db import connection
@@ -28,7 +29,7 @@ from django.db import connection
 from scheduler import ledger, planning
 from scheduler.kube import KubeCluster, TestServerProcess
 from scheduler.models import Eviction, EvictionState, LedgerEntry, PreemptionRequest, RequestState
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port
 from tests.scheduler.pipeline.builders import small_cluster
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(180)]
@@ -141,6 +142,9 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, re
         "SECRET_KEY": "crash-test",
         "GANGWEB_DEMO": "0",
     }
+    metrics_port = free_port()
+    (tmp_path / "prometheus").mkdir()
+    env.update({"GANGWEB_WORKER_METRICS_PORT": str(metrics_port), "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus")})
     log_path = tmp_path / "worker.log"
     first = Worker(env, log_path).start()
     sender = Celery("crash-test", broker=broker)
@@ -166,6 +170,7 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, re
         try:
             wait_until(lambda: PreemptionRequest.objects.get(pk=request.pk).state != RequestState.EXECUTING,
                        90, "the successor to finish the request", log_path)
+            scraped = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
         finally:
             second.stop()
     finally:
@@ -183,6 +188,9 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, re
     assert (rows[landing].attempts, rows[failing].attempts) == (1, 2)
     results = LedgerEntry.objects.filter(plan=plan, kind="eviction.result").values_list("data__pod", "message")
     assert any(pod == landing and "re-checked" in message for pod, message in results)
+    # Metrics survive the crash in the multiprocess directory, and count every eviction once.
+    assert 'gangweb_podgroup_preemption_attempts_total{result="succeeded"} 1.0' in scraped
+    assert "gangweb_podgroup_preemption_evicted_gpus_total 16.0" in scraped
     remaining = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in control.dump()
                  if o.get("kind") == "Pod"}
     for pod in victims:  # both pods of the unit are gone or terminating: the unit is whole
