@@ -1,0 +1,154 @@
+"""Property tests on generated clusters (hypothesis): the invariants every plan must keep."""
+
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduler.engine import parse_snapshot, plan
+from scheduler.engine.builders import node, pdb, pod, podgroup
+
+PRIORITIES = (1, 5, 10, 50)
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("GANGWEB_PROPERTY_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def clusters(draw):
+    """Small GPU clusters: racks, groups of every disruption mode, bare pods, PDBs, one preemptor."""
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    n_nodes = draw(st.integers(1, 6))
+    objects, free = [], {}
+    for i in range(n_nodes):
+        gpus = rng.choice((4, 8))
+        taints = [{"key": "maintenance", "effect": "NoSchedule"}] if rng.random() < 0.1 else None
+        objects.append(node(f"n{i}", gpus=gpus, labels={"rack": f"r{i % 2}"}, taints=taints))
+        free[f"n{i}"] = gpus
+    names = list(free)
+
+    def bind(gpus):
+        start = rng.randrange(len(names))
+        for k in range(len(names)):
+            name = names[(start + k) % len(names)]
+            if free[name] >= gpus:
+                free[name] -= gpus
+                return name
+        return None
+
+    if rng.random() < 0.3:
+        objects.append(podgroup("root", kind="CompositePodGroup", mode="all", priority=rng.choice(PRIORITIES)))
+    for g in range(draw(st.integers(0, 5))):
+        mode = rng.choice(("all", "single"))
+        parent = "root" if any(o["metadata"]["name"] == "root" for o in objects) and rng.random() < 0.3 else None
+        priority = rng.choice(PRIORITIES)
+        objects.append(podgroup(f"v{g}", mode=mode, priority=priority, min_count=1, parent=parent))
+        for k in range(rng.randint(1, 4)):
+            gpus = rng.choice((1, 2, 4))
+            where = bind(gpus)
+            if where:
+                objects.append(pod(f"v{g}-{k}", node=where, gpus=gpus, group=f"v{g}", labels={"app": f"v{g}"},
+                                   start=f"2026-06-{rng.randint(1, 28):02d}T00:00:00Z"))
+    for b in range(draw(st.integers(0, 4))):
+        gpus = rng.choice((1, 2, 4, 8))
+        where = bind(gpus)
+        if where:
+            objects.append(pod(f"bare{b}", node=where, gpus=gpus, priority=rng.choice(PRIORITIES), labels={"app": "bare"},
+                               start=f"2026-06-{rng.randint(1, 28):02d}T00:00:00Z"))
+    if rng.random() < 0.4:
+        objects.append(pdb("guard", match_labels={"app": rng.choice(("bare", "v0", "v1"))}, allowed=rng.randint(0, 1)))
+    count = draw(st.integers(1, 4))
+    objects.append(podgroup("hi", min_count=rng.randint(1, count), priority=rng.choice((5, 20, 100)), mode="all",
+                            topology="rack" if rng.random() < 0.3 else None,
+                            preemption_policy="Never" if rng.random() < 0.1 else None))
+    gpus = rng.choice((2, 4, 8))
+    objects += [pod(f"hi-{i}", group="hi", gpus=gpus) for i in range(count)]
+    return objects
+
+
+def _replay(snap, result, topology=True):
+    """Evict, then bind the placement: every node must hold what it is given."""
+    evicted = set(result.evictions)
+    gpu = snap.resource_index.get("nvidia.com/gpu")
+    used = {n.name: 0 for n in snap.nodes}
+    counts = {n.name: 0 for n in snap.nodes}
+    for p in snap.pods:
+        if p.node_name and p.active and p.key not in evicted:
+            used[p.node_name] += p.requests.get("nvidia.com/gpu", 0)
+            counts[p.node_name] += 1
+    racks = set()
+    for pod_key, node_name in result.placement.items():
+        p = snap.pods[snap.pod_index[pod_key]]
+        n = snap.nodes[snap.node_index[node_name]]
+        assert not n.taints, "placed on a tainted node"
+        used[node_name] += p.requests.get("nvidia.com/gpu", 0)
+        racks.add(n.labels.get("rack"))
+    for n in snap.nodes:
+        cap = int(snap.alloc[snap.node_index[n.name], gpu]) if gpu is not None else 0
+        assert used[n.name] <= cap or not any(v == n.name for v in result.placement.values()), (n.name, used, cap)
+    group = snap.groups["default/hi"]
+    if group.topology_key and topology:  # legacy is group-unaware by design
+        assert len(racks) <= 1
+    running = sum(1 for p in snap.pods if p.group_name == "hi" and p.node_name)
+    assert running + len(result.placement) >= group.min_count
+
+
+def _top_all(snap, pod):
+    group = snap.group_of(pod)
+    top = None
+    if group is not None:
+        for ancestor in snap.ancestors(group):
+            if ancestor.disruption == "all":
+                top = ancestor.key
+    return top
+
+
+@SETTINGS
+@given(clusters())
+def test_plan_invariants(objects):
+    snap = parse_snapshot(objects)
+    preemptor = snap.effective_group_priority(snap.groups["default/hi"])
+    plans = {policy: plan(snap, "default/hi", policy) for policy in ("kep5710", "gangweb", "legacy")}
+    for policy, result in plans.items():
+        for victim in result.victims:
+            assert victim.priority < preemptor, (policy, victim)
+        if result.feasible:
+            _replay(snap, result, topology=policy != "legacy")
+        else:
+            assert result.to_dict()["evictions"] == [] and result.to_dict()["victims"] == []
+    for policy in ("kep5710", "gangweb"):
+        evicted = set(plans[policy].evictions)
+        for p in snap.pods:
+            top = _top_all(snap, p) if p.node_name and p.active else None
+            if top is None:
+                continue
+            members = {q.key for q in snap.pods if q.node_name and q.active and _top_all(snap, q) == top}
+            hit = members & evicted
+            assert not hit or hit == members, f"{policy} split {top}"
+    kep, ours = plans["kep5710"], plans["gangweb"]
+    if kep.feasible:
+        assert ours.feasible
+        assert (-len(ours.placement), ours.cost) <= (-len(kep.placement), kep.cost)
+
+
+@SETTINGS
+@given(clusters(), st.randoms(use_true_random=False))
+def test_same_input_same_plan_whatever_the_object_order(objects, rnd):
+    first = parse_snapshot(objects)
+    shuffled = list(objects)
+    rnd.shuffle(shuffled)
+    second = parse_snapshot(shuffled)
+    for policy in ("kep5710", "gangweb", "legacy"):
+        a = plan(first, "default/hi", policy).to_dict()
+        assert a == plan(first, "default/hi", policy).to_dict()
+        assert a == plan(second, "default/hi", policy).to_dict()
+
+
+@SETTINGS
+@given(clusters())
+def test_no_eviction_when_the_gang_already_fits(objects):
+    count = sum(1 for o in objects if o["kind"] == "Pod" and o["spec"].get("schedulingGroup", {}).get("podGroupName") == "hi")
+    # Enough empty 8-GPU nodes in every rack for the whole gang: it fits as things are.
+    extra = [node(f"spare-{r}-{i}", gpus=8, labels={"rack": f"r{r}"}) for r in range(2) for i in range(count)]
+    snap = parse_snapshot(objects + extra)
+    for policy in ("kep5710", "gangweb", "legacy"):
+        result = plan(snap, "default/hi", policy)
+        assert result.feasible and result.victims == [] and result.evictions == []
