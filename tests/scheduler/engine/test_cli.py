@@ -1,0 +1,112 @@
+"""``python manage.py gang plan`` as a user runs it: JSON on stdout, or exit 2 and one line."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from scheduler.engine.builders import as_list, node, pod, podgroup
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def gang_plan(*args, timeout=60):
+    return subprocess.run([sys.executable, str(ROOT / "manage.py"), "gang", "plan", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _objects():
+    return [node("n1"), podgroup("g", min_count=1, priority=100), pod("g-0", group="g", gpus=8),
+            pod("low", node="n1", gpus=8, priority=1)]
+
+
+def _write(tmp_path, content, name="snapshot.yaml"):
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else yaml.safe_dump_all(content))
+    return str(path)
+
+
+def test_plan_prints_the_contract_json(tmp_path):
+    done = gang_plan("--snapshot", _write(tmp_path, json.dumps(as_list(_objects())), "s.json"),
+                     "--podgroup", "default/g", "--policy", "kep5710")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data == {"podGroup": "default/g", "policy": "kep5710", "feasible": True,
+                    "victims": [{"kind": "Pod", "namespace": "default", "name": "low", "priority": 1,
+                                 "pods": ["default/low"]}],
+                    "evictions": ["default/low"], "placement": {"default/g-0": "n1"}, "domain": None,
+                    "reason": data["reason"]}
+    assert data["reason"] and "\n" not in data["reason"]
+
+
+def test_infeasible_plan_still_exits_zero(tmp_path):
+    objects = _objects()
+    objects[3]["spec"]["priority"] = 1000
+    done = gang_plan("--snapshot", _write(tmp_path, objects), "--podgroup", "default/g")
+    assert done.returncode == 0 and json.loads(done.stdout)["feasible"] is False
+
+
+def _mutated(change):
+    objects = _objects()
+    change(objects)
+    return objects
+
+
+BAD_SNAPSHOTS = {
+    "not yaml": ("kind: [oops\n", "not valid YAML/JSON"),
+    "empty file": ("", "empty"),
+    "scalar document": ("42\n", "object #1"),
+    "items not a list": (json.dumps({"kind": "List", "items": {"a": 1}}), "items: expected a list"),
+    "object without kind": (_mutated(lambda o: o.append({"metadata": {"name": "x"}})), "kind: required"),
+    "node without name": (_mutated(lambda o: o[0]["metadata"].pop("name")), "Node #1 (no metadata.name)"),
+    "bad allocatable": (_mutated(lambda o: o[0]["status"]["allocatable"].update({"nvidia.com/gpu": "eight"})),
+                        "Node n1: status.allocatable.nvidia.com/gpu"),
+    "bad request": (_mutated(lambda o: o[2]["spec"]["containers"][0]["resources"]["requests"].update({"cpu": "1x"})),
+                    "Pod default/g-0: spec.containers[0].resources.requests.cpu"),
+    "containers not a list": (_mutated(lambda o: o[2]["spec"].update({"containers": {"name": "c"}})),
+                              "Pod default/g-0: spec.containers"),
+    "container not an object": (_mutated(lambda o: o[2]["spec"].update({"containers": ["c"]})),
+                                "Pod default/g-0: spec.containers[0]"),
+    "spec not an object": (_mutated(lambda o: o[3].update({"spec": "running"})), "Pod default/low: spec"),
+    "metadata not an object": (_mutated(lambda o: o[3].update({"metadata": "low"})), "Pod #4 (no metadata.name)"),
+    "group without policy": (_mutated(lambda o: o[1]["spec"].pop("schedulingPolicy")),
+                             "PodGroup default/g: spec.schedulingPolicy"),
+    "minCount not a number": (_mutated(lambda o: o[1]["spec"].update({"schedulingPolicy": {"gang": {"minCount": "two"}}})),
+                              "PodGroup default/g: spec.schedulingPolicy.gang.minCount"),
+    "priority not a number": (_mutated(lambda o: o[1]["spec"].update({"priority": "high"})),
+                              "PodGroup default/g: spec.priority"),
+    "bad start time": (_mutated(lambda o: o[3]["status"].update({"startTime": 12})), "Pod default/low: status.startTime"),
+    "bad taint": (_mutated(lambda o: o[0]["spec"].update({"taints": ["gpu"]})), "Node n1: spec.taints[0]"),
+    "duplicate": (_mutated(lambda o: o.append(pod("low", node="n1"))), "Pod default/low: appears twice"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SNAPSHOTS))
+def test_bad_snapshots_exit_2_with_one_line_naming_the_object(tmp_path, case):
+    content, expected = BAD_SNAPSHOTS[case]
+    done = gang_plan("--snapshot", _write(tmp_path, content), "--podgroup", "default/g")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--podgroup", "default/g"], "--snapshot"),
+    (["--snapshot", "/nonexistent.yaml", "--podgroup", "default/g"], "not found"),
+    (["--snapshot", "SNAP", "--podgroup", "default/missing"], "PodGroup default/missing not found"),
+    (["--snapshot", "SNAP", "--podgroup", "no-namespace"], "NAMESPACE/NAME"),
+    (["--snapshot", "SNAP", "--podgroup", "default/g", "--policy", "greedy"], "unknown policy"),
+    (["--snapshot", "DIR", "--podgroup", "default/g"], "cannot read snapshot"),
+])
+def test_bad_arguments_exit_2_with_one_line(tmp_path, args, expected):
+    snapshot = _write(tmp_path, _objects())
+    args = [snapshot if a == "SNAP" else str(tmp_path) if a == "DIR" else a for a in args]
+    done = gang_plan(*args)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], done.stderr
