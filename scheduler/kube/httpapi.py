@@ -289,6 +289,13 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                         "annotations": {"k8s.io/initial-events-end": "true"}}})
             else:
                 position = int(start)
+                if position > store.resource_version:
+                    # e.g. a client that outlived a restarted test server; it must list again
+                    self._event("ERROR", errors.ApiError(
+                        504, "Timeout", f"Too large resource version: {position}, current: "
+                        f"{store.resource_version}").status())
+                    self._write_chunk(b"")
+                    return
             next_bookmark = time.monotonic() + state.bookmark_interval
             while True:
                 if state.faults.watch_generation != generation:

@@ -107,7 +107,9 @@ class Reflector:
                 self._watch_once()
                 delay = self._backoff[0]
             except ApiException as exc:
-                if exc.status == 410:
+                # 410: the server forgot our resourceVersion; "too large": it never knew it (a restarted
+                # server with fresh storage). Either way only a new list gives a valid starting point.
+                if exc.status == 410 or "Too large resource version" in str(exc.reason or ""):
                     self.expired += 1
                     need_list = True
                     log.info("%s: watch expired (410), listing again", self.resource.plural)

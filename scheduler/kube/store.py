@@ -276,6 +276,43 @@ class ObjectStore:
             created += 1
         return created, skipped
 
+    def sync(self, objects: Iterable[dict]) -> dict[str, int]:
+        """Make the store hold exactly ``objects`` (for the kinds they include), writing only the
+        differences, so watchers see ADDED/MODIFIED/DELETED as if a cluster had changed. This is how
+        another owner of the state (the simulated cluster) can publish itself through the server."""
+        wanted: dict[str, dict[tuple[str, str], tuple[Resource, dict]]] = {}
+        for obj in _flatten(objects):
+            resource = resource_for_object(obj)
+            if resource is None:
+                continue
+            meta = obj.get("metadata") or {}
+            key = (meta.get("namespace", "") if resource.namespaced else "", meta.get("name", ""))
+            wanted.setdefault(resource.storage_key, {})[key] = (resource, obj)
+        counts = {"ADDED": 0, "MODIFIED": 0, "DELETED": 0}
+        with self._cond:
+            for storage, items in wanted.items():
+                bucket = self._objects.setdefault(storage, {})
+                for key in [k for k in bucket if k not in items]:
+                    self._commit(storage, key, "DELETED", copy.deepcopy(bucket[key]))
+                    counts["DELETED"] += 1
+                for key, (resource, obj) in items.items():
+                    new = to_storage(resource, copy.deepcopy(obj))
+                    new.setdefault("metadata", {})
+                    current = bucket.get(key)
+                    if current is None:
+                        new["metadata"].pop("resourceVersion", None)
+                        self.create(resource, new, key[0] or None)
+                        counts["ADDED"] += 1
+                        continue
+                    # keep what the server assigned and the publisher may not know
+                    old_meta = current["metadata"]
+                    kept = {f: old_meta[f] for f in ("uid", "creationTimestamp", "generation") if f in old_meta}
+                    new["metadata"] = {**kept, **new["metadata"], "resourceVersion": old_meta["resourceVersion"]}
+                    if new != current:
+                        self._commit(storage, key, "MODIFIED", new)
+                        counts["MODIFIED"] += 1
+        return counts
+
     def load_file(self, path: str | Path) -> tuple[int, list[str]]:
         return self.load(read_objects(Path(path).read_text()))
 
@@ -365,7 +402,8 @@ class ObjectStore:
         key = (meta.get("namespace", ""), meta["name"])
         if dry_run:
             return from_storage(resource, result)
-        if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
+        if new_meta.get("deletionTimestamp") and meta.get("finalizers") and not new_meta.get("finalizers"):
+            # the last finalizer of an object being deleted was removed: it goes now
             self._commit(resource.storage_key, key, "DELETED", result)
         else:
             self._commit(resource.storage_key, key, "MODIFIED", result)

@@ -92,6 +92,22 @@ def test_reconnects_after_the_server_restarts(server, cluster):
     assert reflector.failures + reflector.watches >= 2
 
 
+def test_a_replaced_server_with_fresh_storage_is_listed_again(server, cluster):
+    from scheduler.kube import KubeTestServer
+
+    from .objects import small_cluster
+
+    for i in range(20):  # push the old server's resourceVersion well past the new one's
+        server.store.create(PODS, pod(f"filler-{i}"))
+    cluster.start()
+    server.stop()
+    with KubeTestServer(port=server.port, bookmark_interval=0.2) as replacement:
+        replacement.load([o for o in small_cluster() if o["metadata"]["name"] != "solo"])
+        assert cluster.wait_for(lambda objs: names(objs, "Pod") == ["high-0", "high-1", "low-0", "low-1"], 15)
+        replacement.store.create(PODS, pod("on-the-new-server"))
+        assert cluster.wait_for(lambda objs: "on-the-new-server" in names(objs, "Pod"), 10)
+
+
 def test_fresh_snapshot_sees_writes_the_cache_may_not_have_yet(server, cluster):
     server.store.create(PODS, pod("brand-new"))
     assert "brand-new" in names(cluster.fresh_snapshot(), "Pod")

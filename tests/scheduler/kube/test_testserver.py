@@ -199,6 +199,24 @@ def test_graceful_eviction_leaves_the_pod_terminating(server, core):
     assert server.store.try_get(PODS, "team-a", "solo") is None
 
 
+def test_status_writes_on_a_terminating_pod_keep_it(server, core):
+    server.store.graceful_pod_deletion = True
+    core.delete_namespaced_pod("solo", "team-a")
+    core.patch_namespaced_pod_status("solo", "team-a", {"status": {"conditions": [
+        {"type": "DisruptionTarget", "status": "True"}]}})
+    assert server.store.get(PODS, "team-a", "solo")["metadata"]["deletionTimestamp"]
+    core.delete_namespaced_pod("solo", "team-a", grace_period_seconds=0)
+    assert server.store.try_get(PODS, "team-a", "solo") is None
+
+
+def test_removing_the_last_finalizer_finishes_a_deletion(server, core):
+    core.patch_namespaced_pod("solo", "team-a", {"metadata": {"finalizers": ["example.com/hold"]}})
+    core.delete_namespaced_pod("solo", "team-a")
+    assert server.store.get(PODS, "team-a", "solo")["metadata"]["deletionTimestamp"]
+    core.patch_namespaced_pod("solo", "team-a", [{"op": "remove", "path": "/metadata/finalizers"}])
+    assert server.store.try_get(PODS, "team-a", "solo") is None
+
+
 def test_injected_eviction_faults_answer_then_clear(server, core):
     server.faults.fail_eviction("team-a", "solo", 500, times=2)
     for _ in range(2):
@@ -300,6 +318,20 @@ def test_cli_rejects_a_bad_snapshot(tmp_path):
 def test_control_client_reports_unknown_actions(server):
     with pytest.raises(RuntimeError, match="unknown control action"):
         ControlClient(server.url)._call("POST", "explode", {})
+
+
+def test_sync_publishes_only_the_differences(server, core):
+    start = core.list_namespaced_pod("team-a").metadata.resource_version
+    objects = server.store.dump()
+    objects = [o for o in objects if o["metadata"]["name"] != "solo"]  # gone
+    low0 = next(o for o in objects if o["metadata"]["name"] == "low-0")
+    low0["status"]["phase"] = "Failed"  # changed
+    objects.append(pod("fresh"))  # new
+    assert server.store.sync(objects) == {"ADDED": 1, "MODIFIED": 1, "DELETED": 1}
+    seen = [(e["type"], e["raw_object"]["metadata"]["name"]) for e in watch.Watch().stream(
+        core.list_namespaced_pod, "team-a", resource_version=start, timeout_seconds=1)]
+    assert sorted(seen) == [("ADDED", "fresh"), ("DELETED", "solo"), ("MODIFIED", "low-0")]
+    assert server.store.sync(objects) == {"ADDED": 0, "MODIFIED": 0, "DELETED": 0}
 
 
 def test_store_is_usable_without_http(server):
