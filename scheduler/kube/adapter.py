@@ -11,6 +11,7 @@ Without ``start()`` the cluster still works: ``snapshot_objects()`` then lists o
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import socket
@@ -34,7 +35,7 @@ DEFAULT_TIMEOUT = (5.0, 15.0)  # (connect, read) seconds, for every non-watch ca
 class KubeCluster:
     def __init__(
         self,
-        api_client: client.ApiClient,
+        configuration: client.Configuration | client.ApiClient,
         *,
         name: str = "kubernetes",
         namespace: str | None = None,
@@ -43,33 +44,57 @@ class KubeCluster:
         watch_timeout: int = 300,
         controller: str = "gangweb",
         instance: str | None = None,
+        max_parallel_writes: int = 32,
     ):
         """``namespace`` limits namespaced kinds to one namespace (nodes and priority classes stay global)."""
+        if isinstance(configuration, client.ApiClient):
+            configuration = configuration.configuration
         self.name = name
-        self.api_client = api_client
         self.namespace = namespace
         self.resources = tuple(resources)
         self.timeout = timeout
         self.controller = controller
         self.instance = instance or f"{controller}-{socket.gethostname()}"
+        self._configuration = configuration
+        self._max_parallel_writes = max_parallel_writes
+        self._pid = os.getpid()
+        self.api_client = self._new_client(max_parallel_writes)
+        # Watches hold their connections for minutes: they get a pool of their own, so parallel
+        # evictions never wait for (or evict from the pool) a watch connection.
+        self._watch_client = self._new_client(len(self.resources) + 2)
         self._listeners: list[Listener] = []
         self._reflectors = {
-            r: Reflector(api_client, r, namespace=namespace, watch_timeout=watch_timeout, request_timeout=timeout,
-                         listener=self._notify)
+            r: Reflector(self._watch_client, r, namespace=namespace, watch_timeout=watch_timeout,
+                         request_timeout=timeout, listener=self._notify)
             for r in self.resources
         }
         self._started = False
         self._changed = threading.Condition()
 
+    def _new_client(self, pool_size: int) -> client.ApiClient:
+        configuration = copy.deepcopy(self._configuration)
+        configuration.connection_pool_maxsize = pool_size
+        return client.ApiClient(configuration)
+
+    def _api(self) -> client.ApiClient:
+        """The write/read client, rebuilt in a forked child (Celery prefork): pooled sockets must not be
+        shared with the parent process."""
+        if os.getpid() != self._pid:
+            self._pid = os.getpid()
+            self.api_client = self._new_client(self._max_parallel_writes)
+        return self.api_client
+
     # ----- construction
     @classmethod
     def from_kubeconfig(cls, path: str | Path | None = None, *, context: str | None = None,
                         **kwargs: object) -> "KubeCluster":
+        configuration = client.Configuration()
         try:
-            api_client = config.new_client_from_config(config_file=str(path) if path else None, context=context)
-        except (config.ConfigException, OSError, ValueError) as exc:
+            config.load_kube_config(config_file=str(path) if path else None, context=context,
+                                    client_configuration=configuration, persist_config=False)
+        except (config.ConfigException, OSError, ValueError, TypeError) as exc:
             raise ClusterError(f"cannot load kubeconfig {path or '$KUBECONFIG'}: {exc}") from exc
-        return cls(api_client, **kwargs)  # type: ignore[arg-type]
+        return cls(configuration, **kwargs)  # type: ignore[arg-type]
 
     @classmethod
     def in_cluster(cls, **kwargs: object) -> "KubeCluster":
@@ -78,7 +103,7 @@ class KubeCluster:
             config.load_incluster_config(client_configuration=configuration)
         except config.ConfigException as exc:
             raise ClusterError(f"not running in a cluster: {exc}") from exc
-        return cls(client.ApiClient(configuration), **kwargs)  # type: ignore[arg-type]
+        return cls(configuration, **kwargs)  # type: ignore[arg-type]
 
     @classmethod
     def from_environment(cls, **kwargs: object) -> "KubeCluster":
@@ -106,6 +131,7 @@ class KubeCluster:
     def close(self) -> None:
         self.stop()
         self.api_client.close()
+        self._watch_client.close()
 
     def __enter__(self) -> "KubeCluster":
         return self.start()
@@ -160,7 +186,7 @@ class KubeCluster:
         objects: list[KubeObject] = []
         for resource in self.resources:
             try:
-                items, _ = list_raw(self.api_client, resource, namespace=self.namespace, timeout=self.timeout)
+                items, _ = list_raw(self._api(), resource, namespace=self.namespace, timeout=self.timeout)
             except (ApiException, *writes.TRANSPORT_ERRORS) as exc:
                 writes.raise_cluster_error(f"listing {resource.plural}", exc)
             objects.extend(items)
@@ -169,7 +195,7 @@ class KubeCluster:
     def list_events(self, *, reason: str | None = None, namespace: str | None = None) -> list[KubeObject]:
         """``events.k8s.io/v1`` Events as the API server has them now, optionally of one reason (observe
         mode reads kube-scheduler's ``Preempted`` events this way)."""
-        api = client.EventsV1Api(self.api_client)
+        api = client.EventsV1Api(self._api())
         selector = f"reason={reason}" if reason else None
         try:
             if namespace or self.namespace:
@@ -185,7 +211,7 @@ class KubeCluster:
 
     def get_pod(self, namespace: str, name: str) -> KubeObject | None:
         try:
-            response = client.CoreV1Api(self.api_client).read_namespaced_pod(
+            response = client.CoreV1Api(self._api()).read_namespaced_pod(
                 name, namespace, _request_timeout=self.timeout, _preload_content=False)
             return stamp(PODS, read_json(response))
         except ApiException as exc:
@@ -198,10 +224,10 @@ class KubeCluster:
 
     # ----- Cluster protocol: writing
     def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> EvictionResult:
-        return writes.evict(self.api_client, namespace, name, dry_run=dry_run, timeout=self.timeout)
+        return writes.evict(self._api(), namespace, name, dry_run=dry_run, timeout=self.timeout)
 
     def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
-        writes.mark_disruption_target(self.api_client, namespace, name, message, timeout=self.timeout)
+        writes.mark_disruption_target(self._api(), namespace, name, message, timeout=self.timeout)
 
     def record_event(self, event: ClusterEvent) -> None:
         involved = self._cached_uid(event.involved_kind, event.namespace, event.involved_name)
@@ -209,14 +235,14 @@ class KubeCluster:
         if event.related_kind and event.related_name:
             related = self._cached_uid(event.related_kind, event.related_namespace or event.namespace,
                                        event.related_name)
-        writes.record_event(self.api_client, event, controller=self.controller, instance=self.instance,
+        writes.record_event(self._api(), event, controller=self.controller, instance=self.instance,
                             timeout=self.timeout, involved_uid=involved, related_uid=related)
 
     def set_podgroup_condition(
         self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
     ) -> None:
         writes.set_podgroup_condition(
-            self.api_client, namespace, name,
+            self._api(), namespace, name,
             {"type": type_, "status": status, "reason": reason, "message": message}, timeout=self.timeout)
 
     def _cached_uid(self, kind: str, namespace: str, name: str) -> str | None:

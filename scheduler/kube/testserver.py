@@ -173,6 +173,13 @@ class KubeTestServer:
     def load_file(self, path: str | Path) -> int:
         return self.load(read_objects(Path(path).read_text()))
 
+    def refresh_pdbs(self) -> int:
+        """Recompute every PDB status from the pods, as the disruption controller would."""
+        return refresh_pdb_status(self.store)
+
+    def finish_terminating(self) -> int:
+        return self.store.finish_terminating()
+
     def drop_watches(self) -> None:
         self.faults.drop_watches()
 

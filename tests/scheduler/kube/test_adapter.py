@@ -148,6 +148,22 @@ def test_pdb_blocks_the_second_eviction_with_429(server, cluster):
     assert dry.code == 429, "a dry run must report what the real eviction would meet"
 
 
+def test_parallel_evictions_spend_a_budget_exactly_once_each(server, cluster):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .objects import pdb
+
+    for i in range(10):
+        server.store.create(PODS, pod(f"w-{i}", labels={"app": "wide"}))
+    server.store.create(PDBS, pdb("wide-pdb", app="wide", min_available=7))
+    server.refresh_pdbs()  # 10 healthy, 7 needed: 3 disruptions allowed
+    with ThreadPoolExecutor(10) as pool:
+        results = list(pool.map(lambda i: cluster.evict("team-a", f"w-{i}"), range(10)))
+    assert sorted(r.code for r in results) == [201] * 3 + [429] * 7
+    status = server.store.get(PDBS, "team-a", "wide-pdb")["status"]
+    assert status["disruptionsAllowed"] == 0 and len(status["disruptedPods"]) == 3
+
+
 def test_injected_500_is_retryable_and_the_retry_succeeds(server, cluster):
     server.faults.fail_eviction("team-a", "solo", 500, times=1)
     first = cluster.evict("team-a", "solo")
