@@ -65,6 +65,10 @@ class RawSnapshot:
         group = self.groups[group_key]
         return {k for k, p in self.pods.items() if not p["spec"].get("nodeName") and self.group_of(p) is group}
 
+    def running_members(self, group_key: str) -> set[str]:
+        group = self.groups[group_key]
+        return {k for k, p in self.running().items() if self.group_of(p) is group}
+
     def priority(self, spec: dict) -> int:
         if spec.get("priority") is not None:
             return spec["priority"]
@@ -180,8 +184,10 @@ def replay_problems(snap: RawSnapshot, plan: dict, group_key: str) -> list[str]:
                 problems.append(f"{key(pod)} placed on {node_name} against its nodeSelector")
     topology = (snap.groups[group_key]["spec"].get("schedulingConstraints") or {}).get("topology") or []
     if topology and placed:
-        values = {(snap.nodes[n]["metadata"].get("labels") or {}).get(topology[0]["key"]) for n in placed.values()
+        # Running members pin the domain: the whole group shares one value of the topology label.
+        group_nodes = set(placed.values()) | {running[k]["spec"]["nodeName"] for k in snap.running_members(group_key)}
+        values = {(snap.nodes[n]["metadata"].get("labels") or {}).get(topology[0]["key"]) for n in group_nodes
                   if n in snap.nodes}
         if len(values) != 1 or plan.get("domain") not in values:
-            problems.append(f"placement spans {sorted(map(str, values))}, plan domain {plan.get('domain')}")
+            problems.append(f"group spans {sorted(map(str, values))}, plan domain {plan.get('domain')}")
     return problems
