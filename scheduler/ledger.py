@@ -232,6 +232,10 @@ def finish(request_id: int, state: str, reason: str, data: dict[str, Any] | None
             return request
         _move(request, state, reason)
         note(f"request.{state}", reason, request=request, data=data)
+        if state in (RequestState.FAILED, RequestState.SUPERSEDED):
+            # Rows that never reached the API must not look as if they still might.
+            for plan_id in request.plans.filter(source=PlanSource.ENGINE).values_list("pk", flat=True):
+                fail_unstarted_evictions(plan_id, f"not evicted: request {state}: {reason}")
         _finish_side_effects(request)
         return request
 

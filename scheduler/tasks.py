@@ -18,11 +18,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler import detection, ledger, locks, metrics, observe, planning
+from scheduler.engine import SnapshotError
 from scheduler.execution import execute
 from scheduler.models import Mode, PreemptionRequest, RequestState
 from scheduler.runtime import get_cluster, mode_for
 
 logger = logging.getLogger(__name__)
+
+# Re-enqueued by the recovery sweep: a copy still queued when the next sweep runs is dropped, not doubled.
+RECOVERY_EXPIRES = 120
 
 
 def _after_commit(task, *args, **options) -> None:
@@ -39,10 +43,14 @@ def _cooling_down(namespace: str, name: str) -> bool:
 def detect_unschedulable_gangs() -> dict:
     """Open one request per gang that stays unschedulable; record what kube-scheduler preempted."""
     objects = get_cluster().snapshot_objects()
+    try:
+        stuck = detection.unschedulable_gangs(objects, now=time.time(),
+                                              grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS)
+    except SnapshotError as exc:
+        logger.error("cannot read the cluster snapshot; no gang detected", extra={"error": str(exc)})
+        return {"opened": [], "observed": [], "error": str(exc)}
     opened = []
-    for gang in detection.unschedulable_gangs(
-        objects, now=time.time(), grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
-    ):
+    for gang in stuck:
         if _cooling_down(gang.namespace, gang.name):
             continue
         with transaction.atomic():
@@ -138,18 +146,18 @@ def recover_requests() -> dict:
             waiting.append(request.pk)  # alive, or its locks have not expired yet
         else:
             resumed.append(request.pk)
-            execute_plan.delay(request.pk)
+            execute_plan.apply_async(args=[request.pk], expires=RECOVERY_EXPIRES)
     for request in PreemptionRequest.objects.filter(state=RequestState.PLANNED, mode=Mode.ENFORCE,
                                                     updated_at__lt=quiet):
         resumed.append(request.pk)
-        execute_plan.delay(request.pk)
+        execute_plan.apply_async(args=[request.pk], expires=RECOVERY_EXPIRES)
     for request in PreemptionRequest.objects.filter(state=RequestState.PLANNING, updated_at__lt=stale_planning):
         ledger.requeue_planning(request.pk, "planning worker did not finish; planning again")
         replanned.append(request.pk)
-        plan_request.delay(request.pk)
+        plan_request.apply_async(args=[request.pk], expires=RECOVERY_EXPIRES)
     for request in PreemptionRequest.objects.filter(state=RequestState.PENDING, updated_at__lt=quiet):
         replanned.append(request.pk)
-        plan_request.delay(request.pk)
+        plan_request.apply_async(args=[request.pk], expires=RECOVERY_EXPIRES)
     if waiting:
         recover_requests.apply_async(countdown=locks.lock_ttl_seconds())
     if resumed or replanned:

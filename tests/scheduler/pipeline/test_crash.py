@@ -147,7 +147,7 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, re
     env.update({"GANGWEB_WORKER_METRICS_PORT": str(metrics_port), "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus")})
     log_path = tmp_path / "worker.log"
     first = Worker(env, log_path).start()
-    sender = Celery("crash-test", broker=broker)
+    sender = Celery("crash-test", broker=broker, set_as_current=False)
     try:
         sender.send_task("scheduler.execute_plan", args=[request.pk])
 
