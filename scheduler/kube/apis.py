@@ -14,6 +14,7 @@ from kubernetes import client
 
 from .resources import (
     COMPOSITE_PODGROUPS,
+    EVENTS_V1,
     NODES,
     PDBS,
     PODGROUPS,
@@ -35,6 +36,7 @@ _LISTERS: dict[Resource, tuple[type, str, str | None]] = {
     PDBS: (client.PolicyV1Api, "list_pod_disruption_budget_for_all_namespaces",
            "list_namespaced_pod_disruption_budget"),
     PRIORITY_CLASSES: (client.SchedulingV1Api, "list_priority_class", None),
+    EVENTS_V1: (client.EventsV1Api, "list_event_for_all_namespaces", "list_namespaced_event"),
     RESOURCE_CLAIMS: (client.ResourceV1Api, "list_resource_claim_for_all_namespaces",
                       "list_namespaced_resource_claim"),
 }

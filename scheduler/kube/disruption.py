@@ -76,23 +76,36 @@ def refresh_pdb_status(store: ObjectStore, namespace: str | None = None, only_mi
     return count
 
 
-def _too_many_requests(pdb: dict, status: dict) -> errors.ApiError:
-    name = pdb["metadata"]["name"]
+def _too_many_requests(cause: str, retry_after: int | None) -> errors.ApiError:
     return errors.ApiError(
         429,
         "TooManyRequests",
         "Cannot evict pod as it would violate the pod's disruption budget.",
-        details={
-            "causes": [
-                {
-                    "reason": "DisruptionBudget",
-                    "message": f"The disruption budget {name} needs {status.get('desiredHealthy', 0)} "
-                    f"healthy pods and has {status.get('currentHealthy', 0)} currently",
-                }
-            ]
-        },
-        retry_after=10,
+        details={"causes": [{"reason": "DisruptionBudget", "message": cause}]},
+        retry_after=retry_after,
     )
+
+
+def _check_budget(pdb: dict, status: dict) -> None:
+    name = pdb["metadata"]["name"]
+    if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1):
+        raise _too_many_requests(f"The disruption budget {name} is still being processed by the server.", 10)
+    if status.get("disruptionsAllowed", 0) < 0:
+        raise errors.ApiError(403, "Forbidden", f'poddisruptionbudgets.policy "{name}" is forbidden: '
+                                                "pdb disruptions allowed is negative")
+    if status.get("disruptionsAllowed", 0) == 0:
+        raise _too_many_requests(
+            f"The disruption budget {name} needs {status.get('desiredHealthy', 0)} healthy pods and has "
+            f"{status.get('currentHealthy', 0)} currently", None)
+
+
+def _mark_evicted(pod: dict) -> None:
+    """The condition the API server adds before deleting an evicted pod (PodDisruptionConditions)."""
+    conditions = [c for c in (pod.setdefault("status", {}).get("conditions") or [])
+                  if c.get("type") != "DisruptionTarget"]
+    conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                       "message": "Eviction API: evicting", "lastTransitionTime": now_rfc3339()})
+    pod["status"]["conditions"] = conditions
 
 
 def evict(store: ObjectStore, namespace: str, name: str, eviction: dict, dry_run: bool) -> dict:
@@ -128,14 +141,12 @@ def _evict_locked(store: ObjectStore, namespace: str, name: str, options: dict, 
         pdb = pdbs[0]
         status = pdb.get("status") or compute_pdb_status(store, pdb)
         policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy", "IfHealthyBudget")
+        desired = status.get("desiredHealthy", 0)
         unhealthy_may_go = not _is_ready(pod) and (
-            policy == "AlwaysAllow" or status.get("currentHealthy", 0) >= status.get("desiredHealthy", 0)
+            policy == "AlwaysAllow" or (status.get("currentHealthy", 0) >= desired and desired > 0)
         )
         if not unhealthy_may_go:
-            if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1) or (
-                status.get("disruptionsAllowed", 0) <= 0
-            ):
-                raise _too_many_requests(pdb, status)
+            _check_budget(pdb, status)
             if not dry_run:
                 def spend(obj: dict) -> None:
                     new_status = dict(obj.get("status") or status)
@@ -147,6 +158,8 @@ def _evict_locked(store: ObjectStore, namespace: str, name: str, options: dict, 
 
                 # resourceVersion-checked in the real server; here the store lock serialises it
                 store.mutate(PDBS, namespace, pdb["metadata"]["name"], spend, subresource="status")
+    if not dry_run:
+        store.mutate(PODS, namespace, name, _mark_evicted, subresource="status")
     store.delete(
         PODS,
         namespace,

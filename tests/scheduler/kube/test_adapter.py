@@ -237,6 +237,15 @@ def test_list_events_of_one_reason(server, cluster):
     assert len(cluster.list_events(namespace="team-a")) == 2
 
 
+def test_events_can_be_watched_too(server, kubeconfig):
+    from scheduler.kube.resources import SNAPSHOT_RESOURCES
+
+    with KubeCluster.from_kubeconfig(kubeconfig, resources=SNAPSHOT_RESOURCES + (EVENTS_V1,)) as watching:
+        watching.record_event(ClusterEvent(namespace="team-a", involved_kind="Pod", involved_name="low-0",
+                                           reason="Preempted", message="by kube-scheduler"))
+        assert watching.wait_for(lambda objs: [e["reason"] for e in of_kind(objs, "Event")] == ["Preempted"], 5)
+
+
 def test_podgroup_condition_moves_its_transition_time_only_on_change(server, cluster):
     cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "False",
                                    "Unschedulable", "waiting for preemption")

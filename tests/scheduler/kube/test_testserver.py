@@ -184,6 +184,16 @@ def test_dry_run_eviction_changes_nothing(server, core, how):
     assert server.store.get(PDBS, "team-a", "low-pdb")["status"]["disruptionsAllowed"] == 1
 
 
+def test_a_budget_not_yet_processed_answers_429(server, core):
+    server.store.patch(PDBS, "team-a", "low-pdb", "application/merge-patch+json", {"spec": {"minAvailable": 0}})
+    with pytest.raises(ApiException) as err:
+        evict(core, "low-0")
+    assert err.value.status == 429 and "still being processed" in err.value.body
+    assert err.value.headers["Retry-After"] == "10"
+    server.refresh_pdbs()
+    assert evict(core, "low-0").status == 201
+
+
 def test_pending_pods_are_evicted_without_a_budget(server, core):
     server.store.create(PDBS, pdb("high-pdb", app="high", min_available=5))
     server.store.patch(PODS, "team-a", "high-0", "application/merge-patch+json",
@@ -194,7 +204,11 @@ def test_pending_pods_are_evicted_without_a_budget(server, core):
 def test_graceful_eviction_leaves_the_pod_terminating(server, core):
     server.store.graceful_pod_deletion = True
     assert evict(core, "solo").status == 201
-    assert server.store.get(PODS, "team-a", "solo")["metadata"]["deletionTimestamp"]
+    terminating = server.store.get(PODS, "team-a", "solo")
+    assert terminating["metadata"]["deletionTimestamp"]
+    # like the API server, the eviction itself marks the pod
+    assert {(c["type"], c["reason"]) for c in terminating["status"]["conditions"] if c["type"] != "Ready"} == {
+        ("DisruptionTarget", "EvictionByEvictionAPI")}
     assert server.store.finish_terminating() == 1
     assert server.store.try_get(PODS, "team-a", "solo") is None
 
