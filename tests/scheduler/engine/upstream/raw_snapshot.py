@@ -32,11 +32,34 @@ def quantity(value) -> float:
 
 
 def pod_requests(pod: dict) -> dict[str, float]:
+    """Container requests summed (the fixtures have no init containers); pod-level requests
+    (spec.resources) replace the sum for the resources they name."""
     totals: dict[str, float] = {"pods": 1.0}
     for container in pod["spec"]["containers"]:
         for resource, amount in ((container.get("resources") or {}).get("requests") or {}).items():
             totals[resource] = totals.get(resource, 0.0) + quantity(amount)
+    for resource, amount in ((pod["spec"].get("resources") or {}).get("requests") or {}).items():
+        totals[resource] = quantity(amount)
     return totals
+
+
+def refusal(node: dict, pod: dict) -> str | None:
+    """Why the node cannot take the pod whatever is evicted, or None."""
+    if node["spec"].get("unschedulable"):
+        return "cordoned"
+    if any(c["type"] == "Ready" and c["status"] != "True" for c in node["status"].get("conditions", [])):
+        return "not Ready"
+    tolerations = pod["spec"].get("tolerations") or []
+    for taint in node["spec"].get("taints") or []:
+        if taint["effect"] in ("NoSchedule", "NoExecute") and not any(
+                t.get("operator") == "Exists" and t.get("key") in (None, taint["key"])
+                or t.get("key") == taint["key"] and t.get("value") == taint.get("value")
+                for t in tolerations if t.get("effect") in (None, taint["effect"])):
+            return f"untolerated taint {taint['key']}"
+    labels = node["metadata"].get("labels") or {}
+    if any(labels.get(k) != v for k, v in (pod["spec"].get("nodeSelector") or {}).items()):
+        return "nodeSelector mismatch"
+    return None
 
 
 def host_ports(pod: dict) -> set[int]:
@@ -178,10 +201,10 @@ def replay_problems(snap: RawSnapshot, plan: dict, group_key: str) -> list[str]:
         ports = [port for p in residents for port in host_ports(p)]
         if len(ports) != len(set(ports)):
             problems.append(f"{node_name}: host port used twice {sorted(ports)}")
-        labels = node["metadata"].get("labels") or {}
         for pod in newcomers:
-            if any(labels.get(k) != v for k, v in (pod["spec"].get("nodeSelector") or {}).items()):
-                problems.append(f"{key(pod)} placed on {node_name} against its nodeSelector")
+            reason = refusal(node, pod)
+            if reason:
+                problems.append(f"{key(pod)} placed on {node_name}: {reason}")
     topology = (snap.groups[group_key]["spec"].get("schedulingConstraints") or {}).get("topology") or []
     if topology and placed:
         # Running members pin the domain: the whole group shares one value of the topology label.
