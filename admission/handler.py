@@ -64,6 +64,18 @@ class Webhook:
         }
         self._latency = {webhook: LATENCY.labels(webhook) for webhook in (MUTATE, VALIDATE)}
 
+    def precheck(self, content_type: str, declared_length: int | None) -> Answer | None:
+        """Reject before reading the body: an oversized declared length, or a body that is not JSON."""
+        if declared_length is not None and declared_length > self.max_body_bytes:
+            error = ReviewError(413, f"request body is {declared_length} bytes; the limit is {self.max_body_bytes}")
+            return Answer(413, error.body())
+        if content_type and "json" not in content_type.lower():
+            return Answer(400, ReviewError(400, f"Content-Type must be application/json, got {content_type[:80]!r}").body())
+        return None
+
+    def too_large(self) -> Answer:
+        return Answer(413, ReviewError(413, f"request body exceeds {self.max_body_bytes} bytes").body())
+
     def handle(self, webhook: str, body: bytes) -> Answer:
         started = time.perf_counter()
         try:

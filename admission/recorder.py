@@ -1,16 +1,27 @@
-"""Admission decisions for the dashboard, published off the request path.
+"""Admission decisions for the dashboard, published off the request path, in batches.
 
-The webhook answers first; a decision is only *offered* to a bounded in-process queue. One background
-thread drains it into ``gangweb.events.publish``. When the queue is full or publishing fails (Redis or
-the database down), the decision is dropped and counted: the dashboard is a view, and admission must
-never wait on it.
+The webhook answers first; a decision is only *offered* to a bounded in-process buffer (one append,
+no lock held while publishing, never blocks). A background thread wakes every ``interval`` seconds
+and publishes what accumulated as one ``admission.decisions`` event through
+``gangweb.events.publish``. Batching matters: a busy cluster admits thousands of pods a second, and one
+channel-layer send per pod would cost the server more CPU than the admission decisions themselves
+(and no browser can show thousands of rows a second). When the buffer is full, or publishing fails
+(Redis or the database down), decisions are dropped and counted: the dashboard is a view, and
+admission must never wait on it.
+
+Event payload: ``{"decisions": [...], "count": N, "dropped": D}``: up to ``max_batch`` most recent
+decisions (each: uid, webhook, kind, namespace, name, operation, dryRun, allowed, message, warnings,
+and for mutations podGroup, source, minCount, mode), the number of decisions in the interval, and
+how many were dropped since the previous event.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
+import os
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +29,7 @@ from admission.metrics import EVENTS_DROPPED, EVENTS_RECORDED
 
 logger = logging.getLogger(__name__)
 
-EVENT_TYPE = "admission.decision"
+EVENT_TYPE = "admission.decisions"
 Publish = Callable[[str, dict[str, Any]], None]
 
 
@@ -29,44 +40,65 @@ def _default_publish(event_type: str, payload: dict[str, Any]) -> None:
 
 
 class DecisionRecorder:
-    def __init__(self, publish: Publish | None = None, capacity: int = 1000) -> None:
+    def __init__(self, publish: Publish | None = None, capacity: int = 1000, interval: float = 0.5,
+                 max_batch: int = 100) -> None:  # fmt: skip
         self._publish = publish or _default_publish
-        self._queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=capacity)
+        self.capacity = capacity
+        self.interval = interval
+        self.max_batch = max_batch
+        # deque.append/popleft are atomic: the request path never takes a lock here.
+        self._buffer: deque[dict[str, Any]] = deque()
+        self._dropped_since_publish = 0
         self._thread: threading.Thread | None = None
+        self._thread_pid = 0
         self._start_lock = threading.Lock()
+        self._idle = threading.Event()
+        self._idle.set()
 
-    def offer(self, payload: dict[str, Any]) -> None:
-        """Never blocks: a full queue drops the decision."""
-        self._ensure_thread()
-        try:
-            self._queue.put_nowait(payload)
-        except queue.Full:
-            EVENTS_DROPPED.labels("queue_full").inc()
-
-    def _ensure_thread(self) -> None:
-        # Started on first use, so a forked server worker gets its own thread.
-        if self._thread is not None and self._thread.is_alive():
+    def offer(self, decision: dict[str, Any]) -> None:
+        """Never blocks: a full buffer drops the decision."""
+        if self._thread is None or self._thread_pid != os.getpid():
+            self._start()
+        if len(self._buffer) >= self.capacity:
+            EVENTS_DROPPED.labels("buffer_full").inc()
+            self._dropped_since_publish += 1
             return
-        with self._start_lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._drain, name="admission-recorder", daemon=True)
-                self._thread.start()
+        self._idle.clear()
+        self._buffer.append(decision)
 
-    def _drain(self) -> None:
+    def _start(self) -> None:
+        # Started on first use, and again in a forked server worker (threads do not survive fork).
+        with self._start_lock:
+            if self._thread is not None and self._thread_pid == os.getpid():
+                return
+            self._thread_pid = os.getpid()
+            self._thread = threading.Thread(target=self._run, name="admission-recorder", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
         while True:
-            payload = self._queue.get()
+            time.sleep(self.interval)
+            self.flush()
+
+    def flush(self) -> None:
+        """Publish what accumulated (the background thread calls this; tests may too)."""
+        batch = []
+        while self._buffer:
+            batch.append(self._buffer.popleft())
+        dropped, self._dropped_since_publish = self._dropped_since_publish, 0
+        if batch or dropped:
+            payload = {"decisions": batch[-self.max_batch :], "count": len(batch), "dropped": dropped}
             try:
                 self._publish(EVENT_TYPE, payload)
             except Exception:
-                EVENTS_DROPPED.labels("publish_failed").inc()
-                logger.warning("admission decision not published", exc_info=True)
+                EVENTS_DROPPED.labels("publish_failed").inc(len(batch))
+                logger.warning("admission decisions not published", exc_info=True)
             else:
-                EVENTS_RECORDED.inc()
-            finally:
-                self._queue.task_done()
+                EVENTS_RECORDED.inc(len(batch))
+        if not self._buffer:
+            self._idle.set()
 
-    def join(self, timeout: float = 5.0) -> bool:
-        """Wait until everything offered so far was handled (tests and shutdown)."""
-        done = threading.Event()
-        threading.Thread(target=lambda: (self._queue.join(), done.set()), daemon=True).start()
-        return done.wait(timeout)
+    def wait_idle(self, timeout: float = 5.0) -> bool:
+        """True once everything offered so far was published or dropped (tests and shutdown)."""
+        return self._idle.wait(timeout)
+

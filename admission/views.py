@@ -1,17 +1,35 @@
-"""Thin Django adapters over ``admission.handler`` (filled in below)."""
+"""Thin Django adapters over ``admission.handler``: same answers as the production server."""
 
-from django.http import HttpRequest, JsonResponse
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from admission.handler import MUTATE, VALIDATE
+from admission.runtime import get_webhook
+
+
+def _answer(request: HttpRequest, route: str) -> HttpResponse:
+    webhook = get_webhook()
+    declared = request.META.get("CONTENT_LENGTH") or ""
+    rejected = webhook.precheck(request.META.get("CONTENT_TYPE", ""), int(declared) if declared.isdigit() else None)
+    if rejected is None:
+        # Read the stream directly: request.body would apply DATA_UPLOAD_MAX_MEMORY_SIZE and raise.
+        body = request.read(webhook.max_body_bytes + 1)
+        answer = webhook.too_large() if len(body) > webhook.max_body_bytes else webhook.handle(route, body)
+    else:
+        answer = rejected
+    return HttpResponse(answer.body, status=answer.status, content_type="application/json")
+
 
 @csrf_exempt
 @require_POST
-def mutate(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"error": "not ready"}, status=400)
+def mutate(request: HttpRequest) -> HttpResponse:
+    return _answer(request, MUTATE)
 
 
 @csrf_exempt
 @require_POST
-def validate(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"error": "not ready"}, status=400)
+def validate(request: HttpRequest) -> HttpResponse:
+    return _answer(request, VALIDATE)

@@ -119,7 +119,6 @@ def test_oversized_body_gets_413():
     assert json.loads(result.body)["reason"] == "RequestEntityTooLarge"
 
 
-def test_lone_surrogates_in_uid_still_give_valid_json():
-    body = _envelope(request__uid="\ud800x")
-    status, decoded = answer(MUTATE, body)
-    assert status == 200 and decoded["response"]["uid"] == "\ud800x"
+def test_lone_surrogate_escapes_are_not_well_formed_json_text():
+    status, decoded = answer(MUTATE, _envelope(request__uid="\ud800x"))
+    assert status == 400 and "surrogate" in decoded["message"]

@@ -1,0 +1,305 @@
+"""Benchmark of the production webhook server against a minimal echo view in the same server.
+
+Starts ``manage.py webhook serve --bench-echo`` as its own process with fresh certificates, then
+drives it over TLS with keep-alive from separate load-generator processes: a closed loop of
+``connections`` connections, each sending the next request as soon as the previous answer arrived.
+Requests are AdmissionReviews built from the real controller-made pods in
+tests/fixtures/admission/pods (mutate: as created; validate: as mutated). The echo view returns the
+request body unchanged, so it pays the same network, TLS and HTTP cost and nothing else. Echo and
+webhook rounds alternate, so a neighbour's CPU use hurts both alike.
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import copy
+import json
+import multiprocessing
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.conf import settings
+
+from admission import certs
+from admission.inference import infer_gang
+from admission.policy import AdmissionPolicy
+from admission.server import ECHO_PATH
+from admission.webhookconfig import MUTATE_PATH, VALIDATE_PATH
+
+SERVICE, NAMESPACE = "gangweb-webhook", "gangweb-system"
+SERVER_NAME = f"{SERVICE}.{NAMESPACE}.svc"
+GOAL_RATIO, GOAL_P99_MS = 0.75, 20.0
+VARIANTS = 256  # distinct request bodies per path (uids and names differ)
+
+
+def _fixture_pods() -> list[dict[str, Any]]:
+    directory = Path(settings.BASE_DIR) / "tests" / "fixtures" / "admission" / "pods"
+    pods = [yaml.safe_load(path.read_text()) for path in sorted(directory.glob("*.yaml"))]
+    if not pods:
+        raise RuntimeError(f"no pod fixtures in {directory}")
+    return pods
+
+
+def _review(pod: dict[str, Any]) -> dict[str, Any]:
+    metadata = pod["metadata"]
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": metadata.get("name", ""),
+            "namespace": metadata.get("namespace", "default"),
+            "operation": "CREATE",
+            "userInfo": {"username": "system:serviceaccount:kube-system:job-controller",
+                         "uid": str(uuid.uuid4()),
+                         "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]},  # fmt: skip
+            "object": pod,
+            "oldObject": None,
+            "dryRun": False,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        },
+    }
+
+
+def build_bodies() -> dict[str, list[bytes]]:
+    """Request bodies per path: the webhook paths get reviews, the echo path the mutate reviews."""
+    pods = _fixture_pods()
+    policy = AdmissionPolicy()
+    mutate, validate = [], []
+    for index in range(VARIANTS):
+        pod = copy.deepcopy(pods[index % len(pods)])
+        if "generateName" in pod["metadata"]:
+            pod["metadata"]["name"] = f"{pod['metadata']['generateName']}{index:05x}"
+        mutate.append(json.dumps(_review(pod)).encode())
+        # The validating webhook sees the pod as the mutating webhook left it.
+        admitted = copy.deepcopy(pod)
+        gang = infer_gang(admitted, admitted["metadata"].get("namespace", ""), policy)
+        if gang is not None and not admitted["spec"].get("schedulingGroup"):
+            admitted["spec"]["schedulingGroup"] = {"podGroupName": gang.name}
+        validate.append(json.dumps(_review(admitted)).encode())
+    return {ECHO_PATH: mutate, MUTATE_PATH: mutate, VALIDATE_PATH: validate}
+
+
+def _http_requests(path: str, bodies: list[bytes]) -> list[bytes]:
+    head = f"POST {path}?timeout=5s HTTP/1.1\r\nHost: {SERVER_NAME}:443\r\nContent-Type: application/json\r\n"
+    return [f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body for body in bodies]
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection of the closed loop: send, wait for the whole answer, send again."""
+
+    def __init__(self, requests: list[bytes], offset: int, run: _Run) -> None:
+        self.requests, self.next, self.run = requests, offset, run
+        self.buffer = b""
+        self.sent_at = 0.0
+        self.closed = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        self._send()
+
+    def _send(self) -> None:
+        request = self.requests[self.next % len(self.requests)]
+        self.next += 1
+        self.sent_at = time.perf_counter()
+        self.transport.write(request)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = self.buffer[:end].lower()
+        start = head.find(b"content-length:")
+        line_end = head.find(b"\r\n", start)
+        length = int(head[start + 15 : line_end if line_end >= 0 else len(head)])
+        if len(self.buffer) < end + 4 + length:
+            return
+        now = time.perf_counter()
+        ok = self.buffer[9:12] == b"200"
+        self.buffer = self.buffer[end + 4 + length :]
+        self.run.record(now, now - self.sent_at, ok)
+        if now < self.run.stop_at:
+            self._send()
+        else:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class _Run:
+    def __init__(self, start_at: float, stop_at: float) -> None:
+        self.start_at, self.stop_at = start_at, stop_at
+        self.latencies = array.array("d")
+        self.errors = 0
+
+    def record(self, now: float, latency: float, ok: bool) -> None:
+        if self.start_at <= now <= self.stop_at:
+            if ok:
+                self.latencies.append(latency)
+            else:
+                self.errors += 1
+
+
+async def _drive(port: int, ca_pem: str, requests: list[bytes], connections: int, warmup: float, duration: float):
+    loop = asyncio.get_running_loop()
+    context = ssl.create_default_context(cadata=ca_pem)
+    start_at = time.perf_counter() + 0.5 + warmup  # 0.5 s for the TLS handshakes
+    run = _Run(start_at, start_at + duration)
+    protocols = []
+    for index in range(connections):
+        _, protocol = await loop.create_connection(
+            lambda index=index: _Connection(requests, index * 7, run), "127.0.0.1", port,
+            ssl=context, server_hostname=SERVER_NAME,
+        )  # fmt: skip
+        protocols.append(protocol)
+    await asyncio.wait_for(asyncio.gather(*(p.closed for p in protocols)), timeout=warmup + duration + 30)
+    return run
+
+
+def _client_process(pipe: Any, port: int, ca_pem: str, requests: list[bytes], connections: int,
+                    warmup: float, duration: float) -> None:  # fmt: skip
+    import uvloop
+
+    run = uvloop.run(_drive(port, ca_pem, requests, connections, warmup, duration))
+    pipe.send((run.latencies.tobytes(), run.errors))
+    pipe.close()
+
+
+def _phase(port: int, ca_pem: str, requests: list[bytes], connections: int, clients: int,
+           warmup: float, duration: float) -> tuple[array.array, int]:  # fmt: skip
+    context = multiprocessing.get_context("fork")
+    workers = []
+    for index in range(clients):
+        receiver, sender = context.Pipe(duplex=False)
+        share = connections // clients + (1 if index < connections % clients else 0)
+        process = context.Process(target=_client_process,
+                                  args=(sender, port, ca_pem, requests, share, warmup, duration))  # fmt: skip
+        process.start()
+        workers.append((process, receiver))
+    latencies, errors = array.array("d"), 0
+    for process, receiver in workers:
+        try:
+            raw, failed = receiver.recv()
+        except EOFError:
+            raise RuntimeError("a load generator process failed (see its traceback above)") from None
+        finally:
+            process.join()
+        latencies.frombytes(raw)
+        errors += failed
+    return latencies, errors
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_ready(port: int, ca_pem: str, server: subprocess.Popen, timeout: float = 60.0) -> None:
+    context = ssl.create_default_context(cadata=ca_pem)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"webhook server exited with {server.returncode}: {server.stderr.read().decode()[-2000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as raw:
+                with context.wrap_socket(raw, server_hostname=SERVER_NAME) as tls:
+                    tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    if tls.recv(64).startswith(b"HTTP/1.1 200"):
+                        return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("webhook server did not become ready")
+
+
+def _summary(latencies: array.array, errors: int, seconds: float) -> dict[str, Any]:
+    ordered = sorted(latencies)
+
+    def percentile(fraction: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * 1000, 3) if ordered else 0.0
+
+    return {"requests": len(ordered), "errors": errors, "rps": round(len(ordered) / seconds, 1),
+            "p50_ms": percentile(0.50), "p90_ms": percentile(0.90), "p99_ms": percentile(0.99),
+            "max_ms": round(ordered[-1] * 1000, 3) if ordered else 0.0}  # fmt: skip
+
+
+def run_benchmark(*, connections: int = 32, duration: float = 5.0, warmup: float = 1.0, rounds: int = 2,
+                  workers: int = 1, clients: int = 1, progress: Callable[[str], Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    say = progress or (lambda message: None)
+    bodies = build_bodies()
+    requests = {path: _http_requests(path, items) for path, items in bodies.items()}
+    targets = {"echo": ECHO_PATH, "mutate": MUTATE_PATH, "validate": VALIDATE_PATH}
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="gangweb-bench-") as directory:
+        issued = certs.ensure_certificates(Path(directory), SERVICE, NAMESPACE)
+        ca_pem = issued.ca.cert_pem().decode()
+        port = _free_port()
+        command = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "webhook", "serve", "--dir", directory,
+                   "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--bench-echo"]  # fmt: skip
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _wait_ready(port, ca_pem, server)
+            collected: dict[str, tuple[array.array, int]] = {name: (array.array("d"), 0) for name in targets}
+            for round_number in range(1, rounds + 1):
+                for name, path in targets.items():
+                    say(f"round {round_number}/{rounds}: {name} ({connections} connections, {duration:g} s)")
+                    latencies, errors = _phase(port, ca_pem, requests[path], connections, clients, warmup, duration)
+                    total, failed = collected[name]
+                    total.extend(latencies)
+                    collected[name] = (total, failed + errors)
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+    seconds = duration * rounds
+    summary = {name: _summary(latencies, errors, seconds) for name, (latencies, errors) in collected.items()}
+    echo_rps = summary["echo"]["rps"] or 1.0
+    ratios = {name: round(summary[name]["rps"] / echo_rps, 3) for name in ("mutate", "validate")}
+    met = all(ratio >= GOAL_RATIO for ratio in ratios.values()) and all(
+        summary[name]["p99_ms"] <= GOAL_P99_MS for name in ("mutate", "validate")
+    )
+    return {
+        "connections": connections, "duration_s": duration, "warmup_s": warmup, "rounds": rounds,
+        "server_workers": workers, "client_processes": clients, "cpus": os.cpu_count(),
+        "loadavg_before": [round(x, 2) for x in load_before], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "targets": summary, "throughput_vs_echo": ratios,
+        "goals": {"min_throughput_vs_echo": GOAL_RATIO, "max_p99_ms": GOAL_P99_MS, "met": met},
+    }  # fmt: skip
+
+
+def format_table(result: dict[str, Any]) -> str:
+    lines = [
+        f"webhook bench: {result['connections']} TLS keep-alive connections, {result['rounds']} x "
+        f"{result['duration_s']:g} s per target, {result['server_workers']} server worker(s), "
+        f"{result['client_processes']} client process(es), {result['cpus']} CPUs, "
+        f"load average before {result['loadavg_before'][0]}",
+        f"{'target':<10}{'req/s':>10}{'vs echo':>9}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}",
+    ]
+    for name, row in result["targets"].items():
+        ratio = result["throughput_vs_echo"].get(name, 1.0)
+        lines.append(f"{name:<10}{row['rps']:>10.1f}{ratio:>9.2f}{row['p50_ms']:>9.2f}{row['p90_ms']:>9.2f}"
+                     f"{row['p99_ms']:>9.2f}{row['max_ms']:>9.2f}{row['errors']:>8}")  # fmt: skip
+    goals = result["goals"]
+    lines.append(f"goals: >= {goals['min_throughput_vs_echo']}x echo throughput and p99 <= {goals['max_p99_ms']:g} ms: "
+                 f"{'met' if goals['met'] else 'NOT met'}")  # fmt: skip
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,201 @@
+"""TLS for the webhook: a private CA and a serving certificate kube-apiserver accepts.
+
+kube-apiserver dials the Service and verifies the name ``<service>.<namespace>.svc`` against the
+certificate's DNS SubjectAlternativeNames (the CommonName has been ignored since Kubernetes 1.19), using
+the ``caBundle`` of the webhook configuration. ``ensure_certificates`` is idempotent: it reuses what
+is still valid, renews the serving certificate ``renew_before`` ahead of expiry (or when its names no
+longer match), and renews the CA likewise (which changes ``caBundle``: re-run ``webhook config``).
+Files are replaced atomically, so a server reloading them never reads half a certificate.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+CA_CERT, CA_KEY, TLS_CERT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"
+# Backdated: clocks of the apiserver and this host may differ by a little.
+CLOCK_SKEW = dt.timedelta(minutes=5)
+
+
+def dns_names(service: str, namespace: str) -> list[str]:
+    return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    cert: x509.Certificate
+    key: ec.EllipticCurvePrivateKey
+
+    def cert_pem(self) -> bytes:
+        return self.cert.public_bytes(serialization.Encoding.PEM)
+
+    def key_pem(self) -> bytes:
+        return self.key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def issue_ca(common_name: str, days: int, now: dt.datetime | None = None) -> KeyPair:
+    now = now or _now()
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - CLOCK_SKEW)
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
+                          data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+                          encipher_only=False, decipher_only=False),  # fmt: skip
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return KeyPair(cert, key)
+
+
+def issue_serving(ca: KeyPair, names: list[str], days: int, now: dt.datetime | None = None) -> KeyPair:
+    now = now or _now()
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+        .issuer_name(ca.cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - CLOCK_SKEW)
+        .not_valid_after(min(now + dt.timedelta(days=days), ca.cert.not_valid_after_utc))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name) for name in names]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                          data_encipherment=False, key_agreement=False, key_cert_sign=False, crl_sign=False,
+                          encipher_only=False, decipher_only=False),  # fmt: skip
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()), critical=False
+        )
+        .sign(ca.key, hashes.SHA256())
+    )
+    return KeyPair(cert, key)
+
+
+def san_names(cert: x509.Certificate) -> list[str]:
+    try:
+        return cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+            x509.DNSName
+        )
+    except x509.ExtensionNotFound:
+        return []
+
+
+def needs_renewal(cert: x509.Certificate, renew_before: dt.timedelta, now: dt.datetime | None = None) -> bool:
+    return cert.not_valid_after_utc - (now or _now()) <= renew_before
+
+
+def _load(directory: Path, cert_name: str, key_name: str) -> KeyPair | None:
+    try:
+        cert = x509.load_pem_x509_certificate((directory / cert_name).read_bytes())
+        key = serialization.load_pem_private_key((directory / key_name).read_bytes(), password=None)
+    except (OSError, ValueError):
+        return None  # missing or unreadable: issue a new one
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.public_key() != cert.public_key():
+        return None
+    return KeyPair(cert, key)
+
+
+def _write_atomically(path: Path, data: bytes, mode: int) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class CertificateSet:
+    ca: KeyPair
+    serving: KeyPair
+    issued_ca: bool
+    issued_serving: bool
+
+
+def ensure_certificates(
+    directory: Path,
+    service: str,
+    namespace: str,
+    *,
+    days: int = 365,
+    ca_days: int = 3650,
+    renew_before: dt.timedelta = dt.timedelta(days=30),
+    force: bool = False,
+    now: dt.datetime | None = None,
+) -> CertificateSet:
+    """Make sure ``directory`` holds a valid CA and serving certificate for the service."""
+    now = now or _now()
+    directory.mkdir(parents=True, exist_ok=True)
+    names = dns_names(service, namespace)
+    ca = None if force else _load(directory, CA_CERT, CA_KEY)
+    issued_ca = ca is None or needs_renewal(ca.cert, renew_before, now)
+    if issued_ca:
+        ca = issue_ca(f"gangweb-webhook-ca ({namespace})", ca_days, now)
+    serving = None if (force or issued_ca) else _load(directory, TLS_CERT, TLS_KEY)
+    issued_serving = (
+        serving is None
+        or needs_renewal(serving.cert, renew_before, now)
+        or sorted(san_names(serving.cert)) != sorted(names)
+        or serving.cert.issuer != ca.cert.subject
+    )
+    if issued_serving:
+        serving = issue_serving(ca, names, days, now)
+    # Key before certificate: a reloading server that sees the new certificate also finds its key.
+    if issued_ca:
+        _write_atomically(directory / CA_KEY, ca.key_pem(), 0o600)
+        _write_atomically(directory / CA_CERT, ca.cert_pem(), 0o644)
+    if issued_serving:
+        _write_atomically(directory / TLS_KEY, serving.key_pem(), 0o600)
+        _write_atomically(directory / TLS_CERT, serving.cert_pem(), 0o644)
+    return CertificateSet(ca=ca, serving=serving, issued_ca=issued_ca, issued_serving=issued_serving)
+
+
+def secret_manifest(certs: CertificateSet, name: str, namespace: str) -> dict:
+    """A ``kubernetes.io/tls`` Secret holding the serving pair and the CA certificate (not its key)."""
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode("ascii")
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"app.kubernetes.io/name": "gangweb", "app.kubernetes.io/component": "webhook"}},
+        "data": {"tls.crt": b64(certs.serving.cert_pem()), "tls.key": b64(certs.serving.key_pem()),
+                 "ca.crt": b64(certs.ca.cert_pem())},
+    }  # fmt: skip

@@ -1,0 +1,128 @@
+"""``python manage.py webhook certs|config|serve|bench``: TLS, registration, the server, its benchmark."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+import yaml
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from admission import certs
+
+DEFAULT_SERVICE = "gangweb-webhook"
+
+
+def _namespace() -> str:
+    return getattr(settings, "GANGWEB_NAMESPACE", "gangweb-system")
+
+
+def _dump(objects: list[dict], output_format: str) -> str:
+    if output_format == "json":
+        return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2) + "\n"
+    return yaml.safe_dump_all(objects, sort_keys=False)
+
+
+class Command(BaseCommand):
+    help = "Admission webhook: issue certificates, print its configuration, serve it over HTTPS, benchmark it."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+
+        cert_parser = sub.add_parser("certs", help="create or renew the CA and serving certificate")
+        cert_parser.add_argument("--dir", type=Path, default=Path("var/webhook-certs"), help="where the PEM files live")
+        cert_parser.add_argument("--service", default=DEFAULT_SERVICE)
+        cert_parser.add_argument("--namespace", default=None, help="default: GANGWEB_NAMESPACE")
+        cert_parser.add_argument("--days", type=int, default=365, help="serving certificate lifetime")
+        cert_parser.add_argument("--ca-days", type=int, default=3650)
+        cert_parser.add_argument("--renew-before-days", type=int, default=30)
+        cert_parser.add_argument("--force", action="store_true", help="issue new ones even if still valid")
+        cert_parser.add_argument("--secret", metavar="NAME", help="also print a kubernetes.io/tls Secret manifest")
+
+        config_parser = sub.add_parser("config", help="print the Mutating/ValidatingWebhookConfiguration")
+        config_parser.add_argument("--ca-file", type=Path, default=Path("var/webhook-certs") / certs.CA_CERT)
+        config_parser.add_argument("--service", default=DEFAULT_SERVICE)
+        config_parser.add_argument("--namespace", default=None, help="default: GANGWEB_NAMESPACE")
+        config_parser.add_argument("--port", type=int, default=443, help="the Service port")
+        config_parser.add_argument("--output", choices=("yaml", "json"), default="yaml")
+
+        serve_parser = sub.add_parser("serve", help="serve the webhook over HTTPS (reloads renewed certificates)")
+        serve_parser.add_argument("--dir", type=Path, default=Path("var/webhook-certs"))
+        serve_parser.add_argument("--host", default="0.0.0.0")
+        serve_parser.add_argument("--port", type=int, default=8443)
+        serve_parser.add_argument("--workers", type=int, default=1)
+        serve_parser.add_argument("--bench-echo", action="store_true", help="also serve /bench/echo (benchmark only)")
+        serve_parser.add_argument("--log-level", default="warning")
+
+        bench_parser = sub.add_parser("bench", help="throughput and latency against a minimal echo view")
+        bench_parser.add_argument("--connections", type=int, default=32)
+        bench_parser.add_argument("--duration", type=float, default=5.0, help="seconds measured per target and round")
+        bench_parser.add_argument("--warmup", type=float, default=1.0)
+        bench_parser.add_argument("--rounds", type=int, default=2, help="alternating echo/webhook rounds")
+        bench_parser.add_argument("--workers", type=int, default=1, help="server worker processes")
+        bench_parser.add_argument("--clients", type=int, default=1, help="load generator processes")
+        bench_parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args, **options) -> None:
+        action = options["action"]
+        getattr(self, f"_{action}")(options)
+
+    def _certs(self, options: dict) -> None:
+        namespace = options["namespace"] or _namespace()
+        result = certs.ensure_certificates(
+            options["dir"], options["service"], namespace, days=options["days"], ca_days=options["ca_days"],
+            renew_before=dt.timedelta(days=options["renew_before_days"]), force=options["force"],
+        )  # fmt: skip
+        stderr = self.stderr
+        stderr.write(
+            f"CA {'issued' if result.issued_ca else 'kept'} (valid until {result.ca.cert.not_valid_after_utc:%Y-%m-%d}); "
+            f"serving certificate {'issued' if result.issued_serving else 'kept'} for "
+            f"{', '.join(certs.dns_names(options['service'], namespace))} "
+            f"(valid until {result.serving.cert.not_valid_after_utc:%Y-%m-%d}) in {options['dir']}"
+        )
+        if result.issued_ca:
+            stderr.write("the CA changed: re-apply `manage.py webhook config` so caBundle matches")
+        if options["secret"]:
+            self.stdout.write(yaml.safe_dump(certs.secret_manifest(result, options["secret"], namespace), sort_keys=False))
+
+    def _config(self, options: dict) -> None:
+        from admission.webhookconfig import webhook_configurations
+
+        try:
+            ca_pem = options["ca_file"].read_bytes()
+        except OSError as error:
+            raise CommandError(f"cannot read the CA certificate {options['ca_file']}: {error.strerror}; "
+                               "run `manage.py webhook certs` first") from None  # fmt: skip
+        objects = webhook_configurations(
+            service=options["service"], namespace=options["namespace"] or _namespace(), ca_pem=ca_pem, port=options["port"]
+        )
+        self.stdout.write(_dump(objects, options["output"]), ending="")
+
+    def _serve(self, options: dict) -> None:
+        from admission.runtime import get_webhook
+        from admission.server import serve
+
+        directory: Path = options["dir"]
+        certfile, keyfile = directory / certs.TLS_CERT, directory / certs.TLS_KEY
+        if not certfile.exists() or not keyfile.exists():
+            raise CommandError(f"no {certs.TLS_CERT}/{certs.TLS_KEY} in {directory}; run `manage.py webhook certs --dir {directory}`")
+        self.stderr.write(f"gangweb webhook serving https://{options['host']}:{options['port']} "
+                          f"({options['workers']} worker(s), certificates from {directory})")  # fmt: skip
+        sys.stderr.flush()
+        serve(
+            get_webhook(), host=options["host"], port=options["port"], certfile=certfile, keyfile=keyfile,
+            workers=options["workers"], echo=options["bench_echo"], log_level=options["log_level"],
+        )  # fmt: skip
+
+    def _bench(self, options: dict) -> None:
+        from admission.bench import format_table, run_benchmark
+
+        result = run_benchmark(
+            connections=options["connections"], duration=options["duration"], warmup=options["warmup"],
+            rounds=options["rounds"], workers=options["workers"], clients=options["clients"],
+            progress=None if options["json"] else self.stderr.write,
+        )  # fmt: skip
+        self.stdout.write(json.dumps(result) if options["json"] else format_table(result))

@@ -1,0 +1,245 @@
+"""The production webhook server: HTTPS, keep-alive, its own process(es), no Django request machinery.
+
+kube-apiserver calls the webhook for every pod write, so the request path is kept short: uvicorn
+(httptools + uvloop) hands the body to a tiny ASGI app that calls ``admission.handler.Webhook``
+directly; no middleware, no ORM, no database or Redis. The Django views answer the same paths with
+the same handler, for the dashboard process and tests.
+
+Certificates are reloaded without a restart: the TLS context given to uvicorn carries an SNI
+callback that, at each new handshake, checks (at most once a second) whether the certificate or key
+file changed and, if so, hands the connection a context loaded from the new files. A failed reload
+(e.g. key and certificate caught mid-rotation) keeps the previous context and retries later.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from admission.handler import MUTATE, VALIDATE, Webhook
+from admission.webhookconfig import MUTATE_PATH, VALIDATE_PATH
+
+logger = logging.getLogger(__name__)
+
+ECHO_PATH = "/bench/echo"
+# Longer than kube-apiserver's idle keep-alive (90 s, Go's default transport): the server must not
+# close a connection the client is about to reuse, or a POST fails with "connection reset".
+KEEP_ALIVE_SECONDS = 120
+
+
+class CertificateReloader:
+    def __init__(self, certfile: Path, keyfile: Path, check_interval: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+        self.certfile, self.keyfile = Path(certfile), Path(keyfile)
+        self.check_interval = check_interval
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._stamp = self._file_stamp()
+        self._checked_at = clock()
+        self._current = self._load()
+        self._current.sni_callback = self._on_handshake
+        self.reloads = 0
+
+    def _file_stamp(self) -> tuple:
+        stamps = []
+        for path in (self.certfile, self.keyfile):
+            try:
+                info = path.stat()
+            except OSError:
+                return ()
+            stamps.append((info.st_ino, info.st_mtime_ns, info.st_size))
+        return tuple(stamps)
+
+    def _load(self) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(self.certfile, self.keyfile)
+        # HTTP/1.1 only: a Go client that is offered h2 would take it, and this server does not speak it.
+        context.set_alpn_protocols(["http/1.1"])
+        return context
+
+    @property
+    def context(self) -> ssl.SSLContext:
+        """The context uvicorn listens with; handshakes are moved to the newest one from here."""
+        return self._current
+
+    def current(self) -> ssl.SSLContext:
+        now = self.clock()
+        if now - self._checked_at < self.check_interval:
+            return self._current
+        with self._lock:
+            self._checked_at = now
+            stamp = self._file_stamp()
+            if stamp and stamp != self._stamp:
+                try:
+                    fresh = self._load()
+                except (OSError, ssl.SSLError, ValueError):
+                    logger.warning("new certificate files not loadable yet; keeping the previous ones", exc_info=True)
+                else:
+                    fresh.sni_callback = self._on_handshake
+                    self._current, self._stamp = fresh, stamp
+                    self.reloads += 1
+                    logger.info("reloaded serving certificate", extra={"certfile": str(self.certfile)})
+            return self._current
+
+    def _on_handshake(self, connection: Any, server_name: str | None, context: ssl.SSLContext) -> None:
+        newest = self.current()
+        if newest is not context:
+            connection.context = newest
+
+
+def _json(status: int, payload: dict[str, Any]) -> tuple[int, bytes]:
+    return status, json.dumps(payload).encode()
+
+
+class WebhookApp:
+    """ASGI app: the two webhook paths, probes, metrics, and (for the benchmark only) an echo path."""
+
+    def __init__(self, webhook: Webhook, echo: bool = False) -> None:
+        self.webhook = webhook
+        self.routes = {MUTATE_PATH: MUTATE, VALIDATE_PATH: VALIDATE}
+        if echo:
+            self.routes[ECHO_PATH] = "echo"
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        status, body, content_type = await self._answer(scope, receive)
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+        await send({"type": "http.response.body", "body": body})
+
+    async def _answer(self, scope: dict, receive: Callable) -> tuple[int, bytes, bytes]:
+        path, method = scope["path"], scope["method"]
+        if path in ("/healthz", "/readyz") and method in ("GET", "HEAD"):
+            return (*_json(200, {"status": "ok"}), b"application/json")
+        if path == "/metrics" and method == "GET":
+            return 200, generate_latest(), CONTENT_TYPE_LATEST.encode()
+        route = self.routes.get(path)
+        if route is None:
+            return (*_json(404, {"kind": "Status", "code": 404, "message": f"no webhook at {path}"}), b"application/json")
+        if method != "POST":
+            return (*_json(405, {"kind": "Status", "code": 405, "message": "use POST"}), b"application/json")
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length", b"")
+        rejected = self.webhook.precheck(
+            headers.get(b"content-type", b"").decode("latin-1"), int(declared) if declared.isdigit() else None
+        )
+        if rejected is not None:
+            return rejected.status, rejected.body, b"application/json"
+        chunks, size, limit = [], 0, self.webhook.max_body_bytes
+        while True:
+            message = await receive()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                answer = self.webhook.too_large()
+                return answer.status, answer.body, b"application/json"
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if route == "echo":
+            return 200, body, b"application/json"
+        answer = self.webhook.handle(route, body)
+        return answer.status, answer.body, b"application/json"
+
+
+def _config(app: WebhookApp, host: str, port: int, reloader: CertificateReloader, log_level: str):
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http="httptools",
+        loop="uvloop",
+        lifespan="off",
+        ssl_context_factory=lambda config, default: reloader.context,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        access_log=False,
+        server_header=False,
+        date_header=False,
+        log_level=log_level,
+    )
+
+
+def serve(
+    webhook: Webhook,
+    *,
+    host: str,
+    port: int,
+    certfile: Path,
+    keyfile: Path,
+    workers: int = 1,
+    echo: bool = False,
+    log_level: str = "warning",
+) -> None:
+    """Serve until SIGTERM/SIGINT. With ``workers`` > 1, forked processes share one listening socket."""
+    import uvicorn
+
+    reloader = CertificateReloader(certfile, keyfile)
+    config = _config(WebhookApp(webhook, echo=echo), host, port, reloader, log_level)
+    if workers <= 1:
+        uvicorn.Server(config).run()
+        return
+    sock = config.bind_socket()
+    children: dict[int, int] = {}
+
+    def start(slot: int) -> None:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                for signum in (signal.SIGTERM, signal.SIGINT):
+                    signal.signal(signum, signal.SIG_DFL)
+                uvicorn.Server(config).run(sockets=[sock])
+            finally:
+                os._exit(0)
+        children[pid] = slot
+
+    stopping = False
+
+    def stop(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    for slot in range(workers):
+        start(slot)
+    while children:
+        try:
+            pid, _status = os.wait()
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        slot = children.pop(pid, None)
+        if slot is not None and not stopping:
+            logger.error("webhook worker exited; starting a new one", extra={"pid": pid})
+            start(slot)
+    sock.close()
+
