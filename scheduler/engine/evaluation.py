@@ -77,7 +77,7 @@ class Problem:
 
     # -- placements -----------------------------------------------------------------------------
     def place(self, domain: Domain, free: np.ndarray, removed_all: bool) -> list[tuple[int, int]]:
-        nodes = place_least_allocated(self.snapshot, self.gang.pending, free, domain.nodes,
+        nodes = place_least_allocated(self.snapshot, self.gang.pending, free[domain.nodes], domain.nodes,
                                       self.port_book(removed_all))
         return [(p, n) for p, n in zip(self.gang.pending, nodes) if n >= 0]
 

@@ -66,9 +66,18 @@ def ports_conflict(wanted: Iterable[tuple[str, str, int]], used: Iterable[tuple[
     return False
 
 
+_COLUMNS: dict[bytes, np.ndarray] = {}
+
+
 def fit_columns(request: np.ndarray) -> np.ndarray:
     """Columns NodeResourcesFit checks for this request: the ones it asks for (pods always)."""
-    return np.flatnonzero(request)
+    key = request.tobytes()
+    cols = _COLUMNS.get(key)
+    if cols is None:
+        if len(_COLUMNS) > 10_000:
+            _COLUMNS.clear()
+        cols = _COLUMNS[key] = np.flatnonzero(request)
+    return cols
 
 
 def fits(free_row: np.ndarray, request: np.ndarray) -> bool:
@@ -106,29 +115,45 @@ class PortBook:
         self.extra.setdefault(node, []).extend(ports)
 
 
-def place_least_allocated(snapshot: "Snapshot", pods: Sequence[int], free: np.ndarray, nodes: np.ndarray,
+def place_least_allocated(snapshot: "Snapshot", pods: Sequence[int], local_free: np.ndarray, nodes: np.ndarray,
                           port_book: PortBook | None = None) -> list[int]:
-    """Greedy kube-scheduler-like placement, pod by pod, onto ``nodes`` (indices); ``free`` is only
-    read. Returns the node index per pod (-1 when it did not fit anywhere)."""
+    """Greedy kube-scheduler-like placement, pod by pod, onto ``nodes`` (indices) whose free
+    capacity rows are ``local_free`` (a copy this function consumes). Returns the node index per pod
+    (-1 when it did not fit anywhere)."""
     out = []
-    local_free = free[nodes]
+    shape = None
     for pod_idx in pods:
         pod = snapshot.pods[pod_idx]
         request = snapshot.pod_req[pod_idx]
         cols = fit_columns(request)
-        feasible = node_mask(snapshot, pod)[nodes] & np.all(local_free[:, cols] >= request[cols], axis=1)
-        candidates = np.flatnonzero(feasible)
-        if pod.host_ports and port_book is not None and len(candidates):
-            candidates = np.array([c for c in candidates.tolist()
-                                   if not ports_conflict(pod.host_ports, port_book.used(int(nodes[c])))],
-                                  dtype=np.int64)
-        if not len(candidates):
-            out.append(-1)
-            continue
-        scores = least_allocated_scores(snapshot, local_free, request, candidates, nodes)
-        local = int(candidates[int(np.argmax(scores))])
+        key = (request.tobytes(), pod.placement_signature())
+        if key != shape:
+            # A new shape: score every node once; later pods of the shape only rescore one node.
+            shape = key
+            allowed = node_mask(snapshot, pod)[nodes]
+            feasible = allowed & np.all(local_free[:, cols] >= request[cols], axis=1)
+            scores = np.full(len(nodes), -1, dtype=np.int64)
+            where = np.flatnonzero(feasible)
+            scores[where] = least_allocated_scores(snapshot, local_free, request, where, nodes)
+        candidates = None
+        if pod.host_ports and port_book is not None:
+            candidates = [c for c in np.flatnonzero(scores >= 0).tolist()
+                          if not ports_conflict(pod.host_ports, port_book.used(int(nodes[c])))]
+            if not candidates:
+                out.append(-1)
+                continue
+            local = candidates[int(np.argmax(scores[candidates]))]
+        else:
+            local = int(np.argmax(scores))
+            if scores[local] < 0:
+                out.append(-1)
+                continue
         node = int(nodes[local])
         local_free[local] -= request
+        if bool(allowed[local]) and np.all(local_free[local, cols] >= request[cols]):
+            scores[local] = least_allocated_scores(snapshot, local_free, request, np.array([local]), nodes)[0]
+        else:
+            scores[local] = -1
         if pod.host_ports and port_book is not None:
             port_book.add(node, pod.host_ports)
         out.append(node)

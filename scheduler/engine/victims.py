@@ -108,8 +108,26 @@ class UnitIndex:
         self.pod_unit_priority = np.zeros(len(snap.pods), dtype=np.int64)
         held = np.flatnonzero(self.pod_unit >= 0)
         self.pod_unit_priority[held] = self.priorities[self.pod_unit[held]]
+        # One row per (unit, node) it occupies: lets whole-domain questions about units run in numpy.
+        entries = sorted(((unit.index, node, req) for unit in units for node, req in unit.node_req.items()),
+                         key=lambda e: e[1])
+        self.entry_unit = np.array([e[0] for e in entries], dtype=np.int64)
+        self.entry_node = np.array([e[1] for e in entries], dtype=np.int64)
+        self.entry_req = (np.array([e[2] for e in entries], dtype=np.int64) if entries
+                          else np.zeros((0, len(snap.resources)), dtype=np.int64))
+        # Entries are sorted by node: node n owns entries[entry_start[n]:entry_start[n + 1]].
+        self.entry_start = np.searchsorted(self.entry_node, np.arange(len(snap.nodes) + 1))
         self._released: dict[int, np.ndarray] = {}
         self._violations: dict[int, np.ndarray] = {}
+
+    def entries_on(self, nodes: np.ndarray) -> np.ndarray:
+        """Indices of the (unit, node) entries on these nodes."""
+        starts, ends = self.entry_start[nodes], self.entry_start[nodes + 1]
+        lengths = ends - starts
+        if not lengths.sum():
+            return np.zeros(0, dtype=np.int64)
+        offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+        return offsets + np.arange(int(lengths.sum()))
 
     def _pod_pdbs(self) -> dict[int, list[int]]:
         snap = self.snapshot

@@ -17,6 +17,7 @@ from ..evaluation import Candidate, Problem
 from ..gang import Domain
 from ..parallel import evaluate_domains
 from ..plan import Plan
+from ..unitfill import unit_fill_placement
 from ..victims import NO_VICTIM_PRIORITY
 from .base import PreemptionPolicy
 from .explain import describe_choice, describe_infeasible
@@ -32,6 +33,9 @@ def evaluate_domain(problem: Problem, domain: Domain) -> list[Candidate]:
     if kube_like:
         out.append(problem.candidate(domain, kube_like, problem.reprieve(kube_like),
                                      "least-allocated placement, greedy reprieval"))
+    filled = unit_fill_placement(problem, domain)
+    if filled:
+        out.append(problem.candidate(domain, filled, problem.reprieve(filled), "unit-fill placement, greedy reprieval"))
     assignments, evicted = CostAwarePlacer(problem, domain).place()
     if assignments:
         out.append(problem.candidate(domain, assignments, problem.reprieve(assignments),
