@@ -17,10 +17,12 @@ def node(name: str, gpus: int = 8) -> dict[str, Any]:
 
 
 def pod(name: str, namespace: str = "team-a", *, node: str | None = "node-1", group: str | None = None,
-        labels: dict[str, str] | None = None, ready: bool = True, phase: str | None = None) -> dict[str, Any]:
+        labels: dict[str, str] | None = None, ready: bool = True, phase: str | None = None,
+        priority: int = 100) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [{"name": "main", "image": "registry.example/train:1",
                                             "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
-                            "priorityClassName": "batch-low", "priority": 100}
+                            "priorityClassName": "train-high" if priority >= 1000 else "batch-low",
+                            "priority": priority}
     if node:
         spec["nodeName"] = node
     if group:
@@ -61,5 +63,20 @@ def small_cluster() -> list[dict[str, Any]]:
                                                                    labels={"app": "low"}),
         pdb("low-pdb", app="low", min_available=1),
         pod("solo", labels={"app": "solo"}),
-        pod("high-0", node=None, group="high-gang"), pod("high-1", node=None, group="high-gang"),
+        pod("high-0", node=None, group="high-gang", priority=1000),
+        pod("high-1", node=None, group="high-gang", priority=1000),
+    ]
+
+
+def full_cluster() -> list[dict[str, Any]]:
+    """Two 2-GPU nodes, all busy with low-priority work; a 2-pod high-priority gang waits."""
+    return [
+        node("node-1", gpus=2), node("node-2", gpus=2),
+        priority_class("batch-low", 100), priority_class("train-high", 1000),
+        podgroup("low-gang"), podgroup("high-gang", priority=1000),
+        pod("low-0", group="low-gang", labels={"app": "low"}),
+        pod("low-1", node="node-2", group="low-gang", labels={"app": "low"}),
+        pod("solo-1", labels={"app": "solo"}), pod("solo-2", node="node-2", labels={"app": "solo"}),
+        pod("high-0", node=None, group="high-gang", priority=1000),
+        pod("high-1", node=None, group="high-gang", priority=1000),
     ]
