@@ -283,3 +283,26 @@ class PriorityClass:
         self.value = value
         self.global_default = bool(obj.get("globalDefault"))
         self.preemption_policy = _preemption_policy(obj.get("preemptionPolicy"), "preemptionPolicy")
+
+
+class Workload:
+    """Only validated: the engine plans from PodGroups, which carry everything a Workload templates."""
+
+    __slots__ = ("key",)
+    MAX_TEMPLATES = 8
+
+    def __init__(self, obj: Mapping) -> None:
+        meta = Meta(obj.get("metadata"), namespaced=True)
+        spec = _map(obj.get("spec"), "spec")
+        self.key = meta.key
+        for field in ("podGroupTemplates", "compositePodGroupTemplates"):
+            templates = spec.get(field)
+            if templates is None:
+                continue
+            if not isinstance(templates, list):
+                raise ValueError(f"spec.{field}: expected a list")
+            if len(templates) > self.MAX_TEMPLATES:
+                raise ValueError(f"spec.{field}: at most {self.MAX_TEMPLATES} templates, got {len(templates)}")
+            for i, template in enumerate(templates):
+                if not isinstance(template, Mapping) or not isinstance(template.get("name"), str) or not template["name"]:
+                    raise ValueError(f"spec.{field}[{i}].name: required")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .gang import Domain
 
 PATIENCE = 16
-PARALLEL_MIN_NODES = 200_000
+PARALLEL_MIN_NODES = int(os.environ.get("GANGWEB_ENGINE_PARALLEL_MIN_NODES", "200000"))
 _SNAPSHOTS: dict[int, object] = {}
 _POOLS: dict[int, ProcessPoolExecutor] = {}
 

@@ -19,7 +19,7 @@ import numpy as np
 import yaml
 
 from .errors import SnapshotError, object_label
-from .objects import (NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, PriorityClass)
+from .objects import NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, PriorityClass, Workload
 from .resources import CPU, EPHEMERAL, MEMORY, PODS
 
 MAX_TREE_DEPTH = 8  # guard for parentCompositePodGroupName chains (the API allows 4 levels)
@@ -31,6 +31,7 @@ _PARSERS = {
     "CompositePodGroup": lambda obj: Group(obj, "CompositePodGroup"),
     "PodDisruptionBudget": DisruptionBudget,
     "PriorityClass": PriorityClass,
+    "Workload": Workload,
 }
 
 

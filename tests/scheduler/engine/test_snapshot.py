@@ -114,6 +114,12 @@ def _bad(mutate):
                          "status": {"disruptionsAllowed": -1}}), "PodDisruptionBudget default/b: status.disruptionsAllowed"),
     (lambda o: o.append({"kind": "PriorityClass", "metadata": {"name": "pc"}}), "PriorityClass pc: value: required"),
     (lambda o: o.append(node("n1")), "Node n1: appears twice"),
+    (lambda o: o.append({"kind": "Workload", "metadata": {"name": "w", "namespace": "default"},
+                         "spec": {"podGroupTemplates": [{"name": f"t{i}"} for i in range(9)]}}),
+     "Workload default/w: spec.podGroupTemplates: at most 8"),
+    (lambda o: o.append({"kind": "Workload", "metadata": {"name": "w", "namespace": "default"},
+                         "spec": {"podGroupTemplates": [{"schedulingPolicy": {}}]}}),
+     "Workload default/w: spec.podGroupTemplates[0].name"),
 ])
 def test_malformed_objects_name_object_and_field(mutate, expected):
     with pytest.raises(SnapshotError) as caught:
