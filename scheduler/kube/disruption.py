@@ -113,6 +113,8 @@ def evict(store: ObjectStore, namespace: str, name: str, eviction: dict, dry_run
 
     Returns the success Status body (HTTP 201); raises ``ApiError`` (404, 429, 500, 400) otherwise.
     """
+    if not isinstance(eviction, dict) or eviction.get("kind", "Eviction") != "Eviction":
+        raise errors.bad_request("not a Eviction object")
     body_name = (eviction.get("metadata") or {}).get("name")
     if body_name and body_name != name:
         raise errors.bad_request("name in URL does not match name in Eviction object")

@@ -109,6 +109,8 @@ class ObjectStore:
     def create(
         self, resource: Resource, obj: dict, namespace: str | None = None, *, dry_run: bool = False
     ) -> dict:
+        if not isinstance(obj, dict):
+            raise errors.bad_request(f"a {resource.kind} must be a JSON object")
         obj = to_storage(resource, copy.deepcopy(obj))
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -154,6 +156,8 @@ class ObjectStore:
         dry_run: bool = False,
     ) -> dict:
         """A PUT: optimistic concurrency on ``metadata.resourceVersion`` (409 when stale, 422 when absent)."""
+        if not isinstance(new, dict):
+            raise errors.bad_request(f"a {resource.kind} must be a JSON object")
         with self._cond:
             current = self._stored(resource, namespace, name)
             wanted_rv = (new.get("metadata") or {}).get("resourceVersion")

@@ -141,6 +141,26 @@ def test_events_created_in_one_group_are_listed_in_the_other(api):
         ("Preempted", "solo", "Preempted by podgroup u1 on node cluster")]
 
 
+@pytest.mark.parametrize("path, body", [
+    ("/api/v1/namespaces/team-a/pods", [1, 2]),
+    ("/api/v1/namespaces/team-a/pods/solo/eviction", {"kind": "Pod"}),
+    ("/api/v1/namespaces/team-a/pods/solo/eviction", {"kind": "Eviction", "metadata": {"name": "other"}}),
+])
+def test_malformed_bodies_get_400_not_500(server, path, body):
+    import urllib3
+
+    answer = urllib3.request("POST", server.url + path, json=body)
+    assert answer.status == 400 and answer.json()["reason"] == "BadRequest"
+
+
+def test_non_json_body_gets_400(server):
+    import urllib3
+
+    answer = urllib3.request("POST", server.url + "/api/v1/namespaces/team-a/pods", body=b"{nope",
+                             headers={"Content-Type": "application/json"})
+    assert answer.status == 400 and "not valid JSON" in answer.json()["message"]
+
+
 def test_discovery_lists_the_served_groups(api):
     groups = client.ApisApi(api).get_api_versions()
     names = {g.name for g in groups.groups}
