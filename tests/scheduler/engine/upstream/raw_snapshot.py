@@ -78,7 +78,9 @@ class RawSnapshot:
         self.priority_classes = {d["metadata"]["name"]: d["value"] for d in documents if d["kind"] == "PriorityClass"}
 
     def running(self) -> dict[str, dict]:
-        return {k: p for k, p in self.pods.items() if p["spec"].get("nodeName")}
+        """Bound pods that still hold their resources (finished ones hold nothing)."""
+        return {k: p for k, p in self.pods.items()
+                if p["spec"].get("nodeName") and p["status"].get("phase") not in ("Succeeded", "Failed")}
 
     def group_of(self, pod: dict) -> dict | None:
         name = (pod["spec"].get("schedulingGroup") or {}).get("podGroupName")
