@@ -17,7 +17,7 @@ import pytest
 
 from scheduler.engine import load_snapshot, plan
 
-from .raw_snapshot import RawSnapshot, load_documents, plan_cost, replay_problems
+from .raw_snapshot import POLICY_ANNOTATION, RawSnapshot, load_documents, plan_cost, replay_problems
 
 FIXTURE_DIR = Path(__file__).resolve().parents[3] / "fixtures" / "upstream"
 GENERATOR = FIXTURE_DIR / "_build" / "generate.py"
@@ -60,7 +60,7 @@ def _never_cases():
         raw = _raw(name)
         if raw.preemption_policy(group_key) != "Never":
             continue
-        annotated = bool((raw.groups[group_key]["metadata"].get("annotations") or {}))
+        annotated = POLICY_ANNOTATION in (raw.groups[group_key]["metadata"].get("annotations") or {})
         for policy in POLICIES if annotated else (*POLICIES, "legacy"):
             params.append(pytest.param(name, policy, id=f"{name}-{policy}"))
     return params
