@@ -130,12 +130,21 @@ class Reflector:
     def relist(self) -> None:
         items, resource_version = list_raw(self._api_client, self.resource, namespace=self._namespace,
                                            timeout=self._request_timeout)
+        fresh = {object_key(o): o for o in items}
         with self._lock:
-            self._objects = {object_key(o): o for o in items}
+            previous, self._objects = self._objects, fresh
             self.resource_version = resource_version
         self.lists += 1
         self.synced.set()
         if self._listener:
+            # what changed while we were not watching, as the events a watch would have delivered
+            for key, obj in previous.items():
+                if key not in fresh:
+                    self._listener("DELETED", self.resource, obj)
+            for key, obj in fresh.items():
+                old = previous.get(key)
+                if old is None or old["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
+                    self._listener("ADDED" if old is None else "MODIFIED", self.resource, obj)
             self._listener("RELIST", self.resource, None)
 
     def _watch_once(self) -> None:

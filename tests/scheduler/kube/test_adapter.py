@@ -68,6 +68,8 @@ def test_bookmarks_advance_the_resource_version_of_quiet_kinds(server, cluster):
 
 
 def test_expired_watch_relists(server, cluster):
+    heard = []
+    cluster.add_listener(lambda type_, resource, obj: obj and heard.append((type_, obj["metadata"]["name"])))
     cluster.start()
     reflector = cluster.reflector(PODS)
     lists_before = reflector.lists
@@ -81,6 +83,8 @@ def test_expired_watch_relists(server, cluster):
     assert cluster.wait_for(lambda objs: "while-away" in names(objs, "Pod") and "solo" not in names(objs, "Pod"),
                             10)
     assert reflector.expired >= 1 and reflector.lists > lists_before
+    # listeners hear what the relist found, as if the watch had delivered it
+    assert ("DELETED", "solo") in heard and ("ADDED", "while-away") in heard
 
 
 def test_reconnects_after_the_server_restarts(server, cluster):
