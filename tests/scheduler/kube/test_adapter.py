@@ -280,3 +280,17 @@ def test_bad_kubeconfig_is_a_clear_error(tmp_path):
     missing = tmp_path / "nope"
     with pytest.raises(ClusterError, match="cannot load kubeconfig"):
         KubeCluster.from_kubeconfig(missing)
+
+
+def test_in_cluster_outside_a_cluster_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(ClusterError, match="not running in a cluster"):
+        KubeCluster.in_cluster()
+
+
+def test_from_environment_follows_kubeconfig(server, kubeconfig, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")  # KUBECONFIG wins, as the runtime expects
+    cluster = KubeCluster.from_environment()
+    assert cluster.get_pod("team-a", "solo")["metadata"]["name"] == "solo"
+    cluster.close()
