@@ -33,6 +33,7 @@ SCHEDULED = "PodGroupInitiallyScheduled"
 # Pending gangs are dropped by their owners after this long, which keeps the queue bounded.
 MAX_WAIT_SECONDS = 4 * 3600
 MAX_PENDING_GANGS = 8
+INITIAL_WAITING_GANGS = 3
 # Mean simulated GPU-minutes of a submitted gang (from the catalog's tier mix), used to set an arrival
 # rate that keeps the cluster a little over-subscribed: some gangs always wait, as on real clusters.
 _MEAN_GANG_GPU_MINUTES = 1950
@@ -88,6 +89,16 @@ class SimulatedCluster:
             for pod in self._gang_pods(gang.key):
                 pod.started = gang.started
                 pod.created = gang.created = min(gang.created, gang.started)
+        # A few gangs that do not fit wait from the start: the situation gangweb exists for.
+        for _ in range(20 * INITIAL_WAITING_GANGS):
+            if len(self._waiting()) >= INITIAL_WAITING_GANGS:
+                break
+            gang = self._workload.new_gang(self._now - self._rng.randint(1, 20) * 60, self.total_gpus)
+            self._submit(gang)
+            if first_fit(gang, self._gang_pods(gang.key), [], self._nodes) is not None:
+                self._drop(gang)
+            else:
+                self._mark_unschedulable(gang)
         self._changes.clear()
 
     @property
@@ -227,7 +238,7 @@ class SimulatedCluster:
 
     def _submit_arrivals(self) -> None:
         for _ in range(self._poisson(self._arrival_rate)):
-            if sum(1 for g in self._gangs.values() if g.started is None) >= MAX_PENDING_GANGS:
+            if len(self._waiting()) >= MAX_PENDING_GANGS:
                 return
             gang = self._workload.new_gang(self._now, self.total_gpus)
             self._submit(gang)
@@ -256,6 +267,9 @@ class SimulatedCluster:
     def _change(self, type_: str, gang: SimGang, **extra: Any) -> dict[str, Any]:
         return {"type": type_, "podGroup": gang.key, "priorityClass": gang.tier.priority_class,
                 "priority": gang.tier.value, "gpus": gang.gpus, **extra}
+
+    def _waiting(self) -> list[SimGang]:
+        return [g for g in self._gangs.values() if g.started is None]
 
     def _gang_pods(self, gang_key: str) -> list[SimPod]:
         return [p for p in self._pods.values() if p.gang_key == gang_key]

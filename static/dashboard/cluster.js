@@ -164,7 +164,7 @@
   // --- activity feed ---------------------------------------------------------------------------
 
   const CHANGE_TEXT = {
-    "gang-submitted": ["＋", (c) => `${c.podGroup} submitted: ${c.gpus} GPUs, ${c.priorityClass}`],
+    "gang-submitted": ["+", (c) => `${c.podGroup} submitted: ${c.gpus} GPUs, ${c.priorityClass}`],
     "gang-bound": ["▶", (c) => `${c.podGroup} placed`],
     "gang-finished": ["✓", (c) => `${c.podGroup} finished, ${c.gpus} GPUs freed`],
     "gang-abandoned": ["✗", (c) => `${c.podGroup} gave up waiting`],
