@@ -18,6 +18,9 @@ from urllib.parse import urlparse
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# Subprocesses the tests start (servers, workers, CLI runs) read settings outside pytest; with
+# DATABASE_URL/REDIS_URL set they are not the demo and need a key like any deployment.
+os.environ.setdefault("SECRET_KEY", "gangweb-test-suite-only")
 REQUIRE_SERVICES = os.environ.get("GANGWEB_REQUIRE_SERVICES") == "1" or os.environ.get("CI") == "true"
 
 
