@@ -257,7 +257,9 @@ def _finish_side_effects(request: PreemptionRequest) -> None:
 
 
 def _lock_eviction(eviction_id: int) -> Eviction:
-    return Eviction.objects.select_for_update().select_related("plan__request").get(pk=eviction_id)
+    # of=("self",): lock the eviction row only; locking the joined plan and request rows too would
+    # serialise every parallel eviction of a plan on its request row.
+    return Eviction.objects.select_for_update(of=("self",)).select_related("plan__request").get(pk=eviction_id)
 
 
 def _eviction_payload(eviction: Eviction) -> dict[str, Any]:

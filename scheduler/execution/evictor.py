@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -34,7 +35,11 @@ class RetryPolicy:
 
 
 def in_threads(rows: Iterable[Eviction], work: Callable[[Eviction], object], width: int = 16) -> list:
-    """Run ``work`` for every row in parallel; each thread closes its own database connection."""
+    """Run ``work`` for every row on up to ``width`` threads; results in row order.
+
+    Each thread keeps one database connection for all its rows and closes it when it runs out of work
+    (Django connections are per thread; a pool thread that never closes would leak one).
+    """
     rows = list(rows)
     if not rows:
         return []
@@ -42,16 +47,35 @@ def in_threads(rows: Iterable[Eviction], work: Callable[[Eviction], object], wid
         # SQLite (the demo) fails concurrent write transactions with "database is locked" instead of
         # waiting; one at a time costs nothing against the in-memory simulated cluster.
         width = 1
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for index in range(len(rows)):
+        todo.put(index)
+    results: list = [None] * len(rows)
+    errors: list[BaseException] = []
 
-    def run(row: Eviction):
+    def drain() -> None:
         close_old_connections()
         try:
-            return work(row)
+            while True:
+                try:
+                    index = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    results[index] = work(rows[index])
+                except BaseException as exc:  # re-raised in the caller, after every thread is done
+                    errors.append(exc)
         finally:
             connection.close()
 
-    with ThreadPoolExecutor(max_workers=min(width, len(rows)), thread_name_prefix="gangweb-evict") as pool:
-        return list(pool.map(run, rows))
+    threads = [threading.Thread(target=drain, name=f"gangweb-evict-{i}") for i in range(min(width, len(rows)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def dry_run(cluster: Cluster, row: Eviction) -> EvictionResult:
