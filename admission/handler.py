@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from admission.inference import Gang
 from admission.metrics import LATENCY, REQUESTS
 from admission.mutate import mutate_pod
 from admission.policy import AdmissionPolicy
@@ -25,23 +26,38 @@ logger = logging.getLogger(__name__)
 MUTATE, VALIDATE = "mutate", "validate"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Answer:
     status: int
     body: bytes
 
 
-def _subject(request: AdmissionRequest) -> dict[str, Any]:
-    metadata = (request.object or request.old_object or {}).get("metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
-    return {
-        "uid": request.uid,
-        "kind": request.kind,
-        "namespace": request.namespace,
-        "name": str(metadata.get("name") or request.name or metadata.get("generateName") or ""),
-        "operation": request.operation,
-        "dryRun": request.dry_run,
-    }
+@dataclass(slots=True)
+class Decision:
+    """What the dashboard hears about one answer. Built cheaply on the request path; turned into an
+    event payload later, on the recorder's thread."""
+
+    request: AdmissionRequest
+    webhook: str
+    allowed: bool
+    message: str
+    warnings: list[str]
+    gang: Gang | None = None
+
+    def as_event(self) -> dict[str, Any]:
+        request = self.request
+        metadata = (request.object or request.old_object or {}).get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        event: dict[str, Any] = {
+            "uid": request.uid, "webhook": self.webhook, "kind": request.kind, "namespace": request.namespace,
+            "name": str(metadata.get("name") or request.name or metadata.get("generateName") or ""),
+            "operation": request.operation, "dryRun": request.dry_run, "allowed": self.allowed,
+            "message": self.message, "warnings": self.warnings,
+        }  # fmt: skip
+        if self.gang is not None:
+            event.update(podGroup=self.gang.name, source=self.gang.source, minCount=self.gang.min_count,
+                         mode=self.gang.mode)  # fmt: skip
+        return event
 
 
 class Webhook:
@@ -98,12 +114,7 @@ class Webhook:
             self._counters[MUTATE, "untouched"].inc()
             return Answer(200, build_response(request.uid, allowed=True))
         self._counters[MUTATE, "patched"].inc()
-        gang = mutation.gang
-        self._record(request, {
-            "webhook": MUTATE, "allowed": True, "podGroup": gang.name if gang else "",
-            "source": gang.source if gang else "", "minCount": gang.min_count if gang else None,
-            "mode": gang.mode if gang else "", "message": mutation.reason, "warnings": [],
-        })  # fmt: skip
+        self._record(Decision(request, MUTATE, True, mutation.reason, [], mutation.gang))
         return Answer(200, build_response(request.uid, allowed=True, patch=mutation.patch))
 
     def _validate(self, request: AdmissionRequest) -> Answer:
@@ -115,13 +126,12 @@ class Webhook:
         else:
             self._counters[VALIDATE, "denied"].inc()
         if verdict.warnings or not verdict.allowed:
-            self._record(request, {"webhook": VALIDATE, "allowed": verdict.allowed,
-                                   "message": verdict.message, "warnings": verdict.warnings})  # fmt: skip
+            self._record(Decision(request, VALIDATE, verdict.allowed, verdict.message, verdict.warnings))
         return Answer(
             200,
             build_response(request.uid, allowed=verdict.allowed, message=verdict.message, warnings=verdict.warnings),
         )
 
-    def _record(self, request: AdmissionRequest, decision: dict[str, Any]) -> None:
+    def _record(self, decision: Decision) -> None:
         if self.recorder is not None:
-            self.recorder.offer({**_subject(request), **decision})
+            self.recorder.offer(decision)

@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from admission import labels as L
@@ -30,7 +31,7 @@ class OwnerRef:
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Gang:
     name: str  # the PodGroup name, a valid DNS subdomain
     source: str  # which rule found it, e.g. "jobset", "kueue"
@@ -46,6 +47,7 @@ _INVALID_CHARS = re.compile(r"[^a-z0-9.-]+")
 _POSITIVE_INT = re.compile(r"^[1-9][0-9]{0,8}$")
 
 
+@lru_cache(maxsize=4096)  # the pods of one gang repeat the same name
 def podgroup_name(raw: str) -> str:
     """``raw`` if it is a valid object name, else a readable valid name with a hash of ``raw``.
 

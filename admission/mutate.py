@@ -16,7 +16,7 @@ from admission.policy import AdmissionPolicy
 from admission.review import AdmissionRequest
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Mutation:
     patch: list[dict[str, Any]] = field(default_factory=list)
     gang: Gang | None = None

@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from admission.metrics import EVENTS_DROPPED, EVENTS_RECORDED
 
@@ -31,6 +31,10 @@ logger = logging.getLogger(__name__)
 
 EVENT_TYPE = "admission.decisions"
 Publish = Callable[[str, dict[str, Any]], None]
+
+
+class Recordable(Protocol):
+    def as_event(self) -> dict[str, Any]: ...
 
 
 def _default_publish(event_type: str, payload: dict[str, Any]) -> None:
@@ -47,7 +51,7 @@ class DecisionRecorder:
         self.interval = interval
         self.max_batch = max_batch
         # deque.append/popleft are atomic: the request path never takes a lock here.
-        self._buffer: deque[dict[str, Any]] = deque()
+        self._buffer: deque[Recordable] = deque()
         self._dropped_since_publish = 0
         self._thread: threading.Thread | None = None
         self._thread_pid = 0
@@ -55,7 +59,7 @@ class DecisionRecorder:
         self._idle = threading.Event()
         self._idle.set()
 
-    def offer(self, decision: dict[str, Any]) -> None:
+    def offer(self, decision: Recordable) -> None:
         """Never blocks: a full buffer drops the decision."""
         if self._thread is None or self._thread_pid != os.getpid():
             self._start()
@@ -87,9 +91,9 @@ class DecisionRecorder:
             batch.append(self._buffer.popleft())
         dropped, self._dropped_since_publish = self._dropped_since_publish, 0
         if batch or dropped:
-            payload = {"decisions": batch[-self.max_batch :], "count": len(batch), "dropped": dropped}
             try:
-                self._publish(EVENT_TYPE, payload)
+                decisions = [decision.as_event() for decision in batch[-self.max_batch :]]
+                self._publish(EVENT_TYPE, {"decisions": decisions, "count": len(batch), "dropped": dropped})
             except Exception:
                 EVENTS_DROPPED.labels("publish_failed").inc(len(batch))
                 logger.warning("admission decisions not published", exc_info=True)

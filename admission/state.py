@@ -20,7 +20,7 @@ from typing import Any
 GangKey = tuple[str, str]  # (namespace, PodGroup name)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class MemberSignature:
     """The fields every member of one gang must share, and the GPU shape they should share."""
 

@@ -22,7 +22,7 @@ from admission.state import GangIndex, MemberSignature
 SCHEDULING_GROUP = "scheduling.k8s.io"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Verdict:
     allowed: bool = True
     message: str = ""
