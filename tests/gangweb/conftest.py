@@ -1,0 +1,103 @@
+"""Fixtures for the dashboard tests: a fresh simulated cluster, and the real demo command as a process."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, free_port
+
+# The demo runs on the embedded defaults, whatever services the surrounding test run points at.
+EMBEDDED_DEFAULTS = {"DATABASE_URL": "", "REDIS_URL": "", "KUBECONFIG": "", "GANGWEB_DEMO": "1",
+                     "GANGWEB_CLUSTER": "simulated", "PYTHONUNBUFFERED": "1"}
+
+
+@pytest.fixture
+def small_simulation(settings):
+    """A 16-node simulated cluster built fresh for the test, with no ticker of its own."""
+    from scheduler.runtime import reset_cluster
+
+    settings.GANGWEB_CLUSTER = "simulated"
+    settings.GANGWEB_SIM_NODES = 16
+    settings.GANGWEB_SIM_SEED = 7
+    settings.GANGWEB_SIM_TICK_SECONDS = 0
+    settings.DEMO = True
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    reset_cluster()
+    yield
+    reset_cluster()
+
+
+@dataclass
+class DemoProcess:
+    proc: subprocess.Popen
+    base_url: str
+    password: str
+    lines: list[str] = field(default_factory=list)
+    stderr_path: Path | None = None
+
+    def stop(self, sig, timeout: float = 20) -> int:
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=timeout)
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text() if self.stderr_path else ""
+
+
+def _reader(stream, out: queue.Queue) -> None:
+    for line in stream:
+        out.put(line.rstrip("\n"))
+    out.put(None)
+
+
+@pytest.fixture
+def start_demo(tmp_path):
+    """Start ``python manage.py demo --port <free>``; returns once it printed its URL and login."""
+    started: list[DemoProcess] = []
+
+    def start(env: dict[str, str] | None = None, var_dir: Path | None = None, timeout: float = 90) -> DemoProcess:
+        port = free_port()
+        var = var_dir or tmp_path / "var"
+        stderr_path = tmp_path / f"demo-{port}.stderr"
+        full_env = {**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(var), **(env or {})}
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", "demo", "--port", str(port)],
+            cwd=ROOT, env=full_env, stdout=subprocess.PIPE, stderr=stderr_path.open("w"), text=True,
+        )
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
+        demo = DemoProcess(proc, "", "", stderr_path=stderr_path)
+        started.append(demo)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not (demo.base_url and demo.password):
+            try:
+                line = lines.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError(f"demo exited ({proc.wait()}) before it was up:\n{demo.stderr()[-3000:]}")
+            demo.lines.append(line)
+            if match := re.search(r"running: (http://\S+?)/?$", line):
+                demo.base_url = match.group(1)
+            if match := re.search(r"login:\s+admin / (\S+)", line):
+                demo.password = match.group(1)
+        if not (demo.base_url and demo.password):
+            raise AssertionError(f"demo did not print its URL and login in {timeout}s: {demo.lines}")
+        # Keep draining stdout so the process never blocks on a full pipe.
+        threading.Thread(target=lambda: [demo.lines.append(x) for x in iter(lines.get, None)], daemon=True).start()
+        return demo
+
+    yield start
+    for demo in started:
+        if demo.proc.poll() is None:
+            demo.proc.kill()
+            demo.proc.wait(timeout=10)

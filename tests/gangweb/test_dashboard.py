@@ -1,0 +1,116 @@
+"""The first dashboard page and its websocket, in process (Channels communicator, Django test client)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from gangweb.asgi import application
+from gangweb.dashboard import live
+from gangweb.events import publish
+
+ORIGIN = [(b"origin", b"http://127.0.0.1")]
+# The auth middleware of the websocket stack closes stale connections, so even a socket touches the DB layer.
+pytestmark = [pytest.mark.usefixtures("small_simulation"), pytest.mark.django_db(transaction=True)]
+
+
+async def connected() -> WebsocketCommunicator:
+    communicator = WebsocketCommunicator(application, "/ws/cluster/", headers=ORIGIN)
+    ok, _ = await communicator.connect()
+    assert ok
+    return communicator
+
+
+def assert_is_a_state(message: dict, nodes: int = 16) -> dict:
+    assert message["event"] == "cluster.state"
+    state = message["payload"]
+    assert sum(len(rack["nodes"]) for rack in state["racks"]) == nodes
+    assert state["totals"]["gpus"] == nodes * 8
+    return state
+
+
+async def test_whole_picture_on_connect_then_a_fresh_one_each_tick():
+    communicator = await connected()
+    first = assert_is_a_state(await communicator.receive_json_from(timeout=5))
+    assert [rack["name"] for rack in first["racks"]] == ["rack-0", "rack-1"]
+    assert all(len(node["gpus"]) == 8 for rack in first["racks"] for node in rack["nodes"])
+
+    changes = await sync_to_async(live.tick_and_publish)()
+    update = assert_is_a_state(await communicator.receive_json_from(timeout=5))
+    assert update["tick"] == first["tick"] + 1
+    assert update["changes"] == changes
+    await communicator.disconnect()
+
+
+async def test_other_dashboard_events_reach_the_browser_too():
+    communicator = await connected()
+    await communicator.receive_json_from(timeout=5)
+    await sync_to_async(publish)("plan.created", {"podGroup": "team-a/big", "reason": "evict two pods"})
+    message = await communicator.receive_json_from(timeout=5)
+    assert message["event"] == "plan.created"
+    assert message["payload"] == {"podGroup": "team-a/big", "reason": "evict two pods"}
+    await communicator.disconnect()
+
+
+async def test_garbage_is_ignored_and_refresh_resends_the_picture():
+    communicator = await connected()
+    await communicator.receive_json_from(timeout=5)
+    await communicator.send_to(text_data="this is not json")
+    await communicator.send_json_to(["not", "a", "request"])
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.send_json_to({"type": "refresh"})
+    assert_is_a_state(await communicator.receive_json_from(timeout=5))
+    await communicator.disconnect()
+
+
+async def test_the_socket_needs_a_login_outside_the_demo(settings):
+    settings.DEMO = False
+    communicator = WebsocketCommunicator(application, "/ws/cluster/", headers=ORIGIN)
+    ok, code = await communicator.connect()
+    assert not ok
+    assert code == 4401
+
+
+async def test_the_ticker_runs_once_per_loop_and_publishes(settings):
+    settings.GANGWEB_SIM_TICK_SECONDS = 0.05
+    communicator = await connected()  # connecting starts the ticker
+    try:
+        first = assert_is_a_state(await communicator.receive_json_from(timeout=5))
+        assert live.ensure_ticker() is live.ensure_ticker()
+        ticks = []
+        for _ in range(3):
+            ticks.append(assert_is_a_state(await communicator.receive_json_from(timeout=5))["tick"])
+        assert ticks == sorted(ticks) and ticks[0] > first["tick"]
+    finally:
+        await live.stop_ticker()
+        await communicator.disconnect()
+
+
+def test_the_page_carries_the_first_picture(client):
+    response = client.get("/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "/static/dashboard/cluster.js" in html and "/static/dashboard/cluster.css" in html
+    start = html.index('<script id="initial-state" type="application/json">') + len(
+        '<script id="initial-state" type="application/json">')
+    state = json.loads(html[start:html.index("</script>", start)])
+    assert sum(len(rack["nodes"]) for rack in state["racks"]) == 16
+    assert f'id="stat-allocated">{state["totals"]["allocatedGpus"]}<' in html
+    assert 'href="/admin/"' in html
+
+
+def test_the_page_sends_anonymous_users_to_the_login_outside_the_demo(client, settings):
+    settings.DEMO = False
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/admin/login/?next=/")
+
+
+def test_signed_in_users_see_the_page_outside_the_demo(admin_client, settings):
+    settings.DEMO = False
+    response = admin_client.get("/")
+    assert response.status_code == 200
+    assert b"initial-state" in response.content and b"admin" in response.content

@@ -1,0 +1,85 @@
+"""The dashboard's websocket stream through a real ASGI server process and a real websocket client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import pytest
+import websockets
+
+from gangweb.events import DASHBOARD_GROUP, MESSAGE_TYPE
+from tests.gangweb.conftest import EMBEDDED_DEFAULTS
+
+FAST_SMALL_SIMULATION = {**EMBEDDED_DEFAULTS, "GANGWEB_SIM_NODES": "16", "GANGWEB_SIM_TICK_SECONDS": "0.3"}
+
+
+async def next_state(ws, timeout: float = 10) -> dict:
+    """The next ``cluster.state`` payload, skipping other dashboard events."""
+    deadline = time.monotonic() + timeout
+    while True:
+        message = json.loads(await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic())))
+        if message["event"] == "cluster.state":
+            return message["payload"]
+
+
+async def watch(address: str, updates: int) -> list[dict]:
+    async with websockets.connect(f"ws://{address}/ws/cluster/", origin=f"http://{address}") as ws:
+        return [await next_state(ws) for _ in range(1 + updates)]
+
+
+def test_daphne_streams_the_picture_then_live_updates(asgi_server):
+    address = asgi_server(env=FAST_SMALL_SIMULATION)
+    page = httpx.get(f"http://{address}/", timeout=10)
+    assert page.status_code == 200 and 'id="initial-state"' in page.text
+    assert httpx.get(f"http://{address}/static/dashboard/cluster.js", timeout=10).status_code == 200
+
+    states = asyncio.run(watch(address, updates=3))
+    first = states[0]
+    assert sum(len(rack["nodes"]) for rack in first["racks"]) == 16
+    assert "changes" not in first  # the picture on connect is the whole state, not a tick
+    ticks = [s["tick"] for s in states[1:]]
+    assert ticks == sorted(set(ticks)) and ticks[0] > first["tick"]
+    assert all("changes" in s for s in states[1:])
+    assert states[-1]["time"] > first["time"]  # the simulated clock moves
+
+
+def test_a_foreign_origin_cannot_open_the_stream(asgi_server):
+    address = asgi_server(env=FAST_SMALL_SIMULATION)
+
+    async def attempt():
+        async with websockets.connect(f"ws://{address}/ws/cluster/", origin="http://evil.example"):
+            pass
+
+    with pytest.raises(websockets.exceptions.InvalidStatus):
+        asyncio.run(attempt())
+
+
+def test_with_redis_events_from_another_process_reach_the_browser(asgi_server, redis_url):
+    from channels_redis.core import RedisChannelLayer
+
+    address = asgi_server(env={**FAST_SMALL_SIMULATION, "REDIS_URL": redis_url})
+
+    async def scenario():
+        async with websockets.connect(f"ws://{address}/ws/cluster/", origin=f"http://{address}") as ws:
+            first = await next_state(ws)
+            update = await next_state(ws)  # the server's own ticker publishing through Redis
+            assert update["tick"] > first["tick"]
+            # Another process (a Celery worker, say) publishes to the same group through Redis.
+            layer = RedisChannelLayer(hosts=[redis_url])
+            marker = f"from-test-{time.time_ns()}"
+            await layer.group_send(DASHBOARD_GROUP, {"type": MESSAGE_TYPE, "event": "plan.created",
+                                                     "at": time.time(), "payload": {"reason": marker}})
+            try:
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                    if message["event"] == "plan.created" and message["payload"].get("reason") == marker:
+                        return True
+                return False
+            finally:
+                await layer.close_pools()
+
+    assert asyncio.run(scenario())
