@@ -1,0 +1,86 @@
+"""``python manage.py demo`` as a user runs it: a real process, a real port, a real login, a clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+
+import httpx
+import pytest
+import websockets
+
+from tests.conftest import ROOT
+from tests.gangweb.conftest import EMBEDDED_DEFAULTS
+
+pytestmark = pytest.mark.slow
+
+
+def admin_login(base_url: str, password: str) -> httpx.Response:
+    with httpx.Client(base_url=base_url, timeout=10, follow_redirects=True) as client:
+        form = client.get("/admin/login/?next=/admin/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+        return client.post("/admin/login/?next=/admin/", data={
+            "csrfmiddlewaretoken": token, "username": "admin", "password": password, "next": "/admin/"},
+            headers={"Referer": f"{base_url}/admin/login/"})
+
+
+async def two_states(base_url: str) -> list[dict]:
+    address = base_url.removeprefix("http://")
+    async with websockets.connect(f"ws://{address}/ws/cluster/", origin=base_url) as ws:
+        return [json.loads(await asyncio.wait_for(ws.recv(), 10))["payload"] for _ in range(2)]
+
+
+def test_demo_starts_serves_the_live_page_and_stops_cleanly(start_demo):
+    demo = start_demo(env={"GANGWEB_SIM_TICK_SECONDS": "0.3"})
+    assert demo.base_url.startswith("http://127.0.0.1:")
+
+    page = httpx.get(f"{demo.base_url}/", timeout=10)
+    assert page.status_code == 200
+    assert 'id="initial-state"' in page.text and "GPUs allocated" in page.text
+    assert httpx.get(f"{demo.base_url}/healthz", timeout=10).json() == {"status": "ok"}
+    assert httpx.get(f"{demo.base_url}/static/dashboard/cluster.css", timeout=10).status_code == 200
+
+    states = asyncio.run(two_states(demo.base_url))
+    assert sum(len(r["nodes"]) for r in states[0]["racks"]) == 64  # the embedded default cluster
+    assert states[1]["tick"] > states[0]["tick"]  # the demo's own ticker moves the simulation
+
+    landed = admin_login(demo.base_url, demo.password)
+    assert landed.url.path == "/admin/" and "Site administration" in landed.text
+
+    assert demo.stop(signal.SIGTERM) == 0
+    assert any("stopped" in line for line in demo.lines)
+    assert "Traceback" not in demo.stderr()
+
+
+def test_admin_password_from_the_environment_and_ctrl_c(start_demo, tmp_path):
+    demo = start_demo(env={"GANGWEB_ADMIN_PASSWORD": "correct-horse-battery"})
+    assert demo.password == "correct-horse-battery"
+    assert admin_login(demo.base_url, "correct-horse-battery").url.path == "/admin/"
+    assert demo.stop(signal.SIGINT) == 0
+    assert "Traceback" not in demo.stderr()
+
+    # Started again on the same data, without the variable: the admin keeps that password.
+    again = start_demo(var_dir=tmp_path / "var")
+    assert "unchanged" in " ".join(again.lines)
+    assert admin_login(again.base_url, "correct-horse-battery").url.path == "/admin/"
+    assert again.stop(signal.SIGINT) == 0
+
+
+def test_a_busy_port_is_a_one_line_error(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "manage.py", "demo", "--port", str(port)], cwd=ROOT, capture_output=True, text=True,
+            env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path)}, timeout=60,
+        )
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
