@@ -212,37 +212,40 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
 
         def _list(self, route: Route) -> None:
             q = self._query
-            items, rv = state.store.list_shared(route.resource, route.namespace,
-                                                q.get("labelSelector"), q.get("fieldSelector"))
             wanted = q.get("resourceVersion")
+            current = state.store.resource_version
             if wanted not in (None, "", "0"):
                 if not wanted.isdigit():
                     raise errors.bad_request(f"invalid resourceVersion {wanted!r}")
-                if int(wanted) > rv:
-                    raise errors.ApiError(504, "Timeout", f"Too large resource version: {wanted}, current: {rv}")
-                if q.get("resourceVersionMatch") == "Exact" and int(wanted) != rv:
-                    raise errors.gone(f"resource version {wanted} is not the current one ({rv})")
-            start, list_rv = 0, rv
+                if int(wanted) > current:
+                    raise errors.ApiError(504, "Timeout", f"Too large resource version: {wanted}, current: {current}")
+                if q.get("resourceVersionMatch") == "Exact" and int(wanted) != current:
+                    raise errors.gone(f"resource version {wanted} is not the current one ({current})")
+            after, list_rv = None, None
             if q.get("continue"):
                 try:
                     token = json.loads(base64.urlsafe_b64decode(q["continue"]))
-                    list_rv, after = int(token["rv"]), tuple(token["after"])
-                except (ValueError, KeyError, TypeError) as exc:
+                    list_rv, after = int(token["rv"]), (str(token["after"][0]), str(token["after"][1]))
+                except (ValueError, KeyError, TypeError, IndexError) as exc:
                     raise errors.bad_request("invalid continue token") from exc
-                keys = [(o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in items]
-                start = next((n for n, k in enumerate(keys) if k > after), len(keys))
-            limit = int(q.get("limit") or 0)
-            page = items[start:start + limit] if limit else items[start:]
-            meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
-            if limit and start + limit < len(items):
-                last = page[-1]["metadata"]
-                token = {"rv": list_rv, "after": [last.get("namespace", ""), last["name"]]}
+            try:
+                limit = max(0, int(q.get("limit") or 0))
+            except ValueError as exc:
+                raise errors.bad_request("invalid limit") from exc
+            page = state.store.list_shared(route.resource, route.namespace, q.get("labelSelector"),
+                                           q.get("fieldSelector"), after=after, limit=limit)
+            # later pages keep the first page's resourceVersion (their content is read now: see docs)
+            meta: dict[str, Any] = {"resourceVersion": str(list_rv or page.resource_version)}
+            if page.more and page.items:
+                last = page.items[-1]["metadata"]
+                token = {"rv": list_rv or page.resource_version, "after": [last.get("namespace", ""), last["name"]]}
                 meta["continue"] = base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
-                meta["remainingItemCount"] = len(items) - start - limit
+                if page.remaining is not None:
+                    meta["remainingItemCount"] = page.remaining
             r = route.resource
             self._send_json(200, {
                 "kind": r.list_kind, "apiVersion": r.api_version, "metadata": meta,
-                "items": [_strip_type(from_storage(r, o)) for o in page],
+                "items": [_strip_type(from_storage(r, o)) for o in page.items],
             })
 
         # ----- watch
@@ -278,10 +281,9 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
 
             if start in ("", "0") or q.get("sendInitialEvents") == "true":
-                with store.locked():
-                    items, position = store.list_shared(r, route.namespace, q.get("labelSelector"),
-                                                        q.get("fieldSelector"))
-                for obj in items:
+                page = store.list_shared(r, route.namespace, q.get("labelSelector"), q.get("fieldSelector"))
+                position = page.resource_version
+                for obj in page.items:
                     self._event("ADDED", from_storage(r, obj))
                 if q.get("sendInitialEvents") == "true" and bookmarks:
                     self._event("BOOKMARK", {"kind": r.kind, "apiVersion": r.api_version, "metadata": {

@@ -7,6 +7,7 @@ tests) can drive or observe the same objects directly. Stored dicts are never mu
 
 from __future__ import annotations
 
+import bisect
 import copy
 import itertools
 import secrets
@@ -32,6 +33,14 @@ def now_rfc3339() -> str:
 
 
 @dataclass(frozen=True)
+class Page:
+    items: list[dict]  # shared: do not mutate
+    resource_version: int
+    more: bool  # the limit cut the list
+    remaining: int | None  # objects after this page, when known cheaply (no selectors)
+
+
+@dataclass(frozen=True)
 class Change:
     """One committed write, as a watch reports it."""
 
@@ -45,6 +54,7 @@ class ObjectStore:
     def __init__(self, history_limit: int = 50_000):
         self._cond = threading.Condition(threading.RLock())
         self._objects: dict[str, dict[tuple[str, str], dict]] = {}
+        self._key_order: dict[str, list[tuple[str, str]]] = {}  # sorted keys per storage, rebuilt lazily
         self._rv = 0
         self._history: deque[Change] = deque()
         self._history_limit = history_limit
@@ -79,26 +89,52 @@ class ObjectStore:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
-    ) -> tuple[list[dict], int]:
-        """Matching stored objects (shared, read-only, in storage shape, sorted) and the list's resourceVersion."""
+        *,
+        after: tuple[str, str] | None = None,
+        limit: int = 0,
+    ) -> Page:
+        """Matching stored objects (shared, read-only, storage shape) in (namespace, name) order, starting
+        after the key ``after``, at most ``limit`` (0: all)."""
         try:
-            label_ok, field_ok = parse_label_selector(label_selector), parse_field_selector(field_selector)
+            label_ok = parse_label_selector(label_selector) if label_selector else None
+            field_ok = parse_field_selector(field_selector) if field_selector else None
         except SelectorError as exc:
             raise errors.bad_request(str(exc)) from exc
+
+        def wanted(obj: dict) -> bool:
+            # field paths name the fields of the version asked for (events.k8s.io: regarding.name, ...)
+            return (label_ok is None or label_ok(obj)) and (
+                field_ok is None or field_ok(from_storage(resource, obj) if resource.storage else obj))
+
         with self._cond:
             bucket = self._objects.get(resource.storage_key, {})
-            # field paths name the fields of the version asked for (events.k8s.io: regarding.name, ...)
-            shaped = (lambda o: from_storage(resource, o)) if resource.storage else (lambda o: o)
-            items = [
-                obj
-                for (ns, _), obj in sorted(bucket.items())
-                if (namespace is None or ns == namespace) and label_ok(obj) and field_ok(shaped(obj))
-            ]
-            return items, self._rv
+            keys = self._sorted_keys(resource.storage_key)
+            first, end = 0, len(keys)
+            if namespace is not None and resource.namespaced:
+                first = bisect.bisect_left(keys, (namespace, ""))
+                end = bisect.bisect_left(keys, (namespace + "\0", ""))
+            if after is not None:
+                first = max(first, bisect.bisect_right(keys, after))
+            items: list[dict] = []
+            position = first
+            while position < end and not (limit and len(items) == limit):
+                obj = bucket[keys[position]]
+                if label_ok is None and field_ok is None or wanted(obj):
+                    items.append(obj)
+                position += 1
+            more = any(wanted(bucket[k]) for k in keys[position:end]) if label_ok or field_ok else position < end
+            remaining = (end - position) if label_ok is None and field_ok is None else None
+            return Page(items, self._rv, more, remaining)
+
+    def _sorted_keys(self, storage: str) -> list[tuple[str, str]]:
+        keys = self._key_order.get(storage)
+        if keys is None:
+            keys = self._key_order[storage] = sorted(self._objects.get(storage, {}))
+        return keys
 
     def list(self, resource: Resource, namespace: str | None = None, **selectors: str | None) -> list[dict]:
-        items, _ = self.list_shared(resource, namespace, **selectors)
-        return [from_storage(resource, copy.deepcopy(o)) for o in items]
+        page = self.list_shared(resource, namespace, **selectors)
+        return [from_storage(resource, copy.deepcopy(o)) for o in page.items]
 
     def dump(self) -> list[dict]:
         """Every stored object, in storage shape (a snapshot a later ``load`` can restore)."""
@@ -419,7 +455,10 @@ class ObjectStore:
         bucket = self._objects.setdefault(storage, {})
         if type_ == "DELETED":
             bucket.pop(key, None)
+            self._key_order.pop(storage, None)
         else:
+            if key not in bucket:
+                self._key_order.pop(storage, None)
             bucket[key] = obj
         change = Change(self._rv, storage, type_, obj)
         self._history.append(change)
