@@ -145,6 +145,10 @@ class ObjectStore:
     def create(
         self, resource: Resource, obj: dict, namespace: str | None = None, *, dry_run: bool = False
     ) -> dict:
+        stored = self._create(resource, obj, namespace, dry_run)
+        return from_storage(resource, copy.deepcopy(stored))
+
+    def _create(self, resource: Resource, obj: dict, namespace: str | None, dry_run: bool) -> dict:
         if not isinstance(obj, dict):
             raise errors.bad_request(f"a {resource.kind} must be a JSON object")
         obj = to_storage(resource, copy.deepcopy(obj))
@@ -179,7 +183,7 @@ class ObjectStore:
                 meta["resourceVersion"] = str(self._rv)
             else:
                 self._commit(resource.storage_key, key, "ADDED", obj)
-            return from_storage(resource, copy.deepcopy(obj))
+            return obj
 
     def update(
         self,
@@ -309,10 +313,8 @@ class ObjectStore:
             if resource is None:
                 skipped.append(str(obj.get("kind")))
                 continue
-            obj = copy.deepcopy(obj)
-            obj.setdefault("apiVersion", resource.api_version)
-            obj.get("metadata", {}).pop("resourceVersion", None)
-            self.create(resource, obj, (obj.get("metadata") or {}).get("namespace"))
+            meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
+            self._create(resource, {**obj, "metadata": meta}, meta.get("namespace"), False)
             created += 1
         return created, skipped
 
@@ -341,7 +343,7 @@ class ObjectStore:
                     current = bucket.get(key)
                     if current is None:
                         new["metadata"].pop("resourceVersion", None)
-                        self.create(resource, new, key[0] or None)
+                        self._create(resource, new, key[0] or None, False)
                         counts["ADDED"] += 1
                         continue
                     # keep what the server assigned and the publisher may not know
