@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler import detection, ledger, locks, metrics, observe, planning
+from scheduler.cluster import ClusterError
 from scheduler.engine import SnapshotError
 from scheduler.execution import execute
 from scheduler.models import Mode, PreemptionRequest, RequestState
@@ -42,11 +43,12 @@ def _cooling_down(namespace: str, name: str) -> bool:
 @shared_task(name="scheduler.detect_unschedulable_gangs", ignore_result=True)
 def detect_unschedulable_gangs() -> dict:
     """Open one request per gang that stays unschedulable; record what kube-scheduler preempted."""
-    objects = get_cluster().snapshot_objects()
     try:
+        objects = get_cluster().snapshot_objects()
         stuck = detection.unschedulable_gangs(objects, now=time.time(),
                                               grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS)
-    except SnapshotError as exc:
+    except (ClusterError, SnapshotError) as exc:
+        # The next beat tries again; one line in the log, not a traceback every ten seconds.
         logger.error("cannot read the cluster snapshot; no gang detected", extra={"error": str(exc)})
         return {"opened": [], "observed": [], "error": str(exc)}
     opened = []

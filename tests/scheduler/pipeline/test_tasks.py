@@ -119,3 +119,24 @@ def test_a_stale_plan_is_replanned_as_a_new_request(cluster, planned_request):
     assert request.state == RequestState.SUPERSEDED
     fresh = PreemptionRequest.objects.exclude(pk=request.pk).get()
     assert fresh.trigger.startswith("re-plan:") and fresh.state in (RequestState.SUCCEEDED, RequestState.INFEASIBLE)
+
+
+class UnreachableCluster:
+    name = "unreachable"
+
+    def snapshot_objects(self):
+        from scheduler.cluster import ClusterError
+
+        raise ClusterError("listing pods: connection refused", code=0)
+
+
+def test_detection_reports_an_unreachable_cluster_in_one_line():
+    from scheduler import runtime
+
+    runtime.set_cluster(UnreachableCluster())
+    try:
+        result = detect_unschedulable_gangs.apply().get()
+    finally:
+        runtime.reset_cluster()
+    assert result == {"opened": [], "observed": [], "error": "listing pods: connection refused"}
+    assert not PreemptionRequest.objects.exists()
