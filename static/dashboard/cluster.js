@@ -145,8 +145,14 @@
       const gang = state.gangs[row.gang];
       const li = el("li");
       li.style.setProperty("--tier", tierColor(gang.tier, 1));
+      // One little group per pod, one dashed square per GPU it waits for.
       const need = el("div", "need");
-      for (let i = 0; i < Math.min(gang.gpus, 128); i++) need.appendChild(el("i"));
+      need.title = `${gang.gpus} GPUs needed`;
+      for (let p = 0; p < Math.min(gang.pods, 32); p++) {
+        const pod = el("span", "pod");
+        for (let g = 0; g < gang.podGpus; g++) pod.appendChild(el("i"));
+        need.appendChild(pod);
+      }
       const shape = `${gang.pods} × ${gang.podGpus} GPU${gang.podGpus > 1 ? "s" : ""}`;
       const extras = [gang.priorityClass, gang.disruption === "all" ? "all-or-nothing" : "per pod"];
       if (gang.topology) extras.push("one rack");
