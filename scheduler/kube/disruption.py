@@ -8,7 +8,8 @@ import math
 from . import errors
 from .resources import PDBS, PODS
 from .selectors import label_selector_matches
-from .store import ObjectStore, now_rfc3339
+from .objects import now_rfc3339
+from .store import ObjectStore
 
 
 def _is_ready(pod: dict) -> bool:

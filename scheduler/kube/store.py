@@ -9,27 +9,20 @@ from __future__ import annotations
 
 import bisect
 import copy
-import itertools
 import secrets
 import threading
 import uuid
-from collections import deque
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import yaml
-
 from . import errors
 from .conversion import from_storage, to_storage
+from .history import Change, WatchHistory
+from .objects import flatten, now_rfc3339, read_objects
 from .patching import JSON_PATCH, PatchError, apply_patch
 from .resources import PODS, Resource, resource_for_object
 from .selectors import SelectorError, parse_field_selector, parse_label_selector
-
-
-def now_rfc3339() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -40,25 +33,13 @@ class Page:
     remaining: int | None  # objects after this page, when known cheaply (no selectors)
 
 
-@dataclass(frozen=True)
-class Change:
-    """One committed write, as a watch reports it."""
-
-    resource_version: int
-    storage: str
-    type: str  # ADDED | MODIFIED | DELETED
-    obj: dict  # stored shape; shared, do not mutate
-
-
 class ObjectStore:
     def __init__(self, history_limit: int = 50_000):
         self._cond = threading.Condition(threading.RLock())
         self._objects: dict[str, dict[tuple[str, str], dict]] = {}
         self._key_order: dict[str, list[tuple[str, str]]] = {}  # sorted keys per storage, rebuilt lazily
         self._rv = 0
-        self._history: deque[Change] = deque()
-        self._history_limit = history_limit
-        self._oldest_watchable = 0  # a watch may start at any resourceVersion >= this
+        self._history = WatchHistory(history_limit)
         self._listeners: list[Callable[[Change], None]] = []
         # Pods deleted (or evicted) with a grace period stay, terminating, until finish_terminating().
         self.graceful_pod_deletion = False
@@ -308,7 +289,7 @@ class ObjectStore:
     def load(self, objects: Iterable[dict]) -> tuple[int, list[str]]:
         """Create every object of a snapshot (``List``s flattened); returns (created, skipped kinds)."""
         created, skipped = 0, []
-        for obj in _flatten(objects):
+        for obj in flatten(objects):
             resource = resource_for_object(obj)
             if resource is None:
                 skipped.append(str(obj.get("kind")))
@@ -323,7 +304,7 @@ class ObjectStore:
         differences, so watchers see ADDED/MODIFIED/DELETED as if a cluster had changed. This is how
         another owner of the state (the simulated cluster) can publish itself through the server."""
         wanted: dict[str, dict[tuple[str, str], tuple[Resource, dict]]] = {}
-        for obj in _flatten(objects):
+        for obj in flatten(objects):
             resource = resource_for_object(obj)
             if resource is None:
                 continue
@@ -367,16 +348,7 @@ class ObjectStore:
         """Changes of one storage after ``resource_version``, and the store's resourceVersion they reach;
         410 Gone when ``resource_version`` is older than the retained window."""
         with self._cond:
-            if resource_version < self._oldest_watchable:
-                raise errors.gone(
-                    f"too old resource version: {resource_version} ({self._oldest_watchable})"
-                )
-            start = len(self._history)
-            # history is ordered by resourceVersion: walk back to the first change after the start
-            while start > 0 and self._history[start - 1].resource_version > resource_version:
-                start -= 1
-            changes = [c for c in itertools.islice(self._history, start, None) if c.storage == storage]
-            return changes, self._rv
+            return self._history.since(storage, resource_version), self._rv
 
     def wait_for_change(self, after: int, timeout: float) -> bool:
         with self._cond:
@@ -385,8 +357,7 @@ class ObjectStore:
     def compact(self) -> int:
         """Forget the watch history: every watch from an older resourceVersion now gets 410 Gone."""
         with self._cond:
-            self._history.clear()
-            self._oldest_watchable = self._rv
+            self._history.forget(self._rv)
             self._cond.notify_all()
             return self._rv
 
@@ -464,23 +435,6 @@ class ObjectStore:
             bucket[key] = obj
         change = Change(self._rv, storage, type_, obj)
         self._history.append(change)
-        while len(self._history) > self._history_limit:
-            self._oldest_watchable = self._history.popleft().resource_version
         for listener in self._listeners:
             listener(change)
         self._cond.notify_all()
-
-
-def _flatten(objects: Iterable[dict]) -> Iterable[dict]:
-    for obj in objects:
-        if not isinstance(obj, dict):
-            continue
-        if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
-            yield from _flatten(obj["items"])
-        else:
-            yield obj
-
-
-def read_objects(text: str) -> list[dict]:
-    """Objects of a snapshot file: JSON or (multi-document) YAML, ``List``s allowed."""
-    return [doc for doc in yaml.safe_load_all(text) if isinstance(doc, dict)]

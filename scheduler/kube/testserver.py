@@ -33,7 +33,8 @@ from .disruption import refresh_pdb_status
 from .errors import ApiError
 from .faults import Faults
 from .httpapi import ApiState, make_handler
-from .store import ObjectStore, read_objects
+from .objects import read_objects
+from .store import ObjectStore
 
 
 class _HTTPServer(ThreadingHTTPServer):
