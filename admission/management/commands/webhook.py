@@ -59,9 +59,9 @@ class Command(BaseCommand):
 
         bench_parser = sub.add_parser("bench", help="throughput and latency against a minimal echo view")
         bench_parser.add_argument("--connections", type=int, default=32)
-        bench_parser.add_argument("--duration", type=float, default=5.0, help="seconds measured per target and round")
-        bench_parser.add_argument("--warmup", type=float, default=1.0)
-        bench_parser.add_argument("--rounds", type=int, default=2, help="alternating echo/webhook rounds")
+        bench_parser.add_argument("--duration", type=float, default=3.0, help="seconds measured per target and round")
+        bench_parser.add_argument("--warmup", type=float, default=0.5)
+        bench_parser.add_argument("--rounds", type=int, default=5, help="rounds of echo/mutate/validate, order rotated")
         bench_parser.add_argument("--workers", type=int, default=1, help="server worker processes")
         bench_parser.add_argument("--clients", type=int, default=1, help="load generator processes")
         bench_parser.add_argument("--json", action="store_true", help="print one JSON object")
