@@ -8,6 +8,7 @@ still due, and records it. Running one twice is harmless, which is what allows `
 from __future__ import annotations
 
 import logging
+import random
 import time
 from datetime import timedelta
 
@@ -75,6 +76,10 @@ def plan_request(self, request_id: int) -> None:
     try:
         objects = planning.fresh_objects(get_cluster())
         result = planning.compute(objects, request.podgroup, request.policy)
+    except SnapshotError as exc:
+        # Not transient: the group is gone or the snapshot is malformed; say so instead of retrying.
+        ledger.finish(request_id, RequestState.FAILED, f"cannot plan: {exc}")
+        return
     except Exception as exc:
         logger.exception("planning failed", extra={"request": request_id})
         if self.request.retries < self.max_retries:
@@ -114,7 +119,7 @@ def execute_plan(self, request_id: int) -> str:
         outcome = execute(request_id, get_cluster())
     except locks.LockBusy as busy:
         # Another execution holds a node: wait for it with capped exponential backoff and jitter.
-        countdown = min(30, 2 ** min(self.request.retries, 5)) + (request_id % 7) / 7
+        countdown = min(30, 2 ** min(self.request.retries, 5)) + random.uniform(0, 1)
         if self.request.retries >= self.max_retries:
             ledger.finish(request_id, RequestState.FAILED, f"gave up waiting for node locks: {busy}")
             return RequestState.FAILED

@@ -140,3 +140,13 @@ def test_detection_reports_an_unreachable_cluster_in_one_line():
         runtime.reset_cluster()
     assert result == {"opened": [], "observed": [], "error": "listing pods: connection refused"}
     assert not PreemptionRequest.objects.exists()
+
+
+def test_a_gang_deleted_before_planning_fails_at_once_with_the_reason(cluster):
+    from scheduler.tasks import plan_request
+
+    request, _ = ledger.open_request("team-a", "gone", mode="enforce", trigger="test")
+    plan_request.apply(args=[request.pk]).get()
+    request.refresh_from_db()
+    assert request.state == RequestState.FAILED
+    assert request.reason == "cannot plan: PodGroup team-a/gone not found in the snapshot"
