@@ -47,9 +47,22 @@ class _Shape:
             reach = (level == unreachable) & np.all(base + released >= req, axis=1)
             level[reach] = priority
         keep = level != unreachable
-        order = np.lexsort((nodes[keep], level[keep]))
-        self.order = nodes[keep][order].tolist()
-        self.levels = level[keep][order].tolist()
+        nodes, level = nodes[keep], level[keep]
+        # Within a tier, visit first the nodes whose evictable units are fewest and smallest: a
+        # cheap proxy for the exact cost, so the few nodes costed exactly are the right ones.
+        index = problem.units
+        entries = index.entries_on(nodes)
+        ent_unit = index.entry_unit[entries]
+        position = np.searchsorted(nodes, index.entry_node[entries]) if len(nodes) else entries
+        reached = (ent_unit >= problem.first_eligible) & (index.priorities[ent_unit] <= level[position]) \
+            if len(entries) else np.zeros(0, dtype=bool)
+        weight = np.zeros(len(nodes), dtype=np.int64)
+        if reached.any():
+            weight = np.bincount(position[reached], weights=1_000_000 + index.unit_pods[ent_unit[reached]],
+                                 minlength=len(nodes)).astype(np.int64)
+        order = np.lexsort((nodes, weight, level))
+        self.order = nodes[order].tolist()
+        self.levels = level[order].tolist()
         self.allowed = set(nodes.tolist())
         self.cursor = 0
         self.heap: list = []

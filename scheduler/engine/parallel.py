@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .evaluation import Candidate, Problem
     from .gang import Domain
 
-PATIENCE = 16
+PATIENCE = 8
 PARALLEL_MIN_NODES = int(os.environ.get("GANGWEB_ENGINE_PARALLEL_MIN_NODES", "200000"))
 _SNAPSHOTS: dict[int, object] = {}
 _POOLS: dict[int, ProcessPoolExecutor] = {}

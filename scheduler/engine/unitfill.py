@@ -48,7 +48,11 @@ def unit_fill_placement(problem: "Problem", domain: "Domain") -> list[tuple[int,
     ent_unit = index.entry_unit[entries]
     candidates, inverse = np.unique(ent_unit, return_inverse=True)
     unit_gain = np.bincount(inverse, weights=gains, minlength=len(candidates))
-    order = candidates[np.lexsort((-candidates, -unit_gain, index.priorities[candidates]))].tolist()
+    # Lowest priority first; then units that free what the gang needs (more is no better), then
+    # the smallest such units.
+    useful = np.minimum(unit_gain, need)
+    order = candidates[np.lexsort((-candidates, index.unit_pods[candidates], -useful,
+                                   index.priorities[candidates]))].tolist()
 
     free: dict[int, np.ndarray] = {}
     units = index.units

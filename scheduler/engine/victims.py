@@ -98,6 +98,7 @@ class UnitIndex:
         self.units = units
         self.pod_pdbs = pod_pdbs
         self.priorities = np.array([u.priority for u in units], dtype=np.int64)
+        self.unit_pods = np.array([len(u.pods) for u in units], dtype=np.int64)
         self._neg_priorities = [-u.priority for u in units]
         self.pod_unit = np.full(len(snap.pods), -1, dtype=np.int64)
         self.node_units: list[list[int]] = [[] for _ in snap.nodes]
