@@ -36,6 +36,7 @@ ECHO_PATH = "/bench/echo"
 # Longer than kube-apiserver's idle keep-alive (90 s, Go's default transport): the server must not
 # close a connection the client is about to reuse, or a POST fails with "connection reset".
 KEEP_ALIVE_SECONDS = 120
+GRACEFUL_SHUTDOWN_SECONDS = 5
 
 
 class CertificateReloader:
@@ -176,6 +177,8 @@ def _config(app: WebhookApp, host: str, port: int, reloader: CertificateReloader
         lifespan="off",
         ssl_context_factory=lambda config, default: reloader.context,
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        # Idle TLS peers may never answer close_notify; do not let them hold a rolling restart.
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         access_log=False,
         server_header=False,
         date_header=False,

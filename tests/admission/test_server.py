@@ -1,0 +1,188 @@
+"""The production server as a real process over real TLS: the API server's view of the webhook.
+
+Runs with DATABASE_URL and REDIS_URL pointed at closed ports: admission must not need either.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from admission import certs
+from tests.admission.support import load_pod, review_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICE, NAMESPACE = "gangweb-webhook", "gangweb-system"
+HOSTNAME = f"{SERVICE}.{NAMESPACE}.svc"
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # nothing listens once the probe is closed
+
+
+def tls_context(ca_pem: bytes) -> ssl.SSLContext:
+    return ssl.create_default_context(cadata=ca_pem.decode())
+
+
+class Server:
+    def __init__(self, directory: Path, port: int, process: subprocess.Popen):
+        self.directory, self.port, self.process = directory, port, process
+
+    def ca(self) -> bytes:
+        return (self.directory / certs.CA_CERT).read_bytes()
+
+    def connection(self, ca_pem: bytes | None = None, hostname: str = HOSTNAME) -> http.client.HTTPSConnection:
+        context = tls_context(ca_pem or self.ca())
+        connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=context, timeout=10)
+        # Verify the certificate for the Service name, as kube-apiserver does, while dialing 127.0.0.1.
+        connection._tunnel_host = None
+        connection.sock = context.wrap_socket(socket.create_connection(("127.0.0.1", self.port), timeout=10),
+                                              server_hostname=hostname)
+        return connection
+
+    def post(self, path: str, body: bytes, connection=None, headers=None) -> tuple[int, dict]:
+        connection = connection or self.connection()
+        connection.request("POST", path, body=body, headers=headers or {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("certs")
+    certs.ensure_certificates(directory, SERVICE, NAMESPACE)
+    port = closed_port()
+    env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed_port()}/gangweb",
+           "REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0", "SECRET_KEY": "test-only", "GANGWEB_DEMO": "0"}
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "webhook", "serve", "--dir", str(directory),
+         "--host", "127.0.0.1", "--port", str(port), "--workers", "2"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    handle = Server(directory, port, process)
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"server exited: {process.stderr.read().decode()[-3000:]}")
+        try:
+            connection = handle.connection()
+            connection.request("GET", "/healthz")
+            if connection.getresponse().status == 200:
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    yield handle
+    process.terminate()
+    process.wait(timeout=15)
+
+
+def test_mutates_over_tls_with_database_and_redis_down(server):
+    status, body = server.post("/admission/mutate?timeout=3s", review_bytes(load_pod("job-parallel.yaml"), uid="u-1"))
+    assert status == 200
+    response = body["response"]
+    assert response["uid"] == "u-1" and response["allowed"] is True
+    assert json.loads(base64.b64decode(response["patch"])) == [
+        {"op": "add", "path": "/spec/schedulingGroup", "value": {"podGroupName": "resnet-train"}}
+    ]
+
+
+def test_validates_over_tls_with_database_and_redis_down(server):
+    pod = load_pod("lws-worker.yaml")
+    pod["metadata"]["annotations"]["gangweb.io/min-count"] = "7"
+    status, body = server.post("/admission/validate", review_bytes(pod))
+    assert status == 200 and body["response"]["allowed"] is False
+
+
+def test_keep_alive_serves_many_reviews_on_one_connection(server):
+    connection = server.connection()
+    uids = [f"keep-{n}" for n in range(20)]
+    answered = [server.post("/admission/mutate", review_bytes(load_pod("kueue-podgroup.yaml"), uid=uid), connection)[1]
+                ["response"]["uid"] for uid in uids]  # fmt: skip
+    assert answered == uids
+
+
+def test_undeliverable_decisions_are_dropped_and_counted(server):
+    server.post("/admission/mutate", review_bytes(load_pod("job-indexed.yaml")))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        for _ in range(4):  # two workers: ask a few times to reach the one that dropped
+            connection = server.connection()
+            connection.request("GET", "/metrics")
+            text = connection.getresponse().read().decode()
+            if 'gangweb_admission_events_dropped_total{reason="publish_failed"}' in text and \
+                    'gangweb_admission_events_dropped_total{reason="publish_failed"} 0.0' not in text:
+                return
+        server.post("/admission/mutate", review_bytes(load_pod("job-indexed.yaml")))
+        time.sleep(0.5)
+    pytest.fail("no dropped decision was counted")
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [(b"{", 400), (b"", 400), (b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', 400),
+     (b"\xff\xfe", 400)],
+)
+def test_bad_bodies_get_json_errors_over_tls(server, body, status):
+    got, payload = server.post("/admission/mutate", body)
+    assert (got, payload["kind"], payload["code"]) == (status, "Status", status)
+
+
+def test_declared_oversized_body_gets_413_without_being_read(server):
+    context = tls_context(server.ca())
+    with context.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=HOSTNAME) as tls:
+        tls.sendall(b"POST /admission/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 9000000\r\n\r\n")
+        head = tls.recv(4096)
+    assert head.startswith(b"HTTP/1.1 413")
+
+
+def test_wrong_method_path_and_content_type(server):
+    connection = server.connection()
+    connection.request("GET", "/admission/mutate")
+    response = connection.getresponse()
+    assert response.status == 405 and json.loads(response.read())["code"] == 405
+    assert server.post("/admission/nope", b"{}")[0] == 404
+    status, payload = server.post("/admission/mutate", b"{}", headers={"Content-Type": "text/plain"})
+    assert status == 400 and "Content-Type" in payload["message"]
+
+
+def test_certificate_is_checked_for_the_service_name(server):
+    with pytest.raises(ssl.SSLCertVerificationError):
+        server.connection(hostname="gangweb-webhook.elsewhere.svc")
+
+
+def test_renewed_certificate_is_served_without_a_restart(server):
+    old_ca = server.ca()
+    pid = server.process.pid
+    renewed = certs.ensure_certificates(server.directory, SERVICE, NAMESPACE, force=True)
+    new_ca = renewed.ca.cert_pem()
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            status, _ = server.post("/admission/mutate", review_bytes(load_pod("job-parallel.yaml")),
+                                    server.connection(new_ca))  # fmt: skip
+            break
+        except ssl.SSLError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+    assert status == 200
+    # Both workers serve the new certificate: the old CA no longer verifies any new connection.
+    for _ in range(6):
+        with pytest.raises(ssl.SSLCertVerificationError):
+            server.connection(old_ca)
+    assert server.process.poll() is None and server.process.pid == pid
