@@ -17,6 +17,7 @@ class Change:
     storage: str
     type: str  # ADDED | MODIFIED | DELETED
     obj: dict  # stored shape; shared, do not mutate
+    previous: dict | None = None  # the object before a MODIFIED change
 
 
 class WatchHistory:

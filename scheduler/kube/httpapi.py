@@ -270,6 +270,7 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
             start = q.get("resourceVersion") or ""
             if start and not start.isdigit():
                 raise errors.bad_request(f"invalid resourceVersion {start!r}")
+            filtered = bool(q.get("labelSelector") or q.get("fieldSelector"))
             timeout = float(q.get("timeoutSeconds") or state.default_watch_timeout)
             deadline = time.monotonic() + timeout
             bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
@@ -310,8 +311,16 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                     self._event("ERROR", exc.status())
                     break
                 for change in changes:
-                    if wanted(change.obj):
-                        self._event(change.type, from_storage(r, change.obj))
+                    type_ = change.type
+                    if type_ == "MODIFIED" and change.previous is not None and filtered:
+                        # an object entering or leaving the selection is ADDED/DELETED for this watch
+                        before, now_in = wanted(change.previous), wanted(change.obj)
+                        type_ = {(True, True): "MODIFIED", (False, True): "ADDED",
+                                 (True, False): "DELETED"}.get((before, now_in), "")
+                        if type_:
+                            self._event(type_, from_storage(r, change.obj))
+                    elif wanted(change.obj):
+                        self._event(type_, from_storage(r, change.obj))
                 position = max(position, current)
                 now = time.monotonic()
                 if now >= deadline:

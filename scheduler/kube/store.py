@@ -426,6 +426,7 @@ class ObjectStore:
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         bucket = self._objects.setdefault(storage, {})
+        previous = bucket.get(key) if type_ == "MODIFIED" else None
         if type_ == "DELETED":
             bucket.pop(key, None)
             self._key_order.pop(storage, None)
@@ -433,7 +434,7 @@ class ObjectStore:
             if key not in bucket:
                 self._key_order.pop(storage, None)
             bucket[key] = obj
-        change = Change(self._rv, storage, type_, obj)
+        change = Change(self._rv, storage, type_, obj, previous)
         self._history.append(change)
         for listener in self._listeners:
             listener(change)

@@ -277,6 +277,19 @@ def test_watch_streams_changes_from_a_resource_version_with_bookmarks(server, co
     assert isinstance(watch.Watch().get_return_type(core.list_namespaced_pod)(), client.V1Pod)
 
 
+def test_selector_watches_see_objects_enter_and_leave_the_selection(server, core):
+    start = core.list_namespaced_pod("team-a").metadata.resource_version
+    def relabel(name, labels):
+        server.store.patch(PODS, "team-a", name, "application/merge-patch+json", {"metadata": {"labels": labels}})
+
+    relabel("low-1", {"app": "other"})
+    relabel("solo", {"app": "low"})
+    relabel("low-0", {"n": "1"})
+    seen = [(e["type"], e["raw_object"]["metadata"]["name"]) for e in watch.Watch().stream(
+        core.list_namespaced_pod, "team-a", label_selector="app=low", resource_version=start, timeout_seconds=1)]
+    assert seen == [("DELETED", "low-1"), ("ADDED", "solo"), ("MODIFIED", "low-0")]
+
+
 def test_watch_without_resource_version_starts_with_the_current_objects(core):
     seen = [e["raw_object"]["metadata"]["name"]
             for e in watch.Watch().stream(core.list_namespaced_pod, "team-a", timeout_seconds=1)]
