@@ -195,3 +195,41 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, re
                  if o.get("kind") == "Pod"}
     for pod in victims:  # both pods of the unit are gone or terminating: the unit is whole
         assert pod not in remaining or remaining[pod]["metadata"].get("deletionTimestamp")
+
+
+def test_a_real_worker_drives_a_stuck_gang_from_detection_to_evictions(api_server, redis_url, tmp_path):
+    """The whole chain through the broker: detect -> (on commit) plan -> (on commit) execute."""
+    control = api_server.control
+    control.load(small_cluster())
+    broker = dedicated_redis(redis_url)
+    import redis
+
+    redis.Redis.from_url(broker).flushdb()
+    env = {**os.environ, "DATABASE_URL": postgres_url_for_test_db(), "REDIS_URL": broker,
+           "KUBECONFIG": str(api_server.kubeconfig), "GANGWEB_CLUSTER": "kube", "SECRET_KEY": "chain-test",
+           "GANGWEB_DEMO": "0"}
+    log_path = tmp_path / "worker.log"
+    worker = Worker(env, log_path).start()
+    sender = Celery("chain-test", broker=broker, set_as_current=False)
+    try:
+        sender.send_task("scheduler.detect_unschedulable_gangs")
+        request = wait_until(lambda: PreemptionRequest.objects.filter(state=RequestState.SUCCEEDED).first(),
+                             60, "the request to succeed", log_path)
+    finally:
+        worker.stop()
+        sender.close()
+    plan = request.plans.get()
+    assert (request.namespace, request.name, request.mode) == ("team-a", "train", "enforce")
+    assert {pod: real_evictions(api_server, pod) for pod in plan.evictions} == {pod: [201] for pod in plan.evictions}
+    kinds = list(LedgerEntry.objects.filter(request=request).order_by("id").values_list("kind", flat=True))
+    assert kinds[:3] == ["request.opened", "request.planning", "plan.created"]
+    assert kinds[-1] == "request.succeeded"
+    conditions = next(o for o in control.dump() if o.get("kind") == "PodGroup"
+                      and o["metadata"]["name"] == "train")["status"]["conditions"]
+    assert {"type": "gangweb.io/Preemption", "status": "False", "reason": "VictimsEvicted"}.items() <= \
+        next(c for c in conditions if c["type"] == "gangweb.io/Preemption").items()
+    events = [o for o in control.dump() if o.get("kind") == "Event" and o.get("reason") == "Preempted"]
+    regarding = sorted(f"{(e.get('regarding') or e.get('involvedObject'))['namespace']}/"
+                       f"{(e.get('regarding') or e.get('involvedObject'))['name']}" for e in events)
+    assert regarding == sorted(plan.evictions)
+    assert {(e.get("related") or {}).get("name") for e in events} == {"train"}
