@@ -97,17 +97,18 @@ def _check_and_dry_run(cluster: Cluster, plan: Plan, rows: list[Eviction]) -> Ou
         return Outcome(RequestState.SUPERSEDED, reason, replan=not verdict.moot)
 
     pending = [r for r in rows if r.state in (EvictionState.PLANNED, EvictionState.DRY_RUN_OK)]
+    # A refusal recorded before a restart counts as much as a new one.
+    refused = [(r.pod, r.dry_run_code, r.dry_run_message) for r in rows if r.state == EvictionState.DRY_RUN_REFUSED]
     results = in_threads(pending, lambda row: dry_run(cluster, row))
-    refused = sorted((r for r in results if not r.ok), key=lambda r: (r.namespace, r.name))
+    refused += [(f"{r.namespace}/{r.name}", r.code, r.message) for r in results if not r.ok]
     if refused:
-        first = refused[0]
+        pod, code, message = min(refused)
         reason = (
-            f"dry-run eviction refused for {len(refused)} of {len(pending)} victim pods, nothing evicted; "
-            f"{first.namespace}/{first.name}: {first.code} {first.message}".strip()
+            f"dry-run eviction refused for {len(refused)} of {len(rows)} victim pods, nothing evicted; "
+            f"{pod}: {code} {message}".strip()
         )
         ledger.fail_unstarted_evictions(plan.pk, "not evicted: another victim's dry run was refused")
-        ledger.finish(request.pk, RequestState.FAILED, reason,
-                      data={"refused": [f"{r.namespace}/{r.name}" for r in refused]})
+        ledger.finish(request.pk, RequestState.FAILED, reason, data={"refused": sorted(p for p, _, _ in refused)})
         _condition(cluster, plan, "False", "DryRunRefused", reason)
         return Outcome(RequestState.FAILED, reason)
     return None

@@ -156,3 +156,25 @@ def test_an_execution_waits_for_a_node_another_execution_holds(cluster, planned_
             execute(request.pk, cluster, retry=FAST, lock_wait=0.2)
     assert cluster.evictions_of("evict") == {} and cluster.evictions_of("dry_run") == {}
     assert execute(request.pk, cluster, retry=FAST).state == RequestState.SUCCEEDED
+
+
+def test_resume_during_the_dry_runs_dry_runs_again_and_keeps_earlier_refusals(cluster, planned_request):
+    request, plan = planned_request()
+    ledger.begin_execution(request.pk)
+    first, second = list(plan.pod_evictions.all())[:2]
+    ledger.record_dry_run(first.pk, 429, "Cannot evict pod as it would violate the pod's disruption budget.", ok=False)
+    # ...the worker died here, before failing the plan. The budget has room again now:
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.FAILED and first.pod in outcome.reason and "429" in outcome.reason
+    assert cluster.evictions_of("evict") == {}
+
+
+def test_resume_during_the_dry_runs_repeats_them_before_evicting(cluster, planned_request):
+    request, plan = planned_request()
+    ledger.begin_execution(request.pk)
+    first = plan.pod_evictions.first()
+    ledger.record_dry_run(first.pk, 201, "", ok=True)
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.SUCCEEDED, outcome.reason
+    assert cluster.evictions_of("dry_run") == {pod: 1 for pod in victims_of(plan)}  # all re-checked at the API
+    assert cluster.evictions_of("evict") == {pod: 1 for pod in victims_of(plan)}
