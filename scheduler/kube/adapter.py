@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import socket
 import threading
@@ -28,6 +29,8 @@ from . import writes
 from .apis import list_raw, read_json, stamp
 from .informer import Listener, Reflector
 from .resources import EVENTS_V1, PODS, SNAPSHOT_RESOURCES, Resource
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = (5.0, 15.0)  # (connect, read) seconds, for every non-watch call
 
@@ -82,6 +85,9 @@ class KubeCluster:
         if os.getpid() != self._pid:
             self._pid = os.getpid()
             self.api_client = self._new_client(self._max_parallel_writes)
+            self._watch_client = self._new_client(len(self.resources) + 2)
+            for reflector in self._reflectors.values():
+                reflector.use_client(self._watch_client)
         return self.api_client
 
     # ----- construction
@@ -114,12 +120,16 @@ class KubeCluster:
 
     # ----- informers
     def start(self, *, wait: bool = True, timeout: float = 30.0) -> "KubeCluster":
+        """Start the informers; with ``wait``, return once every kind is listed (ClusterError after
+        ``timeout``, informers stopped again)."""
+        self._api()
         for reflector in self._reflectors.values():
             reflector.start()
         self._started = True
         if wait and not self.wait_synced(timeout):
             pending = [r.resource.plural for r in self._reflectors.values() if not r.synced.is_set()]
             errors = {r.resource.plural: r.last_error for r in self._reflectors.values() if r.last_error}
+            self.stop()
             raise ClusterError(f"informers not synced after {timeout}s: {pending} {errors}")
         return self
 
@@ -156,7 +166,10 @@ class KubeCluster:
 
     def _notify(self, type_: str, resource: Resource, obj: dict | None) -> None:
         for listener in self._listeners:
-            listener(type_, resource, obj)
+            try:
+                listener(type_, resource, obj)
+            except Exception:  # a listener's bug must not stall the informer
+                log.exception("listener %r failed on %s %s", listener, type_, resource.plural)
         with self._changed:
             self._changed.notify_all()
 

@@ -75,6 +75,10 @@ class Reflector:
             return self._objects.get(key)
 
     # ----- lifecycle
+    def use_client(self, api_client: client.ApiClient) -> None:
+        """Talk through another client from the next request on (a forked process needs its own)."""
+        self._api_client = api_client
+
     def start(self) -> None:
         if self._thread is None:
             self._stop.clear()

@@ -276,6 +276,41 @@ def test_podgroup_condition_retries_a_conflict(server, cluster):
     assert [r["code"] for r in server.requests("/podgroups/high-gang/status", "PATCH")] == [409, 200]
 
 
+def test_a_failing_listener_does_not_stall_the_informer(server, cluster):
+    def broken(type_, resource, obj):
+        raise RuntimeError("listener bug")
+
+    cluster.add_listener(broken)
+    cluster.start()
+    server.store.create(PODS, pod("late"))
+    assert cluster.wait_for(lambda objs: "late" in names(objs, "Pod"), 5)
+    assert cluster.reflector(PODS).failures == 0
+
+
+def test_start_gives_up_with_a_clear_error_and_stops(server, cluster):
+    server.faults.fail("/api/v1/nodes$", 503, method="GET", times=None)
+    with pytest.raises(ClusterError, match="informers not synced") as err:
+        cluster.start(timeout=1)
+    assert "nodes" in str(err.value)
+    assert not any(cluster.reflector(r)._thread for r in cluster.resources)
+
+
+def test_a_forked_child_talks_through_its_own_connections(server, cluster):
+    import multiprocessing
+
+    assert cluster.get_pod("team-a", "solo")  # the parent's pool now holds a connection
+    parent_client = cluster.api_client
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    child = ctx.Process(target=lambda: results.put(
+        (cluster.evict("team-a", "solo").code, cluster.api_client is parent_client)))
+    child.start()
+    code, shared = results.get(timeout=20)
+    child.join(10)
+    assert code == 201 and not shared
+    assert cluster.api_client is parent_client and cluster.get_pod("team-a", "solo") is None
+
+
 def test_bad_kubeconfig_is_a_clear_error(tmp_path):
     missing = tmp_path / "nope"
     with pytest.raises(ClusterError, match="cannot load kubeconfig"):
