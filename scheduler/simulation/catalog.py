@@ -28,11 +28,8 @@ NODE_ALLOCATABLE = {
 CPU_PER_GPU = 20
 MEMORY_GI_PER_GPU = 200
 
-# Simulated seconds per tick: a gang of 90 simulated minutes runs about three real minutes at the
-# demo's 2-second tick, long enough to watch, short enough to see turnover.
-SIM_SECONDS_PER_TICK = 60
-# Epoch of the simulated clock: fixed so that a seed gives byte-identical objects.
-SIM_EPOCH = 1_767_600_000  # 2026-01-05T08:00:00Z
+# Gang lifetimes are counted in ticks (GANGWEB_SIM_TICK_SECONDS, 2 s in the demo): a 90-tick gang runs
+# three minutes there, long enough to watch, short enough to see turnover.
 
 
 @dataclass(frozen=True)
@@ -46,7 +43,7 @@ class Tier:
     disruption: str  # "all" or "single"
     pod_gpus: tuple[int, ...]  # GPUs per pod, one is drawn
     pod_counts: tuple[int, ...]  # pods per gang, one is drawn
-    minutes: tuple[int, int]  # run time range, simulated minutes
+    ticks: tuple[int, int]  # run time range, in ticks
     topology_share: float  # share of gangs constrained to one rack
     pdb_share: float  # share of gangs protected by a PodDisruptionBudget
 

@@ -18,39 +18,38 @@ from typing import Any
 from scheduler.cluster import ClusterEvent, EvictionResult, KubeObject
 from scheduler.simulation import objects
 from scheduler.simulation.binder import first_fit
-from scheduler.simulation.catalog import (
-    NODES_PER_RACK,
-    RACKS_PER_ZONE,
-    SIM_EPOCH,
-    SIM_SECONDS_PER_TICK,
-    TIERS,
-)
+from scheduler.simulation.catalog import NODES_PER_RACK, RACKS_PER_ZONE, TIERS
+from scheduler.simulation.clock import SteppedClock, WallClock
 from scheduler.simulation.state import SimGang, SimNode, SimPod, condition, upsert_condition
 from scheduler.simulation.summary import build_summary
 from scheduler.simulation.workload import WorkloadGenerator
 
 SCHEDULED = "PodGroupInitiallyScheduled"
-# Pending gangs are dropped by their owners after this long, which keeps the queue bounded.
-MAX_WAIT_SECONDS = 4 * 3600
+# Pending gangs are dropped by their owners after this many ticks, which keeps the queue bounded.
+MAX_WAIT_TICKS = 240
 MAX_PENDING_GANGS = 8
 INITIAL_WAITING_GANGS = 3
-# Mean simulated GPU-minutes of a submitted gang (from the catalog's tier mix), used to set an arrival
-# rate that keeps the cluster a little over-subscribed: some gangs always wait, as on real clusters.
-_MEAN_GANG_GPU_MINUTES = 1950
+# Mean GPU-ticks of a submitted gang (from the catalog's tier mix), used to set an arrival rate that
+# keeps the cluster a little over-subscribed: some gangs always wait, as on real clusters.
+_MEAN_GANG_GPU_TICKS = 1950
 _TARGET_DEMAND = 1.3
 
 
 class SimulatedCluster:
     name = "simulated"
 
-    def __init__(self, nodes: int = 64, seed: int = 7, *, fill: float = 0.85) -> None:
+    def __init__(self, nodes: int = 64, seed: int = 7, *, fill: float = 0.85,
+                 clock: WallClock | SteppedClock | None = None) -> None:
+        """``clock`` dates the objects: the wall clock by default, ``SteppedClock()`` for identical snapshots."""
         if nodes < 1:
             raise ValueError(f"a simulated cluster needs at least one node, got {nodes}")
         self.seed = seed
         self._lock = threading.RLock()
         self._rng = random.Random(seed)
         self._workload = WorkloadGenerator(self._rng)
-        self._now = float(SIM_EPOCH)
+        self._clock = clock or WallClock()
+        self._now = self._clock.start()
+        self._started_at = self._now
         self._tick_count = 0
         self._resource_version = 0
         self._nodes = [self._new_node(i) for i in range(nodes)]
@@ -59,7 +58,7 @@ class SimulatedCluster:
         self._pods: dict[str, SimPod] = {}
         self._changes: list[dict[str, Any]] = []
         self._events: deque[ClusterEvent] = deque(maxlen=500)
-        self._arrival_rate = _TARGET_DEMAND * self.total_gpus * SIM_SECONDS_PER_TICK / 60 / _MEAN_GANG_GPU_MINUTES
+        self._arrival_rate = _TARGET_DEMAND * self.total_gpus / _MEAN_GANG_GPU_TICKS
         self._fill(fill)
 
     # --- construction ----------------------------------------------------------------------
@@ -75,30 +74,28 @@ class SimulatedCluster:
                        created=self._now - 30 * 86400, resource_version=self._next_rv())
 
     def _fill(self, fill: float) -> None:
-        """Start from a busy cluster: gangs already running at staggered ages, a few waiting."""
-        for _ in range(10 * len(self._nodes)):
-            if self.allocated_gpus >= fill * self.total_gpus:
+        """Start from a busy cluster: gangs already running at staggered ages, and a few that wait.
+
+        Gangs keep arriving until the cluster is ``fill`` allocated and the first few no longer fit:
+        those wait from the start, the situation gangweb exists for.
+        """
+        for _ in range(20 * len(self._nodes)):
+            if self.allocated_gpus >= fill * self.total_gpus and len(self._waiting()) >= INITIAL_WAITING_GANGS:
                 break
-            gang = self._workload.new_gang(self._now, self.total_gpus)
+            waited = self._rng.randint(1, 20)
+            gang = self._workload.new_gang(self._ticks_ago(waited), -waited, self.total_gpus)
             self._submit(gang)
-            if self._try_bind(gang) is None:
-                self._drop(gang)
-                continue
-            # Back-date the start so the initial gangs finish at different times.
-            gang.started = self._now - self._rng.uniform(0, gang.run_seconds * 0.9)
-            for pod in self._gang_pods(gang.key):
-                pod.started = gang.started
-                pod.created = gang.created = min(gang.created, gang.started)
-        # A few gangs that do not fit wait from the start: the situation gangweb exists for.
-        for _ in range(20 * INITIAL_WAITING_GANGS):
-            if len(self._waiting()) >= INITIAL_WAITING_GANGS:
-                break
-            gang = self._workload.new_gang(self._now - self._rng.randint(1, 20) * 60, self.total_gpus)
-            self._submit(gang)
-            if first_fit(gang, self._gang_pods(gang.key), [], self._nodes) is not None:
-                self._drop(gang)
-            else:
+            if self._try_bind(gang) is not None:
+                # Back-date the start so the initial gangs finish at different times.
+                gang.started_tick = -self._rng.randint(0, int(gang.run_ticks * 0.9))
+                gang.started = gang.created = self._ticks_ago(-gang.started_tick)
+                gang.created_tick = gang.started_tick
+                for pod in self._gang_pods(gang.key):
+                    pod.started = pod.created = gang.started
+            elif len(self._waiting()) <= INITIAL_WAITING_GANGS and self.allocated_gpus >= fill * self.total_gpus:
                 self._mark_unschedulable(gang)
+            else:
+                self._drop(gang)
         self._changes.clear()
 
     @property
@@ -113,12 +110,15 @@ class SimulatedCluster:
     def now(self) -> float:
         return self._now
 
+    def _ticks_ago(self, ticks: int) -> float:
+        return float(int(self._now - ticks * self._clock.seconds_per_tick))
+
     # --- Cluster protocol ------------------------------------------------------------------
 
     def snapshot_objects(self) -> list[KubeObject]:
         with self._lock:
             out: list[KubeObject] = [objects.node_object(n) for n in self._nodes]
-            out += [objects.priority_class_object(t, SIM_EPOCH - 30 * 86400) for t in TIERS]
+            out += [objects.priority_class_object(t, self._started_at - 30 * 86400) for t in TIERS]
             for gang in self._gangs.values():
                 out.append(objects.podgroup_object(gang))
                 if gang.pdb_min_available is not None:
@@ -192,7 +192,7 @@ class SimulatedCluster:
         """Advance the clock one step: finish, restart, give up, submit, bind. Returns what changed."""
         with self._lock:
             self._tick_count += 1
-            self._now += SIM_SECONDS_PER_TICK
+            self._now = self._clock.advance(self._now)
             self._finish_done_gangs()
             self._recreate_evicted_pods()
             self._abandon_stale_gangs()
@@ -203,7 +203,7 @@ class SimulatedCluster:
 
     def _finish_done_gangs(self) -> None:
         for gang in list(self._gangs.values()):
-            if gang.started is not None and gang.started + gang.run_seconds <= self._now:
+            if gang.started_tick is not None and gang.started_tick + gang.run_ticks <= self._tick_count:
                 self._changes.append(self._change("gang-finished", gang))
                 self._drop(gang)
 
@@ -227,12 +227,12 @@ class SimulatedCluster:
                 if index not in present:
                     self._new_pod(gang, index)
             if not pods:
-                gang.started = None
+                gang.started = gang.started_tick = None
             self._changes.append(self._change("gang-restarted", gang, attempt=gang.attempt))
 
     def _abandon_stale_gangs(self) -> None:
         for gang in list(self._gangs.values()):
-            if gang.started is None and self._now - gang.created > MAX_WAIT_SECONDS:
+            if gang.started is None and self._tick_count - gang.created_tick > MAX_WAIT_TICKS:
                 self._changes.append(self._change("gang-abandoned", gang))
                 self._drop(gang)
 
@@ -240,7 +240,7 @@ class SimulatedCluster:
         for _ in range(self._poisson(self._arrival_rate)):
             if len(self._waiting()) >= MAX_PENDING_GANGS:
                 return
-            gang = self._workload.new_gang(self._now, self.total_gpus)
+            gang = self._workload.new_gang(self._now, self._tick_count, self.total_gpus)
             self._submit(gang)
             self._changes.append(self._change("gang-submitted", gang))
 
@@ -316,7 +316,7 @@ class SimulatedCluster:
             pod.conditions = [condition("PodScheduled", "True", "", "", self._now)]
             pod.resource_version = self._next_rv()
         if gang.started is None:
-            gang.started = self._now
+            gang.started, gang.started_tick = self._now, self._tick_count
         upsert_condition(gang.conditions, condition(SCHEDULED, "True", "Scheduled",
                                                     "all pods of the gang are bound", self._now))
         gang.resource_version = self._next_rv()

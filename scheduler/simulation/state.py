@@ -87,9 +87,11 @@ class SimGang:
     min_count: int
     topology: bool
     pdb_min_available: int | None  # None: no PodDisruptionBudget
-    run_seconds: int
+    run_ticks: int
     created: float
+    created_tick: int
     started: float | None = None
+    started_tick: int | None = None
     # Bumped each time the controller recreates evicted pods, so new pods get new names.
     attempt: int = 0
     conditions: list[dict[str, Any]] = field(default_factory=list)

@@ -18,7 +18,7 @@ class WorkloadGenerator:
     def _pick_tier(self) -> Tier:
         return self._rng.choices(TIERS, weights=[t.weight for t in TIERS])[0]
 
-    def new_gang(self, created: float, max_gpus: int) -> SimGang:
+    def new_gang(self, created: float, created_tick: int, max_gpus: int) -> SimGang:
         """One gang submitted at ``created``; no gang asks for more than ``max_gpus`` GPUs."""
         rng = self._rng
         tier = self._pick_tier()
@@ -44,6 +44,7 @@ class WorkloadGenerator:
             min_count=min_count,
             topology=size > 1 and rng.random() < tier.topology_share,
             pdb_min_available=pdb_min_available,
-            run_seconds=60 * rng.randint(*tier.minutes),
+            run_ticks=rng.randint(*tier.ticks),
             created=created,
+            created_tick=created_tick,
         )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter, defaultdict
+from datetime import datetime
 
 import pytest
 from kubernetes_validate.utils import validate
@@ -12,12 +14,13 @@ from kubernetes_validate.utils import validate
 from scheduler.cluster import Cluster, ClusterEvent, of_kind, split_key
 from scheduler.simulation import SimulatedCluster
 from scheduler.simulation.catalog import GPU, RACK_LABEL
+from scheduler.simulation.clock import SteppedClock
 
 K8S_VERSION = "1.37.0"
 
 
 def advanced(seed: int = 7, nodes: int = 64, ticks: int = 40) -> SimulatedCluster:
-    cluster = SimulatedCluster(nodes=nodes, seed=seed)
+    cluster = SimulatedCluster(nodes=nodes, seed=seed, clock=SteppedClock())
     for _ in range(ticks):
         cluster.tick()
     return cluster
@@ -31,6 +34,20 @@ def pods_of(objects, podgroup_key: str) -> list[dict]:
     namespace, name = split_key(podgroup_key)
     return [p for p in of_kind(objects, "Pod")
             if p["metadata"]["namespace"] == namespace and p["spec"]["schedulingGroup"]["podGroupName"] == name]
+
+
+def test_timestamps_follow_the_wall_clock_by_default():
+    before = time.time()
+    cluster = SimulatedCluster(nodes=8, seed=1)
+    cluster.tick()
+    objects = cluster.snapshot_objects()
+    stamps = [parse_time(p["status"]["startTime"]) for p in of_kind(objects, "Pod") if p["spec"].get("nodeName")]
+    assert stamps and max(stamps) <= time.time()
+    assert abs(parse_time(cluster.summary()["time"]) - before) < 5
+
+
+def parse_time(value: str) -> float:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
 def test_is_a_cluster():
@@ -53,7 +70,7 @@ def test_default_shape_is_64_nodes_of_8_gpus_in_8_racks():
 
 
 def test_same_seed_same_world_different_seed_different_world():
-    a, b = SimulatedCluster(nodes=32, seed=11), SimulatedCluster(nodes=32, seed=11)
+    a, b = (SimulatedCluster(nodes=32, seed=11, clock=SteppedClock()) for _ in range(2))
     changes_a = [a.tick() for _ in range(60)]
     changes_b = [b.tick() for _ in range(60)]
     assert changes_a == changes_b
