@@ -99,6 +99,11 @@ class Webhook:
         except ReviewError as error:
             self._counters[webhook, "bad_request"].inc()
             return Answer(error.status, error.body())
+        except Exception:
+            # A parsing gap is still the body's fault, and never worth a 5xx: log it to fix it.
+            logger.exception("unexpected error parsing an AdmissionReview", extra={"webhook": webhook})
+            self._counters[webhook, "bad_request"].inc()
+            return Answer(400, ReviewError(400, "request body is not a well-formed AdmissionReview").body())
         try:
             answer = self._mutate(request) if webhook == MUTATE else self._validate(request)
         except Exception:

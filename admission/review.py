@@ -102,7 +102,7 @@ def parse_review(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> AdmissionReque
         raise ReviewError(400, "request.uid must be a non-empty string")
     group, version, kind_name = _kind(request)
     operation = request.get("operation")
-    if operation not in OPERATIONS:
+    if not isinstance(operation, str) or operation not in OPERATIONS:
         raise ReviewError(400, "request.operation must be one of CONNECT, CREATE, DELETE, UPDATE")
     obj = request.get("object")
     if not (isinstance(obj, dict) or (obj is None and operation == "DELETE")):
