@@ -1,0 +1,122 @@
+"""Certificates kube-apiserver accepts, their renewal, and the webhook configuration objects."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID
+from kubernetes_validate.utils import validate as schema_validate
+
+from admission import certs
+from admission.webhookconfig import webhook_configurations
+
+ROOT = Path(__file__).resolve().parents[2]
+NOW = dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc)
+
+
+def manage(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "GANGWEB_NAMESPACE": "gangweb-system"})  # fmt: skip
+
+
+def test_serving_certificate_has_the_names_the_apiserver_checks(tmp_path):
+    issued = certs.ensure_certificates(tmp_path, "gangweb-webhook", "ops", now=NOW)
+    cert = issued.serving.cert
+    assert certs.san_names(cert) == ["gangweb-webhook", "gangweb-webhook.ops", "gangweb-webhook.ops.svc",
+                                     "gangweb-webhook.ops.svc.cluster.local"]  # fmt: skip
+    assert cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
+    assert ExtendedKeyUsageOID.SERVER_AUTH in cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert cert.issuer == issued.ca.cert.subject
+    ca_constraints = issued.ca.cert.extensions.get_extension_for_class(x509.BasicConstraints).value
+    assert ca_constraints.ca is True and ca_constraints.path_length == 0
+    # Signed by the CA (raises if not).
+    cert.verify_directly_issued_by(issued.ca.cert)
+
+
+def test_keys_are_private_files(tmp_path):
+    certs.ensure_certificates(tmp_path, "svc", "ns")
+    assert oct((tmp_path / certs.TLS_KEY).stat().st_mode & 0o777) == "0o600"
+    assert oct((tmp_path / certs.CA_KEY).stat().st_mode & 0o777) == "0o600"
+
+
+def test_second_run_keeps_valid_certificates(tmp_path):
+    first = certs.ensure_certificates(tmp_path, "svc", "ns", now=NOW)
+    second = certs.ensure_certificates(tmp_path, "svc", "ns", now=NOW + dt.timedelta(days=100))
+    assert (second.issued_ca, second.issued_serving) == (False, False)
+    assert second.serving.cert.serial_number == first.serving.cert.serial_number
+
+
+def test_serving_certificate_is_renewed_before_expiry_with_the_same_ca(tmp_path):
+    first = certs.ensure_certificates(tmp_path, "svc", "ns", days=365, now=NOW)
+    later = NOW + dt.timedelta(days=340)  # 25 days left, inside the 30-day renewal window
+    second = certs.ensure_certificates(tmp_path, "svc", "ns", now=later)
+    assert (second.issued_ca, second.issued_serving) == (False, True)
+    assert second.serving.cert.not_valid_after_utc > first.serving.cert.not_valid_after_utc
+    assert second.ca.cert.serial_number == first.ca.cert.serial_number
+
+
+def test_changed_service_name_reissues(tmp_path):
+    certs.ensure_certificates(tmp_path, "svc", "ns", now=NOW)
+    moved = certs.ensure_certificates(tmp_path, "svc", "other", now=NOW)
+    assert moved.issued_serving and "svc.other.svc" in certs.san_names(moved.serving.cert)
+
+
+def test_secret_manifest_is_a_valid_tls_secret(tmp_path):
+    issued = certs.ensure_certificates(tmp_path, "svc", "ns")
+    secret = certs.secret_manifest(issued, "webhook-tls", "ns")
+    schema_validate(secret, "1.37.0", strict=True)
+    assert base64.b64decode(secret["data"]["tls.crt"]) == (tmp_path / certs.TLS_CERT).read_bytes()
+    assert "ca.key" not in secret["data"]
+
+
+def test_webhook_configurations_validate_strictly():
+    objects = webhook_configurations(service="gangweb-webhook", namespace="gangweb-system", ca_pem=b"-----CA-----")
+    for obj in objects:
+        schema_validate(obj, "1.37.0", strict=True)
+    mutating, validating = objects
+    [hook] = mutating["webhooks"]
+    assert hook["sideEffects"] == "None" and hook["admissionReviewVersions"] == ["v1"]
+    assert hook["rules"][0]["operations"] == ["CREATE"] and hook["failurePolicy"] == "Ignore"
+    assert hook["reinvocationPolicy"] == "IfNeeded" and hook["timeoutSeconds"] <= 5
+    excluded = hook["namespaceSelector"]["matchExpressions"][0]
+    assert excluded["operator"] == "NotIn"
+    assert set(excluded["values"]) == {"kube-system", "kube-node-lease", "gangweb-system"}
+    assert any("kubernetes.io/config.mirror" in c["expression"] for c in hook["matchConditions"])
+    assert {w["clientConfig"]["service"]["path"] for w in validating["webhooks"]} == {"/admission/validate"}
+    assert all("patch" not in json.dumps(w["rules"]) for w in validating["webhooks"])
+    for webhook in mutating["webhooks"] + validating["webhooks"]:
+        assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == b"-----CA-----"
+
+
+def test_commands_issue_certificates_and_print_the_configuration(tmp_path):
+    issued = manage("webhook", "certs", "--dir", str(tmp_path), "--secret", "gangweb-webhook-tls")
+    assert issued.returncode == 0, issued.stderr
+    assert "gangweb-webhook.gangweb-system.svc" in issued.stderr
+    secret = yaml.safe_load(issued.stdout)
+    assert secret["kind"] == "Secret" and secret["type"] == "kubernetes.io/tls"
+    config = manage("webhook", "config", "--ca-file", str(tmp_path / "ca.crt"))
+    assert config.returncode == 0, config.stderr
+    objects = list(yaml.safe_load_all(config.stdout))
+    assert [o["kind"] for o in objects] == ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+    ca_bundle = base64.b64decode(objects[0]["webhooks"][0]["clientConfig"]["caBundle"])
+    assert ca_bundle == (tmp_path / "ca.crt").read_bytes()
+
+
+def test_config_without_certificates_is_a_clear_error(tmp_path):
+    result = manage("webhook", "config", "--ca-file", str(tmp_path / "missing.crt"))
+    assert result.returncode != 0
+    assert "run `manage.py webhook certs` first" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_serve_without_certificates_is_a_clear_error(tmp_path):
+    result = manage("webhook", "serve", "--dir", str(tmp_path))
+    assert result.returncode != 0 and "run `manage.py webhook certs" in result.stderr
+    assert "Traceback" not in result.stderr
