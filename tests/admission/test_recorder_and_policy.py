@@ -1,0 +1,82 @@
+"""Decisions reach the dashboard in batches without ever blocking an answer; policy comes from settings."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from prometheus_client import REGISTRY
+
+from admission.handler import MUTATE, VALIDATE, Webhook
+from admission.policy import AdmissionPolicy
+from admission.recorder import EVENT_TYPE, DecisionRecorder
+from tests.admission.support import load_pod, review_bytes
+
+
+def dropped(reason: str) -> float:
+    return REGISTRY.get_sample_value("gangweb_admission_events_dropped_total", {"reason": reason}) or 0.0
+
+
+def test_patched_pods_and_denials_are_published_as_one_batch():
+    published = []
+    recorder = DecisionRecorder(publish=lambda kind, payload: published.append((kind, payload)), interval=3600)
+    webhook = Webhook(AdmissionPolicy(), recorder=recorder)
+    webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid="a"))
+    webhook.handle(MUTATE, review_bytes(load_pod("deployment-pod.yaml"), uid="untouched"))
+    pod = load_pod("lws-worker.yaml")
+    pod["metadata"]["annotations"]["gangweb.io/min-count"] = "9"
+    webhook.handle(VALIDATE, review_bytes(pod, uid="b"))
+    recorder.flush()
+    [(kind, payload)] = published
+    assert kind == EVENT_TYPE == "admission.decisions"
+    assert payload["count"] == 2 and payload["dropped"] == 0
+    first, second = payload["decisions"]
+    assert (first["uid"], first["podGroup"], first["source"], first["allowed"]) == ("a", "resnet-train", "job", True)
+    assert first["namespace"] == "ml-team" and first["mode"] == "enforce"
+    assert (second["uid"], second["allowed"]) == ("b", False) and "min-count" in second["message"]
+
+
+def test_full_buffer_drops_and_counts_instead_of_waiting():
+    release = threading.Event()
+    recorder = DecisionRecorder(publish=lambda kind, payload: release.wait(10), capacity=3, interval=3600)
+    webhook = Webhook(AdmissionPolicy(), recorder=recorder)
+    before = dropped("buffer_full")
+    for n in range(5):
+        webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid=str(n)))
+    assert dropped("buffer_full") == before + 2
+    release.set()
+
+
+def test_failing_channel_layer_is_counted_and_the_answer_still_comes():
+    def broken(kind, payload):
+        raise ConnectionError("redis down")
+
+    recorder = DecisionRecorder(publish=broken, interval=0.05)
+    webhook = Webhook(AdmissionPolicy(), recorder=recorder)
+    before = dropped("publish_failed")
+    answer = webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml")))
+    assert answer.status == 200
+    assert recorder.wait_idle(5)
+    assert dropped("publish_failed") == before + 1
+
+
+def test_background_thread_publishes_through_gangweb_events(monkeypatch):
+    seen = threading.Event()
+    monkeypatch.setattr("gangweb.events.publish", lambda kind, payload: seen.set())
+    recorder = DecisionRecorder(interval=0.05)
+    Webhook(AdmissionPolicy(), recorder=recorder).handle(MUTATE, review_bytes(load_pod("job-parallel.yaml")))
+    assert seen.wait(5)
+
+
+def test_policy_reads_modes_from_settings(settings):
+    settings.GANGWEB_MODE = "observe"
+    settings.GANGWEB_NAMESPACE_MODES = {"ml-team": "enforce"}
+    settings.GANGWEB_NAMESPACE = "platform"
+    policy = AdmissionPolicy.from_settings(settings)
+    assert (policy.mode_for("ml-team"), policy.mode_for("other")) == ("enforce", "observe")
+    assert policy.skips("platform") and policy.skips("kube-system") and not policy.skips("ml-team")
+
+
+def test_bad_mode_is_a_clear_error():
+    with pytest.raises(ValueError, match="mode must be one of enforce, observe, got 'sometimes'"):
+        AdmissionPolicy(default_mode="sometimes")
