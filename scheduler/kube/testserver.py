@@ -18,6 +18,7 @@ prints ``READY http://127.0.0.1:PORT`` once serving; ``ControlClient(url)`` then
 from __future__ import annotations
 
 import argparse
+import select
 import socket
 import subprocess
 import sys
@@ -205,16 +206,20 @@ class TestServerProcess:
             self._args += ["--load", str(load)]
         self.process: subprocess.Popen | None = None
         self.url = ""
+        self.log_path: Path | None = None
 
-    def start(self) -> "TestServerProcess":
+    def start(self, timeout: float = 30.0) -> "TestServerProcess":
         root = Path(__file__).resolve().parents[2]
-        self.process = subprocess.Popen(self._args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                        cwd=root)
+        # stderr goes to a file: an unread pipe would block the server once its buffer fills
+        self.log_path = self.kubeconfig.parent / f"{self.kubeconfig.name}.testserver.log"
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(self._args, stdout=subprocess.PIPE, stderr=log, text=True, cwd=root)
         assert self.process.stdout is not None
-        line = self.process.stdout.readline()
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        line = self.process.stdout.readline() if ready else ""
         if not line.startswith("READY "):
             self.stop()
-            raise RuntimeError(f"test server did not start: {line!r} {self.process.stderr.read()!r}")
+            raise RuntimeError(f"test server did not start: {line.strip()!r} {self.log_path.read_text()[-2000:]}")
         self.url = line.split()[1]
         return self
 
@@ -230,6 +235,8 @@ class TestServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.process and self.process.stdout:
+            self.process.stdout.close()
 
     def __enter__(self) -> "TestServerProcess":
         return self.start()
