@@ -7,6 +7,7 @@ the system, and its channel layer being down must not fail an eviction or an adm
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -20,6 +21,17 @@ logger = logging.getLogger(__name__)
 DASHBOARD_GROUP = "gangweb.dashboard"
 # The consumer method Channels calls for these messages ("gangweb.event" -> gangweb_event).
 MESSAGE_TYPE = "gangweb.event"
+SEND_TIMEOUT_SECONDS = 5
+
+# The ASGI server's event loop, once a websocket consumer has run in it. The in-memory channel layer's
+# queues belong to that loop: a send from a plain thread (eviction workers) must be handed to it, or
+# the consumers are not woken (async_to_sync would run the send on a throwaway loop of its own).
+_server_loop: asyncio.AbstractEventLoop | None = None
+
+
+def bind_server_loop(loop: asyncio.AbstractEventLoop) -> None:
+    global _server_loop
+    _server_loop = loop
 
 
 def _send(event_type: str, payload: dict[str, Any]) -> None:
@@ -27,10 +39,22 @@ def _send(event_type: str, payload: dict[str, Any]) -> None:
     if layer is None:
         return
     message = {"type": MESSAGE_TYPE, "event": event_type, "at": time.time(), "payload": payload}
+    loop = _server_loop
     try:
-        async_to_sync(layer.group_send)(DASHBOARD_GROUP, message)
+        if loop is not None and loop.is_running() and _running_loop() is not loop:
+            asyncio.run_coroutine_threadsafe(layer.group_send(DASHBOARD_GROUP, message), loop).result(
+                timeout=SEND_TIMEOUT_SECONDS)
+        else:
+            async_to_sync(layer.group_send)(DASHBOARD_GROUP, message)
     except Exception:
         logger.warning("could not publish event", extra={"event": event_type}, exc_info=True)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def publish(event_type: str, payload: dict[str, Any]) -> None:

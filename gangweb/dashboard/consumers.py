@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -9,7 +10,7 @@ from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from gangweb.dashboard import live
-from gangweb.events import DASHBOARD_GROUP
+from gangweb.events import DASHBOARD_GROUP, bind_server_loop
 
 # Close code for "sign in first" (4000-4999 are the application's own).
 CLOSE_LOGIN_REQUIRED = 4401
@@ -21,6 +22,7 @@ class ClusterConsumer(AsyncJsonWebsocketConsumer):
         if not live.dashboard_is_public() and not (user and user.is_authenticated):
             await self.close(code=CLOSE_LOGIN_REQUIRED)
             return
+        bind_server_loop(asyncio.get_running_loop())
         await self.channel_layer.group_add(DASHBOARD_GROUP, self.channel_name)
         await self.accept()
         live.ensure_ticker()

@@ -20,7 +20,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from gangweb.events import publish
+from gangweb.events import bind_server_loop, publish
 from scheduler.runtime import get_cluster
 
 logger = logging.getLogger(__name__)
@@ -75,6 +75,7 @@ def ensure_ticker() -> asyncio.Task | None:
     if not simulation_running():
         return None
     loop = asyncio.get_running_loop()
+    bind_server_loop(loop)
     for other in [lp for lp in _tickers if lp.is_closed()]:
         del _tickers[other]
     task = _tickers.get(loop)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -114,3 +116,22 @@ def test_signed_in_users_see_the_page_outside_the_demo(admin_client, settings):
     response = admin_client.get("/")
     assert response.status_code == 200
     assert b"initial-state" in response.content and b"admin" in response.content
+
+
+async def test_events_published_from_a_plain_thread_arrive_promptly():
+    # The eviction workers of the pipeline publish from their own threads, outside any event loop.
+    communicator = await connected()
+    await communicator.receive_json_from(timeout=5)
+    sent = threading.Event()
+
+    def evictor_thread():
+        publish("eviction", {"pod": "team-a/worker-0", "state": "evicted"})
+        sent.set()
+
+    started = time.monotonic()
+    threading.Thread(target=evictor_thread).start()
+    message = await communicator.receive_json_from(timeout=5)
+    assert message["event"] == "eviction" and message["payload"]["pod"] == "team-a/worker-0"
+    assert time.monotonic() - started < 1.0
+    assert sent.wait(timeout=5)
+    await communicator.disconnect()
