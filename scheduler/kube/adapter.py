@@ -189,7 +189,9 @@ class KubeCluster:
         return [o for r in self.resources for o in self._reflectors[r].objects()]
 
     def snapshot_objects(self) -> list[KubeObject]:
-        if not self._started:
+        """The informer cache, copied; listed afresh while informers are not running or not yet synced
+        (a partial snapshot would make the engine plan on a cluster that looks emptier than it is)."""
+        if not self._started or not all(r.synced.is_set() for r in self._reflectors.values()):
             return self.fresh_snapshot()
         # callers own their copy; a JSON round trip copies plain API dicts several times faster than deepcopy
         return json.loads(json.dumps(self._cached()))
