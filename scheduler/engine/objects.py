@@ -34,13 +34,18 @@ def _str_map(value: Any, where: str) -> dict[str, str]:
     return dict(value)
 
 
-def _int(value: Any, where: str, *, minimum: int | None = None) -> int | None:
+INT32 = (-(2**31), 2**31 - 1)
+
+
+def _int(value: Any, where: str, *, minimum: int | None = None, maximum: int = INT32[1]) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{where}: expected an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{where}: must be >= {minimum}, got {value}")
+    if value > maximum or value < INT32[0]:
+        raise ValueError(f"{where}: out of range, got {value}")
     return value
 
 

@@ -17,6 +17,8 @@ MEMORY = "memory"
 PODS = "pods"
 EPHEMERAL = "ephemeral-storage"
 
+MAX_QUANTITY = 2**62  # capacities are summed in int64 arrays
+
 _SUFFIX = {
     "": 1, "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
     "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
@@ -58,7 +60,10 @@ def _parse_quantity(value: Any, milli: bool) -> int:
         raise ValueError(f"invalid quantity {value!r}")
     if number < 0:
         raise ValueError(f"negative quantity {value!r}")
-    return int(ceil(number * 1000)) if milli else int(ceil(number))
+    result = int(ceil(number * 1000)) if milli else int(ceil(number))
+    if result > MAX_QUANTITY:
+        raise ValueError(f"quantity {value!r} is too large")
+    return result
 
 
 def parse_resource_list(values: Any, where: str) -> dict[str, int]:
