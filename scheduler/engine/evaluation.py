@@ -43,6 +43,7 @@ class Problem:
         self.has_ports = any(snapshot.pods[p].host_ports for p in gang.pending)
         self._free_removed: np.ndarray | None = None
         self._levels: list[int] | None = None
+        self.only_domains: set | None = None  # set by a fan-out shard: gangweb walks only these
 
     # -- capacity views -------------------------------------------------------------------------
     @property

@@ -37,6 +37,21 @@ class Plan:
     stats: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def rank(self) -> tuple:
+        """Order among plans for the same group: feasible, most pods placed, cost, domain label."""
+        return (not self.feasible, -len(self.placement), self.cost, self.domain or "")
+
+    @property
+    def cost_breakdown(self) -> dict[str, Any]:
+        """The cost tuple with names (``highest_victim_priority`` is None without victims)."""
+        names = ("pdb_violations", "highest_victim_priority", "victim_priority_sum", "victim_units",
+                 "evicted_pods", "lost_gpu_seconds")
+        out = dict(zip(names, self.cost))
+        if not self.victims:
+            out["highest_victim_priority"] = None
+        return out
+
+    @property
     def evictions(self) -> list[str]:
         return sorted(pod for victim in self.victims for pod in victim.pods)
 

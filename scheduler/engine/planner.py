@@ -1,7 +1,14 @@
-"""``plan()``: the one entry point from a snapshot and a PodGroup name to a ``Plan``."""
+"""``plan()``: the one entry point from a snapshot and a PodGroup name to a ``Plan``.
+
+Fan-out seam (for the Celery pipeline): ``domain_shards`` splits gangweb's domain walk into parts,
+``plan(..., domains=part)`` plans one part anywhere the snapshot is, ``best_plan`` picks the winner.
+"""
 
 from __future__ import annotations
 
+from typing import Iterable, Sequence
+
+from .domainrank import rank_domains
 from .errors import SnapshotError
 from .evaluation import Problem
 from .gang import Gang
@@ -10,15 +17,44 @@ from .policies import DEFAULT_POLICY, POLICIES
 from .snapshot import Snapshot
 
 
-def plan(snapshot: Snapshot, podgroup: str, policy: str = DEFAULT_POLICY) -> Plan:
+def _problem(snapshot: Snapshot, podgroup: str) -> Problem:
+    if not isinstance(snapshot, Snapshot):
+        raise SnapshotError("plan() needs a Snapshot from load_snapshot() or parse_snapshot()")
+    return Problem(snapshot, Gang(snapshot, podgroup))
+
+
+def plan(snapshot: Snapshot, podgroup: str, policy: str = DEFAULT_POLICY, *,
+         domains: Iterable[str | None] | None = None) -> Plan:
     """What it takes to place PodGroup ``namespace/name`` now, under the named policy.
 
-    Deterministic: the same snapshot, group and policy always give the same plan. Raises
+    Deterministic: the same snapshot, group and policy always give the same plan. ``domains``
+    limits gangweb's own domain walk to those topology values (a fan-out shard). Raises
     ``SnapshotError`` for an unknown group or policy.
     """
     chosen = POLICIES.get(policy)
     if chosen is None:
         raise SnapshotError(f"unknown policy {policy!r}; choose one of: {', '.join(sorted(POLICIES))}")
-    if not isinstance(snapshot, Snapshot):
-        raise SnapshotError("plan() needs a Snapshot from load_snapshot() or parse_snapshot()")
-    return chosen.plan(Problem(snapshot, Gang(snapshot, podgroup)))
+    problem = _problem(snapshot, podgroup)
+    if domains is not None:
+        problem.only_domains = set(domains)
+    return chosen.plan(problem)
+
+
+def domain_shards(snapshot: Snapshot, podgroup: str, parts: int) -> list[list[str | None]]:
+    """gangweb's candidate domains, most promising first, dealt round-robin into ``parts`` lists."""
+    problem = _problem(snapshot, podgroup)
+    domains, why_not = problem.gang.domains()
+    if why_not or not problem.gang.pending:
+        return [[] for _ in range(max(parts, 1))]
+    viable, _ = rank_domains(problem, domains)
+    shards: list[list[str | None]] = [[] for _ in range(max(parts, 1))]
+    for i, domain in enumerate(viable):
+        shards[i % len(shards)].append(domain.name)
+    return shards
+
+
+def best_plan(plans: Sequence[Plan]) -> Plan:
+    """The winner among plans for the same group: most pods placed, then the DESIGN.md cost order."""
+    if not plans:
+        raise ValueError("best_plan() needs at least one plan")
+    return min(plans, key=lambda p: p.rank)
