@@ -89,7 +89,7 @@ class SimulatedCluster:
                 # Back-date the start so the initial gangs finish at different times.
                 gang.started_tick = -self._rng.randint(0, int(gang.run_ticks * 0.9))
                 gang.started = gang.created = self._ticks_ago(-gang.started_tick)
-                gang.created_tick = gang.started_tick
+                gang.queued, gang.queued_tick = gang.created, gang.started_tick
                 for pod in self._gang_pods(gang.key):
                     pod.started = pod.created = gang.started
             elif len(self._waiting()) <= INITIAL_WAITING_GANGS and self.allocated_gpus >= fill * self.total_gpus:
@@ -228,11 +228,12 @@ class SimulatedCluster:
                     self._new_pod(gang, index)
             if not pods:
                 gang.started = gang.started_tick = None
+                gang.queued, gang.queued_tick = self._now, self._tick_count
             self._changes.append(self._change("gang-restarted", gang, attempt=gang.attempt))
 
     def _abandon_stale_gangs(self) -> None:
         for gang in list(self._gangs.values()):
-            if gang.started is None and self._tick_count - gang.created_tick > MAX_WAIT_TICKS:
+            if gang.started is None and self._tick_count - gang.queued_tick > MAX_WAIT_TICKS:
                 self._changes.append(self._change("gang-abandoned", gang))
                 self._drop(gang)
 
@@ -246,7 +247,7 @@ class SimulatedCluster:
 
     def _bind_pending(self) -> None:
         waiting = [g for g in self._gangs.values() if any(not p.running for p in self._gang_pods(g.key))]
-        waiting.sort(key=lambda g: (-g.tier.value, g.created, g.key))
+        waiting.sort(key=lambda g: (-g.tier.value, g.queued, g.key))
         for gang in waiting:
             bound = self._try_bind(gang)
             if bound:
@@ -278,6 +279,7 @@ class SimulatedCluster:
         return sum(1 for p in self._gang_pods(gang.key) if p.running)
 
     def _submit(self, gang: SimGang) -> None:
+        gang.queued = gang.created
         gang.resource_version = self._next_rv()
         self._gangs[gang.key] = gang
         for index in range(gang.size):

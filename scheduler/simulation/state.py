@@ -89,9 +89,11 @@ class SimGang:
     pdb_min_available: int | None  # None: no PodDisruptionBudget
     run_ticks: int
     created: float
-    created_tick: int
+    # When the gang (re)joined the queue: its submission, or the restart after an eviction.
+    queued_tick: int
     started: float | None = None
     started_tick: int | None = None
+    queued: float = 0.0
     # Bumped each time the controller recreates evicted pods, so new pods get new names.
     attempt: int = 0
     conditions: list[dict[str, Any]] = field(default_factory=list)

@@ -62,7 +62,7 @@ def build_summary(nodes: list[SimNode], gangs: dict[str, SimGang], pods: dict[st
             continue
         reason = next((c["message"] for c in gang.conditions
                        if c["type"] == "PodGroupInitiallyScheduled" and c["status"] == "False"), "")
-        pending.append({"gang": gang_ids[key], "waitingSeconds": int(now - gang.created), "reason": reason})
+        pending.append({"gang": gang_ids[key], "waitingSeconds": int(now - gang.queued), "reason": reason})
     pending.sort(key=lambda row: row["gang"])
 
     total = sum(len(n.slots) for n in nodes)

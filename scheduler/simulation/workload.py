@@ -18,7 +18,7 @@ class WorkloadGenerator:
     def _pick_tier(self) -> Tier:
         return self._rng.choices(TIERS, weights=[t.weight for t in TIERS])[0]
 
-    def new_gang(self, created: float, created_tick: int, max_gpus: int) -> SimGang:
+    def new_gang(self, created: float, queued_tick: int, max_gpus: int) -> SimGang:
         """One gang submitted at ``created``; no gang asks for more than ``max_gpus`` GPUs."""
         rng = self._rng
         tier = self._pick_tier()
@@ -46,5 +46,5 @@ class WorkloadGenerator:
             pdb_min_available=pdb_min_available,
             run_ticks=rng.randint(*tier.ticks),
             created=created,
-            created_tick=created_tick,
+            queued_tick=queued_tick,
         )

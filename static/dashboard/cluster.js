@@ -175,9 +175,10 @@
     "gang-finished": ["✓", (c) => `${c.podGroup} finished, ${c.gpus} GPUs freed`],
     "gang-abandoned": ["✗", (c) => `${c.podGroup} gave up waiting`],
     "gang-restarted": ["↻", (c) => `${c.podGroup} restarted (attempt ${c.attempt})`],
-    "pod-evicted": ["⚡", (c) => `${c.pod} evicted from ${c.node || "pending"}`],
-    "event": ["•", (c) => `${c.reason}: ${c.message}`],
   };
+  // The cluster's own echo of gangweb's actions (its evictions, its Kubernetes Events) is left out:
+  // the pipeline's events below already tell that story, once and with the reason.
+  const QUIET_CHANGES = new Set(["pod-evicted", "event"]);
 
   function logActivity(time, icon, text) {
     const list = $("activity");
@@ -193,13 +194,34 @@
 
   function logChanges(state) {
     for (const change of state.changes || []) {
+      if (QUIET_CHANGES.has(change.type)) continue;
       const [icon, text] = CHANGE_TEXT[change.type] || ["•", () => change.type];
       logActivity(clockText(state), icon, text(change));
     }
   }
 
+  // What the preemption pipeline reports (scheduler/ledger.py); anything else is shown by name.
+  const EVENT_TEXT = {
+    "request.opened": ["?", (p) => `${p.podGroup} waits too long: gangweb looks for room`],
+    "plan.created": ["▣", (p) => p.feasible
+      ? `plan for ${p.podGroup}: evict ${(p.evictions || []).length} pods${p.domain ? ` in ${p.domain}` : ""}`
+      : `no plan for ${p.podGroup}: ${p.reason}`],
+    "eviction": ["⚡", (p) => `${p.pod} ${p.state}${p.node ? ` from ${p.node}` : ""} for ${p.podGroup}${p.state === "evicted" ? "" : ` (${p.code}: ${p.message})`}`],
+    "gang.placed": ["★", (p) => `${p.podGroup}: room made, ${p.reason}`],
+    "request.failed": ["✗", (p) => `${p.podGroup}: ${p.reason}`],
+    "request.finished": ["•", (p) => `${p.podGroup}: ${p.state}, ${p.reason}`],
+  };
+
+  const QUIET_EVICTION_STATES = new Set(["planned", "dry_run_ok", "evicting"]);
+
   function logOtherEvent(message) {
     const p = message.payload || {};
+    if (message.event === "eviction" && QUIET_EVICTION_STATES.has(p.state)) return;  // steps, not outcomes
+    const known = EVENT_TEXT[message.event];
+    if (known) {
+      logActivity(clockText(current), known[0], known[1](p));
+      return;
+    }
     const what = p.reason || p.message || p.podGroup || "";
     logActivity(clockText(current), "◆", what ? `${message.event}: ${what}` : message.event);
   }

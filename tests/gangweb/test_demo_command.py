@@ -84,3 +84,23 @@ def test_a_busy_port_is_a_one_line_error(tmp_path):
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_demo_runs_gangwebs_pipeline_in_process(start_demo):
+    """No broker in the demo: detection, planning and eviction run inside it, and the browser hears of them."""
+    demo = start_demo(env={"GANGWEB_SIM_TICK_SECONDS": "0.5", "GANGWEB_DETECT_INTERVAL_SECONDS": "1"})
+    assert any("detects waiting gangs" in line for line in demo.lines)
+
+    async def pipeline_events() -> set[str]:
+        seen: set[str] = set()
+        address = demo.base_url.removeprefix("http://")
+        async with websockets.connect(f"ws://{address}/ws/cluster/", origin=demo.base_url) as ws:
+            deadline = asyncio.get_running_loop().time() + 40
+            while not {"plan.created", "gang.placed"} <= seen and asyncio.get_running_loop().time() < deadline:
+                seen.add(json.loads(await asyncio.wait_for(ws.recv(), 10))["event"])
+        return seen
+
+    seen = asyncio.run(pipeline_events())
+    assert {"request.opened", "plan.created", "gang.placed"} <= seen, seen
+    assert demo.stop(signal.SIGTERM) == 0
+    assert "Traceback" not in demo.stderr()

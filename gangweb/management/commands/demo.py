@@ -1,8 +1,10 @@
 """``python manage.py demo``: migrate, ensure an admin, serve gangweb with the live simulated cluster.
 
 One process: uvicorn runs ``gangweb.asgi`` in this process's event loop, next to the simulation
-ticker, so the in-memory channel layer of the demo reaches every browser. Ctrl-C or SIGTERM stops
-the server gracefully and the command exits 0.
+ticker, so the in-memory channel layer of the demo reaches every browser. Without a Celery broker
+(the demo) the beat schedule runs here too, each task inline, so gangweb detects waiting gangs,
+plans and evicts in the simulated cluster while you watch. Ctrl-C or SIGTERM stops the server
+gracefully and the command exits 0.
 
 The dashboard is readable without a login in the demo (``settings.DEMO``); the admin and the REST
 API need the ``admin`` user printed at start-up.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 import signal
@@ -19,14 +22,17 @@ import socket
 from pathlib import Path
 
 import uvicorn
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.module_loading import autodiscover_modules
 
 from gangweb.dashboard import live
 
 ADMIN_USERNAME = "admin"
+logger = logging.getLogger(__name__)
 
 
 class _QuietSignalServer(uvicorn.Server):
@@ -120,13 +126,39 @@ class Command(BaseCommand):
 
     async def _serve(self, server: uvicorn.Server, listener: socket.socket, base: str, password: str) -> None:
         ticker = live.ensure_ticker()
+        beat = asyncio.create_task(self._beat_in_process()) if settings.CELERY_TASK_ALWAYS_EAGER else None
         announcer = asyncio.create_task(self._announce_when_up(server, base, password, ticker is not None))
         try:
             await server.serve(sockets=[listener])
         finally:
             announcer.cancel()
+            if beat is not None:
+                beat.cancel()
             await live.stop_ticker()
             listener.close()
+
+    async def _beat_in_process(self) -> None:
+        """Celery beat for a process without a broker: each due task runs inline (``Task.apply``)."""
+        from gangweb.celery import app
+
+        autodiscover_modules("tasks")
+        loop = asyncio.get_running_loop()
+        entries = []
+        for name, entry in settings.CELERY_BEAT_SCHEDULE.items():
+            if entry["task"] in app.tasks and isinstance(entry["schedule"], (int, float)):
+                entries.append((name, app.tasks[entry["task"]], float(entry["schedule"])))
+        due = {name: loop.time() + period for name, _, period in entries}
+        while True:
+            await asyncio.sleep(0.5)
+            for name, task, period in entries:
+                if loop.time() < due[name]:
+                    continue
+                due[name] = loop.time() + period
+                try:
+                    # Django's sync thread, like the views: SQLite sees one writer at a time.
+                    await sync_to_async(task.apply, thread_sensitive=True)()
+                except Exception:
+                    logger.exception("in-process beat task failed", extra={"task": name})
 
     async def _announce_when_up(self, server: uvicorn.Server, base: str, password: str, ticking: bool) -> None:
         while not server.started:
@@ -138,6 +170,8 @@ class Command(BaseCommand):
             f"gangweb demo is running: {base}/",
             f"  login:   {ADMIN_USERNAME} / {password}   (admin: {base}/admin/)",
             f"  cluster: {cluster}",
+            "  gangweb: " + (f"detects waiting gangs every {settings.GANGWEB_DETECT_INTERVAL_SECONDS}s in this process"
+                             if settings.CELERY_TASK_ALWAYS_EAGER else "run Celery worker and beat (REDIS_URL is set)"),
             "  stop:    Ctrl-C",
             "",
         ]
