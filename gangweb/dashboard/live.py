@@ -40,12 +40,20 @@ def dashboard_is_public() -> bool:
 
 def cluster_state() -> dict[str, Any]:
     """The full picture a browser draws (the ``cluster.state`` payload)."""
-    cluster = get_cluster()
-    summary = getattr(cluster, "summary", None)
-    if summary is None:
-        return {"cluster": cluster.name, "racks": [], "gangs": [], "pending": [], "tiers": [],
-                "totals": {}, "note": "this cluster does not provide a GPU picture yet"}
-    return summary()
+    try:
+        cluster = get_cluster()
+        summary = getattr(cluster, "summary", None)
+        if summary is not None:
+            return summary()
+        return _empty_state(cluster.name, "this cluster does not provide a GPU picture yet")
+    except Exception as exc:  # the page must load and say why, whatever the cluster does
+        logger.warning("cannot read the cluster for the dashboard", exc_info=True)
+        return _empty_state(settings.GANGWEB_CLUSTER, f"cannot read the cluster: {exc}")
+
+
+def _empty_state(name: str, note: str) -> dict[str, Any]:
+    return {"cluster": name, "time": "", "tick": 0, "racks": [], "gangs": [], "pending": [], "tiers": [],
+            "totals": {}, "note": note}
 
 
 def tick_and_publish() -> list[dict[str, Any]]:

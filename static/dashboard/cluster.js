@@ -40,6 +40,8 @@
     $("stat-running").textContent = t.runningGangs ?? "–";
     $("stat-pending").textContent = t.pendingGangs ?? "–";
     $("stat-pending-gpus").textContent = t.pendingGpus ?? "–";
+    $("note").textContent = state.note || "";
+    $("note").hidden = !state.note;
     renderUsage(state);
     renderRacks(state);
     renderPending(state);

@@ -135,3 +135,15 @@ async def test_events_published_from_a_plain_thread_arrive_promptly():
     assert time.monotonic() - started < 1.0
     assert sent.wait(timeout=5)
     await communicator.disconnect()
+
+
+def test_the_page_says_why_when_the_cluster_cannot_be_read(client, settings, monkeypatch, tmp_path):
+    from scheduler.runtime import reset_cluster
+
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    settings.GANGWEB_CLUSTER = "kube"
+    reset_cluster()
+    response = client.get("/")
+    assert response.status_code == 200
+    assert "cannot read the cluster" in response.content.decode()
