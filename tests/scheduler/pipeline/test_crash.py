@@ -156,8 +156,13 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, re
             return all(r.state == EvictionState.EVICTING for r in rows) and rows
 
         wait_until(both_in_flight, 60, "both real evictions to be claimed", log_path)
-        time.sleep(0.5)  # the POSTs are now sleeping inside the API server
-        first.kill()
+
+        def both_at_the_server():  # the delayed rules are taken when a request arrives, before the delay
+            faults = httpx.get(f"{api_server.url}/__testserver/faults", timeout=5).json()["faults"]
+            return all(f["hits"] == 1 for f in faults if f["delay"])
+
+        wait_until(both_at_the_server, 30, "both real evictions to reach the API server", log_path)
+        first.kill()  # while both requests sleep inside the API server
 
         # What the dead worker left: a request mid-execution, both rows claimed, no answer recorded.
         request.refresh_from_db()
