@@ -11,7 +11,6 @@ from .objects import NEVER
 from .placement import node_mask, topology_domains
 
 if TYPE_CHECKING:
-    from .objects import Group
     from .snapshot import Snapshot
 
 
