@@ -43,6 +43,8 @@ class ObjectStore:
         self._listeners: list[Callable[[Change], None]] = []
         # Pods deleted (or evicted) with a grace period stay, terminating, until finish_terminating().
         self.graceful_pod_deletion = False
+        # Called with every object about to be stored; raises ApiError (422) to refuse it.
+        self.validator: Callable[[dict], None] | None = None
 
     def locked(self) -> threading.Condition:
         """Hold this to make several store calls one atomic step (the lock is re-entrant)."""
@@ -160,6 +162,8 @@ class ObjectStore:
                 meta.setdefault("generation", 1)
             if resource == PODS:
                 obj.setdefault("status", {}).setdefault("phase", "Pending")
+            if self.validator:
+                self.validator(obj)
             if dry_run:
                 meta["resourceVersion"] = str(self._rv)
             else:
@@ -413,6 +417,8 @@ class ObjectStore:
         if result == current:
             return from_storage(resource, copy.deepcopy(current))
         key = (meta.get("namespace", ""), meta["name"])
+        if self.validator:
+            self.validator(result)
         if dry_run:
             return from_storage(resource, result)
         if new_meta.get("deletionTimestamp") and meta.get("finalizers") and not new_meta.get("finalizers"):

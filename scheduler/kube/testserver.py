@@ -36,6 +36,7 @@ from .faults import Faults
 from .httpapi import ApiState, make_handler
 from .objects import read_objects
 from .store import ObjectStore
+from .validation import schema_validator
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -97,8 +98,12 @@ class KubeTestServer:
         host: str = "127.0.0.1",
         port: int = 0,
         bookmark_interval: float = 5.0,
+        validate_schemas: bool = False,
     ):
+        """``validate_schemas`` refuses (422) objects that break the Kubernetes 1.37 schemas (strict)."""
         self.state = ApiState(store=store or ObjectStore(), bookmark_interval=bookmark_interval)
+        if validate_schemas:
+            self.state.store.validator = schema_validator()
         self._address = (host, port)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -253,8 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load", action="append", default=[], help="snapshot file (YAML/JSON) to load")
     parser.add_argument("--kubeconfig", help="write a kubeconfig pointing at this server here")
     parser.add_argument("--bookmark-interval", type=float, default=5.0)
+    parser.add_argument("--validate", action="store_true", help="refuse objects that break the 1.37 schemas")
     args = parser.parse_args(argv)
-    server = KubeTestServer(host=args.host, port=args.port, bookmark_interval=args.bookmark_interval)
+    server = KubeTestServer(host=args.host, port=args.port, bookmark_interval=args.bookmark_interval,
+                            validate_schemas=args.validate)
     try:
         for path in args.load:
             server.load_file(path)

@@ -4,6 +4,7 @@ import pytest
 from kubernetes import client, config
 
 from scheduler.kube import KubeCluster, KubeTestServer
+from scheduler.kube.validation import schema_validator
 
 from .objects import small_cluster
 
@@ -11,7 +12,9 @@ from .objects import small_cluster
 @pytest.fixture
 def server():
     with KubeTestServer(bookmark_interval=0.2) as srv:
-        srv.load(small_cluster())
+        srv.load(small_cluster())  # valid objects (test_end_to_end checks them once)
+        # from here on every object written (by the adapter above all) must be a valid 1.37 object
+        srv.store.validator = schema_validator()
         yield srv
 
 

@@ -35,6 +35,7 @@ def test_snapshot_has_every_kind_with_api_version_and_kind_set(cluster):
 
 
 def test_snapshot_keeps_fields_the_client_models_do_not_know(server, cluster):
+    server.store.validator = None  # a field from a newer Kubernetes than the schemas know
     server.store.patch(PODS, "team-a", "solo", "application/merge-patch+json",
                        {"spec": {"futureField": {"x": 1}}})
     objects = cluster.start().snapshot_objects()

@@ -381,6 +381,17 @@ def test_sync_publishes_only_the_differences(server, core):
     assert server.store.sync(objects) == {"ADDED": 0, "MODIFIED": 0, "DELETED": 0}
 
 
+def test_schema_validation_refuses_invalid_objects_with_422(server):
+    import urllib3
+
+    broken = pod("broken")  # raw HTTP: the typed client would refuse to send this
+    broken["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = {"not": "a quantity"}
+    answer = urllib3.request("POST", server.url + "/api/v1/namespaces/team-a/pods", json=broken)
+    assert answer.status == 422 and answer.json()["reason"] == "Invalid"
+    assert 'Pod "broken" is invalid' in answer.json()["message"]
+    assert server.store.try_get(PODS, "team-a", "broken") is None
+
+
 def test_store_is_usable_without_http(server):
     store = server.store
     created = store.create(PODGROUPS, podgroup("direct"))
