@@ -16,7 +16,6 @@ def schema_validator(version: str = KUBERNETES_VERSION) -> Callable[[dict], None
     import kubernetes_validate.utils
 
     def validate(obj: dict) -> None:
-        # server-side bookkeeping the schemas know; nothing to strip
         try:
             kubernetes_validate.utils.validate(obj, version, strict=True)
         except Exception as exc:  # ValidationError and friends: the message is what matters
