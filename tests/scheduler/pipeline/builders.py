@@ -12,6 +12,8 @@ from scheduler.cluster import ClusterEvent, EvictionResult, KubeObject, object_k
 
 GPU = "nvidia.com/gpu"
 T0 = "2026-11-30T08:00:00Z"
+# The preemptor arrives an hour after the victims started: evicting them loses an hour of their work.
+T1 = "2026-11-30T09:00:00Z"
 
 
 def node(name: str, gpus: int = 8, rack: str = "rack-0") -> KubeObject:
@@ -83,7 +85,7 @@ def small_cluster(preemptor_ns: str = "team-a") -> list[KubeObject]:
     objects += [pod("batch", f"low-{i}", group="low", priority=10, node_name=f"node-{i}") for i in range(2)]
     objects += [pod("batch", f"mid-{i}", group="mid", priority=20, node_name=f"node-{i + 2}") for i in range(2)]
     objects += [podgroup(preemptor_ns, "train", min_count=2, priority=100, unschedulable=True)]
-    objects += [pod(preemptor_ns, f"train-{i}", group="train", priority=100) for i in range(2)]
+    objects += [pod(preemptor_ns, f"train-{i}", group="train", priority=100, created=T1) for i in range(2)]
     return objects
 
 

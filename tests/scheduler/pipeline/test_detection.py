@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from scheduler.detection import unschedulable_gangs
-from tests.scheduler.pipeline.builders import T0, node, pod, podgroup, small_cluster
+from tests.scheduler.pipeline.builders import T0, T1, node, pod, podgroup, small_cluster
 
-START = datetime.fromisoformat(T0.replace("Z", "+00:00")).timestamp()
+START = datetime.fromisoformat(T1.replace("Z", "+00:00")).timestamp()  # the preemptor pods' creation
 
 
 def stuck(objects, *, after: float, grace: float = 30):

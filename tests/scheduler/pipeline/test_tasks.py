@@ -34,6 +34,9 @@ def sample(name: str, **labels) -> float:
 def test_detection_opens_one_request_per_gang_and_drives_it_to_success(cluster, published):
     attempts_before = sample("gangweb_podgroup_preemption_attempts_total", result="succeeded")
     gpus_before = sample("gangweb_podgroup_preemption_evicted_gpus_total")
+    lost_before = sample("gangweb_podgroup_preemption_lost_gpu_seconds_total")
+    plans_before = sample("gangweb_podgroup_preemption_plan_duration_seconds_count")
+    victims_before = sample("gangweb_podgroup_preemption_victims_sum")
 
     first = detect_unschedulable_gangs.apply().get()
     second = detect_unschedulable_gangs.apply().get()
@@ -45,6 +48,11 @@ def test_detection_opens_one_request_per_gang_and_drives_it_to_success(cluster, 
     assert sorted(cluster.evictions_of("evict")) == sorted(plan.evictions)
     assert sample("gangweb_podgroup_preemption_attempts_total", result="succeeded") == attempts_before + 1
     assert sample("gangweb_podgroup_preemption_evicted_gpus_total") == gpus_before + plan.evicted_gpus
+    # The victims had run for the hour between their start and the preemptor's arrival.
+    assert plan.lost_gpu_seconds == plan.evicted_gpus * 3600
+    assert sample("gangweb_podgroup_preemption_lost_gpu_seconds_total") == lost_before + plan.lost_gpu_seconds
+    assert sample("gangweb_podgroup_preemption_plan_duration_seconds_count") == plans_before + 1
+    assert sample("gangweb_podgroup_preemption_victims_sum") == victims_before + plan.victim_units
     kinds = [name for name, _ in published]
     assert kinds[0] == "request.opened" and "plan.created" in kinds and kinds[-1] == "gang.placed"
 
