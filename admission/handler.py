@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from admission.inference import Gang
-from admission.metrics import LATENCY, REQUESTS
+from admission.metrics import AdmissionStats
 from admission.mutate import mutate_pod
 from admission.policy import AdmissionPolicy
 from admission.recorder import DecisionRecorder
@@ -72,13 +72,7 @@ class Webhook:
         self.index = index if index is not None else GangIndex()
         self.recorder = recorder
         self.max_body_bytes = max_body_bytes
-        # Label children resolved once: the hot path does not look them up per request.
-        self._counters = {
-            (webhook, decision): REQUESTS.labels(webhook, decision)
-            for webhook in (MUTATE, VALIDATE)
-            for decision in ("patched", "untouched", "allowed", "warned", "denied", "bad_request", "error")
-        }
-        self._latency = {webhook: LATENCY.labels(webhook) for webhook in (MUTATE, VALIDATE)}
+        self.stats = AdmissionStats()
 
     def precheck(self, content_type: str, declared_length: int | None) -> Answer | None:
         """Reject before reading the body: an oversized declared length, or a body that is not JSON."""
@@ -97,28 +91,28 @@ class Webhook:
         try:
             request = parse_review(body, self.max_body_bytes)
         except ReviewError as error:
-            self._counters[webhook, "bad_request"].inc()
+            self.stats.count(webhook, "bad_request")
             return Answer(error.status, error.body())
         except Exception:
             # A parsing gap is still the body's fault, and never worth a 5xx: log it to fix it.
             logger.exception("unexpected error parsing an AdmissionReview", extra={"webhook": webhook})
-            self._counters[webhook, "bad_request"].inc()
+            self.stats.count(webhook, "bad_request")
             return Answer(400, ReviewError(400, "request body is not a well-formed AdmissionReview").body())
         try:
             answer = self._mutate(request) if webhook == MUTATE else self._validate(request)
         except Exception:
             logger.exception("admission rule failed; allowing", extra={"uid": request.uid, "webhook": webhook})
-            self._counters[webhook, "error"].inc()
+            self.stats.count(webhook, "error")
             answer = Answer(200, build_response(request.uid, allowed=True))
-        self._latency[webhook].observe(time.perf_counter() - started)
+        self.stats.observe(webhook, time.perf_counter() - started)
         return answer
 
     def _mutate(self, request: AdmissionRequest) -> Answer:
         mutation = mutate_pod(request, self.policy)
         if not mutation.patch:
-            self._counters[MUTATE, "untouched"].inc()
+            self.stats.count(MUTATE, "untouched")
             return Answer(200, build_response(request.uid, allowed=True))
-        self._counters[MUTATE, "patched"].inc()
+        self.stats.count(MUTATE, "patched")
         self._record(Decision(request, MUTATE, True, mutation.reason, [], mutation.gang))
         return Answer(200, build_response(request.uid, allowed=True, patch=mutation.patch))
 
@@ -127,9 +121,9 @@ class Webhook:
         if verdict.allowed:
             if verdict.remember is not None and not request.dry_run:
                 verdict.remember(self.index)
-            self._counters[VALIDATE, "warned" if verdict.warnings else "allowed"].inc()
+            self.stats.count(VALIDATE, "warned" if verdict.warnings else "allowed")
         else:
-            self._counters[VALIDATE, "denied"].inc()
+            self.stats.count(VALIDATE, "denied")
         if verdict.warnings or not verdict.allowed:
             self._record(Decision(request, VALIDATE, verdict.allowed, verdict.message, verdict.warnings))
         return Answer(
