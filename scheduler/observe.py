@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 from collections import defaultdict
 from datetime import timedelta
 from typing import Any, Iterable
@@ -29,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 GANGWEB_CONTROLLER = "gangweb"
+PREEMPTOR_IN_MESSAGE = re.compile(r"\bpodgroup (\S+)", re.IGNORECASE)
 # An observation joins the gang's latest request when that one is this recent.
 ATTACH_WINDOW = timedelta(hours=1)
 
@@ -60,11 +62,10 @@ def observed_victims(objects: Iterable[KubeObject]) -> dict[str, str | None]:
         preemptor = None
         if related.get("kind") == "PodGroup" and related.get("name"):
             preemptor = f"{related.get('namespace') or involved.get('namespace')}/{related['name']}"
-        elif "podgroup" in message:
+        else:
             # "Preempted by podgroup <uid> on node cluster"
-            words = message.split()
-            uid = words[words.index("podgroup") + 1] if words.index("podgroup") + 1 < len(words) else ""
-            preemptor = uid_to_group.get(uid)
+            named = PREEMPTOR_IN_MESSAGE.search(message)
+            preemptor = uid_to_group.get(named.group(1)) if named else None
         if preemptor:
             victims[pod_key] = preemptor
     return victims
