@@ -12,6 +12,7 @@ import logging
 import random
 import socket
 import threading
+import time
 from typing import Any, Callable
 
 from kubernetes import client
@@ -108,15 +109,20 @@ class Reflector:
                 if need_list:
                     self.relist()
                     need_list = False
-                self._watch_once()
-                delay = self._backoff[0]
+                started = time.monotonic()
+                if self._watch_once() or time.monotonic() - started > 1.0:
+                    delay = self._backoff[0]
+                else:  # a watch that ends at once with nothing in it would otherwise spin
+                    self._stop.wait(delay)
+                    delay = min(delay * 2, self._backoff[1])
             except ApiException as exc:
                 # 410: the server forgot our resourceVersion; "too large": it never knew it (a restarted
                 # server with fresh storage). Either way only a new list gives a valid starting point.
                 if exc.status == 410 or "Too large resource version" in str(exc.reason or ""):
                     self.expired += 1
                     need_list = True
-                    log.info("%s: watch expired (410), listing again", self.resource.plural)
+                    log.info("%s: cannot watch from %s (%s), listing again", self.resource.plural,
+                             self.resource_version, exc.reason)
                     continue
                 delay = self._failed(exc, delay)
             except Exception as exc:  # connection refused/reset, timeouts, truncated streams
@@ -151,7 +157,8 @@ class Reflector:
                     self._listener("ADDED" if old is None else "MODIFIED", self.resource, obj)
             self._listener("RELIST", self.resource, None)
 
-    def _watch_once(self) -> None:
+    def _watch_once(self) -> int:
+        """Watch until the server ends the stream; returns how many events (bookmarks too) came."""
         # The client's Watch helper cannot report ERROR events without building models
         # (deserialize=False trips over them), so the stream is read here, line by line.
         fn = list_function(self._api_client, self.resource, self._namespace)
@@ -166,6 +173,7 @@ class Reflector:
             _preload_content=False,
         )
         self._response = response
+        received = 0
         try:
             for line in iter_resp_lines(response):
                 if self._stop.is_set():
@@ -178,10 +186,12 @@ class Reflector:
                     raise ApiException(status=int(status.get("code") or 500),
                                        reason=f"{status.get('reason')}: {status.get('message')}")
                 self._apply(event)
+                received += 1
         finally:
             self._response = None
             response.close()
             response.release_conn()
+        return received
 
     def _apply(self, event: dict[str, Any]) -> None:
         type_, obj = event.get("type"), event.get("object") or {}

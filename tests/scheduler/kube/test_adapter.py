@@ -330,3 +330,12 @@ def test_from_environment_follows_kubeconfig(server, kubeconfig, monkeypatch):
     cluster = KubeCluster.from_environment()
     assert cluster.get_pod("team-a", "solo")["metadata"]["name"] == "solo"
     cluster.close()
+
+
+def test_watches_that_end_at_once_back_off_instead_of_spinning(server, kubeconfig):
+    # timeoutSeconds=0: the server ends every watch immediately, with no event in it
+    quick = KubeCluster.from_kubeconfig(kubeconfig, watch_timeout=0).start()
+    time.sleep(1.5)
+    watches = quick.reflector(PODS).watches
+    quick.close()
+    assert 1 <= watches <= 6, f"{watches} watches in 1.5 s"
