@@ -118,12 +118,22 @@ def _gangweb_evicted(pod_key: str) -> bool:
     ).exists()
 
 
+def _already_recorded(pod_keys: list[str]) -> set[tuple[str, str]]:
+    """(pod key, UID) pairs already in a ``kube-scheduler`` plan: conditions and events outlive one pass."""
+    names = {key.partition("/")[2] for key in pod_keys}
+    rows = Eviction.objects.filter(plan__source=PlanSource.KUBE_SCHEDULER, name__in=names).values_list(
+        "namespace", "name", "pod_uid")
+    return {(f"{namespace}/{name}", uid) for namespace, name, uid in rows}
+
+
 def record_observations(objects: list[KubeObject]) -> list[str]:
     """Put newly seen kube-scheduler preemptions in the ledger; returns the victim pods recorded."""
     victims = observed_victims(objects)
     by_preemptor: dict[str, list[str]] = defaultdict(list)
+    uids = {object_key(o): (o.get("metadata") or {}).get("uid") or "" for o in objects if o.get("kind") == "Pod"}
+    seen = _already_recorded([key for key, preemptor in victims.items() if preemptor])
     for pod_key, preemptor in victims.items():
-        if preemptor is None:
+        if preemptor is None or (pod_key, uids.get(pod_key, "")) in seen:
             continue
         if mode_for(preemptor.partition("/")[0]) != Mode.OBSERVE or _gangweb_evicted(pod_key):
             continue
