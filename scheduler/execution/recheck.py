@@ -15,6 +15,10 @@ from scheduler.cluster import KubeObject, object_key
 from scheduler.engine import parse_snapshot, plan as engine_plan
 
 
+# Any timestamp does: the engine only asks whether a pod is terminating.
+EVICTED_AT = "1970-01-01T00:00:00Z"
+
+
 @dataclass(frozen=True)
 class Verdict:
     ok: bool
@@ -40,18 +44,15 @@ def pending_pods(objects: Iterable[KubeObject], namespace: str, podgroup: str) -
     return found
 
 
-def _priorities(objects: list[KubeObject], namespace: str, podgroup: str, victim_pods: set[str]) -> dict[str, int]:
-    """Effective priorities, as the engine resolves them, of the preemptor and each victim pod."""
-    snapshot = parse_snapshot(objects)
-    result: dict[str, int] = {}
-    preemptor = snapshot.groups.get(f"{namespace}/{podgroup}")
-    if preemptor is not None:
-        result["@preemptor"] = snapshot.effective_group_priority(preemptor)
-    for key in victim_pods:
-        index = snapshot.pod_index.get(key)
-        if index is not None:
-            result[key] = snapshot.pod_priority[index]
-    return result
+def as_if_evicted(objects: list[KubeObject], victim_keys: set[str]) -> list[KubeObject]:
+    """The objects with the victims terminating: they hold nothing, but the engine still knows them
+    (and their priorities), so one parse serves both checks."""
+    out = []
+    for obj in objects:
+        if obj.get("kind") == "Pod" and object_key(obj) in victim_keys:
+            obj = {**obj, "metadata": {**(obj.get("metadata") or {}), "deletionTimestamp": EVICTED_AT}}
+        out.append(obj)
+    return out
 
 
 def recheck(objects: list[KubeObject], stored_plan: Any, evictions: list[Any]) -> Verdict:
@@ -77,19 +78,15 @@ def recheck(objects: list[KubeObject], stored_plan: Any, evictions: list[Any]) -
             return Verdict(False, f"victim {eviction.pod} moved from {eviction.node} to {node or 'no node'}")
 
     victim_keys = {e.pod for e in evictions}
-    priorities = _priorities(objects, request.namespace, request.name, victim_keys)
-    preemptor_priority = priorities.get("@preemptor")
-    if preemptor_priority is not None:
-        for key in sorted(victim_keys):
-            if priorities.get(key, preemptor_priority) >= preemptor_priority:
-                return Verdict(
-                    False,
-                    f"victim {key} now has priority {priorities.get(key)}, not lower than the "
-                    f"preemptor's {preemptor_priority}",
-                )
+    snapshot = parse_snapshot(as_if_evicted(objects, victim_keys))
+    preemptor_priority = snapshot.effective_group_priority(snapshot.groups[request.podgroup])
+    for key in sorted(victim_keys):
+        priority = snapshot.pod_priority[snapshot.pod_index[key]]
+        if priority >= preemptor_priority:
+            return Verdict(False, f"victim {key} now has priority {priority}, not lower than the "
+                                  f"preemptor's {preemptor_priority}")
 
-    remaining = [o for o in objects if not (o.get("kind") == "Pod" and object_key(o) in victim_keys)]
-    after = engine_plan(parse_snapshot(remaining), request.podgroup, policy=stored_plan.policy)
+    after = engine_plan(snapshot, request.podgroup, policy=stored_plan.policy)
     if not after.feasible:
         return Verdict(False, f"the gang would not fit even after the evictions: {after.reason}")
     extra = sorted(after.to_dict().get("evictions") or [])

@@ -178,3 +178,16 @@ def test_resume_during_the_dry_runs_repeats_them_before_evicting(cluster, planne
     assert outcome.state == RequestState.SUCCEEDED, outcome.reason
     assert cluster.evictions_of("dry_run") == {pod: 1 for pod in victims_of(plan)}  # all re-checked at the API
     assert cluster.evictions_of("evict") == {pod: 1 for pod in victims_of(plan)}
+
+
+def test_a_victim_whose_priority_rose_is_not_evicted(cluster, planned_request):
+    request, plan = planned_request()
+    victim_group = plan.victims[0]
+    group = cluster.objects[("PodGroup", f"{victim_group['namespace']}/{victim_group['name']}")]
+    group["spec"]["priority"] = 500
+    for pod in victim_group["pods"]:
+        cluster.objects[("Pod", pod)]["spec"]["priority"] = 500
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.SUPERSEDED and outcome.replan
+    assert "now has priority 500, not lower than the preemptor's 100" in outcome.reason
+    assert cluster.evictions_of("evict") == {} and cluster.evictions_of("dry_run") == {}
