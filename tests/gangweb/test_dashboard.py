@@ -9,6 +9,7 @@ import time
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.db import connection, connections
 
 from gangweb.asgi import application
 from gangweb.dashboard import live
@@ -17,6 +18,13 @@ from gangweb.events import publish
 ORIGIN = [(b"origin", b"http://127.0.0.1")]
 # The auth middleware of the websocket stack closes stale connections, so even a socket touches the DB layer.
 pytestmark = [pytest.mark.usefixtures("small_simulation"), pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+async def close_sync_thread_connections():
+    """Publishing opens a connection in asgiref's sync thread; close it so the test DB can be dropped."""
+    yield
+    await sync_to_async(connections.close_all)()
 
 
 async def connected() -> WebsocketCommunicator:
@@ -125,8 +133,11 @@ async def test_events_published_from_a_plain_thread_arrive_promptly():
     sent = threading.Event()
 
     def evictor_thread():
-        publish("eviction", {"pod": "team-a/worker-0", "state": "evicted"})
-        sent.set()
+        try:
+            publish("eviction", {"pod": "team-a/worker-0", "state": "evicted"})
+            sent.set()
+        finally:
+            connection.close()  # as the pipeline's eviction threads do
 
     started = time.monotonic()
     threading.Thread(target=evictor_thread).start()
