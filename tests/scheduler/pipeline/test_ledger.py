@@ -127,3 +127,14 @@ def test_events_are_published_only_after_commit(published, django_capture_on_com
         pass
     assert published == []
     assert PreemptionRequest.objects.get().state == RequestState.PLANNED
+
+
+def test_admin_shows_the_ledger_read_only(admin_client):
+    plan = plan_request()
+    for path in ("/admin/scheduler/preemptionrequest/", f"/admin/scheduler/preemptionrequest/{plan.request.pk}/change/",
+                 "/admin/scheduler/plan/", f"/admin/scheduler/plan/{plan.pk}/change/",
+                 "/admin/scheduler/eviction/", "/admin/scheduler/ledgerentry/"):
+        response = admin_client.get(path)
+        assert response.status_code == 200, path
+    assert b"low-0" in admin_client.get("/admin/scheduler/eviction/").content
+    assert admin_client.get("/admin/scheduler/ledgerentry/add/").status_code == 403
