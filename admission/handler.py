@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from admission.inference import Gang
 from admission.metrics import AdmissionStats
@@ -32,31 +32,46 @@ class Answer:
     body: bytes
 
 
-@dataclass(slots=True)
-class Decision:
-    """What the dashboard hears about one answer. Built cheaply on the request path; turned into an
-    event payload later, on the recorder's thread."""
+class Decision(NamedTuple):
+    """What the dashboard hears about one answer. Only strings and numbers: a buffered decision must
+    not keep the parsed pod alive (thousands of live pod trees would make every garbage collection
+    slower, which cost more than the admission rules themselves)."""
 
-    request: AdmissionRequest
+    uid: str
     webhook: str
+    kind: str
+    namespace: str
+    name: str
+    operation: str
+    dry_run: bool
     allowed: bool
     message: str
-    warnings: list[str]
-    gang: Gang | None = None
+    warnings: tuple[str, ...] = ()
+    pod_group: str = ""
+    source: str = ""
+    min_count: int | None = None
+    mode: str = ""
 
-    def as_event(self) -> dict[str, Any]:
-        request = self.request
+    @classmethod
+    def of(cls, request: AdmissionRequest, webhook: str, allowed: bool, message: str,
+           warnings: list[str], gang: Gang | None = None) -> Decision:  # fmt: skip
         metadata = (request.object or request.old_object or {}).get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
+        name = metadata.get("name") or request.name or metadata.get("generateName") or ""
+        return cls(
+            request.uid, webhook, request.kind, request.namespace, name if isinstance(name, str) else "",
+            request.operation, request.dry_run, allowed, message, tuple(warnings),
+            *((gang.name, gang.source, gang.min_count, gang.mode) if gang is not None else ()),
+        )  # fmt: skip
+
+    def as_event(self) -> dict[str, Any]:
         event: dict[str, Any] = {
-            "uid": request.uid, "webhook": self.webhook, "kind": request.kind, "namespace": request.namespace,
-            "name": str(metadata.get("name") or request.name or metadata.get("generateName") or ""),
-            "operation": request.operation, "dryRun": request.dry_run, "allowed": self.allowed,
-            "message": self.message, "warnings": self.warnings,
+            "uid": self.uid, "webhook": self.webhook, "kind": self.kind, "namespace": self.namespace,
+            "name": self.name, "operation": self.operation, "dryRun": self.dry_run, "allowed": self.allowed,
+            "message": self.message, "warnings": list(self.warnings),
         }  # fmt: skip
-        if self.gang is not None:
-            event.update(podGroup=self.gang.name, source=self.gang.source, minCount=self.gang.min_count,
-                         mode=self.gang.mode)  # fmt: skip
+        if self.pod_group:
+            event.update(podGroup=self.pod_group, source=self.source, minCount=self.min_count, mode=self.mode)
         return event
 
 
@@ -113,7 +128,7 @@ class Webhook:
             self.stats.count(MUTATE, "untouched")
             return Answer(200, build_response(request.uid, allowed=True))
         self.stats.count(MUTATE, "patched")
-        self._record(Decision(request, MUTATE, True, mutation.reason, [], mutation.gang))
+        self._record(Decision.of(request, MUTATE, True, mutation.reason, [], mutation.gang))
         return Answer(200, build_response(request.uid, allowed=True, patch=mutation.patch))
 
     def _validate(self, request: AdmissionRequest) -> Answer:
@@ -125,7 +140,7 @@ class Webhook:
         else:
             self.stats.count(VALIDATE, "denied")
         if verdict.warnings or not verdict.allowed:
-            self._record(Decision(request, VALIDATE, verdict.allowed, verdict.message, verdict.warnings))
+            self._record(Decision.of(request, VALIDATE, verdict.allowed, verdict.message, verdict.warnings))
         return Answer(
             200,
             build_response(request.uid, allowed=verdict.allowed, message=verdict.message, warnings=verdict.warnings),

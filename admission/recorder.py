@@ -67,7 +67,8 @@ class DecisionRecorder:
             EVENTS_DROPPED.labels("buffer_full").inc()
             self._dropped_since_publish += 1
             return
-        self._idle.clear()
+        if self._idle.is_set():
+            self._idle.clear()
         self._buffer.append(decision)
 
     def _start(self) -> None:
