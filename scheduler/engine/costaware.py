@@ -104,8 +104,9 @@ class CostAwarePlacer:
                 pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set()))):
             return ZERO, []
         units = self.units.units
-        first = self.problem.first_eligible
-        candidates = [u for u in self.units.node_units[node] if u >= first and u not in self.evicted]
+        first, excluded = self.problem.first_eligible, self.problem.excluded
+        candidates = [u for u in self.units.node_units[node]
+                      if u >= first and u not in self.evicted and u not in excluded]
         if not candidates:
             return None
         slack = have

@@ -44,6 +44,7 @@ class Problem:
         self._free_removed: np.ndarray | None = None
         self._levels: list[int] | None = None
         self.only_domains: set | None = None  # set by a fan-out shard: gangweb walks only these
+        self.excluded: frozenset[int] = frozenset()  # units this variant of the problem may not evict
 
     # -- capacity views -------------------------------------------------------------------------
     @property
@@ -51,7 +52,19 @@ class Problem:
         return len(self.units.units) - self.first_eligible
 
     def is_eligible(self, unit_id: int) -> bool:
-        return unit_id >= self.first_eligible
+        return unit_id >= self.first_eligible and unit_id not in self.excluded
+
+    def sparing(self, units: Iterable[int]) -> "Problem":
+        """The same problem with these victim units off limits (for gangweb's local search)."""
+        variant = Problem(self.snapshot, self.gang)
+        variant.excluded = self.excluded | frozenset(units)
+        held = self.free_removed().copy()
+        for unit_id in variant.excluded - self.excluded:
+            for node, req in self.units.units[unit_id].node_req.items():
+                held[node] -= req
+        variant._free_removed = held
+        variant._levels = self._levels
+        return variant
 
     def free_removed(self) -> np.ndarray:
         """Free capacity with every eligible victim gone (read-only; copy before placing)."""

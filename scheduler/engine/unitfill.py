@@ -4,7 +4,8 @@ Per-node greedy costing is myopic about ``disruptionMode: all`` units: one 16-po
 nodes at once for a single victim, while per node it looks dearer than a lone pod. This candidate
 generator looks at units instead of nodes: units in the domain are taken lowest priority first and,
 within a priority, the ones that free the most pod slots first, until the gang has room; the gang is
-then placed there (least-allocated) and reprieval gives back whatever the placement did not need.
+then packed there (tightest fit, so that as many freed units as possible go unused) and reprieval
+gives back whatever the placement did not need.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .placement import fit_columns, node_mask, place_least_allocated
+from .placement import fit_columns, node_mask, place_least_allocated, tightest_fit_scores
 
 if TYPE_CHECKING:
     from .evaluation import Problem
@@ -40,6 +41,8 @@ def unit_fill_placement(problem: "Problem", domain: "Domain") -> list[tuple[int,
     # Each unit's stand-alone gain in slots, for every eligible unit in the domain at once.
     entries = index.entries_on(rows)
     entries = entries[index.entry_unit[entries] >= problem.first_eligible]
+    if problem.excluded:
+        entries = entries[~np.isin(index.entry_unit[entries], list(problem.excluded))]
     if not len(entries):
         return []
     ent_node = index.entry_node[entries]
@@ -72,7 +75,8 @@ def unit_fill_placement(problem: "Problem", domain: "Domain") -> list[tuple[int,
         if free:
             changed = np.flatnonzero(np.isin(rows, np.fromiter(free, dtype=np.int64)))
             local[changed] = np.array([free[int(rows[i])] for i in changed])
-        assignments = place_least_allocated(snap, pending, local, rows, problem.port_book(removed_all=True))
+        assignments = place_least_allocated(snap, pending, local, rows, problem.port_book(removed_all=True),
+                                            scorer=tightest_fit_scores)
         placed = [(p, n) for p, n in zip(pending, assignments) if n >= 0]
         if len(placed) == len(pending) or position >= len(order):
             return placed

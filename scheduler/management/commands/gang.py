@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from scheduler.engine import POLICIES, SnapshotError, load_snapshot, plan
 from scheduler.engine.bench import DEFAULT_NODES, POLICY_ORDER, format_table, run_benchmark, stderr_progress
 from scheduler.engine.policies import DEFAULT_POLICY
+from scheduler.engine.quality import format_study, study
 
 
 class _OneLineParser(CommandParser):
@@ -56,6 +57,8 @@ class Command(BaseCommand):
         benching.add_argument("--policy", dest="policies", nargs="+", default=list(POLICY_ORDER),
                               choices=sorted(POLICIES))
         benching.add_argument("--seed", type=int, default=7)
+        benching.add_argument("--quality", type=_positive, metavar="N",
+                              help="instead of timing: compare plans with the brute-force optimum on N small clusters")
         benching.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
     def handle(self, *args, **options):
@@ -74,6 +77,10 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(result.to_dict(), indent=2))
 
     def _bench(self, options) -> None:
+        if options["quality"]:
+            found = study(options["quality"], seed=options["seed"], progress=stderr_progress)
+            self.stdout.write(json.dumps(found) if options["json"] else format_study(found))
+            return
         results = run_benchmark(options["nodes"], repeats=options["repeats"], policies=options["policies"],
                                 seed=options["seed"], progress=stderr_progress)
         self.stdout.write(json.dumps(results) if options["json"] else format_table(results))
