@@ -45,6 +45,7 @@ def test_the_deployed_cluster_role_allows_every_adapter_request(server, cluster)
                                       related_kind="PodGroup", related_name="high-gang"))
     cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "False",
                                    "Unschedulable", "waiting")
+    cluster.list_events(reason="Preempted")  # observe mode reads kube-scheduler's preemptions
     rules = cluster_role_rules()
     needed = {needed_permission(r) for r in server.requests()}
     assert {"list", "watch", "get", "create", "patch"} <= {verb for _, _, verb in needed}
