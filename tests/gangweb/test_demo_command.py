@@ -15,7 +15,7 @@ import httpx
 import pytest
 import websockets
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port
 from tests.gangweb.conftest import EMBEDDED_DEFAULTS
 
 pytestmark = pytest.mark.slow
@@ -104,3 +104,15 @@ def test_the_demo_runs_gangwebs_pipeline_in_process(start_demo):
     assert {"request.opened", "plan.created", "gang.placed"} <= seen, seen
     assert demo.stop(signal.SIGTERM) == 0
     assert "Traceback" not in demo.stderr()
+
+
+def test_an_unreachable_database_is_a_one_line_error(tmp_path):
+    closed = free_port()  # nothing listens there
+    result = subprocess.run(
+        [sys.executable, "manage.py", "demo", "--port", str(free_port())], cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path),
+             "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed}/gangweb"}, timeout=60,
+    )
+    assert result.returncode == 1
+    assert "cannot prepare the database" in result.stderr and "DATABASE_URL" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr

@@ -27,6 +27,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 from django.utils.module_loading import autodiscover_modules
 
 from gangweb.dashboard import live
@@ -78,8 +79,13 @@ class Command(BaseCommand):
         if not 0 < port < 65536:
             raise CommandError(f"--port must be between 1 and 65535, got {port}")
         listener = self._listen(host, port)
-        call_command("migrate", interactive=False, verbosity=0)
-        password_note = self._ensure_admin()
+        try:
+            call_command("migrate", interactive=False, verbosity=0)
+            password_note = self._ensure_admin()
+        except DatabaseError as exc:
+            listener.close()
+            detail = " ".join(str(exc).split())
+            raise CommandError(f"cannot prepare the database ({detail}); check DATABASE_URL") from None
 
         base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
         config = uvicorn.Config("gangweb.asgi:application", lifespan="off", log_config=None,
@@ -120,7 +126,7 @@ class Command(BaseCommand):
                 user.set_password(wanted)
                 user.save(update_fields=["password"])
             return wanted
-        if password_file.exists():
+        if password_file.exists() and user.check_password(password_file.read_text().strip()):
             return password_file.read_text().strip()
         return "(unchanged; set GANGWEB_ADMIN_PASSWORD to reset it)"
 
@@ -173,6 +179,8 @@ class Command(BaseCommand):
             "  gangweb: " + (f"detects waiting gangs every {settings.GANGWEB_DETECT_INTERVAL_SECONDS}s in this process"
                              if settings.CELERY_TASK_ALWAYS_EAGER else "run Celery worker and beat (REDIS_URL is set)"),
             "  stop:    Ctrl-C",
+            *([] if base.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]")) else
+              ["  note:    add this machine's name to ALLOWED_HOSTS to reach it from elsewhere"]),
             "",
         ]
         self.stdout.write("\n".join(lines))
