@@ -46,7 +46,7 @@ def in_threads(rows: Iterable[Eviction], work: Callable[[Eviction], object], wid
     if connection.vendor == "sqlite":
         # SQLite (the demo) fails concurrent write transactions with "database is locked" instead of
         # waiting; one at a time costs nothing against the in-memory simulated cluster.
-        width = 1
+        return [work(row) for row in rows]  # in the caller's thread, on the caller's connection
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
     for index in range(len(rows)):
         todo.put(index)
