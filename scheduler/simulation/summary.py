@@ -1,6 +1,7 @@
 """The dashboard's view of the simulated cluster: a compact, JSON-ready picture.
 
-Nodes name their GPUs' owners by index into ``gangs`` so a 512-GPU picture stays a few kilobytes.
+Nodes name their GPUs' owners by index into ``gangs`` so a 512-GPU picture stays a few kilobytes, and
+list which pod holds which GPU indices (the page flashes a victim's squares when it is evicted).
 """
 
 from __future__ import annotations
@@ -48,12 +49,15 @@ def build_summary(nodes: list[SimNode], gangs: dict[str, SimGang], pods: dict[st
     for node in nodes:
         rack = racks.setdefault(node.rack, {"name": node.rack, "zone": node.zone, "nodes": []})
         owners: list[int | None] = []
-        for owner in node.slots:
+        pod_gpus: dict[str, list[int]] = {}
+        for index, owner in enumerate(node.slots):
             gang_id = gang_ids.get(pod_gang.get(owner, "")) if owner else None
             owners.append(gang_id)
             if gang_id is not None:
                 allocated_by_tier[gang_rows[gang_id]["tier"]] += 1
-        rack["nodes"].append({"name": node.name, "ready": node.ready, "gpus": owners})
+                pod_gpus.setdefault(owner, []).append(index)
+        rack["nodes"].append({"name": node.name, "ready": node.ready, "gpus": owners,
+                              "pods": [{"pod": key, "gpus": idx} for key, idx in pod_gpus.items()]})
 
     pending = []
     for key, gang in gangs.items():

@@ -8,6 +8,8 @@
   const MAX_ACTIVITY = 60;
   const $ = (id) => document.getElementById(id);
   const nodeViews = new Map(); // node name -> {row, squares: [el]}
+  const PLACED_GLOW_MS = 8000;
+  const recentlyPlaced = new Map(); // podGroup -> until (ms), gangs gangweb just made room for
   let current = null;
 
   function tierColor(tier, shade) {
@@ -126,10 +128,12 @@
 
   function paintSquare(sq, gang, nodeName, index) {
     const owner = gang ? gang.podGroup : "";
+    sq.classList.toggle("placed", Boolean(gang) && (recentlyPlaced.get(owner) || 0) > Date.now());
     if (sq.dataset.pg === owner && sq.dataset.painted) return;
     const changed = sq.dataset.painted && sq.dataset.pg !== owner;
     sq.dataset.pg = owner;
     sq.dataset.painted = "1";
+    sq.classList.remove("evicted");
     sq.classList.toggle("busy", Boolean(gang));
     sq.style.backgroundColor = gang ? tierColor(gang.tier, gang.shade) : "";
     sq.setAttribute("aria-label", gang ? `${nodeName} GPU ${index}: ${owner}` : `${nodeName} GPU ${index}: free`);
@@ -216,7 +220,22 @@
 
   const QUIET_EVICTION_STATES = new Set(["planned", "dry_run_ok", "evicting"]);
 
+  // Show gangweb's hand in the picture: victims' squares flash as they are evicted, and the gang it
+  // made room for glows once it lands.
+  function markOnPicture(message) {
+    const p = message.payload || {};
+    if (message.event === "gang.placed" && p.podGroup) {
+      recentlyPlaced.set(p.podGroup, Date.now() + PLACED_GLOW_MS);
+    } else if (message.event === "eviction" && p.state === "evicted" && p.node && current) {
+      const view = nodeViews.get(p.node);
+      const row = (current.racks || []).flatMap((r) => r.nodes).find((n) => n.name === p.node);
+      const held = row && (row.pods || []).find((entry) => entry.pod === p.pod);
+      if (view && held) held.gpus.forEach((i) => view.squares[i] && view.squares[i].classList.add("evicted"));
+    }
+  }
+
   function logOtherEvent(message) {
+    markOnPicture(message);
     const p = message.payload || {};
     if (message.event === "eviction" && QUIET_EVICTION_STATES.has(p.state)) return;  // steps, not outcomes
     const known = EVENT_TEXT[message.event];

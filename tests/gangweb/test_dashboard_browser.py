@@ -21,7 +21,7 @@ def test_gpu_squares_change_colour_live(start_demo, tmp_path):
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
     from playwright.sync_api import sync_playwright
 
-    demo = start_demo(env={"GANGWEB_SIM_TICK_SECONDS": "0.25"})
+    demo = start_demo(env={"GANGWEB_SIM_TICK_SECONDS": "0.25", "GANGWEB_DETECT_INTERVAL_SECONDS": "1"})
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -45,6 +45,10 @@ def test_gpu_squares_change_colour_live(start_demo, tmp_path):
             busy = page.evaluate("document.querySelectorAll('.gpu.busy').length")
             assert allocated == busy, "the totals agree with the squares drawn"
             assert page.locator("#activity li").count() >= 1
+
+            # gangweb's own work shows in the picture: a gang it made room for glows where it landed.
+            page.wait_for_selector(".gpu.placed", timeout=30_000)
+            assert "plan for" in page.inner_text("#activity")
 
             page.hover(".gpu.busy >> nth=0")
             assert "priority" in page.inner_text("#tooltip")

@@ -177,11 +177,17 @@ def test_summary_agrees_with_the_snapshot():
     assert sum(t["allocatedGpus"] for t in summary["tiers"]) == requested
     node_rows = [n for rack in summary["racks"] for n in rack["nodes"]]
     assert len(summary["racks"]) == 8 and len(node_rows) == 64
-    # Every GPU square names a gang that really has a pod on that node.
+    # Every GPU square names a gang that really has a pod on that node, and the pod holds that many GPUs.
+    pods = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in of_kind(objects, "Pod")}
     for row in node_rows:
         for owner in filter(lambda o: o is not None, row["gpus"]):
             gang = summary["gangs"][owner]
             assert any(p["spec"].get("nodeName") == row["name"] for p in pods_of(objects, gang["podGroup"]))
+        for held in row["pods"]:
+            pod = pods[held["pod"]]
+            assert pod["spec"]["nodeName"] == row["name"]
+            assert len(held["gpus"]) == int(pod["spec"]["containers"][0]["resources"]["requests"][GPU])
+        assert sum(len(h["gpus"]) for h in row["pods"]) == sum(o is not None for o in row["gpus"])
     pending_groups = {summary["gangs"][p["gang"]]["podGroup"] for p in summary["pending"]}
     unbound = {key for key in (f"{g['metadata']['namespace']}/{g['metadata']['name']}"
                                for g in of_kind(objects, "PodGroup"))
