@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 def rank_domains(problem: "Problem", domains: Sequence["Domain"]) -> tuple[list["Domain"], dict[int, int]]:
     """Domains that could succeed, most promising first, and each one's priority lower bound."""
     viable = problem.ordered_domains(problem.free_removed(), domains)
+    if len(viable) <= 1:  # nothing to order, and no bound could prune the only domain
+        return viable, {d.order: NO_VICTIM_PRIORITY for d in viable}
     bounds = dict(zip((d.order for d in viable), domain_bounds(problem, viable)))
     lone = single_unit_estimates(problem, viable)
 

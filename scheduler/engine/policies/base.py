@@ -18,7 +18,7 @@ class PreemptionPolicy(ABC):
     summary: str = ""
 
     def plan(self, problem: Problem) -> Plan:
-        gang, snap = problem.gang, problem.snapshot
+        gang = problem.gang
         notes = []
         affinity = gang.pod_affinity_users()
         if affinity:
