@@ -128,7 +128,8 @@ class Webhook:
             self.stats.count(MUTATE, "untouched")
             return Answer(200, build_response(request.uid, allowed=True))
         self.stats.count(MUTATE, "patched")
-        self._record(Decision.of(request, MUTATE, True, mutation.reason, [], mutation.gang))
+        if self.recorder is not None and self.recorder.has_room():
+            self.recorder.offer(Decision.of(request, MUTATE, True, mutation.reason, [], mutation.gang))
         return Answer(200, build_response(request.uid, allowed=True, patch=mutation.patch))
 
     def _validate(self, request: AdmissionRequest) -> Answer:
@@ -140,12 +141,10 @@ class Webhook:
         else:
             self.stats.count(VALIDATE, "denied")
         if verdict.warnings or not verdict.allowed:
-            self._record(Decision.of(request, VALIDATE, verdict.allowed, verdict.message, verdict.warnings))
+            if self.recorder is not None and self.recorder.has_room():
+                self.recorder.offer(Decision.of(request, VALIDATE, verdict.allowed, verdict.message, verdict.warnings))
         return Answer(
             200,
             build_response(request.uid, allowed=verdict.allowed, message=verdict.message, warnings=verdict.warnings),
         )
 
-    def _record(self, decision: Decision) -> None:
-        if self.recorder is not None:
-            self.recorder.offer(decision)

@@ -59,17 +59,27 @@ class DecisionRecorder:
         self._idle = threading.Event()
         self._idle.set()
 
+    def has_room(self) -> bool:
+        """False when an offer now would be dropped; the caller can then skip building the decision."""
+        if len(self._buffer) < self.capacity:
+            return True
+        self._drop()
+        return False
+
     def offer(self, decision: Recordable) -> None:
         """Never blocks: a full buffer drops the decision."""
         if self._thread is None or self._thread_pid != os.getpid():
             self._start()
         if len(self._buffer) >= self.capacity:
-            EVENTS_DROPPED.labels("buffer_full").inc()
-            self._dropped_since_publish += 1
+            self._drop()
             return
         if self._idle.is_set():
             self._idle.clear()
         self._buffer.append(decision)
+
+    def _drop(self) -> None:
+        EVENTS_DROPPED.labels("buffer_full").inc()
+        self._dropped_since_publish += 1
 
     def _start(self) -> None:
         # Started on first use, and again in a forked server worker (threads do not survive fork).
