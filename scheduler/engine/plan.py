@@ -75,7 +75,7 @@ class Plan:
             "feasible": feasible,
             "victims": [v.to_dict() for v in self.victims] if feasible else [],
             "evictions": self.evictions if feasible else [],
-            "placement": dict(sorted(self.placement.items())),
+            "placement": dict(sorted(self.placement.items())) if feasible else {},
             "domain": self.domain,
             "reason": self.reason,
         }

@@ -66,10 +66,13 @@ class _State:
                 slack = slack - snap.pod_req[p]
             else:
                 chosen.append(p)
-        n_violating = sum(1 for p in chosen if p in set(violating))
+        violators = set(violating)
+        n_violating = sum(1 for p in chosen if p in violators)
         priorities = [snap.pod_priority[p] for p in chosen]
-        top_start = max((pods[p].start_time or 0.0) for p in chosen) if chosen else 0.0
-        key = (n_violating, max(priorities, default=-(2**63)), sum(priorities), len(chosen), -top_start, node)
+        top = max(priorities, default=-(2**63))
+        # pickOneNodeForPreemption: ... then the latest start among the highest-priority victims.
+        top_start = max(((pods[p].start_time or 0.0) for p in chosen if snap.pod_priority[p] == top), default=0.0)
+        key = (n_violating, top, sum(priorities), len(chosen), -top_start, node)
         return key, chosen
 
     def evict(self, pods: Sequence[int]) -> None:
