@@ -197,6 +197,19 @@ def _namespace_modes(raw: str) -> dict[str, str]:
 
 GANGWEB_NAMESPACE_MODES = _namespace_modes(os.environ.get("GANGWEB_NAMESPACE_MODES", ""))
 GANGWEB_NAMESPACE = os.environ.get("GANGWEB_NAMESPACE", "gangweb-system")
+# Admission webhook (docs/admission.md): disruption mode of the PodGroups it builds (default, and per
+# namespace as "team-a=single,team-b=all"), extra namespaces it never touches, decision buffer size.
+GANGWEB_DISRUPTION_MODE = os.environ.get("GANGWEB_DISRUPTION_MODE", "all")
+GANGWEB_NAMESPACE_DISRUPTION_MODES = dict(
+    item.partition("=")[::2] for item in env_list("GANGWEB_NAMESPACE_DISRUPTION_MODES", [])
+)
+for _mode in (GANGWEB_DISRUPTION_MODE, *GANGWEB_NAMESPACE_DISRUPTION_MODES.values()):
+    if _mode not in ("all", "single"):
+        raise ImproperlyConfigured(
+            f"GANGWEB_DISRUPTION_MODE / GANGWEB_NAMESPACE_DISRUPTION_MODES values must be 'all' or 'single', got {_mode!r}"
+        )
+GANGWEB_ADMISSION_SKIP_NAMESPACES = env_list("GANGWEB_ADMISSION_SKIP_NAMESPACES", [])
+GANGWEB_ADMISSION_EVENT_QUEUE = env_int("GANGWEB_ADMISSION_EVENT_QUEUE", 1000)
 GANGWEB_PENDING_GRACE_SECONDS = env_int("GANGWEB_PENDING_GRACE_SECONDS", 30)
 # Preemption pipeline (docs/pipeline.md): node-lock expiry (a killed worker's locks free up after it),
 # pause between two requests for one gang, cluster size from which planning fans out over workers.
@@ -204,6 +217,8 @@ GANGWEB_LOCK_TTL_SECONDS = env_int("GANGWEB_LOCK_TTL_SECONDS", 30)
 GANGWEB_REQUEST_COOLDOWN_SECONDS = env_int("GANGWEB_REQUEST_COOLDOWN_SECONDS", 60)
 GANGWEB_FANOUT_MIN_NODES = env_int("GANGWEB_FANOUT_MIN_NODES", 2000)
 GANGWEB_DETECT_INTERVAL_SECONDS = env_int("GANGWEB_DETECT_INTERVAL_SECONDS", 10)
+# Room gangweb freed stays reserved for its gang this long, while kube-scheduler binds it.
+GANGWEB_RESERVATION_SECONDS = env_int("GANGWEB_RESERVATION_SECONDS", 120)
 # Celery workers serve their own /metrics here when set (see docs/pipeline.md, "Metrics").
 GANGWEB_WORKER_METRICS_PORT = env_int("GANGWEB_WORKER_METRICS_PORT", 0)
 CELERY_BEAT_SCHEDULE = {
