@@ -22,7 +22,7 @@ ALL, SINGLE = "all", "single"
 def _map(value: Any, where: str) -> Mapping:
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         raise ValueError(f"{where}: expected an object")
     return value
 
@@ -114,7 +114,7 @@ class Node:
         if not isinstance(taints, list):
             raise ValueError("spec.taints: expected a list")
         for i, taint in enumerate(taints):
-            if not isinstance(taint, Mapping) or not isinstance(taint.get("key"), str):
+            if not isinstance(taint, dict) or not isinstance(taint.get("key"), str):
                 raise ValueError(f"spec.taints[{i}].key: required")
             effect = taint.get("effect")
             if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
@@ -126,7 +126,7 @@ class Node:
         if not isinstance(conditions, list):
             raise ValueError("status.conditions: expected a list")
         for condition in conditions:
-            if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            if isinstance(condition, dict) and condition.get("type") == "Ready":
                 self.ready = condition.get("status") == "True"
 
 
@@ -136,7 +136,7 @@ def _tolerations(spec: Mapping) -> tuple[Toleration, ...]:
         raise ValueError("spec.tolerations: expected a list")
     out = []
     for i, t in enumerate(raw):
-        if not isinstance(t, Mapping):
+        if not isinstance(t, dict):
             raise ValueError(f"spec.tolerations[{i}]: expected an object")
         operator = t.get("operator") or "Equal"
         if operator not in ("Equal", "Exists"):
@@ -153,7 +153,7 @@ def _host_ports(spec: Mapping) -> tuple[tuple[str, str, int], ...]:
             if not isinstance(container_ports, list):
                 raise ValueError(f"spec.{field}[{i}].ports: expected a list")
             for j, port in enumerate(container_ports):
-                if not isinstance(port, Mapping):
+                if not isinstance(port, dict):
                     raise ValueError(f"spec.{field}[{i}].ports[{j}]: expected an object")
                 host_port = _int(port.get("hostPort"), f"spec.{field}[{i}].ports[{j}].hostPort", minimum=0)
                 if host_port:
@@ -258,7 +258,7 @@ class Group:
         self.topology_key = None
         if topology:
             first = topology[0]
-            if not isinstance(first, Mapping) or not isinstance(first.get("key"), str) or not first["key"]:
+            if not isinstance(first, dict) or not isinstance(first.get("key"), str) or not first["key"]:
                 raise ValueError("spec.schedulingConstraints.topology[0].key: required")
             self.topology_key = first["key"]
         self.parent = _opt_str(spec.get("parentCompositePodGroupName"), "spec.parentCompositePodGroupName")
@@ -309,5 +309,5 @@ class Workload:
             if len(templates) > self.MAX_TEMPLATES:
                 raise ValueError(f"spec.{field}: at most {self.MAX_TEMPLATES} templates, got {len(templates)}")
             for i, template in enumerate(templates):
-                if not isinstance(template, Mapping) or not isinstance(template.get("name"), str) or not template["name"]:
+                if not isinstance(template, dict) or not isinstance(template.get("name"), str) or not template["name"]:
                     raise ValueError(f"spec.{field}[{i}].name: required")

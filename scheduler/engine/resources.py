@@ -70,7 +70,7 @@ def parse_resource_list(values: Any, where: str) -> dict[str, int]:
     """A ``ResourceList`` (name -> quantity). ``where`` names the field for error messages."""
     if values is None:
         return {}
-    if not isinstance(values, Mapping):
+    if not isinstance(values, dict):
         raise ValueError(f"{where}: expected a map of resource quantities")
     out: dict[str, int] = {}
     for name, quantity in values.items():
@@ -82,10 +82,10 @@ def parse_resource_list(values: Any, where: str) -> dict[str, int]:
 
 
 def _container_requests(container: Any, where: str) -> dict[str, int]:
-    if not isinstance(container, Mapping):
+    if not isinstance(container, dict):
         raise ValueError(f"{where}: expected an object")
     resources = container.get("resources") or {}
-    if not isinstance(resources, Mapping):
+    if not isinstance(resources, dict):
         raise ValueError(f"{where}.resources: expected an object")
     requests = parse_resource_list(resources.get("requests"), f"{where}.resources.requests")
     # API defaulting copies limits into missing requests; snapshots written by hand may skip it.
@@ -127,7 +127,7 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     init_peak: dict[str, int] = {}
     for i, container in enumerate(_containers(spec, "initContainers")):
         requests = _container_requests(container, f"spec.initContainers[{i}]")
-        if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
+        if isinstance(container, dict) and container.get("restartPolicy") == "Always":
             _add(total, requests)
             _add(sidecars, requests)
         else:
@@ -136,7 +136,7 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
             _max_into(init_peak, running)
     _max_into(total, init_peak)
     pod_level = spec.get("resources")
-    if isinstance(pod_level, Mapping) and pod_level.get("requests"):
+    if isinstance(pod_level, dict) and pod_level.get("requests"):
         total.update(parse_resource_list(pod_level.get("requests"), "spec.resources.requests"))
     _add(total, parse_resource_list(spec.get("overhead"), "spec.overhead"))
     return {name: value for name, value in total.items() if value}

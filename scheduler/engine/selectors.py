@@ -58,7 +58,7 @@ def parse_requirements(items: Any, where: str, operators: set[str]) -> list[tupl
     out = []
     for i, item in enumerate(items):
         here = f"{where}[{i}]"
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):
             raise ValueError(f"{here}: expected an object")
         key, operator, values = item.get("key"), item.get("operator"), item.get("values") or []
         if not isinstance(key, str) or not key:
@@ -78,10 +78,10 @@ def parse_requirements(items: Any, where: str, operators: set[str]) -> list[tupl
 def parse_label_selector(raw: Any, where: str) -> LabelSelector:
     if raw is None:
         return LabelSelector({}, [], matches_nothing=True)
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         raise ValueError(f"{where}: expected an object")
     labels = raw.get("matchLabels") or {}
-    if not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values()):
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
         raise ValueError(f"{where}.matchLabels: expected a map of strings")
     return LabelSelector(dict(labels), parse_requirements(raw.get("matchExpressions"), f"{where}.matchExpressions",
                                                           SET_OPERATORS))
@@ -106,7 +106,7 @@ class NodeSelectorTerm:
 
 
 def parse_node_selector_terms(raw: Any, where: str) -> list[NodeSelectorTerm]:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         raise ValueError(f"{where}: expected an object")
     terms = raw.get("nodeSelectorTerms")
     if not isinstance(terms, list):
@@ -114,7 +114,7 @@ def parse_node_selector_terms(raw: Any, where: str) -> list[NodeSelectorTerm]:
     out = []
     for i, term in enumerate(terms):
         here = f"{where}.nodeSelectorTerms[{i}]"
-        if not isinstance(term, Mapping):
+        if not isinstance(term, dict):
             raise ValueError(f"{here}: expected an object")
         fields = parse_requirements(term.get("matchFields"), f"{here}.matchFields", NODE_OPERATORS)
         for key, _, _ in fields:

@@ -78,7 +78,7 @@ def _flatten(documents: Iterable[Any]) -> list[Any]:
     for position, doc in enumerate(documents):
         if isinstance(doc, list):
             out.extend(_flatten(doc))
-        elif isinstance(doc, Mapping) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
+        elif isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
             items = doc.get("items")
             if items is None:
                 continue
@@ -94,7 +94,7 @@ def parse_snapshot(objects: Iterable[Any]) -> "Snapshot":
     """Build a ``Snapshot`` from raw object dicts (lists are flattened)."""
     parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
     for position, obj in enumerate(_flatten(objects)):
-        if not isinstance(obj, Mapping):
+        if not isinstance(obj, dict):
             raise SnapshotError(f"object #{position + 1}: expected a Kubernetes object, got {type(obj).__name__}")
         kind = obj.get("kind")
         if not isinstance(kind, str) or not kind:

@@ -72,19 +72,23 @@ class UnitIndex:
 
     def _finish(self, units: list[Unit]) -> None:
         snap = self.snapshot
-        gpu_per_pod = snap.gpus(snap.pod_req)
+        gpu_per_pod = snap.gpus(snap.pod_req).tolist() if len(snap.pods) else []
+        started = [pod.start_time for pod in snap.pods]
+        # GPU-seconds a pod has run (lost if it is evicted now); pods without a start time lose nothing.
+        lost = [g * (snap.now - t if snap.now > t else 0.0) if t is not None else 0.0
+                for g, t in zip(gpu_per_pod, started)]
+        uids = [pod.uid for pod in snap.pods]
+        pod_node = snap.pod_node.tolist()
         pod_pdbs = self._pod_pdbs()
         for unit in units:
             unit.pods.sort()
-            starts = [snap.pods[p].start_time for p in unit.pods if snap.pods[p].start_time is not None]
+            starts = [started[p] for p in unit.pods if started[p] is not None]
             unit.earliest_start = min(starts) if starts else None
-            unit.tiebreak = min(snap.pods[p].uid for p in unit.pods)
-            unit.gpus = int(sum(int(gpu_per_pod[p]) for p in unit.pods))
-            unit.gpu_seconds = float(sum(
-                int(gpu_per_pod[p]) * max(0.0, snap.now - snap.pods[p].start_time)
-                for p in unit.pods if snap.pods[p].start_time is not None))
+            unit.tiebreak = min(uids[p] for p in unit.pods)
+            unit.gpus = sum(gpu_per_pod[p] for p in unit.pods)
+            unit.gpu_seconds = float(sum(lost[p] for p in unit.pods))
             for p in unit.pods:
-                node = int(snap.pod_node[p])
+                node = pod_node[p]
                 if node in unit.node_req:
                     unit.node_req[node] = unit.node_req[node] + snap.pod_req[p]
                 else:
@@ -134,12 +138,26 @@ class UnitIndex:
         snap = self.snapshot
         if not snap.pdbs:
             return {}
+        # Index budgets by (namespace, one matchLabels pair) so each pod is only checked against
+        # budgets that can match it; selectors without matchLabels are checked for every pod.
+        keyed: dict[tuple[str, str, str], list[int]] = {}
+        unkeyed: dict[str, list[int]] = {}
+        for i, pdb in enumerate(snap.pdbs):
+            if pdb.selector.matches_nothing:
+                continue
+            if pdb.selector.match_labels:
+                key, value = sorted(pdb.selector.match_labels.items())[0]
+                keyed.setdefault((pdb.namespace, key, value), []).append(i)
+            else:
+                unkeyed.setdefault(pdb.namespace, []).append(i)
         out: dict[int, list[int]] = {}
         for pod_idx in snap.bound.tolist():
             pod = snap.pods[pod_idx]
-            matches = [i for i, pdb in enumerate(snap.pdbs)
-                       if pdb.namespace == pod.namespace and pod.name not in pdb.disrupted
-                       and pdb.selector.matches(pod.labels)]
+            possible = list(unkeyed.get(pod.namespace, ()))
+            for label in pod.labels.items():
+                possible += keyed.get((pod.namespace, *label), ())
+            matches = sorted(i for i in set(possible)
+                             if pod.name not in snap.pdbs[i].disrupted and snap.pdbs[i].selector.matches(pod.labels))
             if matches:
                 out[pod_idx] = matches
         return out
