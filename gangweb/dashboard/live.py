@@ -20,6 +20,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from gangweb.dashboard.picture import picture_from_objects
 from gangweb.events import bind_server_loop, publish
 from scheduler.runtime import get_cluster
 
@@ -45,7 +46,7 @@ def cluster_state() -> dict[str, Any]:
         summary = getattr(cluster, "summary", None)
         if summary is not None:
             return summary()
-        return _empty_state(cluster.name, "this cluster does not provide a GPU picture yet")
+        return picture_from_objects(cluster.snapshot_objects(), now=time.time(), cluster=cluster.name)
     except Exception as exc:  # the page must load and say why, whatever the cluster does
         logger.warning("cannot read the cluster for the dashboard", exc_info=True)
         return _empty_state(settings.GANGWEB_CLUSTER, f"cannot read the cluster: {exc}")

@@ -64,7 +64,8 @@
       const li = el("li");
       const sw = el("span", "swatch");
       sw.style.background = tierColor(i, 1);
-      li.append(sw, el("span", "", `${tier.priorityClass} (${tier.priority.toLocaleString()}, ${tier.disruption})`), el("b", "", String(tier.allocatedGpus)));
+      const detail = [tier.priority.toLocaleString(), tier.disruption].filter(Boolean).join(", ");
+      li.append(sw, el("span", "", `${tier.priorityClass} (${detail})`), el("b", "", String(tier.allocatedGpus)));
       legend.appendChild(li);
     });
     const free = el("li");
