@@ -2,9 +2,10 @@
 
 A seeded, deterministic world: GPU nodes in racks, gangs of four priority tiers submitted by a
 workload generator, a first-fit binder standing in for kube-scheduler, controllers that finish gangs
-and recreate evicted pods. Time only moves in ``tick()``, so the same seed and the same calls give
-the same objects. All public methods take one lock: Celery tasks, the ticker and websocket
-consumers may call in from different threads.
+and recreate evicted pods. The world only moves in ``tick()``: the same seed and the same calls give
+the same gangs, pods and placements (and, with a ``SteppedClock``, byte-identical objects). All
+public methods take one lock: Celery tasks, the ticker and websocket consumers call in from
+different threads.
 """
 
 from __future__ import annotations
@@ -283,11 +284,12 @@ class SimulatedCluster:
         gang.resource_version = self._next_rv()
         self._gangs[gang.key] = gang
         for index in range(gang.size):
-            self._new_pod(gang, index)
+            self._new_pod(gang, index, created=gang.created)
 
-    def _new_pod(self, gang: SimGang, index: int) -> SimPod:
+    def _new_pod(self, gang: SimGang, index: int, created: float | None = None) -> SimPod:
         name = f"{gang.name}-{index}" if gang.attempt == 0 else f"{gang.name}-r{gang.attempt}-{index}"
-        pod = SimPod(gang.namespace, name, gang.key, index, created=self._now, resource_version=self._next_rv())
+        pod = SimPod(gang.namespace, name, gang.key, index, created=self._now if created is None else created,
+                     resource_version=self._next_rv())
         self._pods[pod.key] = pod
         return pod
 

@@ -81,6 +81,11 @@ def test_agrees_with_the_simulated_clusters_own_picture(ticks):
     assert per_node(built) == per_node(own)
     assert [r["name"] for r in built["racks"]] == [r["name"] for r in own["racks"]]
     assert waiting(built) == waiting(own)
+
+    def waited(picture):
+        return {picture["gangs"][p["gang"]]["podGroup"]: p["waitingSeconds"] for p in picture["pending"]}
+
+    assert waited(built) == waited(own)
     own_tiers = {t["priorityClass"]: t["allocatedGpus"] for t in own["tiers"] if t["allocatedGpus"]}
     assert {t["priorityClass"]: t["allocatedGpus"] for t in built["tiers"] if t["allocatedGpus"]} == own_tiers
 
