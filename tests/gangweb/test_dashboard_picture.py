@@ -9,9 +9,8 @@ import time
 import pytest
 
 from gangweb.dashboard.picture import picture_from_objects
-from scheduler.cluster import of_kind
 from scheduler.simulation import SimulatedCluster
-from scheduler.simulation.clock import SteppedClock
+from scheduler.simulation import SteppedClock
 
 CREATED = "2027-01-15T08:00:00Z"
 NOW = 1_800_000_000.0 + 600  # 1_800_000_000 is CREATED

@@ -14,7 +14,7 @@ from kubernetes_validate.utils import validate
 from scheduler.cluster import Cluster, ClusterEvent, of_kind, split_key
 from scheduler.simulation import SimulatedCluster
 from scheduler.simulation.catalog import GPU, RACK_LABEL
-from scheduler.simulation.clock import SteppedClock
+from scheduler.simulation import SteppedClock
 
 K8S_VERSION = "1.37.0"
 
