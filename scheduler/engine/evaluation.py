@@ -6,7 +6,7 @@ on copies of the free-capacity matrix or on small per-node slack vectors.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -15,6 +15,16 @@ from .placement import PortBook, fit_columns, place_least_allocated, ports_confl
 from .plan import Plan, Victim
 from .snapshot import Snapshot
 from .victims import Unit, victim_cost
+
+
+class ReprieveFilter(Protocol):
+    """kube-scheduler's ``ReprieveFilter`` seam: a fresh, stateful object per reprieval pass.
+    ``should_attempt`` False keeps the unit a victim without trying; ``on_reprieved`` is told of
+    each unit given back. Policies pass one through ``Problem.reprieve_filter_factory``."""
+
+    def should_attempt(self, unit: Unit) -> bool: ...
+
+    def on_reprieved(self, unit: Unit) -> None: ...
 
 
 class Candidate:
@@ -45,6 +55,7 @@ class Problem:
         self._levels: list[int] | None = None
         self.only_domains: set | None = None  # set by a fan-out shard: gangweb walks only these
         self.excluded: frozenset[int] = frozenset()  # units this variant of the problem may not evict
+        self.reprieve_filter_factory: Callable[[], ReprieveFilter] | None = None
 
     # -- capacity views -------------------------------------------------------------------------
     @property
@@ -147,12 +158,15 @@ class Problem:
         cols = {node: fit_columns(total) for node, total in asked.items()}
         touching = {u for node in slack for u in self.units.node_units[node] if self.is_eligible(u)}
         victims = []
+        rf = self.reprieve_filter_factory() if self.reprieve_filter_factory else None
         for unit_id in self.reprieval_order(touching):
             unit = units[unit_id]
-            if self._fits_back(unit, slack, cols, gang_ports):
+            if (rf is None or rf.should_attempt(unit)) and self._fits_back(unit, slack, cols, gang_ports):
                 for node, req in unit.node_req.items():
                     if node in slack:
                         slack[node] -= req
+                if rf is not None:
+                    rf.on_reprieved(unit)
             else:
                 victims.append(unit_id)
         return victims

@@ -34,8 +34,10 @@ def kep5710_candidate(problem: Problem, domains: Sequence[Domain]) -> tuple[Cand
 class Kep5710Policy(PreemptionPolicy):
     name = "kep5710"
     summary = "kube-scheduler v1.37 beta: one placement after removing all candidates, greedy reprieval"
+    reprieve_filter_factory = None  # the PreemptionManager seam: set to a ReprieveFilter factory
 
     def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
+        problem.reprieve_filter_factory = self.reprieve_filter_factory
         candidate, most = kep5710_candidate(problem, domains)
         if candidate is None:
             return problem.plan(self.name, False, describe_infeasible(problem, most))

@@ -190,3 +190,27 @@ def test_to_dict_has_exactly_the_contract_keys():
     data = plan(snap, "default/hi").to_dict()
     assert list(data) == ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason"]
     assert data["podGroup"] == "default/hi" and data["policy"] == "gangweb" and data["domain"] is None
+
+
+def test_reprieve_filter_seam_can_veto_and_observe_reprieval():
+    from scheduler.engine.evaluation import Problem
+    from scheduler.engine.gang import Gang
+    from scheduler.engine.policies.kep5710 import Kep5710Policy
+
+    seen = []
+
+    class KeepNothingBare:
+        def should_attempt(self, unit):
+            return unit.kind != "Pod" or unit.name != "old"
+
+        def on_reprieved(self, unit):
+            seen.append(unit.name)
+
+    snap = parse_snapshot([node("a"),
+                           pod("old", node="a", gpus=4, priority=10, start="2026-06-01T00:00:00Z"),
+                           pod("new", node="a", gpus=4, priority=10, start="2026-06-20T00:00:00Z")]
+                          + _preemptor(gpus=4))
+    policy = Kep5710Policy()
+    policy.reprieve_filter_factory = KeepNothingBare
+    result = policy.plan(Problem(snap, Gang(snap, "default/hi")))
+    assert result.evictions == ["default/old"] and seen == ["new"]
