@@ -120,3 +120,16 @@ def test_serve_without_certificates_is_a_clear_error(tmp_path):
     result = manage("webhook", "serve", "--dir", str(tmp_path))
     assert result.returncode != 0 and "run `manage.py webhook certs" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_bench_runs_end_to_end_and_prints_one_json_object():
+    """Smoke test of the benchmark's machinery; the figures themselves live in docs/admission.md."""
+    result = manage("webhook", "bench", "--duration", "0.3", "--warmup", "0.1", "--rounds", "1",
+                    "--connections", "4", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert set(report["targets"]) == {"echo", "mutate", "validate"}
+    for row in report["targets"].values():
+        assert row["requests"] > 0 and row["errors"] == 0
+    assert set(report["throughput_vs_echo"]) == {"mutate", "validate"}
+    assert report["goals"] == {"min_throughput_vs_echo": 0.75, "max_p99_ms": 20.0, "met": report["goals"]["met"]}
