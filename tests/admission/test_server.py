@@ -67,7 +67,9 @@ def server(tmp_path_factory):
     env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed_port()}/gangweb",
            "REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0", "SECRET_KEY": "test-only", "GANGWEB_DEMO": "0"}
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "manage.py"), "webhook", "serve", "--dir", str(directory),
+        # --cert/--key as deploy/base/deployment-webhook.yaml passes them.
+        [sys.executable, str(ROOT / "manage.py"), "webhook", "serve", "--cert", str(directory / "tls.crt"),
+         "--key", str(directory / "tls.key"),
          "--host", "127.0.0.1", "--port", str(port), "--workers", "2"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )

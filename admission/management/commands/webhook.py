@@ -50,7 +50,10 @@ class Command(BaseCommand):
         config_parser.add_argument("--output", choices=("yaml", "json"), default="yaml")
 
         serve_parser = sub.add_parser("serve", help="serve the webhook over HTTPS (reloads renewed certificates)")
-        serve_parser.add_argument("--dir", type=Path, default=Path("var/webhook-certs"))
+        serve_parser.add_argument("--dir", type=Path, default=Path("var/webhook-certs"),
+                                  help="holds tls.crt and tls.key (e.g. a mounted kubernetes.io/tls Secret)")
+        serve_parser.add_argument("--cert", type=Path, help="serving certificate file (default: DIR/tls.crt)")
+        serve_parser.add_argument("--key", type=Path, help="its private key file (default: DIR/tls.key)")
         serve_parser.add_argument("--host", default="0.0.0.0")
         serve_parser.add_argument("--port", type=int, default=8443)
         serve_parser.add_argument("--workers", type=int, default=1)
@@ -106,11 +109,13 @@ class Command(BaseCommand):
         from admission.server import serve
 
         directory: Path = options["dir"]
-        certfile, keyfile = directory / certs.TLS_CERT, directory / certs.TLS_KEY
-        if not certfile.exists() or not keyfile.exists():
-            raise CommandError(f"no {certs.TLS_CERT}/{certs.TLS_KEY} in {directory}; run `manage.py webhook certs --dir {directory}`")
+        certfile = options["cert"] or directory / certs.TLS_CERT
+        keyfile = options["key"] or directory / certs.TLS_KEY
+        missing = [str(path) for path in (certfile, keyfile) if not path.exists()]
+        if missing:
+            raise CommandError(f"missing {', '.join(missing)}; run `manage.py webhook certs --dir {directory}`")
         self.stderr.write(f"gangweb webhook serving https://{options['host']}:{options['port']} "
-                          f"({options['workers']} worker(s), certificates from {directory})")  # fmt: skip
+                          f"({options['workers']} worker(s), certificate {certfile})")  # fmt: skip
         sys.stderr.flush()
         serve(
             get_webhook(), host=options["host"], port=options["port"], certfile=certfile, keyfile=keyfile,
