@@ -66,14 +66,19 @@ def tick_and_publish() -> list[dict[str, Any]]:
 
 
 async def run_ticker(interval: float) -> None:
+    last_error = ""
     while True:
         await asyncio.sleep(interval)
         started = time.monotonic()
         try:
             await sync_to_async(tick_and_publish, thread_sensitive=True)()
-        except Exception:
+            last_error = ""
+        except Exception as exc:
             # One bad tick must not stop the picture; the next one starts from the cluster's state.
-            logger.exception("simulation tick failed")
+            # The same failure every tick is logged once with its traceback, not every two seconds.
+            if str(exc) != last_error:
+                logger.exception("simulation tick failed")
+            last_error = str(exc)
         took = time.monotonic() - started
         if took > interval:
             logger.warning("simulation tick slower than its interval", extra={"seconds": round(took, 3)})

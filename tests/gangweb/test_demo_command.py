@@ -106,6 +106,17 @@ def test_the_demo_runs_gangwebs_pipeline_in_process(start_demo):
     assert "Traceback" not in demo.stderr()
 
 
+def test_an_impossible_simulation_is_a_one_line_error(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "demo", "--port", str(free_port())], cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path), "GANGWEB_SIM_NODES": "0"},
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("CommandError: cannot set up the simulated cluster: "
+                                     "a simulated cluster needs at least one node, got 0")
+
+
 def test_an_unreachable_database_is_a_one_line_error(tmp_path):
     closed = free_port()  # nothing listens there
     result = subprocess.run(

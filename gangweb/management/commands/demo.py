@@ -31,6 +31,7 @@ from django.db import DatabaseError
 from django.utils.module_loading import autodiscover_modules
 
 from gangweb.dashboard import live
+from scheduler.runtime import get_cluster
 
 ADMIN_USERNAME = "admin"
 logger = logging.getLogger(__name__)
@@ -78,6 +79,10 @@ class Command(BaseCommand):
         port = _env_port() if port is None else port
         if not 0 < port < 65536:
             raise CommandError(f"--port must be between 1 and 65535, got {port}")
+        try:
+            get_cluster()
+        except Exception as exc:  # a bad GANGWEB_SIM_* value or an unreachable cluster: say so, once
+            raise CommandError(f"cannot set up the {settings.GANGWEB_CLUSTER} cluster: {exc}") from None
         listener = self._listen(host, port)
         try:
             call_command("migrate", interactive=False, verbosity=0)
