@@ -127,3 +127,22 @@ def test_an_unreachable_database_is_a_one_line_error(tmp_path):
     assert result.returncode == 1
     assert "cannot prepare the database" in result.stderr and "DATABASE_URL" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_stops_cleanly_while_a_browser_is_still_watching(start_demo):
+    demo = start_demo(env={"GANGWEB_SIM_TICK_SECONDS": "0.3"})
+    address = demo.base_url.removeprefix("http://")
+
+    async def watch_while_stopping() -> str:
+        async with websockets.connect(f"ws://{address}/ws/cluster/", origin=demo.base_url) as ws:
+            await asyncio.wait_for(ws.recv(), 10)
+            demo.proc.send_signal(signal.SIGTERM)
+            try:
+                while True:
+                    await asyncio.wait_for(ws.recv(), 15)
+            except websockets.exceptions.ConnectionClosed as closed:
+                return f"closed {closed.rcvd.code if closed.rcvd else None}"
+
+    assert asyncio.run(watch_while_stopping()).startswith("closed")
+    assert demo.proc.wait(timeout=15) == 0
+    assert "Traceback" not in demo.stderr()
