@@ -38,11 +38,34 @@ EVICTION_DELAY = 2.0
 LOCK_TTL = 4
 
 
-def dedicated_redis(url: str) -> str:
-    """Same Redis server, another database number than the rest of the suite uses."""
-    parsed = urlparse(url)
-    current = int((parsed.path or "/0").strip("/") or 0)
-    return urlunparse(parsed._replace(path=f"/{13 if current != 13 else 14}"))
+CLAIM_KEY = "gangweb:test:claimed-by"
+
+
+@pytest.fixture
+def broker(redis_url):
+    """A Redis database of its own for the worker (broker, locks): claimed, emptied, released.
+
+    Test runs of other sessions may share the Redis server; a worker consuming another run's queue
+    would look for rows in the wrong database. So each run claims a free database number (SET NX).
+    """
+    import redis
+
+    parsed = urlparse(redis_url)
+    suite_db = int((parsed.path or "/0").strip("/") or 0)
+    token = f"{os.getpid()}-{time.time()}"
+    for number in range(14, 0, -1):
+        if number == suite_db:
+            continue
+        url = urlunparse(parsed._replace(path=f"/{number}"))
+        client = redis.Redis.from_url(url)
+        if client.set(CLAIM_KEY, token, nx=True, ex=600):
+            for key in client.scan_iter():
+                if key.decode() != CLAIM_KEY:
+                    client.delete(key)
+            yield url
+            client.flushdb()
+            return
+    pytest.fail("no free Redis database number for the worker (all of 1-14 are claimed)")
 
 
 def postgres_url_for_test_db() -> str:
@@ -105,7 +128,7 @@ def real_evictions(server, pod: str) -> list[int]:
     return [r["code"] for r in server.control.requests(path, method="POST") if "dryRun" not in (r["query"] or "")]
 
 
-def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, redis_url, tmp_path):
+def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, broker, tmp_path):
     control = api_server.control
     control.load(small_cluster())
     cluster = KubeCluster.from_kubeconfig(api_server.kubeconfig)
@@ -128,10 +151,6 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, re
     control.add_fault(f"/pods/{re.escape(failing.split('/')[1])}/eviction$", code=503, method="POST", times=1,
                       delay=EVICTION_DELAY, message="etcd leader changed")
 
-    broker = dedicated_redis(redis_url)
-    import redis
-
-    redis.Redis.from_url(broker).flushdb()
     env = {
         **os.environ,
         "DATABASE_URL": postgres_url_for_test_db(),
@@ -202,14 +221,10 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, re
         assert pod not in remaining or remaining[pod]["metadata"].get("deletionTimestamp")
 
 
-def test_a_real_worker_drives_a_stuck_gang_from_detection_to_evictions(api_server, redis_url, tmp_path):
+def test_a_real_worker_drives_a_stuck_gang_from_detection_to_evictions(api_server, broker, tmp_path):
     """The whole chain through the broker: detect -> (on commit) plan -> (on commit) execute."""
     control = api_server.control
     control.load(small_cluster())
-    broker = dedicated_redis(redis_url)
-    import redis
-
-    redis.Redis.from_url(broker).flushdb()
     env = {**os.environ, "DATABASE_URL": postgres_url_for_test_db(), "REDIS_URL": broker,
            "KUBECONFIG": str(api_server.kubeconfig), "GANGWEB_CLUSTER": "kube", "SECRET_KEY": "chain-test",
            "GANGWEB_DEMO": "0"}
