@@ -198,10 +198,13 @@ def _kubeflow(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
     if not name:
         return None
     controller = controller_of(metadata) or {}
-    kind = controller.get("kind") if controller.get("name") == name else None
-    if not isinstance(kind, str):
-        kind = _KUBEFLOW_KINDS.get(_text(labels, L.KUBEFLOW_OPERATOR_NAME), "PyTorchJob")
-    return name, "kubeflow", None, OwnerRef("kubeflow.org/v1", kind, name)
+    if controller.get("name") == name and isinstance(controller.get("kind"), str):
+        # The owner itself says which kind and version (MPIJob is kubeflow.org/v2beta1, for one).
+        api_version = controller.get("apiVersion")
+        owner = OwnerRef(api_version if isinstance(api_version, str) else "kubeflow.org/v1", controller["kind"], name)
+    else:
+        owner = OwnerRef("kubeflow.org/v1", _KUBEFLOW_KINDS.get(_text(labels, L.KUBEFLOW_OPERATOR_NAME), "PyTorchJob"), name)
+    return name, "kubeflow", None, owner
 
 
 def _raycluster(labels: dict, annotations: dict, metadata: dict) -> _Found | None:

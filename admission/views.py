@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 
 from admission.handler import MUTATE, VALIDATE
 from admission.runtime import get_webhook
 
 
 def _answer(request: HttpRequest, route: str) -> HttpResponse:
+    if request.method != "POST":
+        response = HttpResponse(b'{"kind":"Status","code":405,"message":"use POST"}', status=405,
+                                content_type="application/json")  # fmt: skip
+        response["Allow"] = "POST"
+        return response
     webhook = get_webhook()
     declared = request.META.get("CONTENT_LENGTH") or ""
     rejected = webhook.precheck(request.META.get("CONTENT_TYPE", ""), int(declared) if declared.isdigit() else None)
@@ -24,12 +28,10 @@ def _answer(request: HttpRequest, route: str) -> HttpResponse:
 
 
 @csrf_exempt
-@require_POST
 def mutate(request: HttpRequest) -> HttpResponse:
     return _answer(request, MUTATE)
 
 
 @csrf_exempt
-@require_POST
 def validate(request: HttpRequest) -> HttpResponse:
     return _answer(request, VALIDATE)

@@ -99,7 +99,8 @@ def test_view_answers_like_the_server():
 
 
 def test_get_is_not_allowed():
-    assert Client().get("/admission/validate").status_code == 405
+    response = Client().get("/admission/validate")
+    assert response.status_code == 405 and json.loads(response.content)["code"] == 405
 
 
 def test_body_above_the_django_upload_limit_is_read_and_judged_by_the_webhook(settings):
