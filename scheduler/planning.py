@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
-from scheduler.cluster import Cluster, KubeObject
+from scheduler.cluster import Cluster, KubeObject, object_key
 from scheduler.engine import Snapshot, parse_snapshot, plan as engine_plan
 from scheduler.ledger import PodFacts
 
@@ -64,3 +65,39 @@ def compute(objects: list[KubeObject], podgroup: str, policy: str) -> PlanResult
     seconds = time.perf_counter() - started
     plan = result.to_dict()
     return PlanResult(plan, plan_cost(plan, result), pod_facts(snapshot, plan.get("evictions") or []), seconds)
+
+
+def reserve_room(objects: list[KubeObject], podgroup: str) -> list[KubeObject]:
+    """The objects as another gang's planning must see them: room gangweb just freed is taken.
+
+    After an execution the preemptor's pods stay pending until kube-scheduler binds them. Until then
+    the freed room looks free, and a second gang planned meanwhile would be given the same room. So
+    for ``GANGWEB_RESERVATION_SECONDS`` after a request succeeded, its gang's still-pending pods are
+    put on the nodes of its plan (a copy; the cluster is not touched), like kube-scheduler's nominated
+    nodes. ``podgroup``'s own reservations are left out.
+    """
+    from django.conf import settings
+    from django.utils import timezone
+
+    from scheduler.models import Plan, PlanSource, RequestState
+
+    since = timezone.now() - timedelta(seconds=settings.GANGWEB_RESERVATION_SECONDS)
+    namespace, _, name = podgroup.partition("/")
+    placements: dict[str, str] = {}
+    recent = (Plan.objects.filter(source=PlanSource.ENGINE, request__state=RequestState.SUCCEEDED,
+                                  request__finished_at__gte=since)
+              .exclude(request__namespace=namespace, request__name=name)
+              .order_by("created_at").values_list("placement", flat=True))
+    for placement in recent:
+        placements.update(placement or {})
+    if not placements:
+        return objects
+    out = []
+    for obj in objects:
+        if obj.get("kind") == "Pod":
+            key = object_key(obj)
+            spec, meta = obj.get("spec") or {}, obj.get("metadata") or {}
+            if key in placements and not spec.get("nodeName") and not meta.get("deletionTimestamp"):
+                obj = {**obj, "spec": {**spec, "nodeName": placements[key]}}
+        out.append(obj)
+    return out

@@ -91,7 +91,7 @@ def plan_request(self, request_id: int) -> None:
     if request is None:
         return
     try:
-        objects = planning.fresh_objects(get_cluster())
+        objects = planning.reserve_room(planning.fresh_objects(get_cluster()), request.podgroup)
         result = planning.compute(objects, request.podgroup, request.policy)
     except SnapshotError as exc:
         # Not transient: the group is gone or the snapshot is malformed; say so instead of retrying.

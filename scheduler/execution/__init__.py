@@ -23,7 +23,7 @@ from scheduler.cluster import Cluster
 from scheduler.execution.evictor import RetryPolicy, dry_run, evict, in_threads
 from scheduler.execution.recheck import recheck
 from scheduler.models import Eviction, EvictionState, Plan, PlanSource, RequestState
-from scheduler.planning import fresh_objects
+from scheduler.planning import fresh_objects, reserve_room
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: 
 
 def _check_and_dry_run(cluster: Cluster, plan: Plan, rows: list[Eviction]) -> Outcome | None:
     request = plan.request
-    verdict = recheck(fresh_objects(cluster), plan, rows)
+    verdict = recheck(reserve_room(fresh_objects(cluster), request.podgroup), plan, rows)
     ledger.note("execution.recheck", verdict.reason, plan=plan, data={"ok": verdict.ok})
     if not verdict.ok:
         ledger.fail_unstarted_evictions(plan.pk, f"not evicted: {verdict.reason}")

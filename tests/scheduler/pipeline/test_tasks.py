@@ -183,3 +183,28 @@ def test_an_unplaceable_gang_is_looked_at_less_and_less_often(cluster, settings)
     assert _cooling_down("team-a", "train")  # three: 240 s
     finished(RequestState.SUCCEEDED, 70)
     assert not _cooling_down("team-a", "train")  # success resets to 60 s
+
+
+def test_room_freed_for_one_gang_is_not_given_to_the_next(cluster):
+    """Two gangs wait for the same room; the first gets it, the second must find its own."""
+    from scheduler.tasks import plan_request
+    from tests.scheduler.pipeline.builders import T1, pod, podgroup
+
+    for obj in [podgroup("team-b", "tune", min_count=2, priority=100, unschedulable=True),
+                pod("team-b", "tune-0", group="tune", priority=100, created=T1),
+                pod("team-b", "tune-1", group="tune", priority=100, created=T1)]:
+        cluster.objects[(obj["kind"], f"{obj['metadata']['namespace']}/{obj['metadata']['name']}")] = obj
+
+    first, _ = ledger.open_request("team-a", "train", mode="enforce", trigger="test")
+    plan_request.apply(args=[first.pk]).get()
+    first.refresh_from_db()
+    assert first.state == RequestState.SUCCEEDED, first.reason
+    freed = set(Plan.objects.get(request=first).placement.values())
+
+    # team-a's pods still wait for kube-scheduler to bind them into the freed nodes.
+    second, _ = ledger.open_request("team-b", "tune", mode="enforce", trigger="test")
+    plan_request.apply(args=[second.pk]).get()
+    second.refresh_from_db()
+    plan = Plan.objects.get(request=second)
+    assert not freed & set(plan.placement.values()), "the second gang was planned into the first one's room"
+    assert second.state == RequestState.SUCCEEDED and plan.evictions, second.reason
