@@ -28,11 +28,15 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from admission.handler import MUTATE, VALIDATE, Webhook
+from admission.review import ReviewError, build_response, parse_review
 from admission.webhookconfig import MUTATE_PATH, VALIDATE_PATH
 
 logger = logging.getLogger(__name__)
 
 ECHO_PATH = "/bench/echo"
+# Benchmark reference: parse the review and allow it, no rules. Splits the webhook's cost into the
+# envelope (JSON parsing) and gangweb's own rules.
+ALLOW_PATH = "/bench/allow"
 # Longer than kube-apiserver's idle keep-alive (90 s, Go's default transport): the server must not
 # close a connection the client is about to reuse, or a POST fails with "connection reset".
 KEEP_ALIVE_SECONDS = 120
@@ -112,6 +116,7 @@ class WebhookApp:
         self.routes = {MUTATE_PATH: MUTATE, VALIDATE_PATH: VALIDATE}
         if echo:
             self.routes[ECHO_PATH] = "echo"
+            self.routes[ALLOW_PATH] = "allow"
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] == "lifespan":
@@ -161,6 +166,11 @@ class WebhookApp:
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         if route == "echo":
             return 200, body, b"application/json"
+        if route == "allow":
+            try:
+                return 200, build_response(parse_review(body).uid), b"application/json"
+            except ReviewError as error:
+                return error.status, error.body(), b"application/json"
         answer = self.webhook.handle(route, body)
         return answer.status, answer.body, b"application/json"
 

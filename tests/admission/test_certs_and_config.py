@@ -128,8 +128,8 @@ def test_bench_runs_end_to_end_and_prints_one_json_object():
                     "--connections", "4", "--json")  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
-    assert set(report["targets"]) == {"echo", "mutate", "validate"}
+    assert set(report["targets"]) == {"echo", "allow-all", "mutate", "validate"}
     for row in report["targets"].values():
         assert row["requests"] > 0 and row["errors"] == 0
-    assert set(report["throughput_vs_echo"]) == {"mutate", "validate"}
+    assert set(report["throughput_vs_echo"]) == {"allow-all", "mutate", "validate"}
     assert report["goals"] == {"min_throughput_vs_echo": 0.75, "max_p99_ms": 20.0, "met": report["goals"]["met"]}
