@@ -58,5 +58,13 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 def publish(event_type: str, payload: dict[str, Any]) -> None:
-    """Send ``payload`` to every subscribed browser once the current transaction commits."""
-    transaction.on_commit(lambda: _send(event_type, payload))
+    """Send ``payload`` to every subscribed browser once the current transaction commits.
+
+    Outside a transaction it is sent at once. ``transaction.on_commit`` would open a database
+    connection just to ask about autocommit, and processes that must work without a database (the
+    webhook) publish too, so the atomic-block check is done here without touching the connection.
+    """
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(lambda: _send(event_type, payload))
+    else:
+        _send(event_type, payload)

@@ -118,7 +118,9 @@ def asgi_server(tmp_path):
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gangweb.asgi:application"],
             cwd=ROOT,
             env=full_env,
-            stdout=subprocess.PIPE,
+            # A file, not a pipe: nobody reads the server's logs during the test, and a full pipe
+            # would block a chatty server.
+            stdout=(tmp_path / f"daphne-{port}.log").open("wb"),
             stderr=subprocess.STDOUT,
         )
         procs.append(proc)

@@ -69,3 +69,15 @@ def test_logs_are_json_lines(tmp_path):
                                  "GANGWEB_VAR_DIR": str(tmp_path), "SECRET_KEY": "test"})
     line = json.loads(result.stderr.strip().splitlines()[-1])
     assert line["message"] == "hello" and line["level"] == "WARNING" and line["gang"] == "ns/a"
+
+
+def test_publishing_outside_a_transaction_needs_no_database(settings):
+    """The webhook publishes admission decisions with the database down; that must not raise."""
+    from django.db import connection
+
+    from gangweb.events import publish
+
+    connection.close()
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    publish("test.event", {"ok": True})  # no django_db mark: any connection attempt would fail the test
+    assert connection.connection is None
