@@ -140,6 +140,8 @@ def execute_plan(self, request_id: int) -> str:
         if self.request.retries >= self.max_retries:
             ledger.finish(request_id, RequestState.FAILED, f"gave up waiting for node locks: {busy}")
             return RequestState.FAILED
+        if self.request.retries == 0:
+            ledger.note("execution.waiting", f"waiting: {busy}", request=PreemptionRequest.objects.get(pk=request_id))
         raise self.retry(exc=busy, countdown=countdown) from busy
     except Exception as exc:
         # API server or database trouble mid-way: the ledger holds where we were; resume later.
