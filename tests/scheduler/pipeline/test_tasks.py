@@ -208,3 +208,20 @@ def test_room_freed_for_one_gang_is_not_given_to_the_next(cluster):
     plan = Plan.objects.get(request=second)
     assert not freed & set(plan.placement.values()), "the second gang was planned into the first one's room"
     assert second.state == RequestState.SUCCEEDED and plan.evictions, second.reason
+
+
+def test_an_execution_that_must_wait_for_a_node_says_so_and_retries(cluster, planned_request):
+    from scheduler import locks
+    from scheduler.models import LedgerEntry
+    from scheduler.tasks import execute_plan
+
+    request, plan = planned_request()
+    with locks.hold([locks.node_key(plan.pod_evictions.first().node)]):
+        with pytest.raises(locks.LockBusy):
+            execute_plan(request.pk)  # called directly, Celery re-raises instead of scheduling the retry
+    waiting = LedgerEntry.objects.get(request=request, kind="execution.waiting")
+    assert "locked by another execution" in waiting.message
+    assert cluster.calls == []
+    execute_plan(request.pk)
+    request.refresh_from_db()
+    assert request.state == RequestState.SUCCEEDED
