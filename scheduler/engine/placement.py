@@ -29,15 +29,18 @@ def node_mask(snapshot: "Snapshot", pod: "Pod") -> np.ndarray:
     if cached is not None:
         return cached
     mask = snapshot.node_usable.copy()
-    for i, node in enumerate(snapshot.nodes):
-        if not mask[i]:
-            continue
-        if node.taints and not tolerates_all(pod.tolerations, node.taints):
+    # Only tainted nodes need a toleration check, and only selective pods a per-node label check.
+    for i in snapshot.tainted_nodes:
+        if mask[i] and not tolerates_all(pod.tolerations, snapshot.nodes[i].taints):
             mask[i] = False
-        elif pod.node_selector and any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
-            mask[i] = False
-        elif pod.affinity_terms is not None and not any(t.matches(node.name, node.labels) for t in pod.affinity_terms):
-            mask[i] = False
+    if pod.node_selector or pod.affinity_terms is not None:
+        for i in np.flatnonzero(mask).tolist():
+            node = snapshot.nodes[i]
+            if pod.node_selector and any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+                mask[i] = False
+            elif pod.affinity_terms is not None and not any(t.matches(node.name, node.labels)
+                                                            for t in pod.affinity_terms):
+                mask[i] = False
     mask.flags.writeable = False
     snapshot.cache[signature] = mask
     return mask

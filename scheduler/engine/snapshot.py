@@ -154,6 +154,7 @@ class Snapshot:
                 alloc[i, self.resource_index[name]] = value
         self.alloc = alloc
         self.node_usable = np.array([n.ready and not n.cordoned for n in self.nodes], dtype=bool)
+        self.tainted_nodes = [i for i, n in enumerate(self.nodes) if n.taints]
 
     def request_vector(self, requests: Mapping[str, int]) -> np.ndarray:
         vector = np.zeros(len(self.resources), dtype=np.int64)
