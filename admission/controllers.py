@@ -27,19 +27,22 @@ def _dict(value: Any) -> dict[str, Any]:
 def gpu_shape(pod_spec: Any) -> tuple[tuple[str, str], ...]:
     """The GPU-like extended resources one pod asks for, as sorted (resource, quantity) pairs."""
     totals: dict[str, int | str] = {}
-    for container in _dict(pod_spec).get("containers") or []:
-        resources = _dict(_dict(container).get("resources"))
+    containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
+    for container in containers if isinstance(containers, list) else ():
+        resources = container.get("resources") if isinstance(container, dict) else None
+        if not isinstance(resources, dict):
+            continue
+        requests, limits = _dict(resources.get("requests")), _dict(resources.get("limits"))
         # Extended resources: requests default to limits, and the two must be equal when both are set.
-        asked = {**_dict(resources.get("limits")), **_dict(resources.get("requests"))}
-        for resource, quantity in asked.items():
-            if "gpu" not in str(resource).lower():
-                continue
-            text = str(quantity)
-            previous = totals.get(resource, 0)
-            if text.isdigit() and isinstance(previous, int):
-                totals[resource] = previous + int(text)
-            else:
-                totals[resource] = text
+        for source, skip in ((requests, None), (limits, requests)):
+            for resource, quantity in source.items():
+                if "gpu" not in resource.lower() or (skip is not None and resource in skip):
+                    continue
+                text = str(quantity)
+                previous = totals.get(resource, 0)
+                totals[resource] = previous + int(text) if text.isdigit() and isinstance(previous, int) else text
+    if not totals:
+        return ()
     return tuple(sorted((resource, str(count)) for resource, count in totals.items() if count not in (0, "0")))
 
 
