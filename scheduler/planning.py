@@ -1,8 +1,7 @@
 """Running the engine for a preemption request, and the facts the ledger keeps about a plan.
 
-Celery tasks stay thin: they call ``compute`` then ``scheduler.ledger.record_plan``. Topology domains
-are evaluated inside the engine (its own process pool on large clusters); a Celery fan-out needs an
-engine seam to hand domain evaluation to other workers (see docs/pipeline.md, "Planning").
+Celery tasks stay thin: they call ``compute`` (or, on large clusters, ``scheduler.fanout``) and then
+``scheduler.ledger.record_plan``.
 """
 
 from __future__ import annotations

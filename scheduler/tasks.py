@@ -12,13 +12,13 @@ import random
 import time
 from datetime import timedelta
 
-from celery import shared_task
+from celery import chord, shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from scheduler import detection, ledger, locks, metrics, observe, planning
+from scheduler import detection, fanout, ledger, locks, metrics, observe, planning
 from scheduler.cluster import ClusterError
 from scheduler.engine import SnapshotError
 from scheduler.execution import execute
@@ -90,8 +90,17 @@ def plan_request(self, request_id: int) -> None:
     request = ledger.begin_planning(request_id)
     if request is None:
         return
+    started = time.time()
     try:
         objects = planning.reserve_room(planning.fresh_objects(get_cluster()), request.podgroup)
+        shards = fanout.shards_for(objects, request.podgroup, request.policy)
+        if shards:
+            key = fanout.stash(objects)
+            ledger.note("plan.fan_out", f"planning {sum(map(len, shards))} topology domains in {len(shards)} "
+                        "parallel tasks", request=request, data={"shards": shards})
+            chord(plan_domains.s(key, request.podgroup, request.policy, shard) for shard in shards)(
+                merge_domain_plans.s(request_id, key, started))
+            return
         result = planning.compute(objects, request.podgroup, request.policy)
     except SnapshotError as exc:
         # Not transient: the group is gone or the snapshot is malformed; say so instead of retrying.
@@ -120,6 +129,18 @@ def after_plan(request_id: int, result: planning.PlanResult, *, planned_by: str)
                           "observe mode: gangweb's plan is recorded beside kube-scheduler's actions, not executed")
         else:
             _after_commit(execute_plan, request_id)
+
+
+@shared_task(name="scheduler.plan_domains")
+def plan_domains(objects_key: str, podgroup: str, policy: str, domains: list) -> dict:
+    """One shard of a fanned-out plan (its result goes to ``merge_domain_plans``)."""
+    return fanout.plan_shard(fanout.unstash(objects_key), podgroup, policy, domains)
+
+
+@shared_task(name="scheduler.merge_domain_plans", ignore_result=True)
+def merge_domain_plans(payloads: list[dict], request_id: int, objects_key: str, started: float) -> None:
+    fanout.drop(objects_key)
+    after_plan(request_id, fanout.merge(payloads, started), planned_by=f"fan-out:{len(payloads)}")
 
 
 # Idempotent (see scheduler.execution): a redelivered message resumes instead of repeating.

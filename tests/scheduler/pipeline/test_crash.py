@@ -76,13 +76,13 @@ def postgres_url_for_test_db() -> str:
 
 
 class Worker:
-    def __init__(self, env: dict[str, str], log_path):
-        self.env, self.log_path, self.proc = env, log_path, None
+    def __init__(self, env: dict[str, str], log_path, concurrency: int = 1):
+        self.env, self.log_path, self.proc, self.concurrency = env, log_path, None, concurrency
 
     def start(self) -> "Worker":
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork", "--concurrency=1",
+            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork", f"--concurrency={self.concurrency}",
              "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )
@@ -253,3 +253,40 @@ def test_a_real_worker_drives_a_stuck_gang_from_detection_to_evictions(api_serve
                        f"{(e.get('regarding') or e.get('involvedObject'))['name']}" for e in events)
     assert regarding == sorted(plan.evictions)
     assert {(e.get("related") or {}).get("name") for e in events} == {"train"}
+
+
+def test_real_workers_fan_a_large_plan_out_and_merge_the_engines_plan(api_server, broker, tmp_path):
+    """group/chord through Redis: shards of topology domains on two worker processes, then the merge."""
+    from scheduler.engine import parse_snapshot, plan as engine_plan
+    from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
+    from scheduler.models import Plan
+
+    objects = synthetic_cluster(256, seed=5)
+    api_server.control.load(objects)
+    env = {**os.environ, "DATABASE_URL": postgres_url_for_test_db(), "REDIS_URL": broker,
+           "KUBECONFIG": str(api_server.kubeconfig), "GANGWEB_CLUSTER": "kube", "SECRET_KEY": "fan-out-test",
+           "GANGWEB_DEMO": "0", "GANGWEB_NAMESPACE_MODES": "bench=observe",
+           "GANGWEB_FANOUT_MIN_NODES": "100", "GANGWEB_FANOUT_PARTS": "3"}
+    log_path = tmp_path / "worker.log"
+    worker = Worker(env, log_path, concurrency=2).start()
+    sender = Celery("fan-out-test", broker=broker, set_as_current=False)
+    podgroup = preemptor_name(64)  # rack topology: 16 racks to spread
+    namespace, name = podgroup.split("/")
+    try:
+        sender.send_task("scheduler.detect_unschedulable_gangs")
+        request = wait_until(
+            lambda: PreemptionRequest.objects.filter(namespace=namespace, name=name,
+                                                     state=RequestState.OBSERVED).first(),
+            90, f"{podgroup} to be planned", log_path)
+    finally:
+        worker.stop()
+        sender.close()
+    stored = Plan.objects.get(request=request)
+    assert stored.planned_by == "fan-out:3"
+    expected = engine_plan(parse_snapshot(objects), podgroup, "gangweb").to_dict()
+    got = stored.as_gang_plan()
+    assert {k: v for k, v in got.items() if k != "reason"} == {k: v for k, v in expected.items() if k != "reason"}
+    assert expected["evictions"]
+    log = log_path.read_text()
+    assert log.count("Task scheduler.plan_domains[") >= 3 * 2  # each shard: received, succeeded
+    assert api_server.control.requests("/eviction", method="POST") == []  # observe mode
