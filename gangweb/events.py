@@ -46,6 +46,9 @@ def _send(event_type: str, payload: dict[str, Any]) -> None:
                 timeout=SEND_TIMEOUT_SECONDS)
         else:
             async_to_sync(layer.group_send)(DASHBOARD_GROUP, message)
+    except RuntimeError as exc:
+        # Typically the process is shutting down (executors closed): nothing left to tell.
+        logger.info("event not published: %s", exc, extra={"event": event_type})
     except Exception:
         logger.warning("could not publish event", extra={"event": event_type}, exc_info=True)
 

@@ -124,7 +124,7 @@ if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # /readyz must answer quickly when the database is unreachable.
-        DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 3)
+        DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 2)
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {

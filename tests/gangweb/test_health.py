@@ -81,3 +81,19 @@ def test_publishing_outside_a_transaction_needs_no_database(settings):
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     publish("test.event", {"ok": True})  # no django_db mark: any connection attempt would fail the test
     assert connection.connection is None
+
+
+def test_a_websocket_to_an_unknown_path_is_refused_not_a_server_error(asgi_server):
+    import asyncio
+
+    import websockets
+
+    base = asgi_server()
+
+    async def connect():
+        async with websockets.connect(f"ws://{base}/ws/nope/", origin=f"http://{base}"):
+            pass
+
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        asyncio.run(connect())
+    assert refused.value.response.status_code == 403
