@@ -215,7 +215,8 @@ GANGWEB_PENDING_GRACE_SECONDS = env_int("GANGWEB_PENDING_GRACE_SECONDS", 30)
 # pause between two requests for one gang, cluster size from which planning fans out over workers.
 GANGWEB_LOCK_TTL_SECONDS = env_int("GANGWEB_LOCK_TTL_SECONDS", 30)
 GANGWEB_REQUEST_COOLDOWN_SECONDS = env_int("GANGWEB_REQUEST_COOLDOWN_SECONDS", 60)
-GANGWEB_FANOUT_MIN_NODES = env_int("GANGWEB_FANOUT_MIN_NODES", 2000)
+# 0 = off: measured slower than one task at 5,000 and 20,000 nodes (docs/pipeline.md, "Planning").
+GANGWEB_FANOUT_MIN_NODES = env_int("GANGWEB_FANOUT_MIN_NODES", 0)
 GANGWEB_FANOUT_PARTS = env_int("GANGWEB_FANOUT_PARTS", 4)
 GANGWEB_DETECT_INTERVAL_SECONDS = env_int("GANGWEB_DETECT_INTERVAL_SECONDS", 10)
 # Room gangweb freed stays reserved for its gang this long, while kube-scheduler binds it.
