@@ -3,7 +3,8 @@
 Request counts and decision latencies are plain integers on the hot path (``AdmissionStats``) and
 become Prometheus samples only when scraped, through one collector: a prometheus-client Counter or
 Histogram takes a lock per update, which at thousands of admissions a second costs more than some of
-the admission rules. The recorder's counters are ordinary prometheus-client metrics (off the path).
+the admission rules. The decision recorder's counters (``RecorderStats``) work the same way: a full
+buffer drops a decision on the request path, thousands of times a second under load.
 """
 
 from __future__ import annotations
@@ -12,21 +13,14 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Iterator
 
-from prometheus_client import REGISTRY, Counter
+from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
 WEBHOOKS = ("mutate", "validate")
 DECISIONS = ("patched", "untouched", "allowed", "warned", "denied", "bad_request", "error")
 BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
 
-EVENTS_RECORDED = Counter(
-    "gangweb_admission_events_recorded_total", "Admission decisions published to the dashboard."
-)
-EVENTS_DROPPED = Counter(
-    "gangweb_admission_events_dropped_total",
-    "Admission decisions not published (buffer full, or the channel layer failed).",
-    ["reason"],
-)
+DROP_REASONS = ("buffer_full", "publish_failed")
 
 
 class AdmissionStats:
@@ -46,7 +40,17 @@ class AdmissionStats:
         self.latency_sum[webhook] += seconds
 
 
+class RecorderStats:
+    """Counters of one decision recorder; every live instance is summed at scrape time."""
+
+    def __init__(self) -> None:
+        self.recorded = 0
+        self.dropped = dict.fromkeys(DROP_REASONS, 0)
+        _LIVE_RECORDERS.add(self)
+
+
 _LIVE: weakref.WeakSet[AdmissionStats] = weakref.WeakSet()
+_LIVE_RECORDERS: weakref.WeakSet[RecorderStats] = weakref.WeakSet()
 
 
 class _AdmissionCollector:
@@ -75,6 +79,20 @@ class _AdmissionCollector:
             latency.add_metric([webhook], cumulative, sum(s.latency_sum[webhook] for s in stats))
         yield requests
         yield latency
+        recorders = list(_LIVE_RECORDERS)
+        recorded = CounterMetricFamily(
+            "gangweb_admission_events_recorded", "Admission decisions published to the dashboard."
+        )
+        recorded.add_metric([], sum(r.recorded for r in recorders))
+        dropped = CounterMetricFamily(
+            "gangweb_admission_events_dropped",
+            "Admission decisions not published (buffer full, or the channel layer failed).",
+            labels=["reason"],
+        )
+        for reason in DROP_REASONS:
+            dropped.add_metric([reason], sum(r.dropped[reason] for r in recorders))
+        yield recorded
+        yield dropped
 
 
 REGISTRY.register(_AdmissionCollector())

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from admission.metrics import EVENTS_DROPPED, EVENTS_RECORDED
+from admission.metrics import RecorderStats
 
 logger = logging.getLogger(__name__)
 
@@ -37,10 +37,33 @@ class Recordable(Protocol):
     def as_event(self) -> dict[str, Any]: ...
 
 
+class _FailureWatch(logging.Handler):
+    """Notices the warning ``gangweb.events`` logs when a send fails, on the recorder's own thread.
+
+    ``gangweb.events.publish`` never raises (a dashboard outage must not fail its callers), so this is
+    how the recorder learns that a batch was lost, to count it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.failed = threading.local()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.failed.value = True
+
+
+_EVENTS_LOGGER = "gangweb.events"
+_failure_watch = _FailureWatch()
+logging.getLogger(_EVENTS_LOGGER).addHandler(_failure_watch)
+
+
 def _default_publish(event_type: str, payload: dict[str, Any]) -> None:
     from gangweb.events import publish  # imported lazily: the pure modules never need Django
 
+    _failure_watch.failed.value = False
     publish(event_type, payload)
+    if _failure_watch.failed.value:
+        raise ConnectionError("the channel layer did not take the event (see the gangweb.events warning)")
 
 
 class DecisionRecorder:
@@ -58,6 +81,8 @@ class DecisionRecorder:
         self._start_lock = threading.Lock()
         self._idle = threading.Event()
         self._idle.set()
+        self.stats = RecorderStats()
+        self._warned_at = -1e9
 
     def has_room(self) -> bool:
         """False when an offer now would be dropped; the caller can then skip building the decision."""
@@ -78,7 +103,7 @@ class DecisionRecorder:
         self._buffer.append(decision)
 
     def _drop(self) -> None:
-        EVENTS_DROPPED.labels("buffer_full").inc()
+        self.stats.dropped["buffer_full"] += 1
         self._dropped_since_publish += 1
 
     def _start(self) -> None:
@@ -106,10 +131,13 @@ class DecisionRecorder:
                 decisions = [decision.as_event() for decision in batch[-self.max_batch :]]
                 self._publish(EVENT_TYPE, {"decisions": decisions, "count": len(batch), "dropped": dropped})
             except Exception:
-                EVENTS_DROPPED.labels("publish_failed").inc(len(batch))
-                logger.warning("admission decisions not published", exc_info=True)
+                self.stats.dropped["publish_failed"] += len(batch)
+                if time.monotonic() - self._warned_at > 60:  # an outage logs once a minute, not twice a second
+                    self._warned_at = time.monotonic()
+                    logger.warning("admission decisions not published (counted in "
+                                   "gangweb_admission_events_dropped_total)", exc_info=True)  # fmt: skip
             else:
-                EVENTS_RECORDED.inc(len(batch))
+                self.stats.recorded += len(batch)
         if not self._buffer:
             self._idle.set()
 
