@@ -15,7 +15,7 @@ import numpy as np
 
 from ..evaluation import Candidate, Problem
 from ..gang import Domain
-from ..placement import fit_columns, least_allocated_scores, node_mask
+from ..placement import fit_columns, least_allocated_scores, node_mask, ports_conflict
 from ..plan import Plan, Victim
 from .base import PreemptionPolicy
 
@@ -33,6 +33,13 @@ class _State:
         self.evicted: list[int] = []
         self.evicted_set: set[int] = set()
         self.budget = [pdb.allowed for pdb in snap.pdbs]
+        self.placed_ports: dict[int, list] = {}
+
+    def ports_in_use(self, node: int, spared: Sequence[int] = ()) -> list:
+        """Host ports held on the node by pods still there (and the gang pods placed so far)."""
+        pods = self.snap.pods
+        return [port for p in self.snap.pods_by_node[node] if pods[p].host_ports and p not in self.evicted_set
+                and p not in spared for port in pods[p].host_ports] + self.placed_ports.get(node, [])
 
     def _released(self) -> np.ndarray:
         snap = self.snap
@@ -42,11 +49,13 @@ class _State:
             np.add.at(released, snap.pod_node[lower], snap.pod_req[lower])
         return released
 
-    def victims_on(self, node: int, request: np.ndarray, cols: np.ndarray):
+    def victims_on(self, node: int, request: np.ndarray, cols: np.ndarray, wanted_ports=()):
         """SelectVictimsOnNode: remove all lower pods, reprieve PDB violators then others, most
         important first. Returns (key, pods) or None."""
         snap, pods = self.snap, self.snap.pods
         lower = [p for p in snap.pods_by_node[node] if p not in self.evicted_set and snap.pod_priority[p] < self.priority]
+        if wanted_ports and ports_conflict(wanted_ports, self.ports_in_use(node, spared=lower)):
+            return None  # a port is held by a pod this preemptor may not evict
         lower.sort(key=lambda p: (-snap.pod_priority[p], pods[p].start_time or float("inf"), pods[p].uid))
         slack = self.free[node] + (snap.pod_req[lower].sum(axis=0) if lower else 0)
         if np.any(slack[cols] < request[cols]):
@@ -62,7 +71,9 @@ class _State:
             (violating if hit else fine).append(p)
         chosen = []
         for p in violating + fine:
-            if np.all(slack[cols] - snap.pod_req[p][cols] >= request[cols]):
+            if wanted_ports and pods[p].host_ports and ports_conflict(wanted_ports, pods[p].host_ports):
+                chosen.append(p)
+            elif np.all(slack[cols] - snap.pod_req[p][cols] >= request[cols]):
                 slack = slack - snap.pod_req[p]
             else:
                 chosen.append(p)
@@ -102,6 +113,10 @@ class LegacyPolicy(PreemptionPolicy):
             cols = fit_columns(request)
             allowed = node_mask(snap, snap.pods[pod_idx])
             fits_now = np.flatnonzero(allowed & np.all(state.free[:, cols] >= request[cols], axis=1))
+            ports = snap.pods[pod_idx].host_ports
+            if ports and len(fits_now):
+                fits_now = np.array([n for n in fits_now.tolist() if not ports_conflict(ports, state.ports_in_use(n))],
+                                    dtype=np.int64)
             if len(fits_now):
                 scores = least_allocated_scores(snap, state.free[everywhere], request, fits_now, everywhere)
                 node = int(fits_now[int(np.argmax(scores))])
@@ -109,7 +124,7 @@ class LegacyPolicy(PreemptionPolicy):
                 reachable = allowed & np.all(state.free[:, cols] + state.released[:, cols] >= request[cols], axis=1)
                 best = None
                 for node in np.flatnonzero(reachable)[:n_candidates].tolist():
-                    found = state.victims_on(node, request, cols)
+                    found = state.victims_on(node, request, cols, ports)
                     if found is not None and (best is None or found[0] < best[0]):
                         best = found
                 if best is None:
@@ -117,6 +132,8 @@ class LegacyPolicy(PreemptionPolicy):
                 node = best[0][-1]
                 state.evict(best[1])
             state.free[node] -= request
+            if ports:
+                state.placed_ports.setdefault(node, []).extend(ports)
             assignments.append((pod_idx, node))
         return self._plan(problem, state, assignments, domains)
 

@@ -56,15 +56,28 @@ def clusters(draw):
     if rng.random() < 0.4:
         objects.append(pdb("guard", match_labels={"app": rng.choice(("bare", "v0", "v1"))}, allowed=rng.randint(0, 1)))
     count = draw(st.integers(1, 4))
-    objects.append(podgroup("hi", min_count=rng.randint(1, count), priority=rng.choice((5, 20, 100)), mode="all",
+    basic = rng.random() < 0.15
+    objects.append(podgroup("hi", min_count=None if basic else rng.randint(1, count),
+                            priority=rng.choice((5, 20, 100)), mode="all",
                             topology="rack" if rng.random() < 0.3 else None,
                             preemption_policy="Never" if rng.random() < 0.1 else None))
     gpus = rng.choice((2, 4, 8))
-    objects += [pod(f"hi-{i}", group="hi", gpus=gpus) for i in range(count)]
+    ported = {"containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": 7000}],
+                              "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}]}
+    with_ports = rng.random() < 0.15
+    for i in range(count):
+        # Sometimes a member already runs (its rack then pins the group), or every pod uses a host port.
+        where = bind(gpus) if i == 0 and rng.random() < 0.2 else None
+        objects.append(pod(f"hi-{i}", group="hi", gpus=gpus, node=where, spec=ported if with_ports else None))
+    if with_ports and names and rng.random() < 0.5:
+        holder = rng.choice(names)
+        objects.append(pod("port-holder", node=holder, priority=rng.choice(PRIORITIES), cpu="0", memory="0",
+                           spec={"containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": 7000}]}]}))
     return objects
 
 
 def _replay(snap, result, topology=True):
+    policy = result.policy
     """Evict, then bind the placement: every node given a gang pod must hold everything it runs
     (dict arithmetic on the parsed objects, independent of the engine's matrices)."""
     evicted = set(result.evictions)
@@ -94,7 +107,17 @@ def _replay(snap, result, topology=True):
     if group.topology_key and topology:  # legacy is group-unaware by design
         assert len(racks) <= 1
     running = sum(1 for p in snap.pods if p.group_name == "hi" and p.node_name)
-    assert running + len(result.placement) >= group.min_count
+    assert running + len(result.placement) >= group.min_count or (group.policy == "basic" and result.placement)
+    if group.topology_key and topology:
+        pinned = {snap.nodes[snap.node_index[p.node_name]].labels.get("rack")
+                  for p in snap.pods if p.group_name == "hi" and p.node_name}
+        assert not pinned or not racks or racks == pinned
+    # Host ports: no two pods on a node (survivors and placed) share one.
+    for node_name in set(result.placement.values()):
+        ports = [port for p in snap.pods for port in p.host_ports
+                 if (p.node_name == node_name and p.active and p.key not in evicted)
+                 or result.placement.get(p.key) == node_name]
+        assert len(ports) == len(set(ports)), (policy, node_name, ports, result.placement, result.evictions)
 
 
 def _top_all(snap, pod):
