@@ -58,11 +58,12 @@ class Decision(NamedTuple):
         metadata = (request.object or request.old_object or {}).get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
         name = metadata.get("name") or request.name or metadata.get("generateName") or ""
-        return cls(
-            request.uid, webhook, request.kind, request.namespace, name if isinstance(name, str) else "",
-            request.operation, request.dry_run, allowed, message, tuple(warnings),
-            *((gang.name, gang.source, gang.min_count, gang.mode) if gang is not None else ()),
-        )  # fmt: skip
+        name = name if isinstance(name, str) else ""
+        if gang is None:
+            return cls(request.uid, webhook, request.kind, request.namespace, name, request.operation,
+                       request.dry_run, allowed, message, tuple(warnings))  # fmt: skip
+        return cls(request.uid, webhook, request.kind, request.namespace, name, request.operation,
+                   request.dry_run, allowed, message, tuple(warnings), gang.name, gang.source, gang.min_count, gang.mode)  # fmt: skip
 
     def as_event(self) -> dict[str, Any]:
         event: dict[str, Any] = {
