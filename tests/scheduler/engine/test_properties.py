@@ -21,7 +21,7 @@ def clusters(draw):
     for i in range(n_nodes):
         gpus = rng.choice((4, 8))
         taints = [{"key": "maintenance", "effect": "NoSchedule"}] if rng.random() < 0.1 else None
-        objects.append(node(f"n{i}", gpus=gpus, labels={"rack": f"r{i % 2}"}, taints=taints))
+        objects.append(node(f"n{i}", gpus=gpus, labels={"rack": f"r{i % 2}", "pool": rng.choice("ab")}, taints=taints))
         free[f"n{i}"] = gpus
     names = list(free)
 
@@ -65,10 +65,18 @@ def clusters(draw):
     ported = {"containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": 7000}],
                               "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}]}
     with_ports = rng.random() < 0.15
+    selective = {"nodeSelector": {"pool": "a"}} if rng.random() < 0.15 else {}
+    mixed = rng.random() < 0.2
     for i in range(count):
-        # Sometimes a member already runs (its rack then pins the group), or every pod uses a host port.
-        where = bind(gpus) if i == 0 and rng.random() < 0.2 else None
-        objects.append(pod(f"hi-{i}", group="hi", gpus=gpus, node=where, spec=ported if with_ports else None))
+        # Sometimes a member already runs (its rack then pins the group), every pod uses a host
+        # port, the gang wants one node pool, or its pods differ in size.
+        size = rng.choice((1, 2, 4, 8)) if mixed else gpus
+        where = bind(size) if i == 0 and rng.random() < 0.2 else None
+        spec = dict(ported if with_ports else {}, **selective)
+        if with_ports:
+            spec["containers"] = [dict(ported["containers"][0],
+                                       resources={"requests": {"nvidia.com/gpu": str(size)}})]
+        objects.append(pod(f"hi-{i}", group="hi", gpus=size, node=where, spec=spec or None))
     if with_ports and names and rng.random() < 0.5:
         holder = rng.choice(names)
         objects.append(pod("port-holder", node=holder, priority=rng.choice(PRIORITIES), cpu="0", memory="0",
@@ -97,6 +105,8 @@ def _replay(snap, result, topology=True):
         p = snap.pods[snap.pod_index[pod_key]]
         n = snap.nodes[snap.node_index[node_name]]
         assert not n.taints, "placed on a tainted node"
+        selector = p.node_selector
+        assert all(n.labels.get(k) == v for k, v in selector.items()), (policy, "nodeSelector ignored")
         add(node_name, p.requests)
         racks.add(n.labels.get("rack"))
     for node_name in set(result.placement.values()):
@@ -176,7 +186,8 @@ def test_same_input_same_plan_whatever_the_object_order(objects, rnd):
 def test_no_eviction_when_the_gang_already_fits(objects):
     count = sum(1 for o in objects if o["kind"] == "Pod" and o["spec"].get("schedulingGroup", {}).get("podGroupName") == "hi")
     # Enough empty 8-GPU nodes in every rack for the whole gang: it fits as things are.
-    extra = [node(f"spare-{r}-{i}", gpus=8, labels={"rack": f"r{r}"}) for r in range(2) for i in range(count)]
+    extra = [node(f"spare-{r}-{i}", gpus=8, labels={"rack": f"r{r}", "pool": "a"})
+             for r in range(2) for i in range(count)]
     snap = parse_snapshot(objects + extra)
     for policy in ("kep5710", "gangweb", "legacy"):
         result = plan(snap, "default/hi", policy)
