@@ -132,16 +132,20 @@ class Problem:
         return [d for _, d in usable]
 
     # -- reprieval ------------------------------------------------------------------------------
-    def reprieval_order(self, unit_ids: Iterable[int]) -> list[int]:
+    def reprieval_order(self, unit_ids: Iterable[int], pdb_first: bool = True) -> list[int]:
         """PDB violators first, each list most important first (KEP-5710 3.3 step 5)."""
-        if not self.units.pod_pdbs:
+        if not self.units.pod_pdbs or not pdb_first:
             return sorted(unit_ids)
         violations = self.violations()
         return sorted(unit_ids, key=lambda u: (violations[u] == 0, u))
 
-    def reprieve(self, assignments: Sequence[tuple[int, int]]) -> list[int]:
+    def reprieve(self, assignments: Sequence[tuple[int, int]], pdb_first: bool = True) -> list[int]:
         """Start with every eligible victim removed and the gang placed; give victims back one at a
-        time, most valuable first, while the fixed placement still passes the filters."""
+        time, most valuable first, while the fixed placement still passes the filters.
+
+        ``pdb_first`` is kube-scheduler's order: units that would break a budget *if every
+        candidate went* are given back first. That classification is pessimistic (the budget may be
+        consumed by units that end up reprieved), so gangweb also tries plain importance order."""
         snap, units = self.snapshot, self.units.units
         free_removed = self.free_removed()
         slack: dict[int, np.ndarray] = {}
@@ -159,7 +163,7 @@ class Problem:
         touching = {u for node in slack for u in self.units.node_units[node] if self.is_eligible(u)}
         victims = []
         rf = self.reprieve_filter_factory() if self.reprieve_filter_factory else None
-        for unit_id in self.reprieval_order(touching):
+        for unit_id in self.reprieval_order(touching, pdb_first):
             unit = units[unit_id]
             if (rf is None or rf.should_attempt(unit)) and self._fits_back(unit, slack, cols, gang_ports):
                 for node, req in unit.node_req.items():

@@ -29,17 +29,22 @@ SEARCH_NODE_BUDGET = 4096  # ...only while rounds x victims x domain nodes stays
 def evaluate_domain(problem: Problem, domain: Domain) -> list[Candidate]:
     """All candidate plans this policy considers inside one domain."""
     out = []
+    orders = (True, False) if problem.units.pod_pdbs else (True,)
+
+    def reprieved(assignments: list[tuple[int, int]], how: str) -> None:
+        for pdb_first in orders:
+            label = how if pdb_first else f"{how} (importance order)"
+            out.append(problem.candidate(domain, assignments, problem.reprieve(assignments, pdb_first), label))
+
     kube_like = problem.place(domain, problem.free_removed(), removed_all=True)
     if kube_like:
-        out.append(problem.candidate(domain, kube_like, problem.reprieve(kube_like),
-                                     "least-allocated placement, greedy reprieval"))
+        reprieved(kube_like, "least-allocated placement, greedy reprieval")
     filled = unit_fill_placement(problem, domain)
     if filled:
-        out.append(problem.candidate(domain, filled, problem.reprieve(filled), "unit-fill placement, greedy reprieval"))
+        reprieved(filled, "unit-fill placement, greedy reprieval")
     assignments, evicted = CostAwarePlacer(problem, domain).place()
     if assignments:
-        out.append(problem.candidate(domain, assignments, problem.reprieve(assignments),
-                                     "cost-aware placement, greedy reprieval"))
+        reprieved(assignments, "cost-aware placement, greedy reprieval")
         out.append(problem.candidate(domain, assignments, evicted, "cost-aware placement"))
     return out
 
