@@ -1,0 +1,105 @@
+"""Query-string filters of the list endpoints.
+
+A filter value that cannot match anything by construction (an unknown state, a pod without its
+namespace, a non-numeric id) is a 400 naming the parameter, not an empty list: a typo in a
+platform team's script should fail loudly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import Q, QuerySet
+from rest_framework.exceptions import ValidationError
+
+from scheduler.models import EvictionState, Mode, RequestState
+
+
+def _values(params, name: str) -> list[str]:
+    """``?name=a&name=b`` and ``?name=a,b`` both mean a or b."""
+    return [part.strip() for raw in params.getlist(name) for part in raw.split(",") if part.strip()]
+
+
+def _choices(params, name: str, allowed: Iterable[str]) -> list[str]:
+    values = _values(params, name)
+    allowed = list(allowed)
+    unknown = [v for v in values if v not in allowed]
+    if unknown:
+        raise ValidationError({name: f"unknown value {unknown[0]!r}; choose from: {', '.join(allowed)}"})
+    return values
+
+
+def _object_keys(params, name: str) -> list[tuple[str, str]]:
+    keys = []
+    for value in _values(params, name):
+        namespace, slash, obj = value.partition("/")
+        if not (slash and namespace and obj) or "/" in obj:
+            raise ValidationError({name: f"{value!r} is not NAMESPACE/NAME"})
+        keys.append((namespace, obj))
+    return keys
+
+
+def _ids(params, name: str) -> list[int]:
+    try:
+        ids = [int(v) for v in _values(params, name)]
+    except ValueError:
+        raise ValidationError({name: "must be a whole number"}) from None
+    if any(i < 0 for i in ids):
+        raise ValidationError({name: "must not be negative"})
+    return ids
+
+
+def _any_of(queryset: QuerySet, keys: list[tuple[str, str]], namespace_field: str, name_field: str) -> QuerySet:
+    if not keys:
+        return queryset
+    match = Q()
+    for namespace, name in keys:
+        match |= Q(**{namespace_field: namespace, name_field: name})
+    return queryset.filter(match)
+
+
+def filter_requests(queryset: QuerySet, params) -> QuerySet:
+    """``namespace``, ``podgroup`` (NAMESPACE/NAME), ``state``, ``mode``."""
+    if namespaces := _values(params, "namespace"):
+        queryset = queryset.filter(namespace__in=namespaces)
+    queryset = _any_of(queryset, _object_keys(params, "podgroup"), "namespace", "name")
+    if states := _choices(params, "state", RequestState.values):
+        queryset = queryset.filter(state__in=states)
+    if modes := _choices(params, "mode", Mode.values):
+        queryset = queryset.filter(mode__in=modes)
+    return queryset
+
+
+def filter_plans(queryset: QuerySet, params) -> QuerySet:
+    """``request``."""
+    if requests := _ids(params, "request"):
+        queryset = queryset.filter(request_id__in=requests)
+    return queryset
+
+
+def filter_evictions(queryset: QuerySet, params) -> QuerySet:
+    """``state``, ``pod`` (NAMESPACE/NAME), ``node``, ``plan``, ``request``."""
+    if states := _choices(params, "state", EvictionState.values):
+        queryset = queryset.filter(state__in=states)
+    queryset = _any_of(queryset, _object_keys(params, "pod"), "namespace", "name")
+    if nodes := _values(params, "node"):
+        queryset = queryset.filter(node__in=nodes)
+    if plans := _ids(params, "plan"):
+        queryset = queryset.filter(plan_id__in=plans)
+    if requests := _ids(params, "request"):
+        queryset = queryset.filter(plan__request_id__in=requests)
+    return queryset
+
+
+def filter_ledger(queryset: QuerySet, params) -> QuerySet:
+    """``since`` (entries after that id), ``request``, ``kind``, ``podgroup``."""
+    since = _ids(params, "since")
+    if len(since) > 1:
+        raise ValidationError({"since": "give one entry id"})
+    if since:
+        queryset = queryset.filter(pk__gt=since[0])
+    if requests := _ids(params, "request"):
+        queryset = queryset.filter(request_id__in=requests)
+    if kinds := _values(params, "kind"):
+        queryset = queryset.filter(kind__in=kinds)
+    return _any_of(queryset, _object_keys(params, "podgroup"), "namespace", "name")
