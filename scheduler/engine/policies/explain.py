@@ -34,5 +34,7 @@ def describe_infeasible(problem: Problem, most_placed: int) -> str:
     gang = problem.gang
     need = f"minCount {gang.min_count}" if gang.is_gang else "at least one pod"
     running = f" besides {len(gang.running)} running" if gang.running else ""
+    key = gang.group.topology_key
+    where = f" in any one {key} value" if key else ""
     return (f"even with all {problem.eligible_count} lower-priority victim unit(s) evicted only {most_placed} of "
-            f"{len(gang.pending)} pending pod(s) fit{running}, short of {need}")
+            f"{len(gang.pending)} pending pod(s) fit{where}{running}, short of {need}")
