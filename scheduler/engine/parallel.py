@@ -5,9 +5,9 @@ the highest victim priority is above a plan that already places every pod withou
 after ``PATIENCE`` domains in a row brought no better plan. The pool evaluates domains in rounds
 and the same walk is applied to its ordered results, so the plan never depends on the route.
 
-Measured on the 2-core benchmark machine the pool does not pay (a 20,000-node, 64-domain plan
-took ~450 ms pooled against ~85 ms in-process: results and per-process warm-up cost more than the
-work), so it only engages above ``PARALLEL_MIN_NODES`` nodes of pending domain work.
+Measured on the 2-core benchmark machine the pool does not pay (20,000 nodes, 64 domains: 65 ms
+pooled against 53 ms in-process; figures in docs/engine.md): a domain is a few ms of work, less
+than shipping its results back. It only engages above ``PARALLEL_MIN_NODES`` nodes of domain work.
 """
 
 from __future__ import annotations
