@@ -94,6 +94,12 @@ class CostAwarePlacer:
                 and int(self.units.pod_unit[p]) not in also_gone
                 for port in pods[p].host_ports] + self.ports.get(node, [])
 
+    def _holds_port(self, unit_id: int, node: int, wanted) -> bool:
+        pods = self.snap.pods
+        held = [port for p in self.units.units[unit_id].pods if self.snap.pod_node[p] == node
+                for port in pods[p].host_ports]
+        return bool(held) and ports_conflict(wanted, held)
+
     def node_cost(self, node: int, shape: _Shape):
         """(cost key, units to evict) for one more pod of ``shape`` on ``node``, or None."""
         cols, need = shape.cols_list, shape.need
@@ -119,12 +125,13 @@ class CostAwarePlacer:
         for unit_id in self.problem.reprieval_order(candidates):
             held = units[unit_id].node_req_t[node]
             after = [s - held[c] for s, c in zip(slack, cols)]
-            if all(a >= n for a, n in zip(after, need)):
+            if all(a >= n for a, n in zip(after, need)) and not (
+                    pod.host_ports and self._holds_port(unit_id, node, pod.host_ports)):
                 slack = after
             else:
                 chosen.append(unit_id)
         if pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set(chosen))):
-            return None  # ports held by pods we may not (or chose not to) evict
+            return None  # a port is held by a pod this preemptor may not evict
         picked = [units[u] for u in chosen]
         key = (int(sum(self.violations[u] for u in chosen)), max(u.priority for u in picked),
                sum(u.priority for u in picked), len(picked), sum(len(u.pods) for u in picked),

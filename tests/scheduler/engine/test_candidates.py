@@ -100,3 +100,16 @@ def test_process_pool_route_gives_the_same_plan(monkeypatch):
     finally:
         parallel._drop(id(snap))
     assert pooled == in_process
+
+
+def test_cost_aware_evicts_the_pod_holding_a_wanted_host_port():
+    ported = {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}],
+                              "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}
+    objects = [node("n0"), pod("holder", node="n0", priority=10, spec=ported),
+               podgroup("hi", min_count=1, priority=100), pod("hi-0", group="hi", spec=ported)]
+    snap, problem, domain = _problem(objects)
+    assignments, evicted = CostAwarePlacer(problem, domain).place()
+    assert [snap.nodes[n].name for _, n in assignments] == ["n0"]
+    assert [problem.units.units[u].name for u in evicted] == ["holder"]
+    for policy in ("kep5710", "gangweb", "legacy"):
+        assert plan(snap, "default/hi", policy).evictions == ["default/holder"], policy
