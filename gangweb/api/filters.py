@@ -25,7 +25,7 @@ def _choices(params, name: str, allowed: Iterable[str]) -> list[str]:
     allowed = list(allowed)
     unknown = [v for v in values if v not in allowed]
     if unknown:
-        raise ValidationError({name: f"unknown value {unknown[0]!r}; choose from: {', '.join(allowed)}"})
+        raise ValidationError({name: [f"unknown value {unknown[0]!r}; choose from: {', '.join(allowed)}"]})
     return values
 
 
@@ -34,7 +34,7 @@ def _object_keys(params, name: str) -> list[tuple[str, str]]:
     for value in _values(params, name):
         namespace, slash, obj = value.partition("/")
         if not (slash and namespace and obj) or "/" in obj:
-            raise ValidationError({name: f"{value!r} is not NAMESPACE/NAME"})
+            raise ValidationError({name: [f"{value!r} is not NAMESPACE/NAME"]})
         keys.append((namespace, obj))
     return keys
 
@@ -43,9 +43,9 @@ def _ids(params, name: str) -> list[int]:
     try:
         ids = [int(v) for v in _values(params, name)]
     except ValueError:
-        raise ValidationError({name: "must be a whole number"}) from None
+        raise ValidationError({name: ["must be a whole number"]}) from None
     if any(i < 0 for i in ids):
-        raise ValidationError({name: "must not be negative"})
+        raise ValidationError({name: ["must not be negative"]})
     return ids
 
 
@@ -95,7 +95,7 @@ def filter_ledger(queryset: QuerySet, params) -> QuerySet:
     """``since`` (entries after that id), ``request``, ``kind``, ``podgroup``."""
     since = _ids(params, "since")
     if len(since) > 1:
-        raise ValidationError({"since": "give one entry id"})
+        raise ValidationError({"since": ["give one entry id"]})
     if since:
         queryset = queryset.filter(pk__gt=since[0])
     if requests := _ids(params, "request"):

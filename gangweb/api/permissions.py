@@ -12,8 +12,6 @@ class ReadableLikeTheDashboard(BasePermission):
     disagree about who may look.
     """
 
-    message = "Sign in first (session or HTTP basic authentication)."
-
     def has_permission(self, request, view) -> bool:
         if request.user and request.user.is_authenticated:
             return True
