@@ -46,7 +46,8 @@ class Command(BaseCommand):
                                             metavar="{plan,bench}")
         planning = subcommands.add_parser("plan", help="print the preemption plan for a PodGroup as JSON",
                                           called_from_command_line=True)
-        planning.add_argument("--snapshot", required=True, help="snapshot file (List or multi-document YAML/JSON)")
+        planning.add_argument("--snapshot", required=True,
+                              help="snapshot file (List or multi-document YAML/JSON); - reads standard input")
         planning.add_argument("--podgroup", required=True, help="NAMESPACE/NAME of the PodGroup to place")
         planning.add_argument("--policy", default=DEFAULT_POLICY, help=f"one of {', '.join(sorted(POLICIES))}")
         benching = subcommands.add_parser("bench", help="plan latency and victims on synthetic GPU clusters",
@@ -68,7 +69,8 @@ class Command(BaseCommand):
 
     def _plan(self, options) -> None:
         try:
-            snapshot = load_snapshot(options["snapshot"])
+            source = options["snapshot"]
+            snapshot = load_snapshot(sys.stdin.read() + "\n" if source == "-" else source)
             result = plan(snapshot, options["podgroup"], options["policy"])
         except SnapshotError as exc:
             self._fail(str(exc))

@@ -110,3 +110,11 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path, args, expected):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], done.stderr
+
+
+def test_snapshot_from_standard_input():
+    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "gang", "plan", "--snapshot", "-",
+                           "--podgroup", "default/g"], cwd=ROOT, input=json.dumps(as_list(_objects())),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["evictions"] == ["default/low"]

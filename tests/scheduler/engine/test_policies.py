@@ -214,3 +214,14 @@ def test_reprieve_filter_seam_can_veto_and_observe_reprieval():
     policy.reprieve_filter_factory = KeepNothingBare
     result = policy.plan(Problem(snap, Gang(snap, "default/hi")))
     assert result.evictions == ["default/old"] and seen == ["new"]
+
+
+def test_details_carry_what_the_contract_leaves_out():
+    snap = parse_snapshot([node("a"), pod("low", node="a", gpus=8, priority=1, start="2026-06-30T00:00:00Z"),
+                           pod("clock", node="a", gpus=0, priority=1000, start="2026-07-01T00:00:00Z")] + _preemptor())
+    details = plan(snap, "default/hi").details()
+    assert details["cost"]["victim_units"] == 1 and details["cost"]["highest_victim_priority"] == 1
+    assert details["evictedGpus"] == 8 and details["lostGpuSeconds"] == 8 * 86400
+    assert details["victims"] == [{"kind": "Pod", "namespace": "default", "name": "low", "gpus": 8,
+                                   "lostGpuSeconds": 8 * 86400, "pdbViolations": 0}]
+    assert details["placedPods"] == details["pendingPods"] == 1
