@@ -16,14 +16,13 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from admission import labels as L
 from admission.policy import DISRUPTION_MODES, AdmissionPolicy
 
 
-@dataclass(frozen=True)
-class OwnerRef:
+class OwnerRef(NamedTuple):
     """The object whose spec fixes the gang size when the pod does not carry it."""
 
     api_version: str
@@ -228,37 +227,37 @@ def _job(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
     return name, "job", None, OwnerRef("batch/v1", "Job", name)
 
 
-# Order matters: gang schedulers before controllers; JobSet/Kubeflow before Job, whose labels they share.
-SOURCES = (
-    _gangweb,
-    _coscheduling,
-    _volcano,
-    _kueue,
-    _yunikorn,
-    _kai,
-    _leaderworkerset,
-    _jobset,
-    _kubeflow,
-    _raycluster,
-    _job,
-)
-SOURCE_NAMES = (
-    "gangweb", "coscheduling", "volcano", "kueue", "yunikorn", "kai-scheduler",
-    "leaderworkerset", "jobset", "trainjob", "kubeflow", "raycluster", "job",
+# The sources in order, each with the label and annotation keys it starts from. Order matters: gang
+# schedulers before controllers; JobSet and Kubeflow before Job, whose labels they share. The Job rule
+# (owner reference) comes last and needs no key.
+_TRIGGERED_SOURCES = (
+    (_gangweb, frozenset({L.POD_GROUP_LABEL}), frozenset()),
+    (_coscheduling, frozenset({L.COSCHEDULING_LABEL, L.LEGACY_COSCHEDULING_LABEL}), frozenset()),
+    (_volcano, frozenset(), frozenset({L.VOLCANO_GROUP_ANNOTATION})),
+    (_kueue, frozenset({L.KUEUE_POD_GROUP_LABEL}), frozenset()),
+    (_yunikorn, frozenset({L.YUNIKORN_APP_ID_KEY, L.YUNIKORN_APP_ID_LABEL}),
+     frozenset({L.YUNIKORN_TASK_GROUPS, L.YUNIKORN_TASK_GROUP_NAME, L.YUNIKORN_APP_ID_KEY})),
+    (_kai, frozenset(), frozenset({L.KAI_POD_GROUP_ANNOTATION})),
+    (_leaderworkerset, frozenset({L.LWS_NAME}), frozenset()),
+    (_jobset, frozenset({L.JOBSET_NAME}), frozenset()),
+    (_kubeflow, frozenset({L.KUBEFLOW_JOB_NAME}), frozenset()),
+    (_raycluster, frozenset({L.RAY_CLUSTER}), frozenset()),
 )  # fmt: skip
+_SOURCE_LABELS = frozenset().union(*(labels for _, labels, _ in _TRIGGERED_SOURCES))
+_SOURCE_ANNOTATIONS = frozenset().union(*(annotations for _, _, annotations in _TRIGGERED_SOURCES))
 
 
-# Every label/annotation key a source above starts from. A pod carrying none of them can only be a
-# plain Job's pod: one set check spares the common non-gang pod ten function calls.
-_SOURCE_LABELS = frozenset({
-    L.POD_GROUP_LABEL, L.COSCHEDULING_LABEL, L.LEGACY_COSCHEDULING_LABEL, L.KUEUE_POD_GROUP_LABEL,
-    L.YUNIKORN_APP_ID_KEY, L.YUNIKORN_APP_ID_LABEL, L.LWS_NAME, L.JOBSET_NAME, L.KUBEFLOW_JOB_NAME, L.RAY_CLUSTER,
-})  # fmt: skip
-_SOURCE_ANNOTATIONS = frozenset({
-    L.VOLCANO_GROUP_ANNOTATION, L.YUNIKORN_TASK_GROUPS, L.YUNIKORN_TASK_GROUP_NAME, L.KAI_POD_GROUP_ANNOTATION,
-    L.YUNIKORN_APP_ID_KEY,
-})  # fmt: skip
-_JOB_ONLY = (_job,)
+def _find(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+    # One set intersection each; sources are only called when a key they start from is present.
+    present_labels = labels.keys() & _SOURCE_LABELS
+    present_annotations = annotations.keys() & _SOURCE_ANNOTATIONS
+    if present_labels or present_annotations:
+        for source, label_keys, annotation_keys in _TRIGGERED_SOURCES:
+            if not label_keys.isdisjoint(present_labels) or not annotation_keys.isdisjoint(present_annotations):
+                found = source(labels, annotations, metadata)
+                if found is not None:
+                    return found
+    return _job(labels, annotations, metadata)
 
 
 def infer_gang(pod: dict[str, Any], namespace: str, policy: AdmissionPolicy) -> Gang | None:
@@ -266,17 +265,8 @@ def infer_gang(pod: dict[str, Any], namespace: str, policy: AdmissionPolicy) -> 
     metadata = _str_map(pod.get("metadata"))
     labels = _str_map(metadata.get("labels"))
     annotations = _str_map(metadata.get("annotations"))
-    if labels.keys().isdisjoint(_SOURCE_LABELS) and annotations.keys().isdisjoint(_SOURCE_ANNOTATIONS):
-        sources = _JOB_ONLY
-    else:
-        sources = SOURCES
-    for source in sources:
-        found = source(labels, annotations, metadata)
-        if found is not None:
-            break
-    else:
-        return None
-    if found is NO_GANG:
+    found = _find(labels, annotations, metadata)
+    if found is None or found is NO_GANG:
         return None
     raw_name, source_name, min_count, owner = found
     if min_count is None:
