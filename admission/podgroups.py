@@ -2,8 +2,8 @@
 
 gangweb ensures PodGroups from the controller side rather than creating them inside the admission
 request (docs/admission.md explains why): the pipeline sees a pod naming a PodGroup that does not exist,
-calls ``infer_gang`` on it, resolves the size with ``resolve_min_count`` from the owning object and
-creates ``podgroup_for(...)``. Everything here is pure.
+calls ``owner_to_fetch(pod, policy)`` to learn which object sizes the gang (if any), reads it, and
+creates ``podgroup_for_pod(pod, policy, owner)``. Everything here is pure.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from admission import labels as L
-from admission.inference import Gang, controller_of
+from admission.inference import Gang, OwnerRef, controller_of, infer_gang
+from admission.mutate import existing_group
+from admission.policy import AdmissionPolicy
 
 API_VERSION = "scheduling.k8s.io/v1beta1"
 
@@ -136,3 +138,24 @@ def podgroup_for(pod: dict[str, Any], gang: Gang, owner: dict[str, Any] | None =
             "uid": controller["uid"],
         }]  # fmt: skip
     return {"apiVersion": API_VERSION, "kind": "PodGroup", "metadata": podgroup_meta, "spec": spec}
+
+
+def owner_to_fetch(pod: dict[str, Any], policy: AdmissionPolicy) -> OwnerRef | None:
+    """For the controller side: the object to read before ``podgroup_for_pod`` can size the gang."""
+    metadata = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+    gang = infer_gang(pod, str(metadata.get("namespace") or ""), policy)
+    return gang.owner if gang is not None and gang.min_count is None else None
+
+
+def podgroup_for_pod(pod: dict[str, Any], policy: AdmissionPolicy, owner: dict[str, Any] | None = None) -> dict | None:
+    """The PodGroup to ensure for an admitted pod, or None when it is not gangweb's to create: no
+    gang claims the pod, or the pod names a group gangweb did not choose (set by its controller or user).
+    Raises ValueError when the size needs ``owner`` (see ``owner_to_fetch``) and it was not given."""
+    metadata = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+    gang = infer_gang(pod, str(metadata.get("namespace") or ""), policy)
+    if gang is None:
+        return None
+    named = existing_group(pod.get("spec") if isinstance(pod.get("spec"), dict) else {})
+    if named and named != gang.name:
+        return None
+    return podgroup_for(pod, gang, owner)

@@ -6,7 +6,7 @@ import pytest
 from kubernetes_validate.utils import validate as schema_validate
 
 from admission.inference import infer_gang, podgroup_name
-from admission.podgroups import podgroup_for
+from admission.podgroups import owner_to_fetch, podgroup_for, podgroup_for_pod
 from admission.policy import AdmissionPolicy
 from tests.admission.support import EXPECTED, POD_FIXTURES, load_owner, load_pod
 
@@ -140,3 +140,26 @@ def test_invalid_names_become_valid_distinct_names(raw):
     assert len(name) <= 253 and name == name.lower() and not name.startswith("-")
     assert podgroup_name(raw) == name
     assert podgroup_name(raw.swapcase()) != name or raw.swapcase() == raw
+
+
+@pytest.mark.parametrize("fixture", [f for f in POD_FIXTURES if EXPECTED[f]["podGroup"]])
+def test_controller_side_ensures_the_podgroup_the_webhook_named(fixture):
+    """What the pipeline does after admission: fetch the owner it is told to, build the PodGroup."""
+    pod, expected = load_pod(fixture), EXPECTED[fixture]
+    pod["spec"]["schedulingGroup"] = {"podGroupName": expected["podGroup"]}  # as admitted
+    owner = owner_to_fetch(pod, POLICY)
+    if owner is None:
+        assert not expected.get("owner")
+        podgroup = podgroup_for_pod(pod, POLICY)
+    else:
+        owner_object = load_owner(expected["owner"])
+        assert (owner.kind, owner.name) == (owner_object["kind"], owner_object["metadata"]["name"])
+        podgroup = podgroup_for_pod(pod, POLICY, owner_object)
+    assert podgroup["metadata"]["name"] == expected["podGroup"]
+    assert podgroup["spec"]["schedulingPolicy"]["gang"]["minCount"] == expected["minCount"]
+
+
+def test_controller_side_leaves_groups_gangweb_did_not_choose():
+    pod = load_pod("already-grouped.yaml")  # names trainer-7f9c; gangweb would have said "trainer"
+    assert podgroup_for_pod(pod, POLICY, load_owner("job-resnet-train.yaml")) is None
+    assert podgroup_for_pod(load_pod("deployment-pod.yaml"), POLICY) is None
