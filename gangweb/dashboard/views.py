@@ -1,14 +1,41 @@
 """The dashboard's pages. The picture is drawn by static/dashboard/cluster.js from ``cluster.state``."""
 
+import logging
+
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse
+from django.db import DatabaseError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import render
 
-from gangweb.dashboard import live
+from gangweb.dashboard import live, timeline
+
+logger = logging.getLogger(__name__)
+
+
+def _may_look(request: HttpRequest) -> bool:
+    return live.dashboard_is_public() or request.user.is_authenticated
 
 
 def cluster(request: HttpRequest) -> HttpResponse:
-    if not live.dashboard_is_public() and not request.user.is_authenticated:
+    if not _may_look(request):
         return redirect_to_login(request.get_full_path())
     # The first picture comes with the page, so it draws before the websocket is even open.
-    return render(request, "dashboard/cluster.html", {"state": live.cluster_state()})
+    return render(request, "dashboard/cluster.html", {"state": live.cluster_state(), "timeline": _timeline()})
+
+
+def _timeline() -> dict:
+    try:
+        return {"cards": timeline.latest_cards(), "legend": timeline.EVICTION_LEGEND, "note": ""}
+    except DatabaseError as exc:  # the picture is still worth showing without the ledger
+        logger.warning("cannot read the ledger for the timeline", exc_info=True)
+        return {"cards": [], "legend": timeline.EVICTION_LEGEND, "note": f"cannot read the ledger: {exc}"}
+
+
+def timeline_card(request: HttpRequest, request_id: int) -> HttpResponse:
+    """One request's timeline card, re-fetched by static/dashboard/timeline.js when an event names it."""
+    if not _may_look(request):
+        return HttpResponseForbidden("sign in first")
+    card = timeline.request_card(request_id)
+    if card is None:
+        raise Http404(f"no preemption request {request_id}")
+    return render(request, "dashboard/_timeline_request.html", {"card": card})

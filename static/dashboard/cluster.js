@@ -297,10 +297,16 @@
   function connect(attempt) {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const ws = new WebSocket(`${scheme}://${location.host}/ws/cluster/`);
-    ws.onopen = () => { attempt = 0; setConn("live", "live"); };
+    ws.onopen = () => {
+      attempt = 0;
+      setConn("live", "live");
+      document.dispatchEvent(new CustomEvent("gangweb:live"));
+    };
     ws.onmessage = (ev) => {
       let message;
       try { message = JSON.parse(ev.data); } catch (e) { return; }
+      // Other parts of the page (timeline.js) follow the same stream without a socket of their own.
+      document.dispatchEvent(new CustomEvent("gangweb:message", { detail: message }));
       if (message.event === "cluster.state") {
         render(message.payload);
         logChanges(message.payload);

@@ -1,0 +1,111 @@
+"""POST /api/plan/: the engine's answer for a gang on the live cluster, and nothing executed."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler import runtime
+from scheduler.engine import parse_snapshot, plan
+from scheduler.models import LedgerEntry, PreemptionRequest
+from scheduler.simulation import SimulatedCluster
+
+pytestmark = pytest.mark.django_db
+
+GANG_PLAN_KEYS = ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason"]
+GPU = "nvidia.com/gpu"
+
+
+@pytest.fixture
+def simulation():
+    cluster = SimulatedCluster(nodes=16, seed=7)
+    runtime.set_cluster(cluster)
+    yield cluster
+    runtime.reset_cluster()
+
+
+@pytest.fixture
+def api(client, reader, settings):
+    settings.DEMO = False
+    client.force_login(reader)
+
+    def ask(body, **extra):
+        return client.post("/api/plan/", body, content_type="application/json", **extra)
+
+    return ask
+
+
+def waiting_gangs(cluster: SimulatedCluster) -> list[str]:
+    state = cluster.summary()
+    return [state["gangs"][row["gang"]]["podGroup"] for row in state["pending"]]
+
+
+def pod_gpus(cluster: SimulatedCluster) -> dict[str, int]:
+    return {f'{o["metadata"]["namespace"]}/{o["metadata"]["name"]}':
+            sum(int(c["resources"]["requests"].get(GPU, 0)) for c in o["spec"]["containers"])
+            for o in cluster.snapshot_objects() if o["kind"] == "Pod"}
+
+
+@pytest.mark.parametrize("policy", ["gangweb", "kep5710"])
+def test_answers_the_engines_plan_for_each_waiting_gang_and_executes_nothing(api, simulation, published, policy):
+    before = simulation.snapshot_objects()
+    expected_snapshot = parse_snapshot(before)
+    gangs = waiting_gangs(simulation)
+    assert gangs, "the simulation starts with gangs waiting"
+    feasible = 0
+    for podgroup in gangs:
+        response = api({"podGroup": podgroup, "policy": policy})
+        assert response.status_code == 200, response.content
+        body = response.json()
+        assert {key: body[key] for key in GANG_PLAN_KEYS} == plan(expected_snapshot, podgroup, policy).to_dict()
+        gpus = pod_gpus(simulation)
+        assert body["cost"]["evictedPods"] == len(body["evictions"])
+        assert body["cost"]["evictedGpus"] == sum(gpus[pod] for pod in body["evictions"])
+        assert body["cost"]["victimUnits"] == len(body["victims"])
+        feasible += bool(body["feasible"] and body["evictions"])
+    assert feasible, "at least one waiting gang can be placed by preemption"
+    # A question, not an action: the cluster, the ledger and the live stream are untouched.
+    assert simulation.snapshot_objects() == before
+    assert not PreemptionRequest.objects.exists() and not LedgerEntry.objects.exists()
+    assert published == []
+
+
+def test_the_default_policy_is_gangweb(api, simulation):
+    podgroup = waiting_gangs(simulation)[0]
+    assert api({"podGroup": podgroup}).json()["policy"] == "gangweb"
+
+
+@pytest.mark.parametrize("body, field, says", [
+    ({"podGroup": "team-x/nope"}, "podGroup", "PodGroup team-x/nope not found"),
+    ({"podGroup": "nope"}, "podGroup", "'nope' is not NAMESPACE/NAME of a PodGroup"),
+    ({"podGroup": "a/b/c"}, "podGroup", "is not NAMESPACE/NAME"),
+    ({}, "podGroup", "This field is required."),
+    ({"podGroup": "team-a/x", "policy": "fastest"}, "policy", "unknown policy 'fastest'; choose one of: gangweb, kep5710, legacy"),
+])
+def test_bad_input_is_a_400_that_says_what_is_wrong(api, simulation, body, field, says):
+    response = api(body)
+    assert response.status_code == 400
+    assert says in response.json()[field][0]
+
+
+def test_a_body_that_is_not_json_is_a_400(api, simulation):
+    response = api("{not json")
+    assert response.status_code == 400 and "JSON parse error" in response.json()["detail"]
+
+
+def test_an_unreadable_cluster_is_a_503_that_says_so(api, settings, monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    settings.GANGWEB_CLUSTER = "kube"
+    runtime.reset_cluster()
+    try:
+        response = api({"podGroup": "team-a/train"})
+    finally:
+        runtime.reset_cluster()
+    assert response.status_code == 503
+    assert response.json()["detail"].startswith("cannot read the cluster:")
+
+
+def test_anonymous_callers_are_refused(client, settings, simulation):
+    settings.DEMO = False
+    response = client.post("/api/plan/", {"podGroup": waiting_gangs(simulation)[0]}, content_type="application/json")
+    assert response.status_code == 403
