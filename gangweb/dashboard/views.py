@@ -31,6 +31,13 @@ def _timeline() -> dict:
         return {"cards": [], "legend": timeline.EVICTION_LEGEND, "note": f"cannot read the ledger: {exc}"}
 
 
+def timeline_list(request: HttpRequest) -> HttpResponse:
+    """The latest cards alone, re-fetched by static/dashboard/timeline.js after the websocket reconnects."""
+    if not _may_look(request):
+        return HttpResponseForbidden("sign in first")
+    return render(request, "dashboard/_timeline_list.html", {"cards": timeline.latest_cards()})
+
+
 def timeline_card(request: HttpRequest, request_id: int) -> HttpResponse:
     """One request's timeline card, re-fetched by static/dashboard/timeline.js when an event names it."""
     if not _may_look(request):

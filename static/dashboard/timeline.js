@@ -14,7 +14,6 @@
   const empty = document.getElementById("timeline-empty");
   const cardUrl = (id) => section.dataset.cardUrl.replace(/0\/$/, `${id}/`);
   const wanted = new Map(); // request id -> "scheduled" | "fetching" | "again"
-  const ACTIVE = new Set(["pending", "planning", "planned", "executing"]);
 
   function schedule(id) {
     const now = wanted.get(id);
@@ -46,8 +45,8 @@
     const old = list.querySelector(`[data-request="${CSS.escape(String(id))}"]`);
     if (old) {
       // Keep an opened history open while it grows.
-      const open = old.querySelector("details[open]");
-      if (open && card.querySelector("details")) card.querySelector("details").open = true;
+      const details = card.querySelector("details");
+      if (details && old.querySelector("details[open]")) details.open = true;
       old.replaceWith(card);
     } else {
       insertByNewest(card);
@@ -72,14 +71,30 @@
     if (Number.isInteger(id) && id > 0) schedule(id);
   });
 
-  // After a reconnect, events may have been missed: refresh the cards that were still moving.
+  // After a reconnect, events may have been missed (requests opened, evictions finished): take the
+  // latest cards afresh, keeping the histories someone had opened.
+  async function reloadAll() {
+    try {
+      const response = await fetch(section.dataset.listUrl, { credentials: "same-origin", headers: { Accept: "text/html" } });
+      if (!response.ok) return;
+      const holder = document.createElement("template");
+      holder.innerHTML = (await response.text()).trim();
+      const open = new Set(Array.from(list.querySelectorAll(".tl-request"))
+        .filter((card) => card.querySelector("details[open]")).map((card) => card.dataset.request));
+      for (const card of holder.content.querySelectorAll(".tl-request")) {
+        const details = card.querySelector("details");
+        if (details && open.has(card.dataset.request)) details.open = true;
+      }
+      list.replaceChildren(...holder.content.children);
+      empty.hidden = list.children.length > 0;
+    } catch (e) {
+      // Still offline: the next reconnect tries again.
+    }
+  }
+
   let connectedOnce = false;
   document.addEventListener("gangweb:live", () => {
-    if (connectedOnce) {
-      for (const card of list.querySelectorAll(".tl-request")) {
-        if (ACTIVE.has(card.dataset.state)) schedule(Number(card.dataset.request));
-      }
-    }
+    if (connectedOnce) reloadAll();
     connectedOnce = true;
   });
 })();

@@ -104,6 +104,23 @@ def test_one_card_is_served_alone_for_live_updates(client, settings, ledger_rows
     assert client.get(f"/timeline/requests/{done.request.pk}/").status_code == 403
 
 
+def test_the_latest_cards_are_served_alone_after_a_reconnect(client, settings, ledger_rows):
+    done, refused, waiting = ledger_rows
+    page = Cards(client.get("/").content.decode())
+    alone = Cards(client.get("/timeline/").content.decode())
+    assert alone.order == page.order == [waiting.request.pk, refused.request.pk, done.request.pk]
+    assert alone.cards == page.cards
+    settings.DEMO = False
+    assert client.get("/timeline/").status_code == 403
+
+
+def test_the_page_reads_the_ledger_in_a_fixed_number_of_queries(client, ledger_rows,
+                                                                 django_assert_max_num_queries):
+    # requests, plans, evictions, history: one query each, however many rows (no query per card or pod).
+    with django_assert_max_num_queries(4 + 2):  # + session and user lookups
+        client.get("/")
+
+
 def test_an_empty_ledger_says_so(client):
     html = client.get("/").content.decode()
     assert Cards(html).order == []
