@@ -40,10 +40,11 @@ def make_request(published, settings):
     """
     settings.GANGWEB_LOCK_TTL_SECONDS = 2
 
-    def make(namespace: str = "team-a", *, execute_it: bool = True, refuse: bool = False) -> Made:
+    def make(namespace: str = "team-a", *, execute_it: bool = True, refuse: bool = False,
+             mode: str = "enforce") -> Made:
         cluster = FakeCluster(small_cluster(preemptor_ns=namespace))
         runtime.set_cluster(cluster)
-        request, _ = ledger.open_request(namespace, "train", mode="enforce", trigger="test: pending for 45s")
+        request, _ = ledger.open_request(namespace, "train", mode=mode, trigger="test: pending for 45s")
         ledger.begin_planning(request.pk)
         result = planning.compute(cluster.snapshot_objects(), request.podgroup, request.policy)
         stored = ledger.record_plan(request.pk, result.plan, cost=result.cost, pods=result.pods,

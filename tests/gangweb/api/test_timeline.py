@@ -8,6 +8,8 @@ import pytest
 from django.db import OperationalError
 
 from gangweb.dashboard import timeline
+from scheduler import ledger
+from scheduler.ledger import PodFacts
 from scheduler.models import LedgerEntry, RequestState
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("small_simulation")]
@@ -136,3 +138,20 @@ def test_the_picture_still_loads_when_the_ledger_cannot_be_read(client, monkeypa
     assert response.status_code == 200
     html = response.content.decode()
     assert "cannot read the ledger: connection refused" in html and 'id="initial-state"' in html
+
+
+def test_observe_mode_shows_what_kube_scheduler_did_beside_gangwebs_plan(client, make_request):
+    made = make_request("team-o", execute_it=False, mode="observe")
+    pods = ["batch/mid-0", "batch/mid-1"]
+    ledger.record_observed_victims(made.request.pk, {"Pod batch/mid-0": pods[:1], "Pod batch/mid-1": pods[1:]},
+                                   {pod: PodFacts(uid="", node=f"node-{i + 2}", gpus=8) for i, pod in enumerate(pods)})
+    html = client.get(f"/timeline/requests/{made.request.pk}/").content.decode()
+    card = Cards(html).cards[made.request.pk]
+    assert "kube-scheduler preempted" in html and f"gangweb plan {made.plan.pk}" in html
+    # gangweb's own plan is still "planned" (observe mode never evicts); kube-scheduler's victims are evicted.
+    assert {name: pod["state"] for name, pod in card["pods"].items()} == {
+        **{pod: "planned" for pod in made.engine_plan["evictions"] if pod not in pods},
+        **{pod: "evicted" for pod in pods}}
+    body = client.get(f"/api/requests/{made.request.pk}/").json()
+    assert [plan["source"] for plan in body["plans"]] == ["engine", "kube-scheduler"]
+    assert body["plans"][1]["evictions"] == pods and body["plans"][1]["cost"]["evictedGpus"] == 16
