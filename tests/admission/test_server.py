@@ -183,7 +183,9 @@ def test_renewed_certificate_is_served_without_a_restart(server):
                 raise
             time.sleep(0.3)
     assert status == 200
-    # Both workers serve the new certificate: the old CA no longer verifies any new connection.
+    # Once every worker's once-a-second file check has come round, both serve the new certificate:
+    # the old CA no longer verifies any new connection.
+    time.sleep(1.2)
     for _ in range(6):
         with pytest.raises(ssl.SSLCertVerificationError):
             server.connection(old_ca)
