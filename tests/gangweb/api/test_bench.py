@@ -1,0 +1,30 @@
+"""The read-path benchmark runs end to end and leaves nothing behind (figures: docs, not asserts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gangweb.api import bench
+from scheduler import runtime
+from scheduler.models import LedgerEntry, PreemptionRequest
+from scheduler.simulation import SimulatedCluster
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_every_timed_call_answers_and_the_rows_are_removed(settings):
+    runtime.set_cluster(SimulatedCluster(nodes=16, seed=7))
+    try:
+        rows = bench.run(requests=3, victims=9, repeat=2)
+    finally:
+        runtime.reset_cluster()
+    calls = [row["call"] for row in rows]
+    assert "GET /api/requests/{id}/ (9 evictions)" in calls and "POST /api/plan/ (simulated)" in calls
+    assert all(row["bytes"] > 0 and row["p95_ms"] >= row["p50_ms"] > 0 for row in rows)
+    assert not PreemptionRequest.objects.exists() and not LedgerEntry.objects.exists()
+
+
+def test_without_postgresql_it_says_so(monkeypatch, capsys):
+    monkeypatch.setenv("DATABASE_URL", "")
+    assert bench.main(["--repeat", "1"]) == 2
+    assert "set DATABASE_URL to a PostgreSQL database" in capsys.readouterr().err
