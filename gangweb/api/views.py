@@ -10,6 +10,7 @@ import logging
 
 from django.db.models import Prefetch
 from rest_framework import routers, status, viewsets
+from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -24,10 +25,16 @@ from scheduler.runtime import get_cluster
 logger = logging.getLogger(__name__)
 
 
+class LedgerPagination(LimitOffsetPagination):
+    # ?limit= is the caller's choice up to here: one call must not serialise a whole year of history.
+    max_limit = 1000
+
+
 class ReadOnlyLedgerViewSet(viewsets.ReadOnlyModelViewSet):
     """Base of every ledger endpoint: readable like the dashboard, filtered from the query string."""
 
     permission_classes = [ReadableLikeTheDashboard]
+    pagination_class = LedgerPagination
     apply_filters = staticmethod(lambda queryset, params: queryset)
 
     def get_queryset(self):

@@ -152,6 +152,14 @@ def test_the_ledger_endpoints_are_read_only(api, two_requests):
     assert done.plan.pod_evictions.filter(state=EvictionState.EVICTED).count() == len(done.engine_plan["evictions"])
 
 
+def test_pages_are_capped_at_a_thousand_rows(api, two_requests):
+    total = LedgerEntry.objects.count()
+    first = api.get("/api/ledger/?limit=2").json()
+    assert first["count"] == total and len(first["results"]) == 2 and "offset=2" in first["next"]
+    # The page links show the limit actually applied.
+    assert "limit=1000&" in api.get("/api/ledger/?limit=1000000&offset=1").json()["previous"] + "&"
+
+
 def test_the_api_root_lists_every_endpoint(api):
     body = api.get("/api/").json()
     assert {"requests", "plans", "evictions", "ledger"} <= set(body)
