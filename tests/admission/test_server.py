@@ -190,3 +190,14 @@ def test_renewed_certificate_is_served_without_a_restart(server):
         with pytest.raises(ssl.SSLCertVerificationError):
             server.connection(old_ca)
     assert server.process.poll() is None and server.process.pid == pid
+
+
+def test_chunked_request_body_is_read_whole(server):
+    connection = server.connection()
+    body = review_bytes(load_pod("lws-leader.yaml"), uid="chunked")
+    chunks = iter([body[:100], body[100:1000], body[1000:]])
+    connection.request("POST", "/admission/mutate", body=chunks, encode_chunked=True,
+                       headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+    response = connection.getresponse()
+    payload = json.loads(response.read())
+    assert response.status == 200 and payload["response"]["uid"] == "chunked" and "patch" in payload["response"]
