@@ -41,8 +41,8 @@ def make_request(published, settings):
     settings.GANGWEB_LOCK_TTL_SECONDS = 2
 
     def make(namespace: str = "team-a", *, execute_it: bool = True, refuse: bool = False,
-             mode: str = "enforce") -> Made:
-        cluster = FakeCluster(small_cluster(preemptor_ns=namespace))
+             mode: str = "enforce", extra_objects: list | None = None) -> Made:
+        cluster = FakeCluster(small_cluster(preemptor_ns=namespace) + list(extra_objects or []))
         runtime.set_cluster(cluster)
         request, _ = ledger.open_request(namespace, "train", mode=mode, trigger="test: pending for 45s")
         ledger.begin_planning(request.pk)

@@ -8,6 +8,7 @@ from scheduler import runtime
 from scheduler.engine import parse_snapshot, plan
 from scheduler.models import LedgerEntry, PreemptionRequest
 from scheduler.simulation import SimulatedCluster
+from tests.scheduler.pipeline.builders import T1, pod, podgroup
 
 pytestmark = pytest.mark.django_db
 
@@ -67,6 +68,21 @@ def test_answers_the_engines_plan_for_each_waiting_gang_and_executes_nothing(api
     assert simulation.snapshot_objects() == before
     assert not PreemptionRequest.objects.exists() and not LedgerEntry.objects.exists()
     assert published == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_room_just_freed_for_another_gang_stays_taken_as_the_pipeline_sees_it(api, make_request):
+    # A second 2 x 8-GPU gang waits beside team-a/train in the same cluster.
+    other = [podgroup("team-z", "other", min_count=2, priority=100, unschedulable=True)]
+    other += [pod("team-z", f"other-{i}", group="other", priority=100, created=T1) for i in range(2)]
+    done = make_request("team-a", extra_objects=other)
+    assert done.request.state == "succeeded", done.request.reason
+    freed = {pod.rsplit("/", 1)[1] for pod in done.engine_plan["evictions"]}
+    # team-a/train's pods still wait for kube-scheduler; the room evicted for them is theirs.
+    body = api({"podGroup": "team-z/other"}).json()
+    assert body["feasible"] and body["evictions"], body["reason"]
+    assert not freed & {pod.rsplit("/", 1)[1] for pod in body["evictions"]}
+    assert set(body["placement"].values()).isdisjoint(done.engine_plan["placement"].values())
 
 
 def test_the_default_policy_is_gangweb(api, simulation):
