@@ -95,7 +95,8 @@ def test_the_default_policy_is_gangweb(api, simulation):
     ({"podGroup": "nope"}, "podGroup", "'nope' is not NAMESPACE/NAME of a PodGroup"),
     ({"podGroup": "a/b/c"}, "podGroup", "is not NAMESPACE/NAME"),
     ({}, "podGroup", "This field is required."),
-    ({"podGroup": "team-a/x", "policy": "fastest"}, "policy", "unknown policy 'fastest'; choose one of: gangweb, kep5710, legacy"),
+    ({"podGroup": "team-a/x", "policy": "fastest"}, "policy",
+     "unknown policy 'fastest'; choose one of: gangweb, kep5710, legacy"),
 ])
 def test_bad_input_is_a_400_that_says_what_is_wrong(api, simulation, body, field, says):
     response = api(body)
