@@ -41,9 +41,10 @@ class Gang:
     raw_name: str  # the name as the source spelled it, before making it a valid object name
 
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Used with fullmatch: "$" alone would also accept a trailing newline ("abc\n" is not a name).
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _INVALID_CHARS = re.compile(r"[^a-z0-9.-]+")
-_POSITIVE_INT = re.compile(r"^[1-9][0-9]{0,8}$")
+_POSITIVE_INT = re.compile(r"[1-9][0-9]{0,8}")
 
 
 @lru_cache(maxsize=4096)  # the pods of one gang repeat the same name
@@ -52,15 +53,18 @@ def podgroup_name(raw: str) -> str:
 
     The hash keeps two raw names that differ only in case or punctuation from sharing a group.
     """
-    if len(raw) <= 253 and _DNS_SUBDOMAIN.match(raw):
+    if len(raw) <= 253 and _DNS_SUBDOMAIN.fullmatch(raw):
         return raw
     digest = hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    readable = _INVALID_CHARS.sub("-", raw.lower()).strip(".-")[:200].strip(".-")
+    readable = _INVALID_CHARS.sub("-", raw.lower()).strip(".-")[:200]
+    # Every dot-separated label must be non-empty and start and end alphanumeric ("a..b", "x.-y" are not
+    # names). Names that were already valid this way come out as before, so admitted pods keep their group.
+    readable = ".".join(label for label in (part.strip("-") for part in readable.split(".")) if label)
     return f"{readable}-{digest}" if readable else f"gang-{digest}"
 
 
 def positive_int(value: Any) -> int | None:
-    if isinstance(value, str) and _POSITIVE_INT.match(value):
+    if isinstance(value, str) and _POSITIVE_INT.fullmatch(value):
         return int(value)
     return None
 
