@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 import yaml
@@ -22,6 +22,7 @@ from .errors import SnapshotError, object_label
 from .objects import NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, PriorityClass, Workload
 from .resources import CPU, EPHEMERAL, MEMORY, PODS
 
+_TOO_DEEP = "snapshot nests lists or objects too deeply to be Kubernetes objects"
 MAX_TREE_DEPTH = 8  # guard for parentCompositePodGroupName chains (the API allows 4 levels)
 
 _PARSERS = {
@@ -63,6 +64,8 @@ def _documents(text: str) -> list[Any]:
             return [json.loads(text)]
         except ValueError:
             pass  # maybe several JSON documents or YAML flow style: let YAML try
+        except RecursionError:
+            raise SnapshotError(_TOO_DEEP) from None
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         return [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]
@@ -71,22 +74,31 @@ def _documents(text: str) -> list[Any]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "not valid YAML or JSON"
         raise SnapshotError(f"snapshot is not valid YAML/JSON{where}: {problem}") from None
+    except RecursionError:  # the pure-Python loader composes nested nodes recursively
+        raise SnapshotError(_TOO_DEEP) from None
 
 
 def _flatten(documents: Iterable[Any]) -> list[Any]:
+    """Objects out of documents, lists and ``*List`` objects, in input order. Iterative: nesting
+    depth is bounded only by the parser, never by Python's recursion limit."""
     out: list[Any] = []
-    for position, doc in enumerate(documents):
-        if isinstance(doc, list):
-            out.extend(_flatten(doc))
-        elif isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
-            items = doc.get("items")
-            if items is None:
-                continue
-            if not isinstance(items, list):
-                raise SnapshotError(f"{doc.get('kind')} (document {position + 1}): items: expected a list")
-            out.extend(_flatten(items))
-        else:
+    pending: list[Iterator[tuple[int, Any]]] = [enumerate(documents)]
+    while pending:
+        for position, doc in pending[-1]:
+            if isinstance(doc, list):
+                pending.append(enumerate(doc))
+                break
+            if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
+                items = doc.get("items")
+                if items is None:
+                    continue
+                if not isinstance(items, list):
+                    raise SnapshotError(f"{doc.get('kind')} (document {position + 1}): items: expected a list")
+                pending.append(enumerate(items))
+                break
             out.append(doc)
+        else:
+            pending.pop()
     return out
 
 

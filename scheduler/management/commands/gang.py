@@ -50,6 +50,8 @@ class Command(BaseCommand):
                               help="snapshot file (List or multi-document YAML/JSON); - reads standard input")
         planning.add_argument("--podgroup", required=True, help="NAMESPACE/NAME of the PodGroup to place")
         planning.add_argument("--policy", default=DEFAULT_POLICY, help=f"one of {', '.join(sorted(POLICIES))}")
+        planning.add_argument("--debug", action="store_true",
+                              help="let an unexpected error end with its traceback instead of one line")
         benching = subcommands.add_parser("bench", help="plan latency and victims on synthetic GPU clusters",
                                           called_from_command_line=True)
         benching.add_argument("--nodes", type=_positive, nargs="+", default=list(DEFAULT_NODES),
@@ -76,6 +78,10 @@ class Command(BaseCommand):
             self._fail(str(exc))
         except MemoryError:
             self._fail("snapshot too large to load")
+        except Exception as exc:  # an engine bug: still one line, but named so that it gets reported
+            if options["debug"]:
+                raise
+            self._fail(f"unexpected {type(exc).__name__}: {exc} (an engine bug; rerun with --debug for the traceback)")
         self.stdout.write(json.dumps(result.to_dict(), indent=2))
 
     def _bench(self, options) -> None:

@@ -118,3 +118,37 @@ def test_snapshot_from_standard_input():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["evictions"] == ["default/low"]
+
+
+@pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, "[" * 5_000 + "]" * 5_000 + "\n"])
+def test_deeply_nested_snapshot_exits_2_with_one_line(tmp_path, content):
+    done = gang_plan("--snapshot", _write(tmp_path, content), "--podgroup", "ml/new")
+    assert done.returncode == 2, done.stderr[-500:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-500:]
+
+
+_BROKEN_ENGINE = """
+import os, sys
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
+import django; django.setup()
+import scheduler.management.commands.gang as command
+def broken(*args, **kwargs):
+    raise KeyError("engine bug")
+command.plan = broken
+from django.core.management import execute_from_command_line
+execute_from_command_line(["manage.py", "gang", "plan", *sys.argv[1:]])
+"""
+
+
+def test_an_engine_bug_exits_2_naming_the_exception_and_debug_shows_the_traceback(tmp_path):
+    snapshot = _write(tmp_path, _objects())
+    run = lambda *extra: subprocess.run([sys.executable, "-c", _BROKEN_ENGINE, "--snapshot", snapshot,
+                                         "--podgroup", "default/g", *extra], cwd=ROOT, capture_output=True,
+                                        text=True, timeout=60)
+    done = run()
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "KeyError" in lines[0] and "engine bug" in lines[0] and "--debug" in lines[0], done.stderr
+    debugged = run("--debug")
+    assert debugged.returncode != 0 and "Traceback" in debugged.stderr and "engine bug" in debugged.stderr

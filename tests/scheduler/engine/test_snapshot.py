@@ -141,3 +141,23 @@ def test_unreadable_text(text, expected):
 def test_missing_file():
     with pytest.raises(SnapshotError, match="not found"):
         load_snapshot("/nonexistent/snapshot.yaml")
+
+
+@pytest.mark.parametrize("text", [
+    "[" * 100_000 + "]" * 100_000,           # JSON arrays deeper than Python's recursion limit
+    '{"a": ' * 100_000 + "1" + "}" * 100_000,  # ... and JSON objects
+    "[" * 5_000 + "]" * 5_000 + "\n",        # YAML flow style
+    "".join("  " * depth + "-\n" for depth in range(5_000)),  # YAML block style
+])
+def test_deeply_nested_text_is_a_snapshot_error_not_a_crash(text):
+    with pytest.raises(SnapshotError, match="nest|not valid YAML/JSON") as caught:
+        load_snapshot(text)
+    assert "\n" not in str(caught.value)
+
+
+def test_lists_nested_deeper_than_the_recursion_limit_are_flattened():
+    nested: list = [node("deep")]
+    for _ in range(5_000):
+        nested = [nested]
+    nested = {"kind": "List", "items": nested}
+    assert [n.name for n in parse_snapshot([nested]).nodes] == ["deep"]
