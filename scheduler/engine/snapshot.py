@@ -82,11 +82,13 @@ def _flatten(documents: Iterable[Any]) -> list[Any]:
     """Objects out of documents, lists and ``*List`` objects, in input order. Iterative: nesting
     depth is bounded only by the parser, never by Python's recursion limit."""
     out: list[Any] = []
-    pending: list[Iterator[tuple[int, Any]]] = [enumerate(documents)]
+    # Each level: its items, and the (kind, apiVersion) its kind-less items take (typed lists only).
+    pending: list[tuple[Iterator[tuple[int, Any]], tuple[str, Any] | None]] = [(enumerate(documents), None)]
     while pending:
-        for position, doc in pending[-1]:
+        level, item_type = pending[-1]
+        for position, doc in level:
             if isinstance(doc, list):
-                pending.append(enumerate(doc))
+                pending.append((enumerate(doc), None))
                 break
             if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
                 items = doc.get("items")
@@ -94,12 +96,21 @@ def _flatten(documents: Iterable[Any]) -> list[Any]:
                     continue
                 if not isinstance(items, list):
                     raise SnapshotError(f"{doc.get('kind')} (document {position + 1}): items: expected a list")
-                pending.append(enumerate(items))
+                pending.append((enumerate(items), _item_type(doc)))
                 break
+            if item_type is not None and isinstance(doc, dict) and not doc.get("kind"):
+                doc = {**doc, "kind": item_type[0], "apiVersion": doc.get("apiVersion") or item_type[1]}
             out.append(doc)
         else:
             pending.pop()
     return out
+
+
+def _item_type(typed_list: Mapping) -> tuple[str, Any] | None:
+    """``NodeList`` -> ("Node", its apiVersion): the API server leaves kind and apiVersion out of
+    the items of a typed list. A plain ``List`` says nothing about its items."""
+    kind = str(typed_list.get("kind"))
+    return (kind[:-len("List")], typed_list.get("apiVersion")) if kind != "List" else None
 
 
 def parse_snapshot(objects: Iterable[Any]) -> "Snapshot":

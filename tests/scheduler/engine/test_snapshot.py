@@ -3,7 +3,7 @@ import json
 import pytest
 
 from scheduler.engine import SnapshotError, load_snapshot, parse_snapshot
-from scheduler.engine.builders import as_list, node, pod, podgroup, priority_class
+from scheduler.engine.builders import as_list, node, pdb, pod, podgroup, priority_class
 
 
 def _objects():
@@ -161,3 +161,38 @@ def test_lists_nested_deeper_than_the_recursion_limit_are_flattened():
         nested = [nested]
     nested = {"kind": "List", "items": nested}
     assert [n.name for n in parse_snapshot([nested]).nodes] == ["deep"]
+
+
+def _bare(obj):
+    """An item as the API server puts it in a typed list: no kind, no apiVersion."""
+    return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+
+
+def test_typed_list_items_take_kind_and_api_version_from_the_list():
+    snap = parse_snapshot([
+        {"apiVersion": "v1", "kind": "NodeList", "items": [_bare(node("a")), _bare(node("b"))]},
+        {"apiVersion": "v1", "kind": "PodList", "items": [_bare(pod("p", group="g"))]},
+        {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroupList",
+         "items": [_bare(podgroup("g", min_count=1, priority=5))]},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClassList", "items": [_bare(priority_class("hi", 9))]},
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudgetList",
+         "items": [_bare(pdb("budget", match_labels={"app": "x"}, allowed=1))]},
+        {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroupList",
+         "items": [_bare(podgroup("top", kind="CompositePodGroup"))]},
+    ])
+    assert [n.name for n in snap.nodes] == ["a", "b"]
+    assert [p.key for p in snap.pods] == ["default/p"] and snap.pod_priority == [5]
+    assert list(snap.groups) == ["default/g"] and list(snap.composites) == ["default/top"]
+    assert list(snap.priority_classes) == ["hi"] and [b.key for b in snap.pdbs] == ["default/budget"]
+
+
+def test_typed_list_items_are_validated_as_the_list_kind():
+    workloads = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "WorkloadList",
+                 "items": [{"metadata": {"name": "w", "namespace": "default"}, "spec": {"podGroupTemplates": "bad"}}]}
+    with pytest.raises(SnapshotError, match="Workload default/w: spec.podGroupTemplates"):
+        parse_snapshot([workloads])
+
+
+def test_generic_list_items_still_need_a_kind():
+    with pytest.raises(SnapshotError, match="object node-a1: kind: required"):
+        parse_snapshot([as_list([_bare(node("node-a1"))])])
