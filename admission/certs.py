@@ -13,11 +13,13 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -25,6 +27,27 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 CA_CERT, CA_KEY, TLS_CERT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"
 # Backdated: clocks of the apiserver and this host may differ by a little.
 CLOCK_SKEW = dt.timedelta(minutes=5)
+
+
+# Service names are DNS-1035 labels (a letter first); namespaces are DNS-1123 labels. Used with fullmatch.
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+class CertificateError(Exception):
+    """Bad input or an unusable directory; the message says what to change (no traceback needed)."""
+
+
+def check_service_and_namespace(service: str, namespace: str) -> None:
+    """Raise CertificateError unless both can be Kubernetes names (they become the DNS SANs)."""
+    if not _DNS1035_LABEL.fullmatch(service):
+        raise CertificateError(
+            f"invalid service name {service!r}: a Service name is at most 63 characters of a-z, 0-9 and '-', "
+            "starting with a letter and ending with a letter or digit (DNS-1035 label)")
+    if not _DNS1123_LABEL.fullmatch(namespace):
+        raise CertificateError(
+            f"invalid namespace {namespace!r}: a namespace is at most 63 characters of a-z, 0-9 and '-', "
+            "starting and ending with a letter or digit (DNS-1123 label)")
 
 
 def dns_names(service: str, namespace: str) -> list[str]:
@@ -119,8 +142,8 @@ def _load(directory: Path, cert_name: str, key_name: str) -> KeyPair | None:
     try:
         cert = x509.load_pem_x509_certificate((directory / cert_name).read_bytes())
         key = serialization.load_pem_private_key((directory / key_name).read_bytes(), password=None)
-    except (OSError, ValueError):
-        return None  # missing or unreadable: issue a new one
+    except (OSError, ValueError, TypeError, UnsupportedAlgorithm):
+        return None  # missing, unreadable, corrupt or password-protected: issue a new one
     if not isinstance(key, ec.EllipticCurvePrivateKey) or key.public_key() != cert.public_key():
         return None
     return KeyPair(cert, key)
@@ -157,9 +180,26 @@ def ensure_certificates(
     force: bool = False,
     now: dt.datetime | None = None,
 ) -> CertificateSet:
-    """Make sure ``directory`` holds a valid CA and serving certificate for the service."""
+    """Make sure ``directory`` holds a valid CA and serving certificate for the service.
+
+    Unreadable or corrupt files are replaced; bad names and unusable directories raise CertificateError.
+    """
+    check_service_and_namespace(service, namespace)
     now = now or _now()
+    try:
+        return _ensure(directory, service, namespace, days, ca_days, renew_before, force, now)
+    except OSError as error:
+        raise CertificateError(f"cannot write the certificates to {directory}: {error.strerror or error}") from error
+
+
+def _ensure(directory: Path, service: str, namespace: str, days: int, ca_days: int, renew_before: dt.timedelta,
+            force: bool, now: dt.datetime) -> CertificateSet:
+    if directory.exists() and not directory.is_dir():
+        raise CertificateError(f"cannot write the certificates to {directory}: it exists and is not a directory")
     directory.mkdir(parents=True, exist_ok=True)
+    for name in (CA_CERT, CA_KEY, TLS_CERT, TLS_KEY):
+        if (directory / name).is_dir():
+            raise CertificateError(f"cannot write the certificates to {directory}: {directory / name} is a directory")
     names = dns_names(service, namespace)
     ca = None if force else _load(directory, CA_CERT, CA_KEY)
     issued_ca = ca is None or needs_renewal(ca.cert, renew_before, now)

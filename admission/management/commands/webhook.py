@@ -26,6 +26,11 @@ def _dump(objects: list[dict], output_format: str) -> str:
     return yaml.safe_dump_all(objects, sort_keys=False)
 
 
+def _usage_error(message: str) -> CommandError:
+    # Exit status 2, as for other bad input to gangweb's commands (DESIGN.md: `gang plan`).
+    return CommandError(message, returncode=2)
+
+
 class Command(BaseCommand):
     help = "Admission webhook: issue certificates, print its configuration, serve it over HTTPS, benchmark it."
 
@@ -75,10 +80,16 @@ class Command(BaseCommand):
 
     def _certs(self, options: dict) -> None:
         namespace = options["namespace"] or _namespace()
-        result = certs.ensure_certificates(
-            options["dir"], options["service"], namespace, days=options["days"], ca_days=options["ca_days"],
-            renew_before=dt.timedelta(days=options["renew_before_days"]), force=options["force"],
-        )  # fmt: skip
+        for option, least in (("days", 1), ("ca_days", 1), ("renew_before_days", 0)):
+            if options[option] < least:
+                raise _usage_error(f"--{option.replace('_', '-')} must be at least {least}, got {options[option]}")
+        try:
+            result = certs.ensure_certificates(
+                options["dir"], options["service"], namespace, days=options["days"], ca_days=options["ca_days"],
+                renew_before=dt.timedelta(days=options["renew_before_days"]), force=options["force"],
+            )  # fmt: skip
+        except certs.CertificateError as error:
+            raise _usage_error(str(error)) from None
         stderr = self.stderr
         stderr.write(
             f"CA {'issued' if result.issued_ca else 'kept'} (valid until {result.ca.cert.not_valid_after_utc:%Y-%m-%d}); "
@@ -94,6 +105,10 @@ class Command(BaseCommand):
     def _config(self, options: dict) -> None:
         from admission.webhookconfig import webhook_configurations
 
+        try:
+            certs.check_service_and_namespace(options["service"], options["namespace"] or _namespace())
+        except certs.CertificateError as error:
+            raise _usage_error(str(error)) from None
         try:
             ca_pem = options["ca_file"].read_bytes()
         except OSError as error:
