@@ -15,6 +15,7 @@ from typing import Iterable
 
 from scheduler.cluster import KubeObject, object_key
 from scheduler.engine import parse_snapshot
+from scheduler.engine.objects import timestamp_or_none
 
 NEVER = "Never"
 SCHEDULED_CONDITION = "PodGroupInitiallyScheduled"
@@ -31,23 +32,15 @@ class StuckGang:
         return f"{self.namespace}/{self.name}"
 
 
-def _timestamp(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
 
 def _pending_since(pod: KubeObject) -> float | None:
     """When the pod became unschedulable (PodScheduled=False), else when it was created."""
     for condition in (pod.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            since = _timestamp(condition.get("lastTransitionTime"))
+            since = timestamp_or_none(condition.get("lastTransitionTime"))
             if since is not None:
                 return since
-    return _timestamp((pod.get("metadata") or {}).get("creationTimestamp"))
+    return timestamp_or_none((pod.get("metadata") or {}).get("creationTimestamp"))
 
 
 def _is_pending(pod: KubeObject) -> bool:

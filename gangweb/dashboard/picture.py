@@ -12,40 +12,29 @@ import zlib
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+from scheduler.engine.objects import timestamp_or_none
+from scheduler.engine.resources import is_gpu, parse_resource_list, pod_requests
+
 RACK_LABELS = ("topology.gangweb.io/rack", "topology.kubernetes.io/zone")
 SHADES = 5
 NO_CLASS = "(no priority class)"
 
 
 def _gpus(resources: dict[str, Any] | None) -> int:
-    total = 0
-    for name in GPU_RESOURCES:
-        value = (resources or {}).get(name)
-        if value is not None:
-            try:
-                total += int(str(value))
-            except ValueError:
-                continue
-    return total
+    """GPUs in a resource list (a node's allocatable); unreadable values count as none."""
+    try:
+        return sum(value for name, value in parse_resource_list(resources, "resources").items() if is_gpu(name))
+    except ValueError:
+        return 0
 
 
 def pod_gpus(pod: dict[str, Any]) -> int:
-    """GPUs a pod holds: its containers' requests (extended resources default requests to limits)."""
-    total = 0
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        resources = container.get("resources") or {}
-        total += _gpus(resources.get("requests")) or _gpus(resources.get("limits"))
-    return total
-
-
-def _time(value: str | None) -> float | None:
-    if not value:
-        return None
+    """GPUs a pod holds, counted by the engine's rules (kube-scheduler's effective requests)."""
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        requests = pod_requests(pod.get("spec") or {})
     except ValueError:
-        return None
+        return 0
+    return sum(value for name, value in requests.items() if is_gpu(name))
 
 
 def _rfc3339(seconds: float) -> str:
@@ -142,7 +131,7 @@ def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, clust
         held: list[dict[str, Any]] = []
         cursor = 0
         residents = sorted(on_node.get(meta.get("name"), []),
-                           key=lambda kp: (_time((kp[1].get("status") or {}).get("startTime")) or now, _key(kp[1])))
+                           key=lambda kp: (timestamp_or_none((kp[1].get("status") or {}).get("startTime")) or now, _key(kp[1])))
         for gang_key, pod in residents:
             count = min(pod_gpus(pod), capacity - cursor)
             if count <= 0:
@@ -161,7 +150,7 @@ def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, clust
         waiting = [p for p in members[key] if not (p.get("spec") or {}).get("nodeName")]
         if row["state"] != "pending" or not waiting:
             continue
-        since = min((_time((p.get("metadata") or {}).get("creationTimestamp")) or now) for p in waiting)
+        since = min((timestamp_or_none((p.get("metadata") or {}).get("creationTimestamp")) or now) for p in waiting)
         conditions = list(((groups.get(key) or {}).get("status") or {}).get("conditions") or [])
         conditions += [c for p in waiting for c in (p.get("status") or {}).get("conditions") or []]
         reason = next((c.get("message") or c.get("reason") or "" for c in conditions

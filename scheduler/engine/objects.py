@@ -68,6 +68,14 @@ def parse_time(value: Any, where: str) -> float | None:
         raise ValueError(f"{where}: invalid timestamp {value!r}") from None
 
 
+def timestamp_or_none(value: Any) -> float | None:
+    """Lenient ``parse_time`` for readers that show or rank objects rather than validate them."""
+    try:
+        return parse_time(value, "timestamp")
+    except ValueError:
+        return None
+
+
 def _preemption_policy(value: Any, where: str) -> str | None:
     if value is None or value == "":
         return None

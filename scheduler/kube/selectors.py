@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from scheduler.engine.selectors import parse_label_selector as parse_label_selector_object
+
 Predicate = Callable[[dict], bool]
 
 
@@ -86,21 +88,9 @@ def parse_field_selector(text: str | None) -> Predicate:
 
 
 def label_selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
-    """A ``metav1.LabelSelector`` object (matchLabels + matchExpressions). An empty selector matches all,
-    a missing (None) one matches nothing, as for PodDisruptionBudgets in policy/v1."""
-    if selector is None:
+    """A ``metav1.LabelSelector`` object, with the engine's semantics (one implementation): an empty
+    selector matches all, a missing (None) or invalid one matches nothing, as for PDBs in policy/v1."""
+    try:
+        return parse_label_selector_object(selector, "selector").matches(labels)
+    except ValueError:
         return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
