@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -59,23 +60,46 @@ def _documents(text: str) -> list[Any]:
     stripped = text.lstrip()
     if not stripped:
         raise SnapshotError("snapshot is empty")
+    json_read, json_error = [], None
     if stripped[0] in "{[":
-        try:
-            return [json.loads(text)]
-        except ValueError:
-            pass  # maybe several JSON documents or YAML flow style: let YAML try
-        except RecursionError:
-            raise SnapshotError(_TOO_DEEP) from None
+        json_read, json_error = _json_stream(text)
+        if json_error is None:
+            return json_read
+        # Not JSON from the first document on: maybe YAML flow style, which YAML reads.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         return [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]
     except yaml.YAMLError as exc:
+        if json_read and json_error is not None:  # a JSON stream that breaks later on: JSON knows where
+            raise SnapshotError(f"snapshot is not valid YAML/JSON at line {json_error.lineno}, "
+                                f"column {json_error.colno}: {json_error.msg}") from None
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "not valid YAML or JSON"
         raise SnapshotError(f"snapshot is not valid YAML/JSON{where}: {problem}") from None
     except RecursionError:  # the pure-Python loader composes nested nodes recursively
         raise SnapshotError(_TOO_DEEP) from None
+
+
+_JSON = json.JSONDecoder()
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _json_stream(text: str) -> tuple[list[Any], json.JSONDecodeError | None]:
+    """One JSON document, or several one after another (``jq -c`` output, newline-delimited or
+    simply concatenated). Returns the documents read and the error that stopped reading, if any."""
+    documents: list[Any] = []
+    position = _JSON_SPACE.match(text).end()
+    while position < len(text):
+        try:
+            document, position = _JSON.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            return documents, exc
+        except RecursionError:
+            raise SnapshotError(_TOO_DEEP) from None
+        documents.append(document)
+        position = _JSON_SPACE.match(text, position).end()
+    return documents, None
 
 
 def _flatten(documents: Iterable[Any]) -> list[Any]:

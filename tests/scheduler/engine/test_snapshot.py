@@ -196,3 +196,18 @@ def test_typed_list_items_are_validated_as_the_list_kind():
 def test_generic_list_items_still_need_a_kind():
     with pytest.raises(SnapshotError, match="object node-a1: kind: required"):
         parse_snapshot([as_list([_bare(node("node-a1"))])])
+
+
+@pytest.mark.parametrize("separator", ["\n", "", " \n\t", "\r\n"])
+def test_json_streams_are_multi_document_snapshots(separator):
+    objects = _objects()
+    text = separator.join(json.dumps(obj) for obj in objects[:2]) + separator + json.dumps(as_list(objects[2:]))
+    snap = load_snapshot(text + "\n")
+    assert [n.name for n in snap.nodes] == ["n1"] and [p.key for p in snap.pods] == ["default/p"]
+    assert list(snap.groups) == ["default/g"]
+
+
+def test_a_broken_document_in_a_json_stream_is_named_by_line():
+    text = "\n".join([json.dumps(node("a")), '{"kind": "Node" "metadata": {"name": "b"}}', json.dumps(node("c"))])
+    with pytest.raises(SnapshotError, match="not valid YAML/JSON at line 2, column 17: Expecting ','"):
+        load_snapshot(text + "\n")
