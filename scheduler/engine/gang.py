@@ -8,7 +8,7 @@ import numpy as np
 
 from .errors import SnapshotError
 from .objects import NEVER
-from .placement import node_mask, topology_domains
+from .placement import node_mask, topology_domains, unavailable_nodes
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -67,6 +67,18 @@ class Gang:
 
     def pod_affinity_users(self) -> list[str]:
         return [self.snapshot.pods[p].key for p in self.pending if self.snapshot.pods[p].uses_pod_affinity]
+
+    def no_node_reason(self) -> str | None:
+        """Why the group cannot succeed on any node whatever is evicted, when so few pending pods
+        pass the static filters (Ready, cordon, taints, selector/affinity) anywhere."""
+        snap = self.snapshot
+        shut_out = [p for p in self.pending if not node_mask(snap, snap.pods[p]).any()]
+        usable = len(self.pending) - len(shut_out)
+        if not shut_out or usable >= max(self.needed(), 1):
+            return None
+        need = f"minCount {self.min_count}" if self.is_gang else "at least one pod"
+        return (f"no node is usable for {len(shut_out)} of {len(self.pending)} pending pod(s), so the group "
+                f"cannot reach {need} whatever is evicted: {unavailable_nodes(snap, snap.pods[shut_out[0]])}")
 
     def static_mask(self) -> np.ndarray:
         """Nodes that at least one pending pod may use (union) - for cheap domain bounds."""

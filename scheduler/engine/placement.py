@@ -16,7 +16,7 @@ import numpy as np
 from .selectors import tolerates_all
 
 if TYPE_CHECKING:
-    from .objects import Pod
+    from .objects import Node, Pod
     from .snapshot import Snapshot
 
 CPU_COL, MEMORY_COL = 1, 2
@@ -35,15 +35,38 @@ def node_mask(snapshot: "Snapshot", pod: "Pod") -> np.ndarray:
             mask[i] = False
     if pod.node_selector or pod.affinity_terms is not None:
         for i in np.flatnonzero(mask).tolist():
-            node = snapshot.nodes[i]
-            if pod.node_selector and any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
-                mask[i] = False
-            elif pod.affinity_terms is not None and not any(t.matches(node.name, node.labels)
-                                                            for t in pod.affinity_terms):
+            if not matches_node_affinity(pod, snapshot.nodes[i]):
                 mask[i] = False
     mask.flags.writeable = False
     snapshot.cache[signature] = mask
     return mask
+
+
+def unavailable_nodes(snapshot: "Snapshot", pod: "Pod") -> str:
+    """Why no node passes the static filters for the pod, in kube-scheduler's words: each node
+    counted once, under the first filter it fails (Ready, cordon, taints, selector/affinity)."""
+    if not snapshot.nodes:
+        return "the snapshot has no nodes"
+    counts = dict.fromkeys(("were not ready", "were unschedulable (cordoned)", "had untolerated taint(s)",
+                            "didn't match the pod's node selector or required node affinity"), 0)
+    for node in snapshot.nodes:
+        if not node.ready:
+            counts["were not ready"] += 1
+        elif node.cordoned:
+            counts["were unschedulable (cordoned)"] += 1
+        elif not tolerates_all(pod.tolerations, node.taints):
+            counts["had untolerated taint(s)"] += 1
+        elif not matches_node_affinity(pod, node):
+            counts["didn't match the pod's node selector or required node affinity"] += 1
+    counted = ", ".join(f"{count} node(s) {why}" for why, count in counts.items() if count)
+    return f"0/{len(snapshot.nodes)} nodes are available to pod {pod.key}: {counted}"
+
+
+def matches_node_affinity(pod: "Pod", node: "Node") -> bool:
+    """``nodeSelector`` and the required node affinity terms (ORed)."""
+    if pod.node_selector and any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+        return False
+    return pod.affinity_terms is None or any(t.matches(node.name, node.labels) for t in pod.affinity_terms)
 
 
 def topology_domains(snapshot: "Snapshot", key: str) -> tuple[list[str], np.ndarray]:

@@ -31,6 +31,9 @@ class PreemptionPolicy(ABC):
         mismatch = gang.priority_mismatch()
         if mismatch:
             return self._finish(problem.plan(self.name, False, mismatch), notes)
+        no_node = gang.no_node_reason()
+        if no_node:
+            return self._finish(problem.plan(self.name, False, no_node), notes)
         domains, why_not = gang.domains()
         if why_not:
             return self._finish(problem.plan(self.name, False, why_not), notes)

@@ -225,3 +225,35 @@ def test_details_carry_what_the_contract_leaves_out():
     assert details["victims"] == [{"kind": "Pod", "namespace": "default", "name": "low", "gpus": 8,
                                    "lostGpuSeconds": 8 * 86400, "pdbViolations": 0}]
     assert details["placedPods"] == details["pendingPods"] == 1
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_no_schedulable_node_is_the_reason_not_a_lack_of_victims(policy):
+    snap = parse_snapshot([node("down", ready=False), node("drained", cordoned=True)] + _preemptor())
+    result = plan(snap, "default/hi", policy)
+    assert not result.feasible and result.victims == []
+    assert "0/2 nodes are available" in result.reason, result.reason
+    assert "1 node(s) were not ready" in result.reason and "1 node(s) were unschedulable" in result.reason
+    assert "victim" not in result.reason
+
+
+@pytest.mark.parametrize("topology", [None, "rack"])
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_a_snapshot_without_nodes_says_so(policy, topology):
+    result = plan(parse_snapshot(_preemptor(topology=topology)), "default/hi", policy)
+    assert not result.feasible and "the snapshot has no nodes" in result.reason, result.reason
+    assert "victim" not in result.reason
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_filters_that_exclude_every_node_are_counted_even_when_victims_exist(policy):
+    tainted = node("tainted", taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}])
+    snap = parse_snapshot([tainted, node("cpu-only", labels={"pool": "cpu"}), node("gpu", labels={"pool": "gpu"}),
+                           pod("low-0", node="tainted", gpus=8, priority=1), pod("low-1", node="gpu", gpus=8, priority=1)]
+                          + [podgroup("hi", min_count=1, priority=100),
+                             pod("hi-0", group="hi", gpus=8, spec={"nodeSelector": {"pool": "tpu"}})])
+    result = plan(snap, "default/hi", policy)
+    assert not result.feasible and result.victims == []
+    assert "0/3 nodes are available" in result.reason, result.reason
+    assert "1 node(s) had untolerated taint(s)" in result.reason
+    assert "2 node(s) didn't match the pod's node selector or required node affinity" in result.reason
