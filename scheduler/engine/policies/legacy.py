@@ -20,16 +20,17 @@ from ..plan import Plan, Victim
 from .base import PreemptionPolicy
 
 MIN_CANDIDATES, CANDIDATE_PERCENT = 100, 10  # kube-scheduler's minCandidateNodes{Absolute,Percentage}
+MAX_DOMAINS = 64  # topology domains tried at most, as many as gangweb visits
 
 
 class _State:
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, released: np.ndarray) -> None:
         snap = problem.snapshot
         self.problem, self.snap = problem, snap
         self.free = snap.free.copy()
         self.priority = problem.priority
         # Lower-priority pods still present, per node: what per-pod preemption may take.
-        self.released = self._released()
+        self.released = released.copy()
         self.evicted: list[int] = []
         self.evicted_set: set[int] = set()
         self.budget = [pdb.allowed for pdb in snap.pdbs]
@@ -40,14 +41,6 @@ class _State:
         pods = self.snap.pods
         return [port for p in self.snap.pods_by_node[node] if pods[p].host_ports and p not in self.evicted_set
                 and p not in spared for port in pods[p].host_ports] + self.placed_ports.get(node, [])
-
-    def _released(self) -> np.ndarray:
-        snap = self.snap
-        lower = [p for p in snap.bound.tolist() if snap.pod_priority[p] < self.priority]
-        released = np.zeros_like(snap.alloc)
-        if lower:
-            np.add.at(released, snap.pod_node[lower], snap.pod_req[lower])
-        return released
 
     def victims_on(self, node: int, request: np.ndarray, cols: np.ndarray, wanted_ports=()):
         """SelectVictimsOnNode: remove all lower pods, reprieve PDB violators then others, most
@@ -98,20 +91,50 @@ class _State:
                 self.budget[pdb] -= 1
 
 
+def _released(problem: Problem) -> np.ndarray:
+    """Requests of the lower-priority pods per node: what per-pod preemption may take."""
+    snap = problem.snapshot
+    lower = [p for p in snap.bound.tolist() if snap.pod_priority[p] < problem.priority]
+    released = np.zeros_like(snap.alloc)
+    if lower:
+        np.add.at(released, snap.pod_node[lower], snap.pod_req[lower])
+    return released
+
+
 class LegacyPolicy(PreemptionPolicy):
     name = "legacy"
     summary = "classic per-pod preemption, group-unaware (for comparison only)"
 
     def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
+        """Per-pod preemption inside one domain at a time. Without a topology constraint that is
+        the whole cluster. With one, a group-unaware scheduler still could not split the gang, so
+        domains are tried in kep5710's order (most room once lower-priority pods are gone) and the
+        first where the group succeeds wins; if none does, the attempt that placed most is shown."""
+        released = _released(problem)
+        if problem.gang.group.topology_key is None:
+            return self._plan(problem, *self._in_domain(problem, domains[0], released))
+        ordered = problem.ordered_domains(problem.free_removed(), domains) or list(domains)
+        best = None
+        for domain in ordered[:MAX_DOMAINS]:
+            attempt = self._in_domain(problem, domain, released)
+            if problem.gang.succeeds(len(attempt[1])):
+                return self._plan(problem, *attempt)
+            if best is None or len(attempt[1]) > len(best[1]):
+                best = attempt
+        return self._plan(problem, *best)
+
+    def _in_domain(self, problem: Problem, domain: Domain, released: np.ndarray):
         snap, gang = problem.snapshot, problem.gang
-        state = _State(problem)
+        state = _State(problem, released)
         everywhere = np.arange(len(snap.nodes))
+        in_domain = np.zeros(len(snap.nodes), dtype=bool)
+        in_domain[domain.nodes] = True
         n_candidates = max(MIN_CANDIDATES, len(snap.nodes) * CANDIDATE_PERCENT // 100)
         assignments = []
         for pod_idx in gang.pending:
             request = snap.pod_req[pod_idx]
             cols = fit_columns(request)
-            allowed = node_mask(snap, snap.pods[pod_idx])
+            allowed = node_mask(snap, snap.pods[pod_idx]) & in_domain
             fits_now = np.flatnonzero(allowed & np.all(state.free[:, cols] >= request[cols], axis=1))
             ports = snap.pods[pod_idx].host_ports
             if ports and len(fits_now):
@@ -135,9 +158,9 @@ class LegacyPolicy(PreemptionPolicy):
             if ports:
                 state.placed_ports.setdefault(node, []).extend(ports)
             assignments.append((pod_idx, node))
-        return self._plan(problem, state, assignments, domains)
+        return state, assignments, domain
 
-    def _plan(self, problem: Problem, state: _State, assignments, domains) -> Plan:
+    def _plan(self, problem: Problem, state: _State, assignments, domain: Domain) -> Plan:
         snap, gang = problem.snapshot, problem.gang
         feasible = gang.succeeds(len(assignments))
         evicted = set(state.evicted)
@@ -154,10 +177,10 @@ class LegacyPolicy(PreemptionPolicy):
                           priority=snap.pod_priority[p], pods=[snap.pods[p].key], gpus=int(gpus[p]),
                           lost_gpu_seconds=round(float(gpus[p]) * max(0.0, snap.now - (snap.pods[p].start_time or snap.now)), 3),
                           pdb_violations=0) for p in sorted(evicted)]
-        domain = Domain(None, np.arange(0), 0)  # group-unaware: no topology domain
         candidate = Candidate(domain, assignments, [], (), "legacy")
+        where = f" in {gang.group.topology_key}={domain.name}" if domain.name is not None else ""
         reason = (f"per-pod preemption evicted {len(victims)} pod(s) and placed {len(assignments)} of "
-                  f"{len(gang.pending)} pending pod(s)")
+                  f"{len(gang.pending)} pending pod(s){where}")
         if broken:
             reason += f"; it left {broken} gang(s) partly evicted, their {idle_gpus} remaining GPU(s) idle"
         if not feasible:

@@ -257,3 +257,28 @@ def test_filters_that_exclude_every_node_are_counted_even_when_victims_exist(pol
     assert "0/3 nodes are available" in result.reason, result.reason
     assert "1 node(s) had untolerated taint(s)" in result.reason
     assert "2 node(s) didn't match the pod's node selector or required node affinity" in result.reason
+
+
+def _two_racks_each_with_one_free_node():
+    racks = [node(f"{rack}{i}", labels={"rack": rack}) for rack in ("a", "b") for i in (1, 2)]
+    return parse_snapshot(racks + [pod("low-a", node="a2", gpus=8, priority=1),
+                                   pod("low-b", node="b2", gpus=8, priority=2)] + _preemptor(count=2, topology="rack"))
+
+
+def test_legacy_keeps_the_gang_in_one_topology_domain_and_reports_it():
+    snap = _two_racks_each_with_one_free_node()
+    result = plan(snap, "default/hi", "legacy")
+    racks = {snap.nodes[snap.node_index[name]].labels["rack"] for name in result.placement.values()}
+    assert result.feasible and len(result.placement) == 2 and racks == {result.domain}, result
+    assert result.domain == "a" and result.evictions == ["default/low-a"]
+    assert "rack=a" in result.reason
+
+
+def test_legacy_with_running_pods_stays_in_their_domain():
+    snap = parse_snapshot([node(f"{rack}{i}", labels={"rack": rack}) for rack in ("a", "b") for i in (1, 2)]
+                          + [pod("low-a", node="a2", gpus=8, priority=1), pod("low-b", node="b2", gpus=8, priority=1)]
+                          + _preemptor(count=2, topology="rack")[:-1]
+                          + [pod("hi-1", group="hi", node="b1", gpus=8, priority=100)])
+    result = plan(snap, "default/hi", "legacy")
+    assert result.feasible and result.domain == "b" and result.placement == {"default/hi-0": "b2"}
+    assert result.evictions == ["default/low-b"]
