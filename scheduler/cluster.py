@@ -98,6 +98,16 @@ class Cluster(Protocol):
         self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
     ) -> None: ...
 
+    def get_object(self, api_version: str, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+        """One object of any kind the cluster serves (e.g. a gang's Job, JobSet or RayCluster), or None when
+        it does not exist. Raises ClusterError when the cluster cannot answer."""
+        ...
+
+    def create_object(self, obj: KubeObject) -> bool:
+        """Create ``obj`` (e.g. a PodGroup): True when created, False when an object of that kind, namespace
+        and name already exists (so ensuring an object is idempotent). Raises ClusterError otherwise."""
+        ...
+
 
 def object_key(obj: KubeObject) -> str:
     """``namespace/name`` (or ``name`` for cluster-scoped objects)."""

@@ -237,7 +237,13 @@ class KubeCluster:
             writes.raise_cluster_error(f"reading pod {namespace}/{name}", exc)
         return None
 
+    def get_object(self, api_version: str, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+        return writes.read_object(self._api(), api_version, kind, namespace, name, timeout=self.timeout)
+
     # ----- Cluster protocol: writing
+    def create_object(self, obj: KubeObject) -> bool:
+        return writes.create_object(self._api(), obj, timeout=self.timeout)
+
     def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> EvictionResult:
         return writes.evict(self._api(), namespace, name, dry_run=dry_run, timeout=self.timeout)
 

@@ -55,6 +55,26 @@ PRIORITY_CLASSES = Resource(
 )
 RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim")
 
+# The objects that size a gang when its pods do not say (admission.podgroups.owner_to_fetch): workload
+# controllers and other gang schedulers' PodGroups. Read (never listed or watched) by the PodGroup ensurer;
+# served by the test server as plain custom objects (no schema: a real server checks them against a CRD).
+JOBS = Resource("batch", "v1", "jobs", "Job")
+CUSTOM_OWNER_RESOURCES: tuple[Resource, ...] = (
+    Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet"),
+    Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet"),
+    Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"),
+    Resource("kubeflow.org", "v1", "tfjobs", "TFJob"),
+    Resource("kubeflow.org", "v1", "xgboostjobs", "XGBoostJob"),
+    Resource("kubeflow.org", "v1", "paddlejobs", "PaddleJob"),
+    Resource("kubeflow.org", "v1", "jaxjobs", "JAXJob"),
+    Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob"),
+    Resource("ray.io", "v1", "rayclusters", "RayCluster"),
+    Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup"),  # scheduler-plugins coscheduling
+    Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup"),
+    Resource("scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup"),  # KAI-Scheduler
+)
+OWNER_RESOURCES: tuple[Resource, ...] = (JOBS, *CUSTOM_OWNER_RESOURCES)
+
 RESOURCES: tuple[Resource, ...] = (
     NODES,
     PODS,
@@ -66,6 +86,7 @@ RESOURCES: tuple[Resource, ...] = (
     PDBS,
     PRIORITY_CLASSES,
     RESOURCE_CLAIMS,
+    *OWNER_RESOURCES,  # after PODGROUPS: a bare kind "PodGroup" means scheduling.k8s.io's
 )
 
 # What a snapshot holds (DESIGN.md "Contract: cluster snapshot files"), in listing order.
@@ -90,6 +111,16 @@ def resource_for_object(obj: dict) -> Resource | None:
     """The resource an object belongs to, by apiVersion+kind (falling back to kind alone)."""
     kind = obj.get("kind", "")
     return _BY_KIND.get((obj.get("apiVersion", ""), kind)) or _BY_KIND_ONLY.get(kind)
+
+
+def resource_named(api_version: str, kind: str) -> Resource:
+    """The resource of ``apiVersion`` + ``kind``; for kinds not described here, the plural a CRD gets by
+    default (the lower-case kind plus "s"), which is what every owner kind gangweb reads uses."""
+    known = _BY_KIND.get((api_version, kind))
+    if known is not None:
+        return known
+    group, _, version = api_version.rpartition("/")
+    return Resource(group, version, kind.lower() + "s", kind)
 
 
 def find_resource(group: str, version: str, plural: str) -> Resource | None:

@@ -14,7 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ..cluster import ClusterError, ClusterEvent, EvictionResult
 from .apis import discard, read_json
-from .resources import resource_for_object
+from .resources import resource_for_object, resource_named
 
 Timeout = tuple[float, float]
 
@@ -182,3 +182,64 @@ def set_podgroup_condition(api_client: client.ApiClient, namespace: str, name: s
         except TRANSPORT_ERRORS as exc:
             raise_cluster_error(what, exc)
     return False
+
+
+def _custom_api(api_client: client.ApiClient, api_version: str, kind: str):
+    resource = resource_named(api_version, kind)
+    if not resource.group:
+        raise ClusterError(f"{api_version} {kind}: core objects have typed calls of their own", code=400)
+    return client.CustomObjectsApi(api_client), resource
+
+
+def create_object(api_client: client.ApiClient, obj: dict[str, Any], *, timeout: Timeout) -> bool:
+    """POST ``obj`` to its collection (any API group: typed by its apiVersion/kind). True: created; False:
+    an object of that name already exists (409 AlreadyExists), which callers that ensure objects treat as
+    done. Anything else raises ClusterError."""
+    meta = obj.get("metadata") or {}
+    api, resource = _custom_api(api_client, str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    what = f"creating {resource.kind} {meta.get('namespace', '')}/{meta.get('name', '')}"
+    try:
+        if resource.namespaced:
+            response = api.create_namespaced_custom_object(
+                resource.group, resource.version, meta.get("namespace") or "default", resource.plural, obj,
+                _request_timeout=timeout, _preload_content=False)
+        else:
+            response = api.create_cluster_custom_object(resource.group, resource.version, resource.plural, obj,
+                                                        _request_timeout=timeout, _preload_content=False)
+        discard(response)
+        return True
+    except ApiException as exc:
+        if exc.status == 409:
+            return False
+        raise_cluster_error(what, exc)
+    except TRANSPORT_ERRORS as exc:
+        raise_cluster_error(what, exc)
+    return False
+
+
+def read_object(api_client: client.ApiClient, api_version: str, kind: str, namespace: str | None, name: str, *,
+                timeout: Timeout) -> dict[str, Any] | None:
+    """GET one object of any API group; None when it (or its whole resource type, e.g. a CRD that is not
+    installed) does not exist."""
+    api, resource = _custom_api(api_client, api_version, kind)
+    what = f"reading {kind} {namespace or ''}/{name}"
+    try:
+        if resource.namespaced:
+            response = api.get_namespaced_custom_object(resource.group, resource.version, namespace or "default",
+                                                        resource.plural, name, _request_timeout=timeout,
+                                                        _preload_content=False)
+        else:
+            response = api.get_cluster_custom_object(resource.group, resource.version, resource.plural, name,
+                                                     _request_timeout=timeout, _preload_content=False)
+        found = read_json(response)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise_cluster_error(what, exc)
+        return None
+    except TRANSPORT_ERRORS as exc:
+        raise_cluster_error(what, exc)
+        return None
+    found.setdefault("apiVersion", api_version)
+    found.setdefault("kind", kind)
+    return found

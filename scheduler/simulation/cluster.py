@@ -10,6 +10,7 @@ different threads.
 
 from __future__ import annotations
 
+import copy
 import math
 import random
 import threading
@@ -21,11 +22,12 @@ from scheduler.simulation import objects
 from scheduler.simulation.binder import first_fit
 from scheduler.simulation.catalog import NODES_PER_RACK, RACKS_PER_ZONE, TIERS
 from scheduler.simulation.clock import SteppedClock, WallClock
-from scheduler.simulation.state import SimGang, SimNode, SimPod, condition, upsert_condition
+from scheduler.simulation.state import SimGang, SimNode, SimPod, condition, rfc3339, stable_uid, upsert_condition
 from scheduler.simulation.summary import build_summary
 from scheduler.simulation.workload import WorkloadGenerator
 
 SCHEDULED = "PodGroupInitiallyScheduled"
+PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 # Pending gangs are dropped by their owners after this many ticks, which keeps the queue bounded.
 MAX_WAIT_TICKS = 240
 MAX_PENDING_GANGS = 8
@@ -59,6 +61,9 @@ class SimulatedCluster:
         self._pods: dict[str, SimPod] = {}
         self._changes: list[dict[str, Any]] = []
         self._events: deque[ClusterEvent] = deque(maxlen=500)
+        # Objects written through ``create_object`` (PodGroups the ensurer creates, owners tests add), kept
+        # as given and shown in snapshots; the simulated world itself does not act on them.
+        self._created: dict[tuple[str, str, str, str], KubeObject] = {}
         self._arrival_rate = _TARGET_DEMAND * self.total_gpus / _MEAN_GANG_GPU_TICKS
         self._fill(fill)
 
@@ -125,12 +130,42 @@ class SimulatedCluster:
                 if gang.pdb_min_available is not None:
                     out.append(objects.pdb_object(gang, self._healthy(gang), self._now))
             out += [objects.pod_object(p, self._gangs[p.gang_key]) for p in self._pods.values()]
+            out += [copy.deepcopy(o) for o in self._created.values()]
             return out
 
     def get_pod(self, namespace: str, name: str) -> KubeObject | None:
         with self._lock:
             pod = self._pods.get(f"{namespace}/{name}")
             return objects.pod_object(pod, self._gangs[pod.gang_key]) if pod else None
+
+    def get_object(self, api_version: str, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+        with self._lock:
+            found = self._created.get((api_version, kind, namespace or "", name))
+            if found is not None:
+                return copy.deepcopy(found)
+            if (api_version, kind) == (PODGROUP_API_VERSION, "PodGroup") and f"{namespace}/{name}" in self._gangs:
+                return objects.podgroup_object(self._gangs[f"{namespace}/{name}"])
+            if (api_version, kind) == ("v1", "Pod"):
+                return self.get_pod(namespace or "", name)
+            return None
+
+    def create_object(self, obj: KubeObject) -> bool:
+        """Store ``obj`` as a real API server would (uid, resourceVersion, creation time); False when an
+        object of that kind and name exists already, the simulation's own PodGroups included."""
+        meta = obj.get("metadata") or {}
+        key = (str(obj.get("apiVersion", "")), str(obj.get("kind", "")), meta.get("namespace") or "",
+               str(meta.get("name") or ""))
+        if not key[3]:
+            raise ValueError(f"{key[1]} without metadata.name cannot be created")
+        with self._lock:
+            if self.get_object(key[0], key[1], key[2] or None, key[3]) is not None:
+                return False
+            stored = copy.deepcopy(obj)
+            stored_meta = stored.setdefault("metadata", {})
+            stored_meta.update(uid=stable_uid(key[1], key[2], key[3], int(self._now)),
+                               resourceVersion=str(self._next_rv()), creationTimestamp=rfc3339(self._now))
+            self._created[key] = stored
+            return True
 
     def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> EvictionResult:
         with self._lock:

@@ -140,6 +140,19 @@ class FakeCluster:
     def set_podgroup_condition(self, namespace, name, type_, status, reason, message) -> None:
         self.podgroup_conditions.append((f"{namespace}/{name}", type_, status, reason))
 
+    def get_object(self, api_version: str, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+        with self._lock:
+            found = self.objects.get((kind, f"{namespace}/{name}" if namespace else name))
+            return copy.deepcopy(found) if found and found.get("apiVersion") == api_version else None
+
+    def create_object(self, obj: KubeObject) -> bool:
+        key = (obj["kind"], object_key(obj))
+        with self._lock:
+            if key in self.objects:
+                return False
+            self.objects[key] = copy.deepcopy(obj)
+            return True
+
     def evictions_of(self, kind: str = "evict") -> Counter:
         return Counter(key for k, key in self.calls if k == kind)
 
