@@ -72,7 +72,7 @@ class Command(BaseCommand):
     def _plan(self, options) -> None:
         try:
             source = options["snapshot"]
-            snapshot = load_snapshot(sys.stdin.read() + "\n" if source == "-" else source)
+            snapshot = load_snapshot(self._standard_input() + "\n" if source == "-" else source)
             result = plan(snapshot, options["podgroup"], options["policy"])
         except SnapshotError as exc:
             self._fail(str(exc))
@@ -92,6 +92,12 @@ class Command(BaseCommand):
         results = run_benchmark(options["nodes"], repeats=options["repeats"], policies=options["policies"],
                                 seed=options["seed"], progress=stderr_progress)
         self.stdout.write(json.dumps(results) if options["json"] else format_table(results))
+
+    def _standard_input(self) -> str:
+        try:
+            return sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self._fail(f"standard input is not UTF-8 text: {exc}")
 
     @staticmethod
     def _fail(message: str):

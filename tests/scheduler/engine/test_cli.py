@@ -152,3 +152,12 @@ def test_an_engine_bug_exits_2_naming_the_exception_and_debug_shows_the_tracebac
     assert len(lines) == 1 and "KeyError" in lines[0] and "engine bug" in lines[0] and "--debug" in lines[0], done.stderr
     debugged = run("--debug")
     assert debugged.returncode != 0 and "Traceback" in debugged.stderr and "engine bug" in debugged.stderr
+
+
+def test_standard_input_that_is_not_utf8_is_bad_input():
+    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "gang", "plan", "--snapshot", "-",
+                           "--podgroup", "default/g"], cwd=ROOT, input=b"\xff\xfe\x00kind: Node\n",
+                          capture_output=True, timeout=60)
+    stderr = done.stderr.decode()
+    assert done.returncode == 2 and len(stderr.strip().splitlines()) == 1
+    assert "standard input is not UTF-8 text" in stderr and "engine bug" not in stderr, stderr
