@@ -104,16 +104,18 @@ def ensure_podgroups() -> dict:
         return {"created": [], "error": str(exc)}
     results = ensurer.ensure_podgroups(cluster, objects, AdmissionPolicy.from_settings(settings))
     summary: dict[str, list[str]] = {}
+    seen: dict[str, str] = {}
     for result in results:
         summary.setdefault(result.outcome, []).append(result.key)
+        seen[result.key] = f"{result.outcome}: {result.message}"
         if result.outcome == ensurer.CREATED:
             _record_created_podgroup(result)
-        elif _last_ensure_messages.get(result.key) != f"{result.outcome}: {result.message}":
+        elif _last_ensure_messages.get(result.key) != seen[result.key]:
             log = logger.warning if result.outcome == ensurer.FAILED else logger.info
             log("PodGroup %s not created (%s): %s", result.key, result.outcome, result.message)
-        _last_ensure_messages[result.key] = f"{result.outcome}: {result.message}"
-    if len(_last_ensure_messages) > 10_000:
-        _last_ensure_messages.clear()
+    # Only what is still missing is remembered: a gang that got its group is forgotten.
+    _last_ensure_messages.clear()
+    _last_ensure_messages.update(seen)
     return {"created": summary.pop(ensurer.CREATED, []), **summary}
 
 
