@@ -58,7 +58,10 @@ def _is_podgroup(obj: KubeObject) -> bool:
     return obj.get("kind") == "PodGroup" and obj.get("apiVersion", PODGROUP_API_VERSION) == PODGROUP_API_VERSION
 
 
-def missing_podgroups(objects: Iterable[KubeObject], policy: AdmissionPolicy) -> dict[tuple[str, str], list[KubeObject]]:
+GroupKey = tuple[str, str]  # (namespace, PodGroup name)
+
+
+def missing_podgroups(objects: Iterable[KubeObject], policy: AdmissionPolicy) -> dict[GroupKey, list[KubeObject]]:
     """(namespace, PodGroup name) -> the live pods naming it, for every named group not in ``objects``.
 
     Namespaces the webhook never touches (kube-system, gangweb's own, the configured skips), mirror pods
@@ -67,7 +70,7 @@ def missing_podgroups(objects: Iterable[KubeObject], policy: AdmissionPolicy) ->
     objects = list(objects)
     existing = {((o.get("metadata") or {}).get("namespace", ""), (o.get("metadata") or {}).get("name", ""))
                 for o in objects if _is_podgroup(o)}
-    missing: dict[tuple[str, str], list[KubeObject]] = {}
+    missing: dict[GroupKey, list[KubeObject]] = {}
     for pod in objects:
         if pod.get("kind") != "Pod" or not isinstance(pod.get("metadata"), dict):
             continue

@@ -33,7 +33,8 @@ def cluster_with(fixture: str, *pods: dict) -> MemoryCluster:
 
 
 def podgroups(cluster: MemoryCluster) -> list[dict]:
-    return [o for o in cluster.snapshot_objects() if o["kind"] == "PodGroup" and o["apiVersion"].startswith("scheduling.k8s.io/")]
+    return [o for o in cluster.snapshot_objects()
+            if o["kind"] == "PodGroup" and o["apiVersion"].startswith("scheduling.k8s.io/")]
 
 
 @pytest.mark.parametrize("fixture", GANG_FIXTURES)
