@@ -44,5 +44,28 @@ def test_package_keeps_to_its_layer(target, path):
     assert not forbidden, f"{path.relative_to(ROOT)} imports {sorted(forbidden)}; see docs/ARCHITECTURE.md"
 
 
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module)
+            modules.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return modules
+
+
+PRESENTATION = ("gangweb.dashboard", "gangweb.api")
+BACKEND_FILES = [f for f in python_files("scheduler") + python_files("admission")]
+
+
+@pytest.mark.parametrize("path", BACKEND_FILES, ids=[str(f.relative_to(ROOT)) for f in BACKEND_FILES])
+def test_backends_do_not_reach_into_the_presentation_layer(path):
+    """The pipeline and the webhook publish events; they never call the dashboard or the API."""
+    reached = sorted(m for m in imported_modules(path) if m.startswith(PRESENTATION))
+    assert not reached, f"{path.relative_to(ROOT)} imports {reached}; see docs/ARCHITECTURE.md"
+
+
 def test_the_rules_cover_real_code():
     assert len(CASES) >= 3
