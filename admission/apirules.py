@@ -8,14 +8,14 @@ as described in the kubernetes-validate 1.37.0 schemas).
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from admission.names import is_dns1123_label
 
 MAX_TEMPLATES = 8
 MAX_TOPOLOGY_CONSTRAINTS = 1
 MAX_RESOURCE_CLAIMS = 4
 PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 # Fields the API fixes at creation (PodGroup spec and PodGroupTemplate); minCount stays mutable.
 IMMUTABLE_PODGROUP_FIELDS = ("workloadRef", "disruptionMode", "schedulingConstraints", "resourceClaims",
                              "priority", "priorityClassName", "preemptionPolicy", "parentCompositePodGroupName")  # fmt: skip
@@ -80,7 +80,7 @@ def _check_claims(claims: Any, where: str) -> list[str]:
     for index, claim in enumerate(claims):
         claim, at = _dict(claim), f"{where}.resourceClaims[{index}]"
         name = claim.get("name")
-        if not isinstance(name, str) or not _DNS_LABEL.match(name):
+        if not is_dns1123_label(name):
             problems.append(f"{at}.name is {name!r}; use a DNS label (lowercase letters, digits, '-', <= 63)")
         elif name in seen:
             problems.append(f"{at}.name {name!r} is used twice; give each claim its own name")
@@ -138,7 +138,7 @@ def check_workload(workload: dict[str, Any], old: dict[str, Any] | None) -> list
     names: set[str] = set()
     for index, template in enumerate(templates):
         where, name = f"spec.{key}[{index}]", template.get("name")
-        if not isinstance(name, str) or not _DNS_LABEL.match(name):
+        if not is_dns1123_label(name):
             problems.append(f"{where}.name is {name!r}; use a DNS label (lowercase letters, digits, '-', <= 63)")
         elif name in names:
             problems.append(f"{where}.name {name!r} is used twice; template names must be unique")

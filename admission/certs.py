@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import os
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,14 +23,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from admission.names import is_dns1035_label, is_dns1123_label
+
 CA_CERT, CA_KEY, TLS_CERT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"
 # Backdated: clocks of the apiserver and this host may differ by a little.
 CLOCK_SKEW = dt.timedelta(minutes=5)
 
 
 # Service names are DNS-1035 labels (a letter first); namespaces are DNS-1123 labels. Used with fullmatch.
-_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 class CertificateError(Exception):
@@ -40,11 +39,11 @@ class CertificateError(Exception):
 
 def check_service_and_namespace(service: str, namespace: str) -> None:
     """Raise CertificateError unless both can be Kubernetes names (they become the DNS SANs)."""
-    if not _DNS1035_LABEL.fullmatch(service):
+    if not is_dns1035_label(service):
         raise CertificateError(
             f"invalid service name {service!r}: a Service name is at most 63 characters of a-z, 0-9 and '-', "
             "starting with a letter and ending with a letter or digit (DNS-1035 label)")
-    if not _DNS1123_LABEL.fullmatch(namespace):
+    if not is_dns1123_label(namespace):
         raise CertificateError(
             f"invalid namespace {namespace!r}: a namespace is at most 63 characters of a-z, 0-9 and '-', "
             "starting and ending with a letter or digit (DNS-1123 label)")

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from admission import labels as L
+from admission.names import is_dns1123_subdomain
 from admission.policy import DISRUPTION_MODES, AdmissionPolicy
 
 
@@ -42,7 +43,6 @@ class Gang:
 
 
 # Used with fullmatch: "$" alone would also accept a trailing newline ("abc\n" is not a name).
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _INVALID_CHARS = re.compile(r"[^a-z0-9.-]+")
 _POSITIVE_INT = re.compile(r"[1-9][0-9]{0,8}")
 
@@ -53,7 +53,7 @@ def podgroup_name(raw: str) -> str:
 
     The hash keeps two raw names that differ only in case or punctuation from sharing a group.
     """
-    if len(raw) <= 253 and _DNS_SUBDOMAIN.fullmatch(raw):
+    if is_dns1123_subdomain(raw):
         return raw
     digest = hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     readable = _INVALID_CHARS.sub("-", raw.lower()).strip(".-")[:200]

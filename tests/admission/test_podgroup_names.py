@@ -56,3 +56,10 @@ def test_every_derived_name_is_a_valid_subdomain_and_deterministic(raw):
 @given(st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?){0,4}", fullmatch=True))
 def test_valid_names_are_kept_as_they_are(raw):
     assert podgroup_name(raw) == raw
+
+
+@pytest.mark.parametrize("name", ["abc\n", "a..b", "-a", "a-", "A", "", "a" * 64])
+def test_api_rules_refuse_names_that_are_not_dns_labels(name):
+    from admission.names import is_dns1123_label
+
+    assert not is_dns1123_label(name)
