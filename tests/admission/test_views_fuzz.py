@@ -25,7 +25,8 @@ FIELDS = ["uid", "kind", "operation", "namespace", "name", "object", "oldObject"
 def mangled_reviews(draw):
     """Well-formed reviews with one or more fields replaced by arbitrary JSON (or removed)."""
     data = review(load_pod(draw(st.sampled_from(["job-parallel.yaml", "lws-worker.yaml", "kueue-podgroup.yaml",
-                                                "yunikorn-spark-driver.yaml", "deployment-pod.yaml"]))))  # fmt: skip
+                                                "yunikorn-spark-driver.yaml", "deployment-pod.yaml"]))),
+                  uid=str(draw(st.uuids())))  # fmt: skip
     for field in draw(st.lists(st.sampled_from(FIELDS), min_size=1, max_size=3)):
         if draw(st.booleans()):
             data["request"].pop(field, None)
