@@ -17,20 +17,6 @@ class Victim:
     lost_gpu_seconds: float = 0.0
     pdb_violations: int = 0
 
-    def details(self) -> dict[str, Any]:
-        """What the contract JSON leaves out, for the ledger and the dashboard (camelCase like it)."""
-        return {
-            "cost": self.cost_breakdown,
-            "placedPods": len(self.placement),
-            "pendingPods": self.pending,
-            "evictedGpus": self.evicted_gpus,
-            "lostGpuSeconds": self.lost_gpu_seconds,
-            "victims": [{"kind": v.kind, "namespace": v.namespace, "name": v.name, "gpus": v.gpus,
-                         "lostGpuSeconds": v.lost_gpu_seconds, "pdbViolations": v.pdb_violations}
-                        for v in self.victims],
-            "stats": dict(self.stats),
-        }
-
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "namespace": self.namespace, "name": self.name,
                 "priority": self.priority, "pods": list(self.pods)}
