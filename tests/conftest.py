@@ -134,3 +134,33 @@ def asgi_server(tmp_path):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture
+def browser_page():
+    """A page in Debian's Chromium driven by Playwright; JavaScript errors collected in ``page.errors``.
+
+    Without Chromium the test is skipped, or fails when services are required (`make test`, CI): the
+    test command installs it, so its absence there is a broken machine, not a reason to skip.
+    """
+    if not Path(CHROMIUM).exists():
+        message = f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
+        if REQUIRE_SERVICES:
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1400})
+            page.errors = []
+            page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+            yield page
+        finally:
+            browser.close()
