@@ -20,6 +20,10 @@ would place it. Both walks take the first domain in a fixed order, so keeping th
 enough for the shard to reach the same choice. The snapshot's "now" (newest pod timestamp, which
 prices lost GPU-seconds) travels with the cut.
 
+Only an infeasible shard's reason can read differently: its "no node is usable" check and node
+counts see the cut's nodes. A shard that is feasible on the whole snapshot is feasible on its cut
+(the pods it places pass the filters on the shard's own nodes), with the same plan.
+
 The coordinator has parsed the whole snapshot already (to rank and deal the domains), so the cut
 reads the parsed indices and copies only the raw dicts it keeps.
 """
