@@ -175,7 +175,10 @@ if GANGWEB_CLUSTER not in ("simulated", "kube"):
     raise ImproperlyConfigured(f"GANGWEB_CLUSTER must be 'simulated' or 'kube', got {GANGWEB_CLUSTER!r}")
 GANGWEB_SIM_NODES = env_int("GANGWEB_SIM_NODES", 64)
 GANGWEB_SIM_SEED = env_int("GANGWEB_SIM_SEED", 7)
-GANGWEB_SIM_TICK_SECONDS = float(os.environ.get("GANGWEB_SIM_TICK_SECONDS", "2"))
+try:
+    GANGWEB_SIM_TICK_SECONDS = float(os.environ.get("GANGWEB_SIM_TICK_SECONDS", "2"))
+except ValueError:
+    raise ImproperlyConfigured("GANGWEB_SIM_TICK_SECONDS must be a number of seconds") from None
 
 # --- Modes (DESIGN.md "Living beside kube-scheduler") ---------------------------------------
 GANGWEB_MODE = os.environ.get("GANGWEB_MODE", "enforce")
@@ -183,31 +186,27 @@ if GANGWEB_MODE not in ("enforce", "observe"):
     raise ImproperlyConfigured(f"GANGWEB_MODE must be 'enforce' or 'observe', got {GANGWEB_MODE!r}")
 
 
-def _namespace_modes(raw: str) -> dict[str, str]:
-    modes: dict[str, str] = {}
-    for item in filter(None, (part.strip() for part in raw.split(","))):
-        namespace, sep, mode = item.partition("=")
-        if not sep or mode not in ("enforce", "observe") or not namespace:
+def env_namespace_map(name: str, allowed: tuple[str, ...]) -> dict[str, str]:
+    """``team-a=x,team-b=y`` per-namespace overrides, each value one of ``allowed``."""
+    result: dict[str, str] = {}
+    for item in env_list(name, []):
+        namespace, sep, value = item.partition("=")
+        if not sep or not namespace or value not in allowed:
             raise ImproperlyConfigured(
-                f"GANGWEB_NAMESPACE_MODES entries look like 'team-a=observe', got {item!r}"
+                f"{name} entries look like 'team-a={allowed[-1]}' with one of {'/'.join(allowed)}, got {item!r}"
             )
-        modes[namespace] = mode
-    return modes
+        result[namespace] = value
+    return result
 
 
-GANGWEB_NAMESPACE_MODES = _namespace_modes(os.environ.get("GANGWEB_NAMESPACE_MODES", ""))
+GANGWEB_NAMESPACE_MODES = env_namespace_map("GANGWEB_NAMESPACE_MODES", ("enforce", "observe"))
 GANGWEB_NAMESPACE = os.environ.get("GANGWEB_NAMESPACE", "gangweb-system")
 # Admission webhook (docs/admission.md): disruption mode of the PodGroups it builds (default, and per
 # namespace as "team-a=single,team-b=all"), extra namespaces it never touches, decision buffer size.
 GANGWEB_DISRUPTION_MODE = os.environ.get("GANGWEB_DISRUPTION_MODE", "all")
-GANGWEB_NAMESPACE_DISRUPTION_MODES = dict(
-    item.partition("=")[::2] for item in env_list("GANGWEB_NAMESPACE_DISRUPTION_MODES", [])
-)
-for _mode in (GANGWEB_DISRUPTION_MODE, *GANGWEB_NAMESPACE_DISRUPTION_MODES.values()):
-    if _mode not in ("all", "single"):
-        raise ImproperlyConfigured(
-            f"GANGWEB_DISRUPTION_MODE / GANGWEB_NAMESPACE_DISRUPTION_MODES values must be 'all' or 'single', got {_mode!r}"
-        )
+if GANGWEB_DISRUPTION_MODE not in ("all", "single"):
+    raise ImproperlyConfigured(f"GANGWEB_DISRUPTION_MODE must be 'all' or 'single', got {GANGWEB_DISRUPTION_MODE!r}")
+GANGWEB_NAMESPACE_DISRUPTION_MODES = env_namespace_map("GANGWEB_NAMESPACE_DISRUPTION_MODES", ("all", "single"))
 GANGWEB_ADMISSION_SKIP_NAMESPACES = env_list("GANGWEB_ADMISSION_SKIP_NAMESPACES", [])
 GANGWEB_ADMISSION_EVENT_QUEUE = env_int("GANGWEB_ADMISSION_EVENT_QUEUE", 1000)
 GANGWEB_PENDING_GRACE_SECONDS = env_int("GANGWEB_PENDING_GRACE_SECONDS", 30)

@@ -93,6 +93,8 @@ def test_allowed_hosts_debug_and_modes_come_from_the_environment(tmp_path):
         ({"GANGWEB_MODE": "chaos"}, "GANGWEB_MODE must be"),
         ({"GANGWEB_NAMESPACE_MODES": "team-a:observe"}, "GANGWEB_NAMESPACE_MODES entries"),
         ({"GANGWEB_SIM_NODES": "many"}, "GANGWEB_SIM_NODES must be an integer"),
+        ({"GANGWEB_NAMESPACE_DISRUPTION_MODES": "team-a=some"}, "GANGWEB_NAMESPACE_DISRUPTION_MODES entries"),
+        ({"GANGWEB_SIM_TICK_SECONDS": "soon"}, "GANGWEB_SIM_TICK_SECONDS must be a number"),
     ],
 )
 def test_bad_values_fail_with_a_message_naming_the_variable(tmp_path, env, message):
