@@ -44,7 +44,6 @@ class Gang:
 
 # Used with fullmatch: "$" alone would also accept a trailing newline ("abc\n" is not a name).
 _INVALID_CHARS = re.compile(r"[^a-z0-9.-]+")
-_POSITIVE_INT = re.compile(r"[1-9][0-9]{0,8}")
 
 
 @lru_cache(maxsize=4096)  # the pods of one gang repeat the same name
@@ -64,7 +63,8 @@ def podgroup_name(raw: str) -> str:
 
 
 def positive_int(value: Any) -> int | None:
-    if isinstance(value, str) and _POSITIVE_INT.fullmatch(value):
+    # The same as matching [1-9][0-9]{0,8}, without the regular expression engine (per request).
+    if value.__class__ is str and 0 < len(value) < 10 and value.isascii() and value.isdigit() and value[0] != "0":
         return int(value)
     return None
 
@@ -125,6 +125,12 @@ def _kueue(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
 
 def yunikorn_min_members(task_groups: str) -> int | None:
     """Sum of ``minMember`` over the task groups JSON; None when it is not usable."""
+    # A gang's pods repeat the same task groups; only short ones are cached (annotations are untrusted
+    # and may be large).
+    return _cached_min_members(task_groups) if len(task_groups) <= 4096 else _min_members(task_groups)
+
+
+def _min_members(task_groups: str) -> int | None:
     try:
         groups = json.loads(task_groups)
     except (ValueError, RecursionError):
@@ -138,6 +144,9 @@ def yunikorn_min_members(task_groups: str) -> int | None:
             return None
         total += member
     return total or None
+
+
+_cached_min_members = lru_cache(maxsize=1024)(_min_members)
 
 
 def _yunikorn(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
@@ -251,40 +260,48 @@ _SOURCE_LABELS = frozenset().union(*(labels for _, labels, _ in _TRIGGERED_SOURC
 _SOURCE_ANNOTATIONS = frozenset().union(*(annotations for _, _, annotations in _TRIGGERED_SOURCES))
 
 
+# Which source each key starts: one set intersection per map finds the keys a pod carries, and only
+# their sources are called, in the fixed order.
+_LABEL_SOURCE = {key: position for position, (_, keys, _) in enumerate(_TRIGGERED_SOURCES) for key in keys}
+_ANNOTATION_SOURCE = {key: position for position, (_, _, keys) in enumerate(_TRIGGERED_SOURCES) for key in keys}
+_SOURCE_FUNCTIONS = tuple(source for source, _, _ in _TRIGGERED_SOURCES)
+
+
 def _find(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
-    # One set intersection each; sources are only called when a key they start from is present.
-    present_labels = labels.keys() & _SOURCE_LABELS
-    present_annotations = annotations.keys() & _SOURCE_ANNOTATIONS
+    present_labels = _SOURCE_LABELS.intersection(labels) if labels else ()
+    present_annotations = _SOURCE_ANNOTATIONS.intersection(annotations) if annotations else ()
     if present_labels or present_annotations:
-        for source, label_keys, annotation_keys in _TRIGGERED_SOURCES:
-            if not label_keys.isdisjoint(present_labels) or not annotation_keys.isdisjoint(present_annotations):
-                found = source(labels, annotations, metadata)
-                if found is not None:
-                    return found
+        positions = {_LABEL_SOURCE[key] for key in present_labels}
+        positions.update([_ANNOTATION_SOURCE[key] for key in present_annotations])
+        for position in sorted(positions) if len(positions) > 1 else positions:
+            found = _SOURCE_FUNCTIONS[position](labels, annotations, metadata)
+            if found is not None:
+                return found
     return _job(labels, annotations, metadata)
 
 
 def infer_gang(pod: dict[str, Any], namespace: str, policy: AdmissionPolicy) -> Gang | None:
     """The gang ``pod`` belongs to, or None when no source claims it."""
-    metadata = _str_map(pod.get("metadata"))
-    labels = _str_map(metadata.get("labels"))
-    annotations = _str_map(metadata.get("annotations"))
+    metadata = pod.get("metadata")
+    return gang_of(metadata if isinstance(metadata, dict) else {}, namespace, policy)
+
+
+def gang_of(metadata: dict[str, Any], namespace: str, policy: AdmissionPolicy) -> Gang | None:
+    """``infer_gang`` for a pod whose metadata the caller already holds."""
+    labels = metadata.get("labels")
+    if not isinstance(labels, dict):
+        labels = {}
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = {}
     found = _find(labels, annotations, metadata)
     if found is None or found is NO_GANG:
         return None
     raw_name, source_name, min_count, owner = found
-    if min_count is None:
+    if min_count is None and annotations:
         # gangweb's annotation also sizes gangs found by other sources (e.g. an elastic Job).
         min_count = positive_int(annotations.get(L.MIN_COUNT_ANNOTATION))
-    disruption = _text(annotations, L.DISRUPTION_MODE_ANNOTATION)
+    disruption = annotations.get(L.DISRUPTION_MODE_ANNOTATION) if annotations else None
     if disruption not in DISRUPTION_MODES:
         disruption = policy.disruption_mode_for(namespace)
-    return Gang(
-        name=podgroup_name(raw_name),
-        source=source_name,
-        min_count=min_count,
-        owner=owner,
-        disruption_mode=disruption,
-        mode=policy.mode_for(namespace),
-        raw_name=raw_name,
-    )
+    return Gang(podgroup_name(raw_name), source_name, min_count, owner, disruption, policy.mode_for(namespace), raw_name)

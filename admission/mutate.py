@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admission import labels as L
-from admission.inference import Gang, infer_gang
+from admission.inference import Gang, gang_of
 from admission.policy import AdmissionPolicy
 from admission.review import AdmissionRequest
 
@@ -42,40 +42,50 @@ def existing_group(spec: dict[str, Any]) -> str:
 
 def pod_out_of_scope(request: AdmissionRequest, policy: AdmissionPolicy) -> str:
     """Why this request is none of gangweb's business, or "" when it is."""
+    return _scope(request, policy)[0]
+
+
+def _scope(request: AdmissionRequest, policy: AdmissionPolicy) -> tuple[str, dict[str, Any]]:
+    """(why the request is out of scope, or ""; the pod's metadata when it is in scope)."""
     if request.kind != "Pod" or request.group != "":
-        return "not a pod"
-    if policy.skips(request.namespace):
-        return f"namespace {request.namespace} is excluded"
+        return "not a pod", _NO_METADATA
+    if request.namespace in policy.skipped_namespaces:
+        return f"namespace {request.namespace} is excluded", _NO_METADATA
     metadata = request.object.get("metadata") if request.object else None
     if not isinstance(metadata, dict):
-        return "pod has no metadata"
+        return "pod has no metadata", _NO_METADATA
     if is_mirror_pod(metadata):
-        return "mirror pod"
+        return "mirror pod", _NO_METADATA
     if opted_out(metadata):
-        return f"pod opted out ({L.ADMISSION_LABEL}={L.ADMISSION_DISABLED})"
-    return ""
+        return f"pod opted out ({L.ADMISSION_LABEL}={L.ADMISSION_DISABLED})", _NO_METADATA
+    return "", metadata
+
+
+_NO_METADATA: dict[str, Any] = {}
+
+
+def _patch_to(name: str, group_object_exists: bool) -> list[dict[str, Any]]:
+    if group_object_exists:
+        return [{"op": "add", "path": "/spec/schedulingGroup/podGroupName", "value": name}]
+    # "add" on an existing member (e.g. schedulingGroup: null) replaces it (RFC 6902 4.1).
+    return [{"op": "add", "path": "/spec/schedulingGroup", "value": {"podGroupName": name}}]
 
 
 def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
     if request.operation != "CREATE":
         # spec.schedulingGroup is immutable: only a CREATE can set it.
         return Mutation(reason=f"{request.operation} is not mutated")
-    out_of_scope = pod_out_of_scope(request, policy)
+    out_of_scope, metadata = _scope(request, policy)
     if out_of_scope:
         return Mutation(reason=out_of_scope)
-    pod = request.object or {}
-    spec = pod.get("spec")
+    spec = request.object.get("spec")
     if not isinstance(spec, dict):
         return Mutation(reason="pod has no spec")
-    current = existing_group(spec)
+    group = spec.get("schedulingGroup")
+    current = existing_group(spec) if group else ""
     if current:
         return Mutation(reason=f"already in PodGroup {current}")
-    gang = infer_gang(pod, request.namespace, policy)
+    gang = gang_of(metadata, request.namespace, policy)
     if gang is None:
         return Mutation(reason="no gang")
-    if isinstance(spec.get("schedulingGroup"), dict):
-        patch = [{"op": "add", "path": "/spec/schedulingGroup/podGroupName", "value": gang.name}]
-    else:
-        # "add" on an existing member (e.g. schedulingGroup: null) replaces it (RFC 6902 4.1).
-        patch = [{"op": "add", "path": "/spec/schedulingGroup", "value": {"podGroupName": gang.name}}]
-    return Mutation(patch=patch, gang=gang, reason=f"joined PodGroup {gang.name} ({gang.source})")
+    return Mutation(_patch_to(gang.name, isinstance(group, dict)), gang, f"joined PodGroup {gang.name} ({gang.source})")
