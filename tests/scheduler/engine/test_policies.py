@@ -4,6 +4,7 @@ import pytest
 
 from scheduler.engine import POLICIES, SnapshotError, parse_snapshot, plan
 from scheduler.engine.builders import node, pdb, pod, podgroup
+from scheduler.engine.synthetic import preemptor_name
 
 ATOMIC = ("kep5710", "gangweb")
 
@@ -282,3 +283,14 @@ def test_legacy_with_running_pods_stays_in_their_domain():
     result = plan(snap, "default/hi", "legacy")
     assert result.feasible and result.domain == "b" and result.placement == {"default/hi-0": "b2"}
     assert result.evictions == ["default/low-b"]
+
+
+def test_gangweb_keeps_walking_domains_while_its_best_plan_breaks_a_budget():
+    """Domain ranking cannot see PDB budgets: on this cluster the first eight domains all break one,
+    and the first plan that breaks none sits in the 22nd (found by planning every domain alone)."""
+    from tests.scheduler.engine.test_subsnapshot import entangled_cluster
+
+    snap = parse_snapshot(entangled_cluster(1024, 8))
+    result = plan(snap, preemptor_name(64), "gangweb")
+    assert result.feasible and result.victims
+    assert result.cost_breakdown["pdb_violations"] == 0, result.reason
