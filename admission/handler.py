@@ -127,11 +127,12 @@ class Webhook:
         mutation = mutate_pod(request, self.policy)
         if not mutation.patch:
             self.stats.count(MUTATE, "untouched")
-            return Answer(200, build_response(request.uid, allowed=True))
+            return Answer(200, build_response(request.uid))
         self.stats.count(MUTATE, "patched")
-        if self.recorder is not None and self.recorder.has_room():
-            self.recorder.offer(Decision.of(request, MUTATE, True, mutation.reason, [], mutation.gang))
-        return Answer(200, build_response(request.uid, allowed=True, patch=mutation.patch))
+        recorder = self.recorder
+        if recorder is not None and recorder.has_room():
+            recorder.offer(Decision.of(request, MUTATE, True, mutation.reason, (), mutation.gang))
+        return Answer(200, build_response(request.uid, encoded_patch=mutation.encoded_patch))
 
     def _validate(self, request: AdmissionRequest) -> Answer:
         verdict = validate(request, self.policy, self.index)

@@ -8,12 +8,13 @@ one field is added; nothing else on the pod changes (good-practices page: patch 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from admission import labels as L
 from admission.inference import Gang, gang_of
 from admission.policy import AdmissionPolicy
-from admission.review import AdmissionRequest
+from admission.review import AdmissionRequest, encode_patch
 
 
 @dataclass(slots=True)
@@ -22,6 +23,8 @@ class Mutation:
     gang: Gang | None = None
     # Why the pod was left alone, or which group it joined: for logs and the dashboard.
     reason: str = ""
+    # ``patch`` as the response carries it (base64 of its JSON), b"" without a patch.
+    encoded_patch: bytes = b""
 
 
 def is_mirror_pod(metadata: dict[str, Any]) -> bool:
@@ -40,12 +43,7 @@ def existing_group(spec: dict[str, Any]) -> str:
     return name if isinstance(name, str) else ""
 
 
-def pod_out_of_scope(request: AdmissionRequest, policy: AdmissionPolicy) -> str:
-    """Why this request is none of gangweb's business, or "" when it is."""
-    return _scope(request, policy)[0]
-
-
-def _scope(request: AdmissionRequest, policy: AdmissionPolicy) -> tuple[str, dict[str, Any]]:
+def pod_scope(request: AdmissionRequest, policy: AdmissionPolicy) -> tuple[str, dict[str, Any]]:
     """(why the request is out of scope, or ""; the pod's metadata when it is in scope)."""
     if request.kind != "Pod" or request.group != "":
         return "not a pod", _NO_METADATA
@@ -71,11 +69,16 @@ def _patch_to(name: str, group_object_exists: bool) -> list[dict[str, Any]]:
     return [{"op": "add", "path": "/spec/schedulingGroup", "value": {"podGroupName": name}}]
 
 
+@lru_cache(maxsize=4096)  # the pods of one gang get the same patch: encode it once
+def _encoded_patch(name: str, group_object_exists: bool) -> bytes:
+    return encode_patch(_patch_to(name, group_object_exists)).encode("ascii")
+
+
 def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
     if request.operation != "CREATE":
         # spec.schedulingGroup is immutable: only a CREATE can set it.
         return Mutation(reason=f"{request.operation} is not mutated")
-    out_of_scope, metadata = _scope(request, policy)
+    out_of_scope, metadata = pod_scope(request, policy)
     if out_of_scope:
         return Mutation(reason=out_of_scope)
     spec = request.object.get("spec")
@@ -88,4 +91,6 @@ def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
     gang = gang_of(metadata, request.namespace, policy)
     if gang is None:
         return Mutation(reason="no gang")
-    return Mutation(_patch_to(gang.name, isinstance(group, dict)), gang, f"joined PodGroup {gang.name} ({gang.source})")
+    exists = isinstance(group, dict)
+    return Mutation(_patch_to(gang.name, exists), gang, f"joined PodGroup {gang.name} ({gang.source})",
+                    _encoded_patch(gang.name, exists))  # fmt: skip

@@ -29,6 +29,18 @@ from admission.metrics import RecorderStats
 
 logger = logging.getLogger(__name__)
 
+# This process's id, kept current across fork: ``offer`` checks it per decision, and os.getpid() is
+# a system call.
+_pid = os.getpid()
+
+
+def _after_fork() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
 EVENT_TYPE = "admission.decisions"
 Publish = Callable[[str, dict[str, Any]], None]
 
@@ -93,7 +105,7 @@ class DecisionRecorder:
 
     def offer(self, decision: Recordable) -> None:
         """Never blocks: a full buffer drops the decision."""
-        if self._thread is None or self._thread_pid != os.getpid():
+        if self._thread_pid != _pid:
             self._start()
         if len(self._buffer) >= self.capacity:
             self._drop()
@@ -109,9 +121,9 @@ class DecisionRecorder:
     def _start(self) -> None:
         # Started on first use, and again in a forked server worker (threads do not survive fork).
         with self._start_lock:
-            if self._thread is not None and self._thread_pid == os.getpid():
+            if self._thread is not None and self._thread_pid == _pid:
                 return
-            self._thread_pid = os.getpid()
+            self._thread_pid = _pid
             self._thread = threading.Thread(target=self._run, name="admission-recorder", daemon=True)
             self._thread.start()
 

@@ -140,6 +140,7 @@ def encode_patch(operations: list[dict[str, Any]]) -> str:
 
 
 _HEAD = b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":'
+_PATCHED = b',"allowed":true,"patchType":"JSONPatch","patch":"'
 
 
 def build_response(
@@ -150,14 +151,19 @@ def build_response(
     message: str = "",
     code: int = 403,
     warnings: list[str] | None = None,
+    encoded_patch: bytes = b"",
 ) -> bytes:
-    """The serialized AdmissionReview response. ``patch`` is only for the mutating webhook."""
+    """The serialized AdmissionReview response. ``patch`` (or the same already through
+    ``encode_patch``, as ASCII bytes: ``encoded_patch``) is only for the mutating webhook."""
     if allowed and not warnings:
         # The answer to nearly every request: assembled from bytes (orjson escapes the uid).
-        if not patch:
-            return _HEAD + orjson.dumps(uid) + b',"allowed":true}}'
-        return _HEAD + orjson.dumps(uid) + b',"allowed":true,"patchType":"JSONPatch","patch":"' + \
-            encode_patch(patch).encode("ascii") + b'"}}'
+        if patch and not encoded_patch:
+            encoded_patch = encode_patch(patch).encode("ascii")
+        if not encoded_patch:
+            return b"".join((_HEAD, orjson.dumps(uid), b',"allowed":true}}'))
+        return b"".join((_HEAD, orjson.dumps(uid), _PATCHED, encoded_patch, b'"}}'))
+    if encoded_patch and not patch:
+        patch = orjson.loads(base64.b64decode(encoded_patch))
     response: dict[str, Any] = {"uid": uid, "allowed": allowed}
     if patch:
         response["patchType"] = "JSONPatch"
