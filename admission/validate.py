@@ -13,8 +13,8 @@ from typing import Any
 from admission import labels as L
 from admission.apirules import check_podgroup, check_workload
 from admission.controllers import JOB, JOBSET, KUBEFLOW_GROUP, LWS, controller_problems, describe_shape, gpu_shape
-from admission.inference import controller_of, infer_gang, positive_int
-from admission.mutate import existing_group, pod_out_of_scope
+from admission.inference import controller_of, gang_of, positive_int
+from admission.mutate import existing_group, pod_scope
 from admission.policy import AdmissionPolicy
 from admission.review import AdmissionRequest
 from admission.state import GangIndex, MemberSignature
@@ -45,18 +45,19 @@ def _subject(kind: str, request: AdmissionRequest, obj: dict[str, Any]) -> str:
     return f"{kind} {request.namespace}/{name}"
 
 
-def signature_of(pod: dict[str, Any]) -> MemberSignature:
-    metadata, spec = _dict(pod.get("metadata")), _dict(pod.get("spec"))
+def _signature(metadata: dict[str, Any], spec: dict[str, Any]) -> MemberSignature:
     priority = spec.get("priority")
-    owner = controller_of(metadata) or {}
+    priority_class = spec.get("priorityClassName")
+    scheduler_name = spec.get("schedulerName")
+    owner = controller_of(metadata)
     return MemberSignature(
-        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
-        priority_class=spec.get("priorityClassName") if isinstance(spec.get("priorityClassName"), str) else "",
+        priority if priority.__class__ is int else None,
+        priority_class if priority_class.__class__ is str else "",
         # Unset means the default scheduler, and the apiserver defaults it before admission anyway.
-        scheduler_name=spec.get("schedulerName") if isinstance(spec.get("schedulerName"), str) else "default-scheduler",
-        gpu_shape=gpu_shape(spec),
-        owner_uid=str(owner.get("uid") or ""),
-        pod=str(metadata.get("name") or metadata.get("generateName") or "?"),
+        scheduler_name if scheduler_name.__class__ is str else "default-scheduler",
+        gpu_shape(spec),
+        str(owner.get("uid") or "") if owner else "",
+        str(metadata.get("name") or metadata.get("generateName") or "?"),
     )
 
 
@@ -92,16 +93,19 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, index: Gan
                 [f"spec.schedulingGroup.podGroupName is immutable (was {old_group or 'unset'}); delete and recreate the pod"],
             )
         return Verdict()
-    if request.operation != "CREATE" or pod_out_of_scope(request, policy):
+    if request.operation != "CREATE":
         return Verdict()
-    subject = _subject("Pod", request, pod)
-    annotations = _dict(_dict(pod.get("metadata")).get("annotations"))
-    problems = _pod_size_problems(annotations)
-    if problems:
-        return _deny(subject, problems)
+    out_of_scope, metadata = pod_scope(request, policy)
+    if out_of_scope:
+        return Verdict()
+    annotations = metadata.get("annotations")
+    if annotations and isinstance(annotations, dict) and L.MIN_COUNT_ANNOTATION in annotations:
+        problems = _pod_size_problems(annotations)
+        if problems:
+            return _deny(_subject("Pod", request, pod), problems)
     group = existing_group(spec)
     if not group:
-        gang = infer_gang(pod, request.namespace, policy)
+        gang = gang_of(metadata, request.namespace, policy)
         if gang is None:
             return Verdict()
         return Verdict(warnings=[
@@ -109,7 +113,7 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, index: Gan
             "scheduled alone: check the gangweb mutating webhook"
         ])  # fmt: skip
     key = (request.namespace, group)
-    mine = signature_of(pod)
+    mine = _signature(metadata, spec)
     problems, warnings = [], []
     podgroup = index.podgroup(key)
     if podgroup is not None:
@@ -141,7 +145,7 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, index: Gan
                 f"{describe_shape(sibling.gpu_shape)}"[:250]
             )
     if problems:
-        return _deny(subject, problems, warnings)
+        return _deny(_subject("Pod", request, pod), problems, warnings)
     return Verdict(warnings=warnings, remember=lambda idx: idx.remember_member(key, mine))
 
 
