@@ -304,4 +304,5 @@ def gang_of(metadata: dict[str, Any], namespace: str, policy: AdmissionPolicy) -
     disruption = annotations.get(L.DISRUPTION_MODE_ANNOTATION) if annotations else None
     if disruption not in DISRUPTION_MODES:
         disruption = policy.disruption_mode_for(namespace)
-    return Gang(podgroup_name(raw_name), source_name, min_count, owner, disruption, policy.mode_for(namespace), raw_name)
+    mode = policy.mode_for(namespace)
+    return Gang(podgroup_name(raw_name), source_name, min_count, owner, disruption, mode, raw_name)
