@@ -8,15 +8,14 @@ Same format either way, so the page does not care. Plain Python: no Django impor
 
 from __future__ import annotations
 
-import zlib
-from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from scheduler.engine.objects import timestamp_or_none
 from scheduler.engine.resources import is_gpu, parse_resource_list, pod_requests
+from scheduler.simulation.state import rfc3339
+from scheduler.simulation.summary import gang_shade, state_totals
 
 RACK_LABELS = ("topology.gangweb.io/rack", "topology.kubernetes.io/zone")
-SHADES = 5
 NO_CLASS = "(no priority class)"
 
 
@@ -35,10 +34,6 @@ def pod_gpus(pod: dict[str, Any]) -> int:
     except ValueError:
         return 0
     return sum(value for name, value in requests.items() if is_gpu(name))
-
-
-def _rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(int(seconds), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -98,7 +93,7 @@ def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, clust
             "priorityClass": priorities[key][0],
             "priority": priorities[key][1],
             "tier": tier_of[priorities[key][0]],
-            "shade": zlib.crc32(key.encode()) % SHADES,
+            "shade": gang_shade(key),
             "disruption": next(iter(spec.get("disruptionMode") or {"single": {}})),
             "topology": bool((spec.get("schedulingConstraints") or {}).get("topology")),
             "pods": len(pods),
@@ -162,20 +157,12 @@ def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, clust
     allocated = sum(allocated_by_class.values())
     return {
         "cluster": cluster,
-        "time": _rfc3339(now),
+        "time": rfc3339(now),
         "tick": 0,
         "tiers": [{"priorityClass": name, "priority": value, "disruption": "",
                    "allocatedGpus": allocated_by_class.get(name, 0)} for name, value in classes],
         "gangs": gang_rows,
         "racks": list(racks.values()),
         "pending": pending,
-        "totals": {
-            "nodes": sum(len(r["nodes"]) for r in racks.values()),
-            "gpus": total,
-            "allocatedGpus": allocated,
-            "freeGpus": total - allocated,
-            "runningGangs": sum(1 for g in gang_rows if g["state"] == "running"),
-            "pendingGangs": len(pending),
-            "pendingGpus": sum(gang_rows[row["gang"]]["gpus"] for row in pending),
-        },
+        "totals": state_totals(sum(len(r["nodes"]) for r in racks.values()), total, allocated, gang_rows, pending),
     }

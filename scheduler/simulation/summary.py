@@ -17,6 +17,25 @@ TIER_INDEX = {tier.priority_class: i for i, tier in enumerate(TIERS)}
 SHADES = 5
 
 
+def gang_shade(key: str) -> int:
+    """Which shade of its tier a gang is drawn in: stable across processes and restarts."""
+    return zlib.crc32(key.encode()) % SHADES
+
+
+def state_totals(nodes: int, gpus: int, allocated: int, gang_rows: list[dict[str, Any]],
+                 pending: list[dict[str, Any]]) -> dict[str, int]:
+    """The ``totals`` of a ``cluster.state`` picture (shared with the picture of a real cluster)."""
+    return {
+        "nodes": nodes,
+        "gpus": gpus,
+        "allocatedGpus": allocated,
+        "freeGpus": gpus - allocated,
+        "runningGangs": sum(1 for g in gang_rows if g["state"] == "running"),
+        "pendingGangs": len(pending),
+        "pendingGpus": sum(gang_rows[row["gang"]]["gpus"] for row in pending),
+    }
+
+
 def build_summary(nodes: list[SimNode], gangs: dict[str, SimGang], pods: dict[str, SimPod],
                   now: float, tick: int) -> dict[str, Any]:
     gang_ids: dict[str, int] = {}
@@ -33,7 +52,7 @@ def build_summary(nodes: list[SimNode], gangs: dict[str, SimGang], pods: dict[st
             "priorityClass": gang.tier.priority_class,
             "priority": gang.tier.value,
             "tier": TIER_INDEX[gang.tier.priority_class],
-            "shade": zlib.crc32(key.encode()) % SHADES,
+            "shade": gang_shade(key),
             "disruption": gang.tier.disruption,
             "topology": gang.topology,
             "pods": gang.size,
@@ -80,13 +99,5 @@ def build_summary(nodes: list[SimNode], gangs: dict[str, SimGang], pods: dict[st
         "gangs": gang_rows,
         "racks": list(racks.values()),
         "pending": pending,
-        "totals": {
-            "nodes": len(nodes),
-            "gpus": total,
-            "allocatedGpus": allocated,
-            "freeGpus": total - allocated,
-            "runningGangs": sum(1 for g in gang_rows if g["state"] == "running"),
-            "pendingGangs": len(pending),
-            "pendingGpus": sum(gang_rows[row["gang"]]["gpus"] for row in pending),
-        },
+        "totals": state_totals(len(nodes), total, allocated, gang_rows, pending),
     }
