@@ -164,3 +164,11 @@ def browser_page():
             yield page
         finally:
             browser.close()
+
+
+@pytest.fixture
+def published(monkeypatch):
+    """Live events as browsers would get them (only those whose transaction committed)."""
+    sent: list[tuple[str, dict]] = []
+    monkeypatch.setattr("gangweb.events._send", lambda event, payload: sent.append((event, payload)))
+    return sent

@@ -26,13 +26,6 @@ class Made:
 
 
 @pytest.fixture
-def published(monkeypatch):
-    sent: list[tuple[str, dict]] = []
-    monkeypatch.setattr("gangweb.events._send", lambda event, payload: sent.append((event, payload)))
-    return sent
-
-
-@pytest.fixture
 def make_request(published, settings):
     """Open, plan and (unless ``execute_it`` is False) execute a request for ``<namespace>/train``.
 

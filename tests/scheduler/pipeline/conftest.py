@@ -9,14 +9,6 @@ from tests.scheduler.pipeline.builders import FakeCluster, small_cluster
 
 
 @pytest.fixture
-def published(monkeypatch):
-    """Live events as browsers would get them (only those whose transaction committed)."""
-    sent: list[tuple[str, dict]] = []
-    monkeypatch.setattr("gangweb.events._send", lambda event, payload: sent.append((event, payload)))
-    return sent
-
-
-@pytest.fixture
 def cluster():
     fake = FakeCluster(small_cluster())
     runtime.set_cluster(fake)
