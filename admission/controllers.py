@@ -12,6 +12,7 @@ from typing import Any
 from admission import labels as L
 from admission.inference import positive_int
 from admission.podgroups import int_or, job_pods
+from admission.podview import PodSpec, PodViewError, pod_view
 
 # (group, kind) of the controllers whose objects the validating webhook checks.
 JOB = ("batch", "Job")
@@ -24,15 +25,13 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def gpu_shape(pod_spec: Any) -> tuple[tuple[str, str], ...]:
+def gpu_shape(spec: PodSpec) -> tuple[tuple[str, str], ...]:
     """The GPU-like extended resources one pod asks for, as sorted (resource, quantity) pairs."""
     totals: dict[str, int | str] = {}
-    containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
-    for container in containers if isinstance(containers, list) else ():
-        resources = container.get("resources") if isinstance(container, dict) else None
-        if not isinstance(resources, dict):
+    for container in spec.containers or ():
+        if container.resources is None:
             continue
-        requests, limits = _dict(resources.get("requests")), _dict(resources.get("limits"))
+        requests, limits = container.resources.requests or {}, container.resources.limits or {}
         # Extended resources: requests default to limits, and the two must be equal when both are set.
         for source, skip in ((requests, None), (limits, requests)):
             for resource, quantity in source.items():
@@ -118,7 +117,11 @@ def controller_problems(kind: tuple[str, str], obj: dict[str, Any]) -> tuple[lis
                     f"{where}: annotation {key} asks for {wanted} pods together, but {decided_by} allows only "
                     f"{pods} at once, so the gang can never start; lower {key} to {pods} or raise the controller to {wanted}"
                 )
-        shape = gpu_shape(template.get("spec"))
+        try:
+            shape = gpu_shape(pod_view(template).spec)
+        except PodViewError as error:
+            problems.append(f"{where}: not a valid pod template: {str(error).replace('$', where)}")
+            continue
         if shape:
             shapes.setdefault(shape, where)
     if kind[0] == KUBEFLOW_GROUP:

@@ -55,10 +55,7 @@ class Decision(NamedTuple):
     @classmethod
     def of(cls, request: AdmissionRequest, webhook: str, allowed: bool, message: str,
            warnings: list[str], gang: Gang | None = None) -> Decision:  # fmt: skip
-        metadata = (request.object or request.old_object or {}).get("metadata")
-        metadata = metadata if isinstance(metadata, dict) else {}
-        name = metadata.get("name") or request.name or metadata.get("generateName") or ""
-        name = name if isinstance(name, str) else ""
+        name = request.object_name()
         if gang is None:
             return cls(request.uid, webhook, request.kind, request.namespace, name, request.operation,
                        request.dry_run, allowed, message, tuple(warnings))  # fmt: skip

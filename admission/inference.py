@@ -6,7 +6,7 @@ controllers put on their pods. The pod's existing ``spec.schedulingGroup`` is *n
 ``mutate`` leaves such pods alone, and the controller side can call ``infer_gang`` on an admitted pod
 and get the same answer the webhook got.
 
-Everything here reads plain dicts defensively: admission objects are untrusted input.
+It reads the typed pod views of ``admission.podview``; label and annotation maps are dicts of strings.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from admission import labels as L
 from admission.names import is_dns1123_subdomain
+from admission.podview import ObjectMeta, Pod, PodViewError, as_pod_view, controller_of
 from admission.policy import DISRUPTION_MODES, AdmissionPolicy
 
 
@@ -69,55 +70,36 @@ def positive_int(value: Any) -> int | None:
     return None
 
 
-def _str_map(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(mapping: dict[str, Any], key: str) -> str:
-    value = mapping.get(key)
-    return value if isinstance(value, str) else ""
-
-
-def controller_of(metadata: dict[str, Any]) -> dict[str, Any] | None:
-    refs = metadata.get("ownerReferences")
-    if not isinstance(refs, list):
-        return None
-    for ref in refs:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
-
-
 # Each source returns (raw name, source, min count or None, owner or None); None when it does not
 # recognise the pod; NO_GANG when it does and the pod is deliberately not a gang member (stop looking).
 _Found = tuple[str, str, int | None, OwnerRef | None]
 NO_GANG = ("", "", None, None)
 
 
-def _gangweb(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
-    name = _text(labels, L.POD_GROUP_LABEL)
+def _gangweb(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
+    name = labels.get(L.POD_GROUP_LABEL, "")
     if not name:
         return None
     return name, "gangweb", positive_int(annotations.get(L.MIN_COUNT_ANNOTATION)), None
 
 
-def _coscheduling(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
-    name = _text(labels, L.COSCHEDULING_LABEL) or _text(labels, L.LEGACY_COSCHEDULING_LABEL)
+def _coscheduling(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
+    name = labels.get(L.COSCHEDULING_LABEL, "") or labels.get(L.LEGACY_COSCHEDULING_LABEL, "")
     if not name:
         return None
     owner = OwnerRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", name)
     return name, "coscheduling", positive_int(labels.get(L.LEGACY_COSCHEDULING_MIN_LABEL)), owner
 
 
-def _volcano(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
-    name = _text(annotations, L.VOLCANO_GROUP_ANNOTATION)
+def _volcano(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
+    name = annotations.get(L.VOLCANO_GROUP_ANNOTATION, "")
     if not name:
         return None
     return name, "volcano", None, OwnerRef("scheduling.volcano.sh/v1beta1", "PodGroup", name)
 
 
-def _kueue(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
-    name = _text(labels, L.KUEUE_POD_GROUP_LABEL)
+def _kueue(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
+    name = labels.get(L.KUEUE_POD_GROUP_LABEL, "")
     if not name:
         return None
     return name, "kueue", positive_int(annotations.get(L.KUEUE_POD_GROUP_COUNT_ANNOTATION)), None
@@ -149,14 +131,14 @@ def _min_members(task_groups: str) -> int | None:
 _cached_min_members = lru_cache(maxsize=1024)(_min_members)
 
 
-def _yunikorn(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+def _yunikorn(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
     # YuniKorn gangs are declared by task groups; an application id alone is not a gang.
     if not (annotations.get(L.YUNIKORN_TASK_GROUPS) or annotations.get(L.YUNIKORN_TASK_GROUP_NAME)):
         return None
     app = (
-        _text(labels, L.YUNIKORN_APP_ID_KEY)
-        or _text(annotations, L.YUNIKORN_APP_ID_KEY)
-        or _text(labels, L.YUNIKORN_APP_ID_LABEL)
+        labels.get(L.YUNIKORN_APP_ID_KEY, "")
+        or annotations.get(L.YUNIKORN_APP_ID_KEY, "")
+        or labels.get(L.YUNIKORN_APP_ID_LABEL, "")
     )
     if not app:
         return None
@@ -165,15 +147,15 @@ def _yunikorn(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
     return app, "yunikorn", min_count, None
 
 
-def _kai(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
-    name = _text(annotations, L.KAI_POD_GROUP_ANNOTATION)
+def _kai(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
+    name = annotations.get(L.KAI_POD_GROUP_ANNOTATION, "")
     if not name:
         return None
     return name, "kai-scheduler", None, OwnerRef("scheduling.run.ai/v2alpha2", "PodGroup", name)
 
 
-def _leaderworkerset(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
-    name, index = _text(labels, L.LWS_NAME), _text(labels, L.LWS_GROUP_INDEX)
+def _leaderworkerset(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
+    name, index = labels.get(L.LWS_NAME, ""), labels.get(L.LWS_GROUP_INDEX, "")
     if not (name and index):
         return None
     owner = OwnerRef("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", name)
@@ -181,11 +163,11 @@ def _leaderworkerset(labels: dict, annotations: dict, metadata: dict) -> _Found 
     return f"{name}-{index}", "leaderworkerset", positive_int(annotations.get(L.LWS_SIZE)), owner
 
 
-def _jobset(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
-    name = _text(labels, L.JOBSET_NAME)
+def _jobset(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
+    name = labels.get(L.JOBSET_NAME, "")
     if not name:
         return None
-    step = _text(labels, L.TRAINJOB_STEP)
+    step = labels.get(L.TRAINJOB_STEP, "")
     owner = OwnerRef("jobset.x-k8s.io/v1alpha2", "JobSet", name)
     if step:
         # A TrainJob: initializer steps finish before the trainer starts, so only the trainer is a gang.
@@ -205,39 +187,37 @@ _KUBEFLOW_KINDS = {
 }
 
 
-def _kubeflow(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
-    name = _text(labels, L.KUBEFLOW_JOB_NAME)
+def _kubeflow(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
+    name = labels.get(L.KUBEFLOW_JOB_NAME, "")
     if not name:
         return None
-    controller = controller_of(metadata) or {}
-    if controller.get("name") == name and isinstance(controller.get("kind"), str):
+    controller = controller_of(metadata)
+    if controller is not None and controller.name == name and controller.kind:
         # The owner itself says which kind and version (MPIJob is kubeflow.org/v2beta1, for one).
-        api_version = controller.get("apiVersion")
-        owner = OwnerRef(api_version if isinstance(api_version, str) else "kubeflow.org/v1", controller["kind"], name)
+        owner = OwnerRef(controller.apiVersion or "kubeflow.org/v1", controller.kind, name)
     else:
-        owner = OwnerRef("kubeflow.org/v1", _KUBEFLOW_KINDS.get(_text(labels, L.KUBEFLOW_OPERATOR_NAME), "PyTorchJob"), name)
+        owner = OwnerRef("kubeflow.org/v1", _KUBEFLOW_KINDS.get(labels.get(L.KUBEFLOW_OPERATOR_NAME, ""), "PyTorchJob"), name)
     return name, "kubeflow", None, owner
 
 
-def _raycluster(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
-    cluster, group = _text(labels, L.RAY_CLUSTER), _text(labels, L.RAY_GROUP)
+def _raycluster(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
+    cluster, group = labels.get(L.RAY_CLUSTER, ""), labels.get(L.RAY_GROUP, "")
     # The head is a single long-lived pod, not part of a worker gang.
     if not (cluster and group):
         return None
-    if _text(labels, L.RAY_NODE_TYPE) != "worker":
+    if labels.get(L.RAY_NODE_TYPE, "") != "worker":
         return NO_GANG
     return f"{cluster}-{group}", "raycluster", None, OwnerRef("ray.io/v1", "RayCluster", cluster)
 
 
-def _job(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+def _job(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
+    if not metadata.ownerReferences:
+        return None
     controller = controller_of(metadata)
     # The legacy "job-name" label is also set by other operators; the owner reference is decisive.
-    if not controller or controller.get("kind") != "Job" or controller.get("apiVersion") != "batch/v1":
+    if controller is None or controller.kind != "Job" or controller.apiVersion != "batch/v1" or not controller.name:
         return None
-    name = controller.get("name")
-    if not isinstance(name, str) or not name:
-        return None
-    return name, "job", None, OwnerRef("batch/v1", "Job", name)
+    return controller.name, "job", None, OwnerRef("batch/v1", "Job", controller.name)
 
 
 # The sources in order, each with the label and annotation keys it starts from. Order matters: gang
@@ -267,7 +247,7 @@ _ANNOTATION_SOURCE = {key: position for position, (_, _, keys) in enumerate(_TRI
 _SOURCE_FUNCTIONS = tuple(source for source, _, _ in _TRIGGERED_SOURCES)
 
 
-def _find(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
+def _find(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | None:
     present_labels = _SOURCE_LABELS.intersection(labels) if labels else ()
     present_annotations = _SOURCE_ANNOTATIONS.intersection(annotations) if annotations else ()
     if present_labels or present_annotations:
@@ -280,20 +260,19 @@ def _find(labels: dict, annotations: dict, metadata: dict) -> _Found | None:
     return _job(labels, annotations, metadata)
 
 
-def infer_gang(pod: dict[str, Any], namespace: str, policy: AdmissionPolicy) -> Gang | None:
-    """The gang ``pod`` belongs to, or None when no source claims it."""
-    metadata = pod.get("metadata")
-    return gang_of(metadata if isinstance(metadata, dict) else {}, namespace, policy)
+def infer_gang(pod: Pod | dict[str, Any], namespace: str, policy: AdmissionPolicy) -> Gang | None:
+    """The gang ``pod`` belongs to, or None when no source claims it (or ``pod`` is not a Pod's shape)."""
+    try:
+        view = as_pod_view(pod)
+    except PodViewError:
+        return None
+    return gang_of(view.metadata, namespace, policy)
 
 
-def gang_of(metadata: dict[str, Any], namespace: str, policy: AdmissionPolicy) -> Gang | None:
+def gang_of(metadata: ObjectMeta, namespace: str, policy: AdmissionPolicy) -> Gang | None:
     """``infer_gang`` for a pod whose metadata the caller already holds."""
-    labels = metadata.get("labels")
-    if not isinstance(labels, dict):
-        labels = {}
-    annotations = metadata.get("annotations")
-    if not isinstance(annotations, dict):
-        annotations = {}
+    labels = metadata.labels or _EMPTY
+    annotations = metadata.annotations or _EMPTY
     found = _find(labels, annotations, metadata)
     if found is None or found is NO_GANG:
         return None
@@ -306,3 +285,6 @@ def gang_of(metadata: dict[str, Any], namespace: str, policy: AdmissionPolicy) -
         disruption = policy.disruption_mode_for(namespace)
     mode = policy.mode_for(namespace)
     return Gang(podgroup_name(raw_name), source_name, min_count, owner, disruption, mode, raw_name)
+
+
+_EMPTY: dict[str, str] = {}

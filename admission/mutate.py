@@ -13,6 +13,7 @@ from typing import Any
 
 from admission import labels as L
 from admission.inference import Gang, gang_of
+from admission.podview import ObjectMeta
 from admission.policy import AdmissionPolicy
 from admission.review import AdmissionRequest, encode_patch
 
@@ -27,39 +28,28 @@ class Mutation:
     encoded_patch: bytes = b""
 
 
-def is_mirror_pod(metadata: dict[str, Any]) -> bool:
-    annotations = metadata.get("annotations")
-    return isinstance(annotations, dict) and L.MIRROR_POD_ANNOTATION in annotations
+def is_mirror_pod(metadata: ObjectMeta) -> bool:
+    return L.MIRROR_POD_ANNOTATION in metadata.annotation_map
 
 
-def opted_out(metadata: dict[str, Any]) -> bool:
-    labels = metadata.get("labels")
-    return isinstance(labels, dict) and labels.get(L.ADMISSION_LABEL) == L.ADMISSION_DISABLED
+def opted_out(metadata: ObjectMeta) -> bool:
+    return metadata.label_map.get(L.ADMISSION_LABEL) == L.ADMISSION_DISABLED
 
 
-def existing_group(spec: dict[str, Any]) -> str:
-    group = spec.get("schedulingGroup")
-    name = group.get("podGroupName") if isinstance(group, dict) else None
-    return name if isinstance(name, str) else ""
-
-
-def pod_scope(request: AdmissionRequest, policy: AdmissionPolicy) -> tuple[str, dict[str, Any]]:
-    """(why the request is out of scope, or ""; the pod's metadata when it is in scope)."""
-    if request.kind != "Pod" or request.group != "":
-        return "not a pod", _NO_METADATA
+def pod_scope(request: AdmissionRequest, policy: AdmissionPolicy) -> str:
+    """Why the request is out of the webhook's scope, or "" when its pod is gangweb's to look at."""
+    if not request.is_pod:
+        return "not a pod"
     if request.namespace in policy.skipped_namespaces:
-        return f"namespace {request.namespace} is excluded", _NO_METADATA
-    metadata = request.object.get("metadata") if request.object else None
-    if not isinstance(metadata, dict):
-        return "pod has no metadata", _NO_METADATA
+        return f"namespace {request.namespace} is excluded"
+    if request.pod is None:
+        return "no pod in the request"
+    metadata = request.pod.metadata
     if is_mirror_pod(metadata):
-        return "mirror pod", _NO_METADATA
+        return "mirror pod"
     if opted_out(metadata):
-        return f"pod opted out ({L.ADMISSION_LABEL}={L.ADMISSION_DISABLED})", _NO_METADATA
-    return "", metadata
-
-
-_NO_METADATA: dict[str, Any] = {}
+        return f"pod opted out ({L.ADMISSION_LABEL}={L.ADMISSION_DISABLED})"
+    return ""
 
 
 def _patch_to(name: str, group_object_exists: bool) -> list[dict[str, Any]]:
@@ -78,19 +68,17 @@ def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
     if request.operation != "CREATE":
         # spec.schedulingGroup is immutable: only a CREATE can set it.
         return Mutation(reason=f"{request.operation} is not mutated")
-    out_of_scope, metadata = pod_scope(request, policy)
+    out_of_scope = pod_scope(request, policy)
     if out_of_scope:
         return Mutation(reason=out_of_scope)
-    spec = request.object.get("spec")
-    if not isinstance(spec, dict):
-        return Mutation(reason="pod has no spec")
-    group = spec.get("schedulingGroup")
-    current = existing_group(spec) if group else ""
+    pod = request.pod
+    current = pod.spec.group_name
     if current:
         return Mutation(reason=f"already in PodGroup {current}")
-    gang = gang_of(metadata, request.namespace, policy)
+    gang = gang_of(pod.metadata, request.namespace, policy)
     if gang is None:
         return Mutation(reason="no gang")
-    exists = isinstance(group, dict)
+    # A present but empty schedulingGroup ({}) keeps its other fields; absent or null is replaced whole.
+    exists = pod.spec.schedulingGroup is not None
     return Mutation(_patch_to(gang.name, exists), gang, f"joined PodGroup {gang.name} ({gang.source})",
                     _encoded_patch(gang.name, exists))  # fmt: skip

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from admission import labels as L
-from admission.inference import Gang, OwnerRef, controller_of, infer_gang
-from admission.mutate import existing_group
+from admission.inference import Gang, OwnerRef, gang_of
+from admission.podview import Pod, PodViewError, as_pod_view, controller_of
 from admission.policy import AdmissionPolicy
 
 API_VERSION = "scheduling.k8s.io/v1beta1"
@@ -66,7 +66,7 @@ def _ray_group_pods(spec: dict[str, Any], group: str) -> int:
     return 0
 
 
-def owner_min_count(pod: dict[str, Any], gang: Gang, owner: dict[str, Any]) -> int | None:
+def owner_min_count(pod: Pod, gang: Gang, owner: dict[str, Any]) -> int | None:
     """The gang size the owning object implies, or None when it does not say."""
     spec = owner.get("spec") if isinstance(owner, dict) else None
     if not isinstance(spec, dict):
@@ -79,8 +79,7 @@ def owner_min_count(pod: dict[str, Any], gang: Gang, owner: dict[str, Any]) -> i
     elif kind == "LeaderWorkerSet":
         count = int_or((spec.get("leaderWorkerTemplate") or {}).get("size"), 1)
     elif kind == "RayCluster":
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        count = _ray_group_pods(spec, labels.get(L.RAY_GROUP, ""))
+        count = _ray_group_pods(spec, pod.metadata.label_map.get(L.RAY_GROUP, ""))
     elif kind == "PodGroup":  # coscheduling, Volcano and KAI PodGroups all call it minMember
         count = int_or(spec.get("minMember"), 0)
     elif isinstance(kind, str) and kind.endswith("Job"):
@@ -90,32 +89,33 @@ def owner_min_count(pod: dict[str, Any], gang: Gang, owner: dict[str, Any]) -> i
     return count if count >= 1 else None
 
 
-def resolve_min_count(pod: dict[str, Any], gang: Gang, owner: dict[str, Any] | None = None) -> int | None:
+def resolve_min_count(pod: Pod, gang: Gang, owner: dict[str, Any] | None = None) -> int | None:
     if gang.min_count is not None:
         return gang.min_count
     return owner_min_count(pod, gang, owner) if owner is not None else None
 
 
-def podgroup_for(pod: dict[str, Any], gang: Gang, owner: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The PodGroup object for ``gang``; raises ValueError when its size cannot be known."""
+def podgroup_for(pod: Pod | dict[str, Any], gang: Gang, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The PodGroup object for ``gang``; raises ValueError when its size cannot be known (or ``pod`` is
+    not a Pod's shape: ``PodViewError`` is a ValueError)."""
+    pod = as_pod_view(pod)
     min_count = resolve_min_count(pod, gang, owner)
     if min_count is None:
         raise ValueError(
             f"gang {gang.name} ({gang.source}): size unknown; pass the owning "
             f"{gang.owner.kind if gang.owner else 'object'} or set {L.MIN_COUNT_ANNOTATION} on the pods"
         )
-    metadata = pod.get("metadata") or {}
-    pod_spec = pod.get("spec") or {}
+    metadata, pod_spec = pod.metadata, pod.spec
     spec: dict[str, Any] = {
         "schedulingPolicy": {"gang": {"minCount": min_count}},
         "disruptionMode": {gang.disruption_mode: {}},
     }
-    if isinstance(pod_spec.get("priorityClassName"), str) and pod_spec["priorityClassName"]:
-        spec["priorityClassName"] = pod_spec["priorityClassName"]
-    if isinstance(pod_spec.get("priority"), int):
-        spec["priority"] = pod_spec["priority"]
+    if pod_spec.priorityClassName:
+        spec["priorityClassName"] = pod_spec.priorityClassName
+    if pod_spec.priority is not None:
+        spec["priority"] = pod_spec.priority
     annotations = {L.GANG_SOURCE_ANNOTATION: gang.source}
-    own_policy = pod_spec.get("preemptionPolicy")
+    own_policy = pod_spec.preemptionPolicy
     if gang.mode == "enforce":
         # gangweb plans preemption for this gang; kube-scheduler must not preempt for it as well.
         spec["preemptionPolicy"] = "Never"
@@ -127,35 +127,42 @@ def podgroup_for(pod: dict[str, Any], gang: Gang, owner: dict[str, Any] | None =
         "labels": {L.MANAGED_BY_LABEL: L.MANAGED_BY_VALUE},
         "annotations": annotations,
     }
-    if isinstance(metadata.get("namespace"), str) and metadata["namespace"]:
-        podgroup_meta["namespace"] = metadata["namespace"]
+    if metadata.namespace:
+        podgroup_meta["namespace"] = metadata.namespace
     controller = controller_of(metadata)
-    if controller and gang.owner and controller.get("kind") == gang.owner.kind and controller.get("uid"):
+    if controller is not None and gang.owner and controller.kind == gang.owner.kind and controller.uid:
         # Deleted with its workload; not "controller": the workload's own controller does not manage it.
         podgroup_meta["ownerReferences"] = [{
-            "apiVersion": controller.get("apiVersion", gang.owner.api_version),
-            "kind": gang.owner.kind, "name": controller.get("name", gang.owner.name),
-            "uid": controller["uid"],
+            "apiVersion": controller.apiVersion or gang.owner.api_version,
+            "kind": gang.owner.kind, "name": controller.name or gang.owner.name,
+            "uid": controller.uid,
         }]  # fmt: skip
     return {"apiVersion": API_VERSION, "kind": "PodGroup", "metadata": podgroup_meta, "spec": spec}
 
 
-def owner_to_fetch(pod: dict[str, Any], policy: AdmissionPolicy) -> OwnerRef | None:
+def owner_to_fetch(pod: Pod | dict[str, Any], policy: AdmissionPolicy) -> OwnerRef | None:
     """For the controller side: the object to read before ``podgroup_for_pod`` can size the gang."""
-    metadata = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    gang = infer_gang(pod, str(metadata.get("namespace") or ""), policy)
+    try:
+        view = as_pod_view(pod)
+    except PodViewError:
+        return None
+    gang = gang_of(view.metadata, view.metadata.namespace or "", policy)
     return gang.owner if gang is not None and gang.min_count is None else None
 
 
-def podgroup_for_pod(pod: dict[str, Any], policy: AdmissionPolicy, owner: dict[str, Any] | None = None) -> dict | None:
+def podgroup_for_pod(pod: Pod | dict[str, Any], policy: AdmissionPolicy, owner: dict[str, Any] | None = None) -> dict | None:
     """The PodGroup to ensure for an admitted pod, or None when it is not gangweb's to create: no
-    gang claims the pod, or the pod names a group gangweb did not choose (set by its controller or user).
-    Raises ValueError when the size needs ``owner`` (see ``owner_to_fetch``) and it was not given."""
-    metadata = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-    gang = infer_gang(pod, str(metadata.get("namespace") or ""), policy)
+    gang claims the pod, the pod is not a Pod's shape, or it names a group gangweb did not choose (set by
+    its controller or user). Raises ValueError when the size needs ``owner`` (see ``owner_to_fetch``)
+    and it was not given."""
+    try:
+        view = as_pod_view(pod)
+    except PodViewError:
+        return None
+    gang = gang_of(view.metadata, view.metadata.namespace or "", policy)
     if gang is None:
         return None
-    named = existing_group(pod.get("spec") if isinstance(pod.get("spec"), dict) else {})
+    named = view.spec.group_name
     if named and named != gang.name:
         return None
-    return podgroup_for(pod, gang, owner)
+    return podgroup_for(view, gang, owner)

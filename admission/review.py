@@ -13,7 +13,10 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
+
+from admission.podview import Pod, PodViewError, pod_view
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -49,10 +52,33 @@ class AdmissionRequest:
     operation: str
     namespace: str
     name: str
+    # The objects as JSON dicts, for every kind but core/v1 Pod, whose rules read ``pod``/``old_pod``.
     object: dict[str, Any] | None
     old_object: dict[str, Any] | None
     dry_run: bool
     user: str
+    pod: Pod | None = None
+    old_pod: Pod | None = None
+
+    @property
+    def is_pod(self) -> bool:
+        return self.kind == "Pod" and self.group == ""
+
+    def object_name(self, generated_mark: str = "") -> str:
+        """The object's name, or its ``generateName`` + ``generated_mark`` while the API server has yet
+        to pick one."""
+        pod = self.pod or self.old_pod
+        if pod is not None:
+            name, generate_name = pod.metadata.name, pod.metadata.generateName
+        else:
+            metadata = (self.object or self.old_object or {}).get("metadata")
+            metadata = metadata if metadata.__class__ is dict else {}
+            name, generate_name = metadata.get("name"), metadata.get("generateName")
+        if name and name.__class__ is str:
+            return name
+        if self.name:
+            return self.name
+        return generate_name + generated_mark if generate_name and generate_name.__class__ is str else ""
 
 
 def _optional_text(request: dict[str, Any], key: str) -> str:
@@ -64,17 +90,74 @@ def _optional_text(request: dict[str, Any], key: str) -> str:
     return value
 
 
-# ``x.__class__ is dict`` rather than ``isinstance``: orjson only ever builds exact dicts, lists and
-# strs, and this runs for every pod created in the cluster.
+class _GroupVersionKind(msgspec.Struct, gc=False):
+    kind: str
+    version: str
+    group: str = ""
+
+
+class _UserInfo(msgspec.Struct, gc=False):
+    username: str = ""
+
+
+class _PodRequest(msgspec.Struct, gc=False):
+    uid: str
+    kind: _GroupVersionKind
+    operation: str
+    namespace: str = ""
+    name: str = ""
+    object: Pod | None = None
+    oldObject: Pod | None = None
+    dryRun: bool = False
+    userInfo: _UserInfo | None = None
+
+
+class _PodReview(msgspec.Struct, gc=False):
+    apiVersion: str
+    kind: str
+    request: _PodRequest
+
+
+_decode_pod_review = msgspec.json.Decoder(_PodReview).decode
+
+
 def parse_review(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> AdmissionRequest:
     """Parse and check one AdmissionReview request body; raise ``ReviewError`` if it is not one.
 
-    Messages are built only on failure: this runs for every pod created in the cluster.
+    Pod reviews, nearly all of the traffic, decode straight into the typed pod views: whatever the
+    rules do not read is skipped unbuilt. Anything else, and anything the fast path does not accept,
+    goes through the generic parser, which has the precise messages for malformed bodies. The fast
+    path takes ASCII bodies only: msgspec does not check the UTF-8 of the values it skips.
     """
     if len(body) > max_bytes:
         raise ReviewError(413, f"request body is {len(body)} bytes; the limit is {max_bytes}")
     if not body:
         raise ReviewError(400, "empty request body; expected an admission.k8s.io/v1 AdmissionReview")
+    if body.isascii():
+        try:
+            review = _decode_pod_review(body)
+        except (msgspec.DecodeError, RecursionError):
+            pass
+        else:
+            request = review.request
+            kind = request.kind
+            if (
+                kind.kind == "Pod" and kind.group == "" and review.apiVersion == API_VERSION and review.kind == KIND
+                and request.uid and request.operation in OPERATIONS
+                and (request.object is not None or request.operation == "DELETE")
+            ):  # fmt: skip
+                user = request.userInfo
+                return AdmissionRequest(
+                    request.uid, "", kind.version, "Pod", request.operation, request.namespace, request.name,
+                    None, None, request.dryRun, user.username if user is not None else "",
+                    request.object, request.oldObject,
+                )  # fmt: skip
+    return _parse_generic(body)
+
+
+# ``x.__class__ is dict`` rather than ``isinstance``: orjson only ever builds exact dicts, lists and
+# strs. Messages are built only on failure.
+def _parse_generic(body: bytes) -> AdmissionRequest:
     try:
         # orjson rejects invalid UTF-8, lone surrogates and nesting deeper than 1024 levels.
         review = orjson.loads(body)
@@ -128,11 +211,24 @@ def parse_review(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> AdmissionReque
         namespace = ""
     elif namespace.__class__ is not str:
         raise ReviewError(400, "request.namespace must be a string")
+    name = _optional_text(request, "name")
+    if kind_name == "Pod" and group == "":
+        return AdmissionRequest(uid, group, version, kind_name, operation, namespace, name, None, None,
+                                dry_run is True, user, _pod(obj, "object"), _pod(old, "oldObject"))  # fmt: skip
     return AdmissionRequest(
-        uid, group, version, kind_name, operation, namespace, _optional_text(request, "name"),
+        uid, group, version, kind_name, operation, namespace, name,
         obj or None, old or None,  # null, {} and missing all mean "no old object"
         dry_run is True, user,
     )  # fmt: skip
+
+
+def _pod(obj: dict[str, Any] | None, field: str) -> Pod | None:
+    if not obj:
+        return None
+    try:
+        return pod_view(obj)
+    except PodViewError as error:
+        raise ReviewError(400, f"request.{field} is not a valid Pod: {str(error).replace('$', 'request.' + field)}") from None
 
 
 def encode_patch(operations: list[dict[str, Any]]) -> str:

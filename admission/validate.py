@@ -13,8 +13,9 @@ from typing import Any
 from admission import labels as L
 from admission.apirules import check_podgroup, check_workload
 from admission.controllers import JOB, JOBSET, KUBEFLOW_GROUP, LWS, controller_problems, describe_shape, gpu_shape
-from admission.inference import controller_of, gang_of, positive_int
-from admission.mutate import existing_group, pod_scope
+from admission.inference import gang_of, positive_int
+from admission.mutate import pod_scope
+from admission.podview import Pod, controller_of
 from admission.policy import AdmissionPolicy
 from admission.review import AdmissionRequest
 from admission.state import GangIndex, MemberSignature
@@ -39,25 +40,20 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _subject(kind: str, request: AdmissionRequest, obj: dict[str, Any]) -> str:
-    metadata = _dict(obj.get("metadata"))
-    name = metadata.get("name") or request.name or (str(metadata.get("generateName") or "") + "*")
-    return f"{kind} {request.namespace}/{name}"
+def _subject(request: AdmissionRequest) -> str:
+    return f"{request.kind} {request.namespace}/{request.object_name(generated_mark='*') or '*'}"
 
 
-def _signature(metadata: dict[str, Any], spec: dict[str, Any]) -> MemberSignature:
-    priority = spec.get("priority")
-    priority_class = spec.get("priorityClassName")
-    scheduler_name = spec.get("schedulerName")
-    owner = controller_of(metadata)
+def _signature(pod: Pod) -> MemberSignature:
+    spec, owner = pod.spec, controller_of(pod.metadata)
     return MemberSignature(
-        priority if priority.__class__ is int else None,
-        priority_class if priority_class.__class__ is str else "",
+        spec.priority,
+        spec.priorityClassName or "",
         # Unset means the default scheduler, and the apiserver defaults it before admission anyway.
-        scheduler_name if scheduler_name.__class__ is str else "default-scheduler",
+        spec.schedulerName or "default-scheduler",
         gpu_shape(spec),
-        str(owner.get("uid") or "") if owner else "",
-        str(metadata.get("name") or metadata.get("generateName") or "?"),
+        owner.uid if owner is not None else "",
+        pod.metadata.display_name or "?",
     )
 
 
@@ -83,27 +79,24 @@ def _pod_size_problems(annotations: dict[str, Any]) -> list[str]:
 
 
 def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, index: GangIndex) -> Verdict:
-    pod = request.object or {}
-    spec = _dict(pod.get("spec"))
+    pod = request.pod
     if request.operation == "UPDATE":
-        old_group = existing_group(_dict(_dict(request.old_object).get("spec")))
-        if old_group != existing_group(spec):
+        old_group = request.old_pod.spec.group_name if request.old_pod is not None else ""
+        if pod is not None and old_group != pod.spec.group_name:
             return _deny(
-                _subject("Pod", request, pod),
+                _subject(request),
                 [f"spec.schedulingGroup.podGroupName is immutable (was {old_group or 'unset'}); delete and recreate the pod"],
             )
         return Verdict()
-    if request.operation != "CREATE":
+    if request.operation != "CREATE" or pod_scope(request, policy):
         return Verdict()
-    out_of_scope, metadata = pod_scope(request, policy)
-    if out_of_scope:
-        return Verdict()
-    annotations = metadata.get("annotations")
-    if annotations and isinstance(annotations, dict) and L.MIN_COUNT_ANNOTATION in annotations:
+    metadata = pod.metadata
+    annotations = metadata.annotations
+    if annotations and L.MIN_COUNT_ANNOTATION in annotations:
         problems = _pod_size_problems(annotations)
         if problems:
-            return _deny(_subject("Pod", request, pod), problems)
-    group = existing_group(spec)
+            return _deny(_subject(request), problems)
+    group = pod.spec.group_name
     if not group:
         gang = gang_of(metadata, request.namespace, policy)
         if gang is None:
@@ -113,7 +106,7 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, index: Gan
             "scheduled alone: check the gangweb mutating webhook"
         ])  # fmt: skip
     key = (request.namespace, group)
-    mine = _signature(metadata, spec)
+    mine = _signature(pod)
     problems, warnings = [], []
     podgroup = index.podgroup(key)
     if podgroup is not None:
@@ -145,7 +138,7 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, index: Gan
                 f"{describe_shape(sibling.gpu_shape)}"[:250]
             )
     if problems:
-        return _deny(_subject("Pod", request, pod), problems, warnings)
+        return _deny(_subject(request), problems, warnings)
     return Verdict(warnings=warnings, remember=lambda idx: idx.remember_member(key, mine))
 
 
@@ -159,17 +152,17 @@ def _validate_scheduling(request: AdmissionRequest) -> Verdict:
             return Verdict()
         problems = check_podgroup(obj, request.old_object if request.operation == "UPDATE" else None)
         if problems:
-            return _deny(_subject("PodGroup", request, obj), problems)
+            return _deny(_subject(request), problems)
         return Verdict(remember=lambda idx: idx.remember_podgroup(key, obj))
     if request.kind == "Workload" and request.operation in ("CREATE", "UPDATE"):
         problems = check_workload(obj, request.old_object if request.operation == "UPDATE" else None)
         if problems:
-            return _deny(_subject("Workload", request, obj), problems)
+            return _deny(_subject(request), problems)
     return Verdict()
 
 
 def validate(request: AdmissionRequest, policy: AdmissionPolicy, index: GangIndex) -> Verdict:
-    if request.kind == "Pod" and request.group == "":
+    if request.is_pod:
         return _validate_pod(request, policy, index)
     if request.group == SCHEDULING_GROUP:
         return _validate_scheduling(request)
@@ -177,6 +170,6 @@ def validate(request: AdmissionRequest, policy: AdmissionPolicy, index: GangInde
     if request.operation in ("CREATE", "UPDATE") and (kind in (JOB, JOBSET, LWS) or request.group == KUBEFLOW_GROUP):
         problems, warnings = controller_problems(kind, request.object or {})
         if problems:
-            return _deny(_subject(request.kind, request, request.object or {}), problems, warnings)
+            return _deny(_subject(request), problems, warnings)
         return Verdict(warnings=warnings)
     return Verdict()

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from admission import labels as L
-from admission.mutate import existing_group, is_mirror_pod, opted_out
+from admission.mutate import is_mirror_pod, opted_out
 from admission.podgroups import API_VERSION as PODGROUP_API_VERSION
 from admission.podgroups import owner_to_fetch, podgroup_for_pod
+from admission.podview import PodViewError, pod_view
 from admission.policy import AdmissionPolicy
 from scheduler.cluster import Cluster, ClusterError, KubeObject
 
@@ -74,13 +75,15 @@ def missing_podgroups(objects: Iterable[KubeObject], policy: AdmissionPolicy) ->
     for pod in objects:
         if pod.get("kind") != "Pod" or not isinstance(pod.get("metadata"), dict):
             continue
-        metadata = pod["metadata"]
-        namespace = metadata.get("namespace") or ""
-        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
-        group = existing_group(spec)
+        try:
+            view = pod_view(pod)
+        except PodViewError:
+            continue  # not of the API's shape: no rule of gangweb's can read it
+        namespace = view.metadata.namespace or ""
+        group = view.spec.group_name
         if not group or not namespace or policy.skips(namespace) or (namespace, group) in existing:
             continue
-        if is_mirror_pod(metadata) or opted_out(metadata) or not _pod_is_live(pod):
+        if is_mirror_pod(view.metadata) or opted_out(view.metadata) or not _pod_is_live(pod):
             continue
         missing.setdefault((namespace, group), []).append(pod)
     return missing

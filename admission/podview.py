@@ -1,0 +1,113 @@
+"""The part of a Pod that gangweb's admission rules read, as typed read-only views.
+
+Why not the parsed JSON dict: kube-apiserver sends the whole pod (containers, volumes, env, probes…)
+and the rules read a dozen fields. Decoding the AdmissionReview straight into these views (msgspec)
+skips everything else without building it, which halves the webhook's own cost per request (see
+docs/admission.md, "Benchmark"). Pods that come as dicts (from the cluster, from tests) become the same
+views through ``pod_view``, so there is one pod model for every rule.
+
+Types follow the Kubernetes API (k8s.io/api core/v1): a field of the wrong JSON type makes the whole
+review a 400, as the API server itself would have refused such a pod. ``null`` is accepted wherever the
+API omits empty values, since hand-written or older clients send it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import Struct, field
+
+# A resource.Quantity is a string on the wire; numbers are accepted as clients write them in manifests.
+Quantity = str | int | float
+_NO_LABELS: dict[str, str] = {}
+
+
+# gc=False: the views hold only strings, numbers and maps of strings, so they cannot form cycles, and
+# the collector need not scan thousands of them under load.
+class OwnerReference(Struct, gc=False):
+    apiVersion: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+
+
+class ObjectMeta(Struct, gc=False):
+    name: str | None = None
+    generateName: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    ownerReferences: list[OwnerReference] | None = None
+
+    @property
+    def label_map(self) -> dict[str, str]:
+        return self.labels or _NO_LABELS
+
+    @property
+    def annotation_map(self) -> dict[str, str]:
+        return self.annotations or _NO_LABELS
+
+    @property
+    def display_name(self) -> str:
+        """The name, or for a pod still to be named by the API server its ``generateName``."""
+        return self.name or self.generateName or ""
+
+
+class SchedulingGroup(Struct, gc=False):
+    podGroupName: str | None = None
+
+
+class ResourceRequirements(Struct, gc=False):
+    requests: dict[str, Quantity] | None = None
+    limits: dict[str, Quantity] | None = None
+
+
+class Container(Struct, gc=False):
+    resources: ResourceRequirements | None = None
+
+
+class PodSpec(Struct, gc=False):
+    schedulingGroup: SchedulingGroup | None = None
+    priority: int | None = None
+    priorityClassName: str | None = None
+    schedulerName: str | None = None
+    preemptionPolicy: str | None = None
+    containers: list[Container] | None = None
+
+    @property
+    def group_name(self) -> str:
+        """``schedulingGroup.podGroupName``, or "" when the pod names no PodGroup."""
+        group = self.schedulingGroup
+        return (group.podGroupName or "") if group is not None else ""
+
+
+class Pod(Struct, gc=False):
+    metadata: ObjectMeta = field(default_factory=ObjectMeta)
+    spec: PodSpec = field(default_factory=PodSpec)
+
+
+class PodViewError(ValueError):
+    """The object is not a Pod of the API's shape; the message names the field (``$.spec.priority``)."""
+
+
+def pod_view(obj: dict[str, Any]) -> Pod:
+    """The view of a pod given as a dict (from the cluster, a fixture, or the generic parser)."""
+    try:
+        return msgspec.convert(obj, Pod)
+    except msgspec.ValidationError as error:
+        raise PodViewError(str(error)) from None
+
+
+def as_pod_view(pod: Pod | dict[str, Any]) -> Pod:
+    """``pod`` itself when it already is a view, else ``pod_view(pod)``."""
+    return pod if pod.__class__ is Pod else pod_view(pod)
+
+
+def controller_of(metadata: ObjectMeta) -> OwnerReference | None:
+    """The owner reference with ``controller: true``, if any."""
+    for reference in metadata.ownerReferences or ():
+        if reference.controller is True:
+            return reference
+    return None
