@@ -5,8 +5,9 @@ drives it over TLS with keep-alive from separate load-generator processes: a clo
 ``connections`` connections, each sending the next request as soon as the previous answer arrived.
 Requests are AdmissionReviews built from the real controller-made pods in
 tests/fixtures/admission/pods (mutate: as created; validate: as mutated). The echo view returns the
-request body unchanged, so it pays the same network, TLS and HTTP cost and nothing else. Echo and
-webhook rounds alternate, so a neighbour's CPU use hurts both alike.
+request body unchanged, so it pays the same network, TLS and HTTP cost and nothing else. The targets
+take turns on the same connections in short slices (``_Schedule``), so a neighbour's CPU use hurts
+them alike.
 """
 
 from __future__ import annotations
@@ -101,23 +102,46 @@ def _http_requests(path: str, bodies: list[bytes]) -> list[bytes]:
     return [f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body for body in bodies]
 
 
+class _Schedule:
+    """Which target every connection sends to, by time: the targets take turns in short slices.
+
+    Slices are short (default 0.2 s) so that the echo view and each webhook path run under the same
+    machine conditions; on a shared 2-core machine the speed drifts by tens of percent within seconds,
+    which longer per-target phases turned into noise larger than the differences measured. The order
+    rotates every cycle, so no target always follows another.
+    """
+
+    def __init__(self, names: list[str], start_at: float, slice_seconds: float, cycles: int) -> None:
+        self.names, self.start_at, self.slice, self.cycles = names, start_at, slice_seconds, cycles
+        self.stop_at = start_at + slice_seconds * len(names) * cycles
+
+    def at(self, now: float) -> tuple[int, int]:
+        """(target index, cycle) of the slice ``now`` falls in; cycle -1 during the warm-up."""
+        step = int((now - self.start_at) // self.slice)
+        cycle, position = divmod(step, len(self.names))
+        return (position + cycle) % len(self.names), cycle if now >= self.start_at else -1
+
+
 class _Connection(asyncio.Protocol):
     """One keep-alive connection of the closed loop: send, wait for the whole answer, send again."""
 
-    def __init__(self, requests: list[bytes], offset: int, run: _Run) -> None:
+    def __init__(self, requests: list[list[bytes]], offset: int, run: _Run) -> None:
         self.requests, self.next, self.run = requests, offset, run
         self.buffer = b""
         self.sent_at = 0.0
+        self.sent_slice = (0, -1)
         self.closed = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
-        self._send()
+        self._send(time.monotonic())
 
-    def _send(self) -> None:
-        request = self.requests[self.next % len(self.requests)]
+    def _send(self, now: float) -> None:
+        self.sent_slice = target, _ = self.run.schedule.at(now)
+        bodies = self.requests[target]
+        request = bodies[self.next % len(bodies)]
         self.next += 1
-        self.sent_at = time.perf_counter()
+        self.sent_at = now
         self.transport.write(request)
 
     def data_received(self, data: bytes) -> None:
@@ -131,12 +155,12 @@ class _Connection(asyncio.Protocol):
         length = int(head[start + 15 : line_end if line_end >= 0 else len(head)])
         if len(self.buffer) < end + 4 + length:
             return
-        now = time.perf_counter()
+        now = time.monotonic()
         ok = self.buffer[9:12] == b"200"
         self.buffer = self.buffer[end + 4 + length :]
-        self.run.record(now, now - self.sent_at, ok)
-        if now < self.run.stop_at:
-            self._send()
+        self.run.record(self.sent_slice, now - self.sent_at, ok)
+        if now < self.run.schedule.stop_at:
+            self._send(now)
         else:
             self.transport.close()
 
@@ -146,24 +170,30 @@ class _Connection(asyncio.Protocol):
 
 
 class _Run:
-    def __init__(self, start_at: float, stop_at: float) -> None:
-        self.start_at, self.stop_at = start_at, stop_at
-        self.latencies = array.array("d")
-        self.errors = 0
+    """What one load-generator process saw: per target, its latencies and answers per cycle."""
 
-    def record(self, now: float, latency: float, ok: bool) -> None:
-        if self.start_at <= now <= self.stop_at:
-            if ok:
-                self.latencies.append(latency)
-            else:
-                self.errors += 1
+    def __init__(self, schedule: _Schedule) -> None:
+        self.schedule = schedule
+        targets = len(schedule.names)
+        self.latencies = [array.array("d") for _ in range(targets)]
+        self.answered = [[0] * schedule.cycles for _ in range(targets)]
+        self.errors = [0] * targets
+
+    def record(self, sent_slice: tuple[int, int], latency: float, ok: bool) -> None:
+        target, cycle = sent_slice
+        if not 0 <= cycle < self.schedule.cycles:
+            return  # warm-up
+        if ok:
+            self.latencies[target].append(latency)
+            self.answered[target][cycle] += 1
+        else:
+            self.errors[target] += 1
 
 
-async def _drive(port: int, ca_pem: str, requests: list[bytes], connections: int, warmup: float, duration: float):
+async def _drive(port: int, ca_pem: str, requests: list[list[bytes]], connections: int, schedule: _Schedule) -> _Run:
     loop = asyncio.get_running_loop()
     context = ssl.create_default_context(cadata=ca_pem)
-    start_at = time.perf_counter() + 0.5 + warmup  # 0.5 s for the TLS handshakes
-    run = _Run(start_at, start_at + duration)
+    run = _Run(schedule)
     protocols = []
     for index in range(connections):
         _, protocol = await loop.create_connection(
@@ -171,41 +201,47 @@ async def _drive(port: int, ca_pem: str, requests: list[bytes], connections: int
             ssl=context, server_hostname=SERVER_NAME,
         )  # fmt: skip
         protocols.append(protocol)
-    await asyncio.wait_for(asyncio.gather(*(p.closed for p in protocols)), timeout=warmup + duration + 30)
+    timeout = schedule.stop_at - time.monotonic() + 30
+    await asyncio.wait_for(asyncio.gather(*(p.closed for p in protocols)), timeout=timeout)
     return run
 
 
-def _client_process(pipe: Any, port: int, ca_pem: str, requests: list[bytes], connections: int,
-                    warmup: float, duration: float) -> None:  # fmt: skip
+def _client_process(pipe: Any, port: int, ca_pem: str, requests: list[list[bytes]], connections: int,
+                    schedule: _Schedule) -> None:  # fmt: skip
     import uvloop
 
-    run = uvloop.run(_drive(port, ca_pem, requests, connections, warmup, duration))
-    pipe.send((run.latencies.tobytes(), run.errors))
+    run = uvloop.run(_drive(port, ca_pem, requests, connections, schedule))
+    pipe.send(([latencies.tobytes() for latencies in run.latencies], run.answered, run.errors))
     pipe.close()
 
 
-def _phase(port: int, ca_pem: str, requests: list[bytes], connections: int, clients: int,
-           warmup: float, duration: float) -> tuple[array.array, int]:  # fmt: skip
+def _load(port: int, ca_pem: str, requests: list[list[bytes]], connections: int, clients: int,
+          schedule: _Schedule) -> tuple[list[array.array], list[list[int]], list[int]]:  # fmt: skip
+    """Run the load generator processes through ``schedule``; their results, summed."""
     context = multiprocessing.get_context("fork")
     workers = []
     for index in range(clients):
         receiver, sender = context.Pipe(duplex=False)
         share = connections // clients + (1 if index < connections % clients else 0)
-        process = context.Process(target=_client_process,
-                                  args=(sender, port, ca_pem, requests, share, warmup, duration))  # fmt: skip
+        process = context.Process(target=_client_process, args=(sender, port, ca_pem, requests, share, schedule))
         process.start()
         workers.append((process, receiver))
-    latencies, errors = array.array("d"), 0
+    targets = len(schedule.names)
+    latencies = [array.array("d") for _ in range(targets)]
+    answered = [[0] * schedule.cycles for _ in range(targets)]
+    errors = [0] * targets
     for process, receiver in workers:
         try:
-            raw, failed = receiver.recv()
+            raw, counts, failed = receiver.recv()
         except EOFError:
             raise RuntimeError("a load generator process failed (see its traceback above)") from None
         finally:
             process.join()
-        latencies.frombytes(raw)
-        errors += failed
-    return latencies, errors
+        for target in range(targets):
+            latencies[target].frombytes(raw[target])
+            answered[target] = [a + b for a, b in zip(answered[target], counts[target])]
+            errors[target] += failed[target]
+    return latencies, answered, errors
 
 
 def _free_port() -> int:
@@ -242,12 +278,15 @@ def _summary(latencies: array.array, errors: int, seconds: float) -> dict[str, A
             "max_ms": round(ordered[-1] * 1000, 3) if ordered else 0.0}  # fmt: skip
 
 
-def run_benchmark(*, connections: int = 32, duration: float = 3.0, warmup: float = 0.5, rounds: int = 5,
+def run_benchmark(*, connections: int = 32, duration: float = 6.0, slice_seconds: float = 0.2, warmup: float = 1.0,
                   workers: int = 1, clients: int = 1, progress: Callable[[str], Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """``duration`` seconds measured per target, in slices of ``slice_seconds`` taken in turns."""
     say = progress or (lambda message: None)
     bodies = build_bodies()
-    requests = {path: _http_requests(path, items) for path, items in bodies.items()}
     targets = {"echo": ECHO_PATH, "allow-all": ALLOW_PATH, "mutate": MUTATE_PATH, "validate": VALIDATE_PATH}
+    names = list(targets)
+    requests = [_http_requests(targets[name], bodies[targets[name]]) for name in names]
+    cycles = max(1, round(duration / slice_seconds))
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="gangweb-bench-") as directory:
         issued = certs.ensure_certificates(Path(directory), SERVICE, NAMESPACE)
@@ -258,38 +297,34 @@ def run_benchmark(*, connections: int = 32, duration: float = 3.0, warmup: float
         server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             _wait_ready(port, ca_pem, server)
-            collected: dict[str, tuple[array.array, int]] = {name: (array.array("d"), 0) for name in targets}
-            per_round: dict[str, list[float]] = {name: [] for name in targets}
-            names = list(targets)
-            for round_number in range(rounds):
-                # Rotate the order so no target always follows another (a neighbour's load drifts).
-                for name in names[round_number % len(names) :] + names[: round_number % len(names)]:
-                    say(f"round {round_number + 1}/{rounds}: {name} ({connections} connections, {duration:g} s)")
-                    latencies, errors = _phase(port, ca_pem, requests[targets[name]], connections, clients, warmup, duration)
-                    total, failed = collected[name]
-                    total.extend(latencies)
-                    collected[name] = (total, failed + errors)
-                    per_round[name].append(len(latencies) / duration)
+            # 0.5 s for the TLS handshakes, then the warm-up, which takes turns like the measurement.
+            schedule = _Schedule(names, time.monotonic() + 0.5 + warmup, slice_seconds, cycles)
+            say(f"{len(names)} targets x {cycles} slices of {slice_seconds:g} s, taken in turns over "
+                f"{connections} connections ({schedule.stop_at - time.monotonic():.0f} s)")  # fmt: skip
+            latencies, answered, errors = _load(port, ca_pem, requests, connections, clients, schedule)
         finally:
             server.terminate()
             try:
                 server.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 server.kill()
-    summary = {name: _summary(latencies, errors, duration * rounds) for name, (latencies, errors) in collected.items()}
-    # Per-round ratios against the echo round next to them; the median resists a neighbour's bursts.
+    measured = cycles * slice_seconds
+    summary = {name: _summary(latencies[i], errors[i], measured) for i, name in enumerate(names)}
+    echo = answered[0]
+    # Per cycle: a target's answers over the echo view's answers in the same cycle (the same second or
+    # so of machine conditions); the median resists a neighbour's bursts.
     ratios = {
-        name: round(statistics.median(rps / max(echo, 1.0) for rps, echo in zip(per_round[name], per_round["echo"])), 3)
-        for name in ("allow-all", "mutate", "validate")
-    }
+        name: round(statistics.median(count / max(base, 1) for count, base in zip(answered[i], echo)), 3)
+        for i, name in enumerate(names) if name != "echo"
+    }  # fmt: skip
     met = all(ratios[name] >= GOAL_RATIO for name in ("mutate", "validate")) and all(
         summary[name]["p99_ms"] <= GOAL_P99_MS for name in ("mutate", "validate")
     )
     return {
-        "connections": connections, "duration_s": duration, "warmup_s": warmup, "rounds": rounds,
-        "server_workers": workers, "client_processes": clients, "cpus": os.cpu_count(),
+        "connections": connections, "duration_s": duration, "slice_s": slice_seconds, "cycles": cycles,
+        "warmup_s": warmup, "server_workers": workers, "client_processes": clients, "cpus": os.cpu_count(),
         "loadavg_before": [round(x, 2) for x in load_before], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-        "targets": summary, "rps_per_round": {name: [round(x, 1) for x in rates] for name, rates in per_round.items()},
+        "targets": summary, "answers_per_cycle": dict(zip(names, answered)),
         "throughput_vs_echo": ratios,
         "goals": {"min_throughput_vs_echo": GOAL_RATIO, "max_p99_ms": GOAL_P99_MS, "met": met},
     }  # fmt: skip
@@ -297,8 +332,8 @@ def run_benchmark(*, connections: int = 32, duration: float = 3.0, warmup: float
 
 def format_table(result: dict[str, Any]) -> str:
     lines = [
-        f"webhook bench: {result['connections']} TLS keep-alive connections, {result['rounds']} x "
-        f"{result['duration_s']:g} s per target, {result['server_workers']} server worker(s), "
+        f"webhook bench: {result['connections']} TLS keep-alive connections, {result['duration_s']:g} s per target "
+        f"in {result['cycles']} slices of {result['slice_s']:g} s, {result['server_workers']} server worker(s), "
         f"{result['client_processes']} client process(es), {result['cpus']} CPUs, "
         f"load average before {result['loadavg_before'][0]}",
         f"{'target':<10}{'req/s':>10}{'vs echo':>9}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}",
@@ -308,8 +343,8 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"{name:<10}{row['rps']:>10.1f}{ratio:>9.2f}{row['p50_ms']:>9.2f}{row['p90_ms']:>9.2f}"
                      f"{row['p99_ms']:>9.2f}{row['max_ms']:>9.2f}{row['errors']:>8}")  # fmt: skip
     goals = result["goals"]
-    lines.append("vs echo: median over rounds of (webhook req/s / echo req/s of the same round); "
-                 "allow-all: parse the review and allow it, no rules (reference, not a goal)")
+    lines.append("vs echo: median over cycles of (answers in the target's slice / answers in the echo slice of the "
+                 "same cycle); allow-all: parse the review and allow it, no rules (reference, not a goal)")
     lines.append(f"goals: >= {goals['min_throughput_vs_echo']}x echo throughput and p99 <= {goals['max_p99_ms']:g} ms: "
                  f"{'met' if goals['met'] else 'NOT met'}")  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -122,7 +122,7 @@ class Webhook:
 
     def _mutate(self, request: AdmissionRequest) -> Answer:
         mutation = mutate_pod(request, self.policy)
-        if not mutation.patch:
+        if not mutation.encoded_patch:
             self.stats.count(MUTATE, "untouched")
             return Answer(200, build_response(request.uid))
         self.stats.count(MUTATE, "patched")

@@ -7,9 +7,12 @@ one field is added; nothing else on the pod changes (good-practices page: patch 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import base64
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+import orjson
 
 from admission import labels as L
 from admission.inference import Gang, gang_of
@@ -20,12 +23,22 @@ from admission.review import AdmissionRequest, encode_patch
 
 @dataclass(slots=True)
 class Mutation:
-    patch: list[dict[str, Any]] = field(default_factory=list)
+    # Why the pod was left alone; "" when it joins ``gang``'s PodGroup.
+    skipped: str = ""
     gang: Gang | None = None
-    # Why the pod was left alone, or which group it joined: for logs and the dashboard.
-    reason: str = ""
-    # ``patch`` as the response carries it (base64 of its JSON), b"" without a patch.
+    # The JSON Patch as the response carries it (base64 of its JSON); b"" when the pod is left alone.
     encoded_patch: bytes = b""
+
+    @property
+    def reason(self) -> str:
+        """Why the pod was left alone, or which group it joined: for logs and the dashboard."""
+        if self.gang is None:
+            return self.skipped
+        return f"joined PodGroup {self.gang.name} ({self.gang.source})"
+
+    @property
+    def patch(self) -> list[dict[str, Any]]:
+        return orjson.loads(base64.b64decode(self.encoded_patch)) if self.encoded_patch else []
 
 
 def is_mirror_pod(metadata: ObjectMeta) -> bool:
@@ -52,33 +65,32 @@ def pod_scope(request: AdmissionRequest, policy: AdmissionPolicy) -> str:
     return ""
 
 
-def _patch_to(name: str, group_object_exists: bool) -> list[dict[str, Any]]:
-    if group_object_exists:
-        return [{"op": "add", "path": "/spec/schedulingGroup/podGroupName", "value": name}]
-    # "add" on an existing member (e.g. schedulingGroup: null) replaces it (RFC 6902 4.1).
-    return [{"op": "add", "path": "/spec/schedulingGroup", "value": {"podGroupName": name}}]
-
-
 @lru_cache(maxsize=4096)  # the pods of one gang get the same patch: encode it once
 def _encoded_patch(name: str, group_object_exists: bool) -> bytes:
-    return encode_patch(_patch_to(name, group_object_exists)).encode("ascii")
+    if group_object_exists:
+        operations = [{"op": "add", "path": "/spec/schedulingGroup/podGroupName", "value": name}]
+    else:
+        # "add" on an existing member (e.g. schedulingGroup: null) replaces it (RFC 6902 4.1).
+        operations = [{"op": "add", "path": "/spec/schedulingGroup", "value": {"podGroupName": name}}]
+    return encode_patch(operations).encode("ascii")
 
 
 def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
     if request.operation != "CREATE":
         # spec.schedulingGroup is immutable: only a CREATE can set it.
-        return Mutation(reason=f"{request.operation} is not mutated")
+        return Mutation(f"{request.operation} is not mutated")
     out_of_scope = pod_scope(request, policy)
     if out_of_scope:
-        return Mutation(reason=out_of_scope)
+        return Mutation(out_of_scope)
     pod = request.pod
     current = pod.spec.group_name
     if current:
-        return Mutation(reason=f"already in PodGroup {current}")
+        return Mutation(f"already in PodGroup {current}")
     gang = gang_of(pod.metadata, request.namespace, policy)
     if gang is None:
-        return Mutation(reason="no gang")
+        return _NO_GANG
     # A present but empty schedulingGroup ({}) keeps its other fields; absent or null is replaced whole.
-    exists = pod.spec.schedulingGroup is not None
-    return Mutation(_patch_to(gang.name, exists), gang, f"joined PodGroup {gang.name} ({gang.source})",
-                    _encoded_patch(gang.name, exists))  # fmt: skip
+    return Mutation("", gang, _encoded_patch(gang.name, pod.spec.schedulingGroup is not None))
+
+
+_NO_GANG = Mutation("no gang")  # shared: a Mutation is never changed once made

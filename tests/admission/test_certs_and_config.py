@@ -124,7 +124,7 @@ def test_serve_without_certificates_is_a_clear_error(tmp_path):
 
 def test_bench_runs_end_to_end_and_prints_one_json_object():
     """Smoke test of the benchmark's machinery; the figures themselves live in docs/admission.md."""
-    result = manage("webhook", "bench", "--duration", "0.3", "--warmup", "0.1", "--rounds", "1",
+    result = manage("webhook", "bench", "--duration", "0.4", "--slice", "0.1", "--warmup", "0.1",
                     "--connections", "4", "--json")  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
@@ -132,4 +132,6 @@ def test_bench_runs_end_to_end_and_prints_one_json_object():
     for row in report["targets"].values():
         assert row["requests"] > 0 and row["errors"] == 0
     assert set(report["throughput_vs_echo"]) == {"allow-all", "mutate", "validate"}
+    # Every target had its turn in every cycle.
+    assert all(len(counts) == report["cycles"] == 4 and min(counts) > 0 for counts in report["answers_per_cycle"].values())
     assert report["goals"] == {"min_throughput_vs_echo": 0.75, "max_p99_ms": 20.0, "met": report["goals"]["met"]}

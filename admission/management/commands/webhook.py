@@ -67,9 +67,10 @@ class Command(BaseCommand):
 
         bench_parser = sub.add_parser("bench", help="throughput and latency against a minimal echo view")
         bench_parser.add_argument("--connections", type=int, default=32)
-        bench_parser.add_argument("--duration", type=float, default=3.0, help="seconds measured per target and round")
-        bench_parser.add_argument("--warmup", type=float, default=0.5)
-        bench_parser.add_argument("--rounds", type=int, default=5, help="rounds of echo/mutate/validate, order rotated")
+        bench_parser.add_argument("--duration", type=float, default=6.0, help="seconds measured per target")
+        bench_parser.add_argument("--slice", type=float, default=0.2,
+                                  help="seconds per turn: the targets take turns in slices this long")  # fmt: skip
+        bench_parser.add_argument("--warmup", type=float, default=1.0)
         bench_parser.add_argument("--workers", type=int, default=1, help="server worker processes")
         bench_parser.add_argument("--clients", type=int, default=1, help="load generator processes")
         bench_parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -141,8 +142,8 @@ class Command(BaseCommand):
         from admission.bench import format_table, run_benchmark
 
         result = run_benchmark(
-            connections=options["connections"], duration=options["duration"], warmup=options["warmup"],
-            rounds=options["rounds"], workers=options["workers"], clients=options["clients"],
+            connections=options["connections"], duration=options["duration"], slice_seconds=options["slice"],
+            warmup=options["warmup"], workers=options["workers"], clients=options["clients"],
             progress=None if options["json"] else self.stderr.write,
         )  # fmt: skip
         self.stdout.write(json.dumps(result) if options["json"] else format_table(result))
