@@ -207,8 +207,11 @@ async def _drive(port: int, ca_pem: str, requests: list[list[bytes]], connection
 
 
 def _client_process(pipe: Any, port: int, ca_pem: str, requests: list[list[bytes]], connections: int,
-                    schedule: _Schedule) -> None:  # fmt: skip
+                    schedule: _Schedule, cpus: set[int] | None) -> None:  # fmt: skip
     import uvloop
+
+    if cpus:
+        os.sched_setaffinity(0, cpus)
 
     run = uvloop.run(_drive(port, ca_pem, requests, connections, schedule))
     pipe.send(([latencies.tobytes() for latencies in run.latencies], run.answered, run.errors))
@@ -216,14 +219,15 @@ def _client_process(pipe: Any, port: int, ca_pem: str, requests: list[list[bytes
 
 
 def _load(port: int, ca_pem: str, requests: list[list[bytes]], connections: int, clients: int,
-          schedule: _Schedule) -> tuple[list[array.array], list[list[int]], list[int]]:  # fmt: skip
+          schedule: _Schedule, client_cpus: list[set[int]] | None = None) -> tuple[list[array.array], list[list[int]], list[int]]:  # fmt: skip
     """Run the load generator processes through ``schedule``; their results, summed."""
     context = multiprocessing.get_context("fork")
     workers = []
     for index in range(clients):
         receiver, sender = context.Pipe(duplex=False)
         share = connections // clients + (1 if index < connections % clients else 0)
-        process = context.Process(target=_client_process, args=(sender, port, ca_pem, requests, share, schedule))
+        cpus = client_cpus[index] if client_cpus else None
+        process = context.Process(target=_client_process, args=(sender, port, ca_pem, requests, share, schedule, cpus))
         process.start()
         workers.append((process, receiver))
     targets = len(schedule.names)
@@ -242,6 +246,16 @@ def _load(port: int, ca_pem: str, requests: list[list[bytes]], connections: int,
             answered[target] = [a + b for a, b in zip(answered[target], counts[target])]
             errors[target] += failed[target]
     return latencies, answered, errors
+
+
+def cpu_plan(workers: int, clients: int) -> tuple[set[int], list[set[int]]] | None:
+    """CPUs for the server's workers and for each load generator, when there are enough to give each
+    its own: else None and the kernel schedules them. Pinned, the server and the load generator never
+    share a core by chance, which otherwise halves the throughput of whole fractions of a second."""
+    available = sorted(os.sched_getaffinity(0))
+    if workers + clients > len(available):
+        return None
+    return set(available[:workers]), [{cpu} for cpu in available[workers : workers + clients]]
 
 
 def _free_port() -> int:
@@ -294,14 +308,17 @@ def run_benchmark(*, connections: int = 32, duration: float = 6.0, slice_seconds
         port = _free_port()
         command = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "webhook", "serve", "--dir", directory,
                    "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--bench-echo"]  # fmt: skip
-        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        plan = cpu_plan(workers, clients)
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  preexec_fn=(lambda: os.sched_setaffinity(0, plan[0])) if plan else None)  # fmt: skip
         try:
             _wait_ready(port, ca_pem, server)
             # 0.5 s for the TLS handshakes, then the warm-up, which takes turns like the measurement.
             schedule = _Schedule(names, time.monotonic() + 0.5 + warmup, slice_seconds, cycles)
             say(f"{len(names)} targets x {cycles} slices of {slice_seconds:g} s, taken in turns over "
                 f"{connections} connections ({schedule.stop_at - time.monotonic():.0f} s)")  # fmt: skip
-            latencies, answered, errors = _load(port, ca_pem, requests, connections, clients, schedule)
+            latencies, answered, errors = _load(port, ca_pem, requests, connections, clients, schedule,
+                                                plan[1] if plan else None)  # fmt: skip
         finally:
             server.terminate()
             try:
@@ -323,6 +340,7 @@ def run_benchmark(*, connections: int = 32, duration: float = 6.0, slice_seconds
     return {
         "connections": connections, "duration_s": duration, "slice_s": slice_seconds, "cycles": cycles,
         "warmup_s": warmup, "server_workers": workers, "client_processes": clients, "cpus": os.cpu_count(),
+        "pinned": {"server": sorted(plan[0]), "clients": [sorted(c) for c in plan[1]]} if plan else None,
         "loadavg_before": [round(x, 2) for x in load_before], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "targets": summary, "answers_per_cycle": dict(zip(names, answered)),
         "throughput_vs_echo": ratios,
@@ -334,7 +352,8 @@ def format_table(result: dict[str, Any]) -> str:
     lines = [
         f"webhook bench: {result['connections']} TLS keep-alive connections, {result['duration_s']:g} s per target "
         f"in {result['cycles']} slices of {result['slice_s']:g} s, {result['server_workers']} server worker(s), "
-        f"{result['client_processes']} client process(es), {result['cpus']} CPUs, "
+        f"{result['client_processes']} client process(es), {result['cpus']} CPUs"
+        f"{' (server and load generator pinned to their own cores)' if result.get('pinned') else ''}, "
         f"load average before {result['loadavg_before'][0]}",
         f"{'target':<10}{'req/s':>10}{'vs echo':>9}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}",
     ]

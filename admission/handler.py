@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from admission.inference import Gang
+from admission.inference import Gang, gang_of
 from admission.metrics import AdmissionStats
 from admission.mutate import mutate_pod
 from admission.policy import AdmissionPolicy
@@ -128,7 +128,9 @@ class Webhook:
         self.stats.count(MUTATE, "patched")
         recorder = self.recorder
         if recorder is not None and recorder.has_room():
-            recorder.offer(Decision.of(request, MUTATE, True, mutation.reason, (), mutation.gang))
+            # The dashboard shows the gang's size and mode too: worked out only for decisions it will get.
+            gang = gang_of(request.pod.metadata, request.namespace, self.policy)
+            recorder.offer(Decision.of(request, MUTATE, True, mutation.reason, (), gang))
         return Answer(200, build_response(request.uid, encoded_patch=mutation.encoded_patch))
 
     def _validate(self, request: AdmissionRequest) -> Answer:

@@ -269,14 +269,20 @@ def infer_gang(pod: Pod | dict[str, Any], namespace: str, policy: AdmissionPolic
     return gang_of(view.metadata, namespace, policy)
 
 
+def claim_of(metadata: ObjectMeta) -> _Found | None:
+    """(raw group name, source, min count or None, owner or None) of the rule that claims the pod, or
+    None: the cheap half of ``gang_of``, all the mutating webhook needs to name the PodGroup."""
+    found = _find(metadata.labels or _EMPTY, metadata.annotations or _EMPTY, metadata)
+    return None if found is NO_GANG else found
+
+
 def gang_of(metadata: ObjectMeta, namespace: str, policy: AdmissionPolicy) -> Gang | None:
     """``infer_gang`` for a pod whose metadata the caller already holds."""
-    labels = metadata.labels or _EMPTY
-    annotations = metadata.annotations or _EMPTY
-    found = _find(labels, annotations, metadata)
-    if found is None or found is NO_GANG:
+    found = claim_of(metadata)
+    if found is None:
         return None
     raw_name, source_name, min_count, owner = found
+    annotations = metadata.annotations or _EMPTY
     if min_count is None and annotations:
         # gangweb's annotation also sizes gangs found by other sources (e.g. an elastic Job).
         min_count = positive_int(annotations.get(L.MIN_COUNT_ANNOTATION))

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from admission import labels as L
-from admission.inference import Gang, gang_of
+from admission.inference import claim_of, podgroup_name
 from admission.podview import ObjectMeta
 from admission.policy import AdmissionPolicy
 from admission.review import AdmissionRequest, encode_patch
@@ -23,18 +23,17 @@ from admission.review import AdmissionRequest, encode_patch
 
 @dataclass(slots=True)
 class Mutation:
-    # Why the pod was left alone; "" when it joins ``gang``'s PodGroup.
+    # Why the pod was left alone; "" when it joins ``group``.
     skipped: str = ""
-    gang: Gang | None = None
+    group: str = ""  # the PodGroup the patch names
+    source: str = ""  # which inference rule found the gang (see admission.inference)
     # The JSON Patch as the response carries it (base64 of its JSON); b"" when the pod is left alone.
     encoded_patch: bytes = b""
 
     @property
     def reason(self) -> str:
         """Why the pod was left alone, or which group it joined: for logs and the dashboard."""
-        if self.gang is None:
-            return self.skipped
-        return f"joined PodGroup {self.gang.name} ({self.gang.source})"
+        return self.skipped or f"joined PodGroup {self.group} ({self.source})"
 
     @property
     def patch(self) -> list[dict[str, Any]]:
@@ -86,11 +85,13 @@ def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
     current = pod.spec.group_name
     if current:
         return Mutation(f"already in PodGroup {current}")
-    gang = gang_of(pod.metadata, request.namespace, policy)
-    if gang is None:
+    # Only the group's name: the gang's size and modes are the PodGroup's business (admission.podgroups).
+    claim = claim_of(pod.metadata)
+    if claim is None:
         return _NO_GANG
+    name, source = podgroup_name(claim[0]), claim[1]
     # A present but empty schedulingGroup ({}) keeps its other fields; absent or null is replaced whole.
-    return Mutation("", gang, _encoded_patch(gang.name, pod.spec.schedulingGroup is not None))
+    return Mutation("", name, source, _encoded_patch(name, pod.spec.schedulingGroup is not None))
 
 
 _NO_GANG = Mutation("no gang")  # shared: a Mutation is never changed once made

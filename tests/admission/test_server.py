@@ -117,6 +117,61 @@ def test_keep_alive_serves_many_reviews_on_one_connection(server):
     assert answered == uids
 
 
+def test_concurrent_reviews_each_get_their_own_answer(server):
+    # Requests arriving in one event-loop turn are decided together (TurnBatch): answers must not mix.
+    from concurrent.futures import ThreadPoolExecutor
+
+    fixtures = {"job-parallel.yaml": "resnet-train", "kueue-podgroup.yaml": None, "lws-worker.yaml": None}
+    expected = {}
+    for fixture in fixtures:
+        status, body = server.post("/admission/mutate", review_bytes(load_pod(fixture), uid=f"ref-{fixture}"))
+        expected[fixture] = body["response"].get("patch")
+    assert expected["job-parallel.yaml"] is not None
+
+    def burst(worker: int) -> list[tuple[str, str | None, str | None]]:
+        connection = server.connection()
+        seen = []
+        for n in range(15):
+            fixture = list(fixtures)[(worker + n) % len(fixtures)]
+            uid = f"c{worker}-{n}"
+            _, body = server.post("/admission/mutate", review_bytes(load_pod(fixture), uid=uid), connection)
+            seen.append((uid, body["response"]["uid"], body["response"].get("patch") == expected[fixture]))
+        return seen
+
+    with ThreadPoolExecutor(16) as pool:
+        results = [item for seen in pool.map(burst, range(16)) for item in seen]
+    assert len(results) == 240
+    assert all(sent == answered and same_patch for sent, answered, same_patch in results)
+
+
+def test_turn_batch_decides_a_turn_together_and_isolates_failures():
+    import asyncio
+
+    from admission.handler import Answer
+    from admission.server import TurnBatch
+
+    decided = []
+
+    def decide(route: str, body: bytes) -> Answer:
+        decided.append(body)
+        if body == b"bug":
+            raise RuntimeError("a bug in a rule")
+        return Answer(200, body.upper())
+
+    async def scenario():
+        batch = TurnBatch(decide)
+        first, broken, cancelled, last = (batch.submit("mutate", body) for body in (b"a", b"bug", b"c", b"d"))
+        cancelled.cancel()
+        assert decided == []  # nothing is decided before the turn's tasks have all submitted
+        results = await asyncio.gather(first, broken, last, return_exceptions=True)
+        return results
+
+    first, broken, last = asyncio.run(scenario())
+    assert (first.body, last.body) == (b"A", b"D")
+    assert isinstance(broken, RuntimeError)
+    assert decided == [b"a", b"bug", b"d"]  # the cancelled request was not decided
+
+
 def test_undeliverable_decisions_are_dropped_and_counted(server):
     server.post("/admission/mutate", review_bytes(load_pod("job-indexed.yaml")))
     deadline = time.monotonic() + 20
