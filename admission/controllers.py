@@ -25,13 +25,25 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def gpu_shape(spec: PodSpec) -> tuple[tuple[str, str], ...]:
-    """The GPU-like extended resources one pod asks for, as sorted (resource, quantity) pairs."""
+Resources = tuple[tuple[dict[str, Any], dict[str, Any]], ...]
+_NO_RESOURCES: dict[str, Any] = {}
+
+
+def requested_resources(spec: PodSpec) -> Resources:
+    """Each container's (requests, limits) as the pod spells them. Pods whose tuples are equal ask for
+    the same GPU shape: comparing them is much cheaper than working the shapes out."""
+    return tuple(
+        (c.resources.requests or _NO_RESOURCES, c.resources.limits or _NO_RESOURCES)
+        for c in spec.containers or ()
+        if c.resources is not None
+    )
+
+
+def gpu_shape(resources: Resources) -> tuple[tuple[str, str], ...]:
+    """The GPU-like extended resources a pod asks for (see ``requested_resources``), as sorted
+    (resource, quantity) pairs."""
     totals: dict[str, int | str] = {}
-    for container in spec.containers or ():
-        if container.resources is None:
-            continue
-        requests, limits = container.resources.requests or {}, container.resources.limits or {}
+    for requests, limits in resources:
         # Extended resources: requests default to limits, and the two must be equal when both are set.
         for source, skip in ((requests, None), (limits, requests)):
             for resource, quantity in source.items():
@@ -118,7 +130,7 @@ def controller_problems(kind: tuple[str, str], obj: dict[str, Any]) -> tuple[lis
                     f"{pods} at once, so the gang can never start; lower {key} to {pods} or raise the controller to {wanted}"
                 )
         try:
-            shape = gpu_shape(pod_view(template).spec)
+            shape = gpu_shape(requested_resources(pod_view(template).spec))
         except PodViewError as error:
             problems.append(f"{where}: not a valid pod template: {str(error).replace('$', where)}")
             continue

@@ -3,8 +3,9 @@
 The validating webhook compares a new member with its PodGroup and its siblings. It cannot ask the API
 server (no calls in the request path), so it remembers what passes through admission: PodGroup
 writes and admitted pods. The memory is bounded (least recently used gangs go first) and a member
-record expires after ``ttl`` seconds or when the gang's owner changes (a Job recreated under the same
-name), so a stale record can never block a new workload for long. A replica that has not seen a gang
+record expires ``ttl`` seconds after the gang's first member was admitted, or when the gang's owner
+changes (a Job recreated under the same name), so a stale record can never block a new workload for
+long; the next member then becomes the one its siblings are compared with. A replica that has not seen a gang
 simply has nothing to compare against and allows the pod.
 """
 
@@ -22,12 +23,12 @@ GangKey = tuple[str, str]  # (namespace, PodGroup name)
 
 @dataclass(slots=True)
 class MemberSignature:
-    """The fields every member of one gang must share, and the GPU shape they should share."""
+    """The fields every member of one gang must share, and the resources (GPU shape) they should share."""
 
     priority: int | None
     priority_class: str
     scheduler_name: str
-    gpu_shape: tuple[tuple[str, str], ...]
+    resources: tuple  # admission.controllers.requested_resources
     owner_uid: str
     pod: str  # for messages: the name (or generateName) of the pod that set the signature
 
@@ -63,12 +64,12 @@ class GangIndex:
     def remember_member(self, key: GangKey, signature: MemberSignature) -> None:
         with self._lock:
             entry = self._members.get(key)
+            now = self.clock()
             # Keep the first member's signature while it is fresh: it is what siblings must match.
-            if entry is not None and entry[1].owner_uid == signature.owner_uid and self.clock() - entry[0] <= self.ttl:
-                self._members[key] = (self.clock(), entry[1])
+            if entry is not None and entry[1].owner_uid == signature.owner_uid and now - entry[0] <= self.ttl:
                 self._members.move_to_end(key)
                 return
-            self._members[key] = (self.clock(), signature)
+            self._members[key] = (now, signature)
             self._members.move_to_end(key)
             while len(self._members) > self.max_gangs:
                 self._members.popitem(last=False)

@@ -12,7 +12,9 @@ from typing import Any
 
 from admission import labels as L
 from admission.apirules import check_podgroup, check_workload
-from admission.controllers import JOB, JOBSET, KUBEFLOW_GROUP, LWS, controller_problems, describe_shape, gpu_shape
+from admission.controllers import (
+    JOB, JOBSET, KUBEFLOW_GROUP, LWS, controller_problems, describe_shape, gpu_shape, requested_resources,
+)
 from admission.inference import gang_of, positive_int
 from admission.mutate import pod_scope
 from admission.podview import Pod, controller_of
@@ -51,7 +53,7 @@ def _signature(pod: Pod) -> MemberSignature:
         spec.priorityClassName or "",
         # Unset means the default scheduler, and the apiserver defaults it before admission anyway.
         spec.schedulerName or "default-scheduler",
-        gpu_shape(spec),
+        requested_resources(spec),
         owner.uid if owner is not None else "",
         pod.metadata.display_name or "?",
     )
@@ -132,13 +134,17 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, index: Gan
                 f"schedulerName {mine.scheduler_name} differs from gang {group} member {sibling.pod} "
                 f"({sibling.scheduler_name}); one scheduler must place the whole gang: use the same schedulerName"
             )
-        if sibling.gpu_shape != mine.gpu_shape and sibling.gpu_shape and mine.gpu_shape:
-            warnings.append(
-                f"gang {group}: this pod asks {describe_shape(mine.gpu_shape)}, member {sibling.pod} asks "
-                f"{describe_shape(sibling.gpu_shape)}"[:250]
-            )
+        if sibling.resources != mine.resources:
+            theirs, ours = gpu_shape(sibling.resources), gpu_shape(mine.resources)
+            if theirs != ours and theirs and ours:
+                warnings.append(
+                    f"gang {group}: this pod asks {describe_shape(ours)}, member {sibling.pod} asks "
+                    f"{describe_shape(theirs)}"[:250]
+                )
     if problems:
         return _deny(_subject(request), problems, warnings)
+    if sibling is not None:
+        return Verdict(warnings=warnings)  # the gang's first member stays the one to match
     return Verdict(warnings=warnings, remember=lambda idx: idx.remember_member(key, mine))
 
 

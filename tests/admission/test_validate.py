@@ -102,6 +102,32 @@ def test_sibling_records_expire():
     assert decide(webhook, later)["allowed"] is True
 
 
+def test_the_first_members_record_expires_and_the_next_member_takes_over():
+    now = [0.0]
+    webhook = Webhook(AdmissionPolicy(), GangIndex(ttl=60, clock=lambda: now[0]))
+    first = grouped("job-parallel.yaml")
+    other_scheduler = copy.deepcopy(first)
+    other_scheduler["spec"]["schedulerName"] = "volcano"
+    decide(webhook, first)
+    now[0] = 30.0
+    assert decide(webhook, first)["allowed"] is True
+    assert decide(webhook, other_scheduler)["allowed"] is False
+    now[0] = 61.0  # counted from the first member, not refreshed by the ones after it
+    assert decide(webhook, other_scheduler)["allowed"] is True
+    now[0] = 62.0
+    response = decide(webhook, first)
+    assert response["allowed"] is False and "differs from gang trainer-7f9c member" in response["status"]["message"]
+
+
+def test_the_same_gpu_shape_spelled_differently_does_not_warn(webhook):
+    first = grouped("job-parallel.yaml")
+    decide(webhook, first)
+    second = copy.deepcopy(first)
+    second["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "4"}, "limits": {"nvidia.com/gpu": 8}}
+    response = decide(webhook, second)
+    assert response["allowed"] is True and "warnings" not in response
+
+
 def test_differing_gpu_shapes_warn_but_allow(webhook):
     first = grouped("job-parallel.yaml")
     decide(webhook, first)
