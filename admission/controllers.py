@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from admission import labels as L
 from admission.inference import positive_int
 from admission.podgroups import int_or, job_pods
-from admission.podview import PodSpec, PodViewError, pod_view
+from admission.podview import PodSpec, PodViewError, pod_view, resource_requirements
 
 # (group, kind) of the controllers whose objects the validating webhook checks.
 JOB = ("batch", "Job")
@@ -25,25 +27,19 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-Resources = tuple[tuple[dict[str, Any], dict[str, Any]], ...]
-_NO_RESOURCES: dict[str, Any] = {}
+def requested_resources(spec: PodSpec) -> tuple[msgspec.Raw, ...]:
+    """Each container's ``resources`` as JSON text. Pods whose tuples are equal ask for the same GPU
+    shape: comparing them costs far less than working the shapes out."""
+    return tuple(container.resources for container in spec.containers or ())
 
 
-def requested_resources(spec: PodSpec) -> Resources:
-    """Each container's (requests, limits) as the pod spells them. Pods whose tuples are equal ask for
-    the same GPU shape: comparing them is much cheaper than working the shapes out."""
-    return tuple(
-        (c.resources.requests or _NO_RESOURCES, c.resources.limits or _NO_RESOURCES)
-        for c in spec.containers or ()
-        if c.resources is not None
-    )
-
-
-def gpu_shape(resources: Resources) -> tuple[tuple[str, str], ...]:
+def gpu_shape(resources: tuple[msgspec.Raw, ...]) -> tuple[tuple[str, str], ...]:
     """The GPU-like extended resources a pod asks for (see ``requested_resources``), as sorted
     (resource, quantity) pairs."""
     totals: dict[str, int | str] = {}
-    for requests, limits in resources:
+    for raw in resources:
+        decoded = resource_requirements(raw)
+        requests, limits = decoded.requests or {}, decoded.limits or {}
         # Extended resources: requests default to limits, and the two must be equal when both are set.
         for source, skip in ((requests, None), (limits, requests)):
             for resource, quantity in source.items():
