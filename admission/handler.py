@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from admission.inference import Gang, gang_of
 from admission.metrics import AdmissionStats
-from admission.mutate import mutate_pod
+from admission.mutate import Mutation, mutate_pod
 from admission.policy import AdmissionPolicy
 from admission.recorder import DecisionRecorder
 from admission.review import MAX_BODY_BYTES, AdmissionRequest, ReviewError, build_response, parse_review
@@ -33,9 +33,7 @@ class Answer:
 
 
 class Decision(NamedTuple):
-    """What the dashboard hears about one answer. Only strings and numbers: a buffered decision must
-    not keep the parsed pod alive (thousands of live pod trees would make every garbage collection
-    slower, which cost more than the admission rules themselves)."""
+    """What the dashboard hears about one answer."""
 
     uid: str
     webhook: str
@@ -71,6 +69,22 @@ class Decision(NamedTuple):
         if self.pod_group:
             event.update(podGroup=self.pod_group, source=self.source, minCount=self.min_count, mode=self.mode)
         return event
+
+
+class PendingMutation(NamedTuple):
+    """A patched pod the dashboard may hear about. Only the last ``max_batch`` decisions of each
+    recorder interval are published, so the ``Decision`` (and the gang's size and mode in it) is worked
+    out when it is, on the recorder's thread, not for every pod on the request path. Holding the
+    request until then is cheap: its pod is a small typed view, untracked by the garbage collector."""
+
+    request: AdmissionRequest
+    mutation: Mutation
+    policy: AdmissionPolicy
+
+    def as_event(self) -> dict[str, Any]:
+        request = self.request
+        gang = gang_of(request.pod.metadata, request.namespace, self.policy) if request.pod is not None else None
+        return Decision.of(request, MUTATE, True, self.mutation.reason, [], gang).as_event()
 
 
 class Webhook:
@@ -127,10 +141,8 @@ class Webhook:
             return Answer(200, build_response(request.uid))
         self.stats.count(MUTATE, "patched")
         recorder = self.recorder
-        if recorder is not None and recorder.has_room():
-            # The dashboard shows the gang's size and mode too: worked out only for decisions it will get.
-            gang = gang_of(request.pod.metadata, request.namespace, self.policy)
-            recorder.offer(Decision.of(request, MUTATE, True, mutation.reason, (), gang))
+        if recorder is not None:
+            recorder.offer(PendingMutation(request, mutation, self.policy))
         return Answer(200, build_response(request.uid, encoded_patch=mutation.encoded_patch))
 
     def _validate(self, request: AdmissionRequest) -> Answer:
