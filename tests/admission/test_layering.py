@@ -8,7 +8,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.test_layering import imported_roots
 
-PURE = ["review", "labels", "inference", "mutate", "validate", "apirules", "controllers", "state", "policy",
+PURE = ["review", "podview", "labels", "inference", "mutate", "validate", "apirules", "controllers", "state", "policy",
         "podgroups", "handler", "recorder", "metrics", "certs", "webhookconfig", "names"]  # fmt: skip
 FORBIDDEN = {"django", "redis", "channels", "celery", "psycopg", "rest_framework"}
 
