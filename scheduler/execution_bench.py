@@ -1,6 +1,6 @@
 """Execution benchmark: how long a plan of N victim pods takes to carry out against an API server.
 
-    python -m scheduler.execution_bench [--victims 8 64 256] [--repeat 3] [--delay-ms 0] [--json]
+    python manage.py bench execution [--victims 8 64 256] [--repeat 3] [--delay-ms 0] [--json]
 
 Each run starts the Kubernetes API test server in its own process, fills nodes of 8 GPUs with
 one-GPU single-pod victims, plans a gang that needs all of those GPUs, and executes the plan through
@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -102,29 +100,12 @@ def run_once(victims: int, delay_ms: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scheduler.execution_bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="manage.py bench execution", description=__doc__.split("\n")[0])
     parser.add_argument("--victims", type=int, nargs="+", default=[8, 64, 256])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--delay-ms", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        print("error: set DATABASE_URL to a PostgreSQL database (the ledger runs there)", file=sys.stderr)
-        return 2
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
-    os.environ.setdefault("SECRET_KEY", "benchmark")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from django.db.utils import OperationalError
-
-    try:
-        call_command("migrate", verbosity=0)
-    except OperationalError as exc:
-        print(f"error: cannot use the database: {str(exc).strip().splitlines()[-1]}", file=sys.stderr)
-        return 2
     rows = []
     for victims in args.victims:
         runs = [run_once(victims, args.delay_ms) for _ in range(args.repeat)]
@@ -144,6 +125,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"(median of {args.repeat}; API test server delay per eviction call: {args.delay_ms} ms)")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """Fan-out benchmark: one planning task against topology domains spread over Celery tasks.
 
-    python -m scheduler.fanout_bench [--nodes 5000 20000] [--parts 4] [--worker N] [--json]
+    python manage.py bench fanout [--nodes 5000 20000] [--parts 4] [--worker N] [--json]
 
 For the engine's synthetic clusters (racks of 16 nodes, blocks of 16 racks) and its rack- and
 block-constrained preemptors, it times what each route costs on its critical path. One task parses
@@ -117,21 +117,13 @@ class Worker:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scheduler.fanout_bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="manage.py bench fanout", description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[5000, 20000])
     parser.add_argument("--parts", type=int, default=4)
     parser.add_argument("--worker", type=int, default=0, metavar="N",
                         help="also run the shards on a real Celery worker of N processes")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    if not os.environ.get("REDIS_URL"):
-        print("error: set REDIS_URL (the fan-out stashes the sub-snapshots in Redis)", file=sys.stderr)
-        return 2
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
-    os.environ.setdefault("SECRET_KEY", "benchmark")
-    import django
-
-    django.setup()
     worker = Worker(args.worker) if args.worker else None
     try:
         if worker:
@@ -155,6 +147,3 @@ def main(argv: list[str] | None = None) -> int:
           + (f"; the real worker ran {args.worker} processes)" if args.worker else ")"))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """How fast the adapter reads and writes through the official client against the test server.
 
-    python -m scheduler.kube.bench [--nodes 500] [--pods 5000] [--evictions 200] [--json]
+    python manage.py bench kube [--nodes 500] [--pods 5000] [--evictions 200] [--json]
 
 Prints a table (or, with ``--json``, one JSON object). The numbers include the test server's own
 cost (one Python process, JSON over loopback HTTP), so they bound the adapter's cost from above.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -85,7 +84,7 @@ def run(nodes: int, pods: int, evictions: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scheduler.kube.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="manage.py bench kube", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--pods", type=int, default=5000)
     parser.add_argument("--evictions", type=int, default=200)
@@ -102,6 +101,3 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{key:<{width}}  {value:.3f}" if isinstance(value, float) else f"{key:<{width}}  {value}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -24,7 +24,9 @@ def test_every_timed_call_answers_and_the_rows_are_removed(settings):
     assert not PreemptionRequest.objects.exists() and not LedgerEntry.objects.exists()
 
 
-def test_without_postgresql_it_says_so(monkeypatch, capsys):
+def test_without_postgresql_it_says_so(monkeypatch):
+    from django.core.management import CommandError, call_command
+
     monkeypatch.setenv("DATABASE_URL", "")
-    assert bench.main(["--repeat", "1"]) == 2
-    assert "set DATABASE_URL to a PostgreSQL database" in capsys.readouterr().err
+    with pytest.raises(CommandError, match="set DATABASE_URL to a PostgreSQL database"):
+        call_command("bench", "api", "--repeat", "1")
