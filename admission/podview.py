@@ -109,16 +109,24 @@ class PodViewError(ValueError):
     """The object is not a Pod of the API's shape; the message names the field (``$.spec.priority``)."""
 
 
-_decode_pod = msgspec.json.Decoder(Pod).decode
-
-
 def pod_view(obj: dict[str, Any]) -> Pod:
     """The view of a pod given as a dict (from the cluster, a fixture, or the generic parser).
 
-    Through JSON rather than ``msgspec.convert``, which cannot leave a field as raw JSON text."""
+    ``msgspec.convert`` reads the dict where it is; only each container's ``resources`` is written back
+    to JSON text first, the one field the view keeps as text (convert cannot make it)."""
+    if not isinstance(obj, dict):
+        raise PodViewError(f"Expected `object`, got `{type(obj).__name__}` - at `$`")
+    spec = obj.get("spec")
+    containers = spec.get("containers") if isinstance(spec, dict) else None
     try:
-        return _decode_pod(msgspec.json.encode(obj))
-    except (msgspec.DecodeError, TypeError) as error:
+        if isinstance(containers, list):
+            as_text = [
+                {"resources": msgspec.Raw(msgspec.json.encode(c["resources"]))} if isinstance(c, dict) and "resources" in c else c
+                for c in containers
+            ]
+            obj = {**obj, "spec": {**spec, "containers": as_text}}
+        return msgspec.convert(obj, Pod)
+    except (msgspec.ValidationError, TypeError) as error:
         raise PodViewError(str(error)) from None
 
 
