@@ -272,7 +272,7 @@ def infer_gang(pod: Pod | dict[str, Any], namespace: str, policy: AdmissionPolic
 def claim_of(metadata: ObjectMeta) -> _Found | None:
     """(raw group name, source, min count or None, owner or None) of the rule that claims the pod, or
     None: the cheap half of ``gang_of``, all the mutating webhook needs to name the PodGroup."""
-    found = _find(metadata.labels or _EMPTY, metadata.annotations or _EMPTY, metadata)
+    found = _find(metadata.label_map, metadata.annotation_map, metadata)
     return None if found is NO_GANG else found
 
 
@@ -282,7 +282,7 @@ def gang_of(metadata: ObjectMeta, namespace: str, policy: AdmissionPolicy) -> Ga
     if found is None:
         return None
     raw_name, source_name, min_count, owner = found
-    annotations = metadata.annotations or _EMPTY
+    annotations = metadata.annotation_map
     if min_count is None and annotations:
         # gangweb's annotation also sizes gangs found by other sources (e.g. an elastic Job).
         min_count = positive_int(annotations.get(L.MIN_COUNT_ANNOTATION))
@@ -292,5 +292,3 @@ def gang_of(metadata: ObjectMeta, namespace: str, policy: AdmissionPolicy) -> Ga
     mode = policy.mode_for(namespace)
     return Gang(podgroup_name(raw_name), source_name, min_count, owner, disruption, mode, raw_name)
 
-
-_EMPTY: dict[str, str] = {}

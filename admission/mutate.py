@@ -7,12 +7,9 @@ one field is added; nothing else on the pod changes (good-practices page: patch 
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-
-import orjson
 
 from admission import labels as L
 from admission.inference import claim_of, podgroup_name
@@ -34,10 +31,6 @@ class Mutation:
     def reason(self) -> str:
         """Why the pod was left alone, or which group it joined: for logs and the dashboard."""
         return self.skipped or f"joined PodGroup {self.group} ({self.source})"
-
-    @property
-    def patch(self) -> list[dict[str, Any]]:
-        return orjson.loads(base64.b64decode(self.encoded_patch)) if self.encoded_patch else []
 
 
 def is_mirror_pod(metadata: ObjectMeta) -> bool:
