@@ -53,6 +53,19 @@ UNEXPECTED = _Errors()
 logging.getLogger("admission.handler").addHandler(UNEXPECTED)
 
 
+@pytest.fixture(autouse=True)
+def no_dashboard_events(monkeypatch):
+    """The views' webhook records decisions for the dashboard, and its thread publishes them through the
+    channel layer, which draws channel names from ``random`` while hypothesis is drawing examples
+    (HypothesisDeprecationWarning). The recording has its own tests; here it is switched off."""
+    from admission.runtime import get_webhook
+
+    webhook = get_webhook()
+    if webhook.recorder is not None:
+        webhook.recorder.flush()
+    monkeypatch.setattr(webhook, "recorder", None)
+
+
 def post(client: Client, endpoint: str, body: bytes):
     return client.generic("POST", endpoint, body, content_type="application/json")
 
