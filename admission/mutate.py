@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from admission import labels as L
 from admission.inference import claim_of, podgroup_name

@@ -56,7 +56,6 @@ class AdmissionRequest:
     object: dict[str, Any] | None
     old_object: dict[str, Any] | None
     dry_run: bool
-    user: str
     pod: Pod | None = None
     old_pod: Pod | None = None
 
@@ -97,7 +96,7 @@ class _GroupVersionKind(msgspec.Struct, gc=False):
 
 
 class _UserInfo(msgspec.Struct, gc=False):
-    username: str = ""
+    """Read by no rule; typed only so that a userInfo that is not an object is refused on both paths."""
 
 
 class _PodRequest(msgspec.Struct, gc=False):
@@ -146,11 +145,9 @@ def parse_review(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> AdmissionReque
                 and request.uid and request.operation in OPERATIONS
                 and (request.object is not None or request.operation == "DELETE")
             ):  # fmt: skip
-                user = request.userInfo
                 return AdmissionRequest(
                     request.uid, "", kind.version, "Pod", request.operation, request.namespace, request.name,
-                    None, None, request.dryRun, user.username if user is not None else "",
-                    request.object, request.oldObject,
+                    None, None, request.dryRun, request.object, request.oldObject,
                 )  # fmt: skip
     return _parse_generic(body)
 
@@ -198,14 +195,8 @@ def _parse_generic(body: bytes) -> AdmissionRequest:
     if dry_run is not None and dry_run.__class__ is not bool:
         raise ReviewError(400, "request.dryRun must be a boolean")
     user_info = get("userInfo")
-    if user_info is None:
-        user = ""
-    elif user_info.__class__ is not dict:
+    if user_info is not None and user_info.__class__ is not dict:
         raise ReviewError(400, "request.userInfo must be an object")
-    else:
-        user = user_info.get("username")
-        if user.__class__ is not str:
-            user = ""
     namespace = get("namespace")
     if namespace is None:
         namespace = ""
@@ -214,11 +205,11 @@ def _parse_generic(body: bytes) -> AdmissionRequest:
     name = _optional_text(request, "name")
     if kind_name == "Pod" and group == "":
         return AdmissionRequest(uid, group, version, kind_name, operation, namespace, name, None, None,
-                                dry_run is True, user, _pod(obj, "object"), _pod(old, "oldObject"))  # fmt: skip
+                                dry_run is True, _pod(obj, "object"), _pod(old, "oldObject"))  # fmt: skip
     return AdmissionRequest(
         uid, group, version, kind_name, operation, namespace, name,
         obj or None, old or None,  # null, {} and missing all mean "no old object"
-        dry_run is True, user,
+        dry_run is True,
     )  # fmt: skip
 
 

@@ -10,7 +10,6 @@ left alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Iterable
 
 from scheduler.cluster import KubeObject, object_key

@@ -103,7 +103,7 @@ def test_evictions_filtered_by_state_and_pod(api, two_requests):
     assert {row["request"] for row in evicted["results"]} == {done.request.pk}
 
     refused_pod = sorted(refused.engine_plan["evictions"])[-1]
-    [row] = api.get(f"/api/evictions/?state=dry_run_refused").json()["results"]
+    [row] = api.get("/api/evictions/?state=dry_run_refused").json()["results"]
     assert row["pod"] == refused_pod and row["dryRunCode"] == 429 and "disruption budget" in row["dryRunMessage"]
     # Nothing of the refused plan was evicted: its other pods were marked failed before any real call.
     others = api.get(f"/api/evictions/?request={refused.request.pk}&state=failed").json()["results"]

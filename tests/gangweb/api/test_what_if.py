@@ -53,11 +53,11 @@ def test_answers_the_engines_plan_for_each_waiting_gang_and_executes_nothing(api
     gangs = waiting_gangs(simulation)
     assert gangs, "the simulation starts with gangs waiting"
     feasible = 0
-    for podgroup in gangs:
-        response = api({"podGroup": podgroup, "policy": policy})
+    for gang in gangs:
+        response = api({"podGroup": gang, "policy": policy})
         assert response.status_code == 200, response.content
         body = response.json()
-        assert {key: body[key] for key in GANG_PLAN_KEYS} == plan(expected_snapshot, podgroup, policy).to_dict()
+        assert {key: body[key] for key in GANG_PLAN_KEYS} == plan(expected_snapshot, gang, policy).to_dict()
         gpus = pod_gpus(simulation)
         assert body["cost"]["evictedPods"] == len(body["evictions"])
         assert body["cost"]["evictedGpus"] == sum(gpus[pod] for pod in body["evictions"])
