@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from admission import labels as L
 from admission.names import is_dns1123_subdomain
-from admission.podview import ObjectMeta, Pod, PodViewError, as_pod_view, controller_of
+from admission.podview import ObjectMeta, Pod, controller_of, readable_pod
 from admission.policy import DISRUPTION_MODES, AdmissionPolicy
 
 
@@ -262,11 +262,8 @@ def _find(labels: dict, annotations: dict, metadata: ObjectMeta) -> _Found | Non
 
 def infer_gang(pod: Pod | dict[str, Any], namespace: str, policy: AdmissionPolicy) -> Gang | None:
     """The gang ``pod`` belongs to, or None when no source claims it (or ``pod`` is not a Pod's shape)."""
-    try:
-        view = as_pod_view(pod)
-    except PodViewError:
-        return None
-    return gang_of(view.metadata, namespace, policy)
+    view = readable_pod(pod)
+    return gang_of(view.metadata, namespace, policy) if view is not None else None
 
 
 def claim_of(metadata: ObjectMeta) -> _Found | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from admission import labels as L
 from admission.inference import Gang, OwnerRef, gang_of
-from admission.podview import Pod, PodViewError, as_pod_view, controller_of
+from admission.podview import Pod, as_pod_view, controller_of, readable_pod
 from admission.policy import AdmissionPolicy
 
 API_VERSION = "scheduling.k8s.io/v1beta1"
@@ -142,9 +142,8 @@ def podgroup_for(pod: Pod | dict[str, Any], gang: Gang, owner: dict[str, Any] | 
 
 def owner_to_fetch(pod: Pod | dict[str, Any], policy: AdmissionPolicy) -> OwnerRef | None:
     """For the controller side: the object to read before ``podgroup_for_pod`` can size the gang."""
-    try:
-        view = as_pod_view(pod)
-    except PodViewError:
+    view = readable_pod(pod)
+    if view is None:
         return None
     gang = gang_of(view.metadata, view.metadata.namespace or "", policy)
     return gang.owner if gang is not None and gang.min_count is None else None
@@ -155,9 +154,8 @@ def podgroup_for_pod(pod: Pod | dict[str, Any], policy: AdmissionPolicy, owner: 
     gang claims the pod, the pod is not a Pod's shape, or it names a group gangweb did not choose (set by
     its controller or user). Raises ValueError when the size needs ``owner`` (see ``owner_to_fetch``)
     and it was not given."""
-    try:
-        view = as_pod_view(pod)
-    except PodViewError:
+    view = readable_pod(pod)
+    if view is None:
         return None
     gang = gang_of(view.metadata, view.metadata.namespace or "", policy)
     if gang is None:

@@ -135,6 +135,14 @@ def as_pod_view(pod: Pod | dict[str, Any]) -> Pod:
     return pod if pod.__class__ is Pod else pod_view(pod)
 
 
+def readable_pod(pod: Pod | dict[str, Any]) -> Pod | None:
+    """``as_pod_view(pod)``, or None when ``pod`` is not of a Pod's shape: no rule of gangweb's can read it."""
+    try:
+        return as_pod_view(pod)
+    except PodViewError:
+        return None
+
+
 def controller_of(metadata: ObjectMeta) -> OwnerReference | None:
     """The owner reference with ``controller: true``, if any."""
     for reference in metadata.ownerReferences or ():

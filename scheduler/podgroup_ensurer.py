@@ -21,7 +21,7 @@ from admission import labels as L
 from admission.mutate import is_mirror_pod, opted_out
 from admission.podgroups import API_VERSION as PODGROUP_API_VERSION
 from admission.podgroups import owner_to_fetch, podgroup_for_pod
-from admission.podview import PodViewError, pod_view
+from admission.podview import readable_pod
 from admission.policy import AdmissionPolicy
 from scheduler.cluster import Cluster, ClusterError, KubeObject
 
@@ -75,10 +75,9 @@ def missing_podgroups(objects: Iterable[KubeObject], policy: AdmissionPolicy) ->
     for pod in objects:
         if pod.get("kind") != "Pod" or not isinstance(pod.get("metadata"), dict):
             continue
-        try:
-            view = pod_view(pod)
-        except PodViewError:
-            continue  # not of the API's shape: no rule of gangweb's can read it
+        view = readable_pod(pod)
+        if view is None:
+            continue
         namespace = view.metadata.namespace or ""
         group = view.spec.group_name
         if not group or not namespace or policy.skips(namespace) or (namespace, group) in existing:
@@ -114,15 +113,19 @@ def ensure_one(cluster: Cluster, namespace: str, name: str, pods: list[KubeObjec
     """Build and create the PodGroup ``namespace/name`` that ``pods`` name."""
     owners = owners or _OwnerCache(cluster)
     pod = _oldest_first(pods)[0]  # every member gives the same group; the oldest is the likeliest to stay
+    view = readable_pod(pod)  # read once for both calls below
+    if view is None:
+        return Ensured(namespace, name, NOT_OURS, f"pod {(pod.get('metadata') or {}).get('name')} is not of a "
+                       "Pod's shape; no rule of gangweb's can read it", len(pods))
     try:
-        ref = owner_to_fetch(pod, policy)
+        ref = owner_to_fetch(view, policy)
         owner = owners.get(ref.api_version, ref.kind, namespace, ref.name) if ref else None
         if ref and owner is None:
             return Ensured(namespace, name, WAITING,
                            f"{ref.kind} {namespace}/{ref.name} ({ref.api_version}) not found: the gang size comes "
                            "from it", len(pods))
         try:
-            podgroup = podgroup_for_pod(pod, policy, owner)
+            podgroup = podgroup_for_pod(view, policy, owner)
         except ValueError as exc:
             return Ensured(namespace, name, WAITING, str(exc), len(pods))
         if podgroup is None or podgroup["metadata"].get("name") != name:
