@@ -3,8 +3,8 @@
 kube-apiserver calls the webhook for every pod write, so the request path is kept short: uvicorn
 (httptools + uvloop) hands the body to a tiny ASGI app, which decides the requests of each event-loop
 turn together (``TurnBatch``) through ``admission.handler.Webhook``; no middleware, no ORM, no
-database or Redis. The Django views answer the same paths with
-the same handler, for the dashboard process and tests.
+database or Redis. The Django views answer the same paths with the same handler, for the dashboard
+process and tests.
 
 Certificates are reloaded without a restart: the TLS context given to uvicorn carries an SNI
 callback that, at each new handshake, checks (at most once a second) whether the certificate or key
