@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+import msgspec
 
 from admission.inference import Gang, gang_of
 from admission.metrics import AdmissionStats
@@ -26,8 +27,7 @@ logger = logging.getLogger(__name__)
 MUTATE, VALIDATE = "mutate", "validate"
 
 
-@dataclass(slots=True)
-class Answer:
+class Answer(msgspec.Struct, gc=False):
     status: int
     body: bytes
 
@@ -71,11 +71,10 @@ class Decision(NamedTuple):
         return event
 
 
-class PendingMutation(NamedTuple):
-    """A patched pod the dashboard may hear about. Only the last ``max_batch`` decisions of each
+class PendingMutation(msgspec.Struct, gc=False):
+    """A patched pod the dashboard may hear about. Only the newest ``max_batch`` decisions of each
     recorder interval are published, so the ``Decision`` (and the gang's size and mode in it) is worked
-    out when it is, on the recorder's thread, not for every pod on the request path. Holding the
-    request until then is cheap: its pod is a small typed view, untracked by the garbage collector."""
+    out when it is, on the recorder's thread, not for every pod on the request path."""
 
     request: AdmissionRequest
     mutation: Mutation
@@ -154,7 +153,7 @@ class Webhook:
         else:
             self.stats.count(VALIDATE, "denied")
         if verdict.warnings or not verdict.allowed:
-            if self.recorder is not None and self.recorder.has_room():
+            if self.recorder is not None:
                 self.recorder.offer(Decision.of(request, VALIDATE, verdict.allowed, verdict.message, verdict.warnings))
         return Answer(
             200,

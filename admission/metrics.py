@@ -3,8 +3,7 @@
 Request counts and decision latencies are plain integers on the hot path (``AdmissionStats``) and
 become Prometheus samples only when scraped, through one collector: a prometheus-client Counter or
 Histogram takes a lock per update, which at thousands of admissions a second costs more than some of
-the admission rules. The decision recorder's counters (``RecorderStats``) work the same way: a full
-buffer drops a decision on the request path, thousands of times a second under load.
+the admission rules. The decision recorder's counters (``RecorderStats``) work the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ WEBHOOKS = ("mutate", "validate")
 DECISIONS = ("patched", "untouched", "allowed", "warned", "denied", "bad_request", "error")
 BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1)
 
-DROP_REASONS = ("buffer_full", "publish_failed")
+DROP_REASONS = ("publish_failed",)
 
 
 class AdmissionStats:

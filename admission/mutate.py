@@ -7,8 +7,9 @@ one field is added; nothing else on the pod changes (good-practices page: patch 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
+
+import msgspec
 
 from admission import labels as L
 from admission.inference import claim_of, podgroup_name
@@ -17,8 +18,7 @@ from admission.policy import AdmissionPolicy
 from admission.review import AdmissionRequest, encode_patch
 
 
-@dataclass(slots=True)
-class Mutation:
+class Mutation(msgspec.Struct, frozen=True, gc=False):
     # Why the pod was left alone; "" when it joins ``group``.
     skipped: str = ""
     group: str = ""  # the PodGroup the patch names
@@ -56,14 +56,14 @@ def pod_scope(request: AdmissionRequest, policy: AdmissionPolicy) -> str:
     return ""
 
 
-@lru_cache(maxsize=4096)  # the pods of one gang get the same patch: encode it once
-def _encoded_patch(name: str, group_object_exists: bool) -> bytes:
+@lru_cache(maxsize=4096)  # the pods of one gang get the same answer: encode its patch once
+def _joined(name: str, source: str, group_object_exists: bool) -> Mutation:
     if group_object_exists:
         operations = [{"op": "add", "path": "/spec/schedulingGroup/podGroupName", "value": name}]
     else:
         # "add" on an existing member (e.g. schedulingGroup: null) replaces it (RFC 6902 4.1).
         operations = [{"op": "add", "path": "/spec/schedulingGroup", "value": {"podGroupName": name}}]
-    return encode_patch(operations).encode("ascii")
+    return Mutation("", name, source, encode_patch(operations).encode("ascii"))
 
 
 def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
@@ -81,9 +81,8 @@ def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
     claim = claim_of(pod.metadata)
     if claim is None:
         return _NO_GANG
-    name, source = podgroup_name(claim[0]), claim[1]
     # A present but empty schedulingGroup ({}) keeps its other fields; absent or null is replaced whole.
-    return Mutation("", name, source, _encoded_patch(name, pod.spec.schedulingGroup is not None))
+    return _joined(podgroup_name(claim[0]), claim[1], pod.spec.schedulingGroup is not None)
 
 
-_NO_GANG = Mutation("no gang")  # shared: a Mutation is never changed once made
+_NO_GANG = Mutation("no gang")

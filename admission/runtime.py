@@ -18,6 +18,6 @@ def get_webhook() -> Webhook:
     return Webhook(
         AdmissionPolicy.from_settings(settings),
         GangIndex(),
-        DecisionRecorder(capacity=getattr(settings, "GANGWEB_ADMISSION_EVENT_QUEUE", 1000)),
+        DecisionRecorder(),
         max_body_bytes=MAX_BODY_BYTES,
     )

@@ -18,11 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 GangKey = tuple[str, str]  # (namespace, PodGroup name)
 
 
-@dataclass(slots=True)
-class MemberSignature:
+class MemberSignature(msgspec.Struct, frozen=True, gc=False):
     """The fields every member of one gang must share, and the resources (GPU shape) they should share."""
 
     priority: int | None

@@ -7,8 +7,9 @@ Pure apart from reading the ``GangIndex``; what should be remembered afterwards 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from admission import labels as L
 from admission.apirules import check_podgroup, check_workload
@@ -25,11 +26,10 @@ from admission.state import GangIndex, MemberSignature
 SCHEDULING_GROUP = "scheduling.k8s.io"
 
 
-@dataclass(slots=True)
-class Verdict:
+class Verdict(msgspec.Struct, gc=False):
     allowed: bool = True
     message: str = ""
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
     # Applied to the GangIndex by the caller when the request is allowed and not a dry run.
     remember: Callable[[GangIndex], None] | None = None
 

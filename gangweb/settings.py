@@ -202,13 +202,12 @@ def env_namespace_map(name: str, allowed: tuple[str, ...]) -> dict[str, str]:
 GANGWEB_NAMESPACE_MODES = env_namespace_map("GANGWEB_NAMESPACE_MODES", ("enforce", "observe"))
 GANGWEB_NAMESPACE = os.environ.get("GANGWEB_NAMESPACE", "gangweb-system")
 # Admission webhook (docs/admission.md): disruption mode of the PodGroups it builds (default, and per
-# namespace as "team-a=single,team-b=all"), extra namespaces it never touches, decision buffer size.
+# namespace as "team-a=single,team-b=all"), extra namespaces it never touches.
 GANGWEB_DISRUPTION_MODE = os.environ.get("GANGWEB_DISRUPTION_MODE", "all")
 if GANGWEB_DISRUPTION_MODE not in ("all", "single"):
     raise ImproperlyConfigured(f"GANGWEB_DISRUPTION_MODE must be 'all' or 'single', got {GANGWEB_DISRUPTION_MODE!r}")
 GANGWEB_NAMESPACE_DISRUPTION_MODES = env_namespace_map("GANGWEB_NAMESPACE_DISRUPTION_MODES", ("all", "single"))
 GANGWEB_ADMISSION_SKIP_NAMESPACES = env_list("GANGWEB_ADMISSION_SKIP_NAMESPACES", [])
-GANGWEB_ADMISSION_EVENT_QUEUE = env_int("GANGWEB_ADMISSION_EVENT_QUEUE", 1000)
 GANGWEB_PENDING_GRACE_SECONDS = env_int("GANGWEB_PENDING_GRACE_SECONDS", 30)
 # Preemption pipeline (docs/pipeline.md): node-lock expiry (a killed worker's locks free up after it),
 # pause between two requests for one gang, cluster size from which planning fans out over workers.

@@ -36,15 +36,36 @@ def test_patched_pods_and_denials_are_published_as_one_batch():
     assert (second["uid"], second["allowed"]) == ("b", False) and "min-count" in second["message"]
 
 
-def test_full_buffer_drops_and_counts_instead_of_waiting():
-    release = threading.Event()
-    recorder = DecisionRecorder(publish=lambda kind, payload: release.wait(10), capacity=3, interval=3600)
+def test_a_busy_interval_publishes_its_newest_decisions_and_counts_them_all():
+    published = []
+    recorder = DecisionRecorder(publish=lambda kind, payload: published.append(payload), interval=3600, max_batch=3)
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
-    before = dropped("buffer_full")
     for n in range(5):
         webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid=str(n)))
-    assert dropped("buffer_full") == before + 2
-    release.set()
+    recorder.flush()
+    [payload] = published
+    assert payload["count"] == 5 and payload["dropped"] == 0
+    assert [decision["uid"] for decision in payload["decisions"]] == ["2", "3", "4"]
+
+
+def test_answers_never_wait_for_a_slow_channel_layer():
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(kind, payload):
+        entered.set()
+        release.wait(10)
+
+    recorder = DecisionRecorder(publish=slow, interval=0.01, max_batch=3)
+    webhook = Webhook(AdmissionPolicy(), recorder=recorder)
+    webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid="first"))
+    assert entered.wait(5)  # the publishing thread is now stuck in the channel layer
+    try:
+        answers = [webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid=str(n))) for n in range(50)]
+        assert {answer.status for answer in answers} == {200}
+        assert recorder.offered == 51
+    finally:
+        release.set()
+    assert recorder.wait_idle(5)
 
 
 def test_failing_channel_layer_is_counted_and_the_answer_still_comes():
@@ -58,6 +79,27 @@ def test_failing_channel_layer_is_counted_and_the_answer_still_comes():
     assert answer.status == 200
     assert recorder.wait_idle(5)
     assert dropped("publish_failed") == before + 1
+
+
+def test_decisions_lost_in_an_outage_are_reported_with_the_next_event():
+    published, failing = [], [True]
+
+    def flaky(kind, payload):
+        if failing[0]:
+            raise ConnectionError("redis down")
+        published.append(payload)
+
+    recorder = DecisionRecorder(publish=flaky, interval=3600)
+    webhook = Webhook(AdmissionPolicy(), recorder=recorder)
+    for n in range(2):
+        webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid=str(n)))
+    recorder.flush()
+    failing[0] = False
+    webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid="after"))
+    recorder.flush()
+    [payload] = published
+    assert (payload["count"], payload["dropped"]) == (1, 2)
+    assert [decision["uid"] for decision in payload["decisions"]] == ["after"]
 
 
 def test_background_thread_publishes_through_gangweb_events(monkeypatch):
