@@ -125,38 +125,34 @@ class Webhook:
             self.stats.count(webhook, "bad_request")
             return Answer(400, ReviewError(400, "request body is not a well-formed AdmissionReview").body())
         try:
-            answer = self._mutate(request) if webhook == MUTATE else self._validate(request)
+            answer, decision = self._mutate(request) if webhook == MUTATE else self._validate(request)
         except Exception:
             logger.exception("admission rule failed; allowing", extra={"uid": request.uid, "webhook": webhook})
-            self.stats.count(webhook, "error")
-            answer = Answer(200, build_response(request.uid, allowed=True))
-        self.stats.observe(webhook, time.perf_counter() - started)
+            answer, decision = Answer(200, build_response(request.uid, allowed=True)), "error"
+        self.stats.decided(webhook, decision, time.perf_counter() - started)
         return answer
 
-    def _mutate(self, request: AdmissionRequest) -> Answer:
+    # Each returns the answer and the decision it is counted under (admission.metrics.DECISIONS).
+    def _mutate(self, request: AdmissionRequest) -> tuple[Answer, str]:
         mutation = mutate_pod(request, self.policy)
         if not mutation.encoded_patch:
-            self.stats.count(MUTATE, "untouched")
-            return Answer(200, build_response(request.uid))
-        self.stats.count(MUTATE, "patched")
+            return Answer(200, build_response(request.uid)), "untouched"
         recorder = self.recorder
         if recorder is not None:
             recorder.offer(PendingMutation(request, mutation, self.policy))
-        return Answer(200, build_response(request.uid, encoded_patch=mutation.encoded_patch))
+        return Answer(200, build_response(request.uid, encoded_patch=mutation.encoded_patch)), "patched"
 
-    def _validate(self, request: AdmissionRequest) -> Answer:
+    def _validate(self, request: AdmissionRequest) -> tuple[Answer, str]:
         verdict = validate(request, self.policy, self.index)
         if verdict.allowed:
             if verdict.remember is not None and not request.dry_run:
                 verdict.remember(self.index)
-            self.stats.count(VALIDATE, "warned" if verdict.warnings else "allowed")
+            decision = "warned" if verdict.warnings else "allowed"
         else:
-            self.stats.count(VALIDATE, "denied")
+            decision = "denied"
         if verdict.warnings or not verdict.allowed:
             if self.recorder is not None:
                 self.recorder.offer(Decision.of(request, VALIDATE, verdict.allowed, verdict.message, verdict.warnings))
-        return Answer(
-            200,
-            build_response(request.uid, allowed=verdict.allowed, message=verdict.message, warnings=verdict.warnings),
-        )
+        response = build_response(request.uid, allowed=verdict.allowed, message=verdict.message, warnings=verdict.warnings)
+        return Answer(200, response), decision
 

@@ -32,9 +32,11 @@ class AdmissionStats:
         _LIVE.add(self)
 
     def count(self, webhook: str, decision: str) -> None:
+        """A request answered without a decision (a bad request): counted, its time not observed."""
         self.requests[webhook, decision] += 1
 
-    def observe(self, webhook: str, seconds: float) -> None:
+    def decided(self, webhook: str, decision: str, seconds: float) -> None:
+        self.requests[webhook, decision] += 1
         self.latency_buckets[webhook][bisect_left(BUCKETS, seconds)] += 1
         self.latency_sum[webhook] += seconds
 

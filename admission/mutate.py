@@ -32,23 +32,28 @@ class Mutation(msgspec.Struct, frozen=True, gc=False):
         return self.skipped or f"joined PodGroup {self.group} ({self.source})"
 
 
+# Run for every pod creation, so each reads the struct fields itself rather than through the
+# ``label_map``/``annotation_map`` properties: a Python call costs more than the check.
 def is_mirror_pod(metadata: ObjectMeta) -> bool:
-    return L.MIRROR_POD_ANNOTATION in metadata.annotation_map
+    annotations = metadata.annotations
+    return annotations is not None and L.MIRROR_POD_ANNOTATION in annotations
 
 
 def opted_out(metadata: ObjectMeta) -> bool:
-    return metadata.label_map.get(L.ADMISSION_LABEL) == L.ADMISSION_DISABLED
+    labels = metadata.labels
+    return labels is not None and labels.get(L.ADMISSION_LABEL) == L.ADMISSION_DISABLED
 
 
 def pod_scope(request: AdmissionRequest, policy: AdmissionPolicy) -> str:
     """Why the request is out of the webhook's scope, or "" when its pod is gangweb's to look at."""
-    if not request.is_pod:
+    pod = request.pod  # set only for core/v1 Pod requests
+    if pod is None and not request.is_pod:
         return "not a pod"
     if request.namespace in policy.skipped_namespaces:
         return f"namespace {request.namespace} is excluded"
-    if request.pod is None:
+    if pod is None:
         return "no pod in the request"
-    metadata = request.pod.metadata
+    metadata = pod.metadata
     if is_mirror_pod(metadata):
         return "mirror pod"
     if opted_out(metadata):
@@ -74,15 +79,15 @@ def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
     if out_of_scope:
         return Mutation(out_of_scope)
     pod = request.pod
-    current = pod.spec.group_name
-    if current:
-        return Mutation(f"already in PodGroup {current}")
+    group = pod.spec.schedulingGroup
+    if group is not None and group.podGroupName:
+        return Mutation(f"already in PodGroup {group.podGroupName}")
     # Only the group's name: the gang's size and modes are the PodGroup's business (admission.podgroups).
     claim = claim_of(pod.metadata)
     if claim is None:
         return _NO_GANG
     # A present but empty schedulingGroup ({}) keeps its other fields; absent or null is replaced whole.
-    return _joined(podgroup_name(claim[0]), claim[1], pod.spec.schedulingGroup is not None)
+    return _joined(podgroup_name(claim[0]), claim[1], group is not None)
 
 
 _NO_GANG = Mutation("no gang")

@@ -20,7 +20,8 @@ from msgspec import Struct, field
 
 # A resource.Quantity is a string on the wire; numbers are accepted as clients write them in manifests.
 Quantity = str | int | float
-_NO_LABELS: dict[str, str] = {}
+# The map of a pod without labels (or annotations): shared, never written.
+EMPTY_MAP: dict[str, str] = {}
 
 
 # gc=False: the views hold only strings, numbers and maps of strings, so they cannot form cycles, and
@@ -43,11 +44,11 @@ class ObjectMeta(Struct, gc=False):
 
     @property
     def label_map(self) -> dict[str, str]:
-        return self.labels or _NO_LABELS
+        return self.labels or EMPTY_MAP
 
     @property
     def annotation_map(self) -> dict[str, str]:
-        return self.annotations or _NO_LABELS
+        return self.annotations or EMPTY_MAP
 
     @property
     def display_name(self) -> str:
