@@ -7,6 +7,7 @@ parallelism 4 and ``gangweb.io/min-count: 8`` would wait forever) and to warn ab
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import msgspec
@@ -30,7 +31,10 @@ def _dict(value: Any) -> dict[str, Any]:
 def requested_resources(spec: PodSpec) -> tuple[msgspec.Raw, ...]:
     """Each container's ``resources`` as JSON text. Pods whose tuples are equal ask for the same GPU
     shape: comparing them costs far less than working the shapes out."""
-    return tuple(container.resources for container in spec.containers or ())
+    return tuple(map(_RESOURCES, spec.containers or ()))  # map: no generator frame per pod
+
+
+_RESOURCES = operator.attrgetter("resources")
 
 
 def gpu_shape(resources: tuple[msgspec.Raw, ...]) -> tuple[tuple[str, str], ...]:

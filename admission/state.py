@@ -50,17 +50,20 @@ class GangIndex:
         # Django may serve views from several threads; the asyncio server uses one.
         self._lock = threading.Lock()
 
-    def member(self, key: GangKey, owner_uid: str) -> MemberSignature | None:
+    def lookup(self, key: GangKey, owner_uid: str) -> tuple[PodGroupFacts | None, MemberSignature | None]:
+        """What a new member of gang ``key`` (owned by ``owner_uid``) is compared with: the gang's
+        PodGroup, and the first member admitted (unless expired or of another owner)."""
         with self._lock:
+            podgroup = self._podgroups.get(key)
             entry = self._members.get(key)
             if entry is None:
-                return None
+                return podgroup, None
             seen_at, signature = entry
             if self.clock() - seen_at > self.ttl or signature.owner_uid != owner_uid:
                 del self._members[key]
-                return None
+                return podgroup, None
             self._members.move_to_end(key)
-            return signature
+            return podgroup, signature
 
     def remember_member(self, key: GangKey, signature: MemberSignature) -> None:
         with self._lock:
@@ -74,10 +77,6 @@ class GangIndex:
             self._members.move_to_end(key)
             while len(self._members) > self.max_gangs:
                 self._members.popitem(last=False)
-
-    def podgroup(self, key: GangKey) -> PodGroupFacts | None:
-        with self._lock:
-            return self._podgroups.get(key)
 
     def remember_podgroup(self, key: GangKey, podgroup: dict[str, Any]) -> None:
         spec = podgroup.get("spec") if isinstance(podgroup.get("spec"), dict) else {}

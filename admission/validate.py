@@ -110,7 +110,7 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, index: Gan
     key = (request.namespace, group)
     mine = _signature(pod)
     problems, warnings = [], []
-    podgroup = index.podgroup(key)
+    podgroup, sibling = index.lookup(key, mine.owner_uid)
     if podgroup is not None:
         differs = (podgroup.priority is not None and mine.priority is not None and podgroup.priority != mine.priority) or (
             podgroup.priority_class and podgroup.priority_class != mine.priority_class
@@ -121,7 +121,6 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, index: Gan
                 f"{_describe_priority(podgroup.priority, podgroup.priority_class)}; set priorityClassName "
                 f"{podgroup.priority_class or '(the PodGroup’s)'} on the pod template so the gang has one priority"
             )
-    sibling = index.member(key, mine.owner_uid)
     if sibling is not None:
         if (sibling.priority, sibling.priority_class) != (mine.priority, mine.priority_class):
             problems.append(
@@ -168,7 +167,7 @@ def _validate_scheduling(request: AdmissionRequest) -> Verdict:
 
 
 def validate(request: AdmissionRequest, policy: AdmissionPolicy, index: GangIndex) -> Verdict:
-    if request.is_pod:
+    if request.pod is not None or request.is_pod:  # only pod requests carry a pod view
         return _validate_pod(request, policy, index)
     if request.group == SCHEDULING_GROUP:
         return _validate_scheduling(request)
