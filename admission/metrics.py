@@ -74,7 +74,7 @@ class _AdmissionCollector:
         for webhook in WEBHOOKS:
             counts = [sum(s.latency_buckets[webhook][i] for s in stats) for i in range(len(BUCKETS) + 1)]
             cumulative, running = [], 0
-            for bound, count in zip((*map(str, BUCKETS), "+Inf"), counts):
+            for bound, count in zip((*map(str, BUCKETS), "+Inf"), counts, strict=True):
                 running += count
                 cumulative.append((bound, running))
             latency.add_metric([webhook], cumulative, sum(s.latency_sum[webhook] for s in stats))
