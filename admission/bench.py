@@ -264,12 +264,13 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _wait_ready(port: int, ca_pem: str, server: subprocess.Popen, timeout: float = 60.0) -> None:
+def _wait_ready(port: int, ca_pem: str, server: subprocess.Popen, log_path: Path, timeout: float = 60.0) -> None:
     context = ssl.create_default_context(cadata=ca_pem)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise RuntimeError(f"webhook server exited with {server.returncode}: {server.stderr.read().decode()[-2000:]}")
+            log = log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"webhook server exited with {server.returncode}: {log}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1) as raw:
                 with context.wrap_socket(raw, server_hostname=SERVER_NAME) as tls:
@@ -309,10 +310,13 @@ def run_benchmark(*, connections: int = 32, duration: float = 6.0, slice_seconds
         command = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "webhook", "serve", "--dir", directory,
                    "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--bench-echo"]  # fmt: skip
         plan = cpu_plan(workers, clients)
-        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  preexec_fn=(lambda: os.sched_setaffinity(0, plan[0])) if plan else None)  # fmt: skip
+        # The server's log goes to a file: a pipe read only at exit would fill and block it mid-run.
+        log_path = Path(directory) / "server.log"
+        with log_path.open("wb") as log:
+            server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log,
+                                      preexec_fn=(lambda: os.sched_setaffinity(0, plan[0])) if plan else None)  # fmt: skip
         try:
-            _wait_ready(port, ca_pem, server)
+            _wait_ready(port, ca_pem, server, log_path)
             # 0.5 s for the TLS handshakes, then the warm-up, which takes turns like the measurement.
             schedule = _Schedule(names, time.monotonic() + 0.5 + warmup, slice_seconds, cycles)
             say(f"{len(names)} targets x {cycles} slices of {slice_seconds:g} s, taken in turns over "

@@ -66,18 +66,20 @@ def server(tmp_path_factory):
     port = closed_port()
     env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed_port()}/gangweb",
            "REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0", "SECRET_KEY": "test-only", "GANGWEB_DEMO": "0"}
+    # A file, not a pipe: a pipe nobody reads fills up (64 KiB) and then blocks the server mid-log.
+    log = (directory / "server.log").open("wb")
     process = subprocess.Popen(
         # --cert/--key as deploy/base/deployment-webhook.yaml passes them.
         [sys.executable, str(ROOT / "manage.py"), "webhook", "serve", "--cert", str(directory / "tls.crt"),
          "--key", str(directory / "tls.key"),
          "--host", "127.0.0.1", "--port", str(port), "--workers", "2"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log,
     )
     handle = Server(directory, port, process)
     deadline = time.monotonic() + 60
     while True:
         if process.poll() is not None:
-            pytest.fail(f"server exited: {process.stderr.read().decode()[-3000:]}")
+            pytest.fail(f"server exited: {(directory / 'server.log').read_text(errors='replace')[-3000:]}")
         try:
             connection = handle.connection()
             connection.request("GET", "/healthz")
@@ -90,6 +92,7 @@ def server(tmp_path_factory):
     yield handle
     process.terminate()
     process.wait(timeout=15)
+    log.close()
 
 
 def test_mutates_over_tls_with_database_and_redis_down(server):
