@@ -235,9 +235,33 @@
     }
   }
 
+  // The admission webhook's decisions arrive batched, every 0.5 s (admission/recorder.py): each
+  // denial and warning gets its own line, the pods put into PodGroups one line per batch.
+  function logAdmissions(p) {
+    const time = clockText(current);
+    const decisions = p.decisions || [];
+    for (const d of decisions) {
+      const who = `${d.kind} ${d.namespace}/${d.name}`;
+      if (!d.allowed) logActivity(time, "✗", `webhook denied ${who}: ${d.message}`);
+      else if ((d.warnings || []).length) logActivity(time, "⚠", `webhook warned ${who}: ${d.warnings[0]}`);
+    }
+    const joined = decisions.filter((d) => d.allowed && d.podGroup);
+    if (joined.length) {
+      const groups = [...new Set(joined.map((d) => d.podGroup))];
+      const shown = groups.slice(0, 3).join(", ") + (groups.length > 3 ? ", …" : "");
+      const more = p.count > decisions.length ? ` (newest ${decisions.length} of ${p.count} decisions)` : "";
+      logActivity(time, "⇢", `webhook put ${joined.length} ${joined.length === 1 ? "pod" : "pods"} into PodGroups: ${shown}${more}`);
+    }
+    if (p.dropped) logActivity(time, "◆", `${p.dropped} earlier admission decisions were not reported (event stream down)`);
+  }
+
   function logOtherEvent(message) {
     markOnPicture(message);
     const p = message.payload || {};
+    if (message.event === "admission.decisions") {
+      logAdmissions(p);
+      return;
+    }
     if (message.event === "eviction" && QUIET_EVICTION_STATES.has(p.state)) return;  // steps, not outcomes
     const known = EVENT_TEXT[message.event];
     if (known) {

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import urllib.request
 
 import pytest
 
@@ -40,5 +42,34 @@ def test_gpu_squares_change_colour_live(start_demo, browser_page, tmp_path):
     page.hover(".gpu.busy >> nth=0")
     assert "priority" in page.inner_text("#tooltip")
     page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+    assert not page.errors, page.errors
+    assert demo.stop(signal.SIGTERM) == 0
+
+
+def test_admission_decisions_show_in_the_activity_log(start_demo, browser_page):
+    """A pod through the webhook reaches the page: webhook -> recorder -> event -> websocket -> browser."""
+    from tests.admission.support import load_pod, review_bytes
+
+    page = browser_page
+    demo = start_demo()
+    page.goto(demo.base_url + "/")
+    page.wait_for_selector("#conn[data-state='live']", timeout=10_000)
+
+    def post(route: str, pod: dict, uid: str) -> dict:
+        request = urllib.request.Request(demo.base_url + f"/admission/{route}", data=review_bytes(pod, uid=uid),
+                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.loads(answer.read())["response"]
+
+    assert post("mutate", load_pod("job-parallel.yaml"), "m-1")["patchType"] == "JSONPatch"
+    too_big = load_pod("lws-worker.yaml")
+    too_big["metadata"]["annotations"]["gangweb.io/min-count"] = "9"
+    assert post("validate", too_big, "v-1")["allowed"] is False
+
+    page.wait_for_function("document.querySelector('#activity').innerText.includes('into PodGroups: resnet-train')",
+                           timeout=15_000)  # fmt: skip
+    log = page.inner_text("#activity")
+    assert "webhook put 1 pod into PodGroups: resnet-train" in log
+    assert "webhook denied Pod" in log and "min-count" in log
     assert not page.errors, page.errors
     assert demo.stop(signal.SIGTERM) == 0
