@@ -155,15 +155,15 @@ def test_turn_batch_decides_a_turn_together_and_isolates_failures():
 
     decided = []
 
-    def decide(route: str, body: bytes) -> Answer:
+    def decide(body: bytes) -> Answer:
         decided.append(body)
         if body == b"bug":
             raise RuntimeError("a bug in a rule")
         return Answer(200, body.upper())
 
     async def scenario():
-        batch = TurnBatch(decide)
-        first, broken, cancelled, last = (batch.submit("mutate", body) for body in (b"a", b"bug", b"c", b"d"))
+        batch = TurnBatch()
+        first, broken, cancelled, last = (batch.submit(decide, body) for body in (b"a", b"bug", b"c", b"d"))
         cancelled.cancel()
         assert decided == []  # nothing is decided before the turn's tasks have all submitted
         results = await asyncio.gather(first, broken, last, return_exceptions=True)
