@@ -243,7 +243,7 @@ def _load(port: int, ca_pem: str, requests: list[list[bytes]], connections: int,
             process.join()
         for target in range(targets):
             latencies[target].frombytes(raw[target])
-            answered[target] = [a + b for a, b in zip(answered[target], counts[target])]
+            answered[target] = [a + b for a, b in zip(answered[target], counts[target], strict=True)]
             errors[target] += failed[target]
     return latencies, answered, errors
 
@@ -335,7 +335,7 @@ def run_benchmark(*, connections: int = 32, duration: float = 6.0, slice_seconds
     # Per cycle: a target's answers over the echo view's answers in the same cycle (the same second or
     # so of machine conditions); the median resists a neighbour's bursts.
     ratios = {
-        name: round(statistics.median(count / max(base, 1) for count, base in zip(answered[i], echo)), 3)
+        name: round(statistics.median(count / max(base, 1) for count, base in zip(answered[i], echo, strict=True)), 3)
         for i, name in enumerate(names) if name != "echo"
     }  # fmt: skip
     met = all(ratios[name] >= GOAL_RATIO for name in ("mutate", "validate")) and all(
@@ -346,7 +346,7 @@ def run_benchmark(*, connections: int = 32, duration: float = 6.0, slice_seconds
         "warmup_s": warmup, "server_workers": workers, "client_processes": clients, "cpus": os.cpu_count(),
         "pinned": {"server": sorted(plan[0]), "clients": [sorted(c) for c in plan[1]]} if plan else None,
         "loadavg_before": [round(x, 2) for x in load_before], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-        "targets": summary, "answers_per_cycle": dict(zip(names, answered)),
+        "targets": summary, "answers_per_cycle": dict(zip(names, answered, strict=True)),
         "throughput_vs_echo": ratios,
         "goals": {"min_throughput_vs_echo": GOAL_RATIO, "max_p99_ms": GOAL_P99_MS, "met": met},
     }  # fmt: skip
