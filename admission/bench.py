@@ -189,6 +189,17 @@ class _Run:
         else:
             self.errors[target] += 1
 
+    def wire(self) -> tuple[list[bytes], list[list[int]], list[int]]:
+        """What a load-generator process sends back to the parent (``add`` takes it)."""
+        return [latencies.tobytes() for latencies in self.latencies], self.answered, self.errors
+
+    def add(self, wired: tuple[list[bytes], list[list[int]], list[int]]) -> None:
+        raw, answered, errors = wired
+        for target in range(len(self.schedule.names)):
+            self.latencies[target].frombytes(raw[target])
+            self.answered[target] = [a + b for a, b in zip(self.answered[target], answered[target], strict=True)]
+            self.errors[target] += errors[target]
+
 
 async def _drive(port: int, ca_pem: str, requests: list[list[bytes]], connections: int, schedule: _Schedule) -> _Run:
     loop = asyncio.get_running_loop()
@@ -214,12 +225,12 @@ def _client_process(pipe: Any, port: int, ca_pem: str, requests: list[list[bytes
         os.sched_setaffinity(0, cpus)
 
     run = uvloop.run(_drive(port, ca_pem, requests, connections, schedule))
-    pipe.send(([latencies.tobytes() for latencies in run.latencies], run.answered, run.errors))
+    pipe.send(run.wire())
     pipe.close()
 
 
 def _load(port: int, ca_pem: str, requests: list[list[bytes]], connections: int, clients: int,
-          schedule: _Schedule, client_cpus: list[set[int]] | None = None) -> tuple[list[array.array], list[list[int]], list[int]]:  # fmt: skip
+          schedule: _Schedule, client_cpus: list[set[int]] | None = None) -> _Run:  # fmt: skip
     """Run the load generator processes through ``schedule``; their results, summed."""
     context = multiprocessing.get_context("fork")
     workers = []
@@ -230,22 +241,15 @@ def _load(port: int, ca_pem: str, requests: list[list[bytes]], connections: int,
         process = context.Process(target=_client_process, args=(sender, port, ca_pem, requests, share, schedule, cpus))
         process.start()
         workers.append((process, receiver))
-    targets = len(schedule.names)
-    latencies = [array.array("d") for _ in range(targets)]
-    answered = [[0] * schedule.cycles for _ in range(targets)]
-    errors = [0] * targets
+    total = _Run(schedule)
     for process, receiver in workers:
         try:
-            raw, counts, failed = receiver.recv()
+            total.add(receiver.recv())
         except EOFError:
             raise RuntimeError("a load generator process failed (see its traceback above)") from None
         finally:
             process.join()
-        for target in range(targets):
-            latencies[target].frombytes(raw[target])
-            answered[target] = [a + b for a, b in zip(answered[target], counts[target], strict=True)]
-            errors[target] += failed[target]
-    return latencies, answered, errors
+    return total
 
 
 def cpu_plan(workers: int, clients: int) -> tuple[set[int], list[set[int]]] | None:
@@ -321,8 +325,7 @@ def run_benchmark(*, connections: int = 32, duration: float = 6.0, slice_seconds
             schedule = _Schedule(names, time.monotonic() + 0.5 + warmup, slice_seconds, cycles)
             say(f"{len(names)} targets x {cycles} slices of {slice_seconds:g} s, taken in turns over "
                 f"{connections} connections ({schedule.stop_at - time.monotonic():.0f} s)")  # fmt: skip
-            latencies, answered, errors = _load(port, ca_pem, requests, connections, clients, schedule,
-                                                plan[1] if plan else None)  # fmt: skip
+            run = _load(port, ca_pem, requests, connections, clients, schedule, plan[1] if plan else None)
         finally:
             server.terminate()
             try:
@@ -330,7 +333,8 @@ def run_benchmark(*, connections: int = 32, duration: float = 6.0, slice_seconds
             except subprocess.TimeoutExpired:
                 server.kill()
     measured = cycles * slice_seconds
-    summary = {name: _summary(latencies[i], errors[i], measured) for i, name in enumerate(names)}
+    summary = {name: _summary(run.latencies[i], run.errors[i], measured) for i, name in enumerate(names)}
+    answered = run.answered
     echo = answered[0]
     # Per cycle: a target's answers over the echo view's answers in the same cycle (the same second or
     # so of machine conditions); the median resists a neighbour's bursts.
