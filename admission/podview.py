@@ -13,15 +13,19 @@ API omits empty values, since hand-written or older clients send it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
-from msgspec import Struct, field
+from msgspec import Meta, Struct, field
 
 # A resource.Quantity is a string on the wire; numbers are accepted as clients write them in manifests.
 Quantity = str | int | float
 # The map of a pod without labels (or annotations): shared, never written.
 EMPTY_MAP: dict[str, str] = {}
+# ``spec.priority`` is an int32 in the API (k8s.io/api core/v1): a value outside it is no Pod the API
+# server could have sent. Checked the same way by the typed fast path (decode) and the generic parser
+# (convert), so an out-of-range priority is a 400 whichever path a body takes.
+Int32 = Annotated[int, Meta(ge=-(2**31), le=2**31 - 1)]
 
 
 # gc=False: the views hold only strings, numbers and maps of strings, so they cannot form cycles, and
@@ -88,7 +92,7 @@ def resource_requirements(resources: msgspec.Raw) -> ResourceRequirements:
 
 class PodSpec(Struct, gc=False):
     schedulingGroup: SchedulingGroup | None = None
-    priority: int | None = None
+    priority: Int32 | None = None
     priorityClassName: str | None = None
     schedulerName: str | None = None
     preemptionPolicy: str | None = None

@@ -122,3 +122,34 @@ def test_oversized_body_gets_413():
 def test_lone_surrogate_escapes_are_not_well_formed_json_text():
     status, decoded = answer(MUTATE, _envelope(request__uid="\ud800x"))
     assert status == 400 and "surrogate" in decoded["message"]
+
+
+def _pod_body(priority: int, ascii_only: bool) -> bytes:
+    """A gang pod's CREATE review with ``spec.priority`` set; with ``ascii_only`` False an annotation
+    holds an ``é``, which sends the body down the generic parser instead of the typed fast path."""
+    pod = load_pod("job-parallel.yaml")
+    pod["spec"]["priority"] = priority
+    if not ascii_only:
+        pod["metadata"].setdefault("annotations", {})["example.com/owner"] = "José"
+    body = json.dumps(review(pod, uid="prio"), ensure_ascii=False).encode()
+    assert body.isascii() is ascii_only
+    return body
+
+
+@pytest.mark.parametrize("webhook", [MUTATE, VALIDATE])
+@pytest.mark.parametrize("priority", [2**31, -(2**31) - 1, 2**63, 2**64, -(2**63) - 1, 10**30])
+def test_priority_outside_int32_is_a_400_whichever_parser_reads_the_body(webhook, priority):
+    """``spec.priority`` is an int32 in the API: no API server sends more. Both parse paths refuse it alike
+    (the fast path used to patch what the generic parser refused, for values beyond int64)."""
+    answers = [answer(webhook, _pod_body(priority, ascii_only)) for ascii_only in (True, False)]
+    assert [status for status, _ in answers] == [400, 400]
+    assert answers[0][1]["message"] == answers[1][1]["message"]
+    assert "request.object.spec.priority" in answers[0][1]["message"]
+
+
+@pytest.mark.parametrize("webhook", [MUTATE, VALIDATE])
+@pytest.mark.parametrize("priority", [2**31 - 1, -(2**31), 0])
+def test_priority_inside_int32_is_read_by_both_parsers(webhook, priority):
+    answers = [answer(webhook, _pod_body(priority, ascii_only)) for ascii_only in (True, False)]
+    assert [status for status, _ in answers] == [200, 200]
+    assert answers[0][1]["response"] == answers[1][1]["response"]
