@@ -16,6 +16,10 @@ decisions of the interval (each: uid, webhook, kind, namespace, name, operation,
 message, warnings, and for mutations podGroup, source, minCount, mode), the number of decisions in the
 interval, and how many earlier ones were lost because publishing failed (Redis or the database down)
 since the previous event. The dashboard is a view: admission never waits on it.
+
+An outage (Redis or the channel layer down) is logged twice: one warning when the first publish fails,
+one when publishing works again (how long it lasted, how many decisions were dropped). The failed sends
+in between are counted, not logged: ``gangweb.events`` would log each with a traceback, twice a second.
 """
 
 from __future__ import annotations
@@ -52,33 +56,55 @@ class Recordable(Protocol):
     def as_event(self) -> dict[str, Any]: ...
 
 
-class _FailureWatch(logging.Handler):
-    """Notices the warning ``gangweb.events`` logs when a send fails, on the recorder's own thread.
+class _FailureWatch(logging.Filter):
+    """Takes the warning ``gangweb.events`` logs when a send fails, when the send is the recorder's.
 
     ``gangweb.events.publish`` never raises (a dashboard outage must not fail its callers), so this is
-    how the recorder learns that a batch was lost, to count it.
+    how the recorder learns that a batch was lost, to count it. The record is kept from the log: during
+    an outage it would come with a traceback at every flush (twice a second); the recorder logs the
+    outage itself, once when it starts and once when it ends. Sends of other threads (the pipeline's
+    events) are left alone.
     """
 
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.failed = threading.local()
+        super().__init__()
+        self.state = threading.local()
 
-    def emit(self, record: logging.LogRecord) -> None:
-        self.failed.value = True
+    def watching(self) -> None:
+        self.state.watching, self.state.error = True, None
+
+    def done(self) -> str | None:
+        """Stop watching this thread's sends; what the watched send logged, or None if it went through."""
+        self.state.watching = False
+        return self.state.error
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING or not getattr(self.state, "watching", False):
+            return True
+        error = record.exc_info[1] if record.exc_info else None
+        self.state.error = f"{type(error).__name__}: {error}" if error is not None else record.getMessage()
+        return False
 
 
 _EVENTS_LOGGER = "gangweb.events"
 _failure_watch = _FailureWatch()
-logging.getLogger(_EVENTS_LOGGER).addHandler(_failure_watch)
+logging.getLogger(_EVENTS_LOGGER).addFilter(_failure_watch)
+
+
+class PublishFailed(Exception):
+    """The channel layer did not take the event; the message is what ``gangweb.events`` reported."""
 
 
 def _default_publish(event_type: str, payload: dict[str, Any]) -> None:
     from gangweb.events import publish  # imported lazily: the pure modules never need Django
 
-    _failure_watch.failed.value = False
-    publish(event_type, payload)
-    if _failure_watch.failed.value:
-        raise ConnectionError("the channel layer did not take the event (see the gangweb.events warning)")
+    _failure_watch.watching()
+    try:
+        publish(event_type, payload)
+    finally:
+        error = _failure_watch.done()
+    if error is not None:
+        raise PublishFailed(error)
 
 
 class DecisionRecorder:
@@ -98,7 +124,9 @@ class DecisionRecorder:
         self._thread_pid = 0
         self._start_lock = threading.Lock()
         self.stats = RecorderStats()
-        self._warned_at = -1e9
+        # While publishing fails: when it started and what was dropped since (logged once at each end).
+        self._outage_since: float | None = None
+        self._outage_dropped = 0
 
     def offer(self, decision: Recordable) -> None:
         """Never blocks, never fails: only the newest ``max_batch`` decisions are kept."""
@@ -134,19 +162,39 @@ class DecisionRecorder:
             try:
                 decisions = [decision.as_event() for decision in batch]
                 self._publish(EVENT_TYPE, {"decisions": decisions, "count": count, "dropped": self._lost_since_publish})
-            except Exception:
+            except Exception as error:
                 self._lost_since_publish += count
                 self.stats.dropped["publish_failed"] += count
-                if time.monotonic() - self._warned_at > 60:  # an outage logs once a minute, not twice a second
-                    self._warned_at = time.monotonic()
-                    logger.warning("admission decisions not published (counted in "
-                                   "gangweb_admission_events_dropped_total)", exc_info=True)  # fmt: skip
+                self._failed(error, count)
             else:
                 self._lost_since_publish = 0
                 self.stats.recorded += count
+                self._recovered()
         with self._flushed:
             self._published_upto = offered
             self._flushed.notify_all()
+
+    def _failed(self, error: Exception, count: int) -> None:
+        """One warning when an outage starts; the flushes that fail after it only count."""
+        self._outage_dropped += count
+        if self._outage_since is not None:
+            return
+        self._outage_since = time.monotonic()
+        logger.warning(
+            "admission decisions are not reaching the dashboard (%s); dropping and counting them in "
+            "gangweb_admission_events_dropped_total until publishing works again", str(error)[:300] or type(error).__name__,
+            exc_info=not isinstance(error, PublishFailed),  # anything but a refused send is a bug here: show it
+        )
+
+    def _recovered(self) -> None:
+        """One warning when an outage ends, with how long it lasted and what it cost."""
+        if self._outage_since is None:
+            return
+        logger.warning(
+            "admission decisions reach the dashboard again after %.0f s; %d decisions were dropped",
+            time.monotonic() - self._outage_since, self._outage_dropped,
+        )
+        self._outage_since, self._outage_dropped = None, 0
 
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """True once every decision offered before the call was published or counted lost (tests, shutdown)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -108,6 +109,56 @@ def test_background_thread_publishes_through_gangweb_events(monkeypatch):
     recorder = DecisionRecorder(interval=0.05)
     Webhook(AdmissionPolicy(), recorder=recorder).handle(MUTATE, review_bytes(load_pod("job-parallel.yaml")))
     assert seen.wait(5)
+
+
+class _Layer:
+    """A channel layer whose Redis is down (``broken``) or up."""
+
+    def __init__(self):
+        self.broken, self.sent = True, []
+
+    async def group_send(self, group, message):
+        if self.broken:
+            raise ConnectionRefusedError("[Errno 111] Connect call failed ('127.0.0.1', 6379)")
+        self.sent.append(message)
+
+
+def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypatch, caplog):
+    """Through the real ``gangweb.events.publish``: it logs every failed send with a traceback, which from
+    the recorder was a traceback every 0.5 s for as long as Redis was down."""
+    layer = _Layer()
+    monkeypatch.setattr("gangweb.events.get_channel_layer", lambda: layer)
+    recorder = DecisionRecorder(interval=3600)
+    webhook = Webhook(AdmissionPolicy(), recorder=recorder)
+    caplog.set_level(logging.DEBUG)
+    before = dropped("publish_failed")
+    for n in range(6):  # six flushes of the background thread, three seconds of outage
+        webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid=f"down-{n}"))
+        recorder.flush()
+    assert dropped("publish_failed") == before + 6
+    [started] = [record for record in caplog.records if record.levelno >= logging.WARNING]
+    assert started.name == "admission.recorder" and not started.exc_info  # no traceback
+    assert "not reaching the dashboard" in started.getMessage() and "ConnectionRefusedError" in started.getMessage()
+
+    caplog.clear()
+    layer.broken = False
+    webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid="up"))
+    recorder.flush()
+    recorder.flush()
+    [ended] = [record for record in caplog.records if record.levelno >= logging.WARNING]
+    assert "reach the dashboard again" in ended.getMessage() and "6 decisions were dropped" in ended.getMessage()
+    [message] = layer.sent
+    assert message["payload"]["dropped"] == 6 and message["payload"]["decisions"][0]["uid"] == "up"
+
+
+def test_other_senders_keep_their_warnings(monkeypatch, caplog):
+    """Only the recorder's own sends are kept from the log: the pipeline's failed events still warn."""
+    from gangweb.events import publish
+
+    monkeypatch.setattr("gangweb.events.get_channel_layer", lambda: _Layer())
+    caplog.set_level(logging.WARNING)
+    publish("preemption.planned", {"id": 1})
+    assert [record.name for record in caplog.records] == ["gangweb.events"]
 
 
 def test_policy_reads_modes_from_settings(settings):
