@@ -54,6 +54,12 @@ logging.getLogger("admission.handler").addHandler(UNEXPECTED)
 
 
 @pytest.fixture(autouse=True)
+def demo(settings):
+    """The dashboard process serves these paths only in the demo (tests/admission/test_dashboard_paths.py)."""
+    settings.DEMO = True
+
+
+@pytest.fixture(autouse=True)
 def no_dashboard_events(monkeypatch):
     """The views' webhook records decisions for the dashboard, and its thread publishes them through the
     channel layer, which draws channel names from ``random`` while hypothesis is drawing examples
