@@ -163,7 +163,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Longest task (an execution waiting on evictions) is bounded by the hard time limit below; the
 # visibility timeout must exceed it, or Redis would hand an unacked task to a second worker.
 CELERY_TASK_TIME_LIMIT = env_int("GANGWEB_TASK_TIME_LIMIT", 300)
-CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
+# The soft limit stops an execution between API calls (docs/pipeline.md, "Time limits"); the 30 s before the
+# hard limit let the calls in flight finish (each at most GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS + 5).
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("GANGWEB_TASK_SOFT_TIME_LIMIT", CELERY_TASK_TIME_LIMIT - 30)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 4}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_TRACK_STARTED = True
@@ -211,7 +213,15 @@ GANGWEB_ADMISSION_SKIP_NAMESPACES = env_list("GANGWEB_ADMISSION_SKIP_NAMESPACES"
 GANGWEB_PENDING_GRACE_SECONDS = env_int("GANGWEB_PENDING_GRACE_SECONDS", 30)
 # Preemption pipeline (docs/pipeline.md): node-lock expiry (a killed worker's locks free up after it),
 # pause between two requests for one gang, cluster size from which planning fans out over workers.
-GANGWEB_LOCK_TTL_SECONDS = env_int("GANGWEB_LOCK_TTL_SECONDS", 30)
+# A lock must outlast any API call begun under it: TTL x 2/3 > connect + read timeout (45 x 2/3 > 5 + 15).
+GANGWEB_LOCK_TTL_SECONDS = env_int("GANGWEB_LOCK_TTL_SECONDS", 45)
+# Read timeout of every non-watch Kubernetes call (connect: at most 5 s of it).
+GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS = env_int("GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS", 15)
+# Disruption budgets in enforce mode (docs/pipeline.md, "Disruption budgets"): "respect" never executes a
+# plan that a PDB forbids; "delete" removes victims like kube-scheduler does (DELETE, budgets best effort).
+GANGWEB_PDB_POLICY = os.environ.get("GANGWEB_PDB_POLICY", "respect")
+if GANGWEB_PDB_POLICY not in ("respect", "delete"):
+    raise ImproperlyConfigured(f"GANGWEB_PDB_POLICY must be 'respect' or 'delete', got {GANGWEB_PDB_POLICY!r}")
 GANGWEB_REQUEST_COOLDOWN_SECONDS = env_int("GANGWEB_REQUEST_COOLDOWN_SECONDS", 60)
 # 0 = off: measured slower than one task at 5,000 and 20,000 nodes (docs/pipeline.md, "Planning").
 GANGWEB_FANOUT_MIN_NODES = env_int("GANGWEB_FANOUT_MIN_NODES", 0)

@@ -39,6 +39,11 @@ class EvictionResult:
     def retryable(self) -> bool:
         return self.code == 429 or self.code >= 500
 
+    @property
+    def budget_refused(self) -> bool:
+        """A 429 because a PodDisruptionBudget allows no disruption now (not API priority and fairness)."""
+        return self.code == 429 and "disruption budget" in self.message.lower()
+
 
 class ClusterError(RuntimeError):
     """A cluster read or write failed (not "object gone", which the methods treat as done/None).
@@ -84,8 +89,16 @@ class Cluster(Protocol):
 
     def get_pod(self, namespace: str, name: str) -> KubeObject | None: ...
 
-    def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> EvictionResult:
-        """POST the pod's ``eviction`` subresource (policy/v1); never raises for API answers."""
+    def evict(self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False) -> EvictionResult:
+        """POST the pod's ``eviction`` subresource (policy/v1); never raises for API answers.
+
+        ``uid`` goes into ``deleteOptions.preconditions.uid``: when the pod of that name is another one
+        now (a controller recreated it), the answer is 409 and nothing is evicted."""
+        ...
+
+    def delete_pod(self, namespace: str, name: str, *, uid: str, dry_run: bool = False) -> EvictionResult:
+        """DELETE the pod, as kube-scheduler removes its victims (no disruption budget is consulted), with
+        the UID precondition: 200 deleted (or terminating), 404 gone, 409 another pod has the name now."""
         ...
 
     def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:

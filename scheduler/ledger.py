@@ -349,6 +349,16 @@ def record_attempt_error(eviction_id: int, code: int | None, message: str) -> No
              plan=eviction.plan, data={"pod": eviction.pod, "code": code, "attempts": eviction.attempts})
 
 
+def note_budget_spent(eviction_id: int, answer: str) -> None:
+    """A real eviction was refused by a disruption budget that the plan's check found open: someone else
+    spent it since. The pod is deleted next (UID precondition) so that its unit is not left half-evicted."""
+    eviction = Eviction.objects.select_related("plan__request").get(pk=eviction_id)
+    note("budget.spent", f"{eviction.pod}: eviction refused ({answer}); the disruption budget was spent by "
+         f"someone else after the plan's budget check, so the pod is deleted with a UID precondition to finish "
+         f"{eviction.victim_unit}", plan=eviction.plan,
+         data={"pod": eviction.pod, "unit": eviction.victim_unit, "answer": answer})
+
+
 def fail_unstarted_evictions(plan_id: int, why: str) -> int:
     """Mark every eviction of the plan that never reached the API as failed (nothing was evicted)."""
     with transaction.atomic():

@@ -11,6 +11,7 @@ Without ``REDIS_URL`` (the demo: tasks run in-process) the same logic runs on a 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -18,6 +19,8 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator
 
 from django.conf import settings
+
+logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "gangweb:lock:"
 
@@ -119,33 +122,118 @@ def is_locked(key: str) -> bool:
     return _store().owner(key) is not None
 
 
+class Stopped(Exception):
+    """The holder was told to stop (a time limit fired in its main thread): start no new API call."""
+
+
+class LockLost(Stopped):
+    """The holder can no longer prove it holds its locks (a refresh failed or found the key gone)."""
+
+
+class Lease:
+    """What ``hold`` hands its caller: whether the locks are still ours, and for how long for sure.
+
+    A lock is ours for certain until ``ttl`` after the last refresh that succeeded for every key; after a
+    refresh that found a key gone (Redis restarted, the key expired) it is not ours at all.
+    ``check(margin)`` raises ``LockLost`` unless the locks stay ours for ``margin`` more seconds, so a call
+    bounded by ``margin`` (the API client's request timeout) is never still in flight when another holder
+    may take the lock. ``stop()`` makes every later ``check`` raise ``Stopped``: the holder's threads
+    finish the call they are in and start no other.
+    """
+
+    def __init__(self, ttl: float, since: float | None = None, clock=time.monotonic):
+        """``since``: when the first key was asked for (its expiry is ``ttl`` after that at the latest)."""
+        self.ttl = ttl
+        self._clock = clock
+        self._valid_until = (clock() if since is None else since) + ttl
+        self._lost = ""
+        self._stopped = ""
+        self.stopping = threading.Event()  # set once the holder must stop; waits in retries watch it
+
+    def refreshed(self, at: float) -> None:
+        self._valid_until = max(self._valid_until, at + self.ttl)
+
+    def lose(self, why: str) -> None:
+        self._lost = self._lost or why
+        self.stopping.set()
+
+    def stop(self, why: str) -> None:
+        self._stopped = self._stopped or why
+        self.stopping.set()
+
+    @property
+    def lost(self) -> str:
+        if not self._lost and self._clock() >= self._valid_until:
+            self.lose("not refreshed within the lock TTL")
+        return self._lost
+
+    def remaining(self) -> float:
+        return 0.0 if self.lost else max(0.0, self._valid_until - self._clock())
+
+    def check(self, margin: float = 0.0) -> None:
+        """Raise unless the holder may start a call that takes up to ``margin`` seconds."""
+        if self.lost:
+            raise LockLost(f"node locks lost: {self.lost}")
+        if self._stopped:
+            raise Stopped(self._stopped)
+        left = self.remaining()
+        if left <= margin:
+            raise LockLost(f"node locks are certain for {left:.1f} s more, less than the {margin:.1f} s an "
+                           "API call may take")
+
+
 @contextmanager
-def hold(keys: Iterable[str], *, ttl: float | None = None, wait: float = 5.0, owner: str = "") -> Iterator[list[str]]:
-    """Hold every key (sorted acquisition), refreshed by a heartbeat; raise LockBusy after ``wait`` s."""
+def hold(keys: Iterable[str], *, ttl: float | None = None, wait: float = 5.0, owner: str = "") -> Iterator[Lease]:
+    """Hold every key (sorted acquisition), refreshed by a heartbeat; raise LockBusy after ``wait`` s.
+
+    Yields a ``Lease``. A refresh that fails (Redis unreachable) is retried every second; one that
+    finds a key no longer ours loses the lease at once. Either way the lease ends no later than one
+    TTL after the last successful refresh, which is when the keys may expire."""
     store = _store()
-    ttl_ms = int((ttl or lock_ttl_seconds()) * 1000)
+    ttl_s = ttl or lock_ttl_seconds()
+    ttl_ms = int(ttl_s * 1000)
     token = f"{owner}:{uuid.uuid4().hex}"
     ordered = sorted(set(keys))
     held: list[str] = []
     stop = threading.Event()
     heartbeat = None
+    lease: Lease | None = None
     try:
         deadline = time.monotonic() + wait
         for key in ordered:
+            asked = time.monotonic()
             while not store.acquire(key, token, ttl_ms):
                 if time.monotonic() >= deadline:
                     raise LockBusy(key)
                 time.sleep(0.1)
+                asked = time.monotonic()
+            if lease is None:  # the first key's expiry bounds the lease; later keys expire later
+                lease = Lease(ttl_s, since=asked)
             held.append(key)
+        lease = lease or Lease(ttl_s)
 
         def beat() -> None:
-            while not stop.wait(ttl_ms / 3000):
-                for key in held:
-                    store.refresh(key, token, ttl_ms)
+            interval = ttl_s / 3
+            while not stop.wait(interval):
+                started = time.monotonic()
+                try:
+                    mine = all(store.refresh(key, token, ttl_ms) for key in held)
+                except Exception as exc:  # Redis unreachable: try again soon, the lease runs down meanwhile
+                    logger.warning("could not refresh node locks", extra={"owner": owner, "error": str(exc)})
+                    interval = min(1.0, ttl_s / 3)
+                    if lease.lost:
+                        return
+                    continue
+                if not mine:
+                    lease.lose("a lock key was gone or held by someone else at refresh")
+                    logger.error("node locks lost", extra={"owner": owner, "keys": held})
+                    return
+                lease.refreshed(started)
+                interval = ttl_s / 3
 
         heartbeat = threading.Thread(target=beat, name="gangweb-lock-heartbeat", daemon=True)
         heartbeat.start()
-        yield list(held)
+        yield lease
     finally:
         stop.set()
         if heartbeat is not None:

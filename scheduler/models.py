@@ -43,8 +43,10 @@ REQUEST_TRANSITIONS: dict[str, frozenset[str]] = {
             RequestState.PENDING,
         }
     ),
+    # planned -> infeasible: the plan breaks a disruption budget and GANGWEB_PDB_POLICY=respect.
     RequestState.PLANNED: frozenset(
-        {RequestState.EXECUTING, RequestState.OBSERVED, RequestState.FAILED, RequestState.SUPERSEDED}
+        {RequestState.EXECUTING, RequestState.OBSERVED, RequestState.FAILED, RequestState.INFEASIBLE,
+         RequestState.SUPERSEDED}
     ),
     RequestState.EXECUTING: frozenset(
         {RequestState.SUCCEEDED, RequestState.FAILED, RequestState.INFEASIBLE, RequestState.SUPERSEDED}

@@ -35,7 +35,8 @@ def _build_cluster() -> Cluster:
     # KUBECONFIG wins when set (tests point it at the local API test server); else in-cluster. Informers
     # are not started here: each read lists afresh, which is what execution needs and keeps forked
     # Celery children free of watch threads inherited from their parent.
-    return KubeCluster.from_environment()
+    read = float(settings.GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS)
+    return KubeCluster.from_environment(timeout=(min(5.0, read), read))
 
 
 def set_cluster(cluster: Cluster) -> None:

@@ -171,6 +171,12 @@ def after_plan(request_id: int, result: planning.PlanResult, *, planned_by: str)
         if request.mode == Mode.OBSERVE:
             ledger.finish(request_id, RequestState.OBSERVED,
                           "observe mode: gangweb's plan is recorded beside kube-scheduler's actions, not executed")
+        elif stored.pdb_violations and settings.GANGWEB_PDB_POLICY == "respect":
+            # The engine ranks budget-breaking plans last, so the best one breaking a budget means every plan
+            # it found does (docs/pipeline.md, "Disruption budgets").
+            ledger.finish(request_id, RequestState.INFEASIBLE,
+                          f"every plan found breaks a disruption budget (the best one by {stored.pdb_violations} "
+                          "disruptions); GANGWEB_PDB_POLICY=respect executes only plans the budgets allow")
         else:
             _after_commit(execute_plan, request_id)
 

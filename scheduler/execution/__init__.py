@@ -18,9 +18,12 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from scheduler import ledger, locks, metrics
 from scheduler.cluster import Cluster
-from scheduler.execution.evictor import RetryPolicy, dry_run, evict, in_threads
+from scheduler.execution.budgets import shortfalls
+from scheduler.execution.evictor import DELETE, EVICT, Calls, RetryPolicy, dry_run, evict, in_threads, replaced
 from scheduler.execution.recheck import recheck
 from scheduler.models import Eviction, EvictionState, Plan, PlanSource, RequestState
 from scheduler.planning import fresh_objects, reserve_room
@@ -54,8 +57,17 @@ def touched_nodes(plan: Plan, rows: list[Eviction]) -> set[str]:
 
 
 def execute(request_id: int, cluster: Cluster, *, retry: RetryPolicy | None = None, lock_wait: float = 5.0) -> Outcome:
-    """Run (or resume) the execution of a planned request. Raises ``locks.LockBusy`` to be retried."""
+    """Run (or resume) the execution of a planned request. Raises ``locks.LockBusy`` to be retried, and
+    ``locks.Stopped`` when told to stop mid-way (every call in flight has ended by then)."""
     retry = retry or RetryPolicy()
+    # A lock must outlast any call begun under it, even one started just before a missed refresh.
+    margin, ttl = float(getattr(cluster, "request_timeout", 0.0)), locks.lock_ttl_seconds()
+    if margin >= ttl * 2 / 3:
+        reason = (f"GANGWEB_LOCK_TTL_SECONDS ({ttl:g}) must exceed 1.5 x the longest API call ({margin:g} s): "
+                  "nothing executed")
+        logger.error(reason)
+        ledger.finish(request_id, RequestState.FAILED, reason)
+        return Outcome(RequestState.FAILED, reason)
     request = ledger.begin_execution(request_id)
     if request is None:
         return Outcome("skipped", "request is not planned or executing")
@@ -65,17 +77,18 @@ def execute(request_id: int, cluster: Cluster, *, retry: RetryPolicy | None = No
         return Outcome(RequestState.FAILED, "no feasible plan to execute")
     rows = list(plan.pod_evictions.all())
     keys = [locks.node_key(n) for n in touched_nodes(plan, rows)] + [locks.request_key(request_id)]
-    with locks.hold(keys, wait=lock_wait, owner=f"request-{request_id}"):
+    with locks.hold(keys, wait=lock_wait, owner=f"request-{request_id}") as lease:
+        calls = Calls(cluster, lease, margin, DELETE if settings.GANGWEB_PDB_POLICY == "delete" else EVICT)
         plan.request.refresh_from_db()
         if plan.request.state != RequestState.EXECUTING:
             # A duplicate delivery that waited for the locks while the first one finished the job.
             return Outcome("skipped", f"request is {plan.request.state} now")
         rows = list(plan.pod_evictions.all())  # re-read under the locks
         if not any(r.state in STARTED_STATES for r in rows):
-            refusal = _check_and_dry_run(cluster, plan, rows)
+            refusal = _check_and_dry_run(calls, plan, rows)
             if refusal is not None:
                 return refusal
-        return _evict_all(cluster, plan, retry)
+        return _evict_all(calls, plan, retry)
 
 
 def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: str) -> None:
@@ -86,9 +99,11 @@ def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: 
         logger.warning("could not set PodGroup condition", extra={"podgroup": request.podgroup, "error": str(exc)})
 
 
-def _check_and_dry_run(cluster: Cluster, plan: Plan, rows: list[Eviction]) -> Outcome | None:
-    request = plan.request
-    verdict = recheck(reserve_room(fresh_objects(cluster), request.podgroup), plan, rows)
+def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcome | None:
+    request, cluster = plan.request, calls.cluster
+    calls.ready()
+    objects = fresh_objects(cluster)
+    verdict = recheck(reserve_room(objects, request.podgroup), plan, rows)
     ledger.note("execution.recheck", verdict.reason, plan=plan, data={"ok": verdict.ok})
     if not verdict.ok:
         ledger.fail_unstarted_evictions(plan.pk, f"not evicted: {verdict.reason}")
@@ -96,10 +111,28 @@ def _check_and_dry_run(cluster: Cluster, plan: Plan, rows: list[Eviction]) -> Ou
         ledger.finish(request.pk, RequestState.SUPERSEDED, reason)
         return Outcome(RequestState.SUPERSEDED, reason, replan=not verdict.moot)
 
+    if calls.remove == EVICT:
+        # Dry runs never spend a budget: two victims under a budget of one both pass them. So the plan as a
+        # whole is held against every budget, as the cluster has it now.
+        short = shortfalls(objects, [r.pod for r in rows])
+        if short:
+            reason = "disruption budgets do not allow this plan, nothing evicted: " + "; ".join(map(str, short))
+            ledger.fail_unstarted_evictions(plan.pk, "not evicted: the plan breaks a disruption budget")
+            ledger.finish(request.pk, RequestState.FAILED, reason,
+                          data={"budgets": [b.budget for b in short]})
+            _condition(cluster, plan, "False", "BudgetExceeded", reason)
+            return Outcome(RequestState.FAILED, reason)
+
     pending = [r for r in rows if r.state in (EvictionState.PLANNED, EvictionState.DRY_RUN_OK)]
     # A refusal recorded before a restart counts as much as a new one.
     refused = [(r.pod, r.dry_run_code, r.dry_run_message) for r in rows if r.state == EvictionState.DRY_RUN_REFUSED]
-    results = in_threads(pending, lambda row: dry_run(cluster, row))
+    results = in_threads(pending, lambda row: dry_run(calls, row), calls.lease)
+    gone = sorted(f"{r.namespace}/{r.name}" for r in results if replaced(r))
+    if gone:  # a victim was recreated under its name since the plan: the plan no longer says who to evict
+        reason = f"plan is stale, nothing evicted: victim pods replaced since planning: {', '.join(gone)}"
+        ledger.fail_unstarted_evictions(plan.pk, "not evicted: another victim was replaced since planning")
+        ledger.finish(request.pk, RequestState.SUPERSEDED, reason)
+        return Outcome(RequestState.SUPERSEDED, reason, replan=True)
     refused += [(f"{r.namespace}/{r.name}", r.code, r.message) for r in results if not r.ok]
     if refused:
         pod, code, message = min(refused)
@@ -114,8 +147,8 @@ def _check_and_dry_run(cluster: Cluster, plan: Plan, rows: list[Eviction]) -> Ou
     return None
 
 
-def _evict_all(cluster: Cluster, plan: Plan, retry: RetryPolicy) -> Outcome:
-    request = plan.request
+def _evict_all(calls: Calls, plan: Plan, retry: RetryPolicy) -> Outcome:
+    request, cluster = plan.request, calls.cluster
     every = list(plan.pod_evictions.all())
     rows = [r for r in every if r.state not in (EvictionState.EVICTED, EvictionState.FAILED)]
     if rows:
@@ -123,7 +156,7 @@ def _evict_all(cluster: Cluster, plan: Plan, retry: RetryPolicy) -> Outcome:
         message = f"{'resuming: ' if resuming else ''}evicting {len(rows)} pods for plan {plan.pk}"
         ledger.note("execution.evicting", message, plan=plan, data={"pods": [r.pod for r in rows]})
         _condition(cluster, plan, "True", "Evicting", message)
-    in_threads(rows, lambda row: evict(cluster, row, request.podgroup, plan.pk, retry))
+    in_threads(rows, lambda row: evict(calls, row, request.podgroup, plan.pk, retry), calls.lease)
 
     by_unit: dict[str, list[Eviction]] = defaultdict(list)
     for row in plan.pod_evictions.all():

@@ -4,12 +4,16 @@ The row is moved to ``evicting`` (attempt counter + 1) and committed BEFORE the 
 successor that finds a row in ``evicting`` therefore knows a request may have reached the API server,
 and looks at the pod first: gone, replaced (other UID) or terminating means the earlier request
 worked, and the row is closed without a second eviction.
+
+Every request names the planned pod by UID (``deleteOptions.preconditions.uid``): a pod recreated under
+the same name by its controller answers 409 and is never touched. No request starts unless the node
+locks are certain to outlast it (``Calls.ready``), and once the execution is told to stop (a time limit
+in the main thread, lost locks) no thread starts another.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 import queue
 import threading
 from dataclasses import dataclass
@@ -19,9 +23,46 @@ from django.db import close_old_connections, connection
 
 from scheduler import ledger, metrics
 from scheduler.cluster import Cluster, ClusterEvent, EvictionResult
+from scheduler.locks import Lease, Stopped
 from scheduler.models import Eviction, EvictionState
 
 logger = logging.getLogger(__name__)
+
+EVICT, DELETE = "evict", "delete"
+
+
+@dataclass(frozen=True)
+class Calls:
+    """How one execution talks to the cluster: under which lease, how long one call may take, and
+    whether victims are evicted (the Eviction API, budgets enforced) or deleted (like kube-scheduler)."""
+
+    cluster: Cluster
+    lease: Lease
+    margin: float = 0.0
+    remove: str = EVICT
+
+    def ready(self) -> None:
+        """Raise ``locks.Stopped``/``LockLost`` unless one more API call may start now."""
+        self.lease.check(self.margin)
+
+    def pause(self, seconds: float) -> None:
+        """Sleep between attempts, waking (and raising) as soon as the execution must stop."""
+        self.lease.stopping.wait(seconds)
+        self.ready()
+
+    def remove_pod(self, row: Eviction, *, dry_run: bool = False, how: str | None = None) -> EvictionResult:
+        self.ready()
+        if (how or self.remove) == DELETE:
+            if not row.pod_uid:  # never delete a pod we cannot name by UID
+                return EvictionResult(row.namespace, row.name, 412, "no UID recorded for the planned pod; "
+                                      "gangweb deletes pods only with a UID precondition", dry_run)
+            return self.cluster.delete_pod(row.namespace, row.name, uid=row.pod_uid, dry_run=dry_run)
+        return self.cluster.evict(row.namespace, row.name, uid=row.pod_uid or None, dry_run=dry_run)
+
+
+def replaced(result: EvictionResult) -> bool:
+    """A 409 from the UID precondition: the planned pod is gone, another one has its name now."""
+    return result.code == 409 and "uid" in result.message.lower()
 
 
 @dataclass(frozen=True)
@@ -34,8 +75,14 @@ class RetryPolicy:
         return min(self.max_delay, self.first_delay * (2 ** (attempt - 1)))
 
 
-def in_threads(rows: Iterable[Eviction], work: Callable[[Eviction], object], width: int = 16) -> list:
+def in_threads(rows: Iterable[Eviction], work: Callable[[Eviction], object], lease: Lease | None = None,
+               width: int = 16) -> list:
     """Run ``work`` for every row on up to ``width`` threads; results in row order.
+
+    When the calling thread is interrupted while it waits (Celery's soft time limit raises
+    ``SoftTimeLimitExceeded`` here), the lease is stopped, so no thread starts another call, and the
+    threads are waited for before the interruption goes on: the caller's locks are never released while
+    one of its threads can still be calling the API.
 
     Each thread keeps one database connection for all its rows and closes it when it runs out of work
     (Django connections are per thread; a pool thread that never closes would leak one).
@@ -71,15 +118,35 @@ def in_threads(rows: Iterable[Eviction], work: Callable[[Eviction], object], wid
     threads = [threading.Thread(target=drain, name=f"gangweb-evict-{i}") for i in range(min(width, len(rows)))]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException as interruption:
+        if lease is not None:
+            lease.stop(f"execution interrupted: {type(interruption).__name__}")
+        logger.warning("execution interrupted; waiting for the API calls in flight before letting go",
+                       extra={"error": repr(interruption), "threads": sum(t.is_alive() for t in threads)})
+        _join_through_interruptions(threads)
+        raise
     if errors:
-        raise errors[0]
+        # A stop (lost locks, an interruption) explains the others; report it first.
+        raise next((e for e in errors if isinstance(e, Stopped)), errors[0])
     return results
 
 
-def dry_run(cluster: Cluster, row: Eviction) -> EvictionResult:
-    result = cluster.evict(row.namespace, row.name, dry_run=True)
+def _join_through_interruptions(threads: list[threading.Thread]) -> None:
+    """Wait for every thread even if more interruptions arrive (only SIGKILL ends this process sooner)."""
+    for thread in threads:
+        while thread.is_alive():
+            try:
+                thread.join()
+            except BaseException as again:  # noqa: PERF203 - a second limit must not let go of the threads
+                logger.warning("interrupted again while waiting for API calls in flight",
+                               extra={"error": repr(again)})
+
+
+def dry_run(calls: Calls, row: Eviction) -> EvictionResult:
+    result = calls.remove_pod(row, dry_run=True)
     metrics.EVICTIONS.labels(kind="dry_run", code=str(result.code)).inc()
     ledger.record_dry_run(row.pk, result.code, result.message, result.ok)
     return result
@@ -98,51 +165,79 @@ def already_evicted(cluster: Cluster, row: Eviction) -> str | None:
     return None
 
 
-def evict(cluster: Cluster, row: Eviction, preemptor: str, plan_id: int, retry: RetryPolicy) -> bool:
-    """Evict the row's pod, retrying retryable answers; True when the pod is (now) evicted."""
+def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: RetryPolicy) -> bool:
+    """Evict the row's pod, retrying retryable answers; True when the pod is (now) evicted.
+
+    A budget refusal (429 from a PodDisruptionBudget) after the plan's budget check means someone else
+    spent the budget since: the plan has started and a gang missing members holds GPUs for nothing, so the
+    pod is deleted (UID precondition) to finish its unit, and the ledger says so."""
     current = Eviction.objects.get(pk=row.pk)
     if current.state in (EvictionState.EVICTED, EvictionState.FAILED):
         return current.state == EvictionState.EVICTED
     preemptor_ns, _, preemptor_name = preemptor.partition("/")
+    how = None  # DELETE once a budget refusal says the unit must be finished by deletion
+    switched = False  # the pass right after that switch goes at once, without the backoff pause
     while True:
         if current.state == EvictionState.EVICTING:
             # A request for this row may already have reached the API server (ours or a dead worker's).
-            how = already_evicted(cluster, current)
-            if how is not None:
+            calls.ready()
+            done = already_evicted(calls.cluster, current)
+            if done is not None:
                 ledger.record_eviction(current.pk, evicted=True, code=current.api_code, message="",
-                                       how=f"{how} when re-checked before attempt {current.attempts + 1}")
+                                       how=f"{done} when re-checked before attempt {current.attempts + 1}")
                 return True
             if current.attempts >= retry.attempts:
                 ledger.record_eviction(current.pk, evicted=False, code=current.api_code,
                                        message=current.api_message or "no answer",
                                        how=f"gave up after {current.attempts} attempts")
                 return False
-            if current.attempts:
-                time.sleep(retry.delay(current.attempts))
+            if current.attempts and not switched:
+                calls.pause(retry.delay(current.attempts))
+            switched = False
+        calls.ready()
         claimed = ledger.claim_for_eviction(current.pk)
         if claimed is None:
             return Eviction.objects.get(pk=row.pk).state == EvictionState.EVICTED
         current = claimed
         message = f"gangweb: preempting to accommodate podgroup {preemptor} (plan {plan_id})"
+        calls.ready()
         try:
-            cluster.mark_disruption_target(current.namespace, current.name, message)
+            calls.cluster.mark_disruption_target(current.namespace, current.name, message)
         except Exception as exc:  # the condition is informative; the eviction is what frees the room
             logger.warning("could not mark DisruptionTarget", extra={"pod": current.pod, "error": str(exc)})
         try:
-            result = cluster.evict(current.namespace, current.name)
+            result = calls.remove_pod(current, how=how)
+        except Stopped:
+            raise
         except Exception as exc:  # transport trouble: unknown outcome, re-checked on the next pass
             result = EvictionResult(current.namespace, current.name, 503, f"request failed: {exc}")
-        metrics.EVICTIONS.labels(kind="evict", code=str(result.code)).inc()
+        metrics.EVICTIONS.labels(kind="delete" if (how or calls.remove) == DELETE else "evict",
+                                 code=str(result.code)).inc()
         if result.ok:
-            ledger.record_eviction(current.pk, evicted=True, code=result.code, message=result.message)
-            _record_preempted_event(cluster, current, preemptor_ns, preemptor_name, plan_id)
+            ledger.record_eviction(current.pk, evicted=True, code=result.code, message=result.message,
+                                   how=_how_removed(how or calls.remove))
+            _record_preempted_event(calls.cluster, current, preemptor_ns, preemptor_name, plan_id)
             return True
+        if replaced(result):
+            ledger.record_eviction(current.pk, evicted=True, code=result.code, message=result.message,
+                                   how="the planned pod is gone (another pod has its name now), never evicted again")
+            return True
+        if result.budget_refused and calls.remove == EVICT and how is None:
+            ledger.note_budget_spent(current.pk, result.message)
+            how, switched = DELETE, True
+            ledger.record_attempt_error(current.pk, result.code, result.message)
+            current.api_code, current.api_message = result.code, result.message
+            continue
         if not result.retryable and current.attempts >= 2:
             ledger.record_eviction(current.pk, evicted=False, code=result.code, message=result.message,
                                    how="refused")
             return False
         ledger.record_attempt_error(current.pk, result.code, result.message)
         current.api_code, current.api_message = result.code, result.message
+
+
+def _how_removed(remove: str) -> str:
+    return "deleted with a UID precondition (disruption budgets not consulted)" if remove == DELETE else ""
 
 
 def _record_preempted_event(cluster: Cluster, row: Eviction, namespace: str, name: str, plan_id: int) -> None:

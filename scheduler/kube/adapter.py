@@ -244,8 +244,16 @@ class KubeCluster:
     def create_object(self, obj: KubeObject) -> bool:
         return writes.create_object(self._api(), obj, timeout=self.timeout)
 
-    def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> EvictionResult:
-        return writes.evict(self._api(), namespace, name, dry_run=dry_run, timeout=self.timeout)
+    def evict(self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False) -> EvictionResult:
+        return writes.evict(self._api(), namespace, name, uid=uid, dry_run=dry_run, timeout=self.timeout)
+
+    def delete_pod(self, namespace: str, name: str, *, uid: str, dry_run: bool = False) -> EvictionResult:
+        return writes.delete_pod(self._api(), namespace, name, uid=uid, dry_run=dry_run, timeout=self.timeout)
+
+    @property
+    def request_timeout(self) -> float:
+        """The longest one non-watch call can take (connect + read): how long a lock must outlast a call."""
+        return float(sum(self.timeout))
 
     def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
         writes.mark_disruption_target(self._api(), namespace, name, message, timeout=self.timeout)

@@ -20,13 +20,7 @@ def _is_ready(pod: dict) -> bool:
 
 
 def _matching_pdbs(store: ObjectStore, pod: dict) -> list[dict]:
-    meta = pod["metadata"]
-    labels = meta.get("labels") or {}
-    return [
-        pdb
-        for pdb in store.list(PDBS, meta["namespace"])
-        if label_selector_matches((pdb.get("spec") or {}).get("selector"), labels)
-    ]
+    return matching_budgets(pod, store.list(PDBS, pod["metadata"]["namespace"]))
 
 
 def _scaled(value: int | str, total: int, round_up: bool) -> int:
@@ -87,6 +81,29 @@ def _too_many_requests(cause: str, retry_after: int | None) -> errors.ApiError:
     )
 
 
+def spends_budget(pod: dict, pdb: dict, status: dict) -> bool:
+    """Whether evicting ``pod`` takes one of ``pdb``'s allowed disruptions, as the Eviction API decides:
+    terminal, pending and terminating pods never do; an unready pod does not when the budget's
+    ``unhealthyPodEvictionPolicy`` is ``AlwaysAllow``, or (``IfHealthyBudget``) while the budget is met."""
+    phase = (pod.get("status") or {}).get("phase")
+    if phase in ("Succeeded", "Failed", "Pending") or (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if _is_ready(pod):
+        return True
+    policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy", "IfHealthyBudget")
+    desired = status.get("desiredHealthy", 0)
+    return not (policy == "AlwaysAllow" or (status.get("currentHealthy", 0) >= desired and desired > 0))
+
+
+def matching_budgets(pod: dict, budgets: list[dict]) -> list[dict]:
+    """The PodDisruptionBudgets among ``budgets`` whose selector selects ``pod`` (same namespace)."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return [pdb for pdb in budgets
+            if (pdb.get("metadata") or {}).get("namespace") == meta.get("namespace")
+            and label_selector_matches((pdb.get("spec") or {}).get("selector"), labels)]
+
+
 def _check_budget(pdb: dict, status: dict) -> None:
     name = pdb["metadata"]["name"]
     if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1):
@@ -143,12 +160,7 @@ def _evict_locked(store: ObjectStore, namespace: str, name: str, options: dict, 
     if pdbs:
         pdb = pdbs[0]
         status = pdb.get("status") or compute_pdb_status(store, pdb)
-        policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy", "IfHealthyBudget")
-        desired = status.get("desiredHealthy", 0)
-        unhealthy_may_go = not _is_ready(pod) and (
-            policy == "AlwaysAllow" or (status.get("currentHealthy", 0) >= desired and desired > 0)
-        )
-        if not unhealthy_may_go:
+        if spends_budget(pod, pdb, status):
             _check_budget(pdb, status)
             if not dry_run:
                 def spend(obj: dict) -> None:

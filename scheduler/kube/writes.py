@@ -44,22 +44,39 @@ def status_message(exc: ApiException) -> str:
 TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError, socket.timeout)
 
 
-def evict(api_client: client.ApiClient, namespace: str, name: str, *, dry_run: bool, timeout: Timeout
-          ) -> EvictionResult:
-    """POST pods/{name}/eviction (policy/v1). API answers become the result; transport failures
-    become 503 (no answer) or 504 (timed out), both retryable: a retried eviction of a pod that is
-    already gone answers 404, which counts as done."""
+def evict(api_client: client.ApiClient, namespace: str, name: str, *, dry_run: bool, timeout: Timeout,
+          uid: str | None = None) -> EvictionResult:
+    """POST pods/{name}/eviction (policy/v1), with ``preconditions.uid`` when given. API answers become the
+    result; transport failures become 503 (no answer) or 504 (timed out), both retryable: a retried
+    eviction of a pod that is already gone answers 404, which counts as done."""
     body = client.V1Eviction(
         api_version="policy/v1",
         kind="Eviction",
         metadata=client.V1ObjectMeta(name=name, namespace=namespace),
-        delete_options=client.V1DeleteOptions(dry_run=["All"]) if dry_run else None,
+        delete_options=_delete_options(uid, dry_run),
     )
+    return _answer(namespace, name, dry_run, lambda: client.CoreV1Api(api_client).create_namespaced_pod_eviction(
+        name, namespace, body, dry_run="All" if dry_run else None, _request_timeout=timeout, _preload_content=False))
+
+
+def delete_pod(api_client: client.ApiClient, namespace: str, name: str, *, uid: str, dry_run: bool,
+               timeout: Timeout) -> EvictionResult:
+    """DELETE the pod with ``preconditions.uid`` (kube-scheduler's way of removing a victim: no budget)."""
+    return _answer(namespace, name, dry_run, lambda: client.CoreV1Api(api_client).delete_namespaced_pod(
+        name, namespace, body=_delete_options(uid, dry_run), dry_run="All" if dry_run else None,
+        _request_timeout=timeout, _preload_content=False))
+
+
+def _delete_options(uid: str | None, dry_run: bool) -> client.V1DeleteOptions | None:
+    if not uid and not dry_run:
+        return None
+    return client.V1DeleteOptions(dry_run=["All"] if dry_run else None,
+                                  preconditions=client.V1Preconditions(uid=uid) if uid else None)
+
+
+def _answer(namespace: str, name: str, dry_run: bool, call) -> EvictionResult:
     try:
-        response = client.CoreV1Api(api_client).create_namespaced_pod_eviction(
-            name, namespace, body, dry_run="All" if dry_run else None,
-            _request_timeout=timeout, _preload_content=False,
-        )
+        response = call()
         code = response.status
         discard(response)
         return EvictionResult(namespace, name, code, "", dry_run)

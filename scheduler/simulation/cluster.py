@@ -167,11 +167,13 @@ class SimulatedCluster:
             self._created[key] = stored
             return True
 
-    def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> EvictionResult:
+    def evict(self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False) -> EvictionResult:
         with self._lock:
             pod = self._pods.get(f"{namespace}/{name}")
             if pod is None:
                 return EvictionResult(namespace, name, 404, f'pods "{name}" not found', dry_run)
+            if uid and uid != pod.uid:
+                return EvictionResult(namespace, name, 409, _uid_conflict(uid, pod.uid), dry_run)
             gang = self._gangs[pod.gang_key]
             # As the API server does, budgets only guard running pods; pending ones just go.
             if pod.running and gang.pdb_min_available is not None:
@@ -184,6 +186,19 @@ class SimulatedCluster:
                 self._delete_pod(pod)
                 self._changes.append(self._change("pod-evicted", gang, pod=pod.key, node=pod.node))
             return EvictionResult(namespace, name, 201, "", dry_run)
+
+    def delete_pod(self, namespace: str, name: str, *, uid: str, dry_run: bool = False) -> EvictionResult:
+        with self._lock:
+            pod = self._pods.get(f"{namespace}/{name}")
+            if pod is None:
+                return EvictionResult(namespace, name, 404, f'pods "{name}" not found', dry_run)
+            if uid != pod.uid:
+                return EvictionResult(namespace, name, 409, _uid_conflict(uid, pod.uid), dry_run)
+            if not dry_run:
+                self._delete_pod(pod)
+                self._changes.append(self._change("pod-deleted", self._gangs[pod.gang_key], pod=pod.key,
+                                                  node=pod.node))
+            return EvictionResult(namespace, name, 200, "", dry_run)
 
     def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
         """Set ``DisruptionTarget=True`` on the pod; a pod already gone needs no mark."""
@@ -372,3 +387,7 @@ class SimulatedCluster:
             if not pod.running and upsert_condition(pod.conditions, condition(
                     "PodScheduled", "False", "Unschedulable", message, self._now)):
                 pod.resource_version = self._next_rv()
+
+
+def _uid_conflict(wanted: str, actual: str) -> str:
+    return f"Precondition failed: UID in precondition: {wanted}, UID in object meta: {actual}"

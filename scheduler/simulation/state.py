@@ -134,5 +134,9 @@ class SimPod:
         return f"{self.namespace}/{self.name}"
 
     @property
+    def uid(self) -> str:
+        return stable_uid("Pod", self.namespace, self.name, int(self.created))
+
+    @property
     def running(self) -> bool:
         return self.node is not None

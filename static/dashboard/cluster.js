@@ -185,7 +185,7 @@
   };
   // The cluster's own echo of gangweb's actions (its evictions, its Kubernetes Events) is left out:
   // the pipeline's events below already tell that story, once and with the reason.
-  const QUIET_CHANGES = new Set(["pod-evicted", "event"]);
+  const QUIET_CHANGES = new Set(["pod-evicted", "pod-deleted", "event"]);
 
   function logActivity(time, icon, text) {
     const list = $("activity");

@@ -115,12 +115,15 @@ class FakeCluster:
             found = self.objects.get(("Pod", f"{namespace}/{name}"))
             return copy.deepcopy(found) if found else None
 
-    def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> EvictionResult:
+    def evict(self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False) -> EvictionResult:
         key = f"{namespace}/{name}"
         with self._lock:
             self.calls.append(("dry_run" if dry_run else "evict", key))
             if ("Pod", key) not in self.objects:
                 return EvictionResult(namespace, name, 404, "not found", dry_run)
+            conflict = self._uid_conflict(key, uid, dry_run)
+            if conflict:
+                return conflict
             if dry_run:
                 code = self.dry_run_answers.get(key, 201)
             else:
@@ -130,6 +133,27 @@ class FakeCluster:
                 del self.objects[("Pod", key)]
             message = "Cannot evict pod as it would violate the pod's disruption budget." if code == 429 else ""
             return EvictionResult(namespace, name, code, message if code >= 300 else "", dry_run)
+
+    def delete_pod(self, namespace: str, name: str, *, uid: str, dry_run: bool = False) -> EvictionResult:
+        key = f"{namespace}/{name}"
+        with self._lock:
+            self.calls.append(("dry_run_delete" if dry_run else "delete", key))
+            if ("Pod", key) not in self.objects:
+                return EvictionResult(namespace, name, 404, "not found", dry_run)
+            conflict = self._uid_conflict(key, uid, dry_run)
+            if conflict:
+                return conflict
+            if not dry_run:
+                del self.objects[("Pod", key)]
+            return EvictionResult(namespace, name, 200, "", dry_run)
+
+    def _uid_conflict(self, key: str, uid: str | None, dry_run: bool) -> EvictionResult | None:
+        actual = self.objects[("Pod", key)]["metadata"].get("uid")
+        if uid and uid != actual:
+            namespace, name = key.split("/")
+            return EvictionResult(namespace, name, 409, f"Precondition failed: UID in precondition: {uid}, "
+                                  f"UID in object meta: {actual}", dry_run)
+        return None
 
     def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
         self.disruption_targets.append(f"{namespace}/{name}")

@@ -35,7 +35,9 @@ from tests.scheduler.pipeline.builders import small_cluster
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(180)]
 
 EVICTION_DELAY = 2.0
-LOCK_TTL = 4
+# A lock must outlast the longest API call (connect + read timeout, 3 + 3 s here) by half again.
+LOCK_TTL = 10
+REQUEST_TIMEOUT = 3
 
 
 CLAIM_KEY = "gangweb:test:claimed-by"
@@ -158,6 +160,7 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, br
         "KUBECONFIG": str(api_server.kubeconfig),
         "GANGWEB_CLUSTER": "kube",
         "GANGWEB_LOCK_TTL_SECONDS": str(LOCK_TTL),
+        "GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS": str(REQUEST_TIMEOUT),
         "SECRET_KEY": "crash-test",
         "GANGWEB_DEMO": "0",
     }

@@ -70,7 +70,7 @@ def test_a_dry_run_refusal_evicts_nothing_and_fails_the_plan_with_the_reason(clu
 def test_a_unit_failing_part_way_is_finished_by_retrying(cluster, planned_request):
     request, plan = planned_request()
     flaky = victims_of(plan)[0]
-    cluster.real_answers[flaky] = [500, 429]
+    cluster.real_answers[flaky] = [500, 503]
     outcome = execute(request.pk, cluster, retry=FAST)
     assert outcome.state == RequestState.SUCCEEDED, outcome.reason
     row = Eviction.objects.get(plan=plan, namespace=flaky.split("/")[0], name=flaky.split("/")[1])
@@ -78,6 +78,22 @@ def test_a_unit_failing_part_way_is_finished_by_retrying(cluster, planned_reques
     assert cluster.evictions_of("evict")[flaky] == 3
     retries = LedgerEntry.objects.filter(plan=plan, kind="eviction.retry").count()
     assert retries == 2
+
+
+def test_a_budget_spent_by_someone_else_mid_plan_is_finished_by_deleting_the_pod(cluster, planned_request):
+    """The plan's budget check passed; then the real eviction meets a 429 from a disruption budget. The
+    unit is finished by deleting the pod (UID precondition), not left half-evicted, and the ledger says so."""
+    request, plan = planned_request()
+    spent = victims_of(plan)[0]
+    cluster.real_answers[spent] = [429]
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.SUCCEEDED, outcome.reason
+    assert cluster.evictions_of("evict")[spent] == 1 and cluster.evictions_of("delete") == {spent: 1}
+    row = Eviction.objects.get(plan=plan, namespace=spent.split("/")[0], name=spent.split("/")[1])
+    assert row.state == EvictionState.EVICTED and "UID precondition" in LedgerEntry.objects.get(
+        plan=plan, kind="eviction.result", data__pod=spent).message
+    note = LedgerEntry.objects.get(plan=plan, kind="budget.spent")
+    assert spent in note.message and "spent by someone else" in note.message
 
 
 def test_a_unit_that_cannot_be_finished_is_reported_loudly(cluster, planned_request):
