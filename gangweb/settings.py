@@ -9,6 +9,7 @@ The full list is in README.md ("Configuration").
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -47,25 +48,52 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
 
 
-# pytest imports settings before any test code can set variables; tests still get a real key.
+# pytest imports settings before any test code can set variables; tests still get a key (their own).
 RUNNING_TESTS = "pytest" in sys.modules
 DEBUG = env_bool("DEBUG", False)
 KUBECONFIG = os.environ.get("KUBECONFIG", "")
 IN_CLUSTER = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
-# The demo is what runs on embedded defaults: nothing points at production parts.
-DEMO = env_bool(
-    "GANGWEB_DEMO",
-    not any(os.environ.get(name) for name in ("DATABASE_URL", "REDIS_URL", "KUBECONFIG")) and not IN_CLUSTER,
-)
 
+
+def production_parts() -> list[str]:
+    """What points this process at something real (a database, Redis, a cluster), as the variables say it."""
+    parts = [name for name in ("DATABASE_URL", "REDIS_URL", "KUBECONFIG") if os.environ.get(name)]
+    if IN_CLUSTER:
+        parts.append("KUBERNETES_SERVICE_HOST")  # running in a pod: the in-cluster service account
+    if os.environ.get("GANGWEB_CLUSTER") == "kube":
+        parts.append("GANGWEB_CLUSTER=kube")
+    return parts
+
+
+# The demo is what runs on embedded defaults: nothing points at production parts. It opens the
+# dashboard and the API's reads to anonymous users and signs with a public key, so GANGWEB_DEMO=1
+# cannot switch it on beside a production part (GANGWEB_DEMO=0 switches it off anywhere).
+PRODUCTION_PARTS = production_parts()
+DEMO = env_bool("GANGWEB_DEMO", not PRODUCTION_PARTS)
+if DEMO and PRODUCTION_PARTS:
+    raise ImproperlyConfigured(
+        f"GANGWEB_DEMO=1 cannot run beside {', '.join(PRODUCTION_PARTS)}: the demo lets anyone read the "
+        "dashboard and the API without a login. Unset GANGWEB_DEMO (and set SECRET_KEY), or unset those to "
+        "run the embedded demo"
+    )
+
+# Public (it is in this file): only ever the key of the embedded demo.
+DEMO_SECRET_KEY = "gangweb-demo-insecure-key-do-not-use-in-production"
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
-    if DEMO or DEBUG or RUNNING_TESTS:
-        SECRET_KEY = "gangweb-demo-insecure-key-do-not-use-in-production"
+    if DEMO:
+        SECRET_KEY = DEMO_SECRET_KEY
+    elif RUNNING_TESTS:
+        # A test process beside real services: a key of its own, never the public one.
+        SECRET_KEY = secrets.token_urlsafe(50)
     else:
+        why = f"{', '.join(PRODUCTION_PARTS)} set" if PRODUCTION_PARTS else "not the demo"
         raise ImproperlyConfigured(
-            "SECRET_KEY is required (set GANGWEB_DEMO=1 to run the demo with a built-in key)"
+            f"SECRET_KEY is required ({why}; the built-in key is only for the embedded demo): set SECRET_KEY "
+            "to a long random value, e.g. the output of python -c 'import secrets; print(secrets.token_urlsafe(50))'"
         )
+elif SECRET_KEY == DEMO_SECRET_KEY and not DEMO:
+    raise ImproperlyConfigured("SECRET_KEY is the demo's public built-in key: set a long random value of your own")
 
 ALLOWED_HOSTS = env_list(
     "ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if (DEMO or DEBUG or RUNNING_TESTS) else []

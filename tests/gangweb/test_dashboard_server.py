@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import subprocess
+import sys
 import time
+from datetime import datetime
 
 import httpx
 import pytest
 import websockets
 
 from gangweb.events import DASHBOARD_GROUP, MESSAGE_TYPE
+from tests.conftest import ROOT
 from tests.gangweb.conftest import EMBEDDED_DEFAULTS
 
 FAST_SMALL_SIMULATION = {**EMBEDDED_DEFAULTS, "GANGWEB_SIM_NODES": "16", "GANGWEB_SIM_TICK_SECONDS": "0.3"}
@@ -57,13 +63,43 @@ def test_a_foreign_origin_cannot_open_the_stream(asgi_server):
         asyncio.run(attempt())
 
 
-def test_with_redis_events_from_another_process_reach_the_browser(asgi_server, redis_url):
+def signed_in_cookie(address: str, username: str, password: str) -> str:
+    """Sign in through the admin's login form, as a browser does; the ``Cookie`` header it then sends."""
+    with httpx.Client(base_url=f"http://{address}", timeout=30, follow_redirects=True) as client:
+        form = client.get("/admin/login/?next=/admin/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+        landed = client.post("/admin/login/?next=/admin/", data={
+            "csrfmiddlewaretoken": token, "username": username, "password": password, "next": "/admin/"})
+        assert landed.url.path == "/admin/", landed.text[-2000:]
+        return "; ".join(f"{name}={value}" for name, value in client.cookies.items())
+
+
+def test_with_redis_events_from_another_process_reach_the_browser(asgi_server, redis_url, tmp_path):
+    """With Redis the server is no demo: the stream needs a signed-in user, then carries every process's events."""
     from channels_redis.core import RedisChannelLayer
 
-    address = asgi_server(env={**FAST_SMALL_SIMULATION, "REDIS_URL": redis_url})
+    # Not the demo (REDIS_URL is set), so no anonymous reads: a user in the server's own database.
+    env = {**FAST_SMALL_SIMULATION, "GANGWEB_DEMO": "", "REDIS_URL": redis_url, "SESSION_COOKIE_SECURE": "0"}
+    run_env = {**os.environ, "GANGWEB_VAR_DIR": str(tmp_path), **env}
+    for command in (["migrate", "--verbosity", "0"],
+                    ["shell", "-c", "from django.contrib.auth.models import User; "
+                                    "User.objects.create_user('viewer', password='viewer-pw', is_staff=True)"]):
+        done = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=run_env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+    address = asgi_server(env=env)
+
+    async def anonymous():
+        async with websockets.connect(f"ws://{address}/ws/cluster/", origin=f"http://{address}"):
+            pass
+
+    with pytest.raises(websockets.exceptions.InvalidStatus):
+        asyncio.run(anonymous())
+    cookie = signed_in_cookie(address, "viewer", "viewer-pw")
 
     async def scenario():
-        async with websockets.connect(f"ws://{address}/ws/cluster/", origin=f"http://{address}") as ws:
+        async with websockets.connect(f"ws://{address}/ws/cluster/", origin=f"http://{address}",
+                                      additional_headers={"Cookie": cookie}) as ws:
             first = await next_state(ws)
             update = await next_state(ws)  # the server's own ticker publishing through Redis
             assert update["tick"] > first["tick"]

@@ -121,7 +121,7 @@ def test_an_unreachable_database_is_a_one_line_error(tmp_path):
     closed = free_port()  # nothing listens there
     result = subprocess.run(
         [sys.executable, "manage.py", "demo", "--port", str(free_port())], cwd=ROOT, capture_output=True, text=True,
-        env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path),
+        env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path), "GANGWEB_DEMO": "",
              "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed}/gangweb"}, timeout=60,
     )
     assert result.returncode == 1

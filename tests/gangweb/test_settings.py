@@ -13,6 +13,7 @@ from tests.conftest import ROOT
 
 PROBE = """
 import json, django
+DEMO_KEY = "gangweb-demo-insecure-key-do-not-use-in-production"  # public, in settings.py
 from django.conf import settings
 django.setup()
 db = settings.DATABASES["default"]
@@ -23,6 +24,7 @@ print(json.dumps({
     "debug": settings.DEBUG, "demo": settings.DEMO, "hosts": settings.ALLOWED_HOSTS,
     "cluster": settings.GANGWEB_CLUSTER, "mode": settings.GANGWEB_MODE,
     "ns_modes": settings.GANGWEB_NAMESPACE_MODES,
+    "demo_key": settings.SECRET_KEY == DEMO_KEY, "key": settings.SECRET_KEY,
 }))
 """
 
@@ -32,10 +34,17 @@ CONTROLLED = ("DATABASE_URL", "REDIS_URL", "KUBECONFIG", "SECRET_KEY", "DEBUG", 
               "KUBERNETES_SERVICE_HOST")
 
 
-def load_settings(tmp_path, **env: str) -> subprocess.CompletedProcess:
+def load_settings(tmp_path, probe: str = PROBE, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in CONTROLLED}
     clean.update({"DJANGO_SETTINGS_MODULE": "gangweb.settings", "GANGWEB_VAR_DIR": str(tmp_path)}, **env)
-    return subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=clean, capture_output=True, text=True,
+                          timeout=120)
+
+
+def error_line(result: subprocess.CompletedProcess) -> str:
+    """The exception's own line (the traceback above it quotes source lines)."""
+    assert result.returncode != 0, result.stdout
+    return result.stderr.strip().splitlines()[-1]
 
 
 def settings_for(tmp_path, **env: str) -> dict:
@@ -53,6 +62,7 @@ def test_no_variables_means_the_embedded_demo(tmp_path):
     assert s["debug"] is False and s["demo"] is True
     assert s["cluster"] == "simulated" and s["mode"] == "enforce"
     assert "localhost" in s["hosts"]
+    assert s["demo_key"] is True  # the one case that runs on the built-in key
 
 
 def test_database_url_switches_to_postgresql(tmp_path):
@@ -68,10 +78,65 @@ def test_redis_url_switches_celery_and_channels_to_redis(tmp_path):
     assert s["broker"] == "redis://cache.example:6380/2" and s["eager"] is False
 
 
+# Each of these points gangweb at something real; beside any of them the built-in key is never used.
+PRODUCTION_PARTS = {
+    "DATABASE_URL": {"DATABASE_URL": "postgres://u@db.example/gw"},
+    "REDIS_URL": {"REDIS_URL": "redis://cache.example:6379/0"},
+    "KUBECONFIG": {"KUBECONFIG": "/nonexistent/kubeconfig"},
+    "KUBERNETES_SERVICE_HOST": {"KUBERNETES_SERVICE_HOST": "10.96.0.1"},
+    "GANGWEB_CLUSTER=kube": {"GANGWEB_CLUSTER": "kube"},
+}
+
+
 def test_outside_the_demo_a_secret_key_is_required(tmp_path):
     result = load_settings(tmp_path, DATABASE_URL="postgres://u@db.example/gw")
-    assert result.returncode != 0
-    assert "SECRET_KEY is required" in result.stderr
+    assert "SECRET_KEY is required" in error_line(result)
+
+
+@pytest.mark.parametrize("part", PRODUCTION_PARTS)
+@pytest.mark.parametrize("extra", [{}, {"DEBUG": "1"}, {"DEBUG": "1", "GANGWEB_DEMO": "0"}],
+                         ids=["plain", "debug", "debug-demo-off"])
+def test_beside_a_production_part_no_key_is_an_error_that_says_to_set_secret_key(tmp_path, part, extra):
+    line = error_line(load_settings(tmp_path, **PRODUCTION_PARTS[part], **extra))
+    assert line.startswith("django.core.exceptions.ImproperlyConfigured: SECRET_KEY is required"), line
+    assert part in line and "set SECRET_KEY" in line
+    assert "GANGWEB_DEMO" not in line  # the old advice, which also opened reads to anonymous users
+
+
+@pytest.mark.parametrize("part", PRODUCTION_PARTS)
+@pytest.mark.parametrize("key", [{}, {"SECRET_KEY": "k"}], ids=["no-key", "with-key"])
+def test_gangweb_demo_beside_a_production_part_refuses_to_start(tmp_path, part, key):
+    """GANGWEB_DEMO=1 would open the dashboard and API reads to anonymous users: never beside real parts."""
+    line = error_line(load_settings(tmp_path, GANGWEB_DEMO="1", **PRODUCTION_PARTS[part], **key))
+    assert f"GANGWEB_DEMO=1 cannot run beside {part}" in line, line
+    assert "without a login" in line and "set SECRET_KEY" in line
+
+
+def test_debug_alone_is_still_the_demo_and_demo_off_alone_needs_a_key(tmp_path):
+    s = settings_for(tmp_path, DEBUG="1")
+    assert s["debug"] is True and s["demo"] is True and s["demo_key"] is True
+    line = error_line(load_settings(tmp_path, GANGWEB_DEMO="0"))
+    assert "SECRET_KEY is required" in line and "GANGWEB_DEMO" not in line
+
+
+def test_the_public_key_given_as_secret_key_is_refused_outside_the_demo(tmp_path):
+    public = "gangweb-demo-insecure-key-do-not-use-in-production"
+    line = error_line(load_settings(tmp_path, DATABASE_URL="postgres://u@db.example/gw", SECRET_KEY=public))
+    assert "public built-in key" in line
+
+
+def test_a_test_process_beside_real_services_gets_a_key_of_its_own(tmp_path):
+    """pytest loads settings before its conftest can set SECRET_KEY; that key is random, never the public one."""
+    first = settings_for_probe(tmp_path, "import pytest\n" + PROBE, DATABASE_URL="postgres://u@db.example/gw")
+    second = settings_for_probe(tmp_path, "import pytest\n" + PROBE, DATABASE_URL="postgres://u@db.example/gw")
+    assert first["demo"] is False and first["demo_key"] is False
+    assert first["key"] != second["key"] and len(first["key"]) >= 50
+
+
+def settings_for_probe(tmp_path, probe: str, **env: str) -> dict:
+    result = load_settings(tmp_path, probe, **env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
 
 
 def test_allowed_hosts_debug_and_modes_come_from_the_environment(tmp_path):
