@@ -41,9 +41,11 @@ def small_simulation(settings):
 class DemoProcess:
     proc: subprocess.Popen
     base_url: str
-    password: str
+    password: str  # "" when the login line names no password (a database that is not the demo's)
+    login: str = ""
     lines: list[str] = field(default_factory=list)
     stderr_path: Path | None = None
+    var_dir: Path | None = None
 
     def stop(self, sig, timeout: float = 20) -> int:
         self.proc.send_signal(sig)
@@ -61,7 +63,7 @@ def _reader(stream, out: queue.Queue) -> None:
 
 @pytest.fixture
 def start_demo(tmp_path):
-    """Start ``python manage.py demo --port <free>``; returns once it printed its URL and login."""
+    """Start ``python manage.py demo --port <free>``; returns once it printed its URL and login line."""
     started: list[DemoProcess] = []
 
     def start(env: dict[str, str] | None = None, var_dir: Path | None = None, timeout: float = 90) -> DemoProcess:
@@ -75,10 +77,10 @@ def start_demo(tmp_path):
         )
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
-        demo = DemoProcess(proc, "", "", stderr_path=stderr_path)
+        demo = DemoProcess(proc, "", "", stderr_path=stderr_path, var_dir=var)
         started.append(demo)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not (demo.base_url and demo.password):
+        while time.monotonic() < deadline and not (demo.base_url and demo.login):
             try:
                 line = lines.get(timeout=0.5)
             except queue.Empty:
@@ -88,9 +90,10 @@ def start_demo(tmp_path):
             demo.lines.append(line)
             if match := re.search(r"running: (http://\S+?)/?$", line):
                 demo.base_url = match.group(1)
-            if match := re.search(r"login:\s+admin / (\S+)", line):
-                demo.password = match.group(1)
-        if not (demo.base_url and demo.password):
+            if match := re.search(r"login:\s+(.+?)\s+\(admin: ", line):
+                demo.login = match.group(1)
+                demo.password = demo.login.split(" / ", 1)[1] if demo.login.startswith("admin / ") else ""
+        if not (demo.base_url and demo.login):
             raise AssertionError(f"demo did not print its URL and login in {timeout}s: {demo.lines}")
         # Keep draining stdout so the process never blocks on a full pipe.
         threading.Thread(target=lambda: [demo.lines.append(x) for x in iter(lines.get, None)], daemon=True).start()

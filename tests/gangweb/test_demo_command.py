@@ -8,8 +8,11 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import uuid
+from pathlib import Path
 
 import httpx
 import pytest
@@ -52,6 +55,9 @@ def test_demo_starts_serves_the_live_page_and_stops_cleanly(start_demo):
 
     landed = admin_login(demo.base_url, demo.password)
     assert landed.url.path == "/admin/" and "Site administration" in landed.text
+    password_file = Path(demo.var_dir) / "demo-admin-password"
+    assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
+    assert password_file.read_text() == demo.password + "\n"
 
     assert demo.stop(signal.SIGTERM) == 0
     assert any("stopped" in line for line in demo.lines)
@@ -146,3 +152,102 @@ def test_stops_cleanly_while_a_browser_is_still_watching(start_demo):
     assert asyncio.run(watch_while_stopping()).startswith("closed")
     assert demo.proc.wait(timeout=15) == 0
     assert "Traceback" not in demo.stderr()
+
+
+# Runs the demo's admin set-up in a fresh process under umask 0 and watches the password file at every
+# file operation the process makes: if the file ever holds bytes while others may read it, that is told.
+AUDITED_ADMIN_SETUP = r"""
+import json, os, stat, sys
+import django
+os.umask(0)
+target = os.path.join(os.environ["GANGWEB_VAR_DIR"], "demo-admin-password")
+exposed, busy = [], []
+
+def watch(event, args):
+    if busy or event not in ("open", "os.chmod", "os.rename", "os.remove", "os.truncate", "os.utime"):
+        return
+    busy.append(1)
+    try:
+        st = os.stat(target)
+        if st.st_size and st.st_mode & 0o077:
+            exposed.append(f"{stat.filemode(st.st_mode)} with {st.st_size} bytes, at {event} {args[:1]}")
+    except OSError:
+        pass
+    finally:
+        busy.clear()
+
+django.setup()
+from django.core.management import call_command
+call_command("migrate", interactive=False, verbosity=0)
+from gangweb.management.commands.demo import Command
+sys.addaudithook(watch)
+login = Command()._ensure_admin()
+watch("open", ("end",))
+print(json.dumps({"login": login, "exposed": exposed, "mode": stat.S_IMODE(os.stat(target).st_mode),
+                  "content": open(target).read()}))
+"""
+
+
+def test_the_generated_password_file_is_private_before_it_holds_the_password(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", AUDITED_ADMIN_SETUP], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "gangweb.settings"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["exposed"] == []
+    assert seen["mode"] == 0o600
+    password = seen["content"].strip()
+    assert len(password) >= 16 and password in seen["login"]
+
+
+@pytest.fixture
+def deployment_database(tmp_path):
+    """A database DATABASE_URL names, not the demo's: PostgreSQL when the run has it, else a SQLite file."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if not db["ENGINE"].endswith("postgresql"):
+        yield f"sqlite:///{tmp_path / 'deployment.sqlite3'}"
+        return
+    import psycopg
+
+    name = f"gangweb_demo_deploy_{uuid.uuid4().hex[:12]}"
+    params = {"host": db.get("HOST") or "127.0.0.1", "port": db.get("PORT") or 5432, "user": db.get("USER"),
+              "password": db.get("PASSWORD") or None, "dbname": "postgres", "autocommit": True}
+    with psycopg.connect(**params) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    auth = db.get("USER") + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    try:
+        yield f"postgres://{auth}@{params['host']}:{params['port']}/{name}"
+    finally:
+        with psycopg.connect(**params) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_on_a_database_url_the_demo_resets_no_password(start_demo, deployment_database, tmp_path):
+    """The deployment's admin keeps its password, whatever GANGWEB_ADMIN_PASSWORD says."""
+    env = {**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_DEMO": "", "DATABASE_URL": deployment_database,
+           "GANGWEB_VAR_DIR": str(tmp_path / "var")}
+    manage(env, "migrate", "--verbosity", "0")
+    manage(env, "shell", "-c", "from django.contrib.auth.models import User; "
+                               "User.objects.create_superuser('admin', 'ops@example.com', 'the-deployments-own')")
+    users_before = manage(env, "shell", "-c", "from django.contrib.auth.models import User; "
+                                              "print(sorted(User.objects.values_list('username', 'password')))")
+
+    demo = start_demo(env={"GANGWEB_DEMO": "", "DATABASE_URL": deployment_database,
+                           "GANGWEB_ADMIN_PASSWORD": "reset-by-the-demo"}, var_dir=tmp_path / "var")
+    assert demo.stop(signal.SIGTERM) == 0
+
+    after = manage(env, "shell", "-c", "from django.contrib.auth.models import User; "
+                                       "print(sorted(User.objects.values_list('username', 'password')))")
+    assert after == users_before  # same users, same password hashes
+    assert not (tmp_path / "var" / "demo-admin-password").exists()
+    assert demo.password == "" and "not the demo's" in demo.login

@@ -7,7 +7,10 @@ plans and evicts in the simulated cluster while you watch. Ctrl-C or SIGTERM sto
 gracefully and the command exits 0.
 
 The dashboard is readable without a login in the demo (``settings.DEMO``); the admin and the REST
-API need the ``admin`` user printed at start-up.
+API need the ``admin`` user printed at start-up. That user is created (and reset from
+``GANGWEB_ADMIN_PASSWORD``) only in the demo's own SQLite file under ``var/``: on a database that
+``DATABASE_URL`` names, the command creates and resets no user, and the login is one of your own.
+A generated password is kept in ``var/demo-admin-password``, a file that is 0600 from its creation.
 """
 
 from __future__ import annotations
@@ -66,6 +69,21 @@ def _env_port() -> int:
         raise CommandError(f"GANGWEB_PORT must be a port number, got {raw!r}") from None
 
 
+def _is_demo_database() -> bool:
+    """The embedded SQLite file of the demo (no DATABASE_URL), the only database whose admin the demo manages."""
+    db = settings.DATABASES["default"]
+    return (not settings.DATABASE_URL and db["ENGINE"] == "django.db.backends.sqlite3"
+            and Path(db["NAME"]) == Path(settings.VAR_DIR) / "gangweb.sqlite3")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a new file that is 0600 from its creation on (an old copy is replaced, never reused)."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+
+
 class Command(BaseCommand):
     help = "Run the gangweb demo: migrate, ensure an admin user, serve the live dashboard on the simulated cluster."
 
@@ -86,7 +104,7 @@ class Command(BaseCommand):
         listener = self._listen(host, port)
         try:
             call_command("migrate", interactive=False, verbosity=0)
-            password_note = self._ensure_admin()
+            login = self._ensure_admin()
         except DatabaseError as exc:
             listener.close()
             detail = " ".join(str(exc).split())
@@ -96,7 +114,7 @@ class Command(BaseCommand):
         config = uvicorn.Config("gangweb.asgi:application", lifespan="off", log_config=None,
                                 access_log=False, timeout_graceful_shutdown=3)
         server = _QuietSignalServer(config)
-        asyncio.run(self._serve(server, listener, base, password_note))
+        asyncio.run(self._serve(server, listener, base, login))
         self.stdout.write("gangweb demo stopped.")
 
     def _listen(self, host: str, port: int) -> socket.socket:
@@ -114,31 +132,36 @@ class Command(BaseCommand):
         return sock
 
     def _ensure_admin(self) -> str:
-        """Create (or reset from GANGWEB_ADMIN_PASSWORD) the demo's admin; what to print about its password."""
+        """Create (or reset from GANGWEB_ADMIN_PASSWORD) the demo's admin; what to print as the login.
+
+        Only on the demo's own database (the embedded SQLite under GANGWEB_VAR_DIR): on a database
+        DATABASE_URL names, users are that deployment's, and the demo neither creates nor resets one.
+        """
+        if not _is_demo_database():
+            return "your own user (this database is not the demo's: the demo creates and resets no user in it)"
         user_model = get_user_model()
         wanted = os.environ.get("GANGWEB_ADMIN_PASSWORD", "")
         password_file = Path(settings.VAR_DIR) / "demo-admin-password"
         user = user_model.objects.filter(username=ADMIN_USERNAME).first()
         if user is None:
             password = wanted or secrets.token_urlsafe(12)
-            user_model.objects.create_superuser(ADMIN_USERNAME, "admin@example.com", password)
             if not wanted:
-                password_file.write_text(password + "\n")
-                password_file.chmod(0o600)
-            return password
+                _write_private(password_file, password + "\n")
+            user_model.objects.create_superuser(ADMIN_USERNAME, "admin@example.com", password)
+            return f"{ADMIN_USERNAME} / {password}"
         if wanted:
             if not user.check_password(wanted):
                 user.set_password(wanted)
                 user.save(update_fields=["password"])
-            return wanted
+            return f"{ADMIN_USERNAME} / {wanted}"
         if password_file.exists() and user.check_password(password_file.read_text().strip()):
-            return password_file.read_text().strip()
-        return "(unchanged; set GANGWEB_ADMIN_PASSWORD to reset it)"
+            return f"{ADMIN_USERNAME} / {password_file.read_text().strip()}"
+        return f"{ADMIN_USERNAME} / (unchanged; set GANGWEB_ADMIN_PASSWORD to reset it)"
 
-    async def _serve(self, server: uvicorn.Server, listener: socket.socket, base: str, password: str) -> None:
+    async def _serve(self, server: uvicorn.Server, listener: socket.socket, base: str, login: str) -> None:
         ticker = live.ensure_ticker()
         beat = asyncio.create_task(self._beat_in_process()) if settings.CELERY_TASK_ALWAYS_EAGER else None
-        announcer = asyncio.create_task(self._announce_when_up(server, base, password, ticker is not None))
+        announcer = asyncio.create_task(self._announce_when_up(server, base, login, ticker is not None))
         try:
             await server.serve(sockets=[listener])
         finally:
@@ -171,7 +194,7 @@ class Command(BaseCommand):
                 except Exception:
                     logger.exception("in-process beat task failed", extra={"task": name})
 
-    async def _announce_when_up(self, server: uvicorn.Server, base: str, password: str, ticking: bool) -> None:
+    async def _announce_when_up(self, server: uvicorn.Server, base: str, login: str, ticking: bool) -> None:
         while not server.started:
             await asyncio.sleep(0.05)
         cluster = (f"simulated, {settings.GANGWEB_SIM_NODES} nodes, seed {settings.GANGWEB_SIM_SEED}, "
@@ -179,7 +202,7 @@ class Command(BaseCommand):
         lines = [
             "",
             f"gangweb demo is running: {base}/",
-            f"  login:   {ADMIN_USERNAME} / {password}   (admin: {base}/admin/)",
+            f"  login:   {login}   (admin: {base}/admin/)",
             f"  cluster: {cluster}",
             "  gangweb: " + (f"detects waiting gangs every {settings.GANGWEB_DETECT_INTERVAL_SECONDS}s in this process"
                              if settings.CELERY_TASK_ALWAYS_EAGER else "run Celery worker and beat (REDIS_URL is set)"),
