@@ -64,9 +64,10 @@ def handle(state: "ApiState", method: str, path: str, query: dict[str, str], bod
         for key in ("bookmark_interval", "default_watch_timeout"):
             if key in (body or {}):
                 setattr(state, key, float(body[key]))
-        if "graceful_pod_deletion" in (body or {}):
-            store.graceful_pod_deletion = bool(body["graceful_pod_deletion"])
-        return 200, {}
+        for key in ("graceful_pod_deletion", "recreate_deleted_pods"):
+            if key in (body or {}):
+                setattr(store, key, bool(body[key]))
+        return 200, {"recreated_pods": store.recreated_pods}
     return 404, {"error": f"unknown control action {method} {action!r}"}
 
 
@@ -99,6 +100,10 @@ class ControlClient:
         path = f"^/api/v1/namespaces/{re.escape(namespace)}/pods/{re.escape(name)}/eviction$"
         return self.add_fault(path, code, method="POST", times=times, message=message, delay=delay)
 
+    def faults(self) -> list[dict]:
+        """The fault rules with their ``hits`` (a rule is hit when a request arrives, before its delay)."""
+        return self._call("GET", "faults")["faults"]
+
     def clear_faults(self) -> None:
         self._call("DELETE", "faults")
 
@@ -129,5 +134,6 @@ class ControlClient:
     def clear_requests(self) -> None:
         self._call("DELETE", "requests")
 
-    def settings(self, **values: Any) -> None:
-        self._call("POST", "settings", values)
+    def settings(self, **values: Any) -> dict:
+        """Change the given settings; answers the server's counters (``recreated_pods``)."""
+        return self._call("POST", "settings", values)

@@ -45,6 +45,10 @@ class ObjectStore:
         self.graceful_pod_deletion = False
         # Called with every object about to be stored; raises ApiError (422) to refuse it.
         self.validator: Callable[[dict], None] | None = None
+        # Play a StatefulSet-like controller: a deleted pod comes back at once under the same name, with a
+        # new UID, running on the same node (stable names are what JobSet, LWS and Kubeflow pods have).
+        self.recreate_deleted_pods = False
+        self.recreated_pods = 0
 
     def locked(self) -> threading.Condition:
         """Hold this to make several store calls one atomic step (the lock is re-entrant)."""
@@ -445,3 +449,19 @@ class ObjectStore:
         for listener in self._listeners:
             listener(change)
         self._cond.notify_all()
+        if type_ == "DELETED" and storage == PODS.storage_key and self.recreate_deleted_pods:
+            self._commit(storage, key, "ADDED", _replacement(obj))
+            self.recreated_pods += 1
+
+
+def _replacement(pod: dict) -> dict:
+    """The pod a controller creates in place of a deleted one: same name and spec, a new identity."""
+    new = copy.deepcopy(pod)
+    meta = new["metadata"]
+    for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
+        meta.pop(field, None)
+    meta.update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339())
+    status = new.setdefault("status", {})
+    status["phase"] = "Running"
+    status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+    return new

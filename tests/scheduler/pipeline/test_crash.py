@@ -14,23 +14,19 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
-from urllib.parse import urlparse, urlunparse
 
 import httpx
 import pytest
 from celery import Celery
-from django.db import connection
 
 from scheduler import ledger, planning
-from scheduler.kube import KubeCluster, TestServerProcess
+from scheduler.kube import KubeCluster
 from scheduler.models import Eviction, EvictionState, LedgerEntry, PreemptionRequest, RequestState
-from tests.conftest import ROOT, free_port
+from tests.conftest import free_port
 from tests.scheduler.pipeline.builders import small_cluster
+from tests.scheduler.pipeline.workers import Worker, postgres_url_for_test_db, real_evictions, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -38,96 +34,6 @@ EVICTION_DELAY = 2.0
 # A lock must outlast the longest API call (connect + read timeout, 3 + 3 s here) by half again.
 LOCK_TTL = 10
 REQUEST_TIMEOUT = 3
-
-
-CLAIM_KEY = "gangweb:test:claimed-by"
-
-
-@pytest.fixture
-def broker(redis_url):
-    """A Redis database of its own for the worker (broker, locks): claimed, emptied, released.
-
-    Test runs of other sessions may share the Redis server; a worker consuming another run's queue
-    would look for rows in the wrong database. So each run claims a free database number (SET NX).
-    """
-    import redis
-
-    parsed = urlparse(redis_url)
-    suite_db = int((parsed.path or "/0").strip("/") or 0)
-    token = f"{os.getpid()}-{time.time()}"
-    for number in range(14, 0, -1):
-        if number == suite_db:
-            continue
-        url = urlunparse(parsed._replace(path=f"/{number}"))
-        client = redis.Redis.from_url(url)
-        if client.set(CLAIM_KEY, token, nx=True, ex=600):
-            for key in client.scan_iter():
-                if key.decode() != CLAIM_KEY:
-                    client.delete(key)
-            yield url
-            client.flushdb()
-            return
-    pytest.fail("no free Redis database number for the worker (all of 1-14 are claimed)")
-
-
-def postgres_url_for_test_db() -> str:
-    db = connection.settings_dict
-    if connection.vendor != "postgresql":
-        pytest.skip("the crash test needs PostgreSQL (set DATABASE_URL): a worker process must share the database")
-    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-class Worker:
-    def __init__(self, env: dict[str, str], log_path, concurrency: int = 1):
-        self.env, self.log_path, self.proc, self.concurrency = env, log_path, None, concurrency
-
-    def start(self) -> "Worker":
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork", f"--concurrency={self.concurrency}",
-             "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        return self
-
-    def kill(self) -> None:
-        """SIGKILL the whole process group: the main process and its pool child, no goodbye."""
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()  # warm shutdown: the main process stops its pool itself
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
-
-
-def wait_until(predicate, timeout: float, what: str, worker_log=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    log = worker_log.read_text()[-4000:] if worker_log and worker_log.exists() else ""
-    raise AssertionError(f"timed out waiting for {what}\n--- worker log ---\n{log}")
-
-
-@pytest.fixture
-def api_server(tmp_path):
-    with TestServerProcess(tmp_path / "kubeconfig") as server:
-        yield server
-
-
-def real_evictions(server, pod: str) -> list[int]:
-    """HTTP codes of the non-dry-run eviction POSTs the API server received for a pod."""
-    namespace, name = pod.split("/")
-    path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
-    return [r["code"] for r in server.control.requests(path, method="POST") if "dryRun" not in (r["query"] or "")]
 
 
 def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, broker, tmp_path):
@@ -180,8 +86,7 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, br
         wait_until(both_in_flight, 60, "both real evictions to be claimed", log_path)
 
         def both_at_the_server():  # the delayed rules are taken when a request arrives, before the delay
-            faults = httpx.get(f"{api_server.url}/__testserver/faults", timeout=5).json()["faults"]
-            return all(f["hits"] == 1 for f in faults if f["delay"])
+            return all(f["hits"] == 1 for f in control.faults() if f["delay"])
 
         wait_until(both_at_the_server, 30, "both real evictions to reach the API server", log_path)
         first.kill()  # while both requests sleep inside the API server

@@ -1,0 +1,115 @@
+"""Real worker processes for the pipeline's fault tests: a Redis database of their own, a Celery worker
+started and killed as a process group, the Kubernetes API test server in its own process.
+
+The fixtures (``broker``, ``api_server``) are registered in this package's conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from urllib.parse import urlparse, urlunparse
+
+import pytest
+from django.db import connection
+
+from scheduler.kube import TestServerProcess
+from tests.conftest import ROOT
+
+CLAIM_KEY = "gangweb:test:claimed-by"
+
+
+def claim_broker(redis_url):
+    """A Redis database of its own for the worker (broker, locks): claimed, emptied, released.
+
+    Test runs of other sessions may share the Redis server; a worker consuming another run's queue
+    would look for rows in the wrong database. So each run claims a free database number (SET NX).
+    """
+    import redis
+
+    parsed = urlparse(redis_url)
+    suite_db = int((parsed.path or "/0").strip("/") or 0)
+    token = f"{os.getpid()}-{time.time()}"
+    for number in range(14, 0, -1):
+        if number == suite_db:
+            continue
+        url = urlunparse(parsed._replace(path=f"/{number}"))
+        client = redis.Redis.from_url(url)
+        if client.set(CLAIM_KEY, token, nx=True, ex=600):
+            for key in client.scan_iter():
+                if key.decode() != CLAIM_KEY:
+                    client.delete(key)
+            yield url
+            client.flushdb()
+            return
+    pytest.fail("no free Redis database number for the worker (all of 1-14 are claimed)")
+
+
+def postgres_url_for_test_db() -> str:
+    db = connection.settings_dict
+    if connection.vendor != "postgresql":
+        pytest.skip("the crash test needs PostgreSQL (set DATABASE_URL): a worker process must share the database")
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+class Worker:
+    def __init__(self, env: dict[str, str], log_path, concurrency: int = 1):
+        self.env, self.log_path, self.proc, self.concurrency = env, log_path, None, concurrency
+
+    def start(self) -> "Worker":
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork", f"--concurrency={self.concurrency}",
+             "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: the main process and its pool child, no goodbye."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()  # warm shutdown: the main process stops its pool itself
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+
+def wait_until(predicate, timeout: float, what: str, worker_log=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    log = worker_log.read_text()[-4000:] if worker_log and worker_log.exists() else ""
+    raise AssertionError(f"timed out waiting for {what}\n--- worker log ---\n{log}")
+
+
+def run_api_server(tmp_path):
+    with TestServerProcess(tmp_path / "kubeconfig") as server:
+        yield server
+
+
+def real_evictions(server, pod: str) -> list[int]:
+    """HTTP codes of the non-dry-run eviction POSTs the API server received for a pod."""
+    namespace, name = pod.split("/")
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
+    return [r["code"] for r in server.control.requests(path, method="POST") if "dryRun" not in (r["query"] or "")]
+
+
+def worker_env(api_server, broker: str, **extra: str) -> dict[str, str]:
+    """The environment of a worker that executes against ``api_server`` with the test database."""
+    return {**os.environ, "DATABASE_URL": postgres_url_for_test_db(), "REDIS_URL": broker,
+            "KUBECONFIG": str(api_server.kubeconfig), "GANGWEB_CLUSTER": "kube", "SECRET_KEY": "worker-test",
+            "GANGWEB_DEMO": "0", **extra}
+
