@@ -2,7 +2,10 @@
 templates, and the GPU shape each template asks for.
 
 Used by the validating webhook to reject a gang whose size its controller can never reach (a Job with
-parallelism 4 and ``gangweb.io/min-count: 8`` would wait forever) and to warn about mixed GPU shapes.
+parallelism 4 and ``gangweb.io/min-count: 8`` would wait forever) or whose templates give its members
+different priorities or schedulers (the scheduler would fail the whole group), and to warn about mixed
+GPU shapes. These are read from the controller's own object, the one place all of a gang's templates
+are seen together; the pod webhook compares each pod with nothing but its PodGroup.
 """
 
 from __future__ import annotations
@@ -115,6 +118,9 @@ def controller_problems(kind: tuple[str, str], obj: dict[str, Any]) -> tuple[lis
     pods, decided_by = limit
     problems: list[str] = []
     shapes: dict[tuple[tuple[str, str], ...], str] = {}
+    # value -> the first template with it: priorityClassName ("" unset), schedulerName (unset: the default)
+    classes: dict[str, str] = {}
+    schedulers: dict[str, str] = {}
     for where, template in pod_templates(kind, spec):
         annotations = _dict(_dict(template.get("metadata")).get("annotations"))
         for key in (L.MIN_COUNT_ANNOTATION, L.KUEUE_POD_GROUP_COUNT_ANNOTATION):
@@ -130,12 +136,24 @@ def controller_problems(kind: tuple[str, str], obj: dict[str, Any]) -> tuple[lis
                     f"{pods} at once, so the gang can never start; lower {key} to {pods} or raise the controller to {wanted}"
                 )
         try:
-            shape = gpu_shape(requested_resources(pod_view(template).spec))
+            pod_spec = pod_view(template).spec
         except PodViewError as error:
             problems.append(f"{where}: not a valid pod template: {str(error).replace('$', where)}")
             continue
+        shape = gpu_shape(requested_resources(pod_spec))
         if shape:
             shapes.setdefault(shape, where)
+        classes.setdefault(pod_spec.priorityClassName or "", where)
+        # Unset means the default scheduler, and the apiserver defaults it before admission anyway.
+        schedulers.setdefault(pod_spec.schedulerName or "default-scheduler", where)
+    if len(classes) > 1:
+        listed = "; ".join(f"{where}: {name or 'none'}" for name, where in classes.items())
+        problems.append(f"the gang's pod templates set different priorityClassNames ({listed}); give every member "
+                        "the same priorityClassName, or the scheduler fails the whole group")  # fmt: skip
+    if len(schedulers) > 1:
+        listed = "; ".join(f"{where}: {name}" for name, where in schedulers.items())
+        problems.append(f"the gang's pod templates set different schedulerNames ({listed}); one scheduler must "
+                        "place the whole gang: use the same schedulerName")  # fmt: skip
     if kind[0] == KUBEFLOW_GROUP:
         min_available = _dict(_dict(spec.get("runPolicy")).get("schedulingPolicy")).get("minAvailable")
         if isinstance(min_available, int) and min_available > pods:

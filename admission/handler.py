@@ -19,7 +19,7 @@ from admission.mutate import Mutation, mutate_pod
 from admission.policy import AdmissionPolicy
 from admission.recorder import DecisionRecorder
 from admission.review import MAX_BODY_BYTES, AdmissionRequest, ReviewError, build_response, parse_review
-from admission.state import GangIndex
+from admission.state import PodGroupCache
 from admission.validate import validate
 
 logger = logging.getLogger(__name__)
@@ -90,12 +90,13 @@ class Webhook:
     def __init__(
         self,
         policy: AdmissionPolicy,
-        index: GangIndex | None = None,
+        podgroups: PodGroupCache | None = None,
         recorder: DecisionRecorder | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.policy = policy
-        self.index = index if index is not None else GangIndex()
+        # The PodGroups the API server holds (admission.watch fills it); validation reads nothing else.
+        self.podgroups = podgroups if podgroups is not None else PodGroupCache()
         self.recorder = recorder
         self.max_body_bytes = max_body_bytes
         self.stats = AdmissionStats()
@@ -143,13 +144,8 @@ class Webhook:
         return Answer(200, build_response(request.uid, encoded_patch=mutation.encoded_patch)), "patched"
 
     def _validate(self, request: AdmissionRequest) -> tuple[Answer, str]:
-        verdict = validate(request, self.policy, self.index)
-        if verdict.allowed:
-            if verdict.remember is not None and not request.dry_run:
-                verdict.remember(self.index)
-            decision = "warned" if verdict.warnings else "allowed"
-        else:
-            decision = "denied"
+        verdict = validate(request, self.policy, self.podgroups)
+        decision = ("warned" if verdict.warnings else "allowed") if verdict.allowed else "denied"
         if verdict.warnings or not verdict.allowed:
             if self.recorder is not None:
                 self.recorder.offer(Decision.of(request, VALIDATE, verdict.allowed, verdict.message, verdict.warnings))

@@ -113,15 +113,6 @@ def webhook_configurations(
                 **common,
             },
             {
-                # Only so the webhook forgets a deleted PodGroup; never worth blocking a delete for.
-                "name": "podgroup-deletes.validate.gangweb.io",
-                "clientConfig": _client(service, namespace, VALIDATE_PATH, port, ca_pem),
-                "rules": [_rule(["scheduling.k8s.io"], ["*"], ["podgroups"], ["DELETE"])],
-                "failurePolicy": "Ignore",
-                "timeoutSeconds": validate_timeout,
-                **common,
-            },
-            {
                 "name": "controllers.validate.gangweb.io",
                 "clientConfig": _client(service, namespace, VALIDATE_PATH, port, ca_pem),
                 "rules": [

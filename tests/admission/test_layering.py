@@ -10,9 +10,18 @@ from tests.test_layering import imported_roots
 
 PURE = ["review", "podview", "labels", "inference", "mutate", "validate", "apirules", "controllers", "state", "policy",
         "podgroups", "handler", "recorder", "metrics", "certs", "webhookconfig", "names"]  # fmt: skip
+# Not pure (they talk to the API server, or are uvicorn's protocol), but no Django or services either:
+# the server process runs them with the database and Redis down.
+SERVING = ["watch", "protocol"]
 FORBIDDEN = {"django", "redis", "channels", "celery", "psycopg", "rest_framework"}
 
 
-@pytest.mark.parametrize("module", PURE)
+@pytest.mark.parametrize("module", PURE + SERVING)
 def test_decision_modules_do_not_import_django_or_services(module):
     assert not imported_roots(ROOT / "admission" / f"{module}.py") & FORBIDDEN
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_decision_modules_do_not_talk_to_the_api_server(module):
+    """What the webhook knows of the cluster comes in through admission.watch only."""
+    assert not imported_roots(ROOT / "admission" / f"{module}.py") & {"kubernetes", "scheduler", "uvicorn"}

@@ -9,7 +9,7 @@ import pytest
 
 from admission.handler import VALIDATE, Webhook
 from admission.policy import AdmissionPolicy
-from admission.state import GangIndex
+from admission.state import PodGroupCache, PodGroupFacts
 from tests.admission.support import load_owner, load_pod, review_bytes
 
 PODGROUP = ("scheduling.k8s.io", "v1beta1", "PodGroup")
@@ -17,8 +17,14 @@ WORKLOAD = ("scheduling.k8s.io", "v1beta1", "Workload")
 
 
 @pytest.fixture
-def webhook():
-    return Webhook(AdmissionPolicy(), GangIndex())
+def podgroups():
+    """The PodGroups "the API server holds": filled here as the watch would (admission.watch)."""
+    return PodGroupCache()
+
+
+@pytest.fixture
+def webhook(podgroups):
+    return Webhook(AdmissionPolicy(), podgroups)
 
 
 def decide(webhook, obj, **kwargs) -> dict:
@@ -37,8 +43,8 @@ def podgroup(name="trainer-7f9c", namespace="ml-team", **spec):
             "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
-def test_pod_with_priority_differing_from_its_podgroup_is_rejected_with_the_fix(webhook):
-    assert decide(webhook, podgroup(priorityClassName="batch-high", priority=100000), kind=PODGROUP)["allowed"]
+def test_pod_with_priority_differing_from_its_podgroup_is_rejected_with_the_fix(webhook, podgroups):
+    podgroups.apply("ADDED", podgroup(priorityClassName="batch-high", priority=100000))
     pod = grouped("job-parallel.yaml")
     pod["spec"].update(priorityClassName="batch-low", priority=1000)
     response = decide(webhook, pod)
@@ -48,96 +54,86 @@ def test_pod_with_priority_differing_from_its_podgroup_is_rejected_with_the_fix(
     assert "set priorityClassName batch-high on the pod template" in message
 
 
-def test_pod_matching_its_podgroup_is_allowed(webhook):
-    decide(webhook, podgroup(priorityClassName="batch-high", priority=100000), kind=PODGROUP)
+def test_pod_matching_its_podgroup_is_allowed(webhook, podgroups):
+    podgroups.apply("ADDED", podgroup(priorityClassName="batch-high", priority=100000))
     assert decide(webhook, grouped("job-parallel.yaml"))["allowed"] is True
 
 
-def test_sibling_with_other_priority_is_rejected(webhook):
-    first = grouped("job-parallel.yaml")
-    assert decide(webhook, first)["allowed"] is True
-    second = copy.deepcopy(first)
-    second["spec"].update(priorityClassName="batch-low", priority=1000)
-    response = decide(webhook, second)
-    assert response["allowed"] is False
-    assert "give every member the same priorityClassName" in response["status"]["message"]
+def test_the_podgroup_is_read_as_the_api_holds_it_now(webhook, podgroups):
+    pod = grouped("job-parallel.yaml")
+    podgroups.apply("ADDED", podgroup(priorityClassName="batch-low"))
+    assert decide(webhook, pod)["allowed"] is False
+    podgroups.apply("MODIFIED", podgroup(priorityClassName="batch-high"))
+    assert decide(webhook, pod)["allowed"] is True
+    podgroups.apply("ADDED", podgroup(priorityClassName="batch-low"))
+    podgroups.apply("DELETED", podgroup())
+    assert decide(webhook, pod)["allowed"] is True
+    other_namespace = podgroup(namespace="elsewhere", priorityClassName="batch-low")
+    podgroups.apply("ADDED", other_namespace)
+    assert decide(webhook, pod)["allowed"] is True
 
 
-def test_sibling_with_other_scheduler_is_rejected(webhook):
-    first = grouped("job-parallel.yaml")
-    decide(webhook, first)
-    second = copy.deepcopy(first)
-    second["spec"]["schedulerName"] = "volcano"
-    response = decide(webhook, second)
-    assert response["allowed"] is False
-    assert "schedulerName volcano differs" in response["status"]["message"]
-    assert "use the same schedulerName" in response["status"]["message"]
+def test_a_forged_podgroup_review_changes_nothing(webhook):
+    """Anyone who reaches the webhook can send a PodGroup review. It is checked against the API rules and
+    answered, and then forgotten: it used to be remembered with no expiry, and every real pod of that
+    gang was denied from then on."""
+    forged = podgroup(priorityClassName="evil", priority=1)
+    assert decide(webhook, forged, kind=PODGROUP)["allowed"] is True
+    assert decide(webhook, forged, kind=PODGROUP, operation="UPDATE", old=forged)["allowed"] is True
+    assert decide(webhook, grouped("job-parallel.yaml"))["allowed"] is True
 
 
-def test_dry_run_pods_are_not_remembered(webhook):
-    first = grouped("job-parallel.yaml")
-    decide(webhook, first, dry_run=True)
-    second = copy.deepcopy(first)
-    second["spec"]["schedulerName"] = "volcano"
-    assert decide(webhook, second)["allowed"] is True
+def test_no_review_changes_the_answer_to_another(webhook):
+    """Every pod of a gang is judged on its own: an earlier member (a forged one, or simply the first one
+    this replica saw) is not what a later member is compared with."""
+    pod = grouped("job-parallel.yaml")
+    first_answer = decide(webhook, pod, uid="same")
+    odd = copy.deepcopy(pod)
+    odd["spec"].update(priorityClassName="batch-low", priority=1000, schedulerName="volcano")
+    odd["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    for _ in range(3):
+        assert decide(webhook, odd)["allowed"] is True
+    assert decide(webhook, pod, uid="same") == first_answer
 
 
-def test_recreated_owner_starts_a_fresh_gang(webhook):
-    first = grouped("job-parallel.yaml")
-    decide(webhook, first)
-    recreated = copy.deepcopy(first)
-    recreated["metadata"]["ownerReferences"][0]["uid"] = "another-uid"
-    recreated["spec"].update(priorityClassName="batch-low", priority=1000)
-    assert decide(webhook, recreated)["allowed"] is True
+def test_replicas_that_saw_different_reviews_answer_a_review_alike():
+    """Two replicas with the same view of the API: one has seen a forged PodGroup review and pods of the
+    gang, the other nothing. A review gets the same answer from both, byte for byte."""
+    api = [("ADDED", podgroup(priorityClassName="batch-high", priority=100000))]
+    replicas = [Webhook(AdmissionPolicy(), PodGroupCache()) for _ in range(2)]
+    for replica in replicas:
+        for event in api:
+            replica.podgroups.apply(*event)
+    busy, idle = replicas
+    busy.handle(VALIDATE, review_bytes(podgroup(priorityClassName="evil", priority=1), kind=PODGROUP))
+    odd = grouped("job-parallel.yaml")
+    odd["spec"]["schedulerName"] = "volcano"
+    busy.handle(VALIDATE, review_bytes(odd))
+    for pod in (grouped("job-parallel.yaml"), odd):
+        low = copy.deepcopy(pod)
+        low["spec"].update(priorityClassName="batch-low", priority=1000)
+        for candidate in (pod, low):
+            body = review_bytes(candidate, uid="r-1")
+            assert busy.handle(VALIDATE, body).body == idle.handle(VALIDATE, body).body
+    assert decide(busy, odd)["allowed"] is True and decide(idle, odd)["allowed"] is True
 
 
-def test_sibling_records_expire():
-    now = [0.0]
-    webhook = Webhook(AdmissionPolicy(), GangIndex(ttl=60, clock=lambda: now[0]))
-    first = grouped("job-parallel.yaml")
-    decide(webhook, first)
-    later = copy.deepcopy(first)
-    later["spec"]["schedulerName"] = "volcano"
-    now[0] = 61.0
-    assert decide(webhook, later)["allowed"] is True
+def test_dry_runs_and_updates_of_pods_need_no_podgroup(webhook):
+    pod = grouped("job-parallel.yaml")
+    assert decide(webhook, pod, dry_run=True)["allowed"] is True
+    assert decide(webhook, pod, operation="UPDATE", old=pod)["allowed"] is True
 
 
-def test_the_first_members_record_expires_and_the_next_member_takes_over():
-    now = [0.0]
-    webhook = Webhook(AdmissionPolicy(), GangIndex(ttl=60, clock=lambda: now[0]))
-    first = grouped("job-parallel.yaml")
-    other_scheduler = copy.deepcopy(first)
-    other_scheduler["spec"]["schedulerName"] = "volcano"
-    decide(webhook, first)
-    now[0] = 30.0
-    assert decide(webhook, first)["allowed"] is True
-    assert decide(webhook, other_scheduler)["allowed"] is False
-    now[0] = 61.0  # counted from the first member, not refreshed by the ones after it
-    assert decide(webhook, other_scheduler)["allowed"] is True
-    now[0] = 62.0
-    response = decide(webhook, first)
-    assert response["allowed"] is False and "differs from gang trainer-7f9c member" in response["status"]["message"]
-
-
-def test_the_same_gpu_shape_spelled_differently_does_not_warn(webhook):
-    first = grouped("job-parallel.yaml")
-    decide(webhook, first)
-    second = copy.deepcopy(first)
-    second["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "4"}, "limits": {"nvidia.com/gpu": 8}}
-    response = decide(webhook, second)
-    assert response["allowed"] is True and "warnings" not in response
-
-
-def test_differing_gpu_shapes_warn_but_allow(webhook):
-    first = grouped("job-parallel.yaml")
-    decide(webhook, first)
-    second = copy.deepcopy(first)
-    second["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "4"}}
-    response = decide(webhook, second)
-    assert response["allowed"] is True
-    assert response["warnings"] == [
-        "gang trainer-7f9c: this pod asks 4x nvidia.com/gpu, member resnet-train- asks 8x nvidia.com/gpu"
-    ]
+def test_cache_ignores_objects_without_a_name_and_marks_the_end_of_a_list():
+    cache = PodGroupCache()
+    cache.apply("ADDED", {"metadata": {"namespace": "ml-team"}})
+    cache.apply("ADDED", None)
+    cache.apply("BOOKMARK", podgroup())
+    assert len(cache) == 0 and not cache.synced
+    cache.apply("ADDED", podgroup(priority=True, priorityClassName=7))  # wrong types read as unset
+    assert cache.get(("ml-team", "trainer-7f9c")) == PodGroupFacts(priority=None, priority_class="")
+    cache.apply("RELIST", None)
+    assert cache.synced
 
 
 def test_changing_the_group_on_update_is_rejected(webhook):
@@ -223,10 +219,8 @@ def test_podgroup_min_count_may_change(webhook):
     assert decide(webhook, new, kind=PODGROUP, operation="UPDATE", old=old)["allowed"] is True
 
 
-def test_deleted_podgroup_is_forgotten(webhook):
-    decide(webhook, podgroup(priorityClassName="batch-low"), kind=PODGROUP)
-    decide(webhook, None, kind=PODGROUP, operation="DELETE", old=podgroup())
-    assert decide(webhook, grouped("job-parallel.yaml"))["allowed"] is True
+def test_podgroup_delete_is_allowed(webhook):
+    assert decide(webhook, None, kind=PODGROUP, operation="DELETE", old=podgroup())["allowed"] is True
 
 
 def workload(templates=None, **spec):
@@ -308,3 +302,32 @@ def test_lws_size_below_min_count_is_rejected(webhook):
     lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] = {"annotations": {"gangweb.io/min-count": "6"}}
     response = decide(webhook, lws, kind=("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"))
     assert response["allowed"] is False and "spec.leaderWorkerTemplate.size allows only 4" in response["status"]["message"]
+
+
+def test_lws_templates_with_different_priority_classes_are_rejected(webhook):
+    """The check the pod webhook made against "the first member" (what one replica happened to see),
+    made where all of a gang's templates are seen together: the controller's object."""
+    lws = load_owner("leaderworkerset-vllm.yaml")
+    lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["priorityClassName"] = "batch-high"
+    response = decide(webhook, lws, kind=("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"))
+    assert response["allowed"] is False
+    message = response["status"]["message"]
+    assert "different priorityClassNames (leaderTemplate: batch-high; workerTemplate: none)" in message
+    assert "give every member the same priorityClassName" in message
+
+
+def test_jobset_templates_with_different_schedulers_are_rejected(webhook):
+    jobset = load_owner("jobset-llama-ft.yaml")
+    jobset["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["schedulerName"] = "volcano"
+    response = decide(webhook, jobset, kind=("jobset.x-k8s.io", "v1alpha2", "JobSet"))
+    assert response["allowed"] is False
+    assert ("different schedulerNames (replicatedJobs[leader]: default-scheduler; replicatedJobs[workers]: volcano)"
+            in response["status"]["message"])  # fmt: skip
+
+
+def test_templates_that_agree_are_allowed(webhook):
+    jobset = load_owner("jobset-llama-ft.yaml")
+    for replicated in jobset["spec"]["replicatedJobs"]:
+        replicated["template"]["spec"]["template"]["spec"].update(priorityClassName="batch-high",
+                                                                  schedulerName="default-scheduler")
+    assert decide(webhook, jobset, kind=("jobset.x-k8s.io", "v1alpha2", "JobSet"))["allowed"] is True
