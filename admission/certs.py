@@ -18,14 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from admission.names import is_dns1035_label, is_dns1123_label
+from admission.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
 
 CA_CERT, CA_KEY, TLS_CERT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"
+# The client certificate kube-apiserver presents to the webhook (``webhook serve --client-ca``).
+CLIENT_CERT, CLIENT_KEY = "client.crt", "client.key"
 # Backdated: clocks of the apiserver and this host may differ by a little.
 CLOCK_SKEW = dt.timedelta(minutes=5)
 
@@ -122,6 +124,49 @@ def issue_serving(ca: KeyPair, names: list[str], days: int, now: dt.datetime | N
         .sign(ca.key, hashes.SHA256())
     )
     return KeyPair(cert, key)
+
+
+def issue_client(ca: KeyPair, name: str, days: int, now: dt.datetime | None = None) -> KeyPair:
+    """A client certificate (clientAuth only) with ``name`` as CommonName and DNS SubjectAlternativeName:
+    what kube-apiserver presents to the webhook when its AdmissionConfiguration says so."""
+    now = now or _now()
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+        .issuer_name(ca.cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - CLOCK_SKEW)
+        .not_valid_after(min(now + dt.timedelta(days=days), ca.cert.not_valid_after_utc))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                          data_encipherment=False, key_agreement=False, key_cert_sign=False, crl_sign=False,
+                          encipher_only=False, decipher_only=False),  # fmt: skip
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()), critical=False
+        )
+        .sign(ca.key, hashes.SHA256())
+    )
+    return KeyPair(cert, key)
+
+
+def client_ca_problem(path: Path) -> str:
+    """Why ``path`` cannot serve as the client CA of ``webhook serve`` ("" when it can)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        return f"cannot read it: {error.strerror or error}"
+    try:
+        found = x509.load_pem_x509_certificates(data)
+    except ValueError:
+        found = []
+    return "" if found else "it holds no PEM certificate"
 
 
 def san_names(cert: x509.Certificate) -> list[str]:
@@ -221,6 +266,50 @@ def _ensure(directory: Path, service: str, namespace: str, days: int, ca_days: i
         _write_atomically(directory / TLS_KEY, serving.key_pem(), 0o600)
         _write_atomically(directory / TLS_CERT, serving.cert_pem(), 0o644)
     return CertificateSet(ca=ca, serving=serving, issued_ca=issued_ca, issued_serving=issued_serving)
+
+
+def _signed_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
+    """Issued by ``ca`` itself: a renewed CA keeps its subject but not its key."""
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def common_name(cert: x509.Certificate) -> str:
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(names[0].value) if names else ""
+
+
+def ensure_client_certificate(
+    directory: Path,
+    ca: KeyPair,
+    name: str,
+    *,
+    days: int = 365,
+    renew_before: dt.timedelta = dt.timedelta(days=30),
+    force: bool = False,
+    now: dt.datetime | None = None,
+) -> tuple[KeyPair, bool]:
+    """Make sure ``directory`` holds kube-apiserver's client certificate for ``name``, signed by ``ca``
+    (reissued when missing, expiring, of another name or another CA); returns it and whether it was issued."""
+    if not is_dns1123_subdomain(name):
+        raise CertificateError(f"invalid client name {name!r}: use a DNS name such as kube-apiserver")
+    now = now or _now()
+    current = None if force else _load(directory, CLIENT_CERT, CLIENT_KEY)
+    if (
+        current is not None and not needs_renewal(current.cert, renew_before, now)
+        and common_name(current.cert) == name and _signed_by(current.cert, ca.cert)
+    ):  # fmt: skip
+        return current, False
+    issued = issue_client(ca, name, days, now)
+    try:
+        _write_atomically(directory / CLIENT_KEY, issued.key_pem(), 0o600)
+        _write_atomically(directory / CLIENT_CERT, issued.cert_pem(), 0o644)
+    except OSError as error:
+        raise CertificateError(f"cannot write the client certificate to {directory}: {error.strerror or error}") from error
+    return issued, True
 
 
 def secret_manifest(certs: CertificateSet, name: str, namespace: str) -> dict:

@@ -7,9 +7,15 @@ database or Redis. The Django views answer the same paths with the same handler,
 process and tests.
 
 Certificates are reloaded without a restart: the TLS context given to uvicorn carries an SNI
-callback that, at each new handshake, checks (at most once a second) whether the certificate or key
-file changed and, if so, hands the connection a context loaded from the new files. A failed reload
-(e.g. key and certificate caught mid-rotation) keeps the previous context and retries later.
+callback that, at each new handshake, checks (at most once a second) whether the certificate, key or
+client CA file changed and, if so, hands the connection a context loaded from the new files. A failed
+reload (e.g. key and certificate caught mid-rotation) keeps the previous context and retries later.
+
+With a client CA (``--client-ca``), the webhook paths answer only connections that presented a
+certificate signed by it (and, with ``--client-name``, naming one of those names): kube-apiserver, set
+up to present one (docs/admission.md, "Who may call the webhook"). Probes and ``/metrics`` stay open to
+clients without a certificate. Every request must arrive whole within the read timeout
+(``admission.protocol``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from admission.handler import MUTATE, VALIDATE, Answer, Webhook
+from admission.protocol import CLIENT
 from admission.review import ReviewError, build_response, parse_review
 from admission.webhookconfig import MUTATE_PATH, VALIDATE_PATH
 
@@ -44,12 +51,16 @@ ALLOW_PATH = "/bench/allow"
 # close a connection the client is about to reuse, or a POST fails with "connection reset".
 KEEP_ALIVE_SECONDS = 120
 GRACEFUL_SHUTDOWN_SECONDS = 5
+# A request's headers and body must arrive within this many seconds of its first byte. kube-apiserver
+# sends a review at once and gives up on the answer after timeoutSeconds (3 and 5 s here).
+READ_TIMEOUT_SECONDS = 5.0
 
 
 class CertificateReloader:
     def __init__(self, certfile: Path, keyfile: Path, check_interval: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+                 clock: Callable[[], float] = time.monotonic, client_ca: Path | None = None) -> None:  # fmt: skip
         self.certfile, self.keyfile = Path(certfile), Path(keyfile)
+        self.client_ca = Path(client_ca) if client_ca is not None else None
         self.check_interval = check_interval
         self.clock = clock
         self._lock = threading.Lock()
@@ -61,7 +72,7 @@ class CertificateReloader:
 
     def _file_stamp(self) -> tuple:
         stamps = []
-        for path in (self.certfile, self.keyfile):
+        for path in (self.certfile, self.keyfile, *((self.client_ca,) if self.client_ca else ())):
             try:
                 info = path.stat()
             except OSError:
@@ -73,6 +84,11 @@ class CertificateReloader:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(self.certfile, self.keyfile)
+        if self.client_ca is not None:
+            # Optional at the TLS layer (probes offer no certificate); required by the app on the webhook
+            # paths. A certificate that is offered must verify, or the handshake fails.
+            context.verify_mode = ssl.CERT_OPTIONAL
+            context.load_verify_locations(cafile=self.client_ca)
         # HTTP/1.1 only: a Go client that is offered h2 would take it, and this server does not speak it.
         context.set_alpn_protocols(["http/1.1"])
         return context
@@ -149,10 +165,17 @@ class TurnBatch:
 
 
 class WebhookApp:
-    """ASGI app: the two webhook paths, probes, metrics, and (for the benchmark only) an echo path."""
+    """ASGI app: the two webhook paths, probes, metrics, and (for the benchmark only) an echo path.
 
-    def __init__(self, webhook: Webhook, echo: bool = False) -> None:
+    ``ready``: whether ``/readyz`` says ready (the PodGroup view is listed); ``require_client``: the
+    webhook paths answer only connections whose client certificate ``admission.protocol`` accepted.
+    """
+
+    def __init__(self, webhook: Webhook, echo: bool = False, ready: Callable[[], bool] | None = None,
+                 require_client: bool = False) -> None:  # fmt: skip
         self.webhook = webhook
+        self.ready = ready
+        self.require_client = require_client
         self.batch = TurnBatch()
         # Path -> what decides its reviews (partial: no Python frame of its own per request).
         self.routes: dict[str, Decide | None] = {MUTATE_PATH: partial(webhook.handle, MUTATE),
@@ -172,19 +195,29 @@ class WebhookApp:
                     return
         if scope["type"] != "http":
             return
-        status, body, content_type = await self._answer(scope, receive)
+        answered = await self._answer(scope, receive)
+        if answered is None:  # the client went away (or was cut off by the read timeout)
+            return
+        status, body, content_type = answered
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]})  # fmt: skip
         await send({"type": "http.response.body", "body": body})
 
-    async def _answer(self, scope: dict, receive: Callable) -> tuple[int, bytes, bytes]:
+    async def _answer(self, scope: dict, receive: Callable) -> tuple[int, bytes, bytes] | None:
         path, method = scope["path"], scope["method"]
         if path in ("/healthz", "/readyz") and method in ("GET", "HEAD"):
+            if path == "/readyz" and self.ready is not None and not self.ready():
+                return (*_json(503, {"status": "not ready", "reason": "PodGroups not listed from the API yet"}),
+                        b"application/json")  # fmt: skip
             return (*_json(200, {"status": "ok"}), b"application/json")
         if path == "/metrics" and method == "GET":
             return 200, generate_latest(), CONTENT_TYPE_LATEST.encode()
         if path not in self.routes:
             return (*_json(404, {"kind": "Status", "code": 404, "message": f"no webhook at {path}"}), b"application/json")
+        if self.require_client and not scope.get(CLIENT):
+            return (*_json(403, {"kind": "Status", "code": 403, "reason": "Forbidden",
+                                 "message": "this webhook answers kube-apiserver only: present a client certificate "
+                                            "signed by the configured client CA"}), b"application/json")  # fmt: skip
         if method != "POST":
             return (*_json(405, {"kind": "Status", "code": 405, "message": "use POST"}), b"application/json")
         headers = dict(scope["headers"])
@@ -197,6 +230,8 @@ class WebhookApp:
         chunks, size, limit = [], 0, self.webhook.max_body_bytes
         while True:
             message = await receive()
+            if message["type"] != "http.request":
+                return None
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
@@ -221,14 +256,18 @@ def _allow(body: bytes) -> Answer:
         return Answer(error.status, error.body())
 
 
-def _config(app: WebhookApp, host: str, port: int, reloader: CertificateReloader, log_level: str):
+def _config(app: WebhookApp, host: str, port: int, reloader: CertificateReloader, log_level: str,
+            read_timeout: float = READ_TIMEOUT_SECONDS, client_names: frozenset[str] = frozenset()):  # fmt: skip
     import uvicorn
+
+    from admission.protocol import protocol_class
 
     return uvicorn.Config(
         app,
         host=host,
         port=port,
-        http="httptools",
+        # httptools, with the read timeout and the client certificate check (admission.protocol).
+        http=protocol_class(read_timeout, KEEP_ALIVE_SECONDS, client_names),
         loop="uvloop",
         lifespan="off",
         ssl_context_factory=lambda config, default: reloader.context,
@@ -255,8 +294,16 @@ def serve(
     workers: int = 1,
     echo: bool = False,
     log_level: str = "warning",
+    client_ca: Path | None = None,
+    client_names: frozenset[str] = frozenset(),
+    read_timeout: float = READ_TIMEOUT_SECONDS,
+    on_start: Callable[[], None] | None = None,
+    ready: Callable[[], bool] | None = None,
 ) -> None:
-    """Serve until SIGTERM/SIGINT. With ``workers`` > 1, forked processes share one listening socket."""
+    """Serve until SIGTERM/SIGINT. With ``workers`` > 1, forked processes share one listening socket.
+
+    ``on_start`` runs in every serving process before it serves (the PodGroup watch: threads do not
+    survive a fork); ``ready`` answers ``/readyz``. ``client_ca``/``client_names``: see the module doc."""
     import uvicorn
 
     # Everything imported so far lives as long as the process: move it out of the collector's sight, and
@@ -265,9 +312,12 @@ def serve(
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 20, 20)
-    reloader = CertificateReloader(certfile, keyfile)
-    config = _config(WebhookApp(webhook, echo=echo), host, port, reloader, log_level)
+    reloader = CertificateReloader(certfile, keyfile, client_ca=client_ca)
+    app = WebhookApp(webhook, echo=echo, ready=ready, require_client=client_ca is not None)
+    config = _config(app, host, port, reloader, log_level, read_timeout, client_names)
     if workers <= 1:
+        if on_start is not None:
+            on_start()
         uvicorn.Server(config).run()
         return
     sock = config.bind_socket()
@@ -279,6 +329,8 @@ def serve(
             try:
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, signal.SIG_DFL)
+                if on_start is not None:
+                    on_start()
                 uvicorn.Server(config).run(sockets=[sock])
             finally:
                 os._exit(0)

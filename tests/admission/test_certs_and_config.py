@@ -77,6 +77,25 @@ def test_secret_manifest_is_a_valid_tls_secret(tmp_path):
     assert "ca.key" not in secret["data"]
 
 
+def test_client_certificate_for_kube_apiserver_is_client_auth_only_and_kept_while_valid(tmp_path):
+    issued = certs.ensure_certificates(tmp_path, "svc", "ns", now=NOW)
+    client, fresh = certs.ensure_client_certificate(tmp_path, issued.ca, "kube-apiserver", now=NOW)
+    assert fresh and certs.common_name(client.cert) == "kube-apiserver"
+    assert certs.san_names(client.cert) == ["kube-apiserver"]
+    usages = client.cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usages) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+    client.cert.verify_directly_issued_by(issued.ca.cert)
+    assert oct((tmp_path / certs.CLIENT_KEY).stat().st_mode & 0o777) == "0o600"
+    kept, again = certs.ensure_client_certificate(tmp_path, issued.ca, "kube-apiserver", now=NOW + dt.timedelta(days=30))
+    assert not again and kept.cert.serial_number == client.cert.serial_number
+    renamed, again = certs.ensure_client_certificate(tmp_path, issued.ca, "apiserver", now=NOW)
+    assert again and certs.common_name(renamed.cert) == "apiserver"
+    # A renewed CA keeps its subject, not its key: the client certificate is issued again.
+    new_ca = certs.ensure_certificates(tmp_path, "svc", "ns", force=True, now=NOW).ca
+    _, again = certs.ensure_client_certificate(tmp_path, new_ca, "apiserver", now=NOW)
+    assert again
+
+
 def test_webhook_configurations_validate_strictly():
     objects = webhook_configurations(service="gangweb-webhook", namespace="gangweb-system", ca_pem=b"-----CA-----")
     for obj in objects:
@@ -92,6 +111,8 @@ def test_webhook_configurations_validate_strictly():
     assert any("kubernetes.io/config.mirror" in c["expression"] for c in hook["matchConditions"])
     assert {w["clientConfig"]["service"]["path"] for w in validating["webhooks"]} == {"/admission/validate"}
     assert all("patch" not in json.dumps(w["rules"]) for w in validating["webhooks"])
+    # Nothing is remembered from reviews, so no webhook hears of deletes.
+    assert all("DELETE" not in rule["operations"] for w in validating["webhooks"] for rule in w["rules"])
     for webhook in mutating["webhooks"] + validating["webhooks"]:
         assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == b"-----CA-----"
 
@@ -108,6 +129,18 @@ def test_commands_issue_certificates_and_print_the_configuration(tmp_path):
     assert [o["kind"] for o in objects] == ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
     ca_bundle = base64.b64decode(objects[0]["webhooks"][0]["clientConfig"]["caBundle"])
     assert ca_bundle == (tmp_path / "ca.crt").read_bytes()
+
+
+def test_certs_command_issues_kube_apiservers_client_certificate(tmp_path):
+    issued = manage("webhook", "certs", "--dir", str(tmp_path), "--client-cert", "kube-apiserver")
+    assert issued.returncode == 0, issued.stderr
+    assert "client certificate issued for kube-apiserver" in issued.stderr
+    cert = x509.load_pem_x509_certificate((tmp_path / certs.CLIENT_CERT).read_bytes())
+    cert.verify_directly_issued_by(x509.load_pem_x509_certificate((tmp_path / certs.CA_CERT).read_bytes()))
+    again = manage("webhook", "certs", "--dir", str(tmp_path), "--client-cert", "kube-apiserver")
+    assert "client certificate kept" in again.stderr
+    bad = manage("webhook", "certs", "--dir", str(tmp_path), "--client-cert", "Not A Name")
+    assert bad.returncode == 2 and "invalid client name" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_config_without_certificates_is_a_clear_error(tmp_path):

@@ -6,93 +6,30 @@ Runs with DATABASE_URL and REDIS_URL pointed at closed ports: admission must not
 from __future__ import annotations
 
 import base64
-import http.client
 import json
-import os
 import socket
 import ssl
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from admission import certs
+from tests.admission.serving import (
+    HOSTNAME, NAMESPACE, SERVICE, read_until_closed, start_server, stop_server, tls_context,
+)
 from tests.admission.support import load_pod, review_bytes
 
-ROOT = Path(__file__).resolve().parents[2]
-SERVICE, NAMESPACE = "gangweb-webhook", "gangweb-system"
-HOSTNAME = f"{SERVICE}.{NAMESPACE}.svc"
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]  # nothing listens once the probe is closed
-
-
-def tls_context(ca_pem: bytes) -> ssl.SSLContext:
-    return ssl.create_default_context(cadata=ca_pem.decode())
-
-
-class Server:
-    def __init__(self, directory: Path, port: int, process: subprocess.Popen):
-        self.directory, self.port, self.process = directory, port, process
-
-    def ca(self) -> bytes:
-        return (self.directory / certs.CA_CERT).read_bytes()
-
-    def connection(self, ca_pem: bytes | None = None, hostname: str = HOSTNAME) -> http.client.HTTPSConnection:
-        context = tls_context(ca_pem or self.ca())
-        connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=context, timeout=10)
-        # Verify the certificate for the Service name, as kube-apiserver does, while dialing 127.0.0.1.
-        connection._tunnel_host = None
-        connection.sock = context.wrap_socket(socket.create_connection(("127.0.0.1", self.port), timeout=10),
-                                              server_hostname=hostname)
-        return connection
-
-    def post(self, path: str, body: bytes, connection=None, headers=None) -> tuple[int, dict]:
-        connection = connection or self.connection()
-        connection.request("POST", path, body=body, headers=headers or {"Content-Type": "application/json"})
-        response = connection.getresponse()
-        return response.status, json.loads(response.read())
+READ_TIMEOUT = 2
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     directory = tmp_path_factory.mktemp("certs")
     certs.ensure_certificates(directory, SERVICE, NAMESPACE)
-    port = closed_port()
-    env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed_port()}/gangweb",
-           "REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0", "SECRET_KEY": "test-only", "GANGWEB_DEMO": "0"}
-    # A file, not a pipe: a pipe nobody reads fills up (64 KiB) and then blocks the server mid-log.
-    log = (directory / "server.log").open("wb")
-    process = subprocess.Popen(
-        # --cert/--key as deploy/base/deployment-webhook.yaml passes them.
-        [sys.executable, str(ROOT / "manage.py"), "webhook", "serve", "--cert", str(directory / "tls.crt"),
-         "--key", str(directory / "tls.key"),
-         "--host", "127.0.0.1", "--port", str(port), "--workers", "2"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log,
-    )
-    handle = Server(directory, port, process)
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None:
-            pytest.fail(f"server exited: {(directory / 'server.log').read_text(errors='replace')[-3000:]}")
-        try:
-            connection = handle.connection()
-            connection.request("GET", "/healthz")
-            if connection.getresponse().status == 200:
-                break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+    # A short read timeout, for the trickling-body test; every other request arrives at once.
+    handle = start_server(directory, "--read-timeout", str(READ_TIMEOUT))
     yield handle
-    process.terminate()
-    process.wait(timeout=15)
-    log.close()
+    stop_server(handle)
 
 
 def test_mutates_over_tls_with_database_and_redis_down(server):
@@ -259,3 +196,35 @@ def test_chunked_request_body_is_read_whole(server):
     response = connection.getresponse()
     payload = json.loads(response.read())
     assert response.status == 200 and payload["response"]["uid"] == "chunked" and "patch" in payload["response"]
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [pytest.param(b"POST /admission/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 100\r\n\r\n{", id="1 of 100 body bytes"),
+     pytest.param(b"POST /admission/mutate HTTP/1.1\r\nHost: x\r\nContent-Ty", id="half the headers")],
+)
+def test_a_request_that_trickles_in_is_cut_off_after_the_read_timeout(server, sent):
+    context = tls_context(server.ca())
+    with context.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=HOSTNAME) as tls:
+        tls.sendall(sent)
+        received = read_until_closed(tls)
+    assert received.startswith(b"HTTP/1.1 408 ")
+    body = json.loads(received.split(b"\r\n\r\n", 1)[1])
+    assert (body["kind"], body["code"]) == ("Status", 408)
+    assert f"within {READ_TIMEOUT} s" in body["message"]
+    # The server is fine afterwards.
+    assert server.post("/admission/mutate", review_bytes(load_pod("job-parallel.yaml")))[0] == 200
+
+
+def test_a_slow_client_is_cut_off_while_others_are_answered(server):
+    context = tls_context(server.ca())
+    with context.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=HOSTNAME) as tls:
+        tls.sendall(b"POST /admission/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 100\r\n\r\n{")
+        connection = server.connection()
+        for n in range(5):
+            status, body = server.post("/admission/mutate", review_bytes(load_pod("job-parallel.yaml"), uid=f"k-{n}"),
+                                       connection)  # fmt: skip
+            assert status == 200 and body["response"]["uid"] == f"k-{n}"
+        assert read_until_closed(tls).startswith(b"HTTP/1.1 408 ")

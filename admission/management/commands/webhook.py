@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +15,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from admission import certs
 
 DEFAULT_SERVICE = "gangweb-webhook"
+
+
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name, "")
+    return Path(value) if value else None
 
 
 def _namespace() -> str:
@@ -35,6 +41,8 @@ class Command(BaseCommand):
     help = "Admission webhook: issue certificates, print its configuration, serve it over HTTPS, benchmark it."
 
     def add_arguments(self, parser: CommandParser) -> None:
+        from admission.server import READ_TIMEOUT_SECONDS
+
         sub = parser.add_subparsers(dest="action", required=True)
 
         cert_parser = sub.add_parser("certs", help="create or renew the CA and serving certificate")
@@ -46,6 +54,11 @@ class Command(BaseCommand):
         cert_parser.add_argument("--renew-before-days", type=int, default=30)
         cert_parser.add_argument("--force", action="store_true", help="issue new ones even if still valid")
         cert_parser.add_argument("--secret", metavar="NAME", help="also print a kubernetes.io/tls Secret manifest")
+        cert_parser.add_argument(
+            "--client-cert", metavar="NAME",
+            help="also issue (or keep) client.crt/client.key for kube-apiserver, CommonName NAME (e.g. kube-apiserver), "
+                 "signed by the same CA: serve with --client-ca DIR/ca.crt --client-name NAME",
+        )  # fmt: skip
 
         config_parser = sub.add_parser("config", help="print the Mutating/ValidatingWebhookConfiguration")
         config_parser.add_argument("--ca-file", type=Path, default=Path("var/webhook-certs") / certs.CA_CERT)
@@ -64,6 +77,20 @@ class Command(BaseCommand):
         serve_parser.add_argument("--workers", type=int, default=1)
         serve_parser.add_argument("--bench-echo", action="store_true", help="also serve /bench/echo (benchmark only)")
         serve_parser.add_argument("--log-level", default="warning")
+        serve_parser.add_argument(
+            "--client-ca", type=Path, default=_env_path("GANGWEB_WEBHOOK_CLIENT_CA"),
+            help="answer the webhook paths only for clients presenting a certificate signed by this CA "
+                 "(kube-apiserver, see docs/admission.md); default: GANGWEB_WEBHOOK_CLIENT_CA",
+        )  # fmt: skip
+        serve_parser.add_argument(
+            "--client-name", action="append", default=None, metavar="NAME",
+            help="with --client-ca: the client certificate must also name NAME (CommonName or DNS SAN); repeatable; "
+                 "default: GANGWEB_WEBHOOK_CLIENT_NAMES (comma-separated)",
+        )  # fmt: skip
+        serve_parser.add_argument(
+            "--read-timeout", type=float, default=READ_TIMEOUT_SECONDS,
+            help=f"seconds a request may take to arrive whole, headers and body (default {READ_TIMEOUT_SECONDS:g})",
+        )  # fmt: skip
 
         bench_parser = sub.add_parser("bench", help="throughput and latency against a minimal echo view")
         bench_parser.add_argument("--connections", type=int, default=32)
@@ -100,6 +127,19 @@ class Command(BaseCommand):
         )
         if result.issued_ca:
             stderr.write("the CA changed: re-apply `manage.py webhook config` so caBundle matches")
+        if options["client_cert"]:
+            try:
+                client, issued = certs.ensure_client_certificate(
+                    options["dir"], result.ca, options["client_cert"], days=options["days"],
+                    renew_before=dt.timedelta(days=options["renew_before_days"]), force=options["force"],
+                )  # fmt: skip
+            except certs.CertificateError as error:
+                raise _usage_error(str(error)) from None
+            stderr.write(
+                f"client certificate {'issued' if issued else 'kept'} for {options['client_cert']} (valid until "
+                f"{client.cert.not_valid_after_utc:%Y-%m-%d}): {options['dir'] / certs.CLIENT_CERT}, "
+                f"{options['dir'] / certs.CLIENT_KEY}; kube-apiserver presents it (docs/admission.md)"
+            )
         if options["secret"]:
             self.stdout.write(yaml.safe_dump(certs.secret_manifest(result, options["secret"], namespace), sort_keys=False))
 
@@ -121,7 +161,7 @@ class Command(BaseCommand):
         self.stdout.write(_dump(objects, options["output"]), ending="")
 
     def _serve(self, options: dict) -> None:
-        from admission.runtime import get_webhook
+        from admission.runtime import get_webhook, podgroup_watch
         from admission.server import serve
 
         directory: Path = options["dir"]
@@ -130,12 +170,37 @@ class Command(BaseCommand):
         missing = [str(path) for path in (certfile, keyfile) if not path.exists()]
         if missing:
             raise CommandError(f"missing {', '.join(missing)}; run `manage.py webhook certs --dir {directory}`")
+        client_ca: Path | None = options["client_ca"]
+        names = options["client_name"]
+        if names is None:
+            names = [name for name in os.environ.get("GANGWEB_WEBHOOK_CLIENT_NAMES", "").split(",") if name.strip()]
+        client_names = frozenset(name.strip() for name in names)
+        if client_ca is not None:
+            problem = certs.client_ca_problem(client_ca)
+            if problem:
+                raise _usage_error(f"--client-ca {client_ca}: {problem}")
+        elif client_names:
+            raise _usage_error("--client-name needs --client-ca (the CA that signs kube-apiserver's client certificate)")
+        if not options["read_timeout"] > 0:
+            raise _usage_error(f"--read-timeout must be more than 0 seconds, got {options['read_timeout']:g}")
+        from scheduler.cluster import ClusterError
+
+        webhook = get_webhook()
+        try:
+            watch = podgroup_watch(webhook.podgroups)
+        except ClusterError as error:
+            raise CommandError(f"cannot watch PodGroups for the validating webhook: {error}") from None
+        callers = (f"clients with a certificate from {client_ca}" + (f" naming {', '.join(sorted(client_names))}"
+                   if client_names else "")) if client_ca else "any client (no --client-ca)"  # fmt: skip
         self.stderr.write(f"gangweb webhook serving https://{options['host']}:{options['port']} "
-                          f"({options['workers']} worker(s), certificate {certfile})")  # fmt: skip
+                          f"({options['workers']} worker(s), certificate {certfile}); webhook paths answer {callers}; "
+                          f"PodGroups {'watched from the API' if watch else 'not watched (no cluster)'}")  # fmt: skip
         sys.stderr.flush()
         serve(
-            get_webhook(), host=options["host"], port=options["port"], certfile=certfile, keyfile=keyfile,
+            webhook, host=options["host"], port=options["port"], certfile=certfile, keyfile=keyfile,
             workers=options["workers"], echo=options["bench_echo"], log_level=options["log_level"],
+            client_ca=client_ca, client_names=client_names, read_timeout=options["read_timeout"],
+            on_start=watch.start if watch is not None else None, ready=lambda: webhook.podgroups.synced,
         )  # fmt: skip
 
     def _bench(self, options: dict) -> None:
