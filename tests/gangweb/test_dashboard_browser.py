@@ -30,8 +30,9 @@ def test_gpu_squares_change_colour_live(start_demo, browser_page, tmp_path):
         arg=before, timeout=30_000,
     )
     assert page.evaluate("window.gangwebUpdates") >= 1
-    allocated = int(page.inner_text("#stat-allocated"))
-    busy = page.evaluate("document.querySelectorAll('.gpu.busy').length")
+    # One read of both: a tick every 0.25 s redraws them together, and could land between two reads.
+    allocated, busy = page.evaluate("[Number(document.querySelector('#stat-allocated').textContent),"
+                                    " document.querySelectorAll('.gpu.busy').length]")
     assert allocated == busy, "the totals agree with the squares drawn"
     assert page.locator("#activity li").count() >= 1
 
@@ -39,7 +40,13 @@ def test_gpu_squares_change_colour_live(start_demo, browser_page, tmp_path):
     page.wait_for_selector(".gpu.placed", timeout=30_000)
     assert "plan for" in page.inner_text("#activity")
 
-    page.hover(".gpu.busy >> nth=0")
+    # The square hovered can be freed by a tick between finding it and the mouse arriving (its tip
+    # then says "free GPU"): hover a busy square again, from outside the picture, until one stays busy.
+    for _ in range(20):
+        page.mouse.move(0, 0)
+        page.hover(".gpu.busy >> nth=0")
+        if "priority" in page.inner_text("#tooltip"):
+            break
     assert "priority" in page.inner_text("#tooltip")
     page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
     assert not page.errors, page.errors

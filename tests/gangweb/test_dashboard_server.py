@@ -25,15 +25,28 @@ FAST_SMALL_SIMULATION = {**EMBEDDED_DEFAULTS, "GANGWEB_SIM_NODES": "16", "GANGWE
 async def next_state(ws, timeout: float = 10) -> dict:
     """The next ``cluster.state`` payload, skipping other dashboard events."""
     deadline = time.monotonic() + timeout
-    while True:
-        message = json.loads(await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic())))
+    while (remaining := deadline - time.monotonic()) > 0:
+        message = json.loads(await asyncio.wait_for(ws.recv(), remaining))
         if message["event"] == "cluster.state":
             return message["payload"]
+    raise TimeoutError(f"no cluster.state in {timeout}s")
 
 
-async def watch(address: str, updates: int) -> list[dict]:
+def clock(state: dict) -> datetime:
+    """The simulated cluster's time (RFC 3339, whole seconds: ticks within one second share it)."""
+    return datetime.fromisoformat(state["time"].replace("Z", "+00:00"))
+
+
+async def watch_until_the_clock_moves(address: str, updates: int, timeout: float = 60) -> list[dict]:
+    """The picture on connect, then at least ``updates`` ticks and as many more as it takes for the
+    simulated clock to show a later second. Ticks come every 0.3 s but the clock reads whole seconds,
+    so any fixed number of ticks may all fall within the second the picture showed."""
+    deadline = time.monotonic() + timeout
     async with websockets.connect(f"ws://{address}/ws/cluster/", origin=f"http://{address}") as ws:
-        return [await next_state(ws) for _ in range(1 + updates)]
+        states = [await next_state(ws)]
+        while len(states) <= updates or clock(states[-1]) == clock(states[0]):
+            states.append(await next_state(ws, timeout=deadline - time.monotonic()))
+        return states
 
 
 def test_daphne_streams_the_picture_then_live_updates(asgi_server):
@@ -42,14 +55,15 @@ def test_daphne_streams_the_picture_then_live_updates(asgi_server):
     assert page.status_code == 200 and 'id="initial-state"' in page.text
     assert httpx.get(f"http://{address}/static/dashboard/cluster.js", timeout=10).status_code == 200
 
-    states = asyncio.run(watch(address, updates=3))
+    states = asyncio.run(watch_until_the_clock_moves(address, updates=3))
     first = states[0]
     assert sum(len(rack["nodes"]) for rack in first["racks"]) == 16
     assert "changes" not in first  # the picture on connect is the whole state, not a tick
     ticks = [s["tick"] for s in states[1:]]
     assert ticks == sorted(set(ticks)) and ticks[0] > first["tick"]
     assert all("changes" in s for s in states[1:])
-    assert states[-1]["time"] > first["time"]  # the simulated clock moves
+    times = [clock(s) for s in states]
+    assert times == sorted(times) and times[-1] > times[0]  # the simulated clock moves, never back
 
 
 def test_a_foreign_origin_cannot_open_the_stream(asgi_server):
