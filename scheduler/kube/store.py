@@ -253,14 +253,15 @@ class ObjectStore:
         with self._cond:
             current = self._stored(resource, namespace, name)
             meta = current["metadata"]
-            for field, key in (("uid", "uid"), ("resourceVersion", "resourceVersion")):
+            # The wording is the API server's (apiserver/pkg/storage: Preconditions.Check).
+            for field, key, label in (("uid", "uid", "UID"), ("resourceVersion", "resourceVersion", "ResourceVersion")):
                 wanted = (preconditions or {}).get(field)
                 if wanted and wanted != meta.get(key):
                     raise errors.ApiError(
                         409,
                         "Conflict",
-                        f"Precondition failed: {field.capitalize() if field == 'uid' else field} in precondition: "
-                        f"{wanted}, {field} in object meta: {meta.get(key)}",
+                        f"Precondition failed: {label} in precondition: {wanted}, {label} in object meta: "
+                        f"{meta.get(key)}",
                     )
             key = (meta.get("namespace", ""), name)
             graceful = (

@@ -153,6 +153,40 @@ def test_pdb_blocks_the_second_eviction_with_429(server, cluster):
     assert dry.code == 429, "a dry run must report what the real eviction would meet"
 
 
+def test_dry_runs_check_a_budget_without_spending_it_real_evictions_spend(server, cluster):
+    """Why a plan is held against budgets as a whole: two victims under a budget of one both pass."""
+    assert [cluster.evict("team-a", p, dry_run=True).code for p in ("low-0", "low-1")] == [201, 201]
+    assert server.store.get(PDBS, "team-a", "low-pdb")["status"]["disruptionsAllowed"] == 1
+    assert [cluster.evict("team-a", p).code for p in ("low-0", "low-1")] == [201, 429]
+
+
+def test_an_eviction_names_the_pod_by_uid_and_spares_a_replacement(server, cluster):
+    server.store.recreate_deleted_pods = True  # a StatefulSet-like controller: same name, new UID
+    planned = cluster.get_pod("team-a", "solo")["metadata"]["uid"]
+    stale = cluster.evict("team-a", "solo", uid="not-" + planned, dry_run=True)
+    assert stale.code == 409 and "UID" in stale.message
+    assert cluster.evict("team-a", "solo", uid=planned).code == 201
+    replacement = server.store.get(PODS, "team-a", "solo")
+    assert replacement["metadata"]["uid"] != planned
+    again = cluster.evict("team-a", "solo", uid=planned)  # a retry of the same plan
+    assert again.code == 409 and not again.ok and "UID" in again.message
+    assert server.store.get(PODS, "team-a", "solo")["metadata"]["uid"] == replacement["metadata"]["uid"]
+    (first, second) = [r for r in server.requests("/pods/solo/eviction", "POST") if "dryRun" not in r["query"]]
+    assert (first["code"], second["code"]) == (201, 409)
+
+
+def test_delete_pod_needs_the_uid_and_ignores_budgets(server, cluster):
+    assert cluster.evict("team-a", "low-0").ok  # the budget is spent: another eviction would be a 429
+    uid = cluster.get_pod("team-a", "low-1")["metadata"]["uid"]
+    assert cluster.delete_pod("team-a", "low-1", uid="other", dry_run=True).code == 409
+    assert cluster.delete_pod("team-a", "low-1", uid=uid, dry_run=True).code == 200
+    assert server.store.try_get(PODS, "team-a", "low-1") is not None
+    assert cluster.delete_pod("team-a", "low-1", uid="other").code == 409
+    assert cluster.delete_pod("team-a", "low-1", uid=uid).code == 200
+    assert server.store.try_get(PODS, "team-a", "low-1") is None
+    assert cluster.delete_pod("team-a", "low-1", uid=uid).code == 404
+
+
 def test_parallel_evictions_spend_a_budget_exactly_once_each(server, cluster):
     from concurrent.futures import ThreadPoolExecutor
 

@@ -70,3 +70,64 @@ def test_opposite_orders_do_not_deadlock():
     for t in threads:
         t.join(timeout=30)
     assert len(done) == 2
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_lease_refuses_a_call_that_could_outlive_the_lock():
+    clock = FakeClock()
+    lease = locks.Lease(30, since=clock.now, clock=clock)
+    lease.check(margin=20)  # 30 s left: a 20 s call ends before the key can expire
+    clock.now += 10.5
+    with pytest.raises(locks.LockLost, match="less than the 20.0 s"):
+        lease.check(margin=20)  # 19.5 s left
+    lease.refreshed(clock.now)
+    lease.check(margin=20)
+    clock.now += 30
+    with pytest.raises(locks.LockLost, match="not refreshed within the lock TTL"):
+        lease.check()
+    assert lease.stopping.is_set()
+
+
+def test_a_stopped_lease_refuses_every_later_call():
+    lease = locks.Lease(30)
+    lease.stop("execution interrupted: SoftTimeLimitExceeded")
+    with pytest.raises(locks.Stopped, match="SoftTimeLimitExceeded"):
+        lease.check()
+    assert lease.stopping.is_set()
+
+
+def test_a_lock_gone_from_redis_is_lost_at_the_next_refresh(redis_url):
+    """What a Redis restart does: the key vanishes while its holder still works."""
+    import redis
+
+    key = locks.node_key("node-restart")
+    with locks.hold([key], ttl=0.9) as lease:
+        lease.check()
+        redis.Redis.from_url(redis_url).delete(key)
+        assert lease.stopping.wait(10), "the heartbeat must notice the lost key"
+        with pytest.raises(locks.LockLost, match="gone"):
+            lease.check()
+
+
+def test_a_holder_that_cannot_refresh_stops_before_the_ttl_runs_out(monkeypatch):
+    """Redis unreachable: refreshes raise. The lease runs down from the last good refresh and refuses
+    calls that could outlast it, while the key still exists."""
+    key = locks.node_key("node-unreachable")
+    store = locks._store()
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("Redis unreachable")
+
+    with locks.hold([key], ttl=1.2) as lease:
+        monkeypatch.setattr(type(store), "refresh", unreachable)
+        assert lease.stopping.wait(10), "the lease must run out without refreshes"
+        with pytest.raises(locks.LockLost):
+            lease.check()
+        monkeypatch.undo()

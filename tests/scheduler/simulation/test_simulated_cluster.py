@@ -238,6 +238,21 @@ def test_dry_run_eviction_changes_nothing():
     assert cluster.snapshot_objects() == before
 
 
+def test_evictions_and_deletions_name_the_pod_by_the_uid_its_object_shows():
+    cluster = advanced(ticks=5)
+    objects = cluster.snapshot_objects()
+    victim, other = [p for p in of_kind(objects, "Pod") if p["spec"].get("nodeName")
+                     and p["spec"]["schedulingGroup"]["podGroupName"] not in protected(objects)][:2]
+    ns, name, uid = victim["metadata"]["namespace"], victim["metadata"]["name"], victim["metadata"]["uid"]
+    stale = cluster.evict(ns, name, uid=other["metadata"]["uid"])
+    assert stale.code == 409 and "UID" in stale.message and cluster.get_pod(ns, name) is not None
+    assert cluster.delete_pod(ns, name, uid=other["metadata"]["uid"]).code == 409
+    assert cluster.delete_pod(ns, name, uid=uid, dry_run=True).code == 200 and cluster.get_pod(ns, name)
+    assert cluster.delete_pod(ns, name, uid=uid).code == 200 and cluster.get_pod(ns, name) is None
+    other_ns, other_name = other["metadata"]["namespace"], other["metadata"]["name"]
+    assert cluster.evict(other_ns, other_name, uid=other["metadata"]["uid"], dry_run=True).code in (201, 429)
+
+
 def test_eviction_frees_the_gpus_and_the_controller_recreates_the_gang():
     cluster = advanced(ticks=5)
     objects = cluster.snapshot_objects()
