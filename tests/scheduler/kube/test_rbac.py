@@ -39,7 +39,8 @@ def test_the_deployed_cluster_role_allows_every_adapter_request(server, cluster)
     cluster.fresh_snapshot()
     cluster.get_pod("team-a", "solo")
     cluster.evict("team-a", "solo", dry_run=True)
-    cluster.evict("team-a", "solo")
+    cluster.evict("team-a", "solo", uid="some-uid")
+    cluster.delete_pod("team-a", "low-1", uid=cluster.get_pod("team-a", "low-1")["metadata"]["uid"])
     cluster.mark_disruption_target("team-a", "low-0", "preempting")
     cluster.record_event(ClusterEvent("team-a", "Pod", "low-0", "Preempted", "by test",
                                       related_kind="PodGroup", related_name="high-gang"))
@@ -48,6 +49,6 @@ def test_the_deployed_cluster_role_allows_every_adapter_request(server, cluster)
     cluster.list_events(reason="Preempted")  # observe mode reads kube-scheduler's preemptions
     rules = cluster_role_rules()
     needed = {needed_permission(r) for r in server.requests()}
-    assert {"list", "watch", "get", "create", "patch"} <= {verb for _, _, verb in needed}
+    assert {"list", "watch", "get", "create", "patch", "delete"} <= {verb for _, _, verb in needed}
     missing = sorted(p for p in needed if not allowed(rules, *p))
     assert not missing, f"deploy/base/rbac.yaml lacks (apiGroup, resource, verb): {missing}"
