@@ -85,6 +85,14 @@ def redis_url() -> str:
     return os.environ["REDIS_URL"]
 
 
+@pytest.fixture
+def broker(redis_url):
+    """A Redis database of its own for worker processes (broker, locks): claimed, emptied, released."""
+    from tests.scheduler.pipeline.workers import claim_broker
+
+    yield from claim_broker(redis_url)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

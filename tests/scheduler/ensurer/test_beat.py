@@ -14,12 +14,12 @@ from scheduler.models import LedgerEntry
 from tests.admission.support import load_owner, load_pod
 from tests.conftest import ROOT
 from tests.scheduler.ensurer.test_end_to_end import through_the_webhook
-from tests.scheduler.pipeline.test_crash import broker, postgres_url_for_test_db, wait_until  # noqa: F401 (fixture)
+from tests.scheduler.pipeline.workers import postgres_url_for_test_db, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(120)]
 
 
-def test_beat_creates_the_missing_podgroup_without_being_asked(broker, tmp_path):  # noqa: F811
+def test_beat_creates_the_missing_podgroup_without_being_asked(broker, tmp_path):
     with TestServerProcess(tmp_path / "kubeconfig") as server:
         pod = through_the_webhook(load_pod("job-indexed.yaml"))
         pod["metadata"]["name"] = "bert-pretrain-0-abcde"

@@ -6,13 +6,7 @@ import pytest
 
 from scheduler import ledger, runtime
 from tests.scheduler.pipeline.builders import FakeCluster, small_cluster
-from tests.scheduler.pipeline.workers import claim_broker, run_api_server
-
-
-@pytest.fixture
-def broker(redis_url):
-    """A Redis database of its own for worker processes (broker, locks): claimed, emptied, released."""
-    yield from claim_broker(redis_url)
+from tests.scheduler.pipeline.workers import run_api_server
 
 
 @pytest.fixture
