@@ -13,6 +13,7 @@ import time
 from datetime import timedelta
 
 from celery import chord, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_ready
 from django.conf import settings
 from django.db import transaction
@@ -214,6 +215,11 @@ def execute_plan(self, request_id: int) -> str:
         if self.request.retries == 0:
             ledger.note("execution.waiting", f"waiting: {busy}", request=PreemptionRequest.objects.get(pk=request_id))
         raise self.retry(exc=busy, countdown=countdown) from busy
+    except (SoftTimeLimitExceeded, locks.Stopped) as stopped:
+        # Stopped between API calls, every call in flight ended: progress is in the ledger, so resume at once
+        # (a large plan on a slow API server may need several task lifetimes; each makes progress).
+        logger.warning("execution stopped mid-way; resuming", extra={"request": request_id, "error": repr(stopped)})
+        raise self.retry(exc=stopped, countdown=1) from stopped
     except Exception as exc:
         # API server or database trouble mid-way: the ledger holds where we were; resume later.
         logger.exception("execution failed; will resume", extra={"request": request_id})
