@@ -3,7 +3,8 @@
 Pure Python (numpy for the per-node arithmetic): no Django, no Kubernetes client. Public API::
 
     from scheduler.engine import load_snapshot, parse_snapshot, plan, Snapshot, Plan, SnapshotError, POLICIES
-    snap = load_snapshot("cluster.yaml")
+    snap = load_snapshot("cluster.yaml")          # bounded: regular files, GANGWEB_SNAPSHOT_MAX_BYTES, YAML aliases
+    documents = read_snapshot("cluster.yaml")     # the same reading, raw documents (for other readers: replay, kube)
     p = plan(snap, "team-a/train-0", policy="gangweb")
     p.to_dict()   # the DESIGN.md ``gang plan`` JSON
 """
@@ -12,7 +13,8 @@ from .errors import SnapshotError
 from .plan import Plan, Victim
 from .planner import best_plan, domain_shards, plan
 from .policies import DEFAULT_POLICY, POLICIES
+from .reading import read_snapshot
 from .snapshot import Snapshot, load_snapshot, parse_snapshot
 
-__all__ = ["load_snapshot", "parse_snapshot", "plan", "Snapshot", "Plan", "Victim", "SnapshotError", "POLICIES",
-           "DEFAULT_POLICY", "domain_shards", "best_plan"]
+__all__ = ["load_snapshot", "read_snapshot", "parse_snapshot", "plan", "Snapshot", "Plan", "Victim", "SnapshotError",
+           "POLICIES", "DEFAULT_POLICY", "domain_shards", "best_plan"]

@@ -10,20 +10,16 @@ effective priorities, victim units), so plans never rescan the raw objects.
 
 from __future__ import annotations
 
-import json
 import os
-import re
-from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, BinaryIO, Iterable, Iterator, Mapping
 
 import numpy as np
-import yaml
 
 from .errors import SnapshotError, object_label
 from .objects import NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, PriorityClass, Workload
+from .reading import read_snapshot, snapshot_documents
 from .resources import CPU, EPHEMERAL, MEMORY, PODS
 
-_TOO_DEEP = "snapshot nests lists or objects too deeply to be Kubernetes objects"
 MAX_TREE_DEPTH = 8  # guard for parentCompositePodGroupName chains (the API allows 4 levels)
 
 _PARSERS = {
@@ -37,69 +33,22 @@ _PARSERS = {
 }
 
 
-def load_snapshot(path_or_text: str | os.PathLike) -> "Snapshot":
-    """Read a snapshot from a file path or from the text itself (JSON or YAML)."""
-    text: str
-    if isinstance(path_or_text, os.PathLike) or (
-            isinstance(path_or_text, str) and "\n" not in path_or_text and not path_or_text.lstrip().startswith(("{", "["))):
-        path = Path(path_or_text)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise SnapshotError(f"snapshot file not found: {path}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SnapshotError(f"cannot read snapshot file {path}: {exc}") from None
-    elif isinstance(path_or_text, str):
-        text = path_or_text
-    else:
-        raise SnapshotError(f"expected a snapshot path or text, got {type(path_or_text).__name__}")
-    return parse_snapshot(_documents(text))
+def load_snapshot(source: str | os.PathLike | BinaryIO) -> "Snapshot":
+    """Read a snapshot from a file path, a binary stream (standard input) or the text itself (JSON or YAML),
+    within the bounds of ``reading.py``. A ``Path`` is always a file; a string is text when it holds a
+    line break, or is one line of ``{...}``/``[...]`` that names no file (``[snap].json`` is a file)."""
+    if isinstance(source, str) and _is_text(source):
+        return parse_snapshot(snapshot_documents(source))
+    if isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
+        return parse_snapshot(read_snapshot(source))
+    raise SnapshotError(f"expected a snapshot path, stream or text, got {type(source).__name__}")
 
 
-def _documents(text: str) -> list[Any]:
-    stripped = text.lstrip()
-    if not stripped:
-        raise SnapshotError("snapshot is empty")
-    json_read, json_error = [], None
-    if stripped[0] in "{[":
-        json_read, json_error = _json_stream(text)
-        if json_error is None:
-            return json_read
-        # Not JSON from the first document on: maybe YAML flow style, which YAML reads.
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        return [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]
-    except yaml.YAMLError as exc:
-        if json_read and json_error is not None:  # a JSON stream that breaks later on: JSON knows where
-            raise SnapshotError(f"snapshot is not valid YAML/JSON at line {json_error.lineno}, "
-                                f"column {json_error.colno}: {json_error.msg}") from None
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "not valid YAML or JSON"
-        raise SnapshotError(f"snapshot is not valid YAML/JSON{where}: {problem}") from None
-    except RecursionError:  # the pure-Python loader composes nested nodes recursively
-        raise SnapshotError(_TOO_DEEP) from None
-
-
-_JSON = json.JSONDecoder()
-_JSON_SPACE = re.compile(r"[ \t\n\r]*")
-
-
-def _json_stream(text: str) -> tuple[list[Any], json.JSONDecodeError | None]:
-    """One JSON document, or several one after another (``jq -c`` output, newline-delimited or
-    simply concatenated). Returns the documents read and the error that stopped reading, if any."""
-    documents: list[Any] = []
-    position = _JSON_SPACE.match(text).end()
-    while position < len(text):
-        try:
-            document, position = _JSON.raw_decode(text, position)
-        except json.JSONDecodeError as exc:
-            return documents, exc
-        except RecursionError:
-            raise SnapshotError(_TOO_DEEP) from None
-        documents.append(document)
-        position = _JSON_SPACE.match(text, position).end()
-    return documents, None
+def _is_text(source: str) -> bool:
+    if "\n" in source:
+        return True
+    stripped = source.strip()
+    return (stripped[:1], stripped[-1:]) in (("{", "}"), ("[", "]")) and not os.path.lexists(source)
 
 
 def _flatten(documents: Iterable[Any]) -> list[Any]:
