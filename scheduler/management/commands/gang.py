@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
@@ -72,7 +73,9 @@ class Command(BaseCommand):
     def _plan(self, options) -> None:
         try:
             source = options["snapshot"]
-            snapshot = load_snapshot(self._standard_input() + "\n" if source == "-" else source)
+            # A Path is always a file (even one named like JSON text, "[snap].json"); both are read within
+            # the bounds of scheduler/engine/reading.py (regular files only, GANGWEB_SNAPSHOT_MAX_BYTES, aliases).
+            snapshot = load_snapshot(sys.stdin.buffer if source == "-" else Path(source))
             result = plan(snapshot, options["podgroup"], options["policy"])
         except SnapshotError as exc:
             self._fail(str(exc))
@@ -92,12 +95,6 @@ class Command(BaseCommand):
         results = run_benchmark(options["nodes"], repeats=options["repeats"], policies=options["policies"],
                                 seed=options["seed"], progress=stderr_progress)
         self.stdout.write(json.dumps(results) if options["json"] else format_table(results))
-
-    def _standard_input(self) -> str:
-        try:
-            return sys.stdin.buffer.read().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            self._fail(f"standard input is not UTF-8 text: {exc}")
 
     @staticmethod
     def _fail(message: str):

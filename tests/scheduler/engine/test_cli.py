@@ -1,6 +1,7 @@
 """``python manage.py gang plan`` as a user runs it: JSON on stdout, or exit 2 and one line."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,12 +11,15 @@ import yaml
 
 from scheduler.engine.builders import as_list, node, pod, podgroup
 
+from .bombs import BILLION_LAUGHS, LIST_BOMB
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def gang_plan(*args, timeout=60):
-    return subprocess.run([sys.executable, str(ROOT / "manage.py"), "gang", "plan", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+def gang_plan(*args, timeout=60, cwd=ROOT, env=None, stdin=None):
+    return subprocess.run([sys.executable, str(ROOT / "manage.py"), "gang", "plan", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, stdin=stdin,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def _objects():
@@ -161,3 +165,46 @@ def test_standard_input_that_is_not_utf8_is_bad_input():
     stderr = done.stderr.decode()
     assert done.returncode == 2 and len(stderr.strip().splitlines()) == 1
     assert "standard input is not UTF-8 text" in stderr and "engine bug" not in stderr, stderr
+
+
+def _bomb(tmp_path, case):
+    """(--snapshot argument, extra environment, words the one line must hold) of each bomb."""
+    if case == "billion laughs":
+        return _write(tmp_path, BILLION_LAUGHS), {}, "YAML aliases repeat more than 1,000,000 nodes"
+    if case == "aliased List":
+        return _write(tmp_path, LIST_BOMB), {}, "YAML aliases repeat more than 1,000,000 nodes"
+    if case == "/dev/zero":
+        return "/dev/zero", {}, "it is a character device, not a regular file"
+    if case == "FIFO without a writer":
+        os.mkfifo(tmp_path / "fifo.yaml")
+        return str(tmp_path / "fifo.yaml"), {}, "it is a FIFO (named pipe), not a regular file"
+    if case == "over the cap":
+        return _write(tmp_path, _objects()), {"GANGWEB_SNAPSHOT_MAX_BYTES": "100"}, "larger than the 100-byte limit"
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["billion laughs", "aliased List", "/dev/zero", "FIFO without a writer",
+                                  "over the cap"])
+def test_each_bomb_exits_2_in_one_line_naming_the_file_within_seconds(tmp_path, case):
+    source, env, expected = _bomb(tmp_path, case)
+    done = gang_plan("--snapshot", source, "--podgroup", "default/g", env=env, timeout=20)  # generous: CI is loaded
+    assert done.returncode == 2, done.stderr[-500:]
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0] and f"snapshot file {source}" in lines[0], done.stderr[-500:]
+
+
+def test_endless_standard_input_exits_2_at_the_cap():
+    with open("/dev/zero", "rb") as zero:
+        done = gang_plan("--snapshot", "-", "--podgroup", "default/g", stdin=zero, timeout=20,
+                         env={"GANGWEB_SNAPSHOT_MAX_BYTES": str(2**20)})
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "snapshot on standard input is larger than the 1,048,576-byte limit" in lines[0], lines
+
+
+def test_a_snapshot_file_named_like_json_text_is_read_as_a_json_file(tmp_path):
+    (tmp_path / "[snap].json").write_text(json.dumps(as_list(_objects())))
+    done = gang_plan("--snapshot", "[snap].json", "--podgroup", "default/g", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["evictions"] == ["default/low"]
