@@ -37,7 +37,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from admission.handler import MUTATE, VALIDATE, Answer, Webhook
-from admission.protocol import CLIENT
+from admission.protocol import CLIENT, protocol_class
 from admission.review import ReviewError, build_response, parse_review
 from admission.webhookconfig import MUTATE_PATH, VALIDATE_PATH
 
@@ -259,8 +259,6 @@ def _allow(body: bytes) -> Answer:
 def _config(app: WebhookApp, host: str, port: int, reloader: CertificateReloader, log_level: str,
             read_timeout: float = READ_TIMEOUT_SECONDS, client_names: frozenset[str] = frozenset()):  # fmt: skip
     import uvicorn
-
-    from admission.protocol import protocol_class
 
     return uvicorn.Config(
         app,
