@@ -1,11 +1,11 @@
-"""Snapshot files and object lists: what ``kubectl get -o yaml|json`` prints, as plain dicts."""
+"""Object lists as ``kubectl get -o yaml|json`` prints them (``List``s flattened), and timestamps.
+
+Snapshot files are read by ``scheduler.engine.reading`` (bounded), never here."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from typing import Iterable
-
-import yaml
 
 
 def now_rfc3339() -> str:
@@ -22,6 +22,3 @@ def flatten(objects: Iterable[dict]) -> Iterable[dict]:
             yield obj
 
 
-def read_objects(text: str) -> list[dict]:
-    """Objects of a snapshot file: JSON or (multi-document) YAML, ``List``s allowed."""
-    return [doc for doc in yaml.safe_load_all(text) if isinstance(doc, dict)]

@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable
 from . import errors
 from .conversion import from_storage, to_storage
 from .history import Change, WatchHistory
-from .objects import flatten, now_rfc3339, read_objects
+from ..engine.reading import read_snapshot  # bounded: sizes, aliases, file types (docs/engine.md)
+from .objects import flatten, now_rfc3339
 from .patching import JSON_PATCH, PatchError, apply_patch
 from .resources import PODS, Resource, resource_for_object
 from .selectors import SelectorError, parse_field_selector, parse_label_selector
@@ -346,7 +347,7 @@ class ObjectStore:
         return counts
 
     def load_file(self, path: str | Path) -> tuple[int, list[str]]:
-        return self.load(read_objects(Path(path).read_text()))
+        return self.load(d for d in read_snapshot(path) if isinstance(d, dict))
 
     # ----- watching
     def subscribe(self, listener: Callable[[Change], None]) -> None:

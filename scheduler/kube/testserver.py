@@ -34,7 +34,7 @@ from .disruption import refresh_pdb_status
 from .errors import ApiError
 from .faults import Faults
 from .httpapi import ApiState, make_handler
-from .objects import read_objects
+from ..engine.reading import read_snapshot
 from .store import ObjectStore
 from .validation import schema_validator
 
@@ -178,7 +178,7 @@ class KubeTestServer:
         return created
 
     def load_file(self, path: str | Path) -> int:
-        return self.load(read_objects(Path(path).read_text()))
+        return self.load(d for d in read_snapshot(path) if isinstance(d, dict))
 
     def refresh_pdbs(self) -> int:
         """Recompute every PDB status from the pods, as the disruption controller would."""
