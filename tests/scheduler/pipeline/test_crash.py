@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections import Counter
 
 import httpx
@@ -95,7 +94,9 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, br
         request.refresh_from_db()
         assert request.state == RequestState.EXECUTING
         assert {(r.state, r.attempts) for r in Eviction.objects.filter(plan=plan)} == {(EvictionState.EVICTING, 1)}
-        time.sleep(EVICTION_DELAY + 0.5)  # the API server finishes the requests of the dead client
+        # The API server finishes the requests of the dead client (logged once answered).
+        wait_until(lambda: real_evictions(api_server, landing) and real_evictions(api_server, failing), 30,
+                   "the dead client's requests to be answered", log_path)
         assert real_evictions(api_server, landing) == [201] and real_evictions(api_server, failing) == [503]
 
         second = Worker(env, log_path).start()
