@@ -19,7 +19,7 @@ since the previous event. The dashboard is a view: admission never waits on it.
 
 An outage (Redis or the channel layer down) is logged twice: one warning when the first publish fails,
 one when publishing works again (how long it lasted, how many decisions were dropped). The failed sends
-in between are counted, not logged: ``gangweb.events`` would log each with a traceback, twice a second.
+in between are counted, not logged. The publisher tells the recorder a send failed by raising.
 """
 
 from __future__ import annotations
@@ -56,55 +56,11 @@ class Recordable(Protocol):
     def as_event(self) -> dict[str, Any]: ...
 
 
-class _FailureWatch(logging.Filter):
-    """Takes the warning ``gangweb.events`` logs when a send fails, when the send is the recorder's.
-
-    ``gangweb.events.publish`` never raises (a dashboard outage must not fail its callers), so this is
-    how the recorder learns that a batch was lost, to count it. The record is kept from the log: during
-    an outage it would come with a traceback at every flush (twice a second); the recorder logs the
-    outage itself, once when it starts and once when it ends. Sends of other threads (the pipeline's
-    events) are left alone.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.state = threading.local()
-
-    def watching(self) -> None:
-        self.state.watching, self.state.error = True, None
-
-    def done(self) -> str | None:
-        """Stop watching this thread's sends; what the watched send logged, or None if it went through."""
-        self.state.watching = False
-        return self.state.error
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING or not getattr(self.state, "watching", False):
-            return True
-        error = record.exc_info[1] if record.exc_info else None
-        self.state.error = f"{type(error).__name__}: {error}" if error is not None else record.getMessage()
-        return False
-
-
-_EVENTS_LOGGER = "gangweb.events"
-_failure_watch = _FailureWatch()
-logging.getLogger(_EVENTS_LOGGER).addFilter(_failure_watch)
-
-
-class PublishFailed(Exception):
-    """The channel layer did not take the event; the message is what ``gangweb.events`` reported."""
-
-
 def _default_publish(event_type: str, payload: dict[str, Any]) -> None:
-    from gangweb.events import publish  # imported lazily: the pure modules never need Django
+    """Send at once through the dashboard's channel layer; raises ``gangweb.events.PublishFailed``."""
+    from gangweb.events import send  # imported lazily: the pure modules never need Django
 
-    _failure_watch.watching()
-    try:
-        publish(event_type, payload)
-    finally:
-        error = _failure_watch.done()
-    if error is not None:
-        raise PublishFailed(error)
+    send(event_type, payload)
 
 
 class DecisionRecorder:
@@ -183,7 +139,7 @@ class DecisionRecorder:
         logger.warning(
             "admission decisions are not reaching the dashboard (%s); dropping and counting them in "
             "gangweb_admission_events_dropped_total until publishing works again", str(error)[:300] or type(error).__name__,
-            exc_info=not isinstance(error, PublishFailed),  # anything but a refused send is a bug here: show it
+            exc_info=type(error).__name__ != "PublishFailed",  # anything but a refused send is a bug here: show it
         )
 
     def _recovered(self) -> None:

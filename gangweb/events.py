@@ -63,7 +63,14 @@ def _target_loop(layer) -> asyncio.AbstractEventLoop | None:
     return _publisher_loop()
 
 
-def _send(event_type: str, payload: dict[str, Any]) -> None:
+class PublishFailed(Exception):
+    """The channel layer did not take the event (Redis down, a send timed out)."""
+
+
+def send(event_type: str, payload: dict[str, Any]) -> None:
+    """Send now, outside any transaction's timing; raise ``PublishFailed`` when the layer refuses it.
+
+    For callers that count their own losses (the admission recorder); everyone else uses ``publish``."""
     layer = get_channel_layer()
     if layer is None:
         return
@@ -75,11 +82,50 @@ def _send(event_type: str, payload: dict[str, Any]) -> None:
                 timeout=SEND_TIMEOUT_SECONDS)
         else:
             async_to_sync(layer.group_send)(DASHBOARD_GROUP, message)
-    except RuntimeError as exc:
-        # Typically the process is shutting down (executors closed): nothing left to tell.
-        logger.info("event not published: %s", exc, extra={"event": event_type})
-    except Exception:
-        logger.warning("could not publish event", extra={"event": event_type}, exc_info=True)
+    except Exception as exc:
+        raise PublishFailed(f"{type(exc).__name__}: {exc}"[:300]) from exc
+
+
+class _Outage:
+    """One warning when sends start failing, one when they work again: never one per event (a busy
+    pipeline sends many a second, and a traceback each would bury the log during a Redis outage)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.since: float | None = None
+        self.lost = 0
+
+    def failed(self, event_type: str, error: PublishFailed) -> None:
+        with self._lock:
+            self.lost += 1
+            if self.since is not None:
+                return
+            self.since = time.monotonic()
+        logger.warning("live events are not reaching the dashboard (%s); dropping them until the channel "
+                       "layer answers again", error, extra={"event": event_type})
+
+    def worked(self) -> None:
+        if self.since is None:  # unlocked read: the common case costs nothing
+            return
+        with self._lock:
+            if self.since is None:
+                return
+            lasted, lost, self.since, self.lost = time.monotonic() - self.since, self.lost, None, 0
+        logger.warning("live events reach the dashboard again after %.0f s; %d events were dropped", lasted, lost)
+
+
+_outage = _Outage()
+
+
+def _send(event_type: str, payload: dict[str, Any]) -> None:
+    try:
+        send(event_type, payload)
+    except PublishFailed as error:
+        if isinstance(error.__cause__, RuntimeError) and "shutdown" in str(error.__cause__).lower():
+            return  # the process is shutting down (executors closed): nothing left to tell
+        _outage.failed(event_type, error)
+    else:
+        _outage.worked()
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

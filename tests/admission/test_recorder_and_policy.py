@@ -105,7 +105,7 @@ def test_decisions_lost_in_an_outage_are_reported_with_the_next_event():
 
 def test_background_thread_publishes_through_gangweb_events(monkeypatch):
     seen = threading.Event()
-    monkeypatch.setattr("gangweb.events.publish", lambda kind, payload: seen.set())
+    monkeypatch.setattr("gangweb.events.send", lambda kind, payload: seen.set())
     recorder = DecisionRecorder(interval=0.05)
     Webhook(AdmissionPolicy(), recorder=recorder).handle(MUTATE, review_bytes(load_pod("job-parallel.yaml")))
     assert seen.wait(5)
