@@ -112,7 +112,7 @@ INSTALLED_APPS = [
     "channels",
     "gangweb",
     "gangweb.dashboard",
-    "scheduler",
+    "scheduler.preemption",
     "admission",
 ]
 

@@ -58,10 +58,10 @@ def cluster_objects(victims: int) -> list[dict]:
 def run_once(victims: int, delay_ms: int) -> dict:
     import re
 
-    from scheduler import ledger, planning
-    from scheduler.execution import execute
+    from scheduler.preemption import ledger, planning
+    from scheduler.preemption.execution import execute
     from scheduler.kube import KubeCluster, TestServerProcess
-    from scheduler.models import Eviction, PreemptionRequest
+    from scheduler.preemption.models import Eviction, PreemptionRequest
 
     with tempfile.TemporaryDirectory() as tmp, TestServerProcess(Path(tmp) / "kubeconfig") as server:
         server.control.load(cluster_objects(victims))

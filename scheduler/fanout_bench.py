@@ -24,7 +24,7 @@ from pathlib import Path
 
 
 def measure(nodes: int, gpus: int, parts: int, real_worker: bool) -> dict:
-    from scheduler import fanout
+    from scheduler.preemption import fanout
     from scheduler.engine import parse_snapshot, plan
     from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
 
@@ -68,8 +68,8 @@ def _same(a: dict, b: dict) -> bool:
 def _through_worker(objects: list, podgroup: str, parts: int, single: dict) -> dict:
     from celery import group
 
-    from scheduler import fanout
-    from scheduler.tasks import plan_domains
+    from scheduler.preemption import fanout
+    from scheduler.preemption.tasks import plan_domains
 
     began = time.perf_counter()
     shards, cuts = fanout.deal(objects, podgroup, parts)

@@ -88,7 +88,7 @@ def redis_url() -> str:
 @pytest.fixture
 def broker(redis_url):
     """A Redis database of its own for worker processes (broker, locks): claimed, emptied, released."""
-    from tests.scheduler.pipeline.workers import claim_broker
+    from tests.scheduler.preemption.workers import claim_broker
 
     yield from claim_broker(redis_url)
 

@@ -28,7 +28,7 @@ def fill(requests: int, victims: int) -> list[int]:
     from django.db import transaction
     from django.utils import timezone
 
-    from scheduler.models import Eviction, LedgerEntry, Plan, PreemptionRequest, RequestState
+    from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest, RequestState
 
     now = timezone.now()
     ids = []
@@ -89,8 +89,8 @@ def run(requests: int, victims: int, repeat: int) -> list[dict]:
     from django.db.models import Max
     from django.test import Client
 
-    from scheduler.models import LedgerEntry, PreemptionRequest
-    from scheduler.runtime import get_cluster
+    from scheduler.preemption.models import LedgerEntry, PreemptionRequest
+    from scheduler.preemption.runtime import get_cluster
 
     user, _ = get_user_model().objects.get_or_create(username=BENCH_USER)
     try:

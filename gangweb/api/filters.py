@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from django.db.models import Q, QuerySet
 from rest_framework.exceptions import ValidationError
 
-from scheduler.models import EvictionState, Mode, RequestState
+from scheduler.preemption.models import EvictionState, Mode, RequestState
 
 
 def _values(params, name: str) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 from rest_framework import serializers
 
 from scheduler.engine import DEFAULT_POLICY, POLICIES
-from scheduler.models import Eviction, LedgerEntry, Plan, PreemptionRequest
+from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest
 
 # DESIGN.md's cost order, then what the plan takes away: model field -> JSON key.
 COST_FIELDS = {

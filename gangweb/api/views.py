@@ -1,6 +1,6 @@
 """Read-only views of the preemption ledger, and the what-if planner.
 
-Nothing here writes: the ledger changes only through ``scheduler.ledger``, and ``POST /api/plan/``
+Nothing here writes: the ledger changes only through ``scheduler.preemption.ledger``, and ``POST /api/plan/``
 runs the engine on a copy of the cluster's objects without executing or recording anything.
 """
 
@@ -17,10 +17,10 @@ from rest_framework.views import APIView
 
 from gangweb.api import filters, serializers
 from gangweb.api.permissions import ReadableLikeTheDashboard
-from scheduler import planning
+from scheduler.preemption import planning
 from scheduler.engine import SnapshotError
-from scheduler.models import Eviction, LedgerEntry, Plan, PreemptionRequest
-from scheduler.runtime import get_cluster
+from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest
+from scheduler.preemption.runtime import get_cluster
 
 logger = logging.getLogger(__name__)
 

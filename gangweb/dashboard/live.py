@@ -22,7 +22,7 @@ from django.conf import settings
 
 from gangweb.dashboard.picture import picture_from_objects
 from gangweb.events import bind_server_loop, publish
-from scheduler.runtime import get_cluster
+from scheduler.preemption.runtime import get_cluster
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import Any
 from django.db.models import Count, F, Prefetch, Window
 from django.db.models.functions import RowNumber
 
-from scheduler.models import Eviction, LedgerEntry, Plan, PlanSource, PreemptionRequest
+from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PlanSource, PreemptionRequest
 
 LATEST_REQUESTS = 20
 HISTORY_LINES = 12

@@ -207,7 +207,7 @@
     }
   }
 
-  // What the preemption pipeline reports (scheduler/ledger.py); anything else is shown by name.
+  // What the preemption pipeline reports (scheduler/preemption/ledger.py); anything else is shown by name.
   const EVENT_TEXT = {
     "request.opened": ["?", (p) => `${p.podGroup} waits too long: gangweb looks for room`],
     "plan.created": ["▣", (p) => p.feasible

@@ -24,7 +24,7 @@ EMBEDDED_DEFAULTS = {"DATABASE_URL": "", "REDIS_URL": "", "KUBECONFIG": "", "GAN
 @pytest.fixture
 def small_simulation(settings):
     """A 16-node simulated cluster built fresh for the test, with no ticker of its own."""
-    from scheduler.runtime import reset_cluster
+    from scheduler.preemption.runtime import reset_cluster
 
     settings.GANGWEB_CLUSTER = "simulated"
     settings.GANGWEB_SIM_NODES = 16

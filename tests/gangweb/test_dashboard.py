@@ -152,7 +152,7 @@ async def test_events_published_from_a_plain_thread_arrive_promptly():
 
 
 def test_the_page_says_why_when_the_cluster_cannot_be_read(client, settings, monkeypatch, tmp_path):
-    from scheduler.runtime import reset_cluster
+    from scheduler.preemption.runtime import reset_cluster
 
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)

@@ -34,7 +34,7 @@ from django.db import DatabaseError
 from django.utils.module_loading import autodiscover_modules
 
 from gangweb.dashboard import live
-from scheduler.runtime import get_cluster
+from scheduler.preemption.runtime import get_cluster
 
 ADMIN_USERNAME = "admin"
 logger = logging.getLogger(__name__)

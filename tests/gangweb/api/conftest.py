@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from scheduler import ledger, planning, runtime
-from scheduler.execution import execute
-from scheduler.execution.evictor import RetryPolicy
-from scheduler.models import Plan, PreemptionRequest
-from tests.scheduler.pipeline.builders import FakeCluster, small_cluster
+from scheduler.preemption import ledger, planning, runtime
+from scheduler.preemption.execution import execute
+from scheduler.preemption.execution.evictor import RetryPolicy
+from scheduler.preemption.models import Plan, PreemptionRequest
+from tests.scheduler.preemption.builders import FakeCluster, small_cluster
 
 FAST = RetryPolicy(attempts=3, first_delay=0.01, max_delay=0.02)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gangweb.api import bench
-from scheduler import runtime
-from scheduler.models import LedgerEntry, PreemptionRequest
+from scheduler.preemption import runtime
+from scheduler.preemption.models import LedgerEntry, PreemptionRequest
 from scheduler.simulation import SimulatedCluster
 
 pytestmark = pytest.mark.django_db(transaction=True)

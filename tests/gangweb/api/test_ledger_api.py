@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler import ledger
-from scheduler.models import EvictionState, LedgerEntry, RequestState
+from scheduler.preemption import ledger
+from scheduler.preemption.models import EvictionState, LedgerEntry, RequestState
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,9 +8,9 @@ import pytest
 from django.db import OperationalError
 
 from gangweb.dashboard import timeline
-from scheduler import ledger
-from scheduler.ledger import PodFacts
-from scheduler.models import LedgerEntry, RequestState
+from scheduler.preemption import ledger
+from scheduler.preemption.ledger import PodFacts
+from scheduler.preemption.models import LedgerEntry, RequestState
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("small_simulation")]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler import runtime
+from scheduler.preemption import runtime
 from scheduler.engine import parse_snapshot, plan
-from scheduler.models import LedgerEntry, PreemptionRequest
+from scheduler.preemption.models import LedgerEntry, PreemptionRequest
 from scheduler.simulation import SimulatedCluster
-from tests.scheduler.pipeline.builders import T1, pod, podgroup
+from tests.scheduler.preemption.builders import T1, pod, podgroup
 
 pytestmark = pytest.mark.django_db
 

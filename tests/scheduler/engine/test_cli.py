@@ -136,7 +136,7 @@ _BROKEN_ENGINE = """
 import os, sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
 import django; django.setup()
-import scheduler.management.commands.gang as command
+import gangweb.management.commands.gang as command
 def broken(*args, **kwargs):
     raise KeyError("engine bug")
 command.plan = broken

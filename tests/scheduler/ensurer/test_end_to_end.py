@@ -16,12 +16,12 @@ from django.test import Client
 from kubernetes import client, config
 from kubernetes_validate.utils import validate as schema_validate
 
-from scheduler import runtime
+from scheduler.preemption import runtime
 from scheduler.kube import KubeCluster, KubeTestServer
 from scheduler.kube.resources import resource_named
-from scheduler.models import LedgerEntry
+from scheduler.preemption.models import LedgerEntry
 from scheduler.simulation import SimulatedCluster
-from scheduler.tasks import ensure_podgroups
+from scheduler.preemption.tasks import ensure_podgroups
 from tests.admission.support import EXPECTED, POD_FIXTURES, load_owner, load_pod, review_bytes
 
 pytestmark = pytest.mark.django_db

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler import ledger, runtime
-from tests.scheduler.pipeline.builders import FakeCluster, small_cluster
-from tests.scheduler.pipeline.workers import run_api_server
+from scheduler.preemption import ledger, runtime
+from tests.scheduler.preemption.builders import FakeCluster, small_cluster
+from tests.scheduler.preemption.workers import run_api_server
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def cluster():
 def planned_request(cluster):
     """A request for team-a/train, planned in process against the fake cluster; returns (request, plan)."""
 
-    from scheduler import planning
+    from scheduler.preemption import planning
 
     def make(mode: str = "enforce", policy: str = "gangweb"):
         request, _ = ledger.open_request("team-a", "train", mode=mode, policy=policy, trigger="test")

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler import ledger, planning, tasks
-from scheduler import execution as execution_module
-from scheduler.execution import execute
-from scheduler.execution.budgets import shortfalls
-from scheduler.execution.evictor import RetryPolicy
+from scheduler.preemption import ledger, planning, tasks
+from scheduler.preemption import execution as execution_module
+from scheduler.preemption.execution import execute
+from scheduler.preemption.execution.budgets import shortfalls
+from scheduler.preemption.execution.evictor import RetryPolicy
 from scheduler.kube import KubeCluster, KubeTestServer
 from scheduler.kube.resources import PDBS, PODS
-from scheduler.models import EvictionState, LedgerEntry, RequestState
-from tests.scheduler.pipeline.builders import FakeCluster, pod, small_cluster
+from scheduler.preemption.models import EvictionState, LedgerEntry, RequestState
+from tests.scheduler.preemption.builders import FakeCluster, pod, small_cluster
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,7 +1,7 @@
 """Running the engine for a preemption request, and the facts the ledger keeps about a plan.
 
-Celery tasks stay thin: they call ``compute`` (or, on large clusters, ``scheduler.fanout``) and then
-``scheduler.ledger.record_plan``.
+Celery tasks stay thin: they call ``compute`` (or, on large clusters, ``scheduler.preemption.fanout``) and then
+``scheduler.preemption.ledger.record_plan``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from scheduler.cluster import Cluster, KubeObject, object_key
 from scheduler.engine import Snapshot, parse_snapshot, plan as engine_plan
-from scheduler.ledger import PodFacts
+from scheduler.preemption.ledger import PodFacts
 
 
 def fresh_objects(cluster: Cluster) -> list[KubeObject]:
@@ -78,7 +78,7 @@ def reserve_room(objects: list[KubeObject], podgroup: str) -> list[KubeObject]:
     from django.conf import settings
     from django.utils import timezone
 
-    from scheduler.models import Plan, PlanSource, RequestState
+    from scheduler.preemption.models import Plan, PlanSource, RequestState
 
     since = timezone.now() - timedelta(seconds=settings.GANGWEB_RESERVATION_SECONDS)
     namespace, _, name = podgroup.partition("/")

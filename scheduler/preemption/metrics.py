@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import Counter, Histogram
 
 if TYPE_CHECKING:
-    from scheduler.models import Plan
+    from scheduler.preemption.models import Plan
 
 ATTEMPTS = Counter(
     "gangweb_podgroup_preemption_attempts_total",

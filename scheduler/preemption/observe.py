@@ -20,11 +20,11 @@ from typing import Any, Iterable
 
 from django.utils import timezone
 
-from scheduler import ledger, planning
+from scheduler.preemption import ledger, planning
 from scheduler.cluster import KubeObject, object_key
 from scheduler.engine import parse_snapshot
-from scheduler.models import Eviction, EvictionState, Mode, PlanSource, PreemptionRequest, RequestState
-from scheduler.runtime import mode_for
+from scheduler.preemption.models import Eviction, EvictionState, Mode, PlanSource, PreemptionRequest, RequestState
+from scheduler.preemption.runtime import mode_for
 
 logger = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ import time
 import pytest
 from celery import Celery
 
-from scheduler import ledger, planning
+from scheduler.preemption import ledger, planning
 from scheduler.kube import KubeCluster
-from scheduler.models import Eviction, EvictionState, PreemptionRequest, RequestState
-from tests.scheduler.pipeline.builders import small_cluster
-from tests.scheduler.pipeline.workers import Worker, real_evictions, wait_until, worker_env
+from scheduler.preemption.models import Eviction, EvictionState, PreemptionRequest, RequestState
+from tests.scheduler.preemption.builders import small_cluster
+from tests.scheduler.preemption.workers import Worker, real_evictions, wait_until, worker_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(240)]
 

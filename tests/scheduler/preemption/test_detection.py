@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from scheduler.detection import unschedulable_gangs
-from tests.scheduler.pipeline.builders import T0, T1, node, pod, podgroup, small_cluster
+from scheduler.preemption.detection import unschedulable_gangs
+from tests.scheduler.preemption.builders import T0, T1, node, pod, podgroup, small_cluster
 
 START = datetime.fromisoformat(T1.replace("Z", "+00:00")).timestamp()  # the preemptor pods' creation
 

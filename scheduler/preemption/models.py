@@ -1,6 +1,6 @@
 """The preemption ledger: requests, plans, evictions and an append-only history.
 
-State changes go through ``scheduler.ledger`` only (row locks, history entry, event on commit); the
+State changes go through ``scheduler.preemption.ledger`` only (row locks, history entry, event on commit); the
 models here hold data and the legal transitions, nothing else.
 """
 

@@ -7,12 +7,12 @@ import copy
 import pytest
 from prometheus_client import REGISTRY
 
-from scheduler import ledger
+from scheduler.preemption import ledger
 from scheduler.engine import parse_snapshot, plan as engine_plan
-from scheduler.models import Eviction, EvictionState, Plan, PlanSource, PreemptionRequest, RequestState
-from scheduler.observe import record_observations
-from scheduler.tasks import detect_unschedulable_gangs, recover_requests
-from tests.scheduler.pipeline.builders import T0, small_cluster
+from scheduler.preemption.models import Eviction, EvictionState, Plan, PlanSource, PreemptionRequest, RequestState
+from scheduler.preemption.observe import record_observations
+from scheduler.preemption.tasks import detect_unschedulable_gangs, recover_requests
+from tests.scheduler.preemption.builders import T0, small_cluster
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -118,7 +118,7 @@ def test_recovery_resumes_an_execution_whose_worker_vanished(cluster, planned_re
 
 
 def test_a_stale_plan_is_replanned_as_a_new_request(cluster, planned_request):
-    from scheduler.tasks import execute_plan
+    from scheduler.preemption.tasks import execute_plan
 
     request, plan = planned_request()
     cluster.remove_pod(sorted(plan.evictions)[0])
@@ -139,7 +139,7 @@ class UnreachableCluster:
 
 
 def test_detection_reports_an_unreachable_cluster_in_one_line():
-    from scheduler import runtime
+    from scheduler.preemption import runtime
 
     runtime.set_cluster(UnreachableCluster())
     try:
@@ -151,7 +151,7 @@ def test_detection_reports_an_unreachable_cluster_in_one_line():
 
 
 def test_a_gang_deleted_before_planning_fails_at_once_with_the_reason(cluster):
-    from scheduler.tasks import plan_request
+    from scheduler.preemption.tasks import plan_request
 
     request, _ = ledger.open_request("team-a", "gone", mode="enforce", trigger="test")
     plan_request.apply(args=[request.pk]).get()
@@ -165,7 +165,7 @@ def test_an_unplaceable_gang_is_looked_at_less_and_less_often(cluster, settings)
 
     from django.utils import timezone
 
-    from scheduler.tasks import _cooling_down
+    from scheduler.preemption.tasks import _cooling_down
 
     settings.GANGWEB_REQUEST_COOLDOWN_SECONDS = 60
     now = timezone.now()
@@ -187,8 +187,8 @@ def test_an_unplaceable_gang_is_looked_at_less_and_less_often(cluster, settings)
 
 def test_room_freed_for_one_gang_is_not_given_to_the_next(cluster):
     """Two gangs wait for the same room; the first gets it, the second must find its own."""
-    from scheduler.tasks import plan_request
-    from tests.scheduler.pipeline.builders import T1, pod, podgroup
+    from scheduler.preemption.tasks import plan_request
+    from tests.scheduler.preemption.builders import T1, pod, podgroup
 
     for obj in [podgroup("team-b", "tune", min_count=2, priority=100, unschedulable=True),
                 pod("team-b", "tune-0", group="tune", priority=100, created=T1),
@@ -211,9 +211,9 @@ def test_room_freed_for_one_gang_is_not_given_to_the_next(cluster):
 
 
 def test_an_execution_that_must_wait_for_a_node_says_so_and_retries(cluster, planned_request):
-    from scheduler import locks
-    from scheduler.models import LedgerEntry
-    from scheduler.tasks import execute_plan
+    from scheduler.preemption import locks
+    from scheduler.preemption.models import LedgerEntry
+    from scheduler.preemption.tasks import execute_plan
 
     request, plan = planned_request()
     with locks.hold([locks.node_key(plan.pod_evictions.first().node)]):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler import ledger, locks
-from scheduler.execution import PREEMPTION_CONDITION, execute
-from scheduler.execution.evictor import RetryPolicy
-from scheduler.models import Eviction, EvictionState, LedgerEntry, RequestState
+from scheduler.preemption import ledger, locks
+from scheduler.preemption.execution import PREEMPTION_CONDITION, execute
+from scheduler.preemption.execution.evictor import RetryPolicy
+from scheduler.preemption.models import Eviction, EvictionState, LedgerEntry, RequestState
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

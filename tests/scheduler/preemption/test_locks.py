@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from scheduler import locks
+from scheduler.preemption import locks
 
 
 @pytest.fixture(autouse=True)

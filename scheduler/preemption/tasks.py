@@ -21,13 +21,13 @@ from django.utils import timezone
 
 from admission.policy import AdmissionPolicy
 from gangweb.events import publish
-from scheduler import detection, fanout, ledger, locks, metrics, observe, planning
+from scheduler.preemption import detection, fanout, ledger, locks, metrics, observe, planning
 from scheduler import podgroup_ensurer as ensurer
 from scheduler.cluster import ClusterError
 from scheduler.engine import SnapshotError
-from scheduler.execution import execute
-from scheduler.models import LedgerEntry, Mode, PreemptionRequest, RequestState
-from scheduler.runtime import get_cluster, mode_for
+from scheduler.preemption.execution import execute
+from scheduler.preemption.models import LedgerEntry, Mode, PreemptionRequest, RequestState
+from scheduler.preemption.runtime import get_cluster, mode_for
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ def merge_domain_plans(payloads: list[dict], request_id: int, objects_key: str, 
     after_plan(request_id, fanout.merge(payloads, started), planned_by=f"fan-out:{len(payloads)}")
 
 
-# Idempotent (see scheduler.execution): a redelivered message resumes instead of repeating.
+# Idempotent (see scheduler.preemption.execution): a redelivered message resumes instead of repeating.
 @shared_task(
     name="scheduler.execute_plan",
     bind=True,

@@ -14,8 +14,8 @@ from django.forms.models import model_to_dict
 from django.test import RequestFactory
 from django.urls import reverse
 
-from scheduler import ledger
-from scheduler.models import Eviction, LedgerEntry, Plan, PreemptionRequest, RequestState
+from scheduler.preemption import ledger
+from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest, RequestState
 
 pytestmark = pytest.mark.django_db
 

@@ -1,15 +1,15 @@
 """View-only admin pages of the ledger: its rows are evidence of what gangweb did, so nobody edits them here.
 
-Every state change goes through ``scheduler.ledger`` (row locks, a history entry, a live event). An
+Every state change goes through ``scheduler.preemption.ledger`` (row locks, a history entry, a live event). An
 edit in the admin would bypass all three: a failed request set back to ``planned`` without history
-is one ``recover_requests`` would then execute. So every model of ``scheduler.models`` is registered
+is one ``recover_requests`` would then execute. So every model of ``scheduler.preemption.models`` is registered
 view-only for everyone, superusers included: no add, change or delete permission, in the inlines
 too, and no bulk actions (Django's only built-in one deletes).
 """
 
 from django.contrib import admin
 
-from scheduler.models import Eviction, LedgerEntry, Plan, PreemptionRequest
+from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest
 
 
 class ViewOnly:

@@ -6,8 +6,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from scheduler import ledger
-from scheduler.models import Eviction, EvictionState, LedgerEntry, PreemptionRequest, RequestState
+from scheduler.preemption import ledger
+from scheduler.preemption.models import Eviction, EvictionState, LedgerEntry, PreemptionRequest, RequestState
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from gangweb.events import publish
-from scheduler import metrics
-from scheduler.models import (
+from scheduler.preemption import metrics
+from scheduler.preemption.models import (
     ACTIVE_REQUEST_STATES,
     Eviction,
     EvictionState,

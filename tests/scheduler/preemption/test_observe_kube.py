@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler import runtime
+from scheduler.preemption import runtime
 from scheduler.kube import KubeCluster, TestServerProcess
-from scheduler.models import Plan, PlanSource, PreemptionRequest, RequestState
-from scheduler.tasks import detect_unschedulable_gangs
-from tests.scheduler.pipeline.builders import small_cluster
+from scheduler.preemption.models import Plan, PlanSource, PreemptionRequest, RequestState
+from scheduler.preemption.tasks import detect_unschedulable_gangs
+from tests.scheduler.preemption.builders import small_cluster
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,7 +1,7 @@
 """Executing a plan: re-check, dry-run every victim, then evict for real, all-or-nothing per unit.
 
 Order of an execution (each step recorded in the ledger as it happens):
-1. Lock every node the plan touches (sorted, with expiry; see ``scheduler.locks``).
+1. Lock every node the plan touches (sorted, with expiry; see ``scheduler.preemption.locks``).
 2. If no real eviction has started yet: re-check the plan on a fresh snapshot, then dry-run-evict
    every victim pod in parallel. One refusal and nothing is evicted: the plan fails with the reason.
 3. Evict every victim pod for real, in parallel. A unit whose evictions fail part-way is finished
@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from scheduler import ledger, locks, metrics
+from scheduler.preemption import ledger, locks, metrics
 from scheduler.cluster import Cluster
-from scheduler.execution.budgets import shortfalls
-from scheduler.execution.evictor import DELETE, EVICT, Calls, RetryPolicy, dry_run, evict, in_threads, replaced
-from scheduler.execution.recheck import recheck
-from scheduler.models import Eviction, EvictionState, Plan, PlanSource, RequestState
-from scheduler.planning import fresh_objects, reserve_room
+from scheduler.preemption.execution.budgets import shortfalls
+from scheduler.preemption.execution.evictor import DELETE, EVICT, Calls, RetryPolicy, dry_run, evict, in_threads, replaced
+from scheduler.preemption.execution.recheck import recheck
+from scheduler.preemption.models import Eviction, EvictionState, Plan, PlanSource, RequestState
+from scheduler.preemption.planning import fresh_objects, reserve_room
 
 logger = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ from typing import Callable, Iterable
 
 from django.db import close_old_connections, connection
 
-from scheduler import ledger, metrics
+from scheduler.preemption import ledger, metrics
 from scheduler.cluster import Cluster, ClusterEvent, EvictionResult
-from scheduler.locks import Lease, Stopped
-from scheduler.models import Eviction, EvictionState
+from scheduler.preemption.locks import Lease, Stopped
+from scheduler.preemption.models import Eviction, EvictionState
 
 logger = logging.getLogger(__name__)
 

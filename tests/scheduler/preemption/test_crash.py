@@ -20,12 +20,12 @@ import httpx
 import pytest
 from celery import Celery
 
-from scheduler import ledger, planning
+from scheduler.preemption import ledger, planning
 from scheduler.kube import KubeCluster
-from scheduler.models import Eviction, EvictionState, LedgerEntry, PreemptionRequest, RequestState
+from scheduler.preemption.models import Eviction, EvictionState, LedgerEntry, PreemptionRequest, RequestState
 from tests.conftest import free_port
-from tests.scheduler.pipeline.builders import small_cluster
-from tests.scheduler.pipeline.workers import Worker, postgres_url_for_test_db, real_evictions, wait_until
+from tests.scheduler.preemption.builders import small_cluster
+from tests.scheduler.preemption.workers import Worker, postgres_url_for_test_db, real_evictions, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -168,7 +168,7 @@ def test_real_workers_fan_a_large_plan_out_and_merge_the_engines_plan(api_server
     """group/chord through Redis: shards of topology domains on two worker processes, then the merge."""
     from scheduler.engine import parse_snapshot, plan as engine_plan
     from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
-    from scheduler.models import Plan
+    from scheduler.preemption.models import Plan
 
     objects = synthetic_cluster(256, seed=5)
     api_server.control.load(objects)

@@ -1,6 +1,0 @@
-from django.apps import AppConfig
-
-
-class SchedulerConfig(AppConfig):
-    name = "scheduler"
-    verbose_name = "gangweb preemption pipeline"

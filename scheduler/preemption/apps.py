@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class PreemptionConfig(AppConfig):
+    name = "scheduler.preemption"
+    # The app was the package ``scheduler`` before the pipeline had a package of its own. The label keeps
+    # its table names (scheduler_preemptionrequest, ...), its migration history and its admin URLs.
+    label = "scheduler"
+    verbose_name = "gangweb preemption pipeline"
