@@ -3,7 +3,8 @@
 The webhook answers first; a decision is only *offered*: appended to a deque that keeps the newest
 ``max_batch`` (appending to a full one lets the oldest go), and counted. Nothing is locked and nothing
 waits. A background thread wakes every ``interval`` seconds and publishes the interval as one
-``admission.decisions`` event through ``gangweb.events.publish``. Batching matters: a busy cluster
+``admission.decisions`` event through the publisher it was given (``admission.runtime`` hands it the
+dashboard's, which gangweb connects at startup). Batching matters: a busy cluster
 admits thousands of pods a second, and one channel-layer send per pod would cost the server more CPU
 than the admission decisions themselves (and no browser can show thousands of rows a second).
 
@@ -56,16 +57,10 @@ class Recordable(Protocol):
     def as_event(self) -> dict[str, Any]: ...
 
 
-def _default_publish(event_type: str, payload: dict[str, Any]) -> None:
-    """Send at once through the dashboard's channel layer; raises ``gangweb.events.PublishFailed``."""
-    from gangweb.events import send  # imported lazily: the pure modules never need Django
-
-    send(event_type, payload)
-
-
 class DecisionRecorder:
-    def __init__(self, publish: Publish | None = None, interval: float = 0.5, max_batch: int = 100) -> None:
-        self._publish = publish or _default_publish
+    def __init__(self, publish: Publish, interval: float = 0.5, max_batch: int = 100) -> None:
+        # Sends one event at once, raising when it was not taken (the dashboard's raises ``PublishFailed``).
+        self._publish = publish
         self.interval = interval
         self.max_batch = max_batch
         # deque.append and popleft are atomic: the request path takes no lock here.

@@ -67,5 +67,63 @@ def test_backends_do_not_reach_into_the_presentation_layer(path):
     assert not reached, f"{path.relative_to(ROOT)} imports {reached}; see docs/ARCHITECTURE.md"
 
 
+def _is_gangweb_module(text: str) -> bool:
+    """``gangweb`` or a dotted path into it (``gangweb.events.publish``), but not ``gangweb.io/...`` labels or
+    the policy called ``gangweb``: the first name after ``gangweb.`` must be a module or package of it."""
+    root, _, rest = text.partition(".")
+    if root != "gangweb" or not rest:
+        return False
+    first = rest.split(".")[0]
+    return first.isidentifier() and ((ROOT / "gangweb" / f"{first}.py").is_file() or (ROOT / "gangweb" / first).is_dir())
+
+
+IMPORTERS = {"import_module", "__import__", "find_spec", "import_string", "importorskip"}
+
+
+def gangweb_references(path: Path) -> list[str]:
+    """Every way ``path`` reaches the project package: import statements (at module level or lazily in a
+    function), a module named to an importer (``importlib.import_module("gangweb")``), or a dotted
+    ``gangweb.`` path in a string (for ``import_string``, ``mock.patch`` and the like)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if alias.name.split(".")[0] == "gangweb"]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] == "gangweb":
+                found.append(node.module)
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            target = node.args[0].value
+            if name in IMPORTERS and isinstance(target, str) and target.split(".")[0] == "gangweb":
+                found.append(f"{name}({target!r})")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _is_gangweb_module(node.value):
+            found.append(repr(node.value))
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("path", BACKEND_FILES, ids=[str(f.relative_to(ROOT)) for f in BACKEND_FILES])
+def test_the_pipeline_and_the_webhook_never_import_the_project(path):
+    """The event bus sits low: gangweb hands its publishers in at startup (gangweb/apps.py), so nothing
+    under scheduler/ or admission/ imports gangweb, at module level, lazily or through importlib."""
+    reached = gangweb_references(path)
+    assert not reached, f"{path.relative_to(ROOT)} reaches the project package: {reached}; see docs/ARCHITECTURE.md"
+
+
+def test_the_project_check_sees_every_way_in(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import importlib\n"
+        "def later():\n"
+        "    from gangweb.events import publish\n"
+        "    import gangweb.metrics\n"
+        "    importlib.import_module('gangweb')\n"
+        "    return 'gangweb.events.send', 'gangweb.io/preemption-policy', 'gangweb'\n"
+    )
+    assert gangweb_references(sample) == ["'gangweb.events.send'", "gangweb.events", "gangweb.metrics",
+                                          "import_module('gangweb')"]
+
+
 def test_the_rules_cover_real_code():
     assert len(CASES) >= 3

@@ -15,8 +15,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from gangweb.events import publish
 from scheduler.preemption import metrics
+from scheduler.preemption.events import publish
 from scheduler.preemption.models import (
     ACTIVE_REQUEST_STATES,
     Eviction,

@@ -20,11 +20,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from admission.policy import AdmissionPolicy
-from gangweb.events import publish
-from scheduler.preemption import detection, fanout, ledger, locks, metrics, observe, planning
 from scheduler import podgroup_ensurer as ensurer
 from scheduler.cluster import ClusterError
 from scheduler.engine import SnapshotError
+from scheduler.preemption import detection, fanout, ledger, locks, metrics, observe, planning
+from scheduler.preemption.events import publish
 from scheduler.preemption.execution import execute
 from scheduler.preemption.models import LedgerEntry, Mode, PreemptionRequest, RequestState
 from scheduler.preemption.runtime import get_cluster, mode_for

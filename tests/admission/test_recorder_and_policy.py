@@ -103,12 +103,33 @@ def test_decisions_lost_in_an_outage_are_reported_with_the_next_event():
     assert [decision["uid"] for decision in payload["decisions"]] == ["after"]
 
 
-def test_background_thread_publishes_through_gangweb_events(monkeypatch):
+def test_gangweb_hands_the_webhook_its_publisher_at_startup():
+    """gangweb's AppConfig.ready() connects the dashboard's send; admission never imports gangweb itself."""
+    from admission import runtime
+    from gangweb import events
+
+    assert runtime._publisher is events.send
+
+
+def test_background_thread_publishes_through_the_connected_publisher(monkeypatch):
+    from admission import runtime
+
     seen = threading.Event()
-    monkeypatch.setattr("gangweb.events.send", lambda kind, payload: seen.set())
-    recorder = DecisionRecorder(interval=0.05)
+    monkeypatch.setattr(runtime, "_publisher", lambda kind, payload: seen.set())
+    recorder = DecisionRecorder(runtime._publish, interval=0.05)
     Webhook(AdmissionPolicy(), recorder=recorder).handle(MUTATE, review_bytes(load_pod("job-parallel.yaml")))
     assert seen.wait(5)
+
+
+def test_no_publisher_connected_counts_the_decisions_lost(monkeypatch):
+    from admission import runtime
+
+    monkeypatch.setattr(runtime, "_publisher", None)
+    recorder = DecisionRecorder(runtime._publish, interval=3600)
+    before = dropped("publish_failed")
+    Webhook(AdmissionPolicy(), recorder=recorder).handle(MUTATE, review_bytes(load_pod("job-parallel.yaml")))
+    recorder.flush()
+    assert dropped("publish_failed") == before + 1
 
 
 class _Layer:
@@ -124,11 +145,14 @@ class _Layer:
 
 
 def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypatch, caplog):
-    """Through the real ``gangweb.events.publish``: it logs every failed send with a traceback, which from
-    the recorder was a traceback every 0.5 s for as long as Redis was down."""
+    """Through the real ``gangweb.events.send``, the publisher gangweb hands in: a refused send raises
+    ``PublishFailed``, which the recorder counts without a traceback (it once logged one every 0.5 s for as
+    long as Redis was down)."""
+    from gangweb.events import send
+
     layer = _Layer()
     monkeypatch.setattr("gangweb.events.get_channel_layer", lambda: layer)
-    recorder = DecisionRecorder(interval=3600)
+    recorder = DecisionRecorder(send, interval=3600)
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
     caplog.set_level(logging.DEBUG)
     before = dropped("publish_failed")

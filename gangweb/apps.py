@@ -1,0 +1,17 @@
+from django.apps import AppConfig
+
+
+class GangwebConfig(AppConfig):
+    name = "gangweb"
+    verbose_name = "gangweb"
+
+    def ready(self) -> None:
+        # The pipeline and the webhook never import the project: their live events go through the
+        # publishers handed in here (docs/ARCHITECTURE.md, "Who may import whom").
+        from admission import runtime as admission_runtime
+        from gangweb import events
+        from scheduler.preemption import events as pipeline_events
+
+        pipeline_events.connect(events.publish)
+        # The recorder counts its own losses: it needs the send that raises when the layer refuses.
+        admission_runtime.connect_publisher(events.send)
