@@ -27,8 +27,7 @@ from django.conf import settings
 from scheduler.cluster import KubeObject
 from scheduler.engine import Plan as EnginePlan, best_plan, domain_shards, parse_snapshot, plan as engine_plan
 from scheduler.engine.subsnapshot import SnapshotCutter, parse_cut
-from scheduler.preemption.ledger import PodFacts
-from scheduler.preemption.planning import PlanResult, plan_cost, pod_facts
+from scheduler.preemption.planning import PlanResult, PodFacts, plan_cost, pod_facts
 
 KEY_PREFIX = "gangweb:snapshot:"
 # Longer than any chord can take (the task time limit), short enough not to hoard memory.

@@ -13,7 +13,6 @@ from typing import Any
 
 from scheduler.cluster import Cluster, KubeObject, object_key
 from scheduler.engine import Snapshot, parse_snapshot, plan as engine_plan
-from scheduler.preemption.ledger import PodFacts
 
 
 def fresh_objects(cluster: Cluster) -> list[KubeObject]:
@@ -21,6 +20,15 @@ def fresh_objects(cluster: Cluster) -> list[KubeObject]:
     fresh = getattr(cluster, "fresh_snapshot", None)
     objects = fresh() if callable(fresh) else cluster.snapshot_objects()
     return list(objects)
+
+
+@dataclass(frozen=True)
+class PodFacts:
+    """What the ledger keeps about a victim pod when the plan is made."""
+
+    uid: str = ""
+    node: str = ""
+    gpus: int = 0
 
 
 @dataclass

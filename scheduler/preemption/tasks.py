@@ -39,29 +39,6 @@ def _after_commit(task, *args, **options) -> None:
     transaction.on_commit(lambda: task.apply_async(args=args, **options))
 
 
-def _cooling_down(namespace: str, name: str) -> bool:
-    """A gang whose last request finished moments ago waits before the next one (no request storms).
-
-    The pause doubles with each request in a row that ended infeasible or failed (up to 16x): a gang
-    that cannot be placed is looked at again, but less and less often, until something succeeds.
-    """
-    recent = list(
-        PreemptionRequest.objects.filter(namespace=namespace, name=name, finished_at__isnull=False)
-        .exclude(state=RequestState.SUPERSEDED)
-        .order_by("-finished_at")
-        .values_list("state", "finished_at")[:5]
-    )
-    if not recent:
-        return False
-    misses = 0
-    for state, _ in recent:
-        if state not in (RequestState.INFEASIBLE, RequestState.FAILED):
-            break
-        misses += 1
-    pause = settings.GANGWEB_REQUEST_COOLDOWN_SECONDS * 2 ** max(0, misses - 1)
-    return timezone.now() - recent[0][1] < timedelta(seconds=pause)
-
-
 @shared_task(name="scheduler.detect_unschedulable_gangs", ignore_result=True)
 def detect_unschedulable_gangs() -> dict:
     """Open one request per gang that stays unschedulable; record what kube-scheduler preempted."""
@@ -75,7 +52,7 @@ def detect_unschedulable_gangs() -> dict:
         return {"opened": [], "observed": [], "error": str(exc)}
     opened = []
     for gang in stuck:
-        if _cooling_down(gang.namespace, gang.name):
+        if ledger.cooling_down(gang.namespace, gang.name, pause_seconds=settings.GANGWEB_REQUEST_COOLDOWN_SECONDS):
             continue
         with transaction.atomic():
             request, created = ledger.open_request(

@@ -9,8 +9,8 @@ from django.db import OperationalError
 
 from gangweb.dashboard import timeline
 from scheduler.preemption import ledger
-from scheduler.preemption.ledger import PodFacts
 from scheduler.preemption.models import LedgerEntry, RequestState
+from scheduler.preemption.planning import PodFacts
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("small_simulation")]
 

@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 
 from scheduler.preemption import ledger
 from scheduler.preemption.models import Eviction, EvictionState, LedgerEntry, PreemptionRequest, RequestState
+from scheduler.preemption.planning import PodFacts
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +20,7 @@ PLAN = {
     "placement": {"team-a/train-0": "node-0", "team-a/train-1": "node-1"},
     "domain": None, "reason": "evict the cheapest gang",
 }
-PODS = {"batch/low-0": ledger.PodFacts("uid-0", "node-0", 8), "batch/low-1": ledger.PodFacts("uid-1", "node-1", 8)}
+PODS = {"batch/low-0": PodFacts("uid-0", "node-0", 8), "batch/low-1": PodFacts("uid-1", "node-1", 8)}
 
 
 def plan_request():
@@ -138,3 +139,39 @@ def test_admin_shows_the_ledger_read_only(admin_client):
         assert response.status_code == 200, path
     assert b"low-0" in admin_client.get("/admin/scheduler/eviction/").content
     assert admin_client.get("/admin/scheduler/ledgerentry/add/").status_code == 403
+
+
+def test_an_unplaceable_gang_is_looked_at_less_and_less_often():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+
+    def finished(state, seconds_ago):
+        PreemptionRequest.objects.create(namespace="team-a", name="train", state=state,
+                                         finished_at=now - timedelta(seconds=seconds_ago))
+
+    def cooling_down():
+        return ledger.cooling_down("team-a", "train", pause_seconds=60)
+
+    assert not cooling_down()
+    finished(RequestState.INFEASIBLE, 90)
+    assert not cooling_down()  # one miss: 60 s pause, over
+    finished(RequestState.INFEASIBLE, 90)
+    assert cooling_down()  # two in a row: 120 s
+    finished(RequestState.FAILED, 200)
+    assert cooling_down()  # three: 240 s
+    finished(RequestState.SUCCEEDED, 70)
+    assert not cooling_down()  # success resets to 60 s
+    finished(RequestState.SUPERSEDED, 0)
+    assert not cooling_down()  # a superseded request is re-planned at once, it does not count
+
+
+def test_a_created_podgroup_is_one_entry_and_one_event(published, django_capture_on_commit_callbacks):
+    data = {"podGroup": "team-a/train", "pods": ["team-a/train-0"], "spec": {}, "annotations": {}}
+    with django_capture_on_commit_callbacks(execute=True):
+        entry = ledger.record_podgroup_created("team-a", "train", "created PodGroup team-a/train", data)
+    assert (entry.kind, entry.request, entry.namespace, entry.name, entry.data) == (
+        "podgroup.created", None, "team-a", "train", data)
+    assert published == [("podgroup.created", data)]

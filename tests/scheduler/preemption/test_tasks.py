@@ -160,31 +160,6 @@ def test_a_gang_deleted_before_planning_fails_at_once_with_the_reason(cluster):
     assert request.reason == "cannot plan: PodGroup team-a/gone not found in the snapshot"
 
 
-def test_an_unplaceable_gang_is_looked_at_less_and_less_often(cluster, settings):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from scheduler.preemption.tasks import _cooling_down
-
-    settings.GANGWEB_REQUEST_COOLDOWN_SECONDS = 60
-    now = timezone.now()
-
-    def finished(state, seconds_ago):
-        PreemptionRequest.objects.create(namespace="team-a", name="train", state=state,
-                                         finished_at=now - timedelta(seconds=seconds_ago))
-
-    assert not _cooling_down("team-a", "train")
-    finished(RequestState.INFEASIBLE, 90)
-    assert not _cooling_down("team-a", "train")  # one miss: 60 s pause, over
-    finished(RequestState.INFEASIBLE, 90)
-    assert _cooling_down("team-a", "train")  # two in a row: 120 s
-    finished(RequestState.FAILED, 200)
-    assert _cooling_down("team-a", "train")  # three: 240 s
-    finished(RequestState.SUCCEEDED, 70)
-    assert not _cooling_down("team-a", "train")  # success resets to 60 s
-
-
 def test_room_freed_for_one_gang_is_not_given_to_the_next(cluster):
     """Two gangs wait for the same room; the first gets it, the second must find its own."""
     from scheduler.preemption.tasks import plan_request

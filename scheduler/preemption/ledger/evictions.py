@@ -1,0 +1,135 @@
+"""Eviction rows through their states: dry run, claimed before the API call, evicted or failed.
+
+A row is moved to ``evicting`` and committed BEFORE its API call (``claim_for_eviction``), so a successor
+after a crash knows a request may have reached the API server (docs/pipeline.md, "Crash safety").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from scheduler.preemption import metrics
+from scheduler.preemption.events import publish
+from scheduler.preemption.ledger.history import note
+from scheduler.preemption.models import Eviction, EvictionState
+
+
+def _lock_eviction(eviction_id: int) -> Eviction:
+    # of=("self",): lock the eviction row only; locking the joined plan and request rows too would
+    # serialise every parallel eviction of a plan on its request row.
+    return Eviction.objects.select_for_update(of=("self",)).select_related("plan__request").get(pk=eviction_id)
+
+
+def _eviction_payload(eviction: Eviction) -> dict[str, Any]:
+    request = eviction.plan.request
+    return {
+        "request": request.pk,
+        "podGroup": request.podgroup,
+        "plan": eviction.plan_id,
+        "pod": eviction.pod,
+        "node": eviction.node,
+        "victimUnit": eviction.victim_unit,
+        "state": eviction.state,
+        "attempts": eviction.attempts,
+        "code": eviction.api_code if eviction.api_code is not None else eviction.dry_run_code,
+        "message": eviction.api_message or eviction.dry_run_message,
+    }
+
+
+def record_dry_run(eviction_id: int, code: int, message: str, ok: bool) -> Eviction:
+    with transaction.atomic():
+        eviction = _lock_eviction(eviction_id)
+        if eviction.state not in (EvictionState.PLANNED, EvictionState.DRY_RUN_OK):
+            return eviction
+        new_state = EvictionState.DRY_RUN_OK if ok else EvictionState.DRY_RUN_REFUSED
+        eviction.check_transition(new_state)
+        eviction.state = new_state
+        eviction.dry_run_code, eviction.dry_run_message = code, message
+        eviction.dry_run_at = timezone.now()
+        eviction.save()
+        verdict = "would be evicted" if ok else f"refused ({code}): {message}"
+        note("eviction.dry_run", f"dry run {eviction.pod}: {verdict}", plan=eviction.plan,
+             data={"pod": eviction.pod, "code": code, "message": message})
+        publish("eviction", _eviction_payload(eviction))
+        return eviction
+
+
+def claim_for_eviction(eviction_id: int) -> Eviction | None:
+    """dry_run_ok|evicting -> evicting with one more attempt, committed BEFORE the API call.
+
+    Returns None when the row is past that point (evicted or failed): the caller must not call the API.
+    """
+    with transaction.atomic():
+        eviction = _lock_eviction(eviction_id)
+        if eviction.state not in (EvictionState.DRY_RUN_OK, EvictionState.EVICTING):
+            return None
+        eviction.check_transition(EvictionState.EVICTING)
+        eviction.state = EvictionState.EVICTING
+        eviction.attempts += 1
+        eviction.requested_at = timezone.now()
+        eviction.save()
+        return eviction
+
+
+def record_eviction(eviction_id: int, *, evicted: bool, code: int | None, message: str, how: str = "") -> Eviction:
+    """evicting -> evicted | failed with the API's answer (or the observation that replaced it)."""
+    with transaction.atomic():
+        eviction = _lock_eviction(eviction_id)
+        if eviction.state in (EvictionState.EVICTED, EvictionState.FAILED):
+            return eviction
+        new_state = EvictionState.EVICTED if evicted else EvictionState.FAILED
+        eviction.check_transition(new_state)
+        eviction.state = new_state
+        eviction.api_code, eviction.api_message = code, message
+        eviction.finished_at = timezone.now()
+        eviction.save()
+        verdict = "evicted" if evicted else "NOT evicted"
+        text = f"{eviction.pod} {verdict} after {eviction.attempts} attempt(s)" + (f" ({how})" if how else "")
+        note("eviction.result", f"{text}: {code} {message}".strip(), plan=eviction.plan,
+             data={"pod": eviction.pod, "code": code, "message": message, "attempts": eviction.attempts,
+                   "how": how, "unit": eviction.victim_unit})
+        publish("eviction", _eviction_payload(eviction))
+        if evicted:
+            gpus = eviction.gpus
+            transaction.on_commit(lambda: metrics.EVICTED_GPUS.inc(gpus))
+        return eviction
+
+
+def record_attempt_error(eviction_id: int, code: int | None, message: str) -> None:
+    """A retryable answer while finishing a unit: keep the row ``evicting``, remember the answer."""
+    with transaction.atomic():
+        eviction = _lock_eviction(eviction_id)
+        if eviction.state != EvictionState.EVICTING:
+            return
+        eviction.api_code, eviction.api_message = code, message
+        eviction.save(update_fields=["api_code", "api_message"])
+        note("eviction.retry", f"{eviction.pod}: attempt {eviction.attempts} answered {code} {message}; retrying",
+             plan=eviction.plan, data={"pod": eviction.pod, "code": code, "attempts": eviction.attempts})
+
+
+def note_budget_spent(eviction_id: int, answer: str) -> None:
+    """A real eviction was refused by a disruption budget that the plan's check found open: someone else
+    spent it since. The pod is deleted next (UID precondition) so that its unit is not left half-evicted."""
+    eviction = Eviction.objects.select_related("plan__request").get(pk=eviction_id)
+    note("budget.spent", f"{eviction.pod}: eviction refused ({answer}); the disruption budget was spent by "
+         f"someone else after the plan's budget check, so the pod is deleted with a UID precondition to finish "
+         f"{eviction.victim_unit}", plan=eviction.plan,
+         data={"pod": eviction.pod, "unit": eviction.victim_unit, "answer": answer})
+
+
+def fail_unstarted_evictions(plan_id: int, why: str) -> int:
+    """Mark every eviction of the plan that never reached the API as failed (nothing was evicted)."""
+    with transaction.atomic():
+        rows = list(
+            Eviction.objects.select_for_update()
+            .filter(plan_id=plan_id, state__in=(EvictionState.PLANNED, EvictionState.DRY_RUN_OK))
+        )
+        for eviction in rows:
+            eviction.state = EvictionState.FAILED
+            eviction.api_message = why
+            eviction.finished_at = timezone.now()
+            eviction.save()
+        return len(rows)

@@ -1,0 +1,194 @@
+"""Preemption requests through their states: opened, planned, executing, finished.
+
+Each function runs in its own transaction, locks the request row (``select_for_update``), checks that
+the move is legal, appends a history entry and publishes the matching live event once the transaction
+commits.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from scheduler.preemption import metrics
+from scheduler.preemption.events import publish
+from scheduler.preemption.ledger.evictions import fail_unstarted_evictions
+from scheduler.preemption.ledger.history import TERMINAL_REQUEST_STATES, lock_request, move, note, request_payload
+from scheduler.preemption.models import ACTIVE_REQUEST_STATES, Eviction, Plan, PlanSource, PreemptionRequest, RequestState
+from scheduler.preemption.planning import PodFacts
+
+
+def open_request(
+    namespace: str, name: str, *, mode: str, policy: str = "gangweb", trigger: str = ""
+) -> tuple[PreemptionRequest, bool]:
+    """The gang's active request, creating it when there is none (idempotent; safe under races)."""
+    existing = PreemptionRequest.objects.filter(
+        namespace=namespace, name=name, state__in=ACTIVE_REQUEST_STATES
+    ).first()
+    if existing is not None:
+        return existing, False
+    try:
+        with transaction.atomic():
+            request = PreemptionRequest.objects.create(
+                namespace=namespace, name=name, mode=mode, policy=policy, trigger=trigger
+            )
+            note("request.opened", f"{request.podgroup} is unschedulable: {trigger}", request=request)
+            publish("request.opened", request_payload(request))
+            return request, True
+    except IntegrityError:
+        # Another worker opened it between our read and our insert: the partial unique index wins.
+        return PreemptionRequest.objects.get(namespace=namespace, name=name, state__in=ACTIVE_REQUEST_STATES), False
+
+
+def begin_planning(request_id: int) -> PreemptionRequest | None:
+    """pending -> planning; None when the request is no longer waiting for a plan."""
+    with transaction.atomic():
+        request = lock_request(request_id)
+        if request.state != RequestState.PENDING:
+            return None
+        move(request, RequestState.PLANNING)
+        note("request.planning", f"planning {request.podgroup} with policy {request.policy}", request=request)
+        return request
+
+
+def requeue_planning(request_id: int, why: str) -> None:
+    """planning -> pending, for a planning task that died or must run again."""
+    with transaction.atomic():
+        request = lock_request(request_id)
+        if request.state != RequestState.PLANNING:
+            return
+        move(request, RequestState.PENDING)
+        note("request.requeued", why, request=request)
+
+
+def record_plan(
+    request_id: int,
+    plan: dict[str, Any],
+    *,
+    cost: dict[str, Any],
+    pods: dict[str, PodFacts],
+    planning_seconds: float = 0.0,
+    planned_by: str = "single",
+    source: str = PlanSource.ENGINE,
+) -> Plan:
+    """Store an engine plan (``gang plan`` JSON) and its evictions; planning -> planned | infeasible."""
+    with transaction.atomic():
+        request = lock_request(request_id)
+        stored = Plan.objects.create(
+            request=request,
+            source=source,
+            policy=plan.get("policy", request.policy),
+            feasible=bool(plan.get("feasible")),
+            victims=plan.get("victims") or [],
+            evictions=plan.get("evictions") or [],
+            placement=plan.get("placement") or {},
+            domain=plan.get("domain"),
+            reason=plan.get("reason") or "",
+            pdb_violations=cost.get("pdb_violations", 0),
+            max_victim_priority=cost.get("max_victim_priority"),
+            victim_priority_sum=cost.get("victim_priority_sum", 0),
+            victim_units=cost.get("victim_units", len(plan.get("victims") or [])),
+            evicted_pods=len(plan.get("evictions") or []),
+            evicted_gpus=sum(pods.get(p, PodFacts()).gpus for p in plan.get("evictions") or []),
+            lost_gpu_seconds=cost.get("lost_gpu_seconds", 0.0),
+            planning_seconds=planning_seconds,
+            planned_by=planned_by,
+        )
+        for victim in stored.victims:
+            unit = f"{victim.get('kind', 'Pod')} {victim.get('namespace')}/{victim.get('name')}"
+            for pod_key in victim.get("pods") or []:
+                namespace, _, name = pod_key.partition("/")
+                facts = pods.get(pod_key, PodFacts())
+                Eviction.objects.create(
+                    plan=stored,
+                    namespace=namespace,
+                    name=name,
+                    pod_uid=facts.uid,
+                    node=facts.node,
+                    gpus=facts.gpus,
+                    victim_unit=unit,
+                )
+        if source == PlanSource.ENGINE:
+            if request.state == RequestState.PLANNING:
+                move(request, RequestState.PLANNED if stored.feasible else RequestState.INFEASIBLE, stored.reason)
+            note(
+                "plan.created",
+                f"plan {stored.pk}: {len(stored.evictions)} pods in {stored.victim_units} units; {stored.reason}",
+                request=request,
+                plan=stored,
+                data={"plan": stored.as_gang_plan(), "plannedBy": planned_by},
+            )
+        payload = {**request_payload(request), "plan": stored.pk, "source": source, **stored.as_gang_plan()}
+        publish("plan.created", payload)
+        transaction.on_commit(lambda: metrics.observe_plan(stored, planning_seconds))
+        if request.state == RequestState.INFEASIBLE:
+            _finish_side_effects(request)
+        return stored
+
+
+def begin_execution(request_id: int) -> PreemptionRequest | None:
+    """planned -> executing; returns the request when it is (now or already) executing."""
+    with transaction.atomic():
+        request = lock_request(request_id)
+        if request.state == RequestState.EXECUTING:
+            return request
+        if request.state != RequestState.PLANNED:
+            return None
+        move(request, RequestState.EXECUTING)
+        note("request.executing", f"executing the plan for {request.podgroup}", request=request)
+        return request
+
+
+def finish(request_id: int, state: str, reason: str, data: dict[str, Any] | None = None) -> PreemptionRequest:
+    """Move a request to a terminal state (no-op if it already is terminal)."""
+    with transaction.atomic():
+        request = lock_request(request_id)
+        if request.state in TERMINAL_REQUEST_STATES:
+            return request
+        move(request, state, reason)
+        note(f"request.{state}", reason, request=request, data=data)
+        if state in (RequestState.FAILED, RequestState.SUPERSEDED):
+            # Rows that never reached the API must not look as if they still might.
+            for plan_id in request.plans.filter(source=PlanSource.ENGINE).values_list("pk", flat=True):
+                fail_unstarted_evictions(plan_id, f"not evicted: request {state}: {reason}")
+        _finish_side_effects(request)
+        return request
+
+
+def _finish_side_effects(request: PreemptionRequest) -> None:
+    payload = request_payload(request)
+    if request.state == RequestState.SUCCEEDED:
+        publish("gang.placed", payload)
+    elif request.state in (RequestState.FAILED, RequestState.INFEASIBLE):
+        publish("request.failed", payload)
+    else:
+        publish("request.finished", payload)
+    if request.mode == "enforce":
+        result = str(request.state)
+        transaction.on_commit(lambda: metrics.ATTEMPTS.labels(result=result).inc())
+
+
+def cooling_down(namespace: str, name: str, *, pause_seconds: float) -> bool:
+    """A gang whose last request finished moments ago waits before the next one (no request storms).
+
+    The pause doubles with each request in a row that ended infeasible or failed (up to 16x): a gang
+    that cannot be placed is looked at again, but less and less often, until something succeeds.
+    """
+    recent = list(
+        PreemptionRequest.objects.filter(namespace=namespace, name=name, finished_at__isnull=False)
+        .exclude(state=RequestState.SUPERSEDED)
+        .order_by("-finished_at")
+        .values_list("state", "finished_at")[:5]
+    )
+    if not recent:
+        return False
+    misses = 0
+    for state, _ in recent:
+        if state not in (RequestState.INFEASIBLE, RequestState.FAILED):
+            break
+        misses += 1
+    pause = pause_seconds * 2 ** max(0, misses - 1)
+    return timezone.now() - recent[0][1] < timedelta(seconds=pause)
