@@ -46,13 +46,27 @@ def set_cluster(cluster: Cluster) -> None:
         _cluster = cluster
 
 
-def mode_for(namespace: str) -> str:
-    """``enforce`` or ``observe`` for a namespace: GANGWEB_NAMESPACE_MODES, else GANGWEB_MODE."""
-    return settings.GANGWEB_NAMESPACE_MODES.get(namespace, settings.GANGWEB_MODE)
-
-
 def reset_cluster() -> None:
     """Forget the singleton (tests build a fresh one per case)."""
     global _cluster
     with _lock:
         _cluster = None
+
+
+# --- modes: the one place a namespace's mode is decided (docs/pipeline.md, "Modes") ------------------
+
+OBSERVE = "observe"  # models.Mode.OBSERVE; this module stays importable without the models
+
+
+def mode_for(namespace: str) -> str:
+    """``enforce`` or ``observe`` for a namespace: GANGWEB_NAMESPACE_MODES, else GANGWEB_MODE.
+
+    Detection opens a gang's request in its namespace's mode, observe mode records kube-scheduler's
+    victims only for preemptors in observe namespaces, and nothing else reads the two settings."""
+    return settings.GANGWEB_NAMESPACE_MODES.get(namespace, settings.GANGWEB_MODE)
+
+
+def observes_any_namespace() -> bool:
+    """Whether ``mode_for`` answers ``observe`` for some namespace (then each detection pass also reads
+    what kube-scheduler preempted): the default mode is observe, or an override is."""
+    return OBSERVE in (settings.GANGWEB_MODE, *settings.GANGWEB_NAMESPACE_MODES.values())

@@ -27,7 +27,7 @@ from scheduler.preemption import detection, fanout, ledger, locks, metrics, obse
 from scheduler.preemption.events import publish
 from scheduler.preemption.execution import execute
 from scheduler.preemption.models import LedgerEntry, Mode, PreemptionRequest, RequestState
-from scheduler.preemption.runtime import get_cluster, mode_for
+from scheduler.preemption.runtime import get_cluster, mode_for, observes_any_namespace
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +61,8 @@ def detect_unschedulable_gangs() -> dict:
             if created:
                 opened.append(request.pk)
                 _after_commit(plan_request, request.pk)
-    watching = settings.GANGWEB_MODE == Mode.OBSERVE or Mode.OBSERVE in settings.GANGWEB_NAMESPACE_MODES.values()
-    observed = observe.record_observations(objects + observe.preemption_events(get_cluster())) if watching else []
+    observed = (observe.record_observations(objects + observe.preemption_events(get_cluster()))
+                if observes_any_namespace() else [])
     return {"opened": opened, "observed": observed}
 
 
