@@ -122,6 +122,43 @@ class Cluster(Protocol):
         ...
 
 
+# Abilities some clusters have beyond ``Cluster``: callers ask with isinstance (each is runtime_checkable),
+# and a cluster without one gets the behaviour its docstring names.
+
+
+@runtime_checkable
+class FreshSnapshots(Protocol):
+    """A cluster whose ``snapshot_objects`` may be a cached view and that can read the API server now (the
+    kube adapter's relist). Planning and the execution's re-check read through it; others are fresh anyway."""
+
+    def fresh_snapshot(self) -> list[KubeObject]: ...
+
+
+@runtime_checkable
+class ListsEvents(Protocol):
+    """A cluster whose Events are not part of its snapshot and are listed apart (the kube adapter). Observe
+    mode reads kube-scheduler's ``Preempted`` events through it; elsewhere they come in the snapshot, if at all."""
+
+    def list_events(self, *, reason: str | None = None, namespace: str | None = None) -> list[KubeObject]: ...
+
+
+@runtime_checkable
+class BoundedCalls(Protocol):
+    """A cluster whose calls take up to ``request_timeout`` seconds (connect + read): a node lock must
+    outlast that. Clusters without it answer at once (in memory)."""
+
+    @property
+    def request_timeout(self) -> float: ...
+
+
+@runtime_checkable
+class Summarizes(Protocol):
+    """A cluster that draws its own dashboard picture (the simulation, which knows the GPU each pod holds);
+    the dashboard works the picture out from ``snapshot_objects`` for the others."""
+
+    def summary(self) -> dict[str, Any]: ...
+
+
 def object_key(obj: KubeObject) -> str:
     """``namespace/name`` (or ``name`` for cluster-scoped objects)."""
     meta = obj.get("metadata") or {}

@@ -89,6 +89,7 @@ def run(requests: int, victims: int, repeat: int) -> list[dict]:
     from django.db.models import Max
     from django.test import Client
 
+    from scheduler.cluster import Summarizes
     from scheduler.preemption.models import LedgerEntry, PreemptionRequest
     from scheduler.preemption.runtime import get_cluster
 
@@ -98,7 +99,8 @@ def run(requests: int, victims: int, repeat: int) -> list[dict]:
         client = Client()
         client.force_login(user)
         newest = LedgerEntry.objects.aggregate(top=Max("id"))["top"]
-        state = get_cluster().summary() if hasattr(get_cluster(), "summary") else {"pending": []}
+        cluster = get_cluster()
+        state = cluster.summary() if isinstance(cluster, Summarizes) else {"pending": []}
         waiting = [state["gangs"][row["gang"]]["podGroup"] for row in state["pending"]]
         calls = [
             ("GET /api/requests/", lambda: client.get("/api/requests/")),

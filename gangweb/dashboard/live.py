@@ -22,6 +22,7 @@ from django.conf import settings
 
 from gangweb.dashboard.picture import picture_from_objects
 from gangweb.events import bind_server_loop, publish
+from scheduler.cluster import Summarizes
 from scheduler.preemption.runtime import get_cluster
 
 logger = logging.getLogger(__name__)
@@ -43,9 +44,8 @@ def cluster_state() -> dict[str, Any]:
     """The full picture a browser draws (the ``cluster.state`` payload)."""
     try:
         cluster = get_cluster()
-        summary = getattr(cluster, "summary", None)
-        if summary is not None:
-            return summary()
+        if isinstance(cluster, Summarizes):
+            return cluster.summary()
         return picture_from_objects(cluster.snapshot_objects(), now=time.time(), cluster=cluster.name)
     except Exception as exc:  # the page must load and say why, whatever the cluster does
         logger.warning("cannot read the cluster for the dashboard", exc_info=True)

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from django.utils import timezone
 
 from scheduler.preemption import ledger, planning
-from scheduler.cluster import KubeObject, object_key
+from scheduler.cluster import Cluster, KubeObject, ListsEvents, object_key
 from scheduler.engine import parse_snapshot
 from scheduler.preemption.models import Eviction, EvictionState, Mode, PlanSource, PreemptionRequest, RequestState
 from scheduler.preemption.runtime import mode_for
@@ -71,10 +71,9 @@ def observed_victims(objects: Iterable[KubeObject]) -> dict[str, str | None]:
     return victims
 
 
-def preemption_events(cluster: Any) -> list[KubeObject]:
+def preemption_events(cluster: Cluster) -> list[KubeObject]:
     """``Preempted`` events, for adapters that list events apart from the snapshot (the kube adapter)."""
-    list_events = getattr(cluster, "list_events", None)
-    return list(list_events(reason="Preempted")) if callable(list_events) else []
+    return list(cluster.list_events(reason="Preempted")) if isinstance(cluster, ListsEvents) else []
 
 
 def state_before(objects: list[KubeObject], victims: set[str], preemptor: str) -> list[KubeObject]:

@@ -11,14 +11,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from scheduler.cluster import Cluster, KubeObject, object_key
-from scheduler.engine import Snapshot, parse_snapshot, plan as engine_plan
+from scheduler.cluster import Cluster, FreshSnapshots, KubeObject, object_key
+from scheduler.engine import Plan as EnginePlan, Snapshot, parse_snapshot, plan as engine_plan
 
 
 def fresh_objects(cluster: Cluster) -> list[KubeObject]:
     """Objects read from the cluster now (a relist where the adapter offers one), not a cached view."""
-    fresh = getattr(cluster, "fresh_snapshot", None)
-    objects = fresh() if callable(fresh) else cluster.snapshot_objects()
+    objects = cluster.fresh_snapshot() if isinstance(cluster, FreshSnapshots) else cluster.snapshot_objects()
     return list(objects)
 
 
@@ -51,16 +50,16 @@ def pod_facts(snapshot: Snapshot, pod_keys: list[str]) -> dict[str, PodFacts]:
     return facts
 
 
-def plan_cost(plan: dict[str, Any], engine_result: Any) -> dict[str, Any]:
+def plan_cost(plan: dict[str, Any], engine_result: EnginePlan) -> dict[str, Any]:
     """The DESIGN.md cost order of a plan; PDB violations and lost GPU-seconds come from the engine."""
     victims = plan.get("victims") or []
     priorities = [v.get("priority", 0) for v in victims]
     return {
-        "pdb_violations": int(getattr(engine_result, "pdb_violations", 0)) if victims else 0,
+        "pdb_violations": int(engine_result.pdb_violations) if victims else 0,
         "max_victim_priority": max(priorities) if priorities else None,
         "victim_priority_sum": sum(priorities),
         "victim_units": len(victims),
-        "lost_gpu_seconds": float(getattr(engine_result, "lost_gpu_seconds", 0.0)) if victims else 0.0,
+        "lost_gpu_seconds": float(engine_result.lost_gpu_seconds) if victims else 0.0,
     }
 
 

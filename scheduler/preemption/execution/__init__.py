@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from scheduler.preemption import ledger, locks, metrics
-from scheduler.cluster import Cluster
+from scheduler.cluster import BoundedCalls, Cluster
 from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.execution.evictor import DELETE, EVICT, Calls, RetryPolicy, dry_run, evict, in_threads, replaced
 from scheduler.preemption.execution.recheck import recheck
@@ -61,7 +61,8 @@ def execute(request_id: int, cluster: Cluster, *, retry: RetryPolicy | None = No
     ``locks.Stopped`` when told to stop mid-way (every call in flight has ended by then)."""
     retry = retry or RetryPolicy()
     # A lock must outlast any call begun under it, even one started just before a missed refresh.
-    margin, ttl = float(getattr(cluster, "request_timeout", 0.0)), locks.lock_ttl_seconds()
+    margin = float(cluster.request_timeout) if isinstance(cluster, BoundedCalls) else 0.0
+    ttl = locks.lock_ttl_seconds()
     if margin >= ttl * 2 / 3:
         reason = (f"GANGWEB_LOCK_TTL_SECONDS ({ttl:g}) must exceed 1.5 x the longest API call ({margin:g} s): "
                   "nothing executed")

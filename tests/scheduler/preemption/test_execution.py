@@ -207,3 +207,12 @@ def test_a_victim_whose_priority_rose_is_not_evicted(cluster, planned_request):
     assert outcome.state == RequestState.SUPERSEDED and outcome.replan
     assert "now has priority 500, not lower than the preemptor's 100" in outcome.reason
     assert cluster.evictions_of("evict") == {} and cluster.evictions_of("dry_run") == {}
+
+
+def test_a_cluster_whose_calls_can_outlast_the_locks_executes_nothing(cluster, planned_request):
+    request, _ = planned_request()
+    cluster.request_timeout = 20.0  # connect + read (scheduler.cluster.BoundedCalls): longer than 2/3 of the 2 s TTL
+    outcome = execute(request.pk, cluster, retry=FAST)
+    assert outcome.state == RequestState.FAILED
+    assert "must exceed 1.5 x the longest API call (20 s)" in outcome.reason
+    assert cluster.calls == []
