@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from scheduler.kube.patching import PatchError, apply_patch, merge_patch, strategic_merge
-from scheduler.kube.selectors import label_selector_matches, parse_field_selector, parse_label_selector
+from scheduler.kube.budgets import label_selector_matches
+from scheduler.kube.selectors import parse_field_selector, parse_label_selector
 
 POD = {"metadata": {"labels": {"a": "1"}, "finalizers": ["x"]},
        "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}]}}
