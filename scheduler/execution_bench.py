@@ -60,7 +60,8 @@ def run_once(victims: int, delay_ms: int) -> dict:
 
     from scheduler import ledger, planning
     from scheduler.execution import execute
-    from scheduler.kube import KubeCluster, TestServerProcess
+    from kubetestserver import TestServerProcess
+    from scheduler.kube import KubeCluster
     from scheduler.models import Eviction, PreemptionRequest
 
     with tempfile.TemporaryDirectory() as tmp, TestServerProcess(Path(tmp) / "kubeconfig") as server:

@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kubetestserver import KubeTestServer
+
 from .adapter import KubeCluster
 from .resources import PODS
-from .testserver import KubeTestServer
 
 
 def _node(i: int) -> dict[str, Any]:

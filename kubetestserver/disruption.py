@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 
+from scheduler.kube.budgets import label_selector_matches, matching_budgets, pod_is_ready, spends_budget
+from scheduler.kube.resources import PDBS, PODS
+
 from . import errors
-from .resources import PDBS, PODS
-from .budgets import label_selector_matches, matching_budgets, pod_is_ready, spends_budget
 from .objects import now_rfc3339
 from .store import ObjectStore
 
