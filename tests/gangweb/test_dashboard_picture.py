@@ -137,8 +137,8 @@ def test_reads_real_world_shapes():
 def test_the_page_draws_a_real_api_server_cluster(client, settings, tmp_path):
     """GANGWEB_CLUSTER=kube through the official client against the local API test server."""
     from scheduler import runtime
+    from kubetestserver import KubeTestServer
     from scheduler.kube import KubeCluster
-    from scheduler.kube.testserver import KubeTestServer
 
     simulated = SimulatedCluster(nodes=16, seed=5)
     settings.DEMO = True

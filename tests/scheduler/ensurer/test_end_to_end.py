@@ -16,8 +16,9 @@ from django.test import Client
 from kubernetes import client, config
 from kubernetes_validate.utils import validate as schema_validate
 
+from kubetestserver import KubeTestServer
 from scheduler import runtime
-from scheduler.kube import KubeCluster, KubeTestServer
+from scheduler.kube import KubeCluster
 from scheduler.kube.resources import resource_named
 from scheduler.models import LedgerEntry
 from scheduler.simulation import SimulatedCluster

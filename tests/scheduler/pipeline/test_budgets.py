@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import pytest
 
+from kubetestserver import KubeTestServer
 from scheduler import ledger, planning, tasks
 from scheduler import execution as execution_module
 from scheduler.execution import execute
 from scheduler.execution.budgets import shortfalls
 from scheduler.execution.evictor import RetryPolicy
-from scheduler.kube import KubeCluster, KubeTestServer
+from scheduler.kube import KubeCluster
 from scheduler.kube.resources import PDBS, PODS
 from scheduler.models import EvictionState, LedgerEntry, RequestState
 from tests.scheduler.pipeline.builders import FakeCluster, pod, small_cluster

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from kubetestserver import TestServerProcess
 from scheduler import runtime
-from scheduler.kube import KubeCluster, TestServerProcess
+from scheduler.kube import KubeCluster
 from scheduler.models import Plan, PlanSource, PreemptionRequest, RequestState
 from scheduler.tasks import detect_unschedulable_gangs
 from tests.scheduler.pipeline.builders import small_cluster
