@@ -8,10 +8,15 @@ tests/fixtures/admission/pods (mutate: as created; validate: as mutated). The ec
 request body unchanged, so it pays the same network, TLS and HTTP cost and nothing else. The targets
 take turns on the same connections in short slices (``_Schedule``), so a neighbour's CPU use hurts
 them alike.
+
+    python manage.py bench webhook [--connections 32] [--duration 6] [--slice 0.2] [--warmup 1] [--workers 1] [--clients 1] [--json]
+
+(formerly ``manage.py webhook bench``, still an alias). Figures and what they mean: docs/admission.md.
 """
 
 from __future__ import annotations
 
+import argparse
 import array
 import asyncio
 import copy
@@ -375,3 +380,33 @@ def format_table(result: dict[str, Any]) -> str:
     lines.append(f"goals: >= {goals['min_throughput_vs_echo']}x echo throughput and p99 <= {goals['max_p99_ms']:g} ms: "
                  f"{'met' if goals['met'] else 'NOT met'}")  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+# ----- ``manage.py bench webhook`` (gangweb/management/commands/bench.py)
+
+HELP = "the admission webhook over TLS against an echo view: throughput and latency (formerly `webhook bench`)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--duration", type=float, default=6.0, help="seconds measured per target")
+    parser.add_argument("--slice", type=float, default=0.2,
+                        help="seconds per turn: the targets take turns in slices this long")  # fmt: skip
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--workers", type=int, default=1, help="server worker processes")
+    parser.add_argument("--clients", type=int, default=1, help="load generator processes")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def handle(options: argparse.Namespace) -> int:
+    result = run_benchmark(
+        connections=options.connections, duration=options.duration, slice_seconds=options.slice,
+        warmup=options.warmup, workers=options.workers, clients=options.clients,
+        progress=None if options.json else _progress,
+    )  # fmt: skip
+    sys.stdout.write(json.dumps(result) + "\n" if options.json else format_table(result))
+    return 0

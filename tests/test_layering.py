@@ -16,6 +16,8 @@ RULES = {
     "scheduler/simulation": {"django", "kubernetes", "celery", "channels", "rest_framework", "redis"},
     "scheduler/cluster.py": {"django", "kubernetes", "celery", "channels", "rest_framework", "redis"},
     "scheduler/kube": {"django", "celery", "channels", "rest_framework"},
+    # test tooling: runs as its own process (python -m kubetestserver) and speaks HTTP, not the client it serves
+    "kubetestserver": {"django", "celery", "channels", "rest_framework", "redis", "kubernetes"},
 }
 
 
@@ -127,3 +129,42 @@ def test_the_project_check_sees_every_way_in(tmp_path):
 
 def test_the_rules_cover_real_code():
     assert len(CASES) >= 3
+
+
+# ----- product code never imports the Kubernetes API test server (kubetestserver/ is test tooling)
+
+TEST_TOOLING = "kubetestserver"
+# Benchmarks are scaffolding too: they run the product against the test server (``manage.py bench``).
+SCAFFOLDING = ("scheduler/bench",)
+PRODUCT_FILES = [f for f in python_files("scheduler") + python_files("admission") + python_files("gangweb")
+                 if not any(f.is_relative_to(ROOT / place) for place in SCAFFOLDING)]
+
+
+def modules_named_to_importlib(path: Path) -> set[str]:
+    """String literals handed to ``importlib.import_module``/``__import__`` (imports the AST above cannot see)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    named = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                named.add(node.args[0].value)
+    return named
+
+
+@pytest.mark.parametrize("path", PRODUCT_FILES, ids=[str(f.relative_to(ROOT)) for f in PRODUCT_FILES])
+def test_product_code_does_not_import_the_test_server(path):
+    modules = imported_modules(path) | modules_named_to_importlib(path)
+    reached = sorted(m for m in modules if m.split(".")[0] == TEST_TOOLING)
+    assert not reached, (f"{path.relative_to(ROOT)} imports {reached}: the Kubernetes API test server is test tooling; "
+                         "product code must not depend on it (docs/ARCHITECTURE.md)")
+
+
+def test_the_test_server_rule_sees_a_violation(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import importlib\nfrom kubetestserver.store import ObjectStore\n"
+                   "importlib.import_module('kubetestserver.testserver')\n")
+    assert {"kubetestserver.store", "kubetestserver.testserver"} <= {
+        m for m in imported_modules(bad) | modules_named_to_importlib(bad) if m.startswith(TEST_TOOLING)}
+    assert len(PRODUCT_FILES) > 100 and not any("scheduler/bench" in str(f) for f in PRODUCT_FILES)

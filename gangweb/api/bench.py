@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 
+from scheduler.bench import at_least_one
+
+HELP = "the REST API's and the timeline's reads on a filled ledger; needs DATABASE_URL"
 BENCH_NAMESPACE = "gangweb-api-bench"
 BENCH_USER = "gangweb-api-bench"
 
@@ -121,16 +123,14 @@ def run(requests: int, victims: int, repeat: int) -> list[dict]:
         user.delete()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="manage.py bench api", description=__doc__.split("\n")[0])
-    parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--victims", type=int, default=64)
-    parser.add_argument("--repeat", type=int, default=20)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--requests", type=at_least_one, default=200)
+    parser.add_argument("--victims", type=at_least_one, default=64)
+    parser.add_argument("--repeat", type=at_least_one, default=20)
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
-    if min(args.requests, args.victims, args.repeat) < 1:
-        print("error: --requests, --victims and --repeat must be at least 1", file=sys.stderr)
-        return 2
+
+
+def handle(args: argparse.Namespace) -> int:
     from django.test.utils import override_settings
 
     with override_settings(ALLOWED_HOSTS=["testserver"]):  # Django's in-process client

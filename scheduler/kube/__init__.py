@@ -1,7 +1,9 @@
-"""Kubernetes adapter (``KubeCluster``) and the local Kubernetes API test server (``KubeTestServer``).
+"""Kubernetes adapter: ``KubeCluster``, the ``Cluster`` protocol over the official client.
 
-No Django import here. Names are loaded lazily so that importing the test server does not pull in
-the official client and vice versa.
+No Django here. The local Kubernetes API server the tests run this against is test tooling and lives
+apart, in ``kubetestserver`` (which imports ``resources`` and ``budgets`` from here, never the reverse).
+``KubeCluster`` is loaded lazily so that importing ``scheduler.kube.resources`` or ``budgets`` does not pull
+in the official client.
 """
 
 from __future__ import annotations
@@ -10,10 +12,6 @@ from typing import Any
 
 _EXPORTS = {
     "KubeCluster": ".adapter",
-    "KubeTestServer": ".testserver",
-    "TestServerProcess": ".testserver",
-    "ControlClient": ".control",
-    "ObjectStore": ".store",
 }
 
 __all__ = list(_EXPORTS)

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from admission import certs
-from scheduler.kube import KubeTestServer
+from kubetestserver import KubeTestServer, write_kubeconfig
 from scheduler.kube.resources import PODGROUPS
-from scheduler.kube.testserver import write_kubeconfig
 from tests.admission.serving import NAMESPACE, ROOT, SERVICE, closed_port, start_server, stop_server
 from tests.admission.support import load_pod, review_bytes
 

@@ -1,4 +1,9 @@
-"""``manage.py bench <name>`` runs each pipeline/API benchmark in a real process (figures: docs, not asserts)."""
+"""``manage.py bench <what>``: one command, one help listing, every benchmark (figures: docs, not asserts).
+
+The benchmarks that need PostgreSQL or Redis are run by their own tests (tests/gangweb/api/test_bench.py) and
+by hand; here each one's options are checked on the parser, the quick ones run in a real process, and the old
+spellings (``gang bench``, ``webhook bench``, ``demo_bench``) are shown to be aliases of the same code.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from gangweb.management.commands.bench import BENCHMARKS, Command
 from tests.conftest import ROOT
+
+NOTE = "is now `manage.py bench"
 
 
 def manage(*args: str) -> subprocess.CompletedProcess:
@@ -14,16 +24,81 @@ def manage(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)  # fmt: skip
 
 
+def subparsers() -> dict:
+    parser = Command().create_parser("manage.py", "bench")
+    (action,) = [a for a in parser._actions if a.dest == "benchmark"]
+    return parser, action.choices
+
+
+def test_one_help_lists_every_benchmark():
+    parser, choices = subparsers()
+    assert list(choices) == ["engine", "webhook", "kube", "execution", "fanout", "api", "demo"] == list(BENCHMARKS)
+    listing = " ".join(parser.format_help().split())
+    for name in BENCHMARKS:
+        assert name in listing
+    assert "formerly `gang bench`" in listing and "formerly `webhook bench`" in listing
+
+
+# Each benchmark keeps the options it had under its old command name, and --json.
+FLAGS = {
+    "engine": {"--nodes", "--repeats", "--policy", "--seed", "--quality", "--json"},
+    "webhook": {"--connections", "--duration", "--slice", "--warmup", "--workers", "--clients", "--json"},
+    "kube": {"--nodes", "--pods", "--evictions", "--json"},
+    "execution": {"--victims", "--repeat", "--delay-ms", "--json"},
+    "fanout": {"--nodes", "--parts", "--worker", "--json"},
+    "api": {"--requests", "--victims", "--repeat", "--json"},
+    "demo": {"--runs", "--json"},
+}
+
+
+@pytest.mark.parametrize("name", list(FLAGS))
+def test_each_benchmark_keeps_its_flags(name):
+    _, choices = subparsers()
+    flags = {flag for action in choices[name]._actions for flag in action.option_strings} - {"-h", "--help"}
+    assert flags == FLAGS[name]
+    assert choices[name].prog == f"manage.py bench {name}"
+
+
 def test_kube_benchmark_prints_one_json_object():
     result = manage("bench", "kube", "--nodes", "4", "--pods", "20", "--evictions", "5", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     figures = json.loads(result.stdout)
     assert figures["evictions"] == 5 and figures["evictions_per_s"] > 0
+    assert NOTE not in result.stderr
+
+
+def test_engine_benchmark_prints_one_json_object():
+    result = manage("bench", "engine", "--quality", "2", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert set(json.loads(result.stdout)["policies"]) == {"kep5710", "gangweb"}
 
 
 def test_an_unknown_benchmark_or_option_is_a_clear_error():
     unknown = manage("bench", "nosuch")
-    assert unknown.returncode != 0 and "invalid choice: 'nosuch'" in unknown.stderr
+    assert unknown.returncode == 2 and "invalid choice: 'nosuch'" in unknown.stderr
     bad_option = manage("bench", "kube", "--nodes", "0")
-    assert bad_option.returncode != 0 and "must be at least 1" in bad_option.stderr
-    assert "Traceback" not in unknown.stderr + bad_option.stderr
+    assert bad_option.returncode == 2 and "must be at least 1" in bad_option.stderr
+    for result in (unknown, bad_option):
+        assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_gang_bench_is_an_alias_with_a_note():
+    result = manage("gang", "bench", "--quality", "2", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert set(json.loads(result.stdout)["policies"]) == {"kep5710", "gangweb"}, "stdout stays one JSON object"
+    assert "`manage.py gang bench` is now `manage.py bench engine`" in result.stderr.splitlines()[0]
+
+
+def test_old_spellings_parse_with_the_new_parser_and_bad_input_stays_one_line():
+    for args, prog in ((("gang", "bench", "--nodes", "zero"), "manage.py bench engine"),
+                       (("webhook", "bench", "--connections", "many"), "manage.py bench webhook"),
+                       (("demo_bench", "--runs", "0"), "manage.py bench demo")):
+        result = manage(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith(f"{prog}: error:"), line
+
+
+def test_old_spellings_still_show_in_their_commands_help():
+    assert "deprecated alias of `manage.py bench engine`" in " ".join(manage("gang", "--help").stdout.split())
+    assert "deprecated alias of `manage.py bench webhook`" in " ".join(manage("webhook", "--help").stdout.split())

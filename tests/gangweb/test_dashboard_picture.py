@@ -136,9 +136,9 @@ def test_reads_real_world_shapes():
 @pytest.mark.django_db
 def test_the_page_draws_a_real_api_server_cluster(client, settings, tmp_path):
     """GANGWEB_CLUSTER=kube through the official client against the local API test server."""
-    from scheduler.preemption import runtime
+    from kubetestserver import KubeTestServer
     from scheduler.kube import KubeCluster
-    from scheduler.kube.testserver import KubeTestServer
+    from scheduler.preemption import runtime
 
     simulated = SimulatedCluster(nodes=16, seed=5)
     settings.DEMO = True

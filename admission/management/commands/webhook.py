@@ -1,4 +1,7 @@
-"""``python manage.py webhook certs|config|serve|bench``: TLS, registration, the server, its benchmark."""
+"""``python manage.py webhook certs|config|serve``: TLS, registration, the server.
+
+``manage.py webhook bench`` is a deprecated alias of ``manage.py bench webhook`` (``admission/bench.py``).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from pathlib import Path
 
 import yaml
 from django.conf import settings
+from django.core.management import get_commands, load_command_class
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from admission import certs
@@ -38,7 +42,7 @@ def _usage_error(message: str) -> CommandError:
 
 
 class Command(BaseCommand):
-    help = "Admission webhook: issue certificates, print its configuration, serve it over HTTPS, benchmark it."
+    help = "Admission webhook: issue certificates, print its configuration, serve it over HTTPS."
 
     def add_arguments(self, parser: CommandParser) -> None:
         from admission.server import READ_TIMEOUT_SECONDS
@@ -92,15 +96,13 @@ class Command(BaseCommand):
             help=f"seconds a request may take to arrive whole, headers and body (default {READ_TIMEOUT_SECONDS:g})",
         )  # fmt: skip
 
-        bench_parser = sub.add_parser("bench", help="throughput and latency against a minimal echo view")
-        bench_parser.add_argument("--connections", type=int, default=32)
-        bench_parser.add_argument("--duration", type=float, default=6.0, help="seconds measured per target")
-        bench_parser.add_argument("--slice", type=float, default=0.2,
-                                  help="seconds per turn: the targets take turns in slices this long")  # fmt: skip
-        bench_parser.add_argument("--warmup", type=float, default=1.0)
-        bench_parser.add_argument("--workers", type=int, default=1, help="server worker processes")
-        bench_parser.add_argument("--clients", type=int, default=1, help="load generator processes")
-        bench_parser.add_argument("--json", action="store_true", help="print one JSON object")
+        # Only listed here: `webhook bench ...` is caught in run_from_argv and runs as `bench webhook ...`.
+        sub.add_parser("bench", help="deprecated alias of `manage.py bench webhook`", add_help=False)
+
+    def run_from_argv(self, argv):
+        if argv[2:3] == ["bench"]:
+            return _run_bench_webhook(argv)
+        return super().run_from_argv(argv)
 
     def handle(self, *args, **options) -> None:
         action = options["action"]
@@ -203,12 +205,11 @@ class Command(BaseCommand):
             on_start=watch.start if watch is not None else None, ready=lambda: webhook.podgroups.synced,
         )  # fmt: skip
 
-    def _bench(self, options: dict) -> None:
-        from admission.bench import format_table, run_benchmark
+    def _bench(self, options: dict) -> None:  # `webhook bench` without its own options, reached past run_from_argv
+        _run_bench_webhook([sys.argv[0], "webhook", "bench"])
 
-        result = run_benchmark(
-            connections=options["connections"], duration=options["duration"], slice_seconds=options["slice"],
-            warmup=options["warmup"], workers=options["workers"], clients=options["clients"],
-            progress=None if options["json"] else self.stderr.write,
-        )  # fmt: skip
-        self.stdout.write(json.dumps(result) if options["json"] else format_table(result))
+
+def _run_bench_webhook(argv: list[str]) -> None:
+    """``manage.py webhook bench [options]`` as ``manage.py bench webhook [options]`` (the same parser and code)."""
+    bench = load_command_class(get_commands()["bench"], "bench")
+    bench.run_as_alias(argv, "webhook bench", "webhook", skip=3)

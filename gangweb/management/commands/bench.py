@@ -1,8 +1,12 @@
-"""``python manage.py bench kube|execution|fanout|api [options]``: the pipeline's and the API's benchmarks.
+"""``python manage.py bench <what> [options]``: every benchmark of gangweb, behind one command.
 
-Each prints a table, or with ``--json`` one JSON object; ``manage.py bench <name> --help`` lists its
-options. The engine's and the webhook's benchmarks are ``manage.py gang bench`` and ``manage.py webhook
-bench``; ``manage.py demo_bench`` times the demo.
+``BENCHMARKS`` below names each and the module that implements it (its ``HELP``, ``add_arguments`` and
+``handle``; ``scheduler/bench/__init__.py`` describes the shape). Each prints a table, or with ``--json``
+one JSON object on stdout (progress, if any, goes to stderr); ``manage.py bench <what> --help`` lists its
+options. Bad options exit 2 with one line on stderr.
+
+The old spellings ``manage.py gang bench``, ``manage.py webhook bench`` and ``manage.py demo_bench`` are
+aliases: the same parser and code, plus a one-line note on stderr (``run_as_alias``).
 """
 
 from __future__ import annotations
@@ -10,31 +14,75 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import sys
+from types import ModuleType
 
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.utils import OperationalError
 
+# Listing order is the order of ``manage.py bench --help``.
 BENCHMARKS = {
-    "kube": "scheduler.kube.bench",  # the adapter against the Kubernetes API test server
-    "execution": "scheduler.execution_bench",  # whole executions: ledger, dry runs, evictions
-    "fanout": "scheduler.fanout_bench",  # planning fanned out over sub-snapshots vs one task
-    "api": "gangweb.api.bench",  # the REST API's read path
+    "engine": "scheduler.bench.engine",
+    "webhook": "admission.bench",
+    "kube": "scheduler.bench.kube",
+    "execution": "scheduler.bench.execution",
+    "fanout": "scheduler.bench.fanout",
+    "api": "gangweb.api.bench",
+    "demo": "gangweb.demo_bench",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
 NEEDS_LEDGER = {"execution", "api"}
 NEEDS_REDIS = {"fanout"}
 
 
+class _OneLineParser(CommandParser):
+    """Argument errors as one line (``manage.py bench kube: error: ...``) and exit 2, like ``gang plan``."""
+
+    def error(self, message: str):
+        if not self.called_from_command_line:
+            raise CommandError(f"Error: {message}")
+        sys.stderr.write(f"{self.prog}: error: {' '.join(message.split())}\n")
+        sys.exit(2)
+
+
+def benchmark_module(name: str) -> ModuleType:
+    return importlib.import_module(BENCHMARKS[name])
+
+
 class Command(BaseCommand):
-    help = "Benchmarks of the pipeline and the API: kube, execution, fanout, api (each takes --help, --json)."
+    help = "Run one of gangweb's benchmarks: " + ", ".join(BENCHMARKS) + " (each takes --help and --json)."
+    # Benchmarks that need the database check for it and migrate themselves; the others need no checks.
+    requires_system_checks: list = []
+    requires_migrations_checks = False
+    # Set by run_as_alias: the old spelling, for the note on stderr.
+    old_spelling: str | None = None
 
-    def add_arguments(self, parser):
-        parser.add_argument("benchmark", choices=sorted(BENCHMARKS))
-        parser.add_argument("options", nargs=argparse.REMAINDER, help="the benchmark's own options")
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        kwargs.setdefault("epilog", "each benchmark's options: manage.py bench <what> --help")
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.__class__ = _OneLineParser
+        return parser
 
-    def handle(self, *args, benchmark: str, options: list[str], **_):
-        if benchmark in NEEDS_LEDGER and "-h" not in options and "--help" not in options:
+    def add_arguments(self, parser: CommandParser) -> None:
+        subcommands = parser.add_subparsers(dest="benchmark", required=True, parser_class=_OneLineParser,
+                                            metavar="{" + ",".join(BENCHMARKS) + "}", title="benchmarks")
+        for name in BENCHMARKS:
+            module = benchmark_module(name)
+            sub = subcommands.add_parser(name, help=module.HELP, description=module.__doc__,
+                                         formatter_class=argparse.RawDescriptionHelpFormatter)
+            module.add_arguments(sub)
+
+    def run_as_alias(self, argv: list[str], old_spelling: str, benchmark: str, skip: int) -> None:
+        """Run ``argv`` (the old spelling's, its options from ``argv[skip:]``) as ``manage.py bench <benchmark>``."""
+        self.old_spelling = old_spelling
+        self.run_from_argv([argv[0], "bench", benchmark, *argv[skip:]])
+
+    def handle(self, *args, benchmark: str, **options):
+        if self.old_spelling:  # after parsing: bad options still answer in one line
+            self.stderr.write(f"note: `manage.py {self.old_spelling}` is now `manage.py bench {benchmark}`; "
+                              "the old spelling is a deprecated alias")
+        if benchmark in NEEDS_LEDGER:
             if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
                 raise CommandError("set DATABASE_URL to a PostgreSQL database (the ledger lives there)")
             try:
@@ -43,6 +91,9 @@ class Command(BaseCommand):
                 raise CommandError(f"cannot use the database: {str(exc).strip().splitlines()[-1]}") from None
         if benchmark in NEEDS_REDIS and not os.environ.get("REDIS_URL"):
             raise CommandError("set REDIS_URL (the fan-out stashes the sub-snapshots in Redis)")
-        status = importlib.import_module(BENCHMARKS[benchmark]).main(options)
+        django_options = {"verbosity", "settings", "pythonpath", "traceback", "no_color", "force_color",
+                          "skip_checks"}
+        own = argparse.Namespace(**{k: v for k, v in options.items() if k not in django_options})
+        status = benchmark_module(benchmark).handle(own)
         if status:
             raise CommandError(f"bench {benchmark} failed", returncode=status)

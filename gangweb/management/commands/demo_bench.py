@@ -1,101 +1,20 @@
-"""``python manage.py demo_bench``: how long ``manage.py demo`` takes to show a live page from a fresh clone.
-
-Clones this repository's HEAD into a temporary directory, then for each run starts
-``python manage.py demo`` there with an empty data directory (so it migrates from scratch) and
-measures: the URL printed, the page served, the first ``cluster.state`` over the websocket. Uses this
-interpreter (the installed dependencies); installing them is ``make demo``'s bootstrap, not timed here.
-"""
+"""``python manage.py demo_bench [--runs 3] [--json]``: deprecated alias of ``manage.py bench demo``
+(``gangweb/demo_bench.py``): the same parser and code, plus a one-line note on stderr."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import signal
-import socket
-import statistics
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
-
-import httpx
-import websockets
-from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
-
-EMBEDDED_DEFAULTS = {"DATABASE_URL": "", "REDIS_URL": "", "KUBECONFIG": "", "GANGWEB_DEMO": "1",
-                     "PYTHONUNBUFFERED": "1"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-async def _first_state(base: str) -> None:
-    address = base.removeprefix("http://")
-    async with websockets.connect(f"ws://{address}/ws/cluster/", origin=base) as ws:
-        while json.loads(await asyncio.wait_for(ws.recv(), 30))["event"] != "cluster.state":
-            pass
+from django.core.management import get_commands, load_command_class
+from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Time `manage.py demo` from a fresh clone to a live page (URL, page, first websocket state)."
+    help = "Deprecated alias of `manage.py bench demo` (seconds from a fresh clone to a live page)."
 
-    def add_arguments(self, parser):
-        parser.add_argument("--runs", type=int, default=3)
-        parser.add_argument("--json", action="store_true", dest="as_json",
-                            help="print one JSON object instead of a table")
+    def run_from_argv(self, argv):
+        bench = load_command_class(get_commands()["bench"], "bench")
+        bench.run_as_alias(argv, "demo_bench", "demo", skip=2)
 
-    def handle(self, *args, runs: int, as_json: bool, **options):
-        if runs < 1:
-            raise CommandError("--runs must be at least 1")
-        with tempfile.TemporaryDirectory(prefix="gangweb-demo-bench-") as tmp:
-            clone = Path(tmp) / "clone"
-            done = subprocess.run(["git", "clone", "-q", str(settings.BASE_DIR), str(clone)],
-                                  capture_output=True, text=True)
-            if done.returncode != 0:
-                raise CommandError(f"cannot clone {settings.BASE_DIR}: {done.stderr.strip()}")
-            results = [self._one_run(clone, Path(tmp) / f"var-{i}") for i in range(runs)]
-        summary = {key: round(statistics.median(r[key] for r in results), 3) for key in results[0]}
-        if as_json:
-            self.stdout.write(json.dumps({"runs": runs, "median_seconds": summary, "each_seconds": results}))
-            return
-        self.stdout.write(f"manage.py demo from a fresh clone, {runs} run(s), seconds (median):")
-        self.stdout.write(f"{'step':<28}{'median':>8}   each")
-        for key in summary:
-            each = "  ".join(f"{r[key]:.2f}" for r in results)
-            self.stdout.write(f"{key:<28}{summary[key]:>8.2f}   {each}")
+    def handle(self, *args, **options):  # call_command("demo_bench"): the defaults
+        import sys
 
-    def _one_run(self, clone: Path, var_dir: Path) -> dict[str, float]:
-        port = _free_port()
-        env = {**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(var_dir)}
-        started = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "manage.py", "demo", "--port", str(port)], cwd=clone, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
-            base = ""
-            for line in proc.stdout:
-                if "running: " in line:
-                    base = line.split("running: ", 1)[1].strip().rstrip("/")
-                    break
-            if not base:
-                raise CommandError(f"demo exited with {proc.wait()} before printing its URL")
-            url_printed = time.monotonic() - started
-            page = httpx.get(base + "/", timeout=30)
-            if page.status_code != 200:
-                raise CommandError(f"the page answered {page.status_code}")
-            page_served = time.monotonic() - started
-            asyncio.run(_first_state(base))
-            live = time.monotonic() - started
-            return {"url_printed": round(url_printed, 3), "page_served": round(page_served, 3),
-                    "first_live_state": round(live, 3)}
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        self.run_from_argv([sys.argv[0], "demo_bench"])

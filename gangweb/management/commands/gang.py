@@ -1,4 +1,6 @@
-"""``manage.py gang plan`` and ``manage.py gang bench``: the engine from the command line.
+"""``manage.py gang plan``: the engine from the command line.
+
+``manage.py gang bench`` is a deprecated alias of ``manage.py bench engine`` (``scheduler/bench/engine.py``).
 
 Needs no database. Bad input exits 2 with one line on stderr, never a traceback.
 """
@@ -9,12 +11,11 @@ import json
 import sys
 from pathlib import Path
 
+from django.core.management import get_commands, load_command_class
 from django.core.management.base import BaseCommand, CommandParser
 
 from scheduler.engine import POLICIES, SnapshotError, load_snapshot, plan
-from scheduler.engine.bench import DEFAULT_NODES, POLICY_ORDER, format_table, run_benchmark, stderr_progress
 from scheduler.engine.policies import DEFAULT_POLICY
-from scheduler.engine.quality import format_study, study
 
 
 class _OneLineParser(CommandParser):
@@ -25,15 +26,8 @@ class _OneLineParser(CommandParser):
         sys.exit(2)
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise ValueError(text)
-    return value
-
-
 class Command(BaseCommand):
-    help = "Plan atomic preemption for a PodGroup from a snapshot file, or benchmark the engine."
+    help = "Plan atomic preemption for a PodGroup from a snapshot file (`gang bench`: alias of `manage.py bench engine`)."
     requires_system_checks: list = []
     requires_migrations_checks = False
 
@@ -53,22 +47,19 @@ class Command(BaseCommand):
         planning.add_argument("--policy", default=DEFAULT_POLICY, help=f"one of {', '.join(sorted(POLICIES))}")
         planning.add_argument("--debug", action="store_true",
                               help="let an unexpected error end with its traceback instead of one line")
-        benching = subcommands.add_parser("bench", help="plan latency and victims on synthetic GPU clusters",
-                                          called_from_command_line=True)
-        benching.add_argument("--nodes", type=_positive, nargs="+", default=list(DEFAULT_NODES),
-                              help="cluster sizes (nodes x 8 GPUs), default 1000 5000 20000")
-        benching.add_argument("--repeats", type=_positive, default=7, help="plans per cell (p50/p95 over them)")
-        benching.add_argument("--policy", dest="policies", nargs="+", default=list(POLICY_ORDER),
-                              choices=sorted(POLICIES))
-        benching.add_argument("--seed", type=int, default=7)
-        benching.add_argument("--quality", type=_positive, metavar="N",
-                              help="instead of timing: compare plans with the brute-force optimum on N small clusters")
-        benching.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+        # Only listed here: `gang bench ...` is caught in run_from_argv and runs as `bench engine ...`.
+        subcommands.add_parser("bench", help="deprecated alias of `manage.py bench engine`", add_help=False,
+                               called_from_command_line=True)
+
+    def run_from_argv(self, argv):
+        if argv[2:3] == ["bench"]:
+            return _run_bench_engine(argv)
+        return super().run_from_argv(argv)
 
     def handle(self, *args, **options):
-        if options["action"] == "plan":
-            return self._plan(options)
-        return self._bench(options)
+        if options["action"] == "bench":  # `gang bench` without its own options, reached past run_from_argv
+            return _run_bench_engine([sys.argv[0], "gang", "bench"])
+        return self._plan(options)
 
     def _plan(self, options) -> None:
         try:
@@ -87,16 +78,13 @@ class Command(BaseCommand):
             self._fail(f"unexpected {type(exc).__name__}: {exc} (an engine bug; rerun with --debug for the traceback)")
         self.stdout.write(json.dumps(result.to_dict(), indent=2))
 
-    def _bench(self, options) -> None:
-        if options["quality"]:
-            found = study(options["quality"], seed=options["seed"], progress=stderr_progress)
-            self.stdout.write(json.dumps(found) if options["json"] else format_study(found))
-            return
-        results = run_benchmark(options["nodes"], repeats=options["repeats"], policies=options["policies"],
-                                seed=options["seed"], progress=stderr_progress)
-        self.stdout.write(json.dumps(results) if options["json"] else format_table(results))
-
     @staticmethod
     def _fail(message: str):
         sys.stderr.write(f"gang: error: {' '.join(message.split())}\n")
         sys.exit(2)
+
+
+def _run_bench_engine(argv: list[str]) -> None:
+    """``manage.py gang bench [options]`` as ``manage.py bench engine [options]`` (the same parser and code)."""
+    bench = load_command_class(get_commands()["bench"], "bench")
+    bench.run_as_alias(argv, "gang bench", "engine", skip=3)

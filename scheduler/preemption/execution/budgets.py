@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from scheduler.cluster import KubeObject, object_key
-from scheduler.kube.disruption import matching_budgets, spends_budget
+from scheduler.kube.budgets import matching_budgets, spends_budget
 
 
 @dataclass(frozen=True)

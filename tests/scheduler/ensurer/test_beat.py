@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from scheduler.kube import TestServerProcess
+from kubetestserver import TestServerProcess
 from scheduler.preemption.models import LedgerEntry
 from tests.admission.support import load_owner, load_pod
 from tests.conftest import ROOT

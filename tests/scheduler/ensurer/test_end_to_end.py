@@ -16,12 +16,13 @@ from django.test import Client
 from kubernetes import client, config
 from kubernetes_validate.utils import validate as schema_validate
 
-from scheduler.preemption import runtime
-from scheduler.kube import KubeCluster, KubeTestServer
+from kubetestserver import KubeTestServer
+from scheduler.kube import KubeCluster
 from scheduler.kube.resources import resource_named
+from scheduler.preemption import runtime
 from scheduler.preemption.models import LedgerEntry
-from scheduler.simulation import SimulatedCluster
 from scheduler.preemption.tasks import ensure_podgroups
+from scheduler.simulation import SimulatedCluster
 from tests.admission.support import EXPECTED, POD_FIXTURES, load_owner, load_pod, review_bytes
 
 pytestmark = pytest.mark.django_db

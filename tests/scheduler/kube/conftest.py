@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 from kubernetes import client, config
 
-from scheduler.kube import KubeCluster, KubeTestServer
-from scheduler.kube.validation import schema_validator
+from kubetestserver import KubeTestServer
+from kubetestserver.validation import schema_validator
+from scheduler.kube import KubeCluster
 
 from .objects import small_cluster
 

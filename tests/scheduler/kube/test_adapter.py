@@ -98,7 +98,7 @@ def test_reconnects_after_the_server_restarts(server, cluster):
 
 
 def test_a_replaced_server_with_fresh_storage_is_listed_again(server, cluster):
-    from scheduler.kube import KubeTestServer
+    from kubetestserver import KubeTestServer
 
     from .objects import small_cluster
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import kubernetes_validate.utils
 import pytest
 
+from kubetestserver import KubeTestServer
 from scheduler.cluster import ClusterEvent, of_kind, split_key
 from scheduler.engine import parse_snapshot, plan
-from scheduler.kube import KubeCluster, KubeTestServer
+from scheduler.kube import KubeCluster
 
 from .objects import full_cluster, small_cluster
 

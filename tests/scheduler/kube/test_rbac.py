@@ -6,8 +6,8 @@ from urllib.parse import parse_qs
 
 import yaml
 
+from kubetestserver.httpapi import parse_route
 from scheduler.cluster import ClusterEvent
-from scheduler.kube.httpapi import parse_route
 from tests.conftest import ROOT
 
 

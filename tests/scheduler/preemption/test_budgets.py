@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import pytest
 
+from kubetestserver import KubeTestServer
+from scheduler.kube import KubeCluster
+from scheduler.kube.resources import PDBS, PODS
 from scheduler.preemption import ledger, planning, tasks
 from scheduler.preemption import execution as execution_module
 from scheduler.preemption.execution import execute
 from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.execution.evictor import RetryPolicy
-from scheduler.kube import KubeCluster, KubeTestServer
-from scheduler.kube.resources import PDBS, PODS
 from scheduler.preemption.models import EvictionState, LedgerEntry, RequestState
 from tests.scheduler.preemption.builders import FakeCluster, pod, small_cluster
 

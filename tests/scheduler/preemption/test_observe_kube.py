@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from kubetestserver import TestServerProcess
+from scheduler.kube import KubeCluster
 from scheduler.preemption import runtime
-from scheduler.kube import KubeCluster, TestServerProcess
 from scheduler.preemption.models import Plan, PlanSource, PreemptionRequest, RequestState
 from scheduler.preemption.tasks import detect_unschedulable_gangs
 from tests.scheduler.preemption.builders import small_cluster

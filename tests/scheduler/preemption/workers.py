@@ -16,7 +16,7 @@ from urllib.parse import urlparse, urlunparse
 import pytest
 from django.db import connection
 
-from scheduler.kube import TestServerProcess
+from kubetestserver import TestServerProcess
 from tests.conftest import ROOT
 
 CLAIM_KEY = "gangweb:test:claimed-by"

@@ -6,7 +6,7 @@ real API server (an event created through one group is listed through the other)
 
 from __future__ import annotations
 
-from .resources import EVENTS, EVENTS_V1, Resource
+from scheduler.kube.resources import EVENTS, EVENTS_V1, Resource
 
 # events.k8s.io/v1 field -> core/v1 field
 _EVENT_FIELDS = {

@@ -7,7 +7,7 @@ one-GPU single-pod victims, plans a gang that needs all of those GPUs, and execu
 the official client with the ledger in the database ``DATABASE_URL`` names (PostgreSQL; its rows are
 removed afterwards). Printed per size: plan time, re-check + dry runs, real evictions, total, and
 evictions per second. ``--delay-ms`` makes the test server wait that long in every eviction call,
-to see what parallel calls buy against a slow API server.
+to see what parallel calls buy against a slow API server. Figures: docs/pipeline.md.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+HELP = "whole executions (ledger, re-check, dry runs, evictions) against the API test server; needs DATABASE_URL"
 BENCH_NAMESPACE = "gangweb-bench"
 
 
@@ -58,9 +59,10 @@ def cluster_objects(victims: int) -> list[dict]:
 def run_once(victims: int, delay_ms: int) -> dict:
     import re
 
+    from kubetestserver import TestServerProcess
+    from scheduler.kube import KubeCluster
     from scheduler.preemption import ledger, planning
     from scheduler.preemption.execution import execute
-    from scheduler.kube import KubeCluster, TestServerProcess
     from scheduler.preemption.models import Eviction, PreemptionRequest
 
     with tempfile.TemporaryDirectory() as tmp, TestServerProcess(Path(tmp) / "kubeconfig") as server:
@@ -99,13 +101,14 @@ def run_once(victims: int, delay_ms: int) -> dict:
             cluster.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="manage.py bench execution", description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--victims", type=int, nargs="+", default=[8, 64, 256])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--delay-ms", type=int, default=0)
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
+
+
+def handle(args: argparse.Namespace) -> int:
     rows = []
     for victims in args.victims:
         runs = [run_once(victims, args.delay_ms) for _ in range(args.repeat)]

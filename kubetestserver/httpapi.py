@@ -12,11 +12,12 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from scheduler.kube.resources import PDBS, PODS, Resource, find_resource
+
 from . import control, discovery, errors
 from .conversion import from_storage
 from .disruption import evict, refresh_pdb_status
 from .faults import Faults
-from .resources import PDBS, PODS, Resource, find_resource
 from .store import ObjectStore
 
 

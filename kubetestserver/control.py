@@ -1,6 +1,6 @@
 """Test-only control endpoints of the test server (under ``/__testserver/``) and a client for them.
 
-They let a test drive a server running in another process (``python -m scheduler.kube.testserver``):
+They let a test drive a server running in another process (``python -m kubetestserver``):
 inject faults, cut watches, expire the watch window, load or dump objects, read the request log.
 ``KubeTestServer`` offers the same operations in process; ``ControlClient`` does them over HTTP.
 """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.kube.patching import PatchError, apply_patch, merge_patch, strategic_merge
-from scheduler.kube.selectors import label_selector_matches, parse_field_selector, parse_label_selector
+from kubetestserver.patching import PatchError, apply_patch, merge_patch, strategic_merge
+from kubetestserver.selectors import parse_field_selector, parse_label_selector
 
 POD = {"metadata": {"labels": {"a": "1"}, "finalizers": ["x"]},
        "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}]}}
@@ -61,13 +61,3 @@ def test_field_selector_on_dotted_paths():
     assert parse_field_selector("spec.nodeName=n1,status.phase!=Failed")(pod)
     assert not parse_field_selector("spec.nodeName=n2")(pod)
 
-
-def test_label_selector_objects_as_pdbs_use_them():
-    labels = {"app": "a", "tier": "gpu"}
-    assert label_selector_matches({}, labels), "an empty selector matches every pod"
-    assert not label_selector_matches(None, labels), "a missing selector matches none"
-    assert label_selector_matches({"matchLabels": {"app": "a"},
-                                   "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]},
-                                                        {"key": "x", "operator": "DoesNotExist"}]}, labels)
-    assert not label_selector_matches({"matchExpressions": [{"key": "tier", "operator": "NotIn",
-                                                             "values": ["gpu"]}]}, labels)

@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import math
 
+from scheduler.kube.budgets import label_selector_matches, matching_budgets, pod_is_ready, spends_budget
+from scheduler.kube.resources import PDBS, PODS
+
 from . import errors
-from .resources import PDBS, PODS
-from .selectors import label_selector_matches
 from .objects import now_rfc3339
 from .store import ObjectStore
-
-
-def _is_ready(pod: dict) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
 
 
 def _matching_pdbs(store: ObjectStore, pod: dict) -> list[dict]:
@@ -41,7 +35,7 @@ def compute_pdb_status(store: ObjectStore, pdb: dict) -> dict:
         and not p["metadata"].get("deletionTimestamp")
     ]
     expected = len(pods)
-    healthy = sum(1 for p in pods if _is_ready(p))
+    healthy = sum(1 for p in pods if pod_is_ready(p))
     if spec.get("minAvailable") is not None:
         desired = _scaled(spec["minAvailable"], expected, round_up=True)
     elif spec.get("maxUnavailable") is not None:
@@ -79,29 +73,6 @@ def _too_many_requests(cause: str, retry_after: int | None) -> errors.ApiError:
         details={"causes": [{"reason": "DisruptionBudget", "message": cause}]},
         retry_after=retry_after,
     )
-
-
-def spends_budget(pod: dict, pdb: dict, status: dict) -> bool:
-    """Whether evicting ``pod`` takes one of ``pdb``'s allowed disruptions, as the Eviction API decides:
-    terminal, pending and terminating pods never do; an unready pod does not when the budget's
-    ``unhealthyPodEvictionPolicy`` is ``AlwaysAllow``, or (``IfHealthyBudget``) while the budget is met."""
-    phase = (pod.get("status") or {}).get("phase")
-    if phase in ("Succeeded", "Failed", "Pending") or (pod.get("metadata") or {}).get("deletionTimestamp"):
-        return False
-    if _is_ready(pod):
-        return True
-    policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy", "IfHealthyBudget")
-    desired = status.get("desiredHealthy", 0)
-    return not (policy == "AlwaysAllow" or (status.get("currentHealthy", 0) >= desired and desired > 0))
-
-
-def matching_budgets(pod: dict, budgets: list[dict]) -> list[dict]:
-    """The PodDisruptionBudgets among ``budgets`` whose selector selects ``pod`` (same namespace)."""
-    meta = pod.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    return [pdb for pdb in budgets
-            if (pdb.get("metadata") or {}).get("namespace") == meta.get("namespace")
-            and label_selector_matches((pdb.get("spec") or {}).get("selector"), labels)]
 
 
 def _check_budget(pdb: dict, status: dict) -> None:

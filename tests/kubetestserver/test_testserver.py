@@ -12,10 +12,9 @@ import yaml
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.kube import ControlClient, TestServerProcess
+from kubetestserver import ControlClient, TestServerProcess
 from scheduler.kube.resources import EVENTS, PDBS, PODGROUPS, PODS
-
-from .objects import pdb, pod, podgroup, small_cluster
+from tests.scheduler.kube.objects import pdb, pod, podgroup, small_cluster
 
 
 def status_body(exc: ApiException) -> dict:

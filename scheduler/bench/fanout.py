@@ -9,7 +9,7 @@ domain), cuts each shard's sub-snapshot, stashes the cuts in Redis (``REDIS_URL`
 slowest shard (fetch its cut, parse it, plan its domains) and the merge: "fan-out (ideal)" assumes
 one idle worker per shard. With ``--worker N`` it also starts a real Celery worker of N prefork
 processes on ``REDIS_URL`` and times the real group of ``scheduler.plan_domains`` tasks end to end
-("fan-out (worker)"). It checks that both routes give the same plan (reason aside).
+("fan-out (worker)"). It checks that both routes give the same plan (reason aside). Figures: docs/pipeline.md.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+HELP = "planning fanned out over Celery tasks against one planning task; needs REDIS_URL"
 
 
 def measure(nodes: int, gpus: int, parts: int, real_worker: bool) -> dict:
@@ -86,7 +88,7 @@ class Worker:
     """A Celery worker of our own for the benchmark (its process group is ended on exit)."""
 
     def __init__(self, concurrency: int) -> None:
-        root = Path(__file__).resolve().parent.parent
+        root = Path(__file__).resolve().parents[2]  # the repository
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"fanout-bench-worker-{os.getpid()}.log"
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
@@ -116,14 +118,15 @@ class Worker:
         self.log.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="manage.py bench fanout", description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[5000, 20000])
     parser.add_argument("--parts", type=int, default=4)
     parser.add_argument("--worker", type=int, default=0, metavar="N",
                         help="also run the shards on a real Celery worker of N processes")
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
+
+
+def handle(args: argparse.Namespace) -> int:
     worker = Worker(args.worker) if args.worker else None
     try:
         if worker:

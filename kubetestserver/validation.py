@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from scheduler.kube.resources import CUSTOM_OWNER_RESOURCES, resource_for_object
+
 from . import errors
-from .resources import CUSTOM_OWNER_RESOURCES, resource_for_object
 
 KUBERNETES_VERSION = "1.37.0"
 

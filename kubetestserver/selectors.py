@@ -1,11 +1,11 @@
-"""Label and field selectors, as the API server applies them to list/watch and PDBs to pods."""
+"""Label and field selector query strings, as the API server applies them to list and watch.
+
+A PDB's ``LabelSelector`` object is matched by ``scheduler.kube.budgets.label_selector_matches``."""
 
 from __future__ import annotations
 
 import re
 from typing import Any, Callable
-
-from scheduler.engine.selectors import parse_label_selector as parse_label_selector_object
 
 Predicate = Callable[[dict], bool]
 
@@ -85,12 +85,3 @@ def parse_field_selector(text: str | None) -> Predicate:
         path, op, value = m.groups()
         checks.append((path, op == "!=", value))
     return lambda obj: all((_field_value(obj, p) == v) != neg for p, neg, v in checks)
-
-
-def label_selector_matches(selector: dict | None, labels: dict[str, str]) -> bool:
-    """A ``metav1.LabelSelector`` object, with the engine's semantics (one implementation): an empty
-    selector matches all, a missing (None) or invalid one matches nothing, as for PDBs in policy/v1."""
-    try:
-        return parse_label_selector_object(selector, "selector").matches(labels)
-    except ValueError:
-        return False

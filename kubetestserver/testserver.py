@@ -1,4 +1,5 @@
-"""A local Kubernetes API server for tests and demos: real paths and object shapes, in-memory state.
+"""A local Kubernetes API server for tests, benchmarks and demos (test tooling): real paths and object
+shapes, in-memory state.
 
 In process::
 
@@ -9,7 +10,7 @@ In process::
 
 In another process (e.g. for Celery workers, or to survive the test process' own restarts)::
 
-    python -m scheduler.kube.testserver --port 0 --load snapshot.yaml --kubeconfig kc.yaml
+    python -m kubetestserver --port 0 --load snapshot.yaml --kubeconfig kc.yaml
 
 prints ``READY http://127.0.0.1:PORT`` once serving; ``ControlClient(url)`` then drives it.
 ``TestServerProcess`` wraps that for tests.
@@ -29,12 +30,13 @@ from typing import Any, Iterable
 
 import yaml
 
+from scheduler.engine.reading import read_snapshot
+
 from .control import ControlClient, request_log
 from .disruption import refresh_pdb_status
 from .errors import ApiError
 from .faults import Faults
 from .httpapi import ApiState, make_handler
-from ..engine.reading import read_snapshot
 from .store import ObjectStore
 from .validation import schema_validator
 
@@ -205,7 +207,7 @@ class TestServerProcess:
     def __init__(self, kubeconfig: str | Path, load: str | Path | None = None, port: int = 0,
                  bookmark_interval: float = 5.0):
         self.kubeconfig = Path(kubeconfig)
-        self._args = [sys.executable, "-m", "scheduler.kube.testserver", "--port", str(port),
+        self._args = [sys.executable, "-m", "kubetestserver", "--port", str(port),
                       "--kubeconfig", str(kubeconfig), "--bookmark-interval", str(bookmark_interval)]
         if load:
             self._args += ["--load", str(load)]
@@ -214,7 +216,7 @@ class TestServerProcess:
         self.log_path: Path | None = None
 
     def start(self, timeout: float = 30.0) -> "TestServerProcess":
-        root = Path(__file__).resolve().parents[2]
+        root = Path(__file__).resolve().parents[1]  # the repository: kubetestserver/ is at its top
         # stderr goes to a file: an unread pipe would block the server once its buffer fills
         self.log_path = self.kubeconfig.parent / f"{self.kubeconfig.name}.testserver.log"
         with open(self.log_path, "ab") as log:
@@ -251,7 +253,7 @@ class TestServerProcess:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scheduler.kube.testserver",
+    parser = argparse.ArgumentParser(prog="python -m kubetestserver",
                                      description="Local Kubernetes API test server (in-memory).")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from scheduler.engine.reading import read_snapshot  # bounded: sizes, aliases, file types (docs/engine.md)
+from scheduler.kube.resources import PODS, Resource, resource_for_object
+
 from . import errors
 from .conversion import from_storage, to_storage
 from .history import Change, WatchHistory
-from ..engine.reading import read_snapshot  # bounded: sizes, aliases, file types (docs/engine.md)
 from .objects import flatten, now_rfc3339
 from .patching import JSON_PATCH, PatchError, apply_patch
-from .resources import PODS, Resource, resource_for_object
 from .selectors import SelectorError, parse_field_selector, parse_label_selector
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .resources import RESOURCES
+from scheduler.kube.resources import RESOURCES
 
 VERSION = {
     "major": "1",

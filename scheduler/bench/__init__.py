@@ -1,0 +1,26 @@
+"""The pipeline's benchmarks, run by ``python manage.py bench engine|kube|execution|fanout``.
+
+Scaffolding, not product: nothing in the pipeline imports these modules, and they may run the product against
+the Kubernetes API test server (``kubetestserver``), which product code never imports (``tests/test_layering.py``).
+
+Each module is one benchmark with the same shape, which ``manage.py bench`` (``gangweb/management/commands/bench.py``)
+turns into one subcommand: ``HELP`` (its line in ``manage.py bench --help``), ``add_arguments(parser)`` (its options)
+and ``handle(options) -> int`` (prints a table, or with ``--json`` one JSON object on stdout; returns the exit
+status). The webhook's, the API's and the demo's benchmarks have the same shape beside their code
+(``admission/bench.py``, ``gangweb/api/bench.py``, ``gangweb/demo_bench.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def at_least_one(text: str) -> int:
+    """An argparse ``type``: a whole number of at least 1 (sizes, counts, repeats)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
