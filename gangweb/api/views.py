@@ -17,8 +17,8 @@ from rest_framework.views import APIView
 
 from gangweb.api import filters, serializers
 from gangweb.api.permissions import ReadableLikeTheDashboard
-from scheduler.preemption import planning
 from scheduler.engine import SnapshotError
+from scheduler.preemption import planning
 from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest
 from scheduler.preemption.runtime import get_cluster
 

@@ -26,9 +26,9 @@ HELP = "planning fanned out over Celery tasks against one planning task; needs R
 
 
 def measure(nodes: int, gpus: int, parts: int, real_worker: bool) -> dict:
-    from scheduler.preemption import fanout
     from scheduler.engine import parse_snapshot, plan
     from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
+    from scheduler.preemption import fanout
 
     objects = synthetic_cluster(nodes, seed=7)
     podgroup = preemptor_name(gpus)

@@ -20,9 +20,9 @@ from typing import Any, Iterable
 
 from django.utils import timezone
 
-from scheduler.preemption import ledger, planning
 from scheduler.cluster import Cluster, KubeObject, ListsEvents, object_key
 from scheduler.engine import parse_snapshot
+from scheduler.preemption import ledger, planning
 from scheduler.preemption.models import Eviction, EvictionState, Mode, PlanSource, PreemptionRequest, RequestState
 from scheduler.preemption.runtime import mode_for
 

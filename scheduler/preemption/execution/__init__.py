@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from scheduler.preemption import ledger, locks, metrics
 from scheduler.cluster import BoundedCalls, Cluster
+from scheduler.preemption import ledger, locks, metrics
 from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.execution.evictor import DELETE, EVICT, Calls, RetryPolicy, dry_run, evict, in_threads, replaced
 from scheduler.preemption.execution.recheck import recheck

@@ -21,8 +21,8 @@ from typing import Callable, Iterable
 
 from django.db import close_old_connections, connection
 
-from scheduler.preemption import ledger, metrics
 from scheduler.cluster import Cluster, ClusterEvent, EvictionResult
+from scheduler.preemption import ledger, metrics
 from scheduler.preemption.locks import Lease, Stopped
 from scheduler.preemption.models import Eviction, EvictionState
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.preemption import runtime
 from scheduler.engine import parse_snapshot, plan
+from scheduler.preemption import runtime
 from scheduler.preemption.models import LedgerEntry, PreemptionRequest
 from scheduler.simulation import SimulatedCluster
 from tests.scheduler.preemption.builders import T1, pod, podgroup

@@ -20,8 +20,8 @@ import httpx
 import pytest
 from celery import Celery
 
-from scheduler.preemption import ledger, planning
 from scheduler.kube import KubeCluster
+from scheduler.preemption import ledger, planning
 from scheduler.preemption.models import Eviction, EvictionState, LedgerEntry, PreemptionRequest, RequestState
 from tests.conftest import free_port
 from tests.scheduler.preemption.builders import small_cluster

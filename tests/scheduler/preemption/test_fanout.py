@@ -7,9 +7,9 @@ import re
 import pytest
 import redis
 
-from scheduler.preemption import fanout, ledger, runtime
 from scheduler.engine import best_plan, domain_shards, parse_snapshot, plan as engine_plan
 from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
+from scheduler.preemption import fanout, ledger, runtime
 from scheduler.preemption.models import LedgerEntry, Plan, PreemptionRequest, RequestState
 from scheduler.preemption.tasks import plan_request
 from tests.scheduler.engine.test_subsnapshot import entangled_cluster

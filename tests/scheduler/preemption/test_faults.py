@@ -13,8 +13,8 @@ import time
 import pytest
 from celery import Celery
 
-from scheduler.preemption import ledger, planning
 from scheduler.kube import KubeCluster
+from scheduler.preemption import ledger, planning
 from scheduler.preemption.models import Eviction, EvictionState, PreemptionRequest, RequestState
 from tests.scheduler.preemption.builders import small_cluster
 from tests.scheduler.preemption.workers import Worker, real_evictions, wait_until, worker_env

@@ -7,8 +7,8 @@ import copy
 import pytest
 from prometheus_client import REGISTRY
 
-from scheduler.preemption import ledger
 from scheduler.engine import parse_snapshot, plan as engine_plan
+from scheduler.preemption import ledger
 from scheduler.preemption.models import Eviction, EvictionState, Plan, PlanSource, PreemptionRequest, RequestState
 from scheduler.preemption.observe import record_observations
 from scheduler.preemption.tasks import detect_unschedulable_gangs, recover_requests
