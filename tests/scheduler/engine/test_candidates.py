@@ -85,23 +85,6 @@ def test_fan_out_shards_recombine_into_the_in_process_plan():
     assert plan(snap, group, domains=everything).to_dict() == whole.to_dict()
 
 
-def test_process_pool_route_gives_the_same_plan(monkeypatch):
-    import scheduler.engine.parallel as parallel
-    from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
-
-    snap = parse_snapshot(synthetic_cluster(480, seed=4))
-    group = preemptor_name(64)
-    monkeypatch.setenv("GANGWEB_ENGINE_WORKERS", "0")
-    in_process = plan(snap, group).to_dict()
-    monkeypatch.setenv("GANGWEB_ENGINE_WORKERS", "2")
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_NODES", 1)
-    try:
-        pooled = plan(snap, group).to_dict()
-    finally:
-        parallel._drop(id(snap))
-    assert pooled == in_process
-
-
 def test_cost_aware_evicts_the_pod_holding_a_wanted_host_port():
     ported = {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}],
                               "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}
