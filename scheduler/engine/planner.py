@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from .domainrank import rank_domains
+from .policies.gangweb.domainrank import rank_domains
 from .errors import SnapshotError
 from .evaluation import Problem
 from .gang import Gang

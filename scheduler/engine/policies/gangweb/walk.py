@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
+from .candidates import evaluate_domain
+
 if TYPE_CHECKING:
-    from .evaluation import Candidate, Problem
-    from .gang import Domain
+    from ...evaluation import Candidate, Problem
+    from ...gang import Domain
 
 PATIENCE = 8
 
@@ -35,8 +37,6 @@ def _patience(best: "Candidate | None") -> int:
 def evaluate_domains(problem: "Problem", domains: Sequence["Domain"], bounds: dict[int, int],
                      seed: "Candidate | None" = None) -> tuple[list["Candidate"], int]:
     """Candidates from the domains worth evaluating, and how many domains were evaluated."""
-    from .policies.gangweb import evaluate_domain
-
     out: list = []
     best, stale, evaluated = seed, 0, 0
     pending = len(problem.gang.pending)

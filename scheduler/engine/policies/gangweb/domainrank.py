@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from .placement import fit_columns, topology_domains
-from .victims import NO_VICTIM_PRIORITY
+from ...placement import fit_columns, topology_domains
+from ...victims import NO_VICTIM_PRIORITY
 
 if TYPE_CHECKING:
-    from .evaluation import Problem
-    from .gang import Domain
+    from ...evaluation import Problem
+    from ...gang import Domain
 
 
 def rank_domains(problem: "Problem", domains: Sequence["Domain"]) -> tuple[list["Domain"], dict[int, int]]:

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .placement import fit_columns, node_mask, ports_conflict
-from .victims import NO_VICTIM_PRIORITY
+from ...placement import fit_columns, node_mask, ports_conflict
+from ...victims import NO_VICTIM_PRIORITY
 
 if TYPE_CHECKING:
-    from .evaluation import Problem
-    from .gang import Domain
+    from ...evaluation import Problem
+    from ...gang import Domain
 
 ZERO = (0, NO_VICTIM_PRIORITY, 0, 0, 0, 0.0)
 

@@ -2,10 +2,10 @@
 
 from scheduler.engine import parse_snapshot, plan
 from scheduler.engine.builders import node, pod, podgroup
-from scheduler.engine.costaware import CostAwarePlacer
 from scheduler.engine.evaluation import Problem
 from scheduler.engine.gang import Gang
-from scheduler.engine.unitfill import unit_fill_placement
+from scheduler.engine.policies.gangweb.costaware import CostAwarePlacer
+from scheduler.engine.policies.gangweb.unitfill import unit_fill_placement
 
 
 def _problem(objects, group="default/hi"):
