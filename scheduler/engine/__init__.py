@@ -11,10 +11,10 @@ Pure Python (numpy for the per-node arithmetic): no Django, no Kubernetes client
 
 from .errors import SnapshotError
 from .plan import Plan, Victim
-from .planner import best_plan, domain_shards, plan
+from .planner import best_plan, can_shard, domain_shards, plan
 from .policies import DEFAULT_POLICY, POLICIES
 from .reading import read_snapshot
 from .snapshot import Snapshot, load_snapshot, parse_snapshot
 
 __all__ = ["load_snapshot", "read_snapshot", "parse_snapshot", "plan", "Snapshot", "Plan", "Victim", "SnapshotError",
-           "POLICIES", "DEFAULT_POLICY", "domain_shards", "best_plan"]
+           "POLICIES", "DEFAULT_POLICY", "can_shard", "domain_shards", "best_plan"]

@@ -104,6 +104,7 @@ def _released(problem: Problem) -> np.ndarray:
 class LegacyPolicy(PreemptionPolicy):
     name = "legacy"
     summary = "classic per-pod preemption, group-unaware (for comparison only)"
+    atomic = False
 
     def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
         """Per-pod preemption inside one domain at a time. Without a topology constraint that is
