@@ -9,9 +9,9 @@ Pure Python (numpy for the per-node arithmetic): no Django, no Kubernetes client
     p.to_dict()   # the DESIGN.md ``gang plan`` JSON
 """
 
+from .contract import Plan, Victim
+from .entry import best_plan, can_shard, domain_shards, plan
 from .errors import SnapshotError
-from .plan import Plan, Victim
-from .planner import best_plan, can_shard, domain_shards, plan
 from .policies import DEFAULT_POLICY, POLICIES
 from .reading import read_snapshot
 from .snapshot import Snapshot, load_snapshot, parse_snapshot

@@ -11,7 +11,7 @@ import time
 from typing import Callable, Sequence
 
 from .builders import as_list
-from .planner import plan
+from .entry import plan
 from .policies import POLICIES
 from .snapshot import load_snapshot
 from .synthetic import PREEMPTORS, preemptor_name, synthetic_cluster

@@ -10,9 +10,9 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from .gang import Domain, Gang
+from .contract import Plan, Victim
 from .placement import PortBook, fit_columns, place_least_allocated, ports_conflict, topology_domains
-from .plan import Plan, Victim
+from .preemptor import Domain, Preemptor
 from .snapshot import Snapshot
 from .victims import Unit, victim_cost
 
@@ -45,7 +45,7 @@ class Candidate:
 
 
 class Problem:
-    def __init__(self, snapshot: Snapshot, gang: Gang) -> None:
+    def __init__(self, snapshot: Snapshot, gang: Preemptor) -> None:
         self.snapshot, self.gang = snapshot, gang
         self.units = snapshot.units
         self.priority = gang.priority

@@ -16,9 +16,9 @@ from typing import Any, BinaryIO, Iterable, Iterator, Mapping
 import numpy as np
 
 from .errors import SnapshotError, object_label
-from .objects import NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, PriorityClass, Workload
 from .reading import read_snapshot, snapshot_documents
 from .resources import CPU, EPHEMERAL, MEMORY, PODS
+from .typed_objects import NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, PriorityClass, Workload
 
 MAX_TREE_DEPTH = 8  # guard for parentCompositePodGroupName chains (the API allows 4 levels)
 

@@ -35,9 +35,9 @@ from typing import Any, Iterable
 import numpy as np
 
 from .evaluation import Problem
-from .gang import Gang
 from .placement import topology_domains
 from .policies import DEFAULT_POLICY, policy_named
+from .preemptor import Preemptor
 from .snapshot import Snapshot, _flatten, parse_snapshot
 
 SMALL_KINDS = ("PodGroup", "CompositePodGroup", "Workload", "PodDisruptionBudget", "PriorityClass")
@@ -54,7 +54,7 @@ class SnapshotCutter:
     def __init__(self, snapshot: Snapshot, objects: Iterable[Any], podgroup: str, policy: str = DEFAULT_POLICY) -> None:
         self.snapshot = snapshot
         self.policy = policy_named(policy)
-        self.gang = Gang(snapshot, podgroup)
+        self.gang = Preemptor(snapshot, podgroup)
         self.topology_key = self.gang.group.topology_key
         self.raw_nodes: dict[str, dict] = {}
         self.raw_pods: dict[str, dict] = {}

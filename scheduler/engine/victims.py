@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
-from .objects import ALL
+from .typed_objects import ALL
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot

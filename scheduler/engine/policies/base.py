@@ -5,9 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Sequence
 
+from ..contract import Plan
 from ..evaluation import Problem
-from ..gang import Domain
-from ..plan import Plan
+from ..preemptor import Domain
 
 
 class PreemptionPolicy(ABC):

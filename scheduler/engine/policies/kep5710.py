@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..contract import Plan
 from ..evaluation import Candidate, Problem
-from ..gang import Domain
-from ..plan import Plan
+from ..preemptor import Domain
 from .base import PreemptionPolicy
 from .explain import describe_choice, describe_infeasible
 

@@ -13,10 +13,10 @@ from typing import Sequence
 
 import numpy as np
 
+from ..contract import Plan, Victim
 from ..evaluation import Candidate, Problem
-from ..gang import Domain
 from ..placement import fit_columns, least_allocated_scores, node_mask, ports_conflict
-from ..plan import Plan, Victim
+from ..preemptor import Domain
 from .base import PreemptionPolicy
 
 MIN_CANDIDATES, CANDIDATE_PERCENT = 100, 10  # kube-scheduler's minCandidateNodes{Absolute,Percentage}

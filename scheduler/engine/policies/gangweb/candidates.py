@@ -9,7 +9,7 @@ victim set is a candidate as well.
 from __future__ import annotations
 
 from ...evaluation import Candidate, Problem
-from ...gang import Domain
+from ...preemptor import Domain
 from .costaware import CostAwarePlacer
 from .unitfill import unit_fill_placement
 

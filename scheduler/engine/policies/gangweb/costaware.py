@@ -20,7 +20,7 @@ from ...victims import NO_VICTIM_PRIORITY
 
 if TYPE_CHECKING:
     from ...evaluation import Problem
-    from ...gang import Domain
+    from ...preemptor import Domain
 
 ZERO = (0, NO_VICTIM_PRIORITY, 0, 0, 0, 0.0)
 

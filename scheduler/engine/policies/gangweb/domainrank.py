@@ -17,7 +17,7 @@ from ...victims import NO_VICTIM_PRIORITY
 
 if TYPE_CHECKING:
     from ...evaluation import Problem
-    from ...gang import Domain
+    from ...preemptor import Domain
 
 
 def rank_domains(problem: "Problem", domains: Sequence["Domain"]) -> tuple[list["Domain"], dict[int, int]]:

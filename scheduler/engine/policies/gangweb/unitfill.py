@@ -18,7 +18,7 @@ from ...placement import fit_columns, node_mask, place_least_allocated, tightest
 
 if TYPE_CHECKING:
     from ...evaluation import Problem
-    from ...gang import Domain
+    from ...preemptor import Domain
 
 
 def _slots(free_rows: np.ndarray, request: np.ndarray, cols: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from .candidates import evaluate_domain
 
 if TYPE_CHECKING:
     from ...evaluation import Candidate, Problem
-    from ...gang import Domain
+    from ...preemptor import Domain
 
 PATIENCE = 8
 

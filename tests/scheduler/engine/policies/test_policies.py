@@ -195,8 +195,8 @@ def test_to_dict_has_exactly_the_contract_keys():
 
 def test_reprieve_filter_seam_can_veto_and_observe_reprieval():
     from scheduler.engine.evaluation import Problem
-    from scheduler.engine.gang import Gang
     from scheduler.engine.policies.kep5710 import Kep5710Policy
+    from scheduler.engine.preemptor import Preemptor
 
     seen = []
 
@@ -213,7 +213,7 @@ def test_reprieve_filter_seam_can_veto_and_observe_reprieval():
                           + _preemptor(gpus=4))
     policy = Kep5710Policy()
     policy.reprieve_filter_factory = KeepNothingBare
-    result = policy.plan(Problem(snap, Gang(snap, "default/hi")))
+    result = policy.plan(Problem(snap, Preemptor(snap, "default/hi")))
     assert result.evictions == ["default/old"] and seen == ["new"]
 
 

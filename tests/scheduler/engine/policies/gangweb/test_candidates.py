@@ -3,14 +3,14 @@
 from scheduler.engine import parse_snapshot, plan
 from scheduler.engine.builders import node, pod, podgroup
 from scheduler.engine.evaluation import Problem
-from scheduler.engine.gang import Gang
 from scheduler.engine.policies.gangweb.costaware import CostAwarePlacer
 from scheduler.engine.policies.gangweb.unitfill import unit_fill_placement
+from scheduler.engine.preemptor import Preemptor
 
 
 def _problem(objects, group="default/hi"):
     snap = parse_snapshot(objects)
-    gang = Gang(snap, group)
+    gang = Preemptor(snap, group)
     return snap, Problem(snap, gang), gang.domains()[0][0]
 
 

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from .contract import Plan
 from .errors import SnapshotError
 from .evaluation import Problem
-from .gang import Gang
-from .plan import Plan
 from .policies import DEFAULT_POLICY, POLICIES, policy_named
+from .preemptor import Preemptor
 from .snapshot import Snapshot
 
 
 def _problem(snapshot: Snapshot, podgroup: str) -> Problem:
     if not isinstance(snapshot, Snapshot):
         raise SnapshotError("plan() needs a Snapshot from load_snapshot() or parse_snapshot()")
-    return Problem(snapshot, Gang(snapshot, podgroup))
+    return Problem(snapshot, Preemptor(snapshot, podgroup))
 
 
 def plan(snapshot: Snapshot, podgroup: str, policy: str = DEFAULT_POLICY, *,
