@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import SnapshotError, object_label
 from .reading import read_snapshot, snapshot_documents
-from .resources import CPU, EPHEMERAL, MEMORY, PODS
+from .resources import CPU, EPHEMERAL, MEMORY, PODS, is_gpu
 from .typed_objects import NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, PriorityClass, Workload
 
 MAX_TREE_DEPTH = 8  # guard for parentCompositePodGroupName chains (the API allows 4 levels)
@@ -143,7 +143,7 @@ class Snapshot:
         fixed = [PODS, CPU, MEMORY, EPHEMERAL]
         self.resources = fixed + sorted(names - set(fixed))
         self.resource_index = {name: i for i, name in enumerate(self.resources)}
-        self.gpu_columns = [i for i, name in enumerate(self.resources) if name.endswith("/gpu")]
+        self.gpu_columns = [i for i, name in enumerate(self.resources) if is_gpu(name)]
         alloc = np.zeros((len(self.nodes), len(self.resources)), dtype=np.int64)
         for i, node in enumerate(self.nodes):
             for name, value in node.allocatable.items():
