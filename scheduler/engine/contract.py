@@ -3,7 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+NO_VICTIM_PRIORITY = -(2**63)  # the highest victim priority of a plan without victims: below every priority
+
+
+class Cost(NamedTuple):
+    """DESIGN.md cost order, cheapest first when compared as a tuple."""
+
+    pdb_violations: int
+    highest_victim_priority: int
+    victim_priority_sum: int
+    victim_units: int
+    evicted_pods: int
+    lost_gpu_seconds: float
+
+
+NO_VICTIM_COST = Cost(0, NO_VICTIM_PRIORITY, 0, 0, 0, 0.0)
 
 
 @dataclass
@@ -32,7 +48,7 @@ class Plan:
     placement: dict[str, str] = field(default_factory=dict)
     domain: str | None = None
     # Not part of the JSON contract: what the pipeline and dashboard want besides it.
-    cost: tuple = ()
+    cost: Cost | tuple = ()  # a Cost from the engine; a plain tuple of the same order is ranked alike
     pending: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -44,9 +60,7 @@ class Plan:
     @property
     def cost_breakdown(self) -> dict[str, Any]:
         """The cost tuple with names (``highest_victim_priority`` is None without victims)."""
-        names = ("pdb_violations", "highest_victim_priority", "victim_priority_sum", "victim_units",
-                 "evicted_pods", "lost_gpu_seconds")
-        out = dict(zip(names, self.cost))
+        out = dict(zip(Cost._fields, self.cost))
         if not self.victims:
             out["highest_victim_priority"] = None
         return out

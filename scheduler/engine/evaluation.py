@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from .contract import Plan, Victim
+from .contract import Cost, Plan, Victim
 from .placement import PortBook, fit_columns, place_least_allocated, ports_conflict, topology_domains
 from .preemptor import Domain, Preemptor
 from .snapshot import Snapshot
@@ -32,7 +32,7 @@ class Candidate:
 
     __slots__ = ("domain", "assignments", "victims", "cost", "how")
 
-    def __init__(self, domain: Domain, assignments: list[tuple[int, int]], victims: list[int], cost: tuple,
+    def __init__(self, domain: Domain, assignments: list[tuple[int, int]], victims: list[int], cost: Cost | tuple,
                  how: str) -> None:
         self.domain, self.assignments, self.victims, self.cost, self.how = domain, assignments, victims, cost, how
 
@@ -127,9 +127,8 @@ class Problem:
         """Domains that can possibly succeed, most room first (then label order)."""
         need = max(self.gang.needed(), 1)
         rooms = self.room(free, domains)
-        usable = [(min(r, len(self.gang.pending)), d) for r, d in zip(rooms, domains) if r >= need]
-        usable.sort(key=lambda rd: (-rd[0], rd[1].order))
-        return [d for _, d in usable]
+        room = {d.order: min(r, len(self.gang.pending)) for r, d in zip(rooms, domains) if r >= need}
+        return sorted((d for d in domains if d.order in room), key=lambda d: (-room[d.order], d.order))
 
     # -- reprieval ------------------------------------------------------------------------------
     def reprieval_order(self, unit_ids: Iterable[int], pdb_first: bool = True) -> list[int]:

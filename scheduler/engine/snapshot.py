@@ -11,7 +11,7 @@ effective priorities, victim units), so plans never rescan the raw objects.
 from __future__ import annotations
 
 import os
-from typing import Any, BinaryIO, Iterable, Iterator, Mapping
+from typing import Any, BinaryIO, Iterable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
@@ -56,7 +56,7 @@ def _flatten(documents: Iterable[Any]) -> list[Any]:
     depth is bounded only by the parser, never by Python's recursion limit."""
     out: list[Any] = []
     # Each level: its items, and the (kind, apiVersion) its kind-less items take (typed lists only).
-    pending: list[tuple[Iterator[tuple[int, Any]], tuple[str, Any] | None]] = [(enumerate(documents), None)]
+    pending: list[tuple[Iterator[tuple[int, Any]], ItemType | None]] = [(enumerate(documents), None)]
     while pending:
         level, item_type = pending[-1]
         for position, doc in level:
@@ -72,18 +72,25 @@ def _flatten(documents: Iterable[Any]) -> list[Any]:
                 pending.append((enumerate(items), _item_type(doc)))
                 break
             if item_type is not None and isinstance(doc, dict) and not doc.get("kind"):
-                doc = {**doc, "kind": item_type[0], "apiVersion": doc.get("apiVersion") or item_type[1]}
+                doc = {**doc, "kind": item_type.kind, "apiVersion": doc.get("apiVersion") or item_type.api_version}
             out.append(doc)
         else:
             pending.pop()
     return out
 
 
-def _item_type(typed_list: Mapping) -> tuple[str, Any] | None:
+class ItemType(NamedTuple):
+    """What the kind-less items of a typed list are."""
+
+    kind: str
+    api_version: Any
+
+
+def _item_type(typed_list: Mapping) -> ItemType | None:
     """``NodeList`` -> ("Node", its apiVersion): the API server leaves kind and apiVersion out of
     the items of a typed list. A plain ``List`` says nothing about its items."""
     kind = str(typed_list.get("kind"))
-    return (kind[:-len("List")], typed_list.get("apiVersion")) if kind != "List" else None
+    return ItemType(kind[:-len("List")], typed_list.get("apiVersion")) if kind != "List" else None
 
 
 def parse_snapshot(objects: Iterable[Any]) -> "Snapshot":

@@ -56,7 +56,7 @@ class GangwebPolicy(PreemptionPolicy):
         best = improve(problem, min(workable, key=Candidate.rank))
         how = f"{best.how}; cheapest of {len(workable)} candidate plan(s) over {evaluated} domain(s)"
         if kep is not None and best is not kep and best.rank() < kep.rank():
-            how += f" (kep5710 would evict {len(kep.victims)} unit(s), highest priority {kep.cost[1]})"
+            how += f" (kep5710 would evict {len(kep.victims)} unit(s), highest priority {kep.cost.highest_victim_priority})"
         return problem.plan(self.name, True, describe_choice(problem, best, how), best)
 
 

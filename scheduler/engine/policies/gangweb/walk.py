@@ -25,13 +25,14 @@ PATIENCE = 8
 
 
 def _beaten(best: "Candidate | None", bound: int, pending: int) -> bool:
-    return best is not None and best.placed == pending and best.cost[0] == 0 and bound > best.cost[1]
+    return (best is not None and best.placed == pending and best.cost.pdb_violations == 0
+            and bound > best.cost.highest_victim_priority)
 
 
 def _patience(best: "Candidate | None") -> int:
     # A plan that breaks PDBs loses to any plan that does not, whatever its other costs, and domain
     # ranking does not foresee budgets: keep looking longer before settling for one.
-    return PATIENCE if best is None or best.cost[0] == 0 else PATIENCE * 8
+    return PATIENCE if best is None or best.cost.pdb_violations == 0 else PATIENCE * 8
 
 
 def evaluate_domains(problem: "Problem", domains: Sequence["Domain"], bounds: dict[int, int],
