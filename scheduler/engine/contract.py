@@ -1,4 +1,9 @@
-"""The plan a policy returns, and its JSON form (DESIGN.md ``gang plan`` contract)."""
+"""The plan a policy returns, and its JSON form (DESIGN.md ``gang plan`` contract).
+
+Beside its one-line ``reason`` every plan carries a machine-readable ``outcome`` (like
+kube-scheduler's Status codes): ``fits`` (feasible, nothing to evict), ``preempt`` (feasible once its
+victims go) or ``infeasible:<why>`` with one of ``INFEASIBLE`` as the why.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,18 @@ class Cost(NamedTuple):
 
 
 NO_VICTIM_COST = Cost(0, NO_VICTIM_PRIORITY, 0, 0, 0, 0.0)
+
+FITS, PREEMPT = "fits", "preempt"
+# The <why> of an "infeasible:<why>" outcome, in the order the checks run.
+INFEASIBLE = {
+    "too-few-pods": "no pending pods, and fewer running than minCount",
+    "priority-mismatch": "a pending or running pod's own priority differs from its group's",
+    "no-usable-node": "too few pending pods pass the node filters (Ready, cordon, taints, selector, affinity) anywhere",
+    "topology": "the topology constraint cannot be met (label missing, running pods outside it or split across values)",
+    "never-preempts": "the group does not fit and its preemption policy is Never",
+    "no-victims": "the group does not fit and no running pod has a lower priority",
+    "no-room": "even with the victims the policy may take, fewer pods fit than the group needs",
+}
 
 
 @dataclass
@@ -51,6 +68,15 @@ class Plan:
     cost: Cost | tuple = ()  # a Cost from the engine; a plain tuple of the same order is ranked alike
     pending: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
+    why: str = ""  # for an infeasible plan, a key of INFEASIBLE
+
+    @property
+    def outcome(self) -> str:
+        """``fits``, ``preempt`` or ``infeasible:<why>`` (``infeasible:unknown`` for a plan built
+        outside the engine without a why)."""
+        if self.feasible:
+            return PREEMPT if self.victims else FITS
+        return f"infeasible:{self.why or 'unknown'}"
 
     @property
     def rank(self) -> tuple:
@@ -84,6 +110,7 @@ class Plan:
     def details(self) -> dict[str, Any]:
         """What the contract JSON leaves out, for the ledger and the dashboard (camelCase like it)."""
         return {
+            "outcome": self.outcome,
             "cost": self.cost_breakdown,
             "placedPods": len(self.placement),
             "pendingPods": self.pending,
@@ -106,4 +133,5 @@ class Plan:
             "placement": dict(sorted(self.placement.items())) if feasible else {},
             "domain": self.domain,
             "reason": self.reason,
+            "outcome": self.outcome,  # after the DESIGN.md keys, which keep their order
         }

@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from .contract import Cost, Plan, Victim
+from .contract import INFEASIBLE, Cost, Plan, Victim
 from .placement import PortBook, fit_columns, place_least_allocated, ports_conflict, topology_domains
 from .preemptor import Domain, Preemptor
 from .snapshot import Snapshot
@@ -192,11 +192,14 @@ class Problem:
         return Candidate(domain, assignments, sorted(victims), victim_cost(self.units, victims), how)
 
     # -- plans ----------------------------------------------------------------------------------
-    def plan(self, policy: str, feasible: bool, reason: str, candidate: Candidate | None = None,
-             **stats) -> Plan:
+    def plan(self, policy: str, feasible: bool, reason: str, candidate: Candidate | None = None, *,
+             why: str = "", **stats) -> Plan:
+        """The plan to return; an infeasible one names its ``why`` (a key of ``contract.INFEASIBLE``)."""
+        if not feasible and why not in INFEASIBLE:
+            raise ValueError(f"an infeasible plan needs one of {sorted(INFEASIBLE)} as its why, got {why!r}")
         snap = self.snapshot
         plan = Plan(pod_group=self.gang.key, policy=policy, feasible=feasible, reason=reason,
-                    pending=len(self.gang.pending), stats=stats)
+                    pending=len(self.gang.pending), stats=stats, why="" if feasible else why)
         if candidate is None:
             plan.cost = victim_cost(self.units, [])
             return plan

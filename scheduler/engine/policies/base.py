@@ -32,16 +32,16 @@ class PreemptionPolicy(ABC):
             ok = len(gang.running) >= gang.min_count
             return self._finish(problem.plan(self.name, ok, (
                 f"no pending pods; {len(gang.running)} pod(s) already run" +
-                ("" if ok else f", fewer than minCount {gang.min_count}"))), notes)
+                ("" if ok else f", fewer than minCount {gang.min_count}")), why="too-few-pods"), notes)
         mismatch = gang.priority_mismatch()
         if mismatch:
-            return self._finish(problem.plan(self.name, False, mismatch), notes)
+            return self._finish(problem.plan(self.name, False, mismatch, why="priority-mismatch"), notes)
         no_node = gang.no_node_reason()
         if no_node:
-            return self._finish(problem.plan(self.name, False, no_node), notes)
+            return self._finish(problem.plan(self.name, False, no_node, why="no-usable-node"), notes)
         domains, why_not = gang.domains()
         if why_not:
-            return self._finish(problem.plan(self.name, False, why_not), notes)
+            return self._finish(problem.plan(self.name, False, why_not, why="topology"), notes)
         fitting = self.fits_without_preemption(problem, domains)
         if fitting is not None:
             placed = fitting.placed
@@ -55,11 +55,12 @@ class PreemptionPolicy(ABC):
             return self._finish(problem.plan(self.name, True, reason, fitting), notes)
         if gang.never_preempts:
             return self._finish(problem.plan(self.name, False, (
-                "the group does not fit and is not eligible to preempt (preemptionPolicy=Never)")), notes)
+                "the group does not fit and is not eligible to preempt (preemptionPolicy=Never)"),
+                why="never-preempts"), notes)
         if problem.eligible_count == 0:
             return self._finish(problem.plan(self.name, False, (
                 f"the group does not fit and no running pod has priority below {gang.priority}: "
-                "no preemption victims found")), notes)
+                "no preemption victims found"), why="no-victims"), notes)
         return self._finish(self.preempt(problem, domains), notes)
 
     def fits_without_preemption(self, problem: Problem, domains: Sequence[Domain]):

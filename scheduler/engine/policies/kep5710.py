@@ -40,7 +40,7 @@ class Kep5710Policy(PreemptionPolicy):
         problem.reprieve_filter_factory = self.reprieve_filter_factory
         candidate, most = kep5710_candidate(problem, domains)
         if candidate is None:
-            return problem.plan(self.name, False, describe_infeasible(problem, most))
+            return problem.plan(self.name, False, describe_infeasible(problem, most), why="no-room")
         reason = describe_choice(problem, candidate, (
             f"kube-scheduler's beta evaluator fixed the placement after removing all {problem.eligible_count} "
             "lower-priority victim unit(s), then reprieved victims most important first (PDB violators first)"))

@@ -205,7 +205,7 @@ class LegacyPolicy(PreemptionPolicy):
             reason += f"; it left {broken} gang(s) partly evicted, their {idle_gpus} remaining GPU(s) idle"
         if not feasible:
             reason += f"; the group is still short of {'minCount ' + str(gang.min_count) if gang.is_gang else 'one pod'}"
-        plan = problem.plan(self.name, feasible, reason, candidate, partly_evicted_gangs=broken,
+        plan = problem.plan(self.name, feasible, reason, candidate, why="no-room", partly_evicted_gangs=broken,
                             idle_gpus=idle_gpus, stranded_gpus=stranded, evicted_pods=len(victims))
         plan.victims = victims
         plan.cost = Cost(0, max((v.priority for v in victims), default=NO_VICTIM_PRIORITY),

@@ -52,11 +52,12 @@ class GangwebPolicy(PreemptionPolicy):
         candidates += found
         workable = [c for c in candidates if problem.gang.succeeds(c.placed)]
         if not workable:
-            return problem.plan(self.name, False, describe_infeasible(problem, kep_most))
+            return problem.plan(self.name, False, describe_infeasible(problem, kep_most), why="no-room")
         best = improve(problem, min(workable, key=Candidate.rank))
         how = f"{best.how}; cheapest of {len(workable)} candidate plan(s) over {evaluated} domain(s)"
         if kep is not None and best is not kep and best.rank() < kep.rank():
-            how += f" (kep5710 would evict {len(kep.victims)} unit(s), highest priority {kep.cost.highest_victim_priority})"
+            how += (f" (kep5710 would evict {len(kep.victims)} unit(s), "
+                    f"highest priority {kep.cost.highest_victim_priority})")
         return problem.plan(self.name, True, describe_choice(problem, best, how), best)
 
 

@@ -186,10 +186,12 @@ def test_unknown_group_and_policy_are_errors():
         plan(snap, "hi")
 
 
-def test_to_dict_has_exactly_the_contract_keys():
+def test_to_dict_has_exactly_the_contract_keys_then_the_outcome():
     snap = parse_snapshot([node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor())
     data = plan(snap, "default/hi").to_dict()
-    assert list(data) == ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason"]
+    assert list(data) == ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason",
+                          "outcome"]
+    assert data["outcome"] == "preempt" == plan(snap, "default/hi").details()["outcome"]
     assert data["podGroup"] == "default/hi" and data["policy"] == "gangweb" and data["domain"] is None
 
 
@@ -311,3 +313,40 @@ def test_policies_say_what_the_fan_out_and_the_bench_may_do_with_them():
     # The registry's order is the benchmark's; the quality study grades the policies that evict whole units.
     assert POLICY_ORDER == tuple(POLICIES) == ("kep5710", "gangweb", "legacy")
     assert [name for name, policy in POLICIES.items() if policy.atomic] == ["kep5710", "gangweb"]
+
+
+OUTCOMES = {
+    "fits": [node("a"), node("b"), pod("low", node="a", gpus=8, priority=1)] + _preemptor(),
+    "preempt": [node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor(),
+    "infeasible:too-few-pods": [node("a"), podgroup("hi", min_count=2, priority=100),
+                                pod("hi-0", group="hi", node="a", gpus=8, priority=100)],
+    "infeasible:priority-mismatch": [node("a"), podgroup("hi", min_count=1, priority=100),
+                                     pod("hi-0", group="hi", priority=7)],
+    "infeasible:no-usable-node": [node("down", ready=False)] + _preemptor(),
+    "infeasible:topology": [node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor(topology="rack"),
+    "infeasible:never-preempts": [node("a"), pod("low", node="a", gpus=8, priority=1)]
+                                 + _preemptor(preemption_policy="Never"),
+    "infeasible:no-victims": [node("a"), pod("peer", node="a", gpus=8, priority=100)] + _preemptor(),
+    "infeasible:no-room": [node("a", gpus=4), pod("low", node="a", gpus=4, priority=1)] + _preemptor(),
+}
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("outcome", OUTCOMES)
+def test_every_plan_carries_its_outcome_code_beside_its_sentence(policy, outcome):
+    from scheduler.engine.contract import INFEASIBLE
+
+    result = plan(parse_snapshot(OUTCOMES[outcome]), "default/hi", policy)
+    assert result.outcome == outcome == result.to_dict()["outcome"] == result.details()["outcome"]
+    assert result.feasible == (not outcome.startswith("infeasible:"))
+    assert outcome in ("fits", "preempt") or outcome.split(":", 1)[1] in INFEASIBLE
+    assert set(INFEASIBLE) == {code.split(":", 1)[1] for code in OUTCOMES if code.startswith("infeasible:")}
+
+
+def test_an_infeasible_plan_without_a_why_is_an_engine_bug():
+    from scheduler.engine.evaluation import Problem
+    from scheduler.engine.preemptor import Preemptor
+
+    snap = parse_snapshot([node("a")] + _preemptor())
+    with pytest.raises(ValueError, match="needs one of"):
+        Problem(snap, Preemptor(snap, "default/hi")).plan("gangweb", False, "no reason given")
