@@ -70,7 +70,7 @@ class PlanSerializer(serializers.ModelSerializer):
         model = Plan
         fields = ["id", "url", "request", "source",
                   # DESIGN.md "gang plan", key for key
-                  "podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason",
+                  "podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason", "outcome",
                   "cost", "plannedBy", "planningSeconds", "createdAt"]
         read_only_fields = fields
 

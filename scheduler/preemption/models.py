@@ -126,6 +126,8 @@ class Plan(models.Model):
     placement = models.JSONField(default=dict)
     domain = models.CharField(max_length=253, null=True, blank=True)
     reason = models.TextField(blank=True, default="")
+    # The engine's machine-readable outcome: fits, preempt, infeasible:<why> (docs/engine.md).
+    outcome = models.CharField(max_length=64, blank=True, default="")
     # Cost in DESIGN.md order: PDB violations, highest victim priority, priority sum, units, pods, GPU-s.
     pdb_violations = models.IntegerField(default=0)
     max_victim_priority = models.IntegerField(null=True, blank=True)
@@ -147,7 +149,7 @@ class Plan(models.Model):
 
     def as_gang_plan(self) -> dict:
         """The DESIGN.md ``gang plan`` JSON of this plan."""
-        return {
+        plan = {
             "podGroup": self.request.podgroup,
             "policy": self.policy,
             "feasible": self.feasible,
@@ -157,6 +159,9 @@ class Plan(models.Model):
             "domain": self.domain,
             "reason": self.reason,
         }
+        if self.outcome:  # engine plans; kube-scheduler's observed victims have none
+            plan["outcome"] = self.outcome
+        return plan
 
 
 class EvictionState(models.TextChoices):

@@ -9,7 +9,7 @@ from scheduler.preemption.models import EvictionState, LedgerEntry, RequestState
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-GANG_PLAN_KEYS = ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason"]
+GANG_PLAN_KEYS = ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason", "outcome"]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from tests.scheduler.preemption.builders import T1, pod, podgroup
 
 pytestmark = pytest.mark.django_db
 
-GANG_PLAN_KEYS = ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason"]
+GANG_PLAN_KEYS = ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason", "outcome"]
 GPU = "nvidia.com/gpu"
 
 
