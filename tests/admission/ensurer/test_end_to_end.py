@@ -21,7 +21,7 @@ from scheduler.kube import KubeCluster, KubeTestServer
 from scheduler.kube.resources import resource_named
 from scheduler.models import LedgerEntry
 from scheduler.simulation import SimulatedCluster
-from scheduler.tasks import ensure_podgroups
+from admission.tasks import ensure_podgroups
 from tests.admission.support import EXPECTED, POD_FIXTURES, load_owner, load_pod, review_bytes
 
 pytestmark = pytest.mark.django_db
