@@ -87,7 +87,7 @@ def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
     if claim is None:
         return _NO_GANG
     # A present but empty schedulingGroup ({}) keeps its other fields; absent or null is replaced whole.
-    return _joined(podgroup_name(claim[0]), claim[1], group is not None)
+    return _joined(podgroup_name(claim.raw_name), claim.source, group is not None)
 
 
 _NO_GANG = Mutation("no gang")

@@ -14,78 +14,18 @@ from admission import labels as L
 from admission.inference import Gang, OwnerRef, gang_of
 from admission.podview import Pod, as_pod_view, controller_of, readable_pod
 from admission.policy import AdmissionPolicy
+from admission.sources import source_named
 
 API_VERSION = "scheduling.k8s.io/v1beta1"
 
 
-def int_or(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def job_pods(job_spec: Any) -> int:
-    """Pods a Job runs at once: parallelism, capped by completions when set."""
-    spec = job_spec if isinstance(job_spec, dict) else {}
-    parallelism = int_or(spec.get("parallelism"), 1)
-    completions = spec.get("completions")
-    return min(parallelism, completions) if isinstance(completions, int) else parallelism
-
-
-def _jobset_pods(spec: dict[str, Any], trainer_only: bool) -> int:
-    total = 0
-    for rjob in spec.get("replicatedJobs") or []:
-        if not isinstance(rjob, dict):
-            continue
-        template = rjob.get("template") or {}
-        if trainer_only:
-            step = ((template.get("metadata") or {}).get("labels") or {}).get(L.TRAINJOB_STEP)
-            if step != L.TRAINJOB_TRAINER_STEP:
-                continue
-        elif rjob.get("dependsOn"):
-            continue  # starts only after the jobs it depends on: not part of the gang that starts first
-        total += int_or(rjob.get("replicas"), 1) * job_pods(template.get("spec"))
-    return total
-
-
-def _kubeflow_pods(spec: dict[str, Any]) -> int:
-    policy = (spec.get("runPolicy") or {}).get("schedulingPolicy") or {}
-    if isinstance(policy.get("minAvailable"), int) and policy["minAvailable"] > 0:
-        return policy["minAvailable"]
-    total = 0
-    for key, replica_specs in spec.items():
-        if key.endswith("ReplicaSpecs") and isinstance(replica_specs, dict):
-            total += sum(int_or((r or {}).get("replicas"), 1) for r in replica_specs.values())
-    return total
-
-
-def _ray_group_pods(spec: dict[str, Any], group: str) -> int:
-    for worker_group in spec.get("workerGroupSpecs") or []:
-        if isinstance(worker_group, dict) and worker_group.get("groupName") == group:
-            # The gang is what must start together: the autoscaler's floor, else the fixed size.
-            replicas = int_or(worker_group.get("minReplicas"), 0) or int_or(worker_group.get("replicas"), 1)
-            return replicas * int_or(worker_group.get("numOfHosts"), 1)
-    return 0
-
-
 def owner_min_count(pod: Pod, gang: Gang, owner: dict[str, Any]) -> int | None:
-    """The gang size the owning object implies, or None when it does not say."""
+    """The gang size the owning object implies (its source's size rule), or None when it does not say."""
     spec = owner.get("spec") if isinstance(owner, dict) else None
-    if not isinstance(spec, dict):
+    source = source_named(gang.source)
+    if not isinstance(spec, dict) or source is None or source.size is None:
         return None
-    kind = owner.get("kind")
-    if kind == "Job":
-        count = job_pods(spec)
-    elif kind == "JobSet":
-        count = _jobset_pods(spec, trainer_only=gang.source == "trainjob")
-    elif kind == "LeaderWorkerSet":
-        count = int_or((spec.get("leaderWorkerTemplate") or {}).get("size"), 1)
-    elif kind == "RayCluster":
-        count = _ray_group_pods(spec, pod.metadata.label_map.get(L.RAY_GROUP, ""))
-    elif kind == "PodGroup":  # coscheduling, Volcano and KAI PodGroups all call it minMember
-        count = int_or(spec.get("minMember"), 0)
-    elif isinstance(kind, str) and kind.endswith("Job"):
-        count = _kubeflow_pods(spec)
-    else:
-        return None
+    count = source.size(spec, pod.metadata)
     return count if count >= 1 else None
 
 

@@ -13,11 +13,13 @@ import msgspec
 
 from admission import labels as L
 from admission.apirules import check_podgroup, check_workload
-from admission.controllers import JOB, JOBSET, KUBEFLOW_GROUP, LWS, controller_problems
-from admission.inference import gang_of, positive_int
+from admission.controllers import controller_problems
+from admission.inference import gang_of
 from admission.mutate import pod_scope
 from admission.policy import AdmissionPolicy
 from admission.review import AdmissionRequest
+from admission.sources import POD_LIMITS, controller_source
+from admission.sources.base import positive_int
 from admission.state import PodGroupCache
 
 SCHEDULING_GROUP = "scheduling.k8s.io"
@@ -31,10 +33,6 @@ class Verdict(msgspec.Struct, gc=False):
 
 def _deny(subject: str, problems: list[str], warnings: list[str] | None = None) -> Verdict:
     return Verdict(allowed=False, message=f"{subject}: " + "; ".join(problems), warnings=warnings or [])
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _subject(request: AdmissionRequest) -> str:
@@ -52,7 +50,7 @@ def _pod_size_problems(annotations: dict[str, Any]) -> list[str]:
     wanted = positive_int(raw)
     if wanted is None:
         return [f"annotation {L.MIN_COUNT_ANNOTATION} is {raw!r}; set a whole number >= 1"]
-    for key, what in ((L.LWS_SIZE, "its LeaderWorkerSet group"), (L.KUEUE_POD_GROUP_COUNT_ANNOTATION, "its Kueue pod group")):
+    for key, what in POD_LIMITS:
         size = positive_int(annotations.get(key))
         if size is not None and wanted > size:
             return [
@@ -125,9 +123,9 @@ def validate(request: AdmissionRequest, policy: AdmissionPolicy, podgroups: PodG
         return _validate_pod(request, policy, podgroups)
     if request.group == SCHEDULING_GROUP:
         return _validate_scheduling(request)
-    kind = (request.group, request.kind)
-    if request.operation in ("CREATE", "UPDATE") and (kind in (JOB, JOBSET, LWS) or request.group == KUBEFLOW_GROUP):
-        problems, warnings = controller_problems(kind, request.object or {})
+    source = controller_source(request.group, request.kind) if request.operation in ("CREATE", "UPDATE") else None
+    if source is not None:
+        problems, warnings = controller_problems(source, request.object or {})
         if problems:
             return _deny(_subject(request), problems, warnings)
         return Verdict(warnings=warnings)

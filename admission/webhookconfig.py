@@ -15,6 +15,7 @@ from typing import Any
 
 from admission import labels as L
 from admission.policy import ALWAYS_SKIPPED
+from admission.sources import SOURCES
 
 MUTATE_PATH = "/admission/mutate"
 VALIDATE_PATH = "/admission/validate"
@@ -48,6 +49,17 @@ def _client(service: str, namespace: str, path: str, port: int, ca_pem: bytes) -
 def _rule(groups: list[str], versions: list[str], resources: list[str], operations: list[str]) -> dict[str, Any]:
     return {"apiGroups": groups, "apiVersions": versions, "resources": resources, "operations": operations,
             "scope": "Namespaced"}  # fmt: skip
+
+
+def controller_rules() -> list[dict[str, Any]]:
+    """The rules of ``controllers.validate``: every controller a gang source reviews (``admission.sources``),
+    one rule per API group and versions, in source order."""
+    plurals: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for source in SOURCES:
+        if source.controller is not None:
+            for resource in source.owners:
+                plurals.setdefault((resource.group, source.controller.versions), []).append(resource.plural)
+    return [_rule([group], list(versions), resources, ["CREATE", "UPDATE"]) for (group, versions), resources in plurals.items()]
 
 
 def webhook_configurations(
@@ -115,13 +127,7 @@ def webhook_configurations(
             {
                 "name": "controllers.validate.gangweb.io",
                 "clientConfig": _client(service, namespace, VALIDATE_PATH, port, ca_pem),
-                "rules": [
-                    _rule(["batch"], ["v1"], ["jobs"], ["CREATE", "UPDATE"]),
-                    _rule(["jobset.x-k8s.io"], ["*"], ["jobsets"], ["CREATE", "UPDATE"]),
-                    _rule(["leaderworkerset.x-k8s.io"], ["*"], ["leaderworkersets"], ["CREATE", "UPDATE"]),
-                    _rule(["kubeflow.org"], ["*"], ["pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "paddlejobs",
-                                                   "jaxjobs"], ["CREATE", "UPDATE"]),
-                ],
+                "rules": controller_rules(),
                 "failurePolicy": "Ignore",
                 "timeoutSeconds": validate_timeout,
                 **common,

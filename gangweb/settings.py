@@ -255,7 +255,8 @@ GANGWEB_REQUEST_COOLDOWN_SECONDS = env_int("GANGWEB_REQUEST_COOLDOWN_SECONDS", 6
 GANGWEB_FANOUT_MIN_NODES = env_int("GANGWEB_FANOUT_MIN_NODES", 0)
 GANGWEB_FANOUT_PARTS = env_int("GANGWEB_FANOUT_PARTS", 4)
 GANGWEB_DETECT_INTERVAL_SECONDS = env_int("GANGWEB_DETECT_INTERVAL_SECONDS", 10)
-# Pods wait (PreEnqueue) until the PodGroup they name exists: ensure missing ones often (docs/admission.md).
+# Pods wait (PreEnqueue) until the PodGroup they name exists: ensure missing ones often (admission/tasks.py,
+# docs/admission.md).
 GANGWEB_ENSURE_INTERVAL_SECONDS = env_int("GANGWEB_ENSURE_INTERVAL_SECONDS", 5)
 # Room gangweb freed stays reserved for its gang this long, while kube-scheduler binds it.
 GANGWEB_RESERVATION_SECONDS = env_int("GANGWEB_RESERVATION_SECONDS", 120)

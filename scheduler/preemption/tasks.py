@@ -1,4 +1,6 @@
-"""Celery tasks of the preemption pipeline: ensure PodGroups, detect, plan, execute, recover. Thin by design.
+"""Celery tasks of the preemption pipeline: detect, plan, execute, recover. Thin by design.
+
+The PodGroup ensurer's task is admission's (``admission/tasks.py``).
 
 Every task is a reconcile step keyed by a request id: it reads the ledger, does the next step if it is
 still due, and records it. Running one twice is harmless, which is what allows ``acks_late`` on
@@ -19,14 +21,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from admission.policy import AdmissionPolicy
-from scheduler import podgroup_ensurer as ensurer
 from scheduler.cluster import ClusterError
 from scheduler.engine import SnapshotError
 from scheduler.preemption import detection, fanout, ledger, locks, metrics, observe, planning
-from scheduler.preemption.events import publish
 from scheduler.preemption.execution import execute
-from scheduler.preemption.models import LedgerEntry, Mode, PreemptionRequest, RequestState
+from scheduler.preemption.models import Mode, PreemptionRequest, RequestState
 from scheduler.preemption.runtime import get_cluster, mode_for, observes_any_namespace
 
 logger = logging.getLogger(__name__)
@@ -64,47 +63,6 @@ def detect_unschedulable_gangs() -> dict:
     observed = (observe.record_observations(objects + observe.preemption_events(get_cluster()))
                 if observes_any_namespace() else [])
     return {"opened": opened, "observed": observed}
-
-
-# Per worker process: the last message logged per (namespace, group, outcome), so a gang that keeps
-# waiting for its owner is logged when its situation changes, not on every beat.
-_last_ensure_messages: dict[str, str] = {}
-
-
-@shared_task(name="scheduler.ensure_podgroups", ignore_result=True)
-def ensure_podgroups() -> dict:
-    """Create the PodGroups admitted pods name but that do not exist yet (scheduler/podgroup_ensurer.py)."""
-    cluster = get_cluster()
-    try:
-        objects = cluster.snapshot_objects()
-    except ClusterError as exc:
-        logger.error("cannot read the cluster snapshot; no PodGroup ensured", extra={"error": str(exc)})
-        return {"created": [], "error": str(exc)}
-    results = ensurer.ensure_podgroups(cluster, objects, AdmissionPolicy.from_settings(settings))
-    summary: dict[str, list[str]] = {}
-    seen: dict[str, str] = {}
-    for result in results:
-        summary.setdefault(result.outcome, []).append(result.key)
-        seen[result.key] = f"{result.outcome}: {result.message}"
-        if result.outcome == ensurer.CREATED:
-            _record_created_podgroup(result)
-        elif _last_ensure_messages.get(result.key) != seen[result.key]:
-            log = logger.warning if result.outcome == ensurer.FAILED else logger.info
-            log("PodGroup %s not created (%s): %s", result.key, result.outcome, result.message)
-    # Only what is still missing is remembered: a gang that got its group is forgotten.
-    _last_ensure_messages.clear()
-    _last_ensure_messages.update(seen)
-    return {"created": summary.pop(ensurer.CREATED, []), **summary}
-
-
-def _record_created_podgroup(result: ensurer.Ensured) -> None:
-    spec = result.podgroup.get("spec") or {}
-    data = {"podGroup": result.key, "pods": result.pods, "spec": spec,
-            "annotations": (result.podgroup.get("metadata") or {}).get("annotations") or {}}
-    with transaction.atomic():
-        LedgerEntry.objects.create(kind="podgroup.created", namespace=result.namespace, name=result.name,
-                                   message=result.message, data=data)
-        publish("podgroup.created", data)
 
 
 @shared_task(name="scheduler.plan_request", bind=True, ignore_result=True, max_retries=3)

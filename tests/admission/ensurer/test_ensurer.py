@@ -8,10 +8,10 @@ import pytest
 from kubernetes_validate.utils import validate as schema_validate
 
 from admission.policy import AdmissionPolicy
-from scheduler import podgroup_ensurer as ensurer
+from admission import ensurer
 from scheduler.cluster import ClusterError
 from tests.admission.support import EXPECTED, POD_FIXTURES, load_owner, load_pod
-from tests.scheduler.ensurer.memory import MemoryCluster
+from tests.admission.ensurer.memory import MemoryCluster
 
 ENFORCE = AdmissionPolicy()
 GANG_FIXTURES = [f for f in POD_FIXTURES if EXPECTED[f]["podGroup"]]

@@ -2,14 +2,15 @@
 
 The mutating webhook only sets ``spec.schedulingGroup.podGroupName`` and never writes an object
 (``sideEffects: None``; docs/admission.md says why). Until the named PodGroup exists kube-scheduler keeps
-the pod waiting, so a pass here, run every few seconds by Celery beat (``scheduler.tasks.ensure_podgroups``),
+the pod waiting, so a pass here, run every few seconds by Celery beat (``admission.tasks.ensure_podgroups``),
 finds each named group missing from the snapshot and creates it, built by the same pure code the webhook's
 inference uses (``admission.podgroups``): it reads the gang's owner (Job, JobSet, RayCluster, another
-scheduler's PodGroup...) when the pod alone does not give the gang size.
+scheduler's PodGroup...: the owners of ``admission.sources``) when the pod alone does not give the gang size.
 
 Idempotent: a group that exists (in the snapshot, or created meanwhile: the API answers 409) is left
-as it is, and a pass that finds nothing missing makes no write. No Django import: the caller passes the
-cluster, its objects and the admission policy, and records what came back.
+as it is, and a pass that finds nothing missing makes no write. No Django import: the caller
+(``admission.tasks``) passes the cluster, its objects and the admission policy, and records what came back.
+The cluster is ``scheduler.cluster.Cluster`` (pure: a protocol and its error).
 """
 
 from __future__ import annotations

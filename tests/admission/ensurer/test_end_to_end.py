@@ -23,6 +23,7 @@ from scheduler.preemption import runtime
 from scheduler.preemption.models import LedgerEntry
 from scheduler.preemption.tasks import ensure_podgroups
 from scheduler.simulation import SimulatedCluster
+from admission.tasks import ensure_podgroups
 from tests.admission.support import EXPECTED, POD_FIXTURES, load_owner, load_pod, review_bytes
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from kubetestserver import TestServerProcess
 from scheduler.preemption.models import LedgerEntry
 from tests.admission.support import load_owner, load_pod
 from tests.conftest import ROOT
-from tests.scheduler.ensurer.test_end_to_end import through_the_webhook
+from tests.admission.ensurer.test_end_to_end import through_the_webhook
 from tests.scheduler.preemption.workers import postgres_url_for_test_db, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(120)]

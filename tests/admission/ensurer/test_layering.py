@@ -1,0 +1,21 @@
+"""The ensurer's logic stays free of Django, Celery and the kubernetes client (docs/ARCHITECTURE.md); its task
+module is the one place admission reaches the scheduler's ledger."""
+
+from tests.conftest import ROOT
+from tests.test_layering import imported_modules, imported_roots
+
+
+def test_the_ensurer_logic_imports_no_framework():
+    roots = imported_roots(ROOT / "admission" / "ensurer.py")
+    assert not roots & {"django", "celery", "kubernetes", "redis", "channels"}
+    # Of the scheduler package, only the pure Cluster protocol and its error.
+    assert {m for m in imported_modules(ROOT / "admission" / "ensurer.py") if m.startswith("scheduler")} <= {
+        "scheduler.cluster", "scheduler.cluster.Cluster", "scheduler.cluster.ClusterError", "scheduler.cluster.KubeObject"}
+
+
+def test_only_the_task_module_touches_the_ledger():
+    for path in sorted((ROOT / "admission").rglob("*.py")):
+        if path.name == "tasks.py":
+            continue
+        reached = {m for m in imported_modules(path) if m.startswith(("scheduler.preemption",))}
+        assert not reached, f"{path.relative_to(ROOT)} imports {sorted(reached)}"
