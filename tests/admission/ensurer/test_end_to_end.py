@@ -16,14 +16,13 @@ from django.test import Client
 from kubernetes import client, config
 from kubernetes_validate.utils import validate as schema_validate
 
+from admission.tasks import ensure_podgroups
 from kubetestserver import KubeTestServer
 from scheduler.kube import KubeCluster
 from scheduler.kube.resources import resource_named
 from scheduler.preemption import runtime
 from scheduler.preemption.models import LedgerEntry
-from scheduler.preemption.tasks import ensure_podgroups
 from scheduler.simulation import SimulatedCluster
-from admission.tasks import ensure_podgroups
 from tests.admission.support import EXPECTED, POD_FIXTURES, load_owner, load_pod, review_bytes
 
 pytestmark = pytest.mark.django_db
