@@ -14,7 +14,7 @@ DISRUPTION_MODE_ANNOTATION = "gangweb.io/disruption-mode"
 # Pod or namespace label "disabled" opts out of the webhook entirely.
 ADMISSION_LABEL = "gangweb.io/admission"
 ADMISSION_DISABLED = "disabled"
-# PodGroup annotation carrying the gang's own preemption policy in `enforce` mode (DESIGN.md).
+# PodGroup annotation carrying the gang's own preemption policy in `enforce` mode (docs/design.md).
 PREEMPTION_POLICY_ANNOTATION = "gangweb.io/preemption-policy"
 # PodGroup annotations recording where the gang was inferred from (for people and the dashboard).
 GANG_SOURCE_ANNOTATION = "gangweb.io/gang-source"

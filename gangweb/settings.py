@@ -210,7 +210,7 @@ try:
 except ValueError:
     raise ImproperlyConfigured("GANGWEB_SIM_TICK_SECONDS must be a number of seconds") from None
 
-# --- Modes (DESIGN.md "Living beside kube-scheduler") ---------------------------------------
+# --- Modes (docs/design.md "Living beside kube-scheduler") ---------------------------------------
 GANGWEB_MODE = os.environ.get("GANGWEB_MODE", "enforce")
 if GANGWEB_MODE not in ("enforce", "observe"):
     raise ImproperlyConfigured(f"GANGWEB_MODE must be 'enforce' or 'observe', got {GANGWEB_MODE!r}")

@@ -1,6 +1,6 @@
 """JSON shapes of the ledger for platform teams.
 
-Keys are camelCase like the ``gang plan`` contract (DESIGN.md) and the live events, so a plan reads
+Keys are camelCase like the ``gang plan`` contract (docs/design.md) and the live events, so a plan reads
 the same whether it comes from the CLI, the API or the websocket.
 """
 
@@ -14,7 +14,7 @@ from rest_framework import serializers
 from scheduler.engine import DEFAULT_POLICY, POLICIES
 from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest
 
-# DESIGN.md's cost order, then what the plan takes away: model field -> JSON key.
+# docs/design.md's cost order, then what the plan takes away: model field -> JSON key.
 COST_FIELDS = {
     "pdb_violations": "pdbViolations",
     "max_victim_priority": "maxVictimPriority",
@@ -69,7 +69,7 @@ class PlanSerializer(serializers.ModelSerializer):
     class Meta:
         model = Plan
         fields = ["id", "url", "request", "source",
-                  # DESIGN.md "gang plan", key for key
+                  # docs/design.md "gang plan", key for key
                   "podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason", "outcome",
                   "cost", "plannedBy", "planningSeconds", "createdAt"]
         read_only_fields = fields

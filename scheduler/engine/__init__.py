@@ -6,7 +6,7 @@ Pure Python (numpy for the per-node arithmetic): no Django, no Kubernetes client
     snap = load_snapshot("cluster.yaml")          # bounded: regular files, GANGWEB_SNAPSHOT_MAX_BYTES, YAML aliases
     documents = read_snapshot("cluster.yaml")     # the same reading, raw documents (for other readers: replay, kube)
     p = plan(snap, "team-a/train-0", policy="gangweb")
-    p.to_dict()   # the DESIGN.md ``gang plan`` JSON
+    p.to_dict()   # the docs/design.md ``gang plan`` JSON
 
 The names above are loaded on first use, so that a light module of the engine
 (``scheduler.engine.resources.is_gpu``, ``scheduler.engine.typed_objects``) can be imported without

@@ -1,4 +1,4 @@
-"""The plan a policy returns, and its JSON form (DESIGN.md ``gang plan`` contract).
+"""The plan a policy returns, and its JSON form (docs/design.md ``gang plan`` contract).
 
 Beside its one-line ``reason`` every plan carries a machine-readable ``outcome`` (like
 kube-scheduler's Status codes): ``fits`` (feasible, nothing to evict), ``preempt`` (feasible once its
@@ -14,7 +14,7 @@ NO_VICTIM_PRIORITY = -(2**63)  # the highest victim priority of a plan without v
 
 
 class Cost(NamedTuple):
-    """DESIGN.md cost order, cheapest first when compared as a tuple."""
+    """docs/design.md cost order, cheapest first when compared as a tuple."""
 
     pdb_violations: int
     highest_victim_priority: int
@@ -133,5 +133,5 @@ class Plan:
             "placement": dict(sorted(self.placement.items())) if feasible else {},
             "domain": self.domain,
             "reason": self.reason,
-            "outcome": self.outcome,  # after the DESIGN.md keys, which keep their order
+            "outcome": self.outcome,  # after the docs/design.md keys, which keep their order
         }

@@ -61,7 +61,7 @@ def domain_shards(snapshot: Snapshot, podgroup: str, parts: int, policy: str = D
 
 
 def best_plan(plans: Sequence[Plan]) -> Plan:
-    """The winner among plans for the same group: most pods placed, then the DESIGN.md cost order."""
+    """The winner among plans for the same group: most pods placed, then the docs/design.md cost order."""
     if not plans:
         raise ValueError("best_plan() needs at least one plan")
     return min(plans, key=lambda p: p.rank)

@@ -28,7 +28,7 @@ class ReprieveFilter(Protocol):
 
 
 class Candidate:
-    """A placement and the victims it needs, comparable by DESIGN.md's order."""
+    """A placement and the victims it needs, comparable by docs/design.md's order."""
 
     __slots__ = ("domain", "assignments", "victims", "cost", "how")
 

@@ -1,7 +1,7 @@
 """How close do the policies get to the cheapest possible plan? A brute-force study on small clusters.
 
 For random clusters small enough to enumerate every set of eligible victim units, the optimum is
-the cheapest set (DESIGN.md cost order) after which the whole gang has an exact placement (found by
+the cheapest set (docs/design.md cost order) after which the whole gang has an exact placement (found by
 backtracking, same filters and topology rule as the engine). Each policy's plan is compared with it.
 """
 

@@ -1,6 +1,6 @@
 """Snapshot files in, an indexed read-only ``Snapshot`` out.
 
-The snapshot contract (DESIGN.md): a ``List``/``*List`` or a multi-document YAML/JSON stream of
+The snapshot contract (docs/design.md): a ``List``/``*List`` or a multi-document YAML/JSON stream of
 Nodes, Pods, PodGroups, CompositePodGroups, Workloads, PodDisruptionBudgets and PriorityClasses.
 Unknown kinds are ignored; a malformed object raises ``SnapshotError`` naming the object and field.
 

@@ -218,7 +218,7 @@ class UnitIndex:
 
 
 def victim_cost(index: UnitIndex, unit_ids: Iterable[int]) -> Cost:
-    """DESIGN.md cost order: (PDB violations, highest priority, priority sum, units, pods, GPU-seconds)."""
+    """docs/design.md cost order: (PDB violations, highest priority, priority sum, units, pods, GPU-seconds)."""
     units = sorted((index.units[i] for i in unit_ids), key=lambda u: u.index)
     if not units:
         return NO_VICTIM_COST

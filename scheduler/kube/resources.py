@@ -89,7 +89,7 @@ RESOURCES: tuple[Resource, ...] = (
     *OWNER_RESOURCES,  # after PODGROUPS: a bare kind "PodGroup" means scheduling.k8s.io's
 )
 
-# What a snapshot holds (DESIGN.md "Contract: cluster snapshot files"), in listing order.
+# What a snapshot holds (docs/design.md "Contract: cluster snapshot files"), in listing order.
 SNAPSHOT_RESOURCES: tuple[Resource, ...] = (
     NODES,
     PRIORITY_CLASSES,

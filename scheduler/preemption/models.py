@@ -128,7 +128,7 @@ class Plan(models.Model):
     reason = models.TextField(blank=True, default="")
     # The engine's machine-readable outcome: fits, preempt, infeasible:<why> (docs/engine.md).
     outcome = models.CharField(max_length=64, blank=True, default="")
-    # Cost in DESIGN.md order: PDB violations, highest victim priority, priority sum, units, pods, GPU-s.
+    # Cost in docs/design.md order: PDB violations, highest victim priority, priority sum, units, pods, GPU-s.
     pdb_violations = models.IntegerField(default=0)
     max_victim_priority = models.IntegerField(null=True, blank=True)
     victim_priority_sum = models.BigIntegerField(default=0)
@@ -148,7 +148,7 @@ class Plan(models.Model):
         return f"plan {self.pk} for {self.request.podgroup} ({'feasible' if self.feasible else 'infeasible'})"
 
     def as_gang_plan(self) -> dict:
-        """The DESIGN.md ``gang plan`` JSON of this plan."""
+        """The docs/design.md ``gang plan`` JSON of this plan."""
         plan = {
             "podGroup": self.request.podgroup,
             "policy": self.policy,

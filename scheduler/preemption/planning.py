@@ -51,7 +51,7 @@ def pod_facts(snapshot: Snapshot, pod_keys: list[str]) -> dict[str, PodFacts]:
 
 
 def plan_cost(plan: dict[str, Any], engine_result: EnginePlan) -> dict[str, Any]:
-    """The DESIGN.md cost order of a plan; PDB violations and lost GPU-seconds come from the engine."""
+    """The docs/design.md cost order of a plan; PDB violations and lost GPU-seconds come from the engine."""
     victims = plan.get("victims") or []
     priorities = [v.get("priority", 0) for v in victims]
     return {

@@ -37,7 +37,7 @@ def _dump(objects: list[dict], output_format: str) -> str:
 
 
 def _usage_error(message: str) -> CommandError:
-    # Exit status 2, as for other bad input to gangweb's commands (DESIGN.md: `gang plan`).
+    # Exit status 2, as for other bad input to gangweb's commands (docs/design.md: `gang plan`).
     return CommandError(message, returncode=2)
 
 

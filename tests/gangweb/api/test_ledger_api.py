@@ -66,7 +66,7 @@ def test_a_request_carries_its_plans_and_their_evictions(api, two_requests):
     body = api.get(f"/api/requests/{done.request.pk}/").json()
     assert body["state"] == "succeeded" and body["executionStartedAt"] and body["plannedAt"]
     [plan] = body["plans"]
-    # The stored plan reads exactly as the engine answered it (the DESIGN.md "gang plan" JSON).
+    # The stored plan reads exactly as the engine answered it (the docs/design.md "gang plan" JSON).
     assert {key: plan[key] for key in GANG_PLAN_KEYS} == done.engine_plan
     victims = sorted(done.engine_plan["evictions"])
     assert victims, "the scenario must need preemption"

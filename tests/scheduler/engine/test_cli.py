@@ -43,7 +43,7 @@ def test_plan_prints_the_contract_json(tmp_path):
                                  "pods": ["default/low"]}],
                     "evictions": ["default/low"], "placement": {"default/g-0": "n1"}, "domain": None,
                     "reason": data["reason"], "outcome": "preempt"}
-    assert list(data)[-1] == "outcome"  # after the DESIGN.md keys, which keep their order
+    assert list(data)[-1] == "outcome"  # after the docs/design.md keys, which keep their order
     assert data["reason"] and "\n" not in data["reason"]
 
 

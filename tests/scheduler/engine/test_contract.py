@@ -1,4 +1,4 @@
-"""The plan's own types: the cost as a named tuple that still orders like the DESIGN.md tuple."""
+"""The plan's own types: the cost as a named tuple that still orders like the docs/design.md tuple."""
 
 from scheduler.engine import parse_snapshot, plan
 from scheduler.engine.builders import node, pod, podgroup

@@ -2,7 +2,7 @@
 
 Candidates: the ``kep5710`` plan itself (so gangweb is never worse by construction), and in every
 promising domain a kube-like least-allocated placement and a cost-aware placement, each followed by
-reprieval. Ranking (DESIGN.md): most pods placed, then (PDB violations, highest victim priority,
+reprieval. Ranking (docs/design.md): most pods placed, then (PDB violations, highest victim priority,
 sum of victim priorities, victim units, evicted pods, lost GPU-seconds), then domain order.
 
 The policy's own helpers live beside it: ``domainrank.py`` (which domains first), ``walk.py`` (the

@@ -157,7 +157,7 @@ def pdb_violations(snap: RawSnapshot, evictions: list[str]) -> int:
 
 
 def plan_cost(snap: RawSnapshot, plan: dict) -> tuple:
-    """DESIGN.md's order: PDB violations, highest victim priority, sum of victim priorities,
+    """docs/design.md's order: PDB violations, highest victim priority, sum of victim priorities,
     victim units, evicted pods. (Lost GPU-seconds comes last; it never decides these cases.)"""
     priorities = [victim["priority"] for victim in plan["victims"]]
     return (pdb_violations(snap, plan["evictions"]), max(priorities, default=float("-inf")),

@@ -3,7 +3,7 @@
 Each `tests/fixtures/upstream/<case>.yaml` is a cluster snapshot and `<case>.expect.json` the plan
 kube-scheduler's beta evaluator produces for it (reasoned from the upstream tests, see the
 README there). The `kep5710` policy must reproduce it; the `gangweb` policy must be at least as
-good by DESIGN.md's cost order and match the cheapest plan where a case pins one. Every plan is
+good by docs/design.md's cost order and match the cheapest plan where a case pins one. Every plan is
 also replayed on the raw documents (evict, then bind). Pure engine tests: no Django, no cluster.
 """
 
@@ -53,7 +53,7 @@ FEASIBLE_BY_POLICY = [pytest.param(name, policy, id=f"{name}-{policy}", marks=_m
 
 def _never_cases():
     """Preemptors that may not preempt (the annotation wins, else spec.preemptionPolicy). With spec
-    Never and no annotation DESIGN.md says no policy preempts, `legacy` included."""
+    Never and no annotation docs/design.md says no policy preempts, `legacy` included."""
     params = []
     for name in NAMES:
         group_key = _expected(name)["podGroup"]
@@ -147,7 +147,7 @@ def test_plan_replays_on_the_snapshot(name, policy):
 
 @pytest.mark.parametrize(("name", "policy"), _never_cases())
 def test_never_policy_never_preempts(name, policy):
-    """DESIGN.md 'Living beside kube-scheduler': a Never group never preempts."""
+    """docs/design.md 'Living beside kube-scheduler': a Never group never preempts."""
     got = _plan(name, policy)
     assert got["evictions"] == [] and got["victims"] == [], f"{policy} preempted for a Never group"
 
