@@ -45,7 +45,8 @@ def can_shard(policy: str) -> bool:
     return chosen is not None and chosen.walks_domains
 
 
-def domain_shards(snapshot: Snapshot, podgroup: str, parts: int, policy: str = DEFAULT_POLICY) -> list[list[str | None]]:
+def domain_shards(snapshot: Snapshot, podgroup: str, parts: int,
+                  policy: str = DEFAULT_POLICY) -> list[list[str | None]]:
     """The policy's candidate domains, most promising first, dealt round-robin into ``parts`` lists
     (all empty for a policy that walks no domains)."""
     chosen = policy_named(policy)
