@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from scheduler.engine.objects import timestamp_or_none
 from scheduler.engine.resources import is_gpu, parse_resource_list, pod_requests
+from scheduler.engine.typed_objects import timestamp_or_none
 from scheduler.simulation.state import rfc3339
 from scheduler.simulation.summary import gang_shade, state_totals
 

@@ -26,14 +26,14 @@ HELP = "planning fanned out over Celery tasks against one planning task; needs R
 
 
 def measure(nodes: int, gpus: int, parts: int, real_worker: bool) -> dict:
-    from scheduler.engine import parse_snapshot, plan
+    from scheduler.engine import DEFAULT_POLICY, parse_snapshot, plan
     from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
     from scheduler.preemption import fanout
 
     objects = synthetic_cluster(nodes, seed=7)
     podgroup = preemptor_name(gpus)
     started = time.perf_counter()
-    single = plan(parse_snapshot(objects), podgroup, "gangweb")
+    single = plan(parse_snapshot(objects), podgroup, DEFAULT_POLICY)
     single_s = time.perf_counter() - started
 
     began = time.perf_counter()
@@ -44,7 +44,7 @@ def measure(nodes: int, gpus: int, parts: int, real_worker: bool) -> dict:
     payloads, slowest = [], 0.0
     for shard in shards:
         begin = time.perf_counter()
-        payloads.append(fanout.plan_shard(fanout.unstash(key), podgroup, "gangweb", shard))
+        payloads.append(fanout.plan_shard(fanout.unstash(key), podgroup, DEFAULT_POLICY, shard))
         slowest = max(slowest, time.perf_counter() - begin)
     merge_begin = time.perf_counter()
     merged = fanout.merge(payloads, time.time()).plan
@@ -70,13 +70,14 @@ def _same(a: dict, b: dict) -> bool:
 def _through_worker(objects: list, podgroup: str, parts: int, single: dict) -> dict:
     from celery import group
 
+    from scheduler.engine import DEFAULT_POLICY
     from scheduler.preemption import fanout
     from scheduler.preemption.tasks import plan_domains
 
     began = time.perf_counter()
     shards, cuts = fanout.deal(objects, podgroup, parts)
     key = fanout.stash(objects, cuts)
-    payloads = group(plan_domains.s(key, podgroup, "gangweb", shard) for shard in shards).apply_async().get(
+    payloads = group(plan_domains.s(key, podgroup, DEFAULT_POLICY, shard) for shard in shards).apply_async().get(
         timeout=600, disable_sync_subtasks=False)
     merged = fanout.merge(payloads, time.time()).plan
     wall = time.perf_counter() - began

@@ -7,14 +7,46 @@ Pure Python (numpy for the per-node arithmetic): no Django, no Kubernetes client
     documents = read_snapshot("cluster.yaml")     # the same reading, raw documents (for other readers: replay, kube)
     p = plan(snap, "team-a/train-0", policy="gangweb")
     p.to_dict()   # the DESIGN.md ``gang plan`` JSON
+
+The names above are loaded on first use, so that a light module of the engine
+(``scheduler.engine.resources.is_gpu``, ``scheduler.engine.typed_objects``) can be imported without
+numpy, PyYAML and the policies.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .errors import SnapshotError
-from .plan import Plan, Victim
-from .planner import best_plan, domain_shards, plan
-from .policies import DEFAULT_POLICY, POLICIES
-from .reading import read_snapshot
-from .snapshot import Snapshot, load_snapshot, parse_snapshot
+
+if TYPE_CHECKING:
+    from .contract import Plan, Victim
+    from .entry import best_plan, can_shard, domain_shards, plan
+    from .policies import DEFAULT_POLICY, POLICIES
+    from .reading import read_snapshot
+    from .snapshot import Snapshot, load_snapshot, parse_snapshot
+
+_HOMES = {
+    "Plan": ".contract", "Victim": ".contract",
+    "plan": ".entry", "best_plan": ".entry", "can_shard": ".entry", "domain_shards": ".entry",
+    "POLICIES": ".policies", "DEFAULT_POLICY": ".policies",
+    "read_snapshot": ".reading",
+    "Snapshot": ".snapshot", "load_snapshot": ".snapshot", "parse_snapshot": ".snapshot",
+}
 
 __all__ = ["load_snapshot", "read_snapshot", "parse_snapshot", "plan", "Snapshot", "Plan", "Victim", "SnapshotError",
-           "POLICIES", "DEFAULT_POLICY", "domain_shards", "best_plan"]
+           "POLICIES", "DEFAULT_POLICY", "can_shard", "domain_shards", "best_plan"]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

@@ -11,13 +11,13 @@ import time
 from typing import Callable, Sequence
 
 from .builders import as_list
-from .planner import plan
+from .entry import plan
 from .policies import POLICIES
 from .snapshot import load_snapshot
 from .synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
 
 DEFAULT_NODES = (1000, 5000, 20000)
-POLICY_ORDER = ("kep5710", "gangweb", "legacy")
+POLICY_ORDER = tuple(POLICIES)  # the registry's order
 
 
 def _percentile(values: Sequence[float], fraction: float) -> float:

@@ -10,9 +10,9 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from .gang import Domain, Gang
+from .contract import INFEASIBLE, Cost, Plan, Victim
 from .placement import PortBook, fit_columns, place_least_allocated, ports_conflict, topology_domains
-from .plan import Plan, Victim
+from .preemptor import Domain, Preemptor
 from .snapshot import Snapshot
 from .victims import Unit, victim_cost
 
@@ -32,7 +32,7 @@ class Candidate:
 
     __slots__ = ("domain", "assignments", "victims", "cost", "how")
 
-    def __init__(self, domain: Domain, assignments: list[tuple[int, int]], victims: list[int], cost: tuple,
+    def __init__(self, domain: Domain, assignments: list[tuple[int, int]], victims: list[int], cost: Cost | tuple,
                  how: str) -> None:
         self.domain, self.assignments, self.victims, self.cost, self.how = domain, assignments, victims, cost, how
 
@@ -45,7 +45,7 @@ class Candidate:
 
 
 class Problem:
-    def __init__(self, snapshot: Snapshot, gang: Gang) -> None:
+    def __init__(self, snapshot: Snapshot, gang: Preemptor) -> None:
         self.snapshot, self.gang = snapshot, gang
         self.units = snapshot.units
         self.priority = gang.priority
@@ -127,9 +127,8 @@ class Problem:
         """Domains that can possibly succeed, most room first (then label order)."""
         need = max(self.gang.needed(), 1)
         rooms = self.room(free, domains)
-        usable = [(min(r, len(self.gang.pending)), d) for r, d in zip(rooms, domains) if r >= need]
-        usable.sort(key=lambda rd: (-rd[0], rd[1].order))
-        return [d for _, d in usable]
+        room = {d.order: min(r, len(self.gang.pending)) for r, d in zip(rooms, domains) if r >= need}
+        return sorted((d for d in domains if d.order in room), key=lambda d: (-room[d.order], d.order))
 
     # -- reprieval ------------------------------------------------------------------------------
     def reprieval_order(self, unit_ids: Iterable[int], pdb_first: bool = True) -> list[int]:
@@ -193,11 +192,14 @@ class Problem:
         return Candidate(domain, assignments, sorted(victims), victim_cost(self.units, victims), how)
 
     # -- plans ----------------------------------------------------------------------------------
-    def plan(self, policy: str, feasible: bool, reason: str, candidate: Candidate | None = None,
-             **stats) -> Plan:
+    def plan(self, policy: str, feasible: bool, reason: str, candidate: Candidate | None = None, *,
+             why: str = "", **stats) -> Plan:
+        """The plan to return; an infeasible one names its ``why`` (a key of ``contract.INFEASIBLE``)."""
+        if not feasible and why not in INFEASIBLE:
+            raise ValueError(f"an infeasible plan needs one of {sorted(INFEASIBLE)} as its why, got {why!r}")
         snap = self.snapshot
         plan = Plan(pod_group=self.gang.key, policy=policy, feasible=feasible, reason=reason,
-                    pending=len(self.gang.pending), stats=stats)
+                    pending=len(self.gang.pending), stats=stats, why="" if feasible else why)
         if candidate is None:
             plan.cost = victim_cost(self.units, [])
             return plan

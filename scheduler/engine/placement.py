@@ -16,8 +16,8 @@ import numpy as np
 from .selectors import tolerates_all
 
 if TYPE_CHECKING:
-    from .objects import Node, Pod
     from .snapshot import Snapshot
+    from .typed_objects import Node, Pod
 
 CPU_COL, MEMORY_COL = 1, 2
 

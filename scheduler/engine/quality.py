@@ -14,10 +14,11 @@ from typing import Any, Callable
 import numpy as np
 
 from .builders import node, pdb, pod, podgroup
+from .entry import plan
 from .evaluation import Problem
-from .gang import Gang
 from .placement import fit_columns, node_mask
-from .planner import plan
+from .policies import POLICIES
+from .preemptor import Preemptor
 from .snapshot import parse_snapshot
 from .victims import victim_cost
 
@@ -114,11 +115,13 @@ def optimum(problem: Problem) -> tuple | None:
 
 def study(samples: int, seed: int = 1, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     rng = random.Random(seed)
-    tally: dict[str, dict[str, int]] = {p: {"optimal": 0, "worse": 0, "short": 0} for p in ("kep5710", "gangweb")}
+    # Policies that evict whole units: a group-unaware one's victim sets are not the same kind of answer.
+    graded = [name for name, policy in POLICIES.items() if policy.atomic]
+    tally: dict[str, dict[str, int]] = {p: {"optimal": 0, "worse": 0, "short": 0} for p in graded}
     studied = 0
     while studied < samples:
         snap = parse_snapshot(small_cluster(rng))
-        problem = Problem(snap, Gang(snap, "default/hi"))
+        problem = Problem(snap, Preemptor(snap, "default/hi"))
         if not 0 < problem.eligible_count <= MAX_UNITS or _exact_fit(problem, snap.free):
             continue
         best = optimum(problem)

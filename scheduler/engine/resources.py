@@ -143,5 +143,8 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
 
 
 def is_gpu(resource: str) -> bool:
-    """Extended resources that are accelerators (``nvidia.com/gpu``, ``amd.com/gpu``...)."""
+    """Whether a resource name counts as GPUs: the one rule for the engine, the dashboard and the
+    webhook. Extended resources named ``<vendor>/gpu`` (``nvidia.com/gpu``, ``amd.com/gpu``); not
+    ``gpu.intel.com/i915``, ``nvidia.com/gpu.shared`` or MIG slices (``nvidia.com/mig-1g.5gb``).
+    Importing this module loads neither numpy nor the rest of the engine."""
     return resource.endswith("/gpu")

@@ -11,14 +11,14 @@ effective priorities, victim units), so plans never rescan the raw objects.
 from __future__ import annotations
 
 import os
-from typing import Any, BinaryIO, Iterable, Iterator, Mapping
+from typing import Any, BinaryIO, Iterable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
 from .errors import SnapshotError, object_label
-from .objects import NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, PriorityClass, Workload
 from .reading import read_snapshot, snapshot_documents
-from .resources import CPU, EPHEMERAL, MEMORY, PODS
+from .resources import CPU, EPHEMERAL, MEMORY, PODS, is_gpu
+from .typed_objects import NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, PriorityClass, Workload
 
 MAX_TREE_DEPTH = 8  # guard for parentCompositePodGroupName chains (the API allows 4 levels)
 
@@ -56,7 +56,7 @@ def _flatten(documents: Iterable[Any]) -> list[Any]:
     depth is bounded only by the parser, never by Python's recursion limit."""
     out: list[Any] = []
     # Each level: its items, and the (kind, apiVersion) its kind-less items take (typed lists only).
-    pending: list[tuple[Iterator[tuple[int, Any]], tuple[str, Any] | None]] = [(enumerate(documents), None)]
+    pending: list[tuple[Iterator[tuple[int, Any]], ItemType | None]] = [(enumerate(documents), None)]
     while pending:
         level, item_type = pending[-1]
         for position, doc in level:
@@ -72,18 +72,25 @@ def _flatten(documents: Iterable[Any]) -> list[Any]:
                 pending.append((enumerate(items), _item_type(doc)))
                 break
             if item_type is not None and isinstance(doc, dict) and not doc.get("kind"):
-                doc = {**doc, "kind": item_type[0], "apiVersion": doc.get("apiVersion") or item_type[1]}
+                doc = {**doc, "kind": item_type.kind, "apiVersion": doc.get("apiVersion") or item_type.api_version}
             out.append(doc)
         else:
             pending.pop()
     return out
 
 
-def _item_type(typed_list: Mapping) -> tuple[str, Any] | None:
+class ItemType(NamedTuple):
+    """What the kind-less items of a typed list are."""
+
+    kind: str
+    api_version: Any
+
+
+def _item_type(typed_list: Mapping) -> ItemType | None:
     """``NodeList`` -> ("Node", its apiVersion): the API server leaves kind and apiVersion out of
     the items of a typed list. A plain ``List`` says nothing about its items."""
     kind = str(typed_list.get("kind"))
-    return (kind[:-len("List")], typed_list.get("apiVersion")) if kind != "List" else None
+    return ItemType(kind[:-len("List")], typed_list.get("apiVersion")) if kind != "List" else None
 
 
 def parse_snapshot(objects: Iterable[Any]) -> "Snapshot":
@@ -143,7 +150,7 @@ class Snapshot:
         fixed = [PODS, CPU, MEMORY, EPHEMERAL]
         self.resources = fixed + sorted(names - set(fixed))
         self.resource_index = {name: i for i, name in enumerate(self.resources)}
-        self.gpu_columns = [i for i, name in enumerate(self.resources) if name.endswith("/gpu")]
+        self.gpu_columns = [i for i, name in enumerate(self.resources) if is_gpu(name)]
         alloc = np.zeros((len(self.nodes), len(self.resources)), dtype=np.int64)
         for i, node in enumerate(self.nodes):
             for name, value in node.allocatable.items():

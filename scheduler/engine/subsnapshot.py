@@ -14,11 +14,11 @@ CompositePodGroups, Workloads, PDBs, PriorityClasses, all of them):
   importance order across every eligible unit, which decides reprieval order;
 - the preemptor's own pods, pending and running.
 
-Anchor domains are the ones whose outcome the engine decides over the whole cluster even within a
-shard: where the gang fits without preemption, or else where kube-scheduler's evaluator (kep5710)
-would place it. Both walks take the first domain in a fixed order, so keeping that one domain is
-enough for the shard to reach the same choice. The snapshot's "now" (newest pod timestamp, which
-prices lost GPU-seconds) travels with the cut.
+Anchor domains are the ones whose outcome the policy decides over the whole cluster even within a
+shard (``PreemptionPolicy.anchor_domains``); for gangweb: where the gang fits without preemption, or
+else where kube-scheduler's evaluator (kep5710) would place it. Both walks take the first domain in
+a fixed order, so keeping that one domain is enough for the shard to reach the same choice. The
+snapshot's "now" (newest pod timestamp, which prices lost GPU-seconds) travels with the cut.
 
 Only an infeasible shard's reason can read differently: its "no node is usable" check and node
 counts see the cut's nodes. A shard that is feasible on the whole snapshot is feasible on its cut
@@ -34,9 +34,10 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .gang import Gang
+from .evaluation import Problem
 from .placement import topology_domains
-from .planner import plan
+from .policies import DEFAULT_POLICY, policy_named
+from .preemptor import Preemptor
 from .snapshot import Snapshot, _flatten, parse_snapshot
 
 SMALL_KINDS = ("PodGroup", "CompositePodGroup", "Workload", "PodDisruptionBudget", "PriorityClass")
@@ -50,9 +51,10 @@ def _object_key(obj: dict) -> str:
 class SnapshotCutter:
     """Indexes a parsed snapshot and its raw objects once; ``cut`` then builds each shard's objects."""
 
-    def __init__(self, snapshot: Snapshot, objects: Iterable[Any], podgroup: str) -> None:
+    def __init__(self, snapshot: Snapshot, objects: Iterable[Any], podgroup: str, policy: str = DEFAULT_POLICY) -> None:
         self.snapshot = snapshot
-        self.gang = Gang(snapshot, podgroup)
+        self.policy = policy_named(policy)
+        self.gang = Preemptor(snapshot, podgroup)
         self.topology_key = self.gang.group.topology_key
         self.raw_nodes: dict[str, dict] = {}
         self.raw_pods: dict[str, dict] = {}
@@ -70,14 +72,8 @@ class SnapshotCutter:
         else:
             self.values, self.node_domain = [], np.zeros(len(snapshot.nodes), dtype=np.int64)
         self.value_index = {v: i for i, v in enumerate(self.values)}
-        self.anchors = self._anchor_domains(podgroup)
+        self.anchors = self.policy.anchor_domains(Problem(snapshot, self.gang))
         self._pdb_units = self._units_by_budget()
-
-    def _anchor_domains(self, podgroup: str) -> list[str]:
-        # kep5710's plan names the domain where the gang fits without preemption when it does, and
-        # otherwise the domain its evaluator chose; gangweb's plan consults both walks.
-        chosen = plan(self.snapshot, podgroup, "kep5710").domain
-        return [chosen] if chosen is not None else []
 
     def _units_by_budget(self) -> dict[int, set[int]]:
         index = self.snapshot.units

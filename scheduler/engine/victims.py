@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
-from .objects import ALL
+from .contract import NO_VICTIM_COST, NO_VICTIM_PRIORITY, Cost
+from .typed_objects import ALL
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
 
 RANK = {"Pod": 1, "PodGroup": 2, "CompositePodGroup": 3}
-NO_VICTIM_PRIORITY = -(2**63)
+__all__ = ["RANK", "NO_VICTIM_PRIORITY", "Unit", "UnitIndex", "victim_cost"]
 
 
 class Unit:
@@ -216,11 +217,11 @@ class UnitIndex:
         return out
 
 
-def victim_cost(index: UnitIndex, unit_ids: Iterable[int]) -> tuple:
+def victim_cost(index: UnitIndex, unit_ids: Iterable[int]) -> Cost:
     """DESIGN.md cost order: (PDB violations, highest priority, priority sum, units, pods, GPU-seconds)."""
     units = sorted((index.units[i] for i in unit_ids), key=lambda u: u.index)
     if not units:
-        return (0, NO_VICTIM_PRIORITY, 0, 0, 0, 0.0)
+        return NO_VICTIM_COST
     violations = sum(index.count_violations(units)) if index.pod_pdbs else 0
-    return (violations, max(u.priority for u in units), sum(u.priority for u in units), len(units),
-            sum(len(u.pods) for u in units), round(sum(u.gpu_seconds for u in units), 3))
+    return Cost(violations, max(u.priority for u in units), sum(u.priority for u in units), len(units),
+                sum(len(u.pods) for u in units), round(sum(u.gpu_seconds for u in units), 3))

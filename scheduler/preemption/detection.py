@@ -14,7 +14,7 @@ from typing import Iterable
 
 from scheduler.cluster import KubeObject, object_key
 from scheduler.engine import parse_snapshot
-from scheduler.engine.objects import timestamp_or_none
+from scheduler.engine.typed_objects import timestamp_or_none
 
 NEVER = "Never"
 SCHEDULED_CONDITION = "PodGroupInitiallyScheduled"

@@ -25,7 +25,8 @@ from typing import Any
 from django.conf import settings
 
 from scheduler.cluster import KubeObject
-from scheduler.engine import Plan as EnginePlan, best_plan, domain_shards, parse_snapshot, plan as engine_plan
+from scheduler.engine import (DEFAULT_POLICY, Plan as EnginePlan, best_plan, can_shard, domain_shards, parse_snapshot,
+                              plan as engine_plan)
 from scheduler.engine.subsnapshot import SnapshotCutter, parse_cut
 from scheduler.preemption.planning import PlanResult, PodFacts, plan_cost, pod_facts
 
@@ -54,24 +55,25 @@ def shard_id(domains: list[str | None]) -> str:
     return hashlib.sha1(json.dumps(domains).encode()).hexdigest()[:16]
 
 
-def deal(objects: list[KubeObject], podgroup: str, parts: int) -> tuple[list[list[str | None]], dict[str, dict]]:
+def deal(objects: list[KubeObject], podgroup: str, parts: int,
+         policy: str = DEFAULT_POLICY) -> tuple[list[list[str | None]], dict[str, dict]]:
     """The non-empty domain shards and each one's sub-snapshot cut, by ``shard_id``."""
     snapshot = parse_snapshot(objects)
-    shards = [s for s in domain_shards(snapshot, podgroup, parts) if s]
+    shards = [s for s in domain_shards(snapshot, podgroup, parts, policy) if s]
     if len(shards) < 2:
         return shards, {}
-    cutter = SnapshotCutter(snapshot, objects, podgroup)
+    cutter = SnapshotCutter(snapshot, objects, podgroup, policy)
     return shards, {shard_id(shard): cutter.cut(shard) for shard in shards}
 
 
 def shards_for(objects: list[KubeObject], podgroup: str, policy: str) -> list[list[str | None]] | None:
     """The domain shards to plan in parallel, or None when one task is the better choice."""
     minimum = settings.GANGWEB_FANOUT_MIN_NODES
-    if policy != "gangweb" or not minimum or not settings.REDIS_URL:
+    if not can_shard(policy) or not minimum or not settings.REDIS_URL:
         return None
     if sum(1 for o in objects if o.get("kind") == "Node") < minimum:
         return None
-    shards, cuts = deal(objects, podgroup, settings.GANGWEB_FANOUT_PARTS)
+    shards, cuts = deal(objects, podgroup, settings.GANGWEB_FANOUT_PARTS, policy)
     if len(shards) < 2:
         return None
     _CUTS.clear()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Sequence
 
+from ..contract import Plan
 from ..evaluation import Problem
-from ..gang import Domain
-from ..plan import Plan
+from ..preemptor import Domain
 
 
 class PreemptionPolicy(ABC):
@@ -16,6 +16,11 @@ class PreemptionPolicy(ABC):
 
     name: str = ""
     summary: str = ""
+    # Evicts whole victim units, so its plans are graded against the brute-force optimum (quality.py);
+    # False for a group-unaware policy kept for comparison.
+    atomic: bool = True
+    # Plans domain by domain and honours ``plan(..., domains=)``: a fan-out may deal its domains out.
+    walks_domains: bool = False
 
     def plan(self, problem: Problem) -> Plan:
         gang = problem.gang
@@ -27,16 +32,16 @@ class PreemptionPolicy(ABC):
             ok = len(gang.running) >= gang.min_count
             return self._finish(problem.plan(self.name, ok, (
                 f"no pending pods; {len(gang.running)} pod(s) already run" +
-                ("" if ok else f", fewer than minCount {gang.min_count}"))), notes)
+                ("" if ok else f", fewer than minCount {gang.min_count}")), why="too-few-pods"), notes)
         mismatch = gang.priority_mismatch()
         if mismatch:
-            return self._finish(problem.plan(self.name, False, mismatch), notes)
+            return self._finish(problem.plan(self.name, False, mismatch, why="priority-mismatch"), notes)
         no_node = gang.no_node_reason()
         if no_node:
-            return self._finish(problem.plan(self.name, False, no_node), notes)
+            return self._finish(problem.plan(self.name, False, no_node, why="no-usable-node"), notes)
         domains, why_not = gang.domains()
         if why_not:
-            return self._finish(problem.plan(self.name, False, why_not), notes)
+            return self._finish(problem.plan(self.name, False, why_not, why="topology"), notes)
         fitting = self.fits_without_preemption(problem, domains)
         if fitting is not None:
             placed = fitting.placed
@@ -50,11 +55,12 @@ class PreemptionPolicy(ABC):
             return self._finish(problem.plan(self.name, True, reason, fitting), notes)
         if gang.never_preempts:
             return self._finish(problem.plan(self.name, False, (
-                "the group does not fit and is not eligible to preempt (preemptionPolicy=Never)")), notes)
+                "the group does not fit and is not eligible to preempt (preemptionPolicy=Never)"),
+                why="never-preempts"), notes)
         if problem.eligible_count == 0:
             return self._finish(problem.plan(self.name, False, (
                 f"the group does not fit and no running pod has priority below {gang.priority}: "
-                "no preemption victims found")), notes)
+                "no preemption victims found"), why="no-victims"), notes)
         return self._finish(self.preempt(problem, domains), notes)
 
     def fits_without_preemption(self, problem: Problem, domains: Sequence[Domain]):
@@ -64,6 +70,16 @@ class PreemptionPolicy(ABC):
             if problem.gang.succeeds(len(assignments)):
                 return problem.candidate(domain, assignments, [], "no preemption")
         return None
+
+    def ranked_domains(self, problem: Problem, domains: Sequence[Domain]) -> list[Domain]:
+        """The domains this policy would walk, in its order, for a fan-out to deal out (none unless
+        ``walks_domains``)."""
+        return []
+
+    def anchor_domains(self, problem: Problem) -> list[str]:
+        """Domain values every fan-out shard must hold besides its own: those this policy decides over
+        the whole cluster, whatever the shard."""
+        return []
 
     @staticmethod
     def _finish(plan: Plan, notes: list[str]) -> Plan:

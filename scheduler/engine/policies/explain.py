@@ -21,7 +21,7 @@ def describe_choice(problem: Problem, candidate: Candidate, how: str) -> str:
     gpus = sum(v.gpus for v in victims)
     groups = sum(1 for v in victims if v.kind != "Pod")
     top = max(v.priority for v in victims)
-    violations = candidate.cost[0] if candidate.cost else 0
+    violations = candidate.cost.pdb_violations if candidate.cost else 0
     parts = [f"evicting {len(victims)} victim unit(s) ({groups} whole group(s), {pods} pod(s), {gpus} GPU(s); "
              f"highest priority {top} < {gang.priority}) places {placed}{_where(problem, candidate)}"]
     if violations:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..contract import Plan
 from ..evaluation import Candidate, Problem
-from ..gang import Domain
-from ..plan import Plan
+from ..preemptor import Domain
 from .base import PreemptionPolicy
 from .explain import describe_choice, describe_infeasible
 
@@ -40,7 +40,7 @@ class Kep5710Policy(PreemptionPolicy):
         problem.reprieve_filter_factory = self.reprieve_filter_factory
         candidate, most = kep5710_candidate(problem, domains)
         if candidate is None:
-            return problem.plan(self.name, False, describe_infeasible(problem, most))
+            return problem.plan(self.name, False, describe_infeasible(problem, most), why="no-room")
         reason = describe_choice(problem, candidate, (
             f"kube-scheduler's beta evaluator fixed the placement after removing all {problem.eligible_count} "
             "lower-priority victim unit(s), then reprieved victims most important first (PDB violators first)"))

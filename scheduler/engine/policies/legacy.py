@@ -9,18 +9,30 @@ cannot start.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from ..contract import NO_VICTIM_COST, NO_VICTIM_PRIORITY, Cost, Plan, Victim
 from ..evaluation import Candidate, Problem
-from ..gang import Domain
 from ..placement import fit_columns, least_allocated_scores, node_mask, ports_conflict
-from ..plan import Plan, Victim
+from ..preemptor import Domain
 from .base import PreemptionPolicy
 
 MIN_CANDIDATES, CANDIDATE_PERCENT = 100, 10  # kube-scheduler's minCandidateNodes{Absolute,Percentage}
 MAX_DOMAINS = 64  # topology domains tried at most, as many as gangweb visits
+
+
+class NodeChoice(NamedTuple):
+    """One node ``SelectVictimsOnNode`` found for a pod: its pickOneNodeForPreemption rank (lowest
+    wins; the node itself breaks ties) and the pods to evict there."""
+
+    rank: tuple
+    pods: list[int]
+
+    @property
+    def node(self) -> int:
+        return self.rank[-1]
 
 
 class _State:
@@ -44,7 +56,7 @@ class _State:
 
     def victims_on(self, node: int, request: np.ndarray, cols: np.ndarray, wanted_ports=()):
         """SelectVictimsOnNode: remove all lower pods, reprieve PDB violators then others, most
-        important first. Returns (key, pods) or None."""
+        important first. None when the pod cannot fit there whatever is evicted."""
         snap, pods = self.snap, self.snap.pods
         lower = [p for p in snap.pods_by_node[node] if p not in self.evicted_set and snap.pod_priority[p] < self.priority]
         if wanted_ports and ports_conflict(wanted_ports, self.ports_in_use(node, spared=lower)):
@@ -73,11 +85,10 @@ class _State:
         violators = set(violating)
         n_violating = sum(1 for p in chosen if p in violators)
         priorities = [snap.pod_priority[p] for p in chosen]
-        top = max(priorities, default=-(2**63))
+        top = max(priorities, default=NO_VICTIM_PRIORITY)
         # pickOneNodeForPreemption: ... then the latest start among the highest-priority victims.
         top_start = max(((pods[p].start_time or 0.0) for p in chosen if snap.pod_priority[p] == top), default=0.0)
-        key = (n_violating, top, sum(priorities), len(chosen), -top_start, node)
-        return key, chosen
+        return NodeChoice((n_violating, top, sum(priorities), len(chosen), -top_start, node), chosen)
 
     def evict(self, pods: Sequence[int]) -> None:
         snap = self.snap
@@ -89,6 +100,14 @@ class _State:
             self.evicted_set.add(p)
             for pdb in self.problem.units.pod_pdbs.get(p, ()):
                 self.budget[pdb] -= 1
+
+
+class Attempt(NamedTuple):
+    """Per-pod preemption inside one domain: what it evicted, the pods it placed, where."""
+
+    state: _State
+    assignments: list[tuple[int, int]]
+    domain: Domain
 
 
 def _released(problem: Problem) -> np.ndarray:
@@ -104,6 +123,7 @@ def _released(problem: Problem) -> np.ndarray:
 class LegacyPolicy(PreemptionPolicy):
     name = "legacy"
     summary = "classic per-pod preemption, group-unaware (for comparison only)"
+    atomic = False
 
     def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
         """Per-pod preemption inside one domain at a time. Without a topology constraint that is
@@ -117,13 +137,13 @@ class LegacyPolicy(PreemptionPolicy):
         best = None
         for domain in ordered[:MAX_DOMAINS]:
             attempt = self._in_domain(problem, domain, released)
-            if problem.gang.succeeds(len(attempt[1])):
+            if problem.gang.succeeds(len(attempt.assignments)):
                 return self._plan(problem, *attempt)
-            if best is None or len(attempt[1]) > len(best[1]):
+            if best is None or len(attempt.assignments) > len(best.assignments):
                 best = attempt
         return self._plan(problem, *best)
 
-    def _in_domain(self, problem: Problem, domain: Domain, released: np.ndarray):
+    def _in_domain(self, problem: Problem, domain: Domain, released: np.ndarray) -> Attempt:
         snap, gang = problem.snapshot, problem.gang
         state = _State(problem, released)
         everywhere = np.arange(len(snap.nodes))
@@ -148,17 +168,17 @@ class LegacyPolicy(PreemptionPolicy):
                 best = None
                 for node in np.flatnonzero(reachable)[:n_candidates].tolist():
                     found = state.victims_on(node, request, cols, ports)
-                    if found is not None and (best is None or found[0] < best[0]):
+                    if found is not None and (best is None or found.rank < best.rank):
                         best = found
                 if best is None:
                     continue  # this pod stays pending; the evictions already made stay made
-                node = best[0][-1]
-                state.evict(best[1])
+                node = best.node
+                state.evict(best.pods)
             state.free[node] -= request
             if ports:
                 state.placed_ports.setdefault(node, []).extend(ports)
             assignments.append((pod_idx, node))
-        return state, assignments, domain
+        return Attempt(state, assignments, domain)
 
     def _plan(self, problem: Problem, state: _State, assignments, domain: Domain) -> Plan:
         snap, gang = problem.snapshot, problem.gang
@@ -177,7 +197,7 @@ class LegacyPolicy(PreemptionPolicy):
                           priority=snap.pod_priority[p], pods=[snap.pods[p].key], gpus=int(gpus[p]),
                           lost_gpu_seconds=round(float(gpus[p]) * max(0.0, snap.now - (snap.pods[p].start_time or snap.now)), 3),
                           pdb_violations=0) for p in sorted(evicted)]
-        candidate = Candidate(domain, assignments, [], (), "legacy")
+        candidate = Candidate(domain, assignments, [], NO_VICTIM_COST, "legacy")
         where = f" in {gang.group.topology_key}={domain.name}" if domain.name is not None else ""
         reason = (f"per-pod preemption evicted {len(victims)} pod(s) and placed {len(assignments)} of "
                   f"{len(gang.pending)} pending pod(s){where}")
@@ -185,9 +205,10 @@ class LegacyPolicy(PreemptionPolicy):
             reason += f"; it left {broken} gang(s) partly evicted, their {idle_gpus} remaining GPU(s) idle"
         if not feasible:
             reason += f"; the group is still short of {'minCount ' + str(gang.min_count) if gang.is_gang else 'one pod'}"
-        plan = problem.plan(self.name, feasible, reason, candidate, partly_evicted_gangs=broken,
+        plan = problem.plan(self.name, feasible, reason, candidate, why="no-room", partly_evicted_gangs=broken,
                             idle_gpus=idle_gpus, stranded_gpus=stranded, evicted_pods=len(victims))
         plan.victims = victims
-        plan.cost = (0, max((v.priority for v in victims), default=-(2**63)), sum(v.priority for v in victims),
-                     len(victims), len(victims), round(sum(v.lost_gpu_seconds for v in victims), 3))
+        plan.cost = Cost(0, max((v.priority for v in victims), default=NO_VICTIM_PRIORITY),
+                         sum(v.priority for v in victims), len(victims), len(victims),
+                         round(sum(v.lost_gpu_seconds for v in victims), 3))
         return plan

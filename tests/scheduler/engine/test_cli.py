@@ -42,7 +42,8 @@ def test_plan_prints_the_contract_json(tmp_path):
                     "victims": [{"kind": "Pod", "namespace": "default", "name": "low", "priority": 1,
                                  "pods": ["default/low"]}],
                     "evictions": ["default/low"], "placement": {"default/g-0": "n1"}, "domain": None,
-                    "reason": data["reason"]}
+                    "reason": data["reason"], "outcome": "preempt"}
+    assert list(data)[-1] == "outcome"  # after the DESIGN.md keys, which keep their order
     assert data["reason"] and "\n" not in data["reason"]
 
 

@@ -3,7 +3,7 @@
 from scheduler.engine import parse_snapshot, plan
 from scheduler.engine.builders import node, pod, podgroup
 from scheduler.engine.evaluation import Problem
-from scheduler.engine.gang import Gang
+from scheduler.engine.preemptor import Preemptor
 from scheduler.engine.quality import optimum, study
 
 
@@ -15,7 +15,7 @@ def test_optimum_finds_the_single_cheap_unit_the_greedy_placement_misses():
                            pod("v0-0", node="n1", gpus=4, priority=5),
                            podgroup("hi", min_count=2, priority=100, mode="all")]
                           + [pod(f"hi-{i}", group="hi", gpus=2) for i in range(2)])
-    best = optimum(Problem(snap, Gang(snap, "default/hi")))
+    best = optimum(Problem(snap, Preemptor(snap, "default/hi")))
     assert best[:5] == (0, 5, 5, 1, 1)
     assert plan(snap, "default/hi", "gangweb").cost == best
     assert plan(snap, "default/hi", "kep5710").cost > best

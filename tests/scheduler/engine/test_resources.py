@@ -1,8 +1,11 @@
+import subprocess
+import sys
+
 import pytest
 
 from scheduler.engine import parse_snapshot
 from scheduler.engine.builders import node, pod
-from scheduler.engine.resources import parse_quantity, pod_requests
+from scheduler.engine.resources import is_gpu, parse_quantity, pod_requests
 
 
 @pytest.mark.parametrize("text, milli, expected", [
@@ -63,3 +66,18 @@ def test_terminating_and_finished_pods_hold_nothing():
     assert snap.free[0, gpu] == 6
     assert snap.free[0, snap.resource_index["pods"]] == 109
     assert [snap.pods[p].name for p in snap.bound] == ["running"]
+
+
+@pytest.mark.parametrize("name, gpu", [("nvidia.com/gpu", True), ("amd.com/gpu", True), ("gpu.intel.com/i915", False),
+                                       ("nvidia.com/gpu.shared", False), ("nvidia.com/mig-1g.5gb", False), ("cpu", False)])
+def test_one_rule_says_what_a_gpu_is_and_the_snapshot_counts_by_it(name, gpu):
+    assert is_gpu(name) is gpu
+    snap = parse_snapshot([node("n1", gpus=0, extra={name: "4"})])
+    assert int(snap.gpus(snap.free)[0]) == (4 if gpu else 0)
+
+
+def test_the_rule_imports_without_numpy_or_the_rest_of_the_engine():
+    probe = ("import sys; from scheduler.engine.resources import is_gpu; "
+             "print(sorted(m for m in ('numpy', 'yaml', 'scheduler.engine.snapshot') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr

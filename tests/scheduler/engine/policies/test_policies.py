@@ -186,17 +186,19 @@ def test_unknown_group_and_policy_are_errors():
         plan(snap, "hi")
 
 
-def test_to_dict_has_exactly_the_contract_keys():
+def test_to_dict_has_exactly_the_contract_keys_then_the_outcome():
     snap = parse_snapshot([node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor())
     data = plan(snap, "default/hi").to_dict()
-    assert list(data) == ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason"]
+    assert list(data) == ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason",
+                          "outcome"]
+    assert data["outcome"] == "preempt" == plan(snap, "default/hi").details()["outcome"]
     assert data["podGroup"] == "default/hi" and data["policy"] == "gangweb" and data["domain"] is None
 
 
 def test_reprieve_filter_seam_can_veto_and_observe_reprieval():
     from scheduler.engine.evaluation import Problem
-    from scheduler.engine.gang import Gang
     from scheduler.engine.policies.kep5710 import Kep5710Policy
+    from scheduler.engine.preemptor import Preemptor
 
     seen = []
 
@@ -213,7 +215,7 @@ def test_reprieve_filter_seam_can_veto_and_observe_reprieval():
                           + _preemptor(gpus=4))
     policy = Kep5710Policy()
     policy.reprieve_filter_factory = KeepNothingBare
-    result = policy.plan(Problem(snap, Gang(snap, "default/hi")))
+    result = policy.plan(Problem(snap, Preemptor(snap, "default/hi")))
     assert result.evictions == ["default/old"] and seen == ["new"]
 
 
@@ -294,3 +296,57 @@ def test_gangweb_keeps_walking_domains_while_its_best_plan_breaks_a_budget():
     result = plan(snap, preemptor_name(64), "gangweb")
     assert result.feasible and result.victims
     assert result.cost_breakdown["pdb_violations"] == 0, result.reason
+
+
+def test_policies_say_what_the_fan_out_and_the_bench_may_do_with_them():
+    from scheduler.engine import can_shard, domain_shards
+    from scheduler.engine.bench import POLICY_ORDER
+    from scheduler.engine.synthetic import synthetic_cluster
+
+    snap = parse_snapshot(synthetic_cluster(256, seed=3))
+    group = preemptor_name(64)
+    assert [name for name in POLICIES if can_shard(name)] == ["gangweb"] and not can_shard("fastest")
+    assert sum(map(len, domain_shards(snap, group, 2, "gangweb"))) > 1
+    assert domain_shards(snap, group, 2, "kep5710") == [[], []]
+    with pytest.raises(SnapshotError, match="unknown policy 'fastest'"):
+        domain_shards(snap, group, 2, "fastest")
+    # The registry's order is the benchmark's; the quality study grades the policies that evict whole units.
+    assert POLICY_ORDER == tuple(POLICIES) == ("kep5710", "gangweb", "legacy")
+    assert [name for name, policy in POLICIES.items() if policy.atomic] == ["kep5710", "gangweb"]
+
+
+OUTCOMES = {
+    "fits": [node("a"), node("b"), pod("low", node="a", gpus=8, priority=1)] + _preemptor(),
+    "preempt": [node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor(),
+    "infeasible:too-few-pods": [node("a"), podgroup("hi", min_count=2, priority=100),
+                                pod("hi-0", group="hi", node="a", gpus=8, priority=100)],
+    "infeasible:priority-mismatch": [node("a"), podgroup("hi", min_count=1, priority=100),
+                                     pod("hi-0", group="hi", priority=7)],
+    "infeasible:no-usable-node": [node("down", ready=False)] + _preemptor(),
+    "infeasible:topology": [node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor(topology="rack"),
+    "infeasible:never-preempts": [node("a"), pod("low", node="a", gpus=8, priority=1)]
+                                 + _preemptor(preemption_policy="Never"),
+    "infeasible:no-victims": [node("a"), pod("peer", node="a", gpus=8, priority=100)] + _preemptor(),
+    "infeasible:no-room": [node("a", gpus=4), pod("low", node="a", gpus=4, priority=1)] + _preemptor(),
+}
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("outcome", OUTCOMES)
+def test_every_plan_carries_its_outcome_code_beside_its_sentence(policy, outcome):
+    from scheduler.engine.contract import INFEASIBLE
+
+    result = plan(parse_snapshot(OUTCOMES[outcome]), "default/hi", policy)
+    assert result.outcome == outcome == result.to_dict()["outcome"] == result.details()["outcome"]
+    assert result.feasible == (not outcome.startswith("infeasible:"))
+    assert outcome in ("fits", "preempt") or outcome.split(":", 1)[1] in INFEASIBLE
+    assert set(INFEASIBLE) == {code.split(":", 1)[1] for code in OUTCOMES if code.startswith("infeasible:")}
+
+
+def test_an_infeasible_plan_without_a_why_is_an_engine_bug():
+    from scheduler.engine.evaluation import Problem
+    from scheduler.engine.preemptor import Preemptor
+
+    snap = parse_snapshot([node("a")] + _preemptor())
+    with pytest.raises(ValueError, match="needs one of"):
+        Problem(snap, Preemptor(snap, "default/hi")).plan("gangweb", False, "no reason given")

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .placement import fit_columns, node_mask, place_least_allocated, tightest_fit_scores
+from ...placement import fit_columns, node_mask, place_least_allocated, tightest_fit_scores
 
 if TYPE_CHECKING:
-    from .evaluation import Problem
-    from .gang import Domain
+    from ...evaluation import Problem
+    from ...preemptor import Domain
 
 
 def _slots(free_rows: np.ndarray, request: np.ndarray, cols: np.ndarray) -> np.ndarray:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import SnapshotError
-from .objects import NEVER
 from .placement import node_mask, topology_domains, unavailable_nodes
+from .typed_objects import NEVER
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -23,7 +23,10 @@ class Domain:
         self.name, self.nodes, self.order = name, nodes, order
 
 
-class Gang:
+class Preemptor:
+    """The gang being placed (kube-scheduler's preemptor): a PodGroup, its pending and running pods,
+    priority, preemption policy, minCount and candidate domains. ``Problem.gang`` holds one."""
+
     def __init__(self, snapshot: "Snapshot", podgroup: str) -> None:
         namespace, sep, name = str(podgroup).partition("/")
         if not sep or not namespace or not name or "/" in name:

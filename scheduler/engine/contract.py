@@ -1,9 +1,42 @@
-"""The plan a policy returns, and its JSON form (DESIGN.md ``gang plan`` contract)."""
+"""The plan a policy returns, and its JSON form (DESIGN.md ``gang plan`` contract).
+
+Beside its one-line ``reason`` every plan carries a machine-readable ``outcome`` (like
+kube-scheduler's Status codes): ``fits`` (feasible, nothing to evict), ``preempt`` (feasible once its
+victims go) or ``infeasible:<why>`` with one of ``INFEASIBLE`` as the why.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+NO_VICTIM_PRIORITY = -(2**63)  # the highest victim priority of a plan without victims: below every priority
+
+
+class Cost(NamedTuple):
+    """DESIGN.md cost order, cheapest first when compared as a tuple."""
+
+    pdb_violations: int
+    highest_victim_priority: int
+    victim_priority_sum: int
+    victim_units: int
+    evicted_pods: int
+    lost_gpu_seconds: float
+
+
+NO_VICTIM_COST = Cost(0, NO_VICTIM_PRIORITY, 0, 0, 0, 0.0)
+
+FITS, PREEMPT = "fits", "preempt"
+# The <why> of an "infeasible:<why>" outcome, in the order the checks run.
+INFEASIBLE = {
+    "too-few-pods": "no pending pods, and fewer running than minCount",
+    "priority-mismatch": "a pending or running pod's own priority differs from its group's",
+    "no-usable-node": "too few pending pods pass the node filters (Ready, cordon, taints, selector, affinity) anywhere",
+    "topology": "the topology constraint cannot be met (label missing, running pods outside it or split across values)",
+    "never-preempts": "the group does not fit and its preemption policy is Never",
+    "no-victims": "the group does not fit and no running pod has a lower priority",
+    "no-room": "even with the victims the policy may take, fewer pods fit than the group needs",
+}
 
 
 @dataclass
@@ -32,9 +65,18 @@ class Plan:
     placement: dict[str, str] = field(default_factory=dict)
     domain: str | None = None
     # Not part of the JSON contract: what the pipeline and dashboard want besides it.
-    cost: tuple = ()
+    cost: Cost | tuple = ()  # a Cost from the engine; a plain tuple of the same order is ranked alike
     pending: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
+    why: str = ""  # for an infeasible plan, a key of INFEASIBLE
+
+    @property
+    def outcome(self) -> str:
+        """``fits``, ``preempt`` or ``infeasible:<why>`` (``infeasible:unknown`` for a plan built
+        outside the engine without a why)."""
+        if self.feasible:
+            return PREEMPT if self.victims else FITS
+        return f"infeasible:{self.why or 'unknown'}"
 
     @property
     def rank(self) -> tuple:
@@ -44,9 +86,7 @@ class Plan:
     @property
     def cost_breakdown(self) -> dict[str, Any]:
         """The cost tuple with names (``highest_victim_priority`` is None without victims)."""
-        names = ("pdb_violations", "highest_victim_priority", "victim_priority_sum", "victim_units",
-                 "evicted_pods", "lost_gpu_seconds")
-        out = dict(zip(names, self.cost))
+        out = dict(zip(Cost._fields, self.cost))
         if not self.victims:
             out["highest_victim_priority"] = None
         return out
@@ -70,6 +110,7 @@ class Plan:
     def details(self) -> dict[str, Any]:
         """What the contract JSON leaves out, for the ledger and the dashboard (camelCase like it)."""
         return {
+            "outcome": self.outcome,
             "cost": self.cost_breakdown,
             "placedPods": len(self.placement),
             "pendingPods": self.pending,
@@ -92,4 +133,5 @@ class Plan:
             "placement": dict(sorted(self.placement.items())) if feasible else {},
             "domain": self.domain,
             "reason": self.reason,
+            "outcome": self.outcome,  # after the DESIGN.md keys, which keep their order
         }

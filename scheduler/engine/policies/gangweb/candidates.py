@@ -1,27 +1,18 @@
-"""``gangweb`` (default): several placements per domain, domains independent, cheapest plan wins.
+"""The candidate plans ``gangweb`` builds inside one topology domain, and the local search around the winner.
 
-Candidates: the ``kep5710`` plan itself (so gangweb is never worse by construction), and in every
-promising domain a kube-like least-allocated placement and a cost-aware placement, each followed by
-reprieval. Ranking (DESIGN.md): most pods placed, then (PDB violations, highest victim priority,
-sum of victim priorities, victim units, evicted pods, lost GPU-seconds), then domain order.
+In a domain: a kube-like least-allocated placement, a unit-fill placement (``unitfill.py``) and a
+cost-aware placement (``costaware.py``), each followed by reprieval (kube-scheduler's PDB-first
+order and, when the snapshot has PDBs, plain importance order too); the cost-aware placement's own
+victim set is a candidate as well.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from ...evaluation import Candidate, Problem
+from ...preemptor import Domain
+from .costaware import CostAwarePlacer
+from .unitfill import unit_fill_placement
 
-from ..costaware import CostAwarePlacer
-from ..evaluation import Candidate, Problem
-from ..gang import Domain
-from ..domainrank import rank_domains
-from ..parallel import evaluate_domains
-from ..plan import Plan
-from ..unitfill import unit_fill_placement
-from .base import PreemptionPolicy
-from .explain import describe_choice, describe_infeasible
-from .kep5710 import kep5710_candidate
-
-MAX_DOMAINS = 64  # domains evaluated per plan at most, most promising first
 SEARCH_ROUNDS, SEARCH_VICTIMS = 3, 4  # local search: rounds, and victims tried per round
 SEARCH_NODE_BUDGET = 4096  # ...only while rounds x victims x domain nodes stays under this
 
@@ -68,26 +59,3 @@ def improve(problem: Problem, best: Candidate) -> Candidate:
         if not improved:
             break
     return best
-
-
-class GangwebPolicy(PreemptionPolicy):
-    name = "gangweb"
-    summary = "cheapest of several placements per topology domain; never worse than kep5710"
-
-    def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
-        kep, kep_most = kep5710_candidate(problem, domains)
-        candidates = [kep] if kep is not None else []
-        viable, bounds = rank_domains(problem, domains)
-        if problem.only_domains is not None:  # one shard of a fan-out: kep5710 still sees everything
-            viable = [d for d in viable if d.name in problem.only_domains]
-        viable = viable[:MAX_DOMAINS]
-        found, evaluated = evaluate_domains(problem, viable, bounds, seed=kep)
-        candidates += found
-        workable = [c for c in candidates if problem.gang.succeeds(c.placed)]
-        if not workable:
-            return problem.plan(self.name, False, describe_infeasible(problem, kep_most))
-        best = improve(problem, min(workable, key=Candidate.rank))
-        how = f"{best.how}; cheapest of {len(workable)} candidate plan(s) over {evaluated} domain(s)"
-        if kep is not None and best is not kep and best.rank() < kep.rank():
-            how += f" (kep5710 would evict {len(kep.victims)} unit(s), highest priority {kep.cost[1]})"
-        return problem.plan(self.name, True, describe_choice(problem, best, how), best)

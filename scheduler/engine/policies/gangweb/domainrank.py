@@ -8,16 +8,33 @@ that promise, so a few evaluated domains usually hold the best plan.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import numpy as np
 
-from .placement import fit_columns, topology_domains
-from .victims import NO_VICTIM_PRIORITY
+from ...placement import fit_columns, topology_domains
+from ...victims import NO_VICTIM_PRIORITY
 
 if TYPE_CHECKING:
-    from .evaluation import Problem
-    from .gang import Domain
+    from ...evaluation import Problem
+    from ...preemptor import Domain
+
+
+class TierBound(NamedTuple):
+    """The lowest victim tier whose eviction could make enough room in a domain, and that room."""
+
+    priority: int
+    room: int
+
+
+class LoneUnit(NamedTuple):
+    """The cheapest single victim unit that frees enough room in a domain."""
+
+    priority: int
+    pods: int
+
+
+UNREACHABLE = TierBound(np.iinfo(np.int64).max, 0)
 
 
 def rank_domains(problem: "Problem", domains: Sequence["Domain"]) -> tuple[list["Domain"], dict[int, int]]:
@@ -29,16 +46,16 @@ def rank_domains(problem: "Problem", domains: Sequence["Domain"]) -> tuple[list[
     lone = single_unit_estimates(problem, viable)
 
     def promise(domain: "Domain") -> tuple:
-        level, room = bounds[domain.order]
-        if domain.order in lone:  # one unit would do: (its priority, one unit, its pods)
-            return (max(level, lone[domain.order][0]), 1, lone[domain.order][1], domain.order)
-        return (level, 2, -room, domain.order)
+        bound, unit = bounds[domain.order], lone.get(domain.order)
+        if unit is not None:  # one unit would do: (its priority, one unit, its pods)
+            return (max(bound.priority, unit.priority), 1, unit.pods, domain.order)
+        return (bound.priority, 2, -bound.room, domain.order)
 
     viable.sort(key=promise)
-    return viable, {order: bound[0] for order, bound in bounds.items()}
+    return viable, {order: bound.priority for order, bound in bounds.items()}
 
 
-def domain_bounds(problem: Problem, domains: Sequence[Domain]) -> list[tuple[int, int]]:
+def domain_bounds(problem: Problem, domains: Sequence[Domain]) -> list[TierBound]:
     """Per domain: a lower bound on the highest victim priority any plan there needs (the lowest
     tier whose eviction could make enough room), and how much room that tier gives."""
     need = max(problem.gang.needed(), 1)
@@ -48,13 +65,13 @@ def domain_bounds(problem: Problem, domains: Sequence[Domain]) -> list[tuple[int
         free = snap.free if level == NO_VICTIM_PRIORITY else snap.free + problem.units.released_below(level + 1)
         for i, room in enumerate(problem.room(free, domains)):
             if bounds[i] is None and room >= need:
-                bounds[i] = (level, room)
+                bounds[i] = TierBound(level, room)
         if all(b is not None for b in bounds):
             break
-    return [b if b is not None else (np.iinfo(np.int64).max, 0) for b in bounds]
+    return [b if b is not None else UNREACHABLE for b in bounds]
 
 
-def single_unit_estimates(problem: Problem, domains: Sequence[Domain]) -> dict[int, tuple[int, int]]:
+def single_unit_estimates(problem: Problem, domains: Sequence[Domain]) -> dict[int, LoneUnit]:
     """Per domain (by order), the cheapest lone victim unit that frees enough slots there, as
     (priority, pods): a cheap, whole-cluster numpy estimate used to visit good domains first."""
     snap, index = problem.snapshot, problem.units
@@ -83,10 +100,10 @@ def single_unit_estimates(problem: Problem, domains: Sequence[Domain]) -> dict[i
     enough = gains >= np.maximum(len(pending) - domain_slots[pair_domain], 1)
     pair_unit, pair_domain = pair_unit[enough], pair_domain[enough]
     best = np.lexsort((index.unit_pods[pair_unit], index.priorities[pair_unit], pair_domain))
-    out: dict[int, tuple[int, int]] = {}
+    out: dict[int, LoneUnit] = {}
     for position in best.tolist():
         domain = int(pair_domain[position])
         if domain not in out:
             unit = int(pair_unit[position])
-            out[domain] = (int(index.priorities[unit]), int(index.unit_pods[unit]))
+            out[domain] = LoneUnit(int(index.priorities[unit]), int(index.unit_pods[unit]))
     return out

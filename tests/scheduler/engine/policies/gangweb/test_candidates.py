@@ -2,15 +2,15 @@
 
 from scheduler.engine import parse_snapshot, plan
 from scheduler.engine.builders import node, pod, podgroup
-from scheduler.engine.costaware import CostAwarePlacer
 from scheduler.engine.evaluation import Problem
-from scheduler.engine.gang import Gang
-from scheduler.engine.unitfill import unit_fill_placement
+from scheduler.engine.policies.gangweb.costaware import CostAwarePlacer
+from scheduler.engine.policies.gangweb.unitfill import unit_fill_placement
+from scheduler.engine.preemptor import Preemptor
 
 
 def _problem(objects, group="default/hi"):
     snap = parse_snapshot(objects)
-    gang = Gang(snap, group)
+    gang = Preemptor(snap, group)
     return snap, Problem(snap, gang), gang.domains()[0][0]
 
 
@@ -83,23 +83,6 @@ def test_fan_out_shards_recombine_into_the_in_process_plan():
     assert combined.feasible and combined.rank <= kep.rank
     everything = [d for s in shards for d in s]
     assert plan(snap, group, domains=everything).to_dict() == whole.to_dict()
-
-
-def test_process_pool_route_gives_the_same_plan(monkeypatch):
-    import scheduler.engine.parallel as parallel
-    from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
-
-    snap = parse_snapshot(synthetic_cluster(480, seed=4))
-    group = preemptor_name(64)
-    monkeypatch.setenv("GANGWEB_ENGINE_WORKERS", "0")
-    in_process = plan(snap, group).to_dict()
-    monkeypatch.setenv("GANGWEB_ENGINE_WORKERS", "2")
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_NODES", 1)
-    try:
-        pooled = plan(snap, group).to_dict()
-    finally:
-        parallel._drop(id(snap))
-    assert pooled == in_process
 
 
 def test_cost_aware_evicts_the_pod_holding_a_wanted_host_port():

@@ -11,18 +11,33 @@ domain), and only as many as the heap needs.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from .placement import fit_columns, node_mask, ports_conflict
-from .victims import NO_VICTIM_PRIORITY
+from ...contract import NO_VICTIM_COST, NO_VICTIM_PRIORITY, Cost
+from ...placement import fit_columns, node_mask, ports_conflict
 
 if TYPE_CHECKING:
-    from .evaluation import Problem
-    from .gang import Domain
+    from ...evaluation import Problem
+    from ...preemptor import Domain
 
-ZERO = (0, NO_VICTIM_PRIORITY, 0, 0, 0, 0.0)
+
+
+class NodeCost(NamedTuple):
+    """What one more pod on a node costs: the victims' cost and the units to evict."""
+
+    cost: Cost
+    units: list[int]
+
+
+class Queued(NamedTuple):
+    """A costed node in a shape's heap, cheapest first; stale once the node's version moved on."""
+
+    cost: Cost
+    node: int
+    version: int
+    units: list[int]
 
 
 class _Shape:
@@ -100,15 +115,15 @@ class CostAwarePlacer:
                 for port in pods[p].host_ports]
         return bool(held) and ports_conflict(wanted, held)
 
-    def node_cost(self, node: int, shape: _Shape):
-        """(cost key, units to evict) for one more pod of ``shape`` on ``node``, or None."""
+    def node_cost(self, node: int, shape: _Shape) -> NodeCost | None:
+        """What one more pod of ``shape`` on ``node`` costs, or None when no eviction makes room."""
         cols, need = shape.cols_list, shape.need
         pod = self.snap.pods[shape.pod]
         row = self.free.get(node)
         have = (row if row is not None else self.snap.free[node])[shape.cols].tolist()
         if all(h >= n for h, n in zip(have, need)) and not (
                 pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set()))):
-            return ZERO, []
+            return NodeCost(NO_VICTIM_COST, [])
         units = self.units.units
         first, excluded = self.problem.first_eligible, self.problem.excluded
         candidates = [u for u in self.units.node_units[node]
@@ -133,25 +148,26 @@ class CostAwarePlacer:
         if pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set(chosen))):
             return None  # a port is held by a pod this preemptor may not evict
         picked = [units[u] for u in chosen]
-        key = (int(sum(self.violations[u] for u in chosen)), max(u.priority for u in picked),
-               sum(u.priority for u in picked), len(picked), sum(len(u.pods) for u in picked),
-               round(sum(u.gpu_seconds for u in picked), 3))
-        return key, chosen
+        cost = Cost(int(sum(self.violations[u] for u in chosen)), max(u.priority for u in picked),
+                    sum(u.priority for u in picked), len(picked), sum(len(u.pods) for u in picked),
+                    round(sum(u.gpu_seconds for u in picked), 3))
+        return NodeCost(cost, chosen)
 
     def _push(self, shape: _Shape, node: int) -> None:
         shape.seen.add(node)
         costed = self.node_cost(node, shape)
         if costed is not None:
-            heapq.heappush(shape.heap, (costed[0], node, self.version.get(node, 0), costed[1]))
+            heapq.heappush(shape.heap, Queued(costed.cost, node, self.version.get(node, 0), costed.units))
 
     def _fill(self, shape: _Shape, remaining: int) -> None:
         """Cost more nodes while an uncosted one could still beat the heap's best."""
         batch, costed = 2 * remaining + 8, 0
         while shape.cursor < len(shape.order):
             if shape.heap:
-                best = shape.heap[0][0][:2]
-                bound = (0, shape.levels[shape.cursor])  # an uncosted node costs at least this
-                if best < bound or (best == bound and costed >= batch):
+                best = shape.heap[0].cost
+                # An uncosted node costs at least (no PDB violation, its tier's priority).
+                best_key, bound = (best.pdb_violations, best.highest_victim_priority), (0, shape.levels[shape.cursor])
+                if best_key < bound or (best_key == bound and costed >= batch):
                     return
             end = min(len(shape.order), shape.cursor + batch)
             for node in shape.order[shape.cursor:end]:
@@ -178,13 +194,13 @@ class CostAwarePlacer:
                 self._fill(shape, len(pending) - position)
                 if not shape.heap:
                     break
-                _, node, version, units = heapq.heappop(shape.heap)
-                if version == self.version.get(node, 0):
-                    chosen = (node, units)
+                top = heapq.heappop(shape.heap)
+                if top.version == self.version.get(top.node, 0):
+                    chosen = top
                     break
             if chosen is None:
                 continue
-            node, units = chosen
+            node, units = chosen.node, chosen.units
             touched = {node}
             for unit_id in units:
                 self.evicted.add(unit_id)

@@ -1,0 +1,64 @@
+"""``gangweb`` (default): several placements per domain, domains independent, cheapest plan wins.
+
+Candidates: the ``kep5710`` plan itself (so gangweb is never worse by construction), and in every
+promising domain a kube-like least-allocated placement and a cost-aware placement, each followed by
+reprieval. Ranking (DESIGN.md): most pods placed, then (PDB violations, highest victim priority,
+sum of victim priorities, victim units, evicted pods, lost GPU-seconds), then domain order.
+
+The policy's own helpers live beside it: ``domainrank.py`` (which domains first), ``walk.py`` (the
+walk over them and when it stops), ``candidates.py`` (the plans tried in one domain, and the local
+search), ``costaware.py`` and ``unitfill.py`` (two of those placements).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ...contract import Plan
+from ...evaluation import Candidate, Problem
+from ...preemptor import Domain
+from ..base import PreemptionPolicy
+from ..explain import describe_choice, describe_infeasible
+from ..kep5710 import Kep5710Policy, kep5710_candidate
+from .candidates import improve
+from .domainrank import rank_domains
+from .walk import evaluate_domains
+
+MAX_DOMAINS = 64  # domains evaluated per plan at most, most promising first
+
+
+class GangwebPolicy(PreemptionPolicy):
+    name = "gangweb"
+    summary = "cheapest of several placements per topology domain; never worse than kep5710"
+    walks_domains = True
+
+    def ranked_domains(self, problem: Problem, domains: Sequence[Domain]) -> list[Domain]:
+        return rank_domains(problem, domains)[0]
+
+    def anchor_domains(self, problem: Problem) -> list[str]:
+        # The kep5710 plan names the domain where the gang fits without preemption when it does, and
+        # otherwise the domain its evaluator chose; this policy's plan consults both walks.
+        chosen = Kep5710Policy().plan(problem).domain
+        return [chosen] if chosen is not None else []
+
+    def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
+        kep, kep_most = kep5710_candidate(problem, domains)
+        candidates = [kep] if kep is not None else []
+        viable, bounds = rank_domains(problem, domains)
+        if problem.only_domains is not None:  # one shard of a fan-out: kep5710 still sees everything
+            viable = [d for d in viable if d.name in problem.only_domains]
+        viable = viable[:MAX_DOMAINS]
+        found, evaluated = evaluate_domains(problem, viable, bounds, seed=kep)
+        candidates += found
+        workable = [c for c in candidates if problem.gang.succeeds(c.placed)]
+        if not workable:
+            return problem.plan(self.name, False, describe_infeasible(problem, kep_most), why="no-room")
+        best = improve(problem, min(workable, key=Candidate.rank))
+        how = f"{best.how}; cheapest of {len(workable)} candidate plan(s) over {evaluated} domain(s)"
+        if kep is not None and best is not kep and best.rank() < kep.rank():
+            how += (f" (kep5710 would evict {len(kep.victims)} unit(s), "
+                    f"highest priority {kep.cost.highest_victim_priority})")
+        return problem.plan(self.name, True, describe_choice(problem, best, how), best)
+
+
+__all__ = ["GangwebPolicy", "MAX_DOMAINS"]
