@@ -99,6 +99,19 @@ def issue_ca(common_name: str, days: int, now: dt.datetime | None = None) -> Key
 
 
 def issue_serving(ca: KeyPair, names: list[str], days: int, now: dt.datetime | None = None) -> KeyPair:
+    """The webhook's serving certificate (serverAuth only) for ``names`` (the first is the CommonName)."""
+    return _issue_leaf(ca, names, ExtendedKeyUsageOID.SERVER_AUTH, days, now)
+
+
+def issue_client(ca: KeyPair, name: str, days: int, now: dt.datetime | None = None) -> KeyPair:
+    """A client certificate (clientAuth only) with ``name`` as CommonName and DNS SubjectAlternativeName:
+    what kube-apiserver presents to the webhook when its AdmissionConfiguration says so."""
+    return _issue_leaf(ca, [name], ExtendedKeyUsageOID.CLIENT_AUTH, days, now)
+
+
+def _issue_leaf(ca: KeyPair, names: list[str], usage: x509.ObjectIdentifier, days: int,
+                now: dt.datetime | None) -> KeyPair:
+    """A leaf certificate signed by ``ca``: ``names`` as DNS SANs, digital signature, one extended usage."""
     now = now or _now()
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
@@ -117,37 +130,7 @@ def issue_serving(ca: KeyPair, names: list[str], days: int, now: dt.datetime | N
                           encipher_only=False, decipher_only=False),  # fmt: skip
             critical=True,
         )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()), critical=False
-        )
-        .sign(ca.key, hashes.SHA256())
-    )
-    return KeyPair(cert, key)
-
-
-def issue_client(ca: KeyPair, name: str, days: int, now: dt.datetime | None = None) -> KeyPair:
-    """A client certificate (clientAuth only) with ``name`` as CommonName and DNS SubjectAlternativeName:
-    what kube-apiserver presents to the webhook when its AdmissionConfiguration says so."""
-    now = now or _now()
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-        .issuer_name(ca.cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - CLOCK_SKEW)
-        .not_valid_after(min(now + dt.timedelta(days=days), ca.cert.not_valid_after_utc))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                          data_encipherment=False, key_agreement=False, key_cert_sign=False, crl_sign=False,
-                          encipher_only=False, decipher_only=False),  # fmt: skip
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()), critical=False
         )
