@@ -121,8 +121,10 @@ def _send(event_type: str, payload: dict[str, Any]) -> None:
     try:
         send(event_type, payload)
     except PublishFailed as error:
-        if isinstance(error.__cause__, RuntimeError) and "shutdown" in str(error.__cause__).lower():
-            return  # the process is shutting down (executors closed): nothing left to tell
+        if isinstance(error.__cause__, RuntimeError):
+            # Typically the process is shutting down (executors closed): nothing left to tell.
+            logger.info("event not published: %s", error.__cause__, extra={"event": event_type})
+            return
         _outage.failed(event_type, error)
     else:
         _outage.worked()
