@@ -17,10 +17,24 @@ MAX_TOPOLOGY_CONSTRAINTS = 1
 MAX_RESOURCE_CLAIMS = 4
 PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
 # Fields the API fixes at creation (PodGroup spec and PodGroupTemplate); minCount stays mutable.
-IMMUTABLE_PODGROUP_FIELDS = ("workloadRef", "disruptionMode", "schedulingConstraints", "resourceClaims",
-                             "priority", "priorityClassName", "preemptionPolicy", "parentCompositePodGroupName")  # fmt: skip
-IMMUTABLE_TEMPLATE_FIELDS = ("disruptionMode", "schedulingConstraints", "resourceClaims", "priority",
-                             "priorityClassName", "preemptionPolicy")  # fmt: skip
+IMMUTABLE_PODGROUP_FIELDS = (
+    "workloadRef",
+    "disruptionMode",
+    "schedulingConstraints",
+    "resourceClaims",
+    "priority",
+    "priorityClassName",
+    "preemptionPolicy",
+    "parentCompositePodGroupName",
+)
+IMMUTABLE_TEMPLATE_FIELDS = (
+    "disruptionMode",
+    "schedulingConstraints",
+    "resourceClaims",
+    "priority",
+    "priorityClassName",
+    "preemptionPolicy",
+)
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -45,7 +59,9 @@ def check_group_spec(spec: dict[str, Any], where: str) -> list[str]:
     elif set_keys == ["gang"]:
         min_count = _dict(_dict(policy).get("gang")).get("minCount")
         if not isinstance(min_count, int) or isinstance(min_count, bool) or min_count < 1:
-            problems.append(f"{where}.schedulingPolicy.gang.minCount is {min_count!r}; set a whole number >= 1")
+            problems.append(
+                f"{where}.schedulingPolicy.gang.minCount is {min_count!r}; set a whole number >= 1"
+            )
     mode = spec.get("disruptionMode")
     if mode is not None:
         modes = [key for key in ("single", "all") if _dict(mode).get(key) is not None]
@@ -62,7 +78,9 @@ def check_group_spec(spec: dict[str, Any], where: str) -> list[str]:
             )
         for index, constraint in enumerate(topology):
             if not isinstance(_dict(constraint).get("key"), str) or not _dict(constraint)["key"]:
-                problems.append(f"{where}.schedulingConstraints.topology[{index}].key is missing; name a node label")
+                problems.append(
+                    f"{where}.schedulingConstraints.topology[{index}].key is missing; name a node label"
+                )
     problems += _check_claims(spec.get("resourceClaims"), where)
     policy_name = spec.get("preemptionPolicy")
     if policy_name is not None and policy_name not in PREEMPTION_POLICIES:
@@ -75,7 +93,9 @@ def _check_claims(claims: Any, where: str) -> list[str]:
         return []
     problems = []
     if len(claims) > MAX_RESOURCE_CLAIMS:
-        problems.append(f"{where}.resourceClaims has {len(claims)} entries; at most {MAX_RESOURCE_CLAIMS} are allowed")
+        problems.append(
+            f"{where}.resourceClaims has {len(claims)} entries; at most {MAX_RESOURCE_CLAIMS} are allowed"
+        )
     seen: set[str] = set()
     for index, claim in enumerate(claims):
         claim, at = _dict(claim), f"{where}.resourceClaims[{index}]"
@@ -108,7 +128,10 @@ def check_podgroup(podgroup: dict[str, Any], old: dict[str, Any] | None) -> list
         old_spec = _dict(old.get("spec"))
         for name in _changed_fields(old_spec, spec, IMMUTABLE_PODGROUP_FIELDS):
             problems.append(f"spec.{name} is immutable; put it back, or delete and recreate the PodGroup")
-        old_kind, new_kind = _policy_kind(old_spec.get("schedulingPolicy")), _policy_kind(spec.get("schedulingPolicy"))
+        old_kind, new_kind = (
+            _policy_kind(old_spec.get("schedulingPolicy")),
+            _policy_kind(spec.get("schedulingPolicy")),
+        )
         if old_kind and new_kind and old_kind != new_kind:
             problems.append(
                 f"spec.schedulingPolicy changed from {old_kind} to {new_kind}; the policy is fixed at "
@@ -127,19 +150,24 @@ def check_workload(workload: dict[str, Any], old: dict[str, Any] | None) -> list
     plain, composite = spec.get("podGroupTemplates"), spec.get("compositePodGroupTemplates")
     if bool(plain) == bool(composite):
         return [
-            "Workload spec sets " + ("both podGroupTemplates and compositePodGroupTemplates" if plain else "no templates")
+            "Workload spec sets "
+            + ("both podGroupTemplates and compositePodGroupTemplates" if plain else "no templates")
             + "; set exactly one of them"
         ]
     key = "podGroupTemplates" if plain else "compositePodGroupTemplates"
     templates = _templates(spec, key)
     problems: list[str] = []
     if len(templates) > MAX_TEMPLATES:
-        problems.append(f"spec.{key} has {len(templates)} templates; at most {MAX_TEMPLATES} are allowed: merge some")
+        problems.append(
+            f"spec.{key} has {len(templates)} templates; at most {MAX_TEMPLATES} are allowed: merge some"
+        )
     names: set[str] = set()
     for index, template in enumerate(templates):
         where, name = f"spec.{key}[{index}]", template.get("name")
         if not is_dns1123_label(name):
-            problems.append(f"{where}.name is {name!r}; use a DNS label (lowercase letters, digits, '-', <= 63)")
+            problems.append(
+                f"{where}.name is {name!r}; use a DNS label (lowercase letters, digits, '-', <= 63)"
+            )
         elif name in names:
             problems.append(f"{where}.name {name!r} is used twice; template names must be unique")
         else:
@@ -174,5 +202,7 @@ def _workload_update_problems(
         old_kind = _policy_kind(old_templates[name].get("schedulingPolicy"))
         new_kind = _policy_kind(template.get("schedulingPolicy"))
         if old_kind and new_kind and old_kind != new_kind:
-            problems.append(f"spec.{key}[name={name}].schedulingPolicy cannot change from {old_kind} to {new_kind}")
+            problems.append(
+                f"spec.{key}[name={name}].schedulingPolicy cannot change from {old_kind} to {new_kind}"
+            )
     return problems

@@ -72,9 +72,15 @@ def _review(pod: dict[str, Any]) -> dict[str, Any]:
             "name": metadata.get("name", ""),
             "namespace": metadata.get("namespace", "default"),
             "operation": "CREATE",
-            "userInfo": {"username": "system:serviceaccount:kube-system:job-controller",
-                         "uid": str(uuid.uuid4()),
-                         "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]},  # fmt: skip
+            "userInfo": {
+                "username": "system:serviceaccount:kube-system:job-controller",
+                "uid": str(uuid.uuid4()),
+                "groups": [
+                    "system:serviceaccounts",
+                    "system:serviceaccounts:kube-system",
+                    "system:authenticated",
+                ],
+            },
             "object": pod,
             "oldObject": None,
             "dryRun": False,
@@ -202,28 +208,42 @@ class _Run:
         raw, answered, errors = wired
         for target in range(len(self.schedule.names)):
             self.latencies[target].frombytes(raw[target])
-            self.answered[target] = [a + b for a, b in zip(self.answered[target], answered[target], strict=True)]
+            self.answered[target] = [
+                a + b for a, b in zip(self.answered[target], answered[target], strict=True)
+            ]
             self.errors[target] += errors[target]
 
 
-async def _drive(port: int, ca_pem: str, requests: list[list[bytes]], connections: int, schedule: _Schedule) -> _Run:
+async def _drive(
+    port: int, ca_pem: str, requests: list[list[bytes]], connections: int, schedule: _Schedule
+) -> _Run:
     loop = asyncio.get_running_loop()
     context = ssl.create_default_context(cadata=ca_pem)
     run = _Run(schedule)
     protocols = []
     for index in range(connections):
         _, protocol = await loop.create_connection(
-            lambda index=index: _Connection(requests, index * 7, run), "127.0.0.1", port,
-            ssl=context, server_hostname=SERVER_NAME,
-        )  # fmt: skip
+            lambda index=index: _Connection(requests, index * 7, run),
+            "127.0.0.1",
+            port,
+            ssl=context,
+            server_hostname=SERVER_NAME,
+        )
         protocols.append(protocol)
     timeout = schedule.stop_at - time.monotonic() + 30
     await asyncio.wait_for(asyncio.gather(*(p.closed for p in protocols)), timeout=timeout)
     return run
 
 
-def _client_process(pipe: Any, port: int, ca_pem: str, requests: list[list[bytes]], connections: int,
-                    schedule: _Schedule, cpus: set[int] | None) -> None:  # fmt: skip
+def _client_process(
+    pipe: Any,
+    port: int,
+    ca_pem: str,
+    requests: list[list[bytes]],
+    connections: int,
+    schedule: _Schedule,
+    cpus: set[int] | None,
+) -> None:
     import uvloop
 
     if cpus:
@@ -234,8 +254,15 @@ def _client_process(pipe: Any, port: int, ca_pem: str, requests: list[list[bytes
     pipe.close()
 
 
-def _load(port: int, ca_pem: str, requests: list[list[bytes]], connections: int, clients: int,
-          schedule: _Schedule, client_cpus: list[set[int]] | None = None) -> _Run:  # fmt: skip
+def _load(
+    port: int,
+    ca_pem: str,
+    requests: list[list[bytes]],
+    connections: int,
+    clients: int,
+    schedule: _Schedule,
+    client_cpus: list[set[int]] | None = None,
+) -> _Run:
     """Run the load generator processes through ``schedule``; their results, summed."""
     context = multiprocessing.get_context("fork")
     workers = []
@@ -243,7 +270,9 @@ def _load(port: int, ca_pem: str, requests: list[list[bytes]], connections: int,
         receiver, sender = context.Pipe(duplex=False)
         share = connections // clients + (1 if index < connections % clients else 0)
         cpus = client_cpus[index] if client_cpus else None
-        process = context.Process(target=_client_process, args=(sender, port, ca_pem, requests, share, schedule, cpus))
+        process = context.Process(
+            target=_client_process, args=(sender, port, ca_pem, requests, share, schedule, cpus)
+        )
         process.start()
         workers.append((process, receiver))
     total = _Run(schedule)
@@ -273,7 +302,9 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _wait_ready(port: int, ca_pem: str, server: subprocess.Popen, log_path: Path, timeout: float = 60.0) -> None:
+def _wait_ready(
+    port: int, ca_pem: str, server: subprocess.Popen, log_path: Path, timeout: float = 60.0
+) -> None:
     context = ssl.create_default_context(cadata=ca_pem)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -281,11 +312,13 @@ def _wait_ready(port: int, ca_pem: str, server: subprocess.Popen, log_path: Path
             log = log_path.read_text(errors="replace")[-2000:]
             raise RuntimeError(f"webhook server exited with {server.returncode}: {log}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as raw:
-                with context.wrap_socket(raw, server_hostname=SERVER_NAME) as tls:
-                    tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                    if tls.recv(64).startswith(b"HTTP/1.1 200"):
-                        return
+            with (
+                socket.create_connection(("127.0.0.1", port), timeout=1) as raw,
+                context.wrap_socket(raw, server_hostname=SERVER_NAME) as tls,
+            ):
+                tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                if tls.recv(64).startswith(b"HTTP/1.1 200"):
+                    return
         except OSError:
             time.sleep(0.1)
     raise RuntimeError("webhook server did not become ready")
@@ -295,15 +328,31 @@ def _summary(latencies: array.array, errors: int, seconds: float) -> dict[str, A
     ordered = sorted(latencies)
 
     def percentile(fraction: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * 1000, 3) if ordered else 0.0
+        return (
+            round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * 1000, 3) if ordered else 0.0
+        )
 
-    return {"requests": len(ordered), "errors": errors, "rps": round(len(ordered) / seconds, 1),
-            "p50_ms": percentile(0.50), "p90_ms": percentile(0.90), "p99_ms": percentile(0.99),
-            "max_ms": round(ordered[-1] * 1000, 3) if ordered else 0.0}  # fmt: skip
+    return {
+        "requests": len(ordered),
+        "errors": errors,
+        "rps": round(len(ordered) / seconds, 1),
+        "p50_ms": percentile(0.50),
+        "p90_ms": percentile(0.90),
+        "p99_ms": percentile(0.99),
+        "max_ms": round(ordered[-1] * 1000, 3) if ordered else 0.0,
+    }
 
 
-def run_benchmark(*, connections: int = 32, duration: float = 6.0, slice_seconds: float = 0.2, warmup: float = 1.0,
-                  workers: int = 1, clients: int = 1, progress: Callable[[str], Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def run_benchmark(
+    *,
+    connections: int = 32,
+    duration: float = 6.0,
+    slice_seconds: float = 0.2,
+    warmup: float = 1.0,
+    workers: int = 1,
+    clients: int = 1,
+    progress: Callable[[str], Any] | None = None,
+) -> dict[str, Any]:
     """``duration`` seconds measured per target, in slices of ``slice_seconds`` taken in turns."""
     say = progress or (lambda message: None)
     bodies = build_bodies()
@@ -316,20 +365,39 @@ def run_benchmark(*, connections: int = 32, duration: float = 6.0, slice_seconds
         issued = certs.ensure_certificates(Path(directory), SERVICE, NAMESPACE)
         ca_pem = issued.ca.cert_pem().decode()
         port = _free_port()
-        command = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "webhook", "serve", "--dir", directory,
-                   "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--bench-echo"]  # fmt: skip
+        command = [
+            sys.executable,
+            str(Path(settings.BASE_DIR) / "manage.py"),
+            "webhook",
+            "serve",
+            "--dir",
+            directory,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--bench-echo",
+        ]
         plan = cpu_plan(workers, clients)
         # The server's log goes to a file: a pipe read only at exit would fill and block it mid-run.
         log_path = Path(directory) / "server.log"
         with log_path.open("wb") as log:
-            server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log,
-                                      preexec_fn=(lambda: os.sched_setaffinity(0, plan[0])) if plan else None)  # fmt: skip
+            server = subprocess.Popen(
+                command,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                preexec_fn=(lambda: os.sched_setaffinity(0, plan[0])) if plan else None,
+            )
         try:
             _wait_ready(port, ca_pem, server, log_path)
             # 0.5 s for the TLS handshakes, then the warm-up, which takes turns like the measurement.
             schedule = _Schedule(names, time.monotonic() + 0.5 + warmup, slice_seconds, cycles)
-            say(f"{len(names)} targets x {cycles} slices of {slice_seconds:g} s, taken in turns over "
-                f"{connections} connections ({schedule.stop_at - time.monotonic():.0f} s)")  # fmt: skip
+            say(
+                f"{len(names)} targets x {cycles} slices of {slice_seconds:g} s, taken in turns over "
+                f"{connections} connections ({schedule.stop_at - time.monotonic():.0f} s)"
+            )
             run = _load(port, ca_pem, requests, connections, clients, schedule, plan[1] if plan else None)
         finally:
             server.terminate()
@@ -344,21 +412,32 @@ def run_benchmark(*, connections: int = 32, duration: float = 6.0, slice_seconds
     # Per cycle: a target's answers over the echo view's answers in the same cycle (the same second or
     # so of machine conditions); the median resists a neighbour's bursts.
     ratios = {
-        name: round(statistics.median(count / max(base, 1) for count, base in zip(answered[i], echo, strict=True)), 3)
-        for i, name in enumerate(names) if name != "echo"
-    }  # fmt: skip
+        name: round(
+            statistics.median(count / max(base, 1) for count, base in zip(answered[i], echo, strict=True)), 3
+        )
+        for i, name in enumerate(names)
+        if name != "echo"
+    }
     met = all(ratios[name] >= GOAL_RATIO for name in ("mutate", "validate")) and all(
         summary[name]["p99_ms"] <= GOAL_P99_MS for name in ("mutate", "validate")
     )
     return {
-        "connections": connections, "duration_s": duration, "slice_s": slice_seconds, "cycles": cycles,
-        "warmup_s": warmup, "server_workers": workers, "client_processes": clients, "cpus": os.cpu_count(),
+        "connections": connections,
+        "duration_s": duration,
+        "slice_s": slice_seconds,
+        "cycles": cycles,
+        "warmup_s": warmup,
+        "server_workers": workers,
+        "client_processes": clients,
+        "cpus": os.cpu_count(),
         "pinned": {"server": sorted(plan[0]), "clients": [sorted(c) for c in plan[1]]} if plan else None,
-        "loadavg_before": [round(x, 2) for x in load_before], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-        "targets": summary, "answers_per_cycle": dict(zip(names, answered, strict=True)),
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "targets": summary,
+        "answers_per_cycle": dict(zip(names, answered, strict=True)),
         "throughput_vs_echo": ratios,
         "goals": {"min_throughput_vs_echo": GOAL_RATIO, "max_p99_ms": GOAL_P99_MS, "met": met},
-    }  # fmt: skip
+    }
 
 
 def format_table(result: dict[str, Any]) -> str:
@@ -372,26 +451,38 @@ def format_table(result: dict[str, Any]) -> str:
     ]
     for name, row in result["targets"].items():
         ratio = result["throughput_vs_echo"].get(name, 1.0)
-        lines.append(f"{name:<10}{row['rps']:>10.1f}{ratio:>9.2f}{row['p50_ms']:>9.2f}{row['p90_ms']:>9.2f}"
-                     f"{row['p99_ms']:>9.2f}{row['max_ms']:>9.2f}{row['errors']:>8}")  # fmt: skip
+        lines.append(
+            f"{name:<10}{row['rps']:>10.1f}{ratio:>9.2f}{row['p50_ms']:>9.2f}{row['p90_ms']:>9.2f}"
+            f"{row['p99_ms']:>9.2f}{row['max_ms']:>9.2f}{row['errors']:>8}"
+        )
     goals = result["goals"]
-    lines.append("vs echo: median over cycles of (answers in the target's slice / answers in the echo slice of the "
-                 "same cycle); allow-all: parse the review and allow it, no rules (reference, not a goal)")
-    lines.append(f"goals: >= {goals['min_throughput_vs_echo']}x echo throughput and p99 <= {goals['max_p99_ms']:g} ms: "
-                 f"{'met' if goals['met'] else 'NOT met'}")  # fmt: skip
+    lines.append(
+        "vs echo: median over cycles of (answers in the target's slice / answers in the echo slice of the "
+        "same cycle); allow-all: parse the review and allow it, no rules (reference, not a goal)"
+    )
+    lines.append(
+        f"goals: >= {goals['min_throughput_vs_echo']}x echo throughput and p99 <= {goals['max_p99_ms']:g} ms: "
+        f"{'met' if goals['met'] else 'NOT met'}"
+    )
     return "\n".join(lines) + "\n"
 
 
 # ----- ``manage.py bench webhook`` (gangweb/management/commands/bench.py)
 
-HELP = "the admission webhook over TLS against an echo view: throughput and latency (formerly `webhook bench`)"
+HELP = (
+    "the admission webhook over TLS against an echo view: throughput and latency (formerly `webhook bench`)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--duration", type=float, default=6.0, help="seconds measured per target")
-    parser.add_argument("--slice", type=float, default=0.2,
-                        help="seconds per turn: the targets take turns in slices this long")  # fmt: skip
+    parser.add_argument(
+        "--slice",
+        type=float,
+        default=0.2,
+        help="seconds per turn: the targets take turns in slices this long",
+    )
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--workers", type=int, default=1, help="server worker processes")
     parser.add_argument("--clients", type=int, default=1, help="load generator processes")
@@ -404,9 +495,13 @@ def _progress(message: str) -> None:
 
 def handle(options: argparse.Namespace) -> int:
     result = run_benchmark(
-        connections=options.connections, duration=options.duration, slice_seconds=options.slice,
-        warmup=options.warmup, workers=options.workers, clients=options.clients,
+        connections=options.connections,
+        duration=options.duration,
+        slice_seconds=options.slice,
+        warmup=options.warmup,
+        workers=options.workers,
+        clients=options.clients,
         progress=None if options.json else _progress,
-    )  # fmt: skip
+    )
     sys.stdout.write(json.dumps(result) + "\n" if options.json else format_table(result))
     return 0

@@ -44,15 +44,22 @@ def check_service_and_namespace(service: str, namespace: str) -> None:
     if not is_dns1035_label(service):
         raise CertificateError(
             f"invalid service name {service!r}: a Service name is at most 63 characters of a-z, 0-9 and '-', "
-            "starting with a letter and ending with a letter or digit (DNS-1035 label)")
+            "starting with a letter and ending with a letter or digit (DNS-1035 label)"
+        )
     if not is_dns1123_label(namespace):
         raise CertificateError(
             f"invalid namespace {namespace!r}: a namespace is at most 63 characters of a-z, 0-9 and '-', "
-            "starting and ending with a letter or digit (DNS-1123 label)")
+            "starting and ending with a letter or digit (DNS-1123 label)"
+        )
 
 
 def dns_names(service: str, namespace: str) -> list[str]:
-    return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
+    return [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+    ]
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,7 @@ class KeyPair:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def issue_ca(common_name: str, days: int, now: dt.datetime | None = None) -> KeyPair:
@@ -87,9 +94,17 @@ def issue_ca(common_name: str, days: int, now: dt.datetime | None = None) -> Key
         .not_valid_after(now + dt.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
-            x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
-                          data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-                          encipher_only=False, decipher_only=False),  # fmt: skip
+            x509.KeyUsage(
+                digital_signature=False,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
             critical=True,
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
@@ -109,8 +124,9 @@ def issue_client(ca: KeyPair, name: str, days: int, now: dt.datetime | None = No
     return _issue_leaf(ca, [name], ExtendedKeyUsageOID.CLIENT_AUTH, days, now)
 
 
-def _issue_leaf(ca: KeyPair, names: list[str], usage: x509.ObjectIdentifier, days: int,
-                now: dt.datetime | None) -> KeyPair:
+def _issue_leaf(
+    ca: KeyPair, names: list[str], usage: x509.ObjectIdentifier, days: int, now: dt.datetime | None
+) -> KeyPair:
     """A leaf certificate signed by ``ca``: ``names`` as DNS SANs, digital signature, one extended usage."""
     now = now or _now()
     key = ec.generate_private_key(ec.SECP256R1())
@@ -125,9 +141,17 @@ def _issue_leaf(ca: KeyPair, names: list[str], usage: x509.ObjectIdentifier, day
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(name) for name in names]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                          data_encipherment=False, key_agreement=False, key_cert_sign=False, crl_sign=False,
-                          encipher_only=False, decipher_only=False),  # fmt: skip
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
             critical=True,
         )
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
@@ -216,17 +240,31 @@ def ensure_certificates(
     try:
         return _ensure(directory, service, namespace, days, ca_days, renew_before, force, now)
     except OSError as error:
-        raise CertificateError(f"cannot write the certificates to {directory}: {error.strerror or error}") from error
+        raise CertificateError(
+            f"cannot write the certificates to {directory}: {error.strerror or error}"
+        ) from error
 
 
-def _ensure(directory: Path, service: str, namespace: str, days: int, ca_days: int, renew_before: dt.timedelta,
-            force: bool, now: dt.datetime) -> CertificateSet:
+def _ensure(
+    directory: Path,
+    service: str,
+    namespace: str,
+    days: int,
+    ca_days: int,
+    renew_before: dt.timedelta,
+    force: bool,
+    now: dt.datetime,
+) -> CertificateSet:
     if directory.exists() and not directory.is_dir():
-        raise CertificateError(f"cannot write the certificates to {directory}: it exists and is not a directory")
+        raise CertificateError(
+            f"cannot write the certificates to {directory}: it exists and is not a directory"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     for name in (CA_CERT, CA_KEY, TLS_CERT, TLS_KEY):
         if (directory / name).is_dir():
-            raise CertificateError(f"cannot write the certificates to {directory}: {directory / name} is a directory")
+            raise CertificateError(
+                f"cannot write the certificates to {directory}: {directory / name} is a directory"
+            )
     names = dns_names(service, namespace)
     ca = None if force else _load(directory, CA_CERT, CA_KEY)
     issued_ca = ca is None or needs_renewal(ca.cert, renew_before, now)
@@ -282,16 +320,20 @@ def ensure_client_certificate(
     now = now or _now()
     current = None if force else _load(directory, CLIENT_CERT, CLIENT_KEY)
     if (
-        current is not None and not needs_renewal(current.cert, renew_before, now)
-        and common_name(current.cert) == name and _signed_by(current.cert, ca.cert)
-    ):  # fmt: skip
+        current is not None
+        and not needs_renewal(current.cert, renew_before, now)
+        and common_name(current.cert) == name
+        and _signed_by(current.cert, ca.cert)
+    ):
         return current, False
     issued = issue_client(ca, name, days, now)
     try:
         _write_atomically(directory / CLIENT_KEY, issued.key_pem(), 0o600)
         _write_atomically(directory / CLIENT_CERT, issued.cert_pem(), 0o644)
     except OSError as error:
-        raise CertificateError(f"cannot write the client certificate to {directory}: {error.strerror or error}") from error
+        raise CertificateError(
+            f"cannot write the client certificate to {directory}: {error.strerror or error}"
+        ) from error
     return issued, True
 
 
@@ -305,8 +347,14 @@ def secret_manifest(certs: CertificateSet, name: str, namespace: str) -> dict:
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "kubernetes.io/tls",
-        "metadata": {"name": name, "namespace": namespace,
-                     "labels": {"app.kubernetes.io/name": "gangweb", "app.kubernetes.io/component": "webhook"}},
-        "data": {"tls.crt": b64(certs.serving.cert_pem()), "tls.key": b64(certs.serving.key_pem()),
-                 "ca.crt": b64(certs.ca.cert_pem())},
-    }  # fmt: skip
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": "gangweb", "app.kubernetes.io/component": "webhook"},
+        },
+        "data": {
+            "tls.crt": b64(certs.serving.cert_pem()),
+            "tls.key": b64(certs.serving.key_pem()),
+            "ca.crt": b64(certs.ca.cert_pem()),
+        },
+    }

@@ -18,9 +18,9 @@ from typing import Any
 import msgspec
 
 from admission.podview import PodSpec, PodViewError, pod_view, resource_requirements
-from admission.resources import is_gpu
 from admission.sources import SIZE_ANNOTATIONS, GangSource
 from admission.sources.base import as_dict, positive_int
+from scheduler.engine.resources import is_gpu
 
 
 def requested_resources(spec: PodSpec) -> tuple[msgspec.Raw, ...]:
@@ -45,10 +45,14 @@ def gpu_shape(resources: tuple[msgspec.Raw, ...]) -> tuple[tuple[str, str], ...]
                     continue
                 text = str(quantity)
                 previous = totals.get(resource, 0)
-                totals[resource] = previous + int(text) if text.isdigit() and isinstance(previous, int) else text
+                totals[resource] = (
+                    previous + int(text) if text.isdigit() and isinstance(previous, int) else text
+                )
     if not totals:
         return ()
-    return tuple(sorted((resource, str(count)) for resource, count in totals.items() if count not in (0, "0")))
+    return tuple(
+        sorted((resource, str(count)) for resource, count in totals.items() if count not in (0, "0"))
+    )
 
 
 def describe_shape(shape: tuple[tuple[str, str], ...]) -> str:
@@ -95,12 +99,16 @@ def controller_problems(source: GangSource, obj: dict[str, Any]) -> tuple[list[s
         schedulers.setdefault(pod_spec.schedulerName or "default-scheduler", where)
     if len(classes) > 1:
         listed = "; ".join(f"{where}: {name or 'none'}" for name, where in classes.items())
-        problems.append(f"the gang's pod templates set different priorityClassNames ({listed}); give every member "
-                        "the same priorityClassName, or the scheduler fails the whole group")  # fmt: skip
+        problems.append(
+            f"the gang's pod templates set different priorityClassNames ({listed}); give every member "
+            "the same priorityClassName, or the scheduler fails the whole group"
+        )
     if len(schedulers) > 1:
         listed = "; ".join(f"{where}: {name}" for name, where in schedulers.items())
-        problems.append(f"the gang's pod templates set different schedulerNames ({listed}); one scheduler must "
-                        "place the whole gang: use the same schedulerName")  # fmt: skip
+        problems.append(
+            f"the gang's pod templates set different schedulerNames ({listed}); one scheduler must "
+            "place the whole gang: use the same schedulerName"
+        )
     problems.extend(rules.problems(spec, capacity))
     warnings = []
     if len(shapes) > 1:

@@ -15,8 +15,9 @@ The cluster is ``scheduler.cluster.Cluster`` (pure: a protocol and its error).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from admission import labels as L
 from admission.mutate import is_mirror_pod, opted_out
@@ -57,21 +58,28 @@ def _pod_is_live(pod: KubeObject) -> bool:
 
 
 def _is_podgroup(obj: KubeObject) -> bool:
-    return obj.get("kind") == "PodGroup" and obj.get("apiVersion", PODGROUP_API_VERSION) == PODGROUP_API_VERSION
+    return (
+        obj.get("kind") == "PodGroup" and obj.get("apiVersion", PODGROUP_API_VERSION) == PODGROUP_API_VERSION
+    )
 
 
 GroupKey = tuple[str, str]  # (namespace, PodGroup name)
 
 
-def missing_podgroups(objects: Iterable[KubeObject], policy: AdmissionPolicy) -> dict[GroupKey, list[KubeObject]]:
+def missing_podgroups(
+    objects: Iterable[KubeObject], policy: AdmissionPolicy
+) -> dict[GroupKey, list[KubeObject]]:
     """(namespace, PodGroup name) -> the live pods naming it, for every named group not in ``objects``.
 
     Namespaces the webhook never touches (kube-system, gangweb's own, the configured skips), mirror pods
     and opted-out pods are left alone here too.
     """
     objects = list(objects)
-    existing = {((o.get("metadata") or {}).get("namespace", ""), (o.get("metadata") or {}).get("name", ""))
-                for o in objects if _is_podgroup(o)}
+    existing = {
+        ((o.get("metadata") or {}).get("namespace", ""), (o.get("metadata") or {}).get("name", ""))
+        for o in objects
+        if _is_podgroup(o)
+    }
     missing: dict[GroupKey, list[KubeObject]] = {}
     for pod in objects:
         if pod.get("kind") != "Pod" or not isinstance(pod.get("metadata"), dict):
@@ -90,8 +98,13 @@ def missing_podgroups(objects: Iterable[KubeObject], policy: AdmissionPolicy) ->
 
 
 def _oldest_first(pods: list[KubeObject]) -> list[KubeObject]:
-    return sorted(pods, key=lambda p: ((p.get("metadata") or {}).get("creationTimestamp") or "",
-                                       (p.get("metadata") or {}).get("name") or ""))
+    return sorted(
+        pods,
+        key=lambda p: (
+            (p.get("metadata") or {}).get("creationTimestamp") or "",
+            (p.get("metadata") or {}).get("name") or "",
+        ),
+    )
 
 
 class _OwnerCache:
@@ -109,30 +122,52 @@ class _OwnerCache:
         return self._read[key]
 
 
-def ensure_one(cluster: Cluster, namespace: str, name: str, pods: list[KubeObject], policy: AdmissionPolicy,
-               owners: _OwnerCache | None = None) -> Ensured:
+def ensure_one(
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    pods: list[KubeObject],
+    policy: AdmissionPolicy,
+    owners: _OwnerCache | None = None,
+) -> Ensured:
     """Build and create the PodGroup ``namespace/name`` that ``pods`` name."""
     owners = owners or _OwnerCache(cluster)
     pod = _oldest_first(pods)[0]  # every member gives the same group; the oldest is the likeliest to stay
     view = readable_pod(pod)  # read once for both calls below
     if view is None:
-        return Ensured(namespace, name, NOT_OURS, f"pod {(pod.get('metadata') or {}).get('name')} is not of a "
-                       "Pod's shape; no rule of gangweb's can read it", len(pods))
+        return Ensured(
+            namespace,
+            name,
+            NOT_OURS,
+            f"pod {(pod.get('metadata') or {}).get('name')} is not of a "
+            "Pod's shape; no rule of gangweb's can read it",
+            len(pods),
+        )
     try:
         ref = owner_to_fetch(view, policy)
         owner = owners.get(ref.api_version, ref.kind, namespace, ref.name) if ref else None
         if ref and owner is None:
-            return Ensured(namespace, name, WAITING,
-                           f"{ref.kind} {namespace}/{ref.name} ({ref.api_version}) not found: the gang size comes "
-                           "from it", len(pods))
+            return Ensured(
+                namespace,
+                name,
+                WAITING,
+                f"{ref.kind} {namespace}/{ref.name} ({ref.api_version}) not found: the gang size comes "
+                "from it",
+                len(pods),
+            )
         try:
             podgroup = podgroup_for_pod(view, policy, owner)
         except ValueError as exc:
             return Ensured(namespace, name, WAITING, str(exc), len(pods))
         if podgroup is None or podgroup["metadata"].get("name") != name:
-            return Ensured(namespace, name, NOT_OURS,
-                           f"pod {(pod.get('metadata') or {}).get('name')} names PodGroup {name}, which gangweb did "
-                           "not choose for it; its controller or user is expected to create it", len(pods))
+            return Ensured(
+                namespace,
+                name,
+                NOT_OURS,
+                f"pod {(pod.get('metadata') or {}).get('name')} names PodGroup {name}, which gangweb did "
+                "not choose for it; its controller or user is expected to create it",
+                len(pods),
+            )
         podgroup["metadata"]["namespace"] = namespace
         created = cluster.create_object(podgroup)
     except ClusterError as exc:
@@ -147,12 +182,16 @@ def describe(podgroup: KubeObject, pods: int) -> str:
     annotations = (podgroup.get("metadata") or {}).get("annotations") or {}
     min_count = ((spec.get("schedulingPolicy") or {}).get("gang") or {}).get("minCount")
     disruption = next(iter(spec.get("disruptionMode") or {"single": {}}))
-    return (f"created PodGroup {podgroup['metadata']['name']} for {pods} waiting pod(s): minCount {min_count}, "
-            f"disruptionMode {disruption}, preemptionPolicy {spec.get('preemptionPolicy', 'default')} "
-            f"(source {annotations.get(L.GANG_SOURCE_ANNOTATION, '?')})")
+    return (
+        f"created PodGroup {podgroup['metadata']['name']} for {pods} waiting pod(s): minCount {min_count}, "
+        f"disruptionMode {disruption}, preemptionPolicy {spec.get('preemptionPolicy', 'default')} "
+        f"(source {annotations.get(L.GANG_SOURCE_ANNOTATION, '?')})"
+    )
 
 
-def ensure_podgroups(cluster: Cluster, objects: Iterable[KubeObject], policy: AdmissionPolicy) -> list[Ensured]:
+def ensure_podgroups(
+    cluster: Cluster, objects: Iterable[KubeObject], policy: AdmissionPolicy
+) -> list[Ensured]:
     """One pass over a snapshot: every missing group, in (namespace, name) order."""
     owners = _OwnerCache(cluster)
     results = []

@@ -51,21 +51,59 @@ class Decision(NamedTuple):
     mode: str = ""
 
     @classmethod
-    def of(cls, request: AdmissionRequest, webhook: str, allowed: bool, message: str,
-           warnings: list[str], gang: Gang | None = None) -> Decision:  # fmt: skip
+    def of(
+        cls,
+        request: AdmissionRequest,
+        webhook: str,
+        allowed: bool,
+        message: str,
+        warnings: list[str],
+        gang: Gang | None = None,
+    ) -> Decision:
         name = request.object_name()
         if gang is None:
-            return cls(request.uid, webhook, request.kind, request.namespace, name, request.operation,
-                       request.dry_run, allowed, message, tuple(warnings))  # fmt: skip
-        return cls(request.uid, webhook, request.kind, request.namespace, name, request.operation,
-                   request.dry_run, allowed, message, tuple(warnings), gang.name, gang.source, gang.min_count, gang.mode)  # fmt: skip
+            return cls(
+                request.uid,
+                webhook,
+                request.kind,
+                request.namespace,
+                name,
+                request.operation,
+                request.dry_run,
+                allowed,
+                message,
+                tuple(warnings),
+            )
+        return cls(
+            request.uid,
+            webhook,
+            request.kind,
+            request.namespace,
+            name,
+            request.operation,
+            request.dry_run,
+            allowed,
+            message,
+            tuple(warnings),
+            gang.name,
+            gang.source,
+            gang.min_count,
+            gang.mode,
+        )
 
     def as_event(self) -> dict[str, Any]:
         event: dict[str, Any] = {
-            "uid": self.uid, "webhook": self.webhook, "kind": self.kind, "namespace": self.namespace,
-            "name": self.name, "operation": self.operation, "dryRun": self.dry_run, "allowed": self.allowed,
-            "message": self.message, "warnings": list(self.warnings),
-        }  # fmt: skip
+            "uid": self.uid,
+            "webhook": self.webhook,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "operation": self.operation,
+            "dryRun": self.dry_run,
+            "allowed": self.allowed,
+            "message": self.message,
+            "warnings": list(self.warnings),
+        }
         if self.pod_group:
             event.update(podGroup=self.pod_group, source=self.source, minCount=self.min_count, mode=self.mode)
         return event
@@ -82,7 +120,9 @@ class PendingMutation(msgspec.Struct, gc=False):
 
     def as_event(self) -> dict[str, Any]:
         request = self.request
-        gang = gang_of(request.pod.metadata, request.namespace, self.policy) if request.pod is not None else None
+        gang = (
+            gang_of(request.pod.metadata, request.namespace, self.policy) if request.pod is not None else None
+        )
         return Decision.of(request, MUTATE, True, self.mutation.reason, [], gang).as_event()
 
 
@@ -104,10 +144,15 @@ class Webhook:
     def precheck(self, content_type: str, declared_length: int | None) -> Answer | None:
         """Reject before reading the body: an oversized declared length, or a body that is not JSON."""
         if declared_length is not None and declared_length > self.max_body_bytes:
-            error = ReviewError(413, f"request body is {declared_length} bytes; the limit is {self.max_body_bytes}")
+            error = ReviewError(
+                413, f"request body is {declared_length} bytes; the limit is {self.max_body_bytes}"
+            )
             return Answer(413, error.body())
         if content_type and "json" not in content_type.lower():
-            return Answer(400, ReviewError(400, f"Content-Type must be application/json, got {content_type[:80]!r}").body())
+            return Answer(
+                400,
+                ReviewError(400, f"Content-Type must be application/json, got {content_type[:80]!r}").body(),
+            )
         return None
 
     def too_large(self) -> Answer:
@@ -128,7 +173,9 @@ class Webhook:
         try:
             answer, decision = self._mutate(request) if webhook == MUTATE else self._validate(request)
         except Exception:
-            logger.exception("admission rule failed; allowing", extra={"uid": request.uid, "webhook": webhook})
+            logger.exception(
+                "admission rule failed; allowing", extra={"uid": request.uid, "webhook": webhook}
+            )
             answer, decision = Answer(200, build_response(request.uid, allowed=True)), "error"
         self.stats.decided(webhook, decision, time.perf_counter() - started)
         return answer
@@ -146,9 +193,11 @@ class Webhook:
     def _validate(self, request: AdmissionRequest) -> tuple[Answer, str]:
         verdict = validate(request, self.policy, self.podgroups)
         decision = ("warned" if verdict.warnings else "allowed") if verdict.allowed else "denied"
-        if verdict.warnings or not verdict.allowed:
-            if self.recorder is not None:
-                self.recorder.offer(Decision.of(request, VALIDATE, verdict.allowed, verdict.message, verdict.warnings))
-        response = build_response(request.uid, allowed=verdict.allowed, message=verdict.message, warnings=verdict.warnings)
+        if (verdict.warnings or not verdict.allowed) and self.recorder is not None:
+            self.recorder.offer(
+                Decision.of(request, VALIDATE, verdict.allowed, verdict.message, verdict.warnings)
+            )
+        response = build_response(
+            request.uid, allowed=verdict.allowed, message=verdict.message, warnings=verdict.warnings
+        )
         return Answer(200, response), decision
-

@@ -31,7 +31,9 @@ __all__ = ["Gang", "OwnerRef", "claim_of", "gang_of", "infer_gang", "podgroup_na
 class Gang:
     name: str  # the PodGroup name, a valid DNS subdomain
     source: str  # which rule found it, e.g. "jobset", "kueue"
-    min_count: int | None  # None: read it from ``owner`` (the source's size rule: podgroups.resolve_min_count)
+    min_count: (
+        int | None
+    )  # None: read it from ``owner`` (the source's size rule: podgroups.resolve_min_count)
     owner: OwnerRef | None
     disruption_mode: str  # "all" | "single"
     mode: str  # "enforce" | "observe"
@@ -66,13 +68,17 @@ _KEYLESS_CLAIMS = tuple(source.claim for source in SOURCES if not (source.labels
 _SOURCE_LABELS = frozenset().union(*(source.labels for source in _TRIGGERED))
 _SOURCE_ANNOTATIONS = frozenset().union(*(source.annotations for source in _TRIGGERED))
 _LABEL_SOURCE = {key: position for position, source in enumerate(_TRIGGERED) for key in source.labels}
-_ANNOTATION_SOURCE = {key: position for position, source in enumerate(_TRIGGERED) for key in source.annotations}
+_ANNOTATION_SOURCE = {
+    key: position for position, source in enumerate(_TRIGGERED) for key in source.annotations
+}
 _CLAIMS = tuple(source.claim for source in _TRIGGERED)
 
 
 @lru_cache(maxsize=1024)  # bounded: the key sets come from untrusted pods
 def _claims_for(label_keys: frozenset[str], annotation_keys: frozenset[str]) -> tuple:
-    positions = {_LABEL_SOURCE[key] for key in label_keys} | {_ANNOTATION_SOURCE[key] for key in annotation_keys}
+    positions = {_LABEL_SOURCE[key] for key in label_keys} | {
+        _ANNOTATION_SOURCE[key] for key in annotation_keys
+    }
     return tuple(_CLAIMS[position] for position in sorted(positions)) + _KEYLESS_CLAIMS
 
 
@@ -90,7 +96,9 @@ def claim_of(metadata: ObjectMeta) -> Claim | None:
     """
     labels = metadata.labels or EMPTY_MAP
     annotations = metadata.annotations or EMPTY_MAP
-    for claim in _claims_for(_SOURCE_LABELS.intersection(labels), _SOURCE_ANNOTATIONS.intersection(annotations)):
+    for claim in _claims_for(
+        _SOURCE_LABELS.intersection(labels), _SOURCE_ANNOTATIONS.intersection(annotations)
+    ):
         found = claim(labels, annotations, metadata)
         if found is not None:
             return None if found is NO_GANG else found
@@ -111,4 +119,6 @@ def gang_of(metadata: ObjectMeta, namespace: str, policy: AdmissionPolicy) -> Ga
     if disruption not in DISRUPTION_MODES:
         disruption = policy.disruption_mode_for(namespace)
     mode = policy.mode_for(namespace)
-    return Gang(podgroup_name(found.raw_name), found.source, min_count, found.owner, disruption, mode, found.raw_name)
+    return Gang(
+        podgroup_name(found.raw_name), found.source, min_count, found.owner, disruption, mode, found.raw_name
+    )

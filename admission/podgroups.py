@@ -35,7 +35,9 @@ def resolve_min_count(pod: Pod, gang: Gang, owner: dict[str, Any] | None = None)
     return owner_min_count(pod, gang, owner) if owner is not None else None
 
 
-def podgroup_for(pod: Pod | dict[str, Any], gang: Gang, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+def podgroup_for(
+    pod: Pod | dict[str, Any], gang: Gang, owner: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The PodGroup object for ``gang``; raises ValueError when its size cannot be known (or ``pod`` is
     not a Pod's shape: ``PodViewError`` is a ValueError)."""
     pod = as_pod_view(pod)
@@ -59,7 +61,9 @@ def podgroup_for(pod: Pod | dict[str, Any], gang: Gang, owner: dict[str, Any] | 
     if gang.mode == "enforce":
         # gangweb plans preemption for this gang; kube-scheduler must not preempt for it as well.
         spec["preemptionPolicy"] = "Never"
-        annotations[L.PREEMPTION_POLICY_ANNOTATION] = own_policy if own_policy == "Never" else "PreemptLowerPriority"
+        annotations[L.PREEMPTION_POLICY_ANNOTATION] = (
+            own_policy if own_policy == "Never" else "PreemptLowerPriority"
+        )
     elif own_policy in ("Never", "PreemptLowerPriority"):
         spec["preemptionPolicy"] = own_policy
     podgroup_meta: dict[str, Any] = {
@@ -72,11 +76,14 @@ def podgroup_for(pod: Pod | dict[str, Any], gang: Gang, owner: dict[str, Any] | 
     controller = controller_of(metadata)
     if controller is not None and gang.owner and controller.kind == gang.owner.kind and controller.uid:
         # Deleted with its workload; not "controller": the workload's own controller does not manage it.
-        podgroup_meta["ownerReferences"] = [{
-            "apiVersion": controller.apiVersion or gang.owner.api_version,
-            "kind": gang.owner.kind, "name": controller.name or gang.owner.name,
-            "uid": controller.uid,
-        }]  # fmt: skip
+        podgroup_meta["ownerReferences"] = [
+            {
+                "apiVersion": controller.apiVersion or gang.owner.api_version,
+                "kind": gang.owner.kind,
+                "name": controller.name or gang.owner.name,
+                "uid": controller.uid,
+            }
+        ]
     return {"apiVersion": API_VERSION, "kind": "PodGroup", "metadata": podgroup_meta, "spec": spec}
 
 
@@ -89,7 +96,9 @@ def owner_to_fetch(pod: Pod | dict[str, Any], policy: AdmissionPolicy) -> OwnerR
     return gang.owner if gang is not None and gang.min_count is None else None
 
 
-def podgroup_for_pod(pod: Pod | dict[str, Any], policy: AdmissionPolicy, owner: dict[str, Any] | None = None) -> dict | None:
+def podgroup_for_pod(
+    pod: Pod | dict[str, Any], policy: AdmissionPolicy, owner: dict[str, Any] | None = None
+) -> dict | None:
     """The PodGroup to ensure for an admitted pod, or None when it is not gangweb's to create: no
     gang claims the pod, the pod is not a Pod's shape, or it names a group gangweb did not choose (set by
     its controller or user). Raises ValueError when the size needs ``owner`` (see ``owner_to_fetch``)

@@ -126,7 +126,9 @@ def pod_view(obj: dict[str, Any]) -> Pod:
     try:
         if isinstance(containers, list):
             as_text = [
-                {"resources": msgspec.Raw(msgspec.json.encode(c["resources"]))} if isinstance(c, dict) and "resources" in c else c
+                {"resources": msgspec.Raw(msgspec.json.encode(c["resources"]))}
+                if isinstance(c, dict) and "resources" in c
+                else c
                 for c in containers
             ]
             obj = {**obj, "spec": {**spec, "containers": as_text}}

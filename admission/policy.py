@@ -33,7 +33,9 @@ class AdmissionPolicy:
                 raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         for mode in (self.default_disruption_mode, *self.namespace_disruption_modes.values()):
             if mode not in DISRUPTION_MODES:
-                raise ValueError(f"disruption mode must be one of {', '.join(DISRUPTION_MODES)}, got {mode!r}")
+                raise ValueError(
+                    f"disruption mode must be one of {', '.join(DISRUPTION_MODES)}, got {mode!r}"
+                )
         # Precomputed once: the hot path does one set lookup per request.
         object.__setattr__(
             self, "skipped_namespaces", ALWAYS_SKIPPED | {self.own_namespace} | self.extra_skipped_namespaces
@@ -55,7 +57,11 @@ class AdmissionPolicy:
             default_mode=getattr(settings, "GANGWEB_MODE", "enforce"),
             namespace_modes=dict(getattr(settings, "GANGWEB_NAMESPACE_MODES", {}) or {}),
             default_disruption_mode=getattr(settings, "GANGWEB_DISRUPTION_MODE", "all"),
-            namespace_disruption_modes=dict(getattr(settings, "GANGWEB_NAMESPACE_DISRUPTION_MODES", {}) or {}),
+            namespace_disruption_modes=dict(
+                getattr(settings, "GANGWEB_NAMESPACE_DISRUPTION_MODES", {}) or {}
+            ),
             own_namespace=getattr(settings, "GANGWEB_NAMESPACE", "gangweb-system"),
-            extra_skipped_namespaces=frozenset(getattr(settings, "GANGWEB_ADMISSION_SKIP_NAMESPACES", ()) or ()),
+            extra_skipped_namespaces=frozenset(
+                getattr(settings, "GANGWEB_ADMISSION_SKIP_NAMESPACES", ()) or ()
+            ),
         )

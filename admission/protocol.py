@@ -29,8 +29,14 @@ _STATUS = {"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": 
 
 def _timeout_response(read_timeout: float) -> bytes:
     body = orjson.dumps({**_STATUS, "message": f"the request did not arrive whole within {read_timeout:g} s"})
-    return b"".join((b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: ",
-                     str(len(body)).encode(), b"\r\nconnection: close\r\n\r\n", body))  # fmt: skip
+    return b"".join(
+        (
+            b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: ",
+            str(len(body)).encode(),
+            b"\r\nconnection: close\r\n\r\n",
+            body,
+        )
+    )
 
 
 def certificate_names(peercert: dict[str, Any] | None) -> set[str]:
@@ -62,7 +68,9 @@ class WebhookProtocol(HttpToolsProtocol):
         super().connection_made(transport)
         self.client_ok = client_allowed(transport.get_extra_info("peercert"), self.client_names)
         self._headers_done = False
-        self._deadline: asyncio.TimerHandle | None = self.loop.call_later(self.idle_timeout, self._idle_too_long)
+        self._deadline: asyncio.TimerHandle | None = self.loop.call_later(
+            self.idle_timeout, self._idle_too_long
+        )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -114,9 +122,17 @@ class WebhookProtocol(HttpToolsProtocol):
         transport.close()
 
 
-def protocol_class(read_timeout: float, idle_timeout: float, client_names: frozenset[str] = frozenset()) -> type:
+def protocol_class(
+    read_timeout: float, idle_timeout: float, client_names: frozenset[str] = frozenset()
+) -> type:
     """A ``WebhookProtocol`` with these settings, for ``uvicorn.Config(http=...)``."""
-    return type("WebhookProtocol", (WebhookProtocol,), {
-        "read_timeout": read_timeout, "idle_timeout": idle_timeout, "client_names": frozenset(client_names),
-        "_timeout_answer": _timeout_response(read_timeout),
-    })  # fmt: skip
+    return type(
+        "WebhookProtocol",
+        (WebhookProtocol,),
+        {
+            "read_timeout": read_timeout,
+            "idle_timeout": idle_timeout,
+            "client_names": frozenset(client_names),
+            "_timeout_answer": _timeout_response(read_timeout),
+        },
+    )

@@ -112,7 +112,9 @@ class DecisionRecorder:
         if count or batch:
             try:
                 decisions = [decision.as_event() for decision in batch]
-                self._publish(EVENT_TYPE, {"decisions": decisions, "count": count, "dropped": self._lost_since_publish})
+                self._publish(
+                    EVENT_TYPE, {"decisions": decisions, "count": count, "dropped": self._lost_since_publish}
+                )
             except Exception as error:
                 self._lost_since_publish += count
                 self.stats.dropped["publish_failed"] += count
@@ -133,8 +135,10 @@ class DecisionRecorder:
         self._outage_since = time.monotonic()
         logger.warning(
             "admission decisions are not reaching the dashboard (%s); dropping and counting them in "
-            "gangweb_admission_events_dropped_total until publishing works again", str(error)[:300] or type(error).__name__,
-            exc_info=type(error).__name__ != "PublishFailed",  # anything but a refused send is a bug here: show it
+            "gangweb_admission_events_dropped_total until publishing works again",
+            str(error)[:300] or type(error).__name__,
+            exc_info=type(error).__name__
+            != "PublishFailed",  # anything but a refused send is a bug here: show it
         )
 
     def _recovered(self) -> None:
@@ -143,7 +147,8 @@ class DecisionRecorder:
             return
         logger.warning(
             "admission decisions reach the dashboard again after %.0f s; %d decisions were dropped",
-            time.monotonic() - self._outage_since, self._outage_dropped,
+            time.monotonic() - self._outage_since,
+            self._outage_dropped,
         )
         self._outage_since, self._outage_dropped = None, 0
 

@@ -25,7 +25,6 @@ OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 _KIND_MESSAGE = "request.kind must be an object with string group, version and kind"
 
 
-
 class ReviewError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -35,8 +34,14 @@ class ReviewError(Exception):
     def body(self) -> bytes:
         """A ``metav1.Status``-shaped JSON error, the form Kubernetes clients already print."""
         reason = "RequestEntityTooLarge" if self.status == 413 else "BadRequest"
-        status = {"apiVersion": "v1", "kind": "Status", "status": "Failure",
-                  "reason": reason, "code": self.status, "message": self.message}  # fmt: skip
+        status = {
+            "apiVersion": "v1",
+            "kind": "Status",
+            "status": "Failure",
+            "reason": reason,
+            "code": self.status,
+            "message": self.message,
+        }
         return orjson.dumps(status)
 
 
@@ -140,14 +145,28 @@ def parse_review(body: bytes, max_bytes: int = MAX_BODY_BYTES) -> AdmissionReque
             request = review.request
             kind = request.kind
             if (
-                kind.kind == "Pod" and kind.group == "" and review.apiVersion == API_VERSION and review.kind == KIND
-                and request.uid and request.operation in OPERATIONS
+                kind.kind == "Pod"
+                and kind.group == ""
+                and review.apiVersion == API_VERSION
+                and review.kind == KIND
+                and request.uid
+                and request.operation in OPERATIONS
                 and (request.object is not None or request.operation == "DELETE")
-            ):  # fmt: skip
+            ):
                 return AdmissionRequest(
-                    request.uid, "", kind.version, "Pod", request.operation, request.namespace, request.name,
-                    None, None, request.dryRun, request.object, request.oldObject,
-                )  # fmt: skip
+                    request.uid,
+                    "",
+                    kind.version,
+                    "Pod",
+                    request.operation,
+                    request.namespace,
+                    request.name,
+                    None,
+                    None,
+                    request.dryRun,
+                    request.object,
+                    request.oldObject,
+                )
     return _parse_generic(body)
 
 
@@ -179,7 +198,12 @@ def _parse_generic(body: bytes) -> AdmissionRequest:
     if kind.__class__ is not dict:
         raise ReviewError(400, _KIND_MESSAGE)
     group, version, kind_name = kind.get("group", ""), kind.get("version"), kind.get("kind")
-    if group.__class__ is not str or version.__class__ is not str or kind_name.__class__ is not str or not kind_name:
+    if (
+        group.__class__ is not str
+        or version.__class__ is not str
+        or kind_name.__class__ is not str
+        or not kind_name
+    ):
         raise ReviewError(400, _KIND_MESSAGE)
     operation = get("operation")
     if operation.__class__ is not str or operation not in OPERATIONS:
@@ -203,13 +227,32 @@ def _parse_generic(body: bytes) -> AdmissionRequest:
         raise ReviewError(400, "request.namespace must be a string")
     name = _optional_text(request, "name")
     if kind_name == "Pod" and group == "":
-        return AdmissionRequest(uid, group, version, kind_name, operation, namespace, name, None, None,
-                                dry_run is True, _pod(obj, "object"), _pod(old, "oldObject"))  # fmt: skip
+        return AdmissionRequest(
+            uid,
+            group,
+            version,
+            kind_name,
+            operation,
+            namespace,
+            name,
+            None,
+            None,
+            dry_run is True,
+            _pod(obj, "object"),
+            _pod(old, "oldObject"),
+        )
     return AdmissionRequest(
-        uid, group, version, kind_name, operation, namespace, name,
-        obj or None, old or None,  # null, {} and missing all mean "no old object"
+        uid,
+        group,
+        version,
+        kind_name,
+        operation,
+        namespace,
+        name,
+        obj or None,
+        old or None,  # null, {} and missing all mean "no old object"
         dry_run is True,
-    )  # fmt: skip
+    )
 
 
 def _pod(obj: dict[str, Any] | None, field: str) -> Pod | None:
@@ -218,7 +261,9 @@ def _pod(obj: dict[str, Any] | None, field: str) -> Pod | None:
     try:
         return pod_view(obj)
     except PodViewError as error:
-        raise ReviewError(400, f"request.{field} is not a valid Pod: {str(error).replace('$', 'request.' + field)}") from None
+        raise ReviewError(
+            400, f"request.{field} is not a valid Pod: {str(error).replace('$', 'request.' + field)}"
+        ) from None
 
 
 def encode_patch(operations: list[dict[str, Any]]) -> str:
@@ -255,8 +300,11 @@ def build_response(
         response["patchType"] = "JSONPatch"
         response["patch"] = encode_patch(patch)
     if not allowed:
-        response["status"] = {"code": code, "reason": "Forbidden" if code == 403 else "BadRequest",
-                              "message": message}  # fmt: skip
+        response["status"] = {
+            "code": code,
+            "reason": "Forbidden" if code == 403 else "BadRequest",
+            "message": message,
+        }
     if warnings:
         response["warnings"] = warnings
     return orjson.dumps({"apiVersion": API_VERSION, "kind": KIND, "response": response})

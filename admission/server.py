@@ -57,8 +57,14 @@ READ_TIMEOUT_SECONDS = 5.0
 
 
 class CertificateReloader:
-    def __init__(self, certfile: Path, keyfile: Path, check_interval: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic, client_ca: Path | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        certfile: Path,
+        keyfile: Path,
+        check_interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        client_ca: Path | None = None,
+    ) -> None:
         self.certfile, self.keyfile = Path(certfile), Path(keyfile)
         self.client_ca = Path(client_ca) if client_ca is not None else None
         self.check_interval = check_interval
@@ -109,7 +115,9 @@ class CertificateReloader:
                 try:
                     fresh = self._load()
                 except (OSError, ssl.SSLError, ValueError):
-                    logger.warning("new certificate files not loadable yet; keeping the previous ones", exc_info=True)
+                    logger.warning(
+                        "new certificate files not loadable yet; keeping the previous ones", exc_info=True
+                    )
                 else:
                     fresh.sni_callback = self._on_handshake
                     self._current, self._stamp = fresh, stamp
@@ -171,15 +179,22 @@ class WebhookApp:
     webhook paths answer only connections whose client certificate ``admission.protocol`` accepted.
     """
 
-    def __init__(self, webhook: Webhook, echo: bool = False, ready: Callable[[], bool] | None = None,
-                 require_client: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        webhook: Webhook,
+        echo: bool = False,
+        ready: Callable[[], bool] | None = None,
+        require_client: bool = False,
+    ) -> None:
         self.webhook = webhook
         self.ready = ready
         self.require_client = require_client
         self.batch = TurnBatch()
         # Path -> what decides its reviews (partial: no Python frame of its own per request).
-        self.routes: dict[str, Decide | None] = {MUTATE_PATH: partial(webhook.handle, MUTATE),
-                                                  VALIDATE_PATH: partial(webhook.handle, VALIDATE)}  # fmt: skip
+        self.routes: dict[str, Decide | None] = {
+            MUTATE_PATH: partial(webhook.handle, MUTATE),
+            VALIDATE_PATH: partial(webhook.handle, VALIDATE),
+        }
         if echo:
             self.routes[ECHO_PATH] = None  # answered with the body itself, outside the batch
             self.routes[ALLOW_PATH] = _allow
@@ -199,25 +214,45 @@ class WebhookApp:
         if answered is None:  # the client went away (or was cut off by the read timeout)
             return
         status, body, content_type = answered
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def _answer(self, scope: dict, receive: Callable) -> tuple[int, bytes, bytes] | None:
         path, method = scope["path"], scope["method"]
         if path in ("/healthz", "/readyz") and method in ("GET", "HEAD"):
             if path == "/readyz" and self.ready is not None and not self.ready():
-                return (*_json(503, {"status": "not ready", "reason": "PodGroups not listed from the API yet"}),
-                        b"application/json")  # fmt: skip
+                return (
+                    *_json(503, {"status": "not ready", "reason": "PodGroups not listed from the API yet"}),
+                    b"application/json",
+                )
             return (*_json(200, {"status": "ok"}), b"application/json")
         if path == "/metrics" and method == "GET":
             return 200, generate_latest(), CONTENT_TYPE_LATEST.encode()
         if path not in self.routes:
-            return (*_json(404, {"kind": "Status", "code": 404, "message": f"no webhook at {path}"}), b"application/json")
+            return (
+                *_json(404, {"kind": "Status", "code": 404, "message": f"no webhook at {path}"}),
+                b"application/json",
+            )
         if self.require_client and not scope.get(CLIENT):
-            return (*_json(403, {"kind": "Status", "code": 403, "reason": "Forbidden",
-                                 "message": "this webhook answers kube-apiserver only: present a client certificate "
-                                            "signed by the configured client CA"}), b"application/json")  # fmt: skip
+            return (
+                *_json(
+                    403,
+                    {
+                        "kind": "Status",
+                        "code": 403,
+                        "reason": "Forbidden",
+                        "message": "this webhook answers kube-apiserver only: present a client certificate "
+                        "signed by the configured client CA",
+                    },
+                ),
+                b"application/json",
+            )
         if method != "POST":
             return (*_json(405, {"kind": "Status", "code": 405, "message": "use POST"}), b"application/json")
         headers = dict(scope["headers"])
@@ -256,8 +291,15 @@ def _allow(body: bytes) -> Answer:
         return Answer(error.status, error.body())
 
 
-def _config(app: WebhookApp, host: str, port: int, reloader: CertificateReloader, log_level: str,
-            read_timeout: float = READ_TIMEOUT_SECONDS, client_names: frozenset[str] = frozenset()):  # fmt: skip
+def _config(
+    app: WebhookApp,
+    host: str,
+    port: int,
+    reloader: CertificateReloader,
+    log_level: str,
+    read_timeout: float = READ_TIMEOUT_SECONDS,
+    client_names: frozenset[str] = frozenset(),
+):
     import uvicorn
 
     return uvicorn.Config(
@@ -361,4 +403,3 @@ def serve(
             logger.error("webhook worker exited; starting a new one", extra={"pid": pid})
             start(slot)
     sock.close()
-

@@ -55,6 +55,10 @@ def ensure_podgroups() -> dict:
 
 def _record_created_podgroup(result: ensurer.Ensured) -> None:
     spec = result.podgroup.get("spec") or {}
-    data = {"podGroup": result.key, "pods": result.pods, "spec": spec,
-            "annotations": (result.podgroup.get("metadata") or {}).get("annotations") or {}}
+    data = {
+        "podGroup": result.key,
+        "pods": result.pods,
+        "spec": spec,
+        "annotations": (result.podgroup.get("metadata") or {}).get("annotations") or {},
+    }
     ledger.record_podgroup_created(result.namespace, result.name, result.message, data)

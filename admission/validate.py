@@ -67,7 +67,9 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, podgroups:
         if pod is not None and old_group != pod.spec.group_name:
             return _deny(
                 _subject(request),
-                [f"spec.schedulingGroup.podGroupName is immutable (was {old_group or 'unset'}); delete and recreate the pod"],
+                [
+                    f"spec.schedulingGroup.podGroupName is immutable (was {old_group or 'unset'}); delete and recreate the pod"
+                ],
             )
         return Verdict()
     if request.operation != "CREATE" or pod_scope(request, policy):
@@ -83,10 +85,12 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, podgroups:
         gang = gang_of(metadata, request.namespace, policy)
         if gang is None:
             return Verdict()
-        return Verdict(warnings=[
-            f"gangweb: pod belongs to gang {gang.name} ({gang.source}) but names no PodGroup; it will be "
-            "scheduled alone: check the gangweb mutating webhook"
-        ])  # fmt: skip
+        return Verdict(
+            warnings=[
+                f"gangweb: pod belongs to gang {gang.name} ({gang.source}) but names no PodGroup; it will be "
+                "scheduled alone: check the gangweb mutating webhook"
+            ]
+        )
     podgroup = podgroups.get((request.namespace, group))
     if podgroup is None:
         return Verdict()
@@ -96,11 +100,14 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, podgroups:
         podgroup.priority_class and podgroup.priority_class != priority_class
     )
     if differs:
-        return _deny(_subject(request), [
-            f"{_describe_priority(priority, priority_class)} differs from PodGroup {group}'s "
-            f"{_describe_priority(podgroup.priority, podgroup.priority_class)}; set priorityClassName "
-            f"{podgroup.priority_class or '(the PodGroup’s)'} on the pod template so the gang has one priority"
-        ])  # fmt: skip
+        return _deny(
+            _subject(request),
+            [
+                f"{_describe_priority(priority, priority_class)} differs from PodGroup {group}'s "
+                f"{_describe_priority(podgroup.priority, podgroup.priority_class)}; set priorityClassName "
+                f"{podgroup.priority_class or '(the PodGroup’s)'} on the pod template so the gang has one priority"  # noqa: RUF001
+            ],
+        )
     return Verdict()
 
 
@@ -123,7 +130,9 @@ def validate(request: AdmissionRequest, policy: AdmissionPolicy, podgroups: PodG
         return _validate_pod(request, policy, podgroups)
     if request.group == SCHEDULING_GROUP:
         return _validate_scheduling(request)
-    source = controller_source(request.group, request.kind) if request.operation in ("CREATE", "UPDATE") else None
+    source = (
+        controller_source(request.group, request.kind) if request.operation in ("CREATE", "UPDATE") else None
+    )
     if source is not None:
         problems, warnings = controller_problems(source, request.object or {})
         if problems:

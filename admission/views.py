@@ -11,13 +11,16 @@ from admission.runtime import get_webhook
 
 def _answer(request: HttpRequest, route: str) -> HttpResponse:
     if request.method != "POST":
-        response = HttpResponse(b'{"kind":"Status","code":405,"message":"use POST"}', status=405,
-                                content_type="application/json")  # fmt: skip
+        response = HttpResponse(
+            b'{"kind":"Status","code":405,"message":"use POST"}', status=405, content_type="application/json"
+        )
         response["Allow"] = "POST"
         return response
     webhook = get_webhook()
     declared = request.META.get("CONTENT_LENGTH") or ""
-    rejected = webhook.precheck(request.META.get("CONTENT_TYPE", ""), int(declared) if declared.isdigit() else None)
+    rejected = webhook.precheck(
+        request.META.get("CONTENT_TYPE", ""), int(declared) if declared.isdigit() else None
+    )
     if rejected is None:
         # Read the stream directly: request.body would apply DATA_UPLOAD_MAX_MEMORY_SIZE and raise.
         body = request.read(webhook.max_body_bytes + 1)

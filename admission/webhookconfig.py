@@ -29,14 +29,22 @@ NOT_MIRROR_POD = {
 def _namespace_selector(own_namespace: str) -> dict[str, Any]:
     return {
         "matchExpressions": [
-            {"key": L.NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": sorted(ALWAYS_SKIPPED | {own_namespace})},
+            {
+                "key": L.NAMESPACE_NAME_LABEL,
+                "operator": "NotIn",
+                "values": sorted(ALWAYS_SKIPPED | {own_namespace}),
+            },
             {"key": L.ADMISSION_LABEL, "operator": "NotIn", "values": [L.ADMISSION_DISABLED]},
         ]
     }
 
 
 def _object_selector() -> dict[str, Any]:
-    return {"matchExpressions": [{"key": L.ADMISSION_LABEL, "operator": "NotIn", "values": [L.ADMISSION_DISABLED]}]}
+    return {
+        "matchExpressions": [
+            {"key": L.ADMISSION_LABEL, "operator": "NotIn", "values": [L.ADMISSION_DISABLED]}
+        ]
+    }
 
 
 def _client(service: str, namespace: str, path: str, port: int, ca_pem: bytes) -> dict[str, Any]:
@@ -46,9 +54,16 @@ def _client(service: str, namespace: str, path: str, port: int, ca_pem: bytes) -
     }
 
 
-def _rule(groups: list[str], versions: list[str], resources: list[str], operations: list[str]) -> dict[str, Any]:
-    return {"apiGroups": groups, "apiVersions": versions, "resources": resources, "operations": operations,
-            "scope": "Namespaced"}  # fmt: skip
+def _rule(
+    groups: list[str], versions: list[str], resources: list[str], operations: list[str]
+) -> dict[str, Any]:
+    return {
+        "apiGroups": groups,
+        "apiVersions": versions,
+        "resources": resources,
+        "operations": operations,
+        "scope": "Namespaced",
+    }
 
 
 def controller_rules() -> list[dict[str, Any]]:
@@ -59,7 +74,10 @@ def controller_rules() -> list[dict[str, Any]]:
         if source.controller is not None:
             for resource in source.owners:
                 plurals.setdefault((resource.group, source.controller.versions), []).append(resource.plural)
-    return [_rule([group], list(versions), resources, ["CREATE", "UPDATE"]) for (group, versions), resources in plurals.items()]
+    return [
+        _rule([group], list(versions), resources, ["CREATE", "UPDATE"])
+        for (group, versions), resources in plurals.items()
+    ]
 
 
 def webhook_configurations(
@@ -86,22 +104,26 @@ def webhook_configurations(
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": name, "labels": labels},
-        "webhooks": [{
-            "name": "pods.mutate.gangweb.io",
-            "clientConfig": _client(service, namespace, MUTATE_PATH, port, ca_pem),
-            "rules": [_rule([""], ["v1"], ["pods"], ["CREATE"])],
-            "failurePolicy": "Ignore",
-            "timeoutSeconds": mutate_timeout,
-            # Other webhooks may add the labels gangweb reads (e.g. Kueue's); the mutation is idempotent.
-            "reinvocationPolicy": "IfNeeded",
-            "matchConditions": [
-                NOT_MIRROR_POD,
-                {"name": "no-group-yet", "expression":
-                 "!has(object.spec.schedulingGroup) || !has(object.spec.schedulingGroup.podGroupName)"},
-            ],
-            **common,
-        }],
-    }  # fmt: skip
+        "webhooks": [
+            {
+                "name": "pods.mutate.gangweb.io",
+                "clientConfig": _client(service, namespace, MUTATE_PATH, port, ca_pem),
+                "rules": [_rule([""], ["v1"], ["pods"], ["CREATE"])],
+                "failurePolicy": "Ignore",
+                "timeoutSeconds": mutate_timeout,
+                # Other webhooks may add the labels gangweb reads (e.g. Kueue's); the mutation is idempotent.
+                "reinvocationPolicy": "IfNeeded",
+                "matchConditions": [
+                    NOT_MIRROR_POD,
+                    {
+                        "name": "no-group-yet",
+                        "expression": "!has(object.spec.schedulingGroup) || !has(object.spec.schedulingGroup.podGroupName)",
+                    },
+                ],
+                **common,
+            }
+        ],
+    }
     validating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -119,7 +141,9 @@ def webhook_configurations(
             {
                 "name": "podgroups.validate.gangweb.io",
                 "clientConfig": _client(service, namespace, VALIDATE_PATH, port, ca_pem),
-                "rules": [_rule(["scheduling.k8s.io"], ["*"], ["podgroups", "workloads"], ["CREATE", "UPDATE"])],
+                "rules": [
+                    _rule(["scheduling.k8s.io"], ["*"], ["podgroups", "workloads"], ["CREATE", "UPDATE"])
+                ],
                 "failurePolicy": "Fail",
                 "timeoutSeconds": validate_timeout,
                 **common,
@@ -133,5 +157,5 @@ def webhook_configurations(
                 **common,
             },
         ],
-    }  # fmt: skip
+    }
     return [mutating, validating]

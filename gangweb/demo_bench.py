@@ -32,8 +32,13 @@ from django.core.management.base import CommandError
 from scheduler.bench import at_least_one
 
 HELP = "seconds from a fresh clone to a live page: URL printed, page served, first websocket state"
-EMBEDDED_DEFAULTS = {"DATABASE_URL": "", "REDIS_URL": "", "KUBECONFIG": "", "GANGWEB_DEMO": "1",
-                     "PYTHONUNBUFFERED": "1"}
+EMBEDDED_DEFAULTS = {
+    "DATABASE_URL": "",
+    "REDIS_URL": "",
+    "KUBECONFIG": "",
+    "GANGWEB_DEMO": "1",
+    "PYTHONUNBUFFERED": "1",
+}
 
 
 def _free_port() -> int:
@@ -51,15 +56,18 @@ async def _first_state(base: str) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=at_least_one, default=3)
-    parser.add_argument("--json", action="store_true", dest="as_json", help="print one JSON object instead of a table")
+    parser.add_argument(
+        "--json", action="store_true", dest="as_json", help="print one JSON object instead of a table"
+    )
 
 
 def handle(options: argparse.Namespace) -> int:
     runs, as_json = options.runs, options.as_json
     with tempfile.TemporaryDirectory(prefix="gangweb-demo-bench-") as tmp:
         clone = Path(tmp) / "clone"
-        done = subprocess.run(["git", "clone", "-q", str(settings.BASE_DIR), str(clone)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["git", "clone", "-q", str(settings.BASE_DIR), str(clone)], capture_output=True, text=True
+        )
         if done.returncode != 0:
             raise CommandError(f"cannot clone {settings.BASE_DIR}: {done.stderr.strip()}")
         results = [_one_run(clone, Path(tmp) / f"var-{i}") for i in range(runs)]
@@ -79,8 +87,14 @@ def _one_run(clone: Path, var_dir: Path) -> dict[str, float]:
     port = _free_port()
     env = {**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(var_dir)}
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "manage.py", "demo", "--port", str(port)], cwd=clone, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "demo", "--port", str(port)],
+        cwd=clone,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         base = ""
         for line in proc.stdout:
@@ -96,8 +110,11 @@ def _one_run(clone: Path, var_dir: Path) -> dict[str, float]:
         page_served = time.monotonic() - started
         asyncio.run(_first_state(base))
         live = time.monotonic() - started
-        return {"url_printed": round(url_printed, 3), "page_served": round(page_served, 3),
-                "first_live_state": round(live, 3)}
+        return {
+            "url_printed": round(url_printed, 3),
+            "page_served": round(page_served, 3),
+            "first_live_state": round(live, 3),
+        }
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

@@ -79,7 +79,8 @@ def send(event_type: str, payload: dict[str, Any]) -> None:
     try:
         if loop is not None and _running_loop() is not loop:
             asyncio.run_coroutine_threadsafe(layer.group_send(DASHBOARD_GROUP, message), loop).result(
-                timeout=SEND_TIMEOUT_SECONDS)
+                timeout=SEND_TIMEOUT_SECONDS
+            )
         else:
             async_to_sync(layer.group_send)(DASHBOARD_GROUP, message)
     except Exception as exc:
@@ -101,8 +102,12 @@ class _Outage:
             if self.since is not None:
                 return
             self.since = time.monotonic()
-        logger.warning("live events are not reaching the dashboard (%s); dropping them until the channel "
-                       "layer answers again", error, extra={"event": event_type})
+        logger.warning(
+            "live events are not reaching the dashboard (%s); dropping them until the channel "
+            "layer answers again",
+            error,
+            extra={"event": event_type},
+        )
 
     def worked(self) -> None:
         if self.since is None:  # unlocked read: the common case costs nothing
@@ -111,7 +116,9 @@ class _Outage:
             if self.since is None:
                 return
             lasted, lost, self.since, self.lost = time.monotonic() - self.since, self.lost, None, 0
-        logger.warning("live events reach the dashboard again after %.0f s; %d events were dropped", lasted, lost)
+        logger.warning(
+            "live events reach the dashboard again after %.0f s; %d events were dropped", lasted, lost
+        )
 
 
 _outage = _Outage()

@@ -46,7 +46,11 @@ def check_redis() -> str | None:
 def _timed(check) -> dict:
     started = time.perf_counter()
     error = check()
-    return {"ok": error is None, "seconds": round(time.perf_counter() - started, 4), **({"error": error} if error else {})}
+    return {
+        "ok": error is None,
+        "seconds": round(time.perf_counter() - started, 4),
+        **({"error": error} if error else {}),
+    }
 
 
 def _database_in_thread() -> str | None:
@@ -75,7 +79,5 @@ def readyz(request: HttpRequest) -> JsonResponse:
     results = readiness_checks()
     failing = sorted(name for name, result in results.items() if not result["ok"])
     if failing:
-        return JsonResponse(
-            {"status": "unavailable", "failing": failing, "checks": results}, status=503
-        )
+        return JsonResponse({"status": "unavailable", "failing": failing, "checks": results}, status=503)
     return JsonResponse({"status": "ok", "checks": results})

@@ -93,7 +93,9 @@ if not SECRET_KEY:
             "to a long random value, e.g. the output of python -c 'import secrets; print(secrets.token_urlsafe(50))'"
         )
 elif SECRET_KEY == DEMO_SECRET_KEY and not DEMO:
-    raise ImproperlyConfigured("SECRET_KEY is the demo's public built-in key: set a long random value of your own")
+    raise ImproperlyConfigured(
+        "SECRET_KEY is the demo's public built-in key: set a long random value of your own"
+    )
 
 ALLOWED_HOSTS = env_list(
     "ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if (DEMO or DEBUG or RUNNING_TESTS) else []
@@ -152,7 +154,9 @@ if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # /readyz must answer quickly when the database is unreachable.
-        DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 2)
+        DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int(
+            "DATABASE_CONNECT_TIMEOUT", 2
+        )
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -235,8 +239,12 @@ GANGWEB_NAMESPACE = os.environ.get("GANGWEB_NAMESPACE", "gangweb-system")
 # namespace as "team-a=single,team-b=all"), extra namespaces it never touches.
 GANGWEB_DISRUPTION_MODE = os.environ.get("GANGWEB_DISRUPTION_MODE", "all")
 if GANGWEB_DISRUPTION_MODE not in ("all", "single"):
-    raise ImproperlyConfigured(f"GANGWEB_DISRUPTION_MODE must be 'all' or 'single', got {GANGWEB_DISRUPTION_MODE!r}")
-GANGWEB_NAMESPACE_DISRUPTION_MODES = env_namespace_map("GANGWEB_NAMESPACE_DISRUPTION_MODES", ("all", "single"))
+    raise ImproperlyConfigured(
+        f"GANGWEB_DISRUPTION_MODE must be 'all' or 'single', got {GANGWEB_DISRUPTION_MODE!r}"
+    )
+GANGWEB_NAMESPACE_DISRUPTION_MODES = env_namespace_map(
+    "GANGWEB_NAMESPACE_DISRUPTION_MODES", ("all", "single")
+)
 GANGWEB_ADMISSION_SKIP_NAMESPACES = env_list("GANGWEB_ADMISSION_SKIP_NAMESPACES", [])
 GANGWEB_PENDING_GRACE_SECONDS = env_int("GANGWEB_PENDING_GRACE_SECONDS", 30)
 # Preemption pipeline (docs/pipeline.md): node-lock expiry (a killed worker's locks free up after it),
@@ -249,7 +257,9 @@ GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS = env_int("GANGWEB_KUBE_REQUEST_TIMEOUT_SEC
 # plan that a PDB forbids; "delete" removes victims like kube-scheduler does (DELETE, budgets best effort).
 GANGWEB_PDB_POLICY = os.environ.get("GANGWEB_PDB_POLICY", "respect")
 if GANGWEB_PDB_POLICY not in ("respect", "delete"):
-    raise ImproperlyConfigured(f"GANGWEB_PDB_POLICY must be 'respect' or 'delete', got {GANGWEB_PDB_POLICY!r}")
+    raise ImproperlyConfigured(
+        f"GANGWEB_PDB_POLICY must be 'respect' or 'delete', got {GANGWEB_PDB_POLICY!r}"
+    )
 GANGWEB_REQUEST_COOLDOWN_SECONDS = env_int("GANGWEB_REQUEST_COOLDOWN_SECONDS", 60)
 # 0 = off: measured slower than one task at 5,000 and 20,000 nodes (docs/pipeline.md, "Planning").
 GANGWEB_FANOUT_MIN_NODES = env_int("GANGWEB_FANOUT_MIN_NODES", 0)
@@ -268,7 +278,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(GANGWEB_DETECT_INTERVAL_SECONDS),
         "options": {"expires": float(GANGWEB_DETECT_INTERVAL_SECONDS)},
     },
-    "recover-requests": {"task": "scheduler.recover_requests", "schedule": 60.0, "options": {"expires": 60.0}},
+    "recover-requests": {
+        "task": "scheduler.recover_requests",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
+    },
     "ensure-podgroups": {
         "task": "scheduler.ensure_podgroups",
         "schedule": float(GANGWEB_ENSURE_INTERVAL_SECONDS),

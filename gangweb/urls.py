@@ -29,8 +29,10 @@ def demo_only(view):
     return in_the_demo
 
 
-admission_paths = [path(str(route.pattern), demo_only(route.callback), name=route.name)
-                   for route in admission_urls.urlpatterns]  # fmt: skip
+admission_paths = [
+    path(str(route.pattern), demo_only(route.callback), name=route.name)
+    for route in admission_urls.urlpatterns
+]
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 PREFIX = "/__testserver/"
 
 
-def request_log(state: "ApiState", path_contains: str = "", method: str | None = None) -> list[dict[str, Any]]:
+def request_log(state: ApiState, path_contains: str = "", method: str | None = None) -> list[dict[str, Any]]:
     return [
         {"time": t, "method": m, "path": p, "query": q, "code": c}
         for (t, m, p, q, c) in list(state.requests)
@@ -29,8 +29,8 @@ def request_log(state: "ApiState", path_contains: str = "", method: str | None =
     ]
 
 
-def handle(state: "ApiState", method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
-    action = path[len(PREFIX):].strip("/")
+def handle(state: ApiState, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+    action = path[len(PREFIX) :].strip("/")
     store, faults = state.store, state.faults
     if action == "faults" and method == "POST":
         fault = faults.add(Fault(**(body or {})))
@@ -80,21 +80,51 @@ class ControlClient:
 
     def _call(self, method: str, action: str, body: Any = None, query: str = "") -> Any:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"{self.url}{PREFIX}{action}{query}", data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            f"{self.url}{PREFIX}{action}{query}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 return json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as exc:
             raise RuntimeError(f"test server control {method} {action}: {exc.code} {exc.read()!r}") from exc
 
-    def add_fault(self, path: str, code: int = 500, *, method: str | None = None, times: int | None = 1,
-                  message: str = "", delay: float = 0.0) -> dict:
-        return self._call("POST", "faults", {"path": path, "code": code, "method": method, "times": times,
-                                             "message": message, "delay": delay})["fault"]
+    def add_fault(
+        self,
+        path: str,
+        code: int = 500,
+        *,
+        method: str | None = None,
+        times: int | None = 1,
+        message: str = "",
+        delay: float = 0.0,
+    ) -> dict:
+        return self._call(
+            "POST",
+            "faults",
+            {
+                "path": path,
+                "code": code,
+                "method": method,
+                "times": times,
+                "message": message,
+                "delay": delay,
+            },
+        )["fault"]
 
-    def fail_eviction(self, namespace: str, name: str, code: int = 500, *, times: int | None = 1,
-                      message: str = "", delay: float = 0.0) -> dict:
+    def fail_eviction(
+        self,
+        namespace: str,
+        name: str,
+        code: int = 500,
+        *,
+        times: int | None = 1,
+        message: str = "",
+        delay: float = 0.0,
+    ) -> dict:
         import re
 
         path = f"^/api/v1/namespaces/{re.escape(namespace)}/pods/{re.escape(name)}/eviction$"

@@ -30,18 +30,43 @@ def _resource_list(group: str, version: str) -> dict[str, Any]:
     for r in RESOURCES:
         if (r.group, r.version) != (group, version):
             continue
-        entries.append({
-            "name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced, "kind": r.kind,
-            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
-        })
+        entries.append(
+            {
+                "name": r.plural,
+                "singularName": r.kind.lower(),
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+            }
+        )
         if r.has_status:
-            entries.append({"name": f"{r.plural}/status", "singularName": "", "namespaced": r.namespaced,
-                            "kind": r.kind, "verbs": ["get", "patch", "update"]})
+            entries.append(
+                {
+                    "name": f"{r.plural}/status",
+                    "singularName": "",
+                    "namespaced": r.namespaced,
+                    "kind": r.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
         if r.plural == "pods" and not r.group:
-            entries.append({"name": "pods/eviction", "singularName": "", "namespaced": True,
-                            "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
-    return {"kind": "APIResourceList", "apiVersion": "v1",
-            "groupVersion": f"{group}/{version}" if group else version, "resources": entries}
+            entries.append(
+                {
+                    "name": "pods/eviction",
+                    "singularName": "",
+                    "namespaced": True,
+                    "group": "policy",
+                    "version": "v1",
+                    "kind": "Eviction",
+                    "verbs": ["create"],
+                }
+            )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": entries,
+    }
 
 
 def handle(path: str, host: str) -> dict[str, Any] | None:
@@ -50,16 +75,27 @@ def handle(path: str, host: str) -> dict[str, Any] | None:
     if path == "/version":
         return VERSION
     if path == "/api":
-        return {"kind": "APIVersions", "versions": ["v1"],
-                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}]}
+        return {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}],
+        }
     if path == "/api/v1":
         return _resource_list("", "v1")
     groups = _group_versions()
     if path == "/apis":
-        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-            {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
-             "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]}}
-            for g, vs in sorted(groups.items())]}
+        return {
+            "kind": "APIGroupList",
+            "apiVersion": "v1",
+            "groups": [
+                {
+                    "name": g,
+                    "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
+                    "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]},
+                }
+                for g, vs in sorted(groups.items())
+            ],
+        }
     parts = path.split("/")
     if len(parts) == 4 and parts[1] == "apis" and parts[3] in groups.get(parts[2], []):
         return _resource_list(parts[2], parts[3])

@@ -59,8 +59,13 @@ def refresh_pdb_status(store: ObjectStore, namespace: str | None = None, only_mi
         if only_missing and pdb.get("status"):
             continue
         status = compute_pdb_status(store, pdb)
-        store.mutate(PDBS, pdb["metadata"]["namespace"], pdb["metadata"]["name"],
-                     lambda obj, s=status: obj.__setitem__("status", s), subresource="status")
+        store.mutate(
+            PDBS,
+            pdb["metadata"]["namespace"],
+            pdb["metadata"]["name"],
+            lambda obj, s=status: obj.__setitem__("status", s),
+            subresource="status",
+        )
         count += 1
     return count
 
@@ -80,20 +85,35 @@ def _check_budget(pdb: dict, status: dict) -> None:
     if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1):
         raise _too_many_requests(f"The disruption budget {name} is still being processed by the server.", 10)
     if status.get("disruptionsAllowed", 0) < 0:
-        raise errors.ApiError(403, "Forbidden", f'poddisruptionbudgets.policy "{name}" is forbidden: '
-                                                "pdb disruptions allowed is negative")
+        raise errors.ApiError(
+            403,
+            "Forbidden",
+            f'poddisruptionbudgets.policy "{name}" is forbidden: pdb disruptions allowed is negative',
+        )
     if status.get("disruptionsAllowed", 0) == 0:
         raise _too_many_requests(
             f"The disruption budget {name} needs {status.get('desiredHealthy', 0)} healthy pods and has "
-            f"{status.get('currentHealthy', 0)} currently", None)
+            f"{status.get('currentHealthy', 0)} currently",
+            None,
+        )
 
 
 def _mark_evicted(pod: dict) -> None:
     """The condition the API server adds before deleting an evicted pod (PodDisruptionConditions)."""
-    conditions = [c for c in (pod.setdefault("status", {}).get("conditions") or [])
-                  if c.get("type") != "DisruptionTarget"]
-    conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
-                       "message": "Eviction API: evicting", "lastTransitionTime": now_rfc3339()})
+    conditions = [
+        c
+        for c in (pod.setdefault("status", {}).get("conditions") or [])
+        if c.get("type") != "DisruptionTarget"
+    ]
+    conditions.append(
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting",
+            "lastTransitionTime": now_rfc3339(),
+        }
+    )
     pod["status"]["conditions"] = conditions
 
 
@@ -125,7 +145,8 @@ def _evict_locked(store: ObjectStore, namespace: str, name: str, options: dict, 
         pdbs = _matching_pdbs(store, pod)
     if len(pdbs) > 1:
         raise errors.ApiError(
-            500, "InternalError",
+            500,
+            "InternalError",
             "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
         )
     if pdbs:
@@ -134,6 +155,7 @@ def _evict_locked(store: ObjectStore, namespace: str, name: str, options: dict, 
         if spends_budget(pod, pdb, status):
             _check_budget(pdb, status)
             if not dry_run:
+
                 def spend(obj: dict) -> None:
                     new_status = dict(obj.get("status") or status)
                     new_status["disruptionsAllowed"] = new_status.get("disruptionsAllowed", 0) - 1

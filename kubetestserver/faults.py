@@ -38,7 +38,9 @@ class Fault:
     hits: int = field(default=0)
 
     def matches(self, method: str, path: str) -> bool:
-        return (self.method is None or self.method.upper() == method) and re.search(self.path, path) is not None
+        return (self.method is None or self.method.upper() == method) and re.search(
+            self.path, path
+        ) is not None
 
     def error(self) -> ApiError:
         reason = REASONS.get(self.code, "InternalError")
@@ -62,12 +64,28 @@ class Faults:
             self._rules.append(fault)
         return fault
 
-    def fail(self, path: str, code: int = 500, *, method: str | None = None, times: int | None = 1,
-             message: str = "", delay: float = 0.0) -> Fault:
+    def fail(
+        self,
+        path: str,
+        code: int = 500,
+        *,
+        method: str | None = None,
+        times: int | None = 1,
+        message: str = "",
+        delay: float = 0.0,
+    ) -> Fault:
         return self.add(Fault(path=path, code=code, method=method, times=times, message=message, delay=delay))
 
-    def fail_eviction(self, namespace: str, name: str, code: int = 500, *, times: int | None = 1,
-                      message: str = "", delay: float = 0.0) -> Fault:
+    def fail_eviction(
+        self,
+        namespace: str,
+        name: str,
+        code: int = 500,
+        *,
+        times: int | None = 1,
+        message: str = "",
+        delay: float = 0.0,
+    ) -> Fault:
         path = f"^/api/v1/namespaces/{re.escape(namespace)}/pods/{re.escape(name)}/eviction$"
         return self.fail(path, code, method="POST", times=times, message=message, delay=delay)
 

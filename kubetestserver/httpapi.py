@@ -75,7 +75,7 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
         timeout = 120  # idle keep-alive connections
         disable_nagle_algorithm = True  # headers and body go out as separate writes
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
         # ----- plumbing
@@ -162,9 +162,11 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
         def _serve(self, method: str, route: Route, body: Any) -> None:
             store, r, q = state.store, route.resource, self._query
             dry_run = q.get("dryRun") == "All"
-            if route.subresource not in (None, "status", "eviction") or (
-                route.subresource == "eviction" and (r != PODS or method != "POST")
-            ) or (route.subresource == "status" and not r.has_status):
+            if (
+                route.subresource not in (None, "status", "eviction")
+                or (route.subresource == "eviction" and (r != PODS or method != "POST"))
+                or (route.subresource == "status" and not r.has_status)
+            ):
                 raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
             if method in ("POST", "PUT", "PATCH") and not isinstance(body, (dict, list)):
                 raise errors.bad_request("a request body is required")
@@ -184,20 +186,37 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
             elif method == "POST":  # pods/{name}/eviction
                 self._send_json(201, evict(store, route.namespace or "", route.name or "", body, dry_run))
             elif method == "PUT" and route.name:
-                self._send_json(200, store.update(r, route.namespace, route.name, body,
-                                                  subresource=route.subresource, dry_run=dry_run))
+                self._send_json(
+                    200,
+                    store.update(
+                        r, route.namespace, route.name, body, subresource=route.subresource, dry_run=dry_run
+                    ),
+                )
             elif method == "PATCH" and route.name:
                 content_type = self.headers.get("Content-Type", "")
                 if "apply-patch" in content_type:
-                    raise errors.ApiError(415, "UnsupportedMediaType",
-                                          "server-side apply is not supported by the test server")
-                self._send_json(200, store.patch(r, route.namespace, route.name, content_type, body,
-                                                 subresource=route.subresource, dry_run=dry_run))
+                    raise errors.ApiError(
+                        415, "UnsupportedMediaType", "server-side apply is not supported by the test server"
+                    )
+                self._send_json(
+                    200,
+                    store.patch(
+                        r,
+                        route.namespace,
+                        route.name,
+                        content_type,
+                        body,
+                        subresource=route.subresource,
+                        dry_run=dry_run,
+                    ),
+                )
             elif method == "DELETE" and route.name:
                 options = body if isinstance(body, dict) else {}
                 grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
                 last, gone = store.delete(
-                    r, route.namespace, route.name,
+                    r,
+                    route.namespace,
+                    route.name,
                     preconditions=options.get("preconditions"),
                     grace_period_seconds=None if grace in (None, "") else int(grace),
                     dry_run=dry_run or "All" in (options.get("dryRun") or []),
@@ -206,8 +225,18 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                     self._send_json(200, last)
                 else:
                     meta = last["metadata"]
-                    self._send_json(200, errors.success_status(200, {
-                        "name": meta["name"], "group": r.group, "kind": r.plural, "uid": meta.get("uid")}))
+                    self._send_json(
+                        200,
+                        errors.success_status(
+                            200,
+                            {
+                                "name": meta["name"],
+                                "group": r.group,
+                                "kind": r.plural,
+                                "uid": meta.get("uid"),
+                            },
+                        ),
+                    )
             else:
                 raise errors.ApiError(405, "MethodNotAllowed", f"{method} is not supported here")
 
@@ -219,7 +248,9 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                 if not wanted.isdigit():
                     raise errors.bad_request(f"invalid resourceVersion {wanted!r}")
                 if int(wanted) > current:
-                    raise errors.ApiError(504, "Timeout", f"Too large resource version: {wanted}, current: {current}")
+                    raise errors.ApiError(
+                        504, "Timeout", f"Too large resource version: {wanted}, current: {current}"
+                    )
                 if q.get("resourceVersionMatch") == "Exact" and int(wanted) != current:
                     raise errors.gone(f"resource version {wanted} is not the current one ({current})")
             after, list_rv = None, None
@@ -233,21 +264,35 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                 limit = max(0, int(q.get("limit") or 0))
             except ValueError as exc:
                 raise errors.bad_request("invalid limit") from exc
-            page = state.store.list_shared(route.resource, route.namespace, q.get("labelSelector"),
-                                           q.get("fieldSelector"), after=after, limit=limit)
+            page = state.store.list_shared(
+                route.resource,
+                route.namespace,
+                q.get("labelSelector"),
+                q.get("fieldSelector"),
+                after=after,
+                limit=limit,
+            )
             # later pages keep the first page's resourceVersion (their content is read now: see docs)
             meta: dict[str, Any] = {"resourceVersion": str(list_rv or page.resource_version)}
             if page.more and page.items:
                 last = page.items[-1]["metadata"]
-                token = {"rv": list_rv or page.resource_version, "after": [last.get("namespace", ""), last["name"]]}
+                token = {
+                    "rv": list_rv or page.resource_version,
+                    "after": [last.get("namespace", ""), last["name"]],
+                }
                 meta["continue"] = base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
                 if page.remaining is not None:
                     meta["remainingItemCount"] = page.remaining
             r = route.resource
-            self._send_json(200, {
-                "kind": r.list_kind, "apiVersion": r.api_version, "metadata": meta,
-                "items": [_strip_type(from_storage(r, o)) for o in page.items],
-            })
+            self._send_json(
+                200,
+                {
+                    "kind": r.list_kind,
+                    "apiVersion": r.api_version,
+                    "metadata": meta,
+                    "items": [_strip_type(from_storage(r, o)) for o in page.items],
+                },
+            )
 
         # ----- watch
         def _write_chunk(self, data: bytes) -> None:
@@ -255,18 +300,23 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
         def _event(self, type_: str, obj: dict) -> None:
-            self._write_chunk(json.dumps({"type": type_, "object": obj}, separators=(",", ":")).encode() + b"\n")
+            self._write_chunk(
+                json.dumps({"type": type_, "object": obj}, separators=(",", ":")).encode() + b"\n"
+            )
 
         def _watch(self, route: Route) -> None:
             from .selectors import parse_field_selector, parse_label_selector
 
             q, r, store = self._query, route.resource, state.store
-            label_ok, field_ok = parse_label_selector(q.get("labelSelector")), parse_field_selector(
-                q.get("fieldSelector"))
+            label_ok, field_ok = (
+                parse_label_selector(q.get("labelSelector")),
+                parse_field_selector(q.get("fieldSelector")),
+            )
 
             def wanted(obj: dict) -> bool:
                 return (route.namespace is None or obj["metadata"].get("namespace") == route.namespace) and (
-                    label_ok(obj) and field_ok(obj))
+                    label_ok(obj) and field_ok(obj)
+                )
 
             start = q.get("resourceVersion") or ""
             if start and not start.isdigit():
@@ -288,16 +338,29 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                 for obj in page.items:
                     self._event("ADDED", from_storage(r, obj))
                 if q.get("sendInitialEvents") == "true" and bookmarks:
-                    self._event("BOOKMARK", {"kind": r.kind, "apiVersion": r.api_version, "metadata": {
-                        "resourceVersion": str(position),
-                        "annotations": {"k8s.io/initial-events-end": "true"}}})
+                    self._event(
+                        "BOOKMARK",
+                        {
+                            "kind": r.kind,
+                            "apiVersion": r.api_version,
+                            "metadata": {
+                                "resourceVersion": str(position),
+                                "annotations": {"k8s.io/initial-events-end": "true"},
+                            },
+                        },
+                    )
             else:
                 position = int(start)
                 if position > store.resource_version:
                     # e.g. a client that outlived a restarted test server; it must list again
-                    self._event("ERROR", errors.ApiError(
-                        504, "Timeout", f"Too large resource version: {position}, current: "
-                        f"{store.resource_version}").status())
+                    self._event(
+                        "ERROR",
+                        errors.ApiError(
+                            504,
+                            "Timeout",
+                            f"Too large resource version: {position}, current: {store.resource_version}",
+                        ).status(),
+                    )
                     self._write_chunk(b"")
                     return
             next_bookmark = time.monotonic() + state.bookmark_interval
@@ -316,8 +379,11 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                     if type_ == "MODIFIED" and change.previous is not None and filtered:
                         # an object entering or leaving the selection is ADDED/DELETED for this watch
                         before, now_in = wanted(change.previous), wanted(change.obj)
-                        type_ = {(True, True): "MODIFIED", (False, True): "ADDED",
-                                 (True, False): "DELETED"}.get((before, now_in), "")
+                        type_ = {
+                            (True, True): "MODIFIED",
+                            (False, True): "ADDED",
+                            (True, False): "DELETED",
+                        }.get((before, now_in), "")
                         if type_:
                             self._event(type_, from_storage(r, change.obj))
                     elif wanted(change.obj):
@@ -327,8 +393,14 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                 if now >= deadline:
                     break
                 if bookmarks and now >= next_bookmark:
-                    self._event("BOOKMARK", {"kind": r.kind, "apiVersion": r.api_version,
-                                             "metadata": {"resourceVersion": str(position)}})
+                    self._event(
+                        "BOOKMARK",
+                        {
+                            "kind": r.kind,
+                            "apiVersion": r.api_version,
+                            "metadata": {"resourceVersion": str(position)},
+                        },
+                    )
                     next_bookmark = now + state.bookmark_interval
                 # wake at least twice a second to notice dropped-watch faults and shutdown
                 until = min(deadline, next_bookmark) if bookmarks else deadline

@@ -4,12 +4,12 @@ Snapshot files are read by ``scheduler.engine.reading`` (bounded), never here.""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
 
 
 def now_rfc3339() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def flatten(objects: Iterable[dict]) -> Iterable[dict]:
@@ -20,5 +20,3 @@ def flatten(objects: Iterable[dict]) -> Iterable[dict]:
             yield from flatten(obj["items"])
         else:
             yield obj
-
-

@@ -5,7 +5,8 @@ A PDB's ``LabelSelector`` object is matched by ``scheduler.kube.budgets.label_se
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Predicate = Callable[[dict], bool]
 

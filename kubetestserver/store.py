@@ -12,9 +12,10 @@ import copy
 import secrets
 import threading
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from scheduler.engine.reading import read_snapshot  # bounded: sizes, aliases, file types (docs/engine.md)
 from scheduler.kube.resources import PODS, Resource, resource_for_object
@@ -93,7 +94,8 @@ class ObjectStore:
         def wanted(obj: dict) -> bool:
             # field paths name the fields of the version asked for (events.k8s.io: regarding.name, ...)
             return (label_ok is None or label_ok(obj)) and (
-                field_ok is None or field_ok(from_storage(resource, obj) if resource.storage else obj))
+                field_ok is None or field_ok(from_storage(resource, obj) if resource.storage else obj)
+            )
 
         with self._cond:
             bucket = self._objects.get(resource.storage_key, {})
@@ -108,10 +110,12 @@ class ObjectStore:
             position = first
             while position < end and not (limit and len(items) == limit):
                 obj = bucket[keys[position]]
-                if label_ok is None and field_ok is None or wanted(obj):
+                if (label_ok is None and field_ok is None) or wanted(obj):
                     items.append(obj)
                 position += 1
-            more = any(wanted(bucket[k]) for k in keys[position:end]) if label_ok or field_ok else position < end
+            more = (
+                any(wanted(bucket[k]) for k in keys[position:end]) if label_ok or field_ok else position < end
+            )
             remaining = (end - position) if label_ok is None and field_ok is None else None
             return Page(items, self._rv, more, remaining)
 
@@ -155,7 +159,9 @@ class ObjectStore:
             meta.pop("namespace", None)
         if not meta.get("name"):
             if not meta.get("generateName"):
-                raise errors.invalid(f"{resource.kind}: metadata.name: Required value: name or generateName is required")
+                raise errors.invalid(
+                    f"{resource.kind}: metadata.name: Required value: name or generateName is required"
+                )
             meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
         with self._cond:
             bucket = self._objects.setdefault(resource.storage_key, {})
@@ -222,7 +228,9 @@ class ObjectStore:
             if content_type.startswith(JSON_PATCH):
                 wanted_rv = (patched.get("metadata") or {}).get("resourceVersion")
             else:
-                wanted_rv = ((patch.get("metadata") or {}) if isinstance(patch, dict) else {}).get("resourceVersion")
+                wanted_rv = ((patch.get("metadata") or {}) if isinstance(patch, dict) else {}).get(
+                    "resourceVersion"
+                )
             return self._write(resource, current, patched, subresource, wanted_rv, dry_run)
 
     def mutate(
@@ -256,7 +264,10 @@ class ObjectStore:
             current = self._stored(resource, namespace, name)
             meta = current["metadata"]
             # The wording is the API server's (apiserver/pkg/storage: Preconditions.Check).
-            for field, key, label in (("uid", "uid", "UID"), ("resourceVersion", "resourceVersion", "ResourceVersion")):
+            for field, key, label in (
+                ("uid", "uid", "UID"),
+                ("resourceVersion", "resourceVersion", "ResourceVersion"),
+            ):
                 wanted = (preconditions or {}).get(field)
                 if wanted and wanted != meta.get(key):
                     raise errors.ApiError(
@@ -340,8 +351,14 @@ class ObjectStore:
                         continue
                     # keep what the server assigned and the publisher may not know
                     old_meta = current["metadata"]
-                    kept = {f: old_meta[f] for f in ("uid", "creationTimestamp", "generation") if f in old_meta}
-                    new["metadata"] = {**kept, **new["metadata"], "resourceVersion": old_meta["resourceVersion"]}
+                    kept = {
+                        f: old_meta[f] for f in ("uid", "creationTimestamp", "generation") if f in old_meta
+                    }
+                    new["metadata"] = {
+                        **kept,
+                        **new["metadata"],
+                        "resourceVersion": old_meta["resourceVersion"],
+                    }
                     if new != current:
                         self._commit(storage, key, "MODIFIED", new)
                         counts["MODIFIED"] += 1
@@ -412,8 +429,15 @@ class ObjectStore:
                 else:
                     result.pop("status", None)
         new_meta = result.setdefault("metadata", {})
-        for field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
-                      "deletionGracePeriodSeconds", "generation"):
+        for field in (
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
             if field in meta:
                 new_meta[field] = meta[field]
             else:

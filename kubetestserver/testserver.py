@@ -24,9 +24,10 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable
 from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -84,8 +85,12 @@ def write_kubeconfig(path: str | Path, url: str, namespace: str = "default") -> 
         "kind": "Config",
         "clusters": [{"name": "gangweb-test", "cluster": {"server": url}}],
         "users": [{"name": "gangweb-test", "user": {"token": "gangweb-test-token"}}],
-        "contexts": [{"name": "gangweb-test",
-                      "context": {"cluster": "gangweb-test", "user": "gangweb-test", "namespace": namespace}}],
+        "contexts": [
+            {
+                "name": "gangweb-test",
+                "context": {"cluster": "gangweb-test", "user": "gangweb-test", "namespace": namespace},
+            }
+        ],
         "current-context": "gangweb-test",
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -111,14 +116,18 @@ class KubeTestServer:
         self._thread: threading.Thread | None = None
 
     # ----- lifecycle
-    def start(self) -> "KubeTestServer":
+    def start(self) -> KubeTestServer:
         if self._httpd is None:
             self.state.stopping.clear()
             self._httpd = _HTTPServer(self._address, make_handler(self.state))
             # keep the port across restart(): clients reconnect to the same URL
             self._address = self._httpd.server_address[:2]
-            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
-                                            name="kube-testserver", daemon=True)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.1},
+                name="kube-testserver",
+                daemon=True,
+            )
             self._thread.start()
         return self
 
@@ -139,7 +148,7 @@ class KubeTestServer:
         self.stop()
         self.start()
 
-    def __enter__(self) -> "KubeTestServer":
+    def __enter__(self) -> KubeTestServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -204,29 +213,47 @@ class TestServerProcess:
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, kubeconfig: str | Path, load: str | Path | None = None, port: int = 0,
-                 bookmark_interval: float = 5.0):
+    def __init__(
+        self,
+        kubeconfig: str | Path,
+        load: str | Path | None = None,
+        port: int = 0,
+        bookmark_interval: float = 5.0,
+    ):
         self.kubeconfig = Path(kubeconfig)
-        self._args = [sys.executable, "-m", "kubetestserver", "--port", str(port),
-                      "--kubeconfig", str(kubeconfig), "--bookmark-interval", str(bookmark_interval)]
+        self._args = [
+            sys.executable,
+            "-m",
+            "kubetestserver",
+            "--port",
+            str(port),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--bookmark-interval",
+            str(bookmark_interval),
+        ]
         if load:
             self._args += ["--load", str(load)]
         self.process: subprocess.Popen | None = None
         self.url = ""
         self.log_path: Path | None = None
 
-    def start(self, timeout: float = 30.0) -> "TestServerProcess":
+    def start(self, timeout: float = 30.0) -> TestServerProcess:
         root = Path(__file__).resolve().parents[1]  # the repository: kubetestserver/ is at its top
         # stderr goes to a file: an unread pipe would block the server once its buffer fills
         self.log_path = self.kubeconfig.parent / f"{self.kubeconfig.name}.testserver.log"
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(self._args, stdout=subprocess.PIPE, stderr=log, text=True, cwd=root)
+            self.process = subprocess.Popen(
+                self._args, stdout=subprocess.PIPE, stderr=log, text=True, cwd=root
+            )
         assert self.process.stdout is not None
         ready, _, _ = select.select([self.process.stdout], [], [], timeout)
         line = self.process.stdout.readline() if ready else ""
         if not line.startswith("READY "):
             self.stop()
-            raise RuntimeError(f"test server did not start: {line.strip()!r} {self.log_path.read_text()[-2000:]}")
+            raise RuntimeError(
+                f"test server did not start: {line.strip()!r} {self.log_path.read_text()[-2000:]}"
+            )
         self.url = line.split()[1]
         return self
 
@@ -245,7 +272,7 @@ class TestServerProcess:
         if self.process and self.process.stdout:
             self.process.stdout.close()
 
-    def __enter__(self) -> "TestServerProcess":
+    def __enter__(self) -> TestServerProcess:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -253,8 +280,9 @@ class TestServerProcess:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kubetestserver",
-                                     description="Local Kubernetes API test server (in-memory).")
+    parser = argparse.ArgumentParser(
+        prog="python -m kubetestserver", description="Local Kubernetes API test server (in-memory)."
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--load", action="append", default=[], help="snapshot file (YAML/JSON) to load")
@@ -262,8 +290,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bookmark-interval", type=float, default=5.0)
     parser.add_argument("--validate", action="store_true", help="refuse objects that break the 1.37 schemas")
     args = parser.parse_args(argv)
-    server = KubeTestServer(host=args.host, port=args.port, bookmark_interval=args.bookmark_interval,
-                            validate_schemas=args.validate)
+    server = KubeTestServer(
+        host=args.host,
+        port=args.port,
+        bookmark_interval=args.bookmark_interval,
+        validate_schemas=args.validate,
+    )
     try:
         for path in args.load:
             server.load_file(path)

@@ -5,7 +5,7 @@ Uses ``kubernetes-validate`` (a test dependency), imported only when validation 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from scheduler.kube.resources import CUSTOM_OWNER_RESOURCES, resource_for_object
 

@@ -10,8 +10,9 @@ No Django import here: the engine side and the adapters must stay importable alo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 KubeObject = dict[str, Any]
 
@@ -89,7 +90,9 @@ class Cluster(Protocol):
 
     def get_pod(self, namespace: str, name: str) -> KubeObject | None: ...
 
-    def evict(self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False) -> EvictionResult:
+    def evict(
+        self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False
+    ) -> EvictionResult:
         """POST the pod's ``eviction`` subresource (policy/v1); never raises for API answers.
 
         ``uid`` goes into ``deleteOptions.preconditions.uid``: when the pod of that name is another one

@@ -19,4 +19,10 @@ export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gangweb}
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/15}"
 export GANGWEB_REQUIRE_SERVICES=1
 
+# The habits first (seconds): lint, format, and the import contracts of docs/ARCHITECTURE.md.
+echo "==> ruff check, ruff format --check, lint-imports"
+.venv/bin/ruff check --quiet .
+.venv/bin/ruff format --check --quiet .
+.venv/bin/lint-imports --no-logo --no-cache >/dev/null || .venv/bin/lint-imports --no-logo --no-cache
+
 exec .venv/bin/python -m pytest "$@"

@@ -120,8 +120,12 @@ def asgi_server(tmp_path):
 
     def start(env: dict[str, str] | None = None) -> str:
         port = free_port()
-        full_env = {**os.environ, "GANGWEB_VAR_DIR": str(tmp_path), "ALLOWED_HOSTS": "127.0.0.1,localhost",
-                    **(env or {})}
+        full_env = {
+            **os.environ,
+            "GANGWEB_VAR_DIR": str(tmp_path),
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            **(env or {}),
+        }
         proc = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gangweb.asgi:application"],
             cwd=ROOT,
@@ -145,8 +149,15 @@ def asgi_server(tmp_path):
 
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture

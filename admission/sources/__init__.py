@@ -16,8 +16,19 @@ scheduler.kube resource its owners still lack.
 
 from __future__ import annotations
 
-from admission.sources import coscheduling, gangweb, job, jobset, kai, kubeflow, kueue, leaderworkerset, ray, volcano
-from admission.sources import yunikorn
+from admission.sources import (
+    coscheduling,
+    gangweb,
+    job,
+    jobset,
+    kai,
+    kubeflow,
+    kueue,
+    leaderworkerset,
+    ray,
+    volcano,
+    yunikorn,
+)
 from admission.sources.base import NO_GANG, Claim, GangSource, OwnerRef, OwnerResource, PodLimit
 
 SOURCES: tuple[GangSource, ...] = (
@@ -59,5 +70,16 @@ SIZE_ANNOTATIONS: tuple[str, ...] = tuple(s.size_annotation for s in SOURCES if 
 # Annotations a controller sets on its pods with the size of their group.
 POD_LIMITS: tuple[PodLimit, ...] = tuple(s.pod_limit for s in SOURCES if s.pod_limit)
 
-__all__ = ["NO_GANG", "POD_LIMITS", "SIZE_ANNOTATIONS", "SOURCES", "Claim", "GangSource", "OwnerRef", "OwnerResource",
-           "controller_source", "owner_resources", "source_named"]  # fmt: skip
+__all__ = [
+    "NO_GANG",
+    "POD_LIMITS",
+    "SIZE_ANNOTATIONS",
+    "SOURCES",
+    "Claim",
+    "GangSource",
+    "OwnerRef",
+    "OwnerResource",
+    "controller_source",
+    "owner_resources",
+    "source_named",
+]

@@ -128,7 +128,13 @@ def int_or(value: Any, default: int) -> int:
 def positive_int(value: Any) -> int | None:
     """A label or annotation holding a whole number >= 1, as that number; else None."""
     # The same as matching [1-9][0-9]{0,8}, without the regular expression engine (per request).
-    if value.__class__ is str and 0 < len(value) < 10 and value.isascii() and value.isdigit() and value[0] != "0":
+    if (
+        value.__class__ is str
+        and 0 < len(value) < 10
+        and value.isascii()
+        and value.isdigit()
+        and value[0] != "0"
+    ):
         return int(value)
     return None
 

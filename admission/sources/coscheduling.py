@@ -16,7 +16,14 @@ def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
     name = labels.get(LABEL, "") or labels.get(LEGACY_LABEL, "")
     if not name:
         return None
-    return Claim(name, "coscheduling", positive_int(labels.get(LEGACY_MIN_LABEL)), OwnerRef(_API_VERSION, "PodGroup", name))
+    return Claim(
+        name,
+        "coscheduling",
+        positive_int(labels.get(LEGACY_MIN_LABEL)),
+        OwnerRef(_API_VERSION, "PodGroup", name),
+    )
 
 
-SOURCE = GangSource("coscheduling", claim, labels=frozenset({LABEL, LEGACY_LABEL}), owners=(PODGROUP,), size=min_member)
+SOURCE = GangSource(
+    "coscheduling", claim, labels=frozenset({LABEL, LEGACY_LABEL}), owners=(PODGROUP,), size=min_member
+)

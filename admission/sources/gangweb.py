@@ -13,4 +13,6 @@ def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
     return Claim(name, "gangweb", positive_int(annotations.get(L.MIN_COUNT_ANNOTATION)))
 
 
-SOURCE = GangSource("gangweb", claim, labels=frozenset({L.POD_GROUP_LABEL}), size_annotation=L.MIN_COUNT_ANNOTATION)
+SOURCE = GangSource(
+    "gangweb", claim, labels=frozenset({L.POD_GROUP_LABEL}), size_annotation=L.MIN_COUNT_ANNOTATION
+)

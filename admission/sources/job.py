@@ -10,8 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from admission.podview import controller_of
-from admission.sources.base import Capacity, Claim, ControllerRules, GangSource, OwnerRef, OwnerResource, Template
-from admission.sources.base import as_dict, int_or
+from admission.sources.base import (
+    Capacity,
+    Claim,
+    ControllerRules,
+    GangSource,
+    OwnerRef,
+    OwnerResource,
+    Template,
+    as_dict,
+    int_or,
+)
 
 # Set by the Job controller (kubernetes/kubernetes pkg/controller/job); not needed to find the gang.
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -26,14 +35,23 @@ def job_pods(job_spec: Any) -> int:
     spec = as_dict(job_spec)
     parallelism = int_or(spec.get("parallelism"), 1)
     completions = spec.get("completions")
-    return min(parallelism, completions) if isinstance(completions, int) and not isinstance(completions, bool) else parallelism
+    return (
+        min(parallelism, completions)
+        if isinstance(completions, int) and not isinstance(completions, bool)
+        else parallelism
+    )
 
 
 def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
     if not metadata.ownerReferences:
         return None
     controller = controller_of(metadata)
-    if controller is None or controller.kind != "Job" or controller.apiVersion != "batch/v1" or not controller.name:
+    if (
+        controller is None
+        or controller.kind != "Job"
+        or controller.apiVersion != "batch/v1"
+        or not controller.name
+    ):
         return None
     return Claim(controller.name, "job", None, OwnerRef("batch/v1", "Job", controller.name))
 
@@ -47,6 +65,9 @@ def _templates(spec: dict[str, Any]) -> list[Template]:
 
 
 SOURCE = GangSource(
-    "job", claim, owners=(JOB,), size=lambda spec, metadata: job_pods(spec),
+    "job",
+    claim,
+    owners=(JOB,),
+    size=lambda spec, metadata: job_pods(spec),
     controller=ControllerRules(_capacity, _templates, versions=("v1",)),
-)  # fmt: skip
+)

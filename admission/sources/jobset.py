@@ -16,8 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission.sources.base import NO_GANG, Capacity, Claim, ControllerRules, GangSource, OwnerRef, OwnerResource
-from admission.sources.base import Template, as_dict, int_or
+from admission.sources.base import (
+    NO_GANG,
+    Capacity,
+    Claim,
+    ControllerRules,
+    GangSource,
+    OwnerRef,
+    OwnerResource,
+    Template,
+    as_dict,
+    int_or,
+)
 from admission.sources.job import job_pods
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
@@ -43,7 +53,9 @@ def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
 
 
 def _step(replicated_job: dict[str, Any]) -> Any:
-    return as_dict(as_dict(as_dict(replicated_job.get("template")).get("metadata")).get("labels")).get(TRAINJOB_STEP)
+    return as_dict(as_dict(as_dict(replicated_job.get("template")).get("metadata")).get("labels")).get(
+        TRAINJOB_STEP
+    )
 
 
 def members(spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -65,23 +77,37 @@ def starting_members(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 def gang_pods(spec: dict[str, Any]) -> int:
     """The gang size: pods of the starting members (module docstring)."""
-    return sum(int_or(r.get("replicas"), 1) * job_pods(as_dict(r.get("template")).get("spec")) for r in starting_members(spec))
+    return sum(
+        int_or(r.get("replicas"), 1) * job_pods(as_dict(r.get("template")).get("spec"))
+        for r in starting_members(spec)
+    )
 
 
 def _capacity(spec: dict[str, Any]) -> Capacity:
-    return Capacity(gang_pods(spec), "the replicas x parallelism of the spec.replicatedJobs that start together "
-                                     "(not waiting on another one through dependsOn or startupPolicyOrder InOrder)")
+    return Capacity(
+        gang_pods(spec),
+        "the replicas x parallelism of the spec.replicatedJobs that start together "
+        "(not waiting on another one through dependsOn or startupPolicyOrder InOrder)",
+    )
 
 
 def _templates(spec: dict[str, Any]) -> list[Template]:
     # Every member's template: members created later still join the same PodGroup.
     return [
-        Template(f"replicatedJobs[{r.get('name')}]", as_dict(as_dict(as_dict(r.get("template")).get("spec")).get("template")))
+        Template(
+            f"replicatedJobs[{r.get('name')}]",
+            as_dict(as_dict(as_dict(r.get("template")).get("spec")).get("template")),
+        )
         for r in members(spec)
     ]
 
 
 SOURCE = GangSource(
-    "jobset", claim, labels=frozenset({JOBSET_NAME}), owners=(JOBSET,), size=lambda spec, metadata: gang_pods(spec),
-    controller=ControllerRules(_capacity, _templates), aliases=("trainjob",),
-)  # fmt: skip
+    "jobset",
+    claim,
+    labels=frozenset({JOBSET_NAME}),
+    owners=(JOBSET,),
+    size=lambda spec, metadata: gang_pods(spec),
+    controller=ControllerRules(_capacity, _templates),
+    aliases=("trainjob",),
+)

@@ -18,5 +18,6 @@ def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
     return Claim(name, "kai-scheduler", None, OwnerRef(_API_VERSION, "PodGroup", name))
 
 
-SOURCE = GangSource("kai-scheduler", claim, annotations=frozenset({POD_GROUP_ANNOTATION}), owners=(PODGROUP,),
-                    size=min_member)  # fmt: skip
+SOURCE = GangSource(
+    "kai-scheduler", claim, annotations=frozenset({POD_GROUP_ANNOTATION}), owners=(PODGROUP,), size=min_member
+)

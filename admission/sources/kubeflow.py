@@ -7,8 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from admission.podview import controller_of
-from admission.sources.base import Capacity, Claim, ControllerRules, GangSource, OwnerRef, OwnerResource, Template
-from admission.sources.base import as_dict, int_or
+from admission.sources.base import (
+    Capacity,
+    Claim,
+    ControllerRules,
+    GangSource,
+    OwnerRef,
+    OwnerResource,
+    Template,
+    as_dict,
+    int_or,
+)
 
 JOB_NAME = "training.kubeflow.org/job-name"
 OPERATOR_NAME = "training.kubeflow.org/operator-name"
@@ -69,18 +78,27 @@ def _capacity(spec: dict[str, Any]) -> Capacity:
 
 
 def _templates(spec: dict[str, Any]) -> list[Template]:
-    return [Template(f"{key}[{rtype}]", as_dict(replica.get("template"))) for key, rtype, replica in _replica_specs(spec)]
+    return [
+        Template(f"{key}[{rtype}]", as_dict(replica.get("template")))
+        for key, rtype, replica in _replica_specs(spec)
+    ]
 
 
 def _problems(spec: dict[str, Any], capacity: Capacity) -> list[str]:
     wanted = min_available(spec)
     if wanted is None or wanted <= capacity.pods:
         return []
-    return [f"spec.runPolicy.schedulingPolicy.minAvailable is {wanted} but the replica specs total {capacity.pods} "
-            f"pods, so the gang can never start; lower minAvailable to {capacity.pods} or add replicas"]  # fmt: skip
+    return [
+        f"spec.runPolicy.schedulingPolicy.minAvailable is {wanted} but the replica specs total {capacity.pods} "
+        f"pods, so the gang can never start; lower minAvailable to {capacity.pods} or add replicas"
+    ]
 
 
 SOURCE = GangSource(
-    "kubeflow", claim, labels=frozenset({JOB_NAME}), owners=JOBS, size=lambda spec, metadata: gang_size(spec),
+    "kubeflow",
+    claim,
+    labels=frozenset({JOB_NAME}),
+    owners=JOBS,
+    size=lambda spec, metadata: gang_size(spec),
     controller=ControllerRules(_capacity, _templates, _problems),
-)  # fmt: skip
+)

@@ -17,6 +17,9 @@ def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
 
 
 SOURCE = GangSource(
-    "kueue", claim, labels=frozenset({POD_GROUP_LABEL}), size_annotation=POD_GROUP_COUNT_ANNOTATION,
+    "kueue",
+    claim,
+    labels=frozenset({POD_GROUP_LABEL}),
+    size_annotation=POD_GROUP_COUNT_ANNOTATION,
     pod_limit=PodLimit(POD_GROUP_COUNT_ANNOTATION, "its Kueue pod group"),
-)  # fmt: skip
+)

@@ -6,8 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission.sources.base import Capacity, Claim, ControllerRules, GangSource, OwnerRef, OwnerResource, PodLimit
-from admission.sources.base import Template, as_dict, int_or, positive_int
+from admission.sources.base import (
+    Capacity,
+    Claim,
+    ControllerRules,
+    GangSource,
+    OwnerRef,
+    OwnerResource,
+    PodLimit,
+    Template,
+    as_dict,
+    int_or,
+    positive_int,
+)
 
 NAME = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
@@ -21,8 +32,12 @@ def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
     name, index = labels.get(NAME, ""), labels.get(GROUP_INDEX, "")
     if not (name and index):
         return None
-    return Claim(f"{name}-{index}", "leaderworkerset", positive_int(annotations.get(SIZE)),
-                 OwnerRef(_API_VERSION, "LeaderWorkerSet", name))  # fmt: skip
+    return Claim(
+        f"{name}-{index}",
+        "leaderworkerset",
+        positive_int(annotations.get(SIZE)),
+        OwnerRef(_API_VERSION, "LeaderWorkerSet", name),
+    )
 
 
 def group_size(spec: dict[str, Any]) -> int:
@@ -31,12 +46,21 @@ def group_size(spec: dict[str, Any]) -> int:
 
 def _templates(spec: dict[str, Any]) -> list[Template]:
     lwt = as_dict(spec.get("leaderWorkerTemplate"))
-    return [Template(name, as_dict(lwt.get(name))) for name in ("leaderTemplate", "workerTemplate") if lwt.get(name)]
+    return [
+        Template(name, as_dict(lwt.get(name)))
+        for name in ("leaderTemplate", "workerTemplate")
+        if lwt.get(name)
+    ]
 
 
 SOURCE = GangSource(
-    "leaderworkerset", claim, labels=frozenset({NAME}), owners=(LEADERWORKERSET,),
+    "leaderworkerset",
+    claim,
+    labels=frozenset({NAME}),
+    owners=(LEADERWORKERSET,),
     size=lambda spec, metadata: group_size(spec),
-    controller=ControllerRules(lambda spec: Capacity(group_size(spec), "spec.leaderWorkerTemplate.size"), _templates),
+    controller=ControllerRules(
+        lambda spec: Capacity(group_size(spec), "spec.leaderWorkerTemplate.size"), _templates
+    ),
     pod_limit=PodLimit(SIZE, "its LeaderWorkerSet group"),
-)  # fmt: skip
+)

@@ -18,4 +18,6 @@ def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
     return Claim(name, "volcano", None, OwnerRef(_API_VERSION, "PodGroup", name))
 
 
-SOURCE = GangSource("volcano", claim, annotations=frozenset({GROUP_ANNOTATION}), owners=(PODGROUP,), size=min_member)
+SOURCE = GangSource(
+    "volcano", claim, annotations=frozenset({GROUP_ANNOTATION}), owners=(PODGROUP,), size=min_member
+)

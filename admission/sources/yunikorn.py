@@ -51,5 +51,9 @@ def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
     return Claim(app, "yunikorn", min_members(task_groups) if isinstance(task_groups, str) else None)
 
 
-SOURCE = GangSource("yunikorn", claim, labels=frozenset({APP_ID_KEY, APP_ID_LABEL}),
-                    annotations=frozenset({TASK_GROUPS, TASK_GROUP_NAME, APP_ID_KEY}))  # fmt: skip
+SOURCE = GangSource(
+    "yunikorn",
+    claim,
+    labels=frozenset({APP_ID_KEY, APP_ID_LABEL}),
+    annotations=frozenset({TASK_GROUPS, TASK_GROUP_NAME, APP_ID_KEY}),
+)

@@ -38,30 +38,92 @@ def fill(requests: int, victims: int) -> list[int]:
         for r in range(requests):
             name = f"train-{r:04d}"
             request = PreemptionRequest.objects.create(
-                namespace=BENCH_NAMESPACE, name=name, state=RequestState.SUCCEEDED, trigger="benchmark",
-                reason=f"evicted {victims} pods", planned_at=now, execution_started_at=now, finished_at=now)
+                namespace=BENCH_NAMESPACE,
+                name=name,
+                state=RequestState.SUCCEEDED,
+                trigger="benchmark",
+                reason=f"evicted {victims} pods",
+                planned_at=now,
+                execution_started_at=now,
+                finished_at=now,
+            )
             pods = [f"bench-batch/victim-{r}-{v}" for v in range(victims)]
-            units = [pods[i:i + 8] for i in range(0, victims, 8)]
+            units = [pods[i : i + 8] for i in range(0, victims, 8)]
             plan = Plan.objects.create(
-                request=request, policy="gangweb", feasible=True, evictions=sorted(pods),
-                victims=[{"kind": "PodGroup", "namespace": "bench-batch", "name": f"low-{r}-{u}", "priority": 10,
-                          "pods": unit} for u, unit in enumerate(units)],
+                request=request,
+                policy="gangweb",
+                feasible=True,
+                evictions=sorted(pods),
+                victims=[
+                    {
+                        "kind": "PodGroup",
+                        "namespace": "bench-batch",
+                        "name": f"low-{r}-{u}",
+                        "priority": 10,
+                        "pods": unit,
+                    }
+                    for u, unit in enumerate(units)
+                ],
                 placement={f"{BENCH_NAMESPACE}/{name}-{g}": f"node-{g}" for g in range(max(victims // 8, 1))},
-                reason="benchmark", victim_units=len(units), evicted_pods=victims, evicted_gpus=victims,
-                max_victim_priority=10, victim_priority_sum=10 * len(units), lost_gpu_seconds=3600.0 * victims)
+                reason="benchmark",
+                victim_units=len(units),
+                evicted_pods=victims,
+                evicted_gpus=victims,
+                max_victim_priority=10,
+                victim_priority_sum=10 * len(units),
+                lost_gpu_seconds=3600.0 * victims,
+            )
             Eviction.objects.bulk_create(
-                Eviction(plan=plan, namespace="bench-batch", name=pod.split("/")[1], node=f"node-{v // 8}", gpus=1,
-                         victim_unit=f"PodGroup bench-batch/low-{r}-{v // 8}", state="evicted", attempts=1,
-                         dry_run_code=201, api_code=201, dry_run_at=now, requested_at=now, finished_at=now)
-                for v, pod in enumerate(pods))
-            entries = [LedgerEntry(kind=kind, request=request, plan=plan, namespace=BENCH_NAMESPACE, name=name,
-                                   message=f"{kind} {name}")
-                       for kind in ("request.opened", "request.planning", "plan.created", "request.executing")]
-            entries += [LedgerEntry(kind=kind, request=request, plan=plan, namespace=BENCH_NAMESPACE, name=name,
-                                    message=f"{kind} {pod}", data={"pod": pod})
-                        for pod in pods for kind in ("eviction.dry_run", "eviction.result")]
-            entries.append(LedgerEntry(kind="request.succeeded", request=request, namespace=BENCH_NAMESPACE,
-                                       name=name, message="done"))
+                Eviction(
+                    plan=plan,
+                    namespace="bench-batch",
+                    name=pod.split("/")[1],
+                    node=f"node-{v // 8}",
+                    gpus=1,
+                    victim_unit=f"PodGroup bench-batch/low-{r}-{v // 8}",
+                    state="evicted",
+                    attempts=1,
+                    dry_run_code=201,
+                    api_code=201,
+                    dry_run_at=now,
+                    requested_at=now,
+                    finished_at=now,
+                )
+                for v, pod in enumerate(pods)
+            )
+            entries = [
+                LedgerEntry(
+                    kind=kind,
+                    request=request,
+                    plan=plan,
+                    namespace=BENCH_NAMESPACE,
+                    name=name,
+                    message=f"{kind} {name}",
+                )
+                for kind in ("request.opened", "request.planning", "plan.created", "request.executing")
+            ]
+            entries += [
+                LedgerEntry(
+                    kind=kind,
+                    request=request,
+                    plan=plan,
+                    namespace=BENCH_NAMESPACE,
+                    name=name,
+                    message=f"{kind} {pod}",
+                    data={"pod": pod},
+                )
+                for pod in pods
+                for kind in ("eviction.dry_run", "eviction.result")
+            ]
+            entries.append(
+                LedgerEntry(
+                    kind="request.succeeded",
+                    request=request,
+                    namespace=BENCH_NAMESPACE,
+                    name=name,
+                    message="done",
+                )
+            )
             LedgerEntry.objects.bulk_create(entries)
             ids.append(request.pk)
     return ids
@@ -81,8 +143,12 @@ def timed(call, repeat: int) -> dict:
             raise SystemExit(f"error: {response.status_code} {response.content[:300]!r}")
         size = len(response.content)
     samples.sort()
-    return {"first_ms": round(first, 1), "p50_ms": round(statistics.median(samples), 1),
-            "p95_ms": round(samples[min(len(samples) - 1, int(0.95 * len(samples)))], 1), "bytes": size}
+    return {
+        "first_ms": round(first, 1),
+        "p50_ms": round(statistics.median(samples), 1),
+        "p95_ms": round(samples[min(len(samples) - 1, int(0.95 * len(samples)))], 1),
+        "bytes": size,
+    }
 
 
 def run(requests: int, victims: int, repeat: int) -> list[dict]:
@@ -106,7 +172,10 @@ def run(requests: int, victims: int, repeat: int) -> list[dict]:
         waiting = [state["gangs"][row["gang"]]["podGroup"] for row in state["pending"]]
         calls = [
             ("GET /api/requests/", lambda: client.get("/api/requests/")),
-            (f"GET /api/requests/{{id}}/ ({victims} evictions)", lambda: client.get(f"/api/requests/{ids[-1]}/")),
+            (
+                f"GET /api/requests/{{id}}/ ({victims} evictions)",
+                lambda: client.get(f"/api/requests/{ids[-1]}/"),
+            ),
             ("GET /api/evictions/?state=evicted", lambda: client.get("/api/evictions/?state=evicted")),
             ("GET /api/ledger/", lambda: client.get("/api/ledger/")),
             ("GET /api/ledger/?since=<newest-50>", lambda: client.get(f"/api/ledger/?since={newest - 50}")),
@@ -115,8 +184,14 @@ def run(requests: int, victims: int, repeat: int) -> list[dict]:
             ("GET / (picture + timeline)", lambda: client.get("/")),
         ]
         if waiting:
-            calls.append((f"POST /api/plan/ ({settings.GANGWEB_CLUSTER})", lambda: client.post(
-                "/api/plan/", {"podGroup": waiting[0]}, content_type="application/json")))
+            calls.append(
+                (
+                    f"POST /api/plan/ ({settings.GANGWEB_CLUSTER})",
+                    lambda: client.post(
+                        "/api/plan/", {"podGroup": waiting[0]}, content_type="application/json"
+                    ),
+                )
+            )
         return [{"call": name, **timed(call, repeat)} for name, call in calls]
     finally:
         PreemptionRequest.objects.filter(namespace=BENCH_NAMESPACE).delete()
@@ -136,12 +211,22 @@ def handle(args: argparse.Namespace) -> int:
     with override_settings(ALLOWED_HOSTS=["testserver"]):  # Django's in-process client
         rows = run(args.requests, args.victims, args.repeat)
     if args.json:
-        print(json.dumps({"benchmark": "api-reads", "requests": args.requests, "victims": args.victims,
-                          "repeat": args.repeat, "rows": rows}))
+        print(
+            json.dumps(
+                {
+                    "benchmark": "api-reads",
+                    "requests": args.requests,
+                    "victims": args.victims,
+                    "repeat": args.repeat,
+                    "rows": rows,
+                }
+            )
+        )
         return 0
     print(f"ledger: {args.requests} requests x {args.victims} evicted pods; {args.repeat} calls each")
     print(f"{'call':<44} {'first ms':>9} {'p50 ms':>8} {'p95 ms':>8} {'bytes':>9}")
     for row in rows:
-        print(f"{row['call']:<44} {row['first_ms']:>9} {row['p50_ms']:>8} {row['p95_ms']:>8} {row['bytes']:>9}")
+        print(
+            f"{row['call']:<44} {row['first_ms']:>9} {row['p50_ms']:>8} {row['p95_ms']:>8} {row['bytes']:>9}"
+        )
     return 0
-

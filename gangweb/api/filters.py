@@ -49,7 +49,9 @@ def _ids(params, name: str) -> list[int]:
     return ids
 
 
-def _any_of(queryset: QuerySet, keys: list[tuple[str, str]], namespace_field: str, name_field: str) -> QuerySet:
+def _any_of(
+    queryset: QuerySet, keys: list[tuple[str, str]], namespace_field: str, name_field: str
+) -> QuerySet:
     if not keys:
         return queryset
     match = Q()

@@ -49,9 +49,29 @@ class EvictionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Eviction
-        fields = ["id", "url", "request", "plan", "pod", "namespace", "name", "podUid", "node", "gpus",
-                  "victimUnit", "state", "attempts", "dryRunCode", "dryRunMessage", "apiCode", "apiMessage",
-                  "createdAt", "dryRunAt", "requestedAt", "finishedAt"]
+        fields = [
+            "id",
+            "url",
+            "request",
+            "plan",
+            "pod",
+            "namespace",
+            "name",
+            "podUid",
+            "node",
+            "gpus",
+            "victimUnit",
+            "state",
+            "attempts",
+            "dryRunCode",
+            "dryRunMessage",
+            "apiCode",
+            "apiMessage",
+            "createdAt",
+            "dryRunAt",
+            "requestedAt",
+            "finishedAt",
+        ]
         read_only_fields = fields
 
 
@@ -68,10 +88,26 @@ class PlanSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Plan
-        fields = ["id", "url", "request", "source",
-                  # docs/design.md "gang plan", key for key
-                  "podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason", "outcome",
-                  "cost", "plannedBy", "planningSeconds", "createdAt"]
+        fields = [
+            "id",
+            "url",
+            "request",
+            "source",
+            # docs/design.md "gang plan", key for key
+            "podGroup",
+            "policy",
+            "feasible",
+            "victims",
+            "evictions",
+            "placement",
+            "domain",
+            "reason",
+            "outcome",
+            "cost",
+            "plannedBy",
+            "planningSeconds",
+            "createdAt",
+        ]
         read_only_fields = fields
 
     def get_cost(self, plan: Plan) -> dict[str, Any]:
@@ -99,8 +135,23 @@ class RequestSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = PreemptionRequest
-        fields = ["id", "url", "podGroup", "namespace", "name", "mode", "policy", "state", "reason", "trigger",
-                  "createdAt", "updatedAt", "plannedAt", "executionStartedAt", "finishedAt"]
+        fields = [
+            "id",
+            "url",
+            "podGroup",
+            "namespace",
+            "name",
+            "mode",
+            "policy",
+            "state",
+            "reason",
+            "trigger",
+            "createdAt",
+            "updatedAt",
+            "plannedAt",
+            "executionStartedAt",
+            "finishedAt",
+        ]
         read_only_fields = fields
 
 
@@ -139,5 +190,7 @@ class WhatIfSerializer(serializers.Serializer):
 
     def validate_policy(self, value: str) -> str:
         if value not in POLICIES:
-            raise serializers.ValidationError(f"unknown policy {value!r}; choose one of: {', '.join(sorted(POLICIES))}")
+            raise serializers.ValidationError(
+                f"unknown policy {value!r}; choose one of: {', '.join(sorted(POLICIES))}"
+            )
         return value

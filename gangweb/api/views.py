@@ -53,14 +53,21 @@ class RequestViewSet(ReadOnlyLedgerViewSet):
     apply_filters = staticmethod(filters.filter_requests)
 
     def get_serializer_class(self):
-        return serializers.RequestDetailSerializer if self.action == "retrieve" else serializers.RequestSerializer
+        return (
+            serializers.RequestDetailSerializer
+            if self.action == "retrieve"
+            else serializers.RequestSerializer
+        )
 
     def base_queryset(self):
         queryset = PreemptionRequest.objects.order_by("-created_at", "-id")
         if self.action == "retrieve":
             evictions = Eviction.objects.select_related("plan").order_by("victim_unit", "namespace", "name")
-            plans = Plan.objects.select_related("request").order_by("created_at", "id").prefetch_related(
-                Prefetch("pod_evictions", queryset=evictions))
+            plans = (
+                Plan.objects.select_related("request")
+                .order_by("created_at", "id")
+                .prefetch_related(Prefetch("pod_evictions", queryset=evictions))
+            )
             queryset = queryset.prefetch_related(Prefetch("plans", queryset=plans))
         return queryset
 
@@ -77,7 +84,8 @@ class PlanViewSet(ReadOnlyLedgerViewSet):
         queryset = Plan.objects.select_related("request").order_by("-created_at", "-id")
         if self.action == "retrieve":
             queryset = queryset.prefetch_related(
-                Prefetch("pod_evictions", queryset=Eviction.objects.select_related("plan")))
+                Prefetch("pod_evictions", queryset=Eviction.objects.select_related("plan"))
+            )
         return queryset
 
 
@@ -128,12 +136,18 @@ class WhatIfPlanView(APIView):
             objects = planning.fresh_objects(get_cluster())
         except Exception as exc:  # an unreachable cluster is the server's problem, said in one line
             logger.warning("what-if: cannot read the cluster", exc_info=True)
-            return Response({"detail": f"cannot read the cluster: {exc}"}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+            return Response(
+                {"detail": f"cannot read the cluster: {exc}"}, status=status.HTTP_503_SERVICE_UNAVAILABLE
+            )
         try:
             result = planning.compute(planning.reserve_room(objects, podgroup), podgroup, policy)
         except SnapshotError as exc:
             return Response({"podGroup": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        cost = {**result.cost, "evicted_pods": len(result.plan.get("evictions") or []),
-                "evicted_gpus": sum(facts.gpus for facts in result.pods.values())}
-        return Response({**result.plan, "cost": serializers.cost_json(cost),
-                         "planningSeconds": round(result.seconds, 6)})
+        cost = {
+            **result.cost,
+            "evicted_pods": len(result.plan.get("evictions") or []),
+            "evicted_gpus": sum(facts.gpus for facts in result.pods.values()),
+        }
+        return Response(
+            {**result.plan, "cost": serializers.cost_json(cost), "planningSeconds": round(result.seconds, 6)}
+        )

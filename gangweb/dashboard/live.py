@@ -53,8 +53,17 @@ def cluster_state() -> dict[str, Any]:
 
 
 def _empty_state(name: str, note: str) -> dict[str, Any]:
-    return {"cluster": name, "time": "", "tick": 0, "racks": [], "gangs": [], "pending": [], "tiers": [],
-            "totals": {}, "note": note}
+    return {
+        "cluster": name,
+        "time": "",
+        "tick": 0,
+        "racks": [],
+        "gangs": [],
+        "pending": [],
+        "tiers": [],
+        "totals": {},
+        "note": note,
+    }
 
 
 def tick_and_publish() -> list[dict[str, Any]]:

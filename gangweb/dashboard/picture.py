@@ -8,7 +8,8 @@ Same format either way, so the page does not care. Plain Python: no Django impor
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from scheduler.engine.resources import is_gpu, parse_resource_list, pod_requests
 from scheduler.engine.typed_objects import timestamp_or_none
@@ -22,7 +23,9 @@ NO_CLASS = "(no priority class)"
 def _gpus(resources: dict[str, Any] | None) -> int:
     """GPUs in a resource list (a node's allocatable); unreadable values count as none."""
     try:
-        return sum(value for name, value in parse_resource_list(resources, "resources").items() if is_gpu(name))
+        return sum(
+            value for name, value in parse_resource_list(resources, "resources").items() if is_gpu(name)
+        )
     except ValueError:
         return 0
 
@@ -56,8 +59,10 @@ def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, clust
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
         by_kind.setdefault(obj.get("kind", ""), []).append(obj)
-    class_values = {(pc.get("metadata") or {}).get("name"): int(pc.get("value") or 0)
-                    for pc in by_kind.get("PriorityClass", [])}
+    class_values = {
+        (pc.get("metadata") or {}).get("name"): int(pc.get("value") or 0)
+        for pc in by_kind.get("PriorityClass", [])
+    }
     groups = {_key(g): g for g in by_kind.get("PodGroup", [])}
 
     # Gangs: a PodGroup's pods, or a lone pod that asks for GPUs.
@@ -88,20 +93,22 @@ def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, clust
         spec = (groups.get(key) or {}).get("spec") or {}
         running = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
         gang_ids[key] = len(gang_rows)
-        gang_rows.append({
-            "podGroup": key,
-            "priorityClass": priorities[key][0],
-            "priority": priorities[key][1],
-            "tier": tier_of[priorities[key][0]],
-            "shade": gang_shade(key),
-            "disruption": next(iter(spec.get("disruptionMode") or {"single": {}})),
-            "topology": bool((spec.get("schedulingConstraints") or {}).get("topology")),
-            "pods": len(pods),
-            "podGpus": max((pod_gpus(p) for p in pods), default=0),
-            "gpus": sum(pod_gpus(p) for p in pods),
-            "runningPods": len(running),
-            "state": "running" if running else "pending",
-        })
+        gang_rows.append(
+            {
+                "podGroup": key,
+                "priorityClass": priorities[key][0],
+                "priority": priorities[key][1],
+                "tier": tier_of[priorities[key][0]],
+                "shade": gang_shade(key),
+                "disruption": next(iter(spec.get("disruptionMode") or {"single": {}})),
+                "topology": bool((spec.get("schedulingConstraints") or {}).get("topology")),
+                "pods": len(pods),
+                "podGpus": max((pod_gpus(p) for p in pods), default=0),
+                "gpus": sum(pod_gpus(p) for p in pods),
+                "runningPods": len(running),
+                "state": "running" if running else "pending",
+            }
+        )
 
     # Nodes with GPUs, grouped by rack (else zone); each node's GPUs go to its pods in start order.
     on_node: dict[str, list[tuple[str, dict[str, Any]]]] = {}
@@ -121,12 +128,19 @@ def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, clust
         total += capacity
         labels = meta.get("labels") or {}
         rack_name = next((labels[label] for label in RACK_LABELS if labels.get(label)), "all nodes")
-        rack = racks.setdefault(rack_name, {"name": rack_name, "zone": labels.get(RACK_LABELS[1], ""), "nodes": []})
+        rack = racks.setdefault(
+            rack_name, {"name": rack_name, "zone": labels.get(RACK_LABELS[1], ""), "nodes": []}
+        )
         owners: list[int | None] = [None] * capacity
         held: list[dict[str, Any]] = []
         cursor = 0
-        residents = sorted(on_node.get(meta.get("name"), []),
-                           key=lambda kp: (timestamp_or_none((kp[1].get("status") or {}).get("startTime")) or now, _key(kp[1])))
+        residents = sorted(
+            on_node.get(meta.get("name"), []),
+            key=lambda kp: (
+                timestamp_or_none((kp[1].get("status") or {}).get("startTime")) or now,
+                _key(kp[1]),
+            ),
+        )
         for gang_key, pod in residents:
             count = min(pod_gpus(pod), capacity - cursor)
             if count <= 0:
@@ -145,12 +159,20 @@ def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, clust
         waiting = [p for p in members[key] if not (p.get("spec") or {}).get("nodeName")]
         if row["state"] != "pending" or not waiting:
             continue
-        since = min((timestamp_or_none((p.get("metadata") or {}).get("creationTimestamp")) or now) for p in waiting)
+        since = min(
+            (timestamp_or_none((p.get("metadata") or {}).get("creationTimestamp")) or now) for p in waiting
+        )
         conditions = list(((groups.get(key) or {}).get("status") or {}).get("conditions") or [])
         conditions += [c for p in waiting for c in (p.get("status") or {}).get("conditions") or []]
-        reason = next((c.get("message") or c.get("reason") or "" for c in conditions
-                       if c.get("type") in ("PodGroupInitiallyScheduled", "PodScheduled") and c.get("status") == "False"),
-                      "")
+        reason = next(
+            (
+                c.get("message") or c.get("reason") or ""
+                for c in conditions
+                if c.get("type") in ("PodGroupInitiallyScheduled", "PodScheduled")
+                and c.get("status") == "False"
+            ),
+            "",
+        )
         pending.append({"gang": gang_ids[key], "waitingSeconds": max(0, int(now - since)), "reason": reason})
     pending.sort(key=lambda row: row["gang"])
 
@@ -159,10 +181,19 @@ def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, clust
         "cluster": cluster,
         "time": rfc3339(now),
         "tick": 0,
-        "tiers": [{"priorityClass": name, "priority": value, "disruption": "",
-                   "allocatedGpus": allocated_by_class.get(name, 0)} for name, value in classes],
+        "tiers": [
+            {
+                "priorityClass": name,
+                "priority": value,
+                "disruption": "",
+                "allocatedGpus": allocated_by_class.get(name, 0),
+            }
+            for name, value in classes
+        ],
         "gangs": gang_rows,
         "racks": list(racks.values()),
         "pending": pending,
-        "totals": state_totals(sum(len(r["nodes"]) for r in racks.values()), total, allocated, gang_rows, pending),
+        "totals": state_totals(
+            sum(len(r["nodes"]) for r in racks.values()), total, allocated, gang_rows, pending
+        ),
     }

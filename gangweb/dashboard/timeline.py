@@ -46,7 +46,9 @@ def request_card(request_id: int) -> dict[str, Any] | None:
 
 def _with_plans(queryset):
     evictions = Eviction.objects.order_by("victim_unit", "namespace", "name")
-    plans = Plan.objects.order_by("created_at", "id").prefetch_related(Prefetch("pod_evictions", queryset=evictions))
+    plans = Plan.objects.order_by("created_at", "id").prefetch_related(
+        Prefetch("pod_evictions", queryset=evictions)
+    )
     return queryset.prefetch_related(Prefetch("plans", queryset=plans))
 
 
@@ -57,11 +59,15 @@ def _latest_history(request_ids: list[int]) -> dict[int, tuple[list[LedgerEntry]
     """
     if not request_ids:
         return {}
-    rows = (LedgerEntry.objects.filter(request_id__in=request_ids)
-            .annotate(newest_rank=Window(RowNumber(), partition_by=F("request_id"), order_by=F("id").desc()),
-                      total=Window(Count("id"), partition_by=F("request_id")))
-            .filter(newest_rank__lte=HISTORY_LINES)
-            .only("id", "kind", "message", "created_at", "request_id"))
+    rows = (
+        LedgerEntry.objects.filter(request_id__in=request_ids)
+        .annotate(
+            newest_rank=Window(RowNumber(), partition_by=F("request_id"), order_by=F("id").desc()),
+            total=Window(Count("id"), partition_by=F("request_id")),
+        )
+        .filter(newest_rank__lte=HISTORY_LINES)
+        .only("id", "kind", "message", "created_at", "request_id")
+    )
     found: dict[int, tuple[list[LedgerEntry], int]] = {}
     for entry in sorted(rows, key=lambda e: e.pk):
         lines, _ = found.get(entry.request_id, ([], 0))
@@ -84,7 +90,9 @@ def _card(request: PreemptionRequest, history: list[LedgerEntry], total: int) ->
         "openedIso": request.created_at.isoformat(),
         "took": _took(request.created_at, request.finished_at),
         "plans": plans,
-        "history": [{"id": e.pk, "at": _clock(e.created_at), "kind": e.kind, "message": e.message} for e in history],
+        "history": [
+            {"id": e.pk, "at": _clock(e.created_at), "kind": e.kind, "message": e.message} for e in history
+        ],
         "earlierHistory": max(total - len(history), 0),
     }
 
@@ -98,8 +106,14 @@ def _plan_view(plan: Plan) -> dict[str, Any]:
         if row.state not in ("planned", "dry_run_ok", "evicted") and (code or answer):
             detail += f" ({code}: {answer})" if code else f" ({answer})"
         units.setdefault(row.victim_unit, []).append(
-            {"pod": row.pod, "state": row.state, "squares": range(max(row.gpus, 1)), "gpus": row.gpus,
-             "detail": detail})
+            {
+                "pod": row.pod,
+                "state": row.state,
+                "squares": range(max(row.gpus, 1)),
+                "gpus": row.gpus,
+                "detail": detail,
+            }
+        )
     return {
         "id": plan.pk,
         "source": plan.source,
@@ -112,7 +126,9 @@ def _plan_view(plan: Plan) -> dict[str, Any]:
         "unitCount": plan.victim_units,
         "lostGpuHours": round(plan.lost_gpu_seconds / 3600, 1),
         "maxPriority": plan.max_victim_priority,
-        "units": [{"name": name, "pods": pods, "gpus": sum(p["gpus"] for p in pods)} for name, pods in units.items()],
+        "units": [
+            {"name": name, "pods": pods, "gpus": sum(p["gpus"] for p in pods)} for name, pods in units.items()
+        ],
     }
 
 

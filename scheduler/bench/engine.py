@@ -23,13 +23,24 @@ HELP = "the engine: plan latency and victims on synthetic GPU clusters (formerly
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nodes", type=at_least_one, nargs="+", default=list(DEFAULT_NODES),
-                        help="cluster sizes (nodes x 8 GPUs), default 1000 5000 20000")
+    parser.add_argument(
+        "--nodes",
+        type=at_least_one,
+        nargs="+",
+        default=list(DEFAULT_NODES),
+        help="cluster sizes (nodes x 8 GPUs), default 1000 5000 20000",
+    )
     parser.add_argument("--repeats", type=at_least_one, default=7, help="plans per cell (p50/p95 over them)")
-    parser.add_argument("--policy", dest="policies", nargs="+", default=list(POLICY_ORDER), choices=sorted(POLICIES))
+    parser.add_argument(
+        "--policy", dest="policies", nargs="+", default=list(POLICY_ORDER), choices=sorted(POLICIES)
+    )
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--quality", type=at_least_one, metavar="N",
-                        help="instead of timing: compare plans with the brute-force optimum on N small clusters")
+    parser.add_argument(
+        "--quality",
+        type=at_least_one,
+        metavar="N",
+        help="instead of timing: compare plans with the brute-force optimum on N small clusters",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
@@ -41,7 +52,12 @@ def handle(options: argparse.Namespace) -> int:
         found = study(options.quality, seed=options.seed, progress=stderr_progress)
         print(json.dumps(found) if options.json else format_study(found))
         return 0
-    results = run_benchmark(options.nodes, repeats=options.repeats, policies=options.policies, seed=options.seed,
-                            progress=stderr_progress)
+    results = run_benchmark(
+        options.nodes,
+        repeats=options.repeats,
+        policies=options.policies,
+        seed=options.seed,
+        progress=stderr_progress,
+    )
     print(json.dumps(results) if options.json else format_table(results))
     return 0

@@ -50,10 +50,16 @@ def measure(nodes: int, gpus: int, parts: int, real_worker: bool) -> dict:
     merged = fanout.merge(payloads, time.time()).plan
     merge_s = time.perf_counter() - merge_begin
     row = {
-        "nodes": nodes, "gpus": gpus, "domains": sum(map(len, shards)), "shards": len(shards),
-        "objects": len(objects), "cut_objects_mean": round(sum(len(c["objects"]) for c in cuts.values()) / len(cuts)),
-        "single_task_s": round(single_s, 3), "deal_and_cut_s": round(dealt - began, 3),
-        "stash_s": round(stashed - dealt, 3), "slowest_shard_s": round(slowest, 3),
+        "nodes": nodes,
+        "gpus": gpus,
+        "domains": sum(map(len, shards)),
+        "shards": len(shards),
+        "objects": len(objects),
+        "cut_objects_mean": round(sum(len(c["objects"]) for c in cuts.values()) / len(cuts)),
+        "single_task_s": round(single_s, 3),
+        "deal_and_cut_s": round(dealt - began, 3),
+        "stash_s": round(stashed - dealt, 3),
+        "slowest_shard_s": round(slowest, 3),
         "fan_out_ideal_s": round((stashed - began) + slowest + merge_s, 3),
         "same_plan": _same(merged, single.to_dict()),
     }
@@ -77,8 +83,11 @@ def _through_worker(objects: list, podgroup: str, parts: int, single: dict) -> d
     began = time.perf_counter()
     shards, cuts = fanout.deal(objects, podgroup, parts)
     key = fanout.stash(objects, cuts)
-    payloads = group(plan_domains.s(key, podgroup, DEFAULT_POLICY, shard) for shard in shards).apply_async().get(
-        timeout=600, disable_sync_subtasks=False)
+    payloads = (
+        group(plan_domains.s(key, podgroup, DEFAULT_POLICY, shard) for shard in shards)
+        .apply_async()
+        .get(timeout=600, disable_sync_subtasks=False)
+    )
     merged = fanout.merge(payloads, time.time()).plan
     wall = time.perf_counter() - began
     fanout.drop(key)
@@ -91,12 +100,30 @@ class Worker:
     def __init__(self, concurrency: int) -> None:
         root = Path(__file__).resolve().parents[2]  # the repository
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"fanout-bench-worker-{os.getpid()}.log"
-        self.log = open(self.log_path, "wb")
+        self.log = open(self.log_path, "wb")  # noqa: SIM115 (lives as long as the worker; closed in stop())
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork",
-             f"--concurrency={concurrency}", "--loglevel=INFO", "--without-gossip", "--without-mingle",
-             "--without-heartbeat", "-Q", "celery"],
-            cwd=root, env=os.environ.copy(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "gangweb",
+                "worker",
+                "--pool=prefork",
+                f"--concurrency={concurrency}",
+                "--loglevel=INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-Q",
+                "celery",
+            ],
+            cwd=root,
+            env=os.environ.copy(),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def wait_ready(self, timeout: float = 60) -> None:
         deadline = time.time() + timeout
@@ -122,8 +149,13 @@ class Worker:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[5000, 20000])
     parser.add_argument("--parts", type=int, default=4)
-    parser.add_argument("--worker", type=int, default=0, metavar="N",
-                        help="also run the shards on a real Celery worker of N processes")
+    parser.add_argument(
+        "--worker",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run the shards on a real Celery worker of N processes",
+    )
     parser.add_argument("--json", action="store_true")
 
 
@@ -137,17 +169,26 @@ def handle(args: argparse.Namespace) -> int:
         if worker:
             worker.stop()
     if args.json:
-        print(json.dumps({"benchmark": "fan-out", "parts": args.parts, "worker_processes": args.worker, "rows": rows}))
+        print(
+            json.dumps(
+                {"benchmark": "fan-out", "parts": args.parts, "worker_processes": args.worker, "rows": rows}
+            )
+        )
         return 0
-    print(f"{'nodes':>6} {'gang':>5} {'domains':>8} {'objects':>8} {'per cut':>8} {'one task s':>11} "
-          f"{'deal+cut s':>11} {'slowest shard s':>16} {'fan-out (ideal) s':>18} {'fan-out (worker) s':>19}  same plan")
+    print(
+        f"{'nodes':>6} {'gang':>5} {'domains':>8} {'objects':>8} {'per cut':>8} {'one task s':>11} "
+        f"{'deal+cut s':>11} {'slowest shard s':>16} {'fan-out (ideal) s':>18} {'fan-out (worker) s':>19}  same plan"
+    )
     for r in rows:
         real = f"{r['fan_out_worker_s']:>19.2f}" if "fan_out_worker_s" in r else f"{'-':>19}"
         same = r["same_plan"] and r.get("same_plan_worker", True)
-        print(f"{r['nodes']:>6} {r['gpus']:>5} {r['domains']:>8} {r['objects']:>8} {r['cut_objects_mean']:>8} "
-              f"{r['single_task_s']:>11.2f} {r['deal_and_cut_s']:>11.2f} {r['slowest_shard_s']:>16.2f} "
-              f"{r['fan_out_ideal_s']:>18.2f} {real}  {same}")
-    print(f"(critical path; {args.parts} shards; 'ideal' assumes one idle worker per shard"
-          + (f"; the real worker ran {args.worker} processes)" if args.worker else ")"))
+        print(
+            f"{r['nodes']:>6} {r['gpus']:>5} {r['domains']:>8} {r['objects']:>8} {r['cut_objects_mean']:>8} "
+            f"{r['single_task_s']:>11.2f} {r['deal_and_cut_s']:>11.2f} {r['slowest_shard_s']:>16.2f} "
+            f"{r['fan_out_ideal_s']:>18.2f} {real}  {same}"
+        )
+    print(
+        f"(critical path; {args.parts} shards; 'ideal' assumes one idle worker per shard"
+        + (f"; the real worker ran {args.worker} processes)" if args.worker else ")")
+    )
     return 0
-

@@ -26,18 +26,28 @@ HELP = "the Kubernetes adapter against the API test server: snapshots, informer 
 
 def _node(i: int) -> dict[str, Any]:
     capacity = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i}", "labels": {
-        "topology.kubernetes.io/zone": f"rack-{i // 16}"}}, "status": {"capacity": capacity,
-                                                                      "allocatable": capacity}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"node-{i}", "labels": {"topology.kubernetes.io/zone": f"rack-{i // 16}"}},
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
 
 
 def _pod(i: int, nodes: int) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"pod-{i}", "namespace": f"team-{i % 10}", "labels": {"app": f"job-{i // 8}"}},
-            "spec": {"nodeName": f"node-{i % nodes}", "schedulingGroup": {"podGroupName": f"job-{i // 8}"},
-                     "containers": [{"name": "main", "image": "train:1",
-                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"pod-{i}", "namespace": f"team-{i % 10}", "labels": {"app": f"job-{i // 8}"}},
+        "spec": {
+            "nodeName": f"node-{i % nodes}",
+            "schedulingGroup": {"podGroupName": f"job-{i // 8}"},
+            "containers": [
+                {"name": "main", "image": "train:1", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+            ],
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
 
 
 def run(nodes: int, pods: int, evictions: int) -> dict[str, Any]:
@@ -50,8 +60,9 @@ def run(nodes: int, pods: int, evictions: int) -> dict[str, Any]:
         started = time.perf_counter()
         server.load([_node(i) for i in range(nodes)] + [_pod(i, nodes) for i in range(pods)])
         figures["load_s"] = time.perf_counter() - started
-        cluster = KubeCluster.from_kubeconfig(server.write_kubeconfig(Path(tmp) / "kubeconfig"),
-                                              timeout=(5.0, 120.0))
+        cluster = KubeCluster.from_kubeconfig(
+            server.write_kubeconfig(Path(tmp) / "kubeconfig"), timeout=(5.0, 120.0)
+        )
         started = time.perf_counter()
         fresh = cluster.fresh_snapshot()
         figures["fresh_snapshot_s"] = time.perf_counter() - started
@@ -66,8 +77,13 @@ def run(nodes: int, pods: int, evictions: int) -> dict[str, Any]:
 
         lags = []
         for i in range(50):
-            server.store.patch(PODS, "team-0", "pod-0", "application/merge-patch+json",
-                               {"metadata": {"labels": {"tick": str(i)}}})
+            server.store.patch(
+                PODS,
+                "team-0",
+                "pod-0",
+                "application/merge-patch+json",
+                {"metadata": {"labels": {"tick": str(i)}}},
+            )
             wanted = str(server.store.resource_version)
             t0 = time.perf_counter()
             reflector = cluster.reflector(PODS)

@@ -28,15 +28,35 @@ if TYPE_CHECKING:
     from .snapshot import Snapshot, load_snapshot, parse_snapshot
 
 _HOMES = {
-    "Plan": ".contract", "Victim": ".contract",
-    "plan": ".entry", "best_plan": ".entry", "can_shard": ".entry", "domain_shards": ".entry",
-    "POLICIES": ".policies", "DEFAULT_POLICY": ".policies",
+    "Plan": ".contract",
+    "Victim": ".contract",
+    "plan": ".entry",
+    "best_plan": ".entry",
+    "can_shard": ".entry",
+    "domain_shards": ".entry",
+    "POLICIES": ".policies",
+    "DEFAULT_POLICY": ".policies",
     "read_snapshot": ".reading",
-    "Snapshot": ".snapshot", "load_snapshot": ".snapshot", "parse_snapshot": ".snapshot",
+    "Snapshot": ".snapshot",
+    "load_snapshot": ".snapshot",
+    "parse_snapshot": ".snapshot",
 }
 
-__all__ = ["load_snapshot", "read_snapshot", "parse_snapshot", "plan", "Snapshot", "Plan", "Victim", "SnapshotError",
-           "POLICIES", "DEFAULT_POLICY", "can_shard", "domain_shards", "best_plan"]
+__all__ = [
+    "DEFAULT_POLICY",
+    "POLICIES",
+    "Plan",
+    "Snapshot",
+    "SnapshotError",
+    "Victim",
+    "best_plan",
+    "can_shard",
+    "domain_shards",
+    "load_snapshot",
+    "parse_snapshot",
+    "plan",
+    "read_snapshot",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,7 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from .builders import as_list
 from .entry import plan
@@ -22,15 +22,25 @@ POLICY_ORDER = tuple(POLICIES)  # the registry's order
 
 def _percentile(values: Sequence[float], fraction: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-def run_benchmark(node_counts: Sequence[int] = DEFAULT_NODES, *, repeats: int = 7, policies: Sequence[str] = POLICY_ORDER,
-                  seed: int = 7, progress: Callable[[str], None] | None = None) -> dict:
+def run_benchmark(
+    node_counts: Sequence[int] = DEFAULT_NODES,
+    *,
+    repeats: int = 7,
+    policies: Sequence[str] = POLICY_ORDER,
+    seed: int = 7,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     say = progress or (lambda message: None)
     load_before = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
-    results = {"machine": {"cpus": os.cpu_count(), "load_before": load_before}, "repeats": repeats, "seed": seed,
-               "clusters": []}
+    results = {
+        "machine": {"cpus": os.cpu_count(), "load_before": load_before},
+        "repeats": repeats,
+        "seed": seed,
+        "clusters": [],
+    }
     for nodes in node_counts:
         say(f"{nodes} nodes: generating")
         objects = synthetic_cluster(nodes, seed=seed)
@@ -50,10 +60,17 @@ def run_benchmark(node_counts: Sequence[int] = DEFAULT_NODES, *, repeats: int = 
                 load_cpu.append(time.process_time() - started_cpu)
         finally:
             os.unlink(path)
-        cluster = {"nodes": nodes, "pods": len(snapshot.pods), "podgroups": len(snapshot.groups),
-                   "victim_units": len(snapshot.units.units), "snapshot_mb": round(size / 1e6, 1),
-                   "load_s": round(statistics.median(loads), 3), "load_cpu_s": round(statistics.median(load_cpu), 3),
-                   "free_gpus": int(snapshot.gpus(snapshot.free).sum()), "runs": []}
+        cluster = {
+            "nodes": nodes,
+            "pods": len(snapshot.pods),
+            "podgroups": len(snapshot.groups),
+            "victim_units": len(snapshot.units.units),
+            "snapshot_mb": round(size / 1e6, 1),
+            "load_s": round(statistics.median(loads), 3),
+            "load_cpu_s": round(statistics.median(load_cpu), 3),
+            "free_gpus": int(snapshot.gpus(snapshot.free).sum()),
+            "runs": [],
+        }
         for gpus, _, topology in PREEMPTORS:
             for policy in policies:
                 if policy not in POLICIES:
@@ -68,44 +85,63 @@ def run_benchmark(node_counts: Sequence[int] = DEFAULT_NODES, *, repeats: int = 
                     result = plan(snapshot, preemptor_name(gpus), policy)
                     timings.append((time.perf_counter() - started) * 1000)
                     cpu.append((time.process_time() - started_cpu) * 1000)
-                cluster["runs"].append({
-                    "preemptor_gpus": gpus, "topology": topology, "policy": policy,
-                    "cold_ms": round(cold_ms, 2),
-                    "p50_ms": round(statistics.median(timings), 2), "p95_ms": round(_percentile(timings, 0.95), 2),
-                    # CPU time of this process: what the plan costs when other work shares the cores.
-                    "cpu_p50_ms": round(statistics.median(cpu), 2),
-                    "feasible": result.feasible, "victims": len(result.victims), "evicted_pods": len(result.evictions),
-                    "evicted_gpus": result.evicted_gpus, "highest_victim_priority": max(
-                        (v.priority for v in result.victims), default=None),
-                    "lost_gpu_hours": round(result.lost_gpu_seconds / 3600, 1),
-                    "partly_evicted_gangs": result.stats.get("partly_evicted_gangs"),
-                    "idle_gpus": result.stats.get("idle_gpus")})
+                cluster["runs"].append(
+                    {
+                        "preemptor_gpus": gpus,
+                        "topology": topology,
+                        "policy": policy,
+                        "cold_ms": round(cold_ms, 2),
+                        "p50_ms": round(statistics.median(timings), 2),
+                        "p95_ms": round(_percentile(timings, 0.95), 2),
+                        # CPU time of this process: what the plan costs when other work shares the cores.
+                        "cpu_p50_ms": round(statistics.median(cpu), 2),
+                        "feasible": result.feasible,
+                        "victims": len(result.victims),
+                        "evicted_pods": len(result.evictions),
+                        "evicted_gpus": result.evicted_gpus,
+                        "highest_victim_priority": max((v.priority for v in result.victims), default=None),
+                        "lost_gpu_hours": round(result.lost_gpu_seconds / 3600, 1),
+                        "partly_evicted_gangs": result.stats.get("partly_evicted_gangs"),
+                        "idle_gpus": result.stats.get("idle_gpus"),
+                    }
+                )
         results["clusters"].append(cluster)
         del snapshot
     return results
 
 
 def format_table(results: dict) -> str:
-    lines = [f"gang bench: {results['machine']['cpus']} CPU(s), one cold plan then {results['repeats']} timed runs per cell, "
-             f"seed {results['seed']}; "
-             f"load average {results['machine'].get('load_before', '?')} before the run (other work skews wall times)"]
-    header = (f"{'nodes':>6} {'gang':>5} {'policy':<8} {'cold ms':>8} {'p50 ms':>8} {'p95 ms':>8} {'cpu p50':>8} "
-              f"{'victims':>7} {'pods':>5} "
-              f"{'GPUs':>5} {'top prio':>8} {'GPU-h lost':>10} {'partly evicted gangs':>21}")
+    lines = [
+        f"gang bench: {results['machine']['cpus']} CPU(s), one cold plan then {results['repeats']} timed runs per cell, "
+        f"seed {results['seed']}; "
+        f"load average {results['machine'].get('load_before', '?')} before the run (other work skews wall times)"
+    ]
+    header = (
+        f"{'nodes':>6} {'gang':>5} {'policy':<8} {'cold ms':>8} {'p50 ms':>8} {'p95 ms':>8} {'cpu p50':>8} "
+        f"{'victims':>7} {'pods':>5} "
+        f"{'GPUs':>5} {'top prio':>8} {'GPU-h lost':>10} {'partly evicted gangs':>21}"
+    )
     for cluster in results["clusters"]:
         lines.append("")
-        lines.append(f"{cluster['nodes']} nodes, {cluster['pods']} pods, {cluster['victim_units']} victim units, "
-                     f"{cluster['free_gpus']} free GPUs; snapshot {cluster['snapshot_mb']} MB loaded in "
-                     f"{cluster['load_s']:.3f} s ({cluster['load_cpu_s']:.3f} s CPU)")
+        lines.append(
+            f"{cluster['nodes']} nodes, {cluster['pods']} pods, {cluster['victim_units']} victim units, "
+            f"{cluster['free_gpus']} free GPUs; snapshot {cluster['snapshot_mb']} MB loaded in "
+            f"{cluster['load_s']:.3f} s ({cluster['load_cpu_s']:.3f} s CPU)"
+        )
         lines.append(header)
         for run in cluster["runs"]:
-            partly = "" if run["partly_evicted_gangs"] is None else (
-                f"{run['partly_evicted_gangs']} ({run['idle_gpus']} GPUs idle)")
+            partly = (
+                ""
+                if run["partly_evicted_gangs"] is None
+                else (f"{run['partly_evicted_gangs']} ({run['idle_gpus']} GPUs idle)")
+            )
             top = "-" if run["highest_victim_priority"] is None else str(run["highest_victim_priority"])
-            lines.append(f"{cluster['nodes']:>6} {run['preemptor_gpus']:>5} {run['policy']:<8} {run['cold_ms']:>8.1f} "
-                         f"{run['p50_ms']:>8.1f} "
-                         f"{run['p95_ms']:>8.1f} {run['cpu_p50_ms']:>8.1f} {run['victims']:>7} {run['evicted_pods']:>5} {run['evicted_gpus']:>5} "
-                         f"{top:>8} {run['lost_gpu_hours']:>10} {partly:>21}")
+            lines.append(
+                f"{cluster['nodes']:>6} {run['preemptor_gpus']:>5} {run['policy']:<8} {run['cold_ms']:>8.1f} "
+                f"{run['p50_ms']:>8.1f} "
+                f"{run['p95_ms']:>8.1f} {run['cpu_p50_ms']:>8.1f} {run['victims']:>7} {run['evicted_pods']:>5} {run['evicted_gpus']:>5} "
+                f"{top:>8} {run['lost_gpu_hours']:>10} {partly:>21}"
+            )
     return "\n".join(lines)
 
 

@@ -5,9 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 
-def node(name: str, *, gpus: int = 8, cpu: str = "64", memory: str = "512Gi", pods: int = 110,
-         labels: dict | None = None, taints: list | None = None, ready: bool = True, cordoned: bool = False,
-         extra: dict | None = None) -> dict[str, Any]:
+def node(
+    name: str,
+    *,
+    gpus: int = 8,
+    cpu: str = "64",
+    memory: str = "512Gi",
+    pods: int = 110,
+    labels: dict | None = None,
+    taints: list | None = None,
+    ready: bool = True,
+    cordoned: bool = False,
+    extra: dict | None = None,
+) -> dict[str, Any]:
     allocatable = {"cpu": cpu, "memory": memory, "pods": str(pods)}
     if gpus:
         allocatable["nvidia.com/gpu"] = str(gpus)
@@ -17,21 +27,43 @@ def node(name: str, *, gpus: int = 8, cpu: str = "64", memory: str = "512Gi", po
         spec["taints"] = taints
     if cordoned:
         spec["unschedulable"] = True
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-            "spec": spec,
-            "status": {"allocatable": allocatable, "capacity": dict(allocatable),
-                       "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": spec,
+        "status": {
+            "allocatable": allocatable,
+            "capacity": dict(allocatable),
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
 
 
-def pod(name: str, *, namespace: str = "default", node: str | None = None, gpus: int = 0, cpu: str = "1",
-        memory: str = "1Gi", group: str | None = None, priority: int | None = None, labels: dict | None = None,
-        start: str | None = "2026-07-01T00:00:00Z", created: str | None = None, uid: str | None = None,
-        spec: dict | None = None, phase: str | None = None, deleting: bool = False) -> dict[str, Any]:
+def pod(
+    name: str,
+    *,
+    namespace: str = "default",
+    node: str | None = None,
+    gpus: int = 0,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    group: str | None = None,
+    priority: int | None = None,
+    labels: dict | None = None,
+    start: str | None = "2026-07-01T00:00:00Z",
+    created: str | None = None,
+    uid: str | None = None,
+    spec: dict | None = None,
+    phase: str | None = None,
+    deleting: bool = False,
+) -> dict[str, Any]:
     requests: dict[str, Any] = {"cpu": cpu, "memory": memory}
     if gpus:
         requests["nvidia.com/gpu"] = str(gpus)
-    body: dict[str, Any] = {"containers": [{"name": "main", "image": "busybox", "resources": {"requests": requests}}]}
+    body: dict[str, Any] = {
+        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": requests}}]
+    }
     if node:
         body["nodeName"] = node
     if group:
@@ -39,8 +71,12 @@ def pod(name: str, *, namespace: str = "default", node: str | None = None, gpus:
     if priority is not None:
         body["priority"] = priority
     body.update(spec or {})
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels or {}),
-                            "uid": uid or f"uid-{namespace}-{name}"}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": dict(labels or {}),
+        "uid": uid or f"uid-{namespace}-{name}",
+    }
     if created:
         meta["creationTimestamp"] = created
     if deleting:
@@ -51,10 +87,20 @@ def pod(name: str, *, namespace: str = "default", node: str | None = None, gpus:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body, "status": status}
 
 
-def podgroup(name: str, *, namespace: str = "default", min_count: int | None = None, priority: int | None = None,
-             mode: str = "single", priority_class: str | None = None, preemption_policy: str | None = None,
-             topology: str | None = None, parent: str | None = None, annotations: dict | None = None,
-             kind: str = "PodGroup") -> dict[str, Any]:
+def podgroup(
+    name: str,
+    *,
+    namespace: str = "default",
+    min_count: int | None = None,
+    priority: int | None = None,
+    mode: str = "single",
+    priority_class: str | None = None,
+    preemption_policy: str | None = None,
+    topology: str | None = None,
+    parent: str | None = None,
+    annotations: dict | None = None,
+    kind: str = "PodGroup",
+) -> dict[str, Any]:
     count_field = "minCount" if kind == "PodGroup" else "minGroupCount"
     spec: dict[str, Any] = {
         "schedulingPolicy": {"gang": {count_field: min_count}} if min_count else {"basic": {}},
@@ -71,29 +117,56 @@ def podgroup(name: str, *, namespace: str = "default", min_count: int | None = N
     if parent:
         spec["parentCompositePodGroupName"] = parent
     version = "v1beta1" if kind == "PodGroup" else "v1alpha3"
-    return {"apiVersion": f"scheduling.k8s.io/{version}", "kind": kind,
-            "metadata": {"name": name, "namespace": namespace, "annotations": dict(annotations or {}),
-                         "uid": f"uid-{kind}-{namespace}-{name}"},
-            "spec": spec}
+    return {
+        "apiVersion": f"scheduling.k8s.io/{version}",
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": dict(annotations or {}),
+            "uid": f"uid-{kind}-{namespace}-{name}",
+        },
+        "spec": spec,
+    }
 
 
-def pdb(name: str, *, namespace: str = "default", match_labels: dict | None = None, allowed: int = 0,
-        selector: Any = "labels") -> dict[str, Any]:
+def pdb(
+    name: str,
+    *,
+    namespace: str = "default",
+    match_labels: dict | None = None,
+    allowed: int = 0,
+    selector: Any = "labels",
+) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if selector == "labels":
         spec["selector"] = {"matchLabels": dict(match_labels or {})}
     elif selector is not None:
         spec["selector"] = selector
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": name, "namespace": namespace}, "spec": spec,
-            "status": {"disruptionsAllowed": allowed, "currentHealthy": 0, "desiredHealthy": 0,
-                       "expectedPods": 0}}
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+        "status": {
+            "disruptionsAllowed": allowed,
+            "currentHealthy": 0,
+            "desiredHealthy": 0,
+            "expectedPods": 0,
+        },
+    }
 
 
-def priority_class(name: str, value: int, *, global_default: bool = False,
-                   preemption_policy: str | None = None) -> dict[str, Any]:
-    obj: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                           "metadata": {"name": name}, "value": value, "globalDefault": global_default}
+def priority_class(
+    name: str, value: int, *, global_default: bool = False, preemption_policy: str | None = None
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "globalDefault": global_default,
+    }
     if preemption_policy:
         obj["preemptionPolicy"] = preemption_policy
     return obj

@@ -51,8 +51,13 @@ class Victim:
     pdb_violations: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "namespace": self.namespace, "name": self.name,
-                "priority": self.priority, "pods": list(self.pods)}
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "priority": self.priority,
+            "pods": list(self.pods),
+        }
 
 
 @dataclass
@@ -116,9 +121,17 @@ class Plan:
             "pendingPods": self.pending,
             "evictedGpus": self.evicted_gpus,
             "lostGpuSeconds": self.lost_gpu_seconds,
-            "victims": [{"kind": v.kind, "namespace": v.namespace, "name": v.name, "gpus": v.gpus,
-                         "lostGpuSeconds": v.lost_gpu_seconds, "pdbViolations": v.pdb_violations}
-                        for v in self.victims],
+            "victims": [
+                {
+                    "kind": v.kind,
+                    "namespace": v.namespace,
+                    "name": v.name,
+                    "gpus": v.gpus,
+                    "lostGpuSeconds": v.lost_gpu_seconds,
+                    "pdbViolations": v.pdb_violations,
+                }
+                for v in self.victims
+            ],
             "stats": dict(self.stats),
         }
 

@@ -7,7 +7,7 @@ anywhere the snapshot is, ``best_plan`` picks the winner.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .contract import Plan
 from .errors import SnapshotError
@@ -23,8 +23,13 @@ def _problem(snapshot: Snapshot, podgroup: str) -> Problem:
     return Problem(snapshot, Preemptor(snapshot, podgroup))
 
 
-def plan(snapshot: Snapshot, podgroup: str, policy: str = DEFAULT_POLICY, *,
-         domains: Iterable[str | None] | None = None) -> Plan:
+def plan(
+    snapshot: Snapshot,
+    podgroup: str,
+    policy: str = DEFAULT_POLICY,
+    *,
+    domains: Iterable[str | None] | None = None,
+) -> Plan:
     """What it takes to place PodGroup ``namespace/name`` now, under the named policy.
 
     Deterministic: the same snapshot, group and policy always give the same plan. ``domains``
@@ -45,8 +50,9 @@ def can_shard(policy: str) -> bool:
     return chosen is not None and chosen.walks_domains
 
 
-def domain_shards(snapshot: Snapshot, podgroup: str, parts: int,
-                  policy: str = DEFAULT_POLICY) -> list[list[str | None]]:
+def domain_shards(
+    snapshot: Snapshot, podgroup: str, parts: int, policy: str = DEFAULT_POLICY
+) -> list[list[str | None]]:
     """The policy's candidate domains, most promising first, dealt round-robin into ``parts`` lists
     (all empty for a policy that walks no domains)."""
     chosen = policy_named(policy)

@@ -6,7 +6,8 @@ on copies of the free-capacity matrix or on small per-node slack vectors.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -30,11 +31,23 @@ class ReprieveFilter(Protocol):
 class Candidate:
     """A placement and the victims it needs, comparable by docs/design.md's order."""
 
-    __slots__ = ("domain", "assignments", "victims", "cost", "how")
+    __slots__ = ("assignments", "cost", "domain", "how", "victims")
 
-    def __init__(self, domain: Domain, assignments: list[tuple[int, int]], victims: list[int], cost: Cost | tuple,
-                 how: str) -> None:
-        self.domain, self.assignments, self.victims, self.cost, self.how = domain, assignments, victims, cost, how
+    def __init__(
+        self,
+        domain: Domain,
+        assignments: list[tuple[int, int]],
+        victims: list[int],
+        cost: Cost | tuple,
+        how: str,
+    ) -> None:
+        self.domain, self.assignments, self.victims, self.cost, self.how = (
+            domain,
+            assignments,
+            victims,
+            cost,
+            how,
+        )
 
     @property
     def placed(self) -> int:
@@ -65,7 +78,7 @@ class Problem:
     def is_eligible(self, unit_id: int) -> bool:
         return unit_id >= self.first_eligible and unit_id not in self.excluded
 
-    def sparing(self, units: Iterable[int]) -> "Problem":
+    def sparing(self, units: Iterable[int]) -> Problem:
         """The same problem with these victim units off limits (for gangweb's local search)."""
         variant = Problem(self.snapshot, self.gang)
         variant.excluded = self.excluded | frozenset(units)
@@ -86,7 +99,7 @@ class Problem:
     def levels(self) -> list[int]:
         """Distinct priorities of eligible victims, lowest first."""
         if self._levels is None:
-            self._levels = sorted(set(self.units.priorities[self.first_eligible:].tolist()))
+            self._levels = sorted(set(self.units.priorities[self.first_eligible :].tolist()))
         return self._levels
 
     def violations(self) -> np.ndarray:
@@ -102,8 +115,9 @@ class Problem:
 
     # -- placements -----------------------------------------------------------------------------
     def place(self, domain: Domain, free: np.ndarray, removed_all: bool) -> list[tuple[int, int]]:
-        nodes = place_least_allocated(self.snapshot, self.gang.pending, free[domain.nodes], domain.nodes,
-                                      self.port_book(removed_all))
+        nodes = place_least_allocated(
+            self.snapshot, self.gang.pending, free[domain.nodes], domain.nodes, self.port_book(removed_all)
+        )
         return [(p, n) for p, n in zip(self.gang.pending, nodes) if n >= 0]
 
     def room(self, free: np.ndarray, domains: Sequence[Domain]) -> list[int]:
@@ -120,7 +134,9 @@ class Problem:
             return [int(per_node[domains[0].nodes].sum())]
         _, node_domain = topology_domains(snap, self.gang.group.topology_key)
         has = node_domain >= 0
-        sums = np.bincount(node_domain[has], weights=per_node[has], minlength=max(d.order for d in domains) + 1)
+        sums = np.bincount(
+            node_domain[has], weights=per_node[has], minlength=max(d.order for d in domains) + 1
+        )
         return [int(sums[d.order]) for d in domains]
 
     def ordered_domains(self, free: np.ndarray, domains: Sequence[Domain]) -> list[Domain]:
@@ -183,23 +199,42 @@ class Problem:
             if np.any(slack[node][c] < req[c]):
                 return False
             if node in gang_ports:
-                ported = [port for p in unit.pods if snap.pod_node[p] == node for port in snap.pods[p].host_ports]
+                ported = [
+                    port for p in unit.pods if snap.pod_node[p] == node for port in snap.pods[p].host_ports
+                ]
                 if ported and ports_conflict(gang_ports[node], ported):
                     return False
         return True
 
-    def candidate(self, domain: Domain, assignments: list[tuple[int, int]], victims: list[int], how: str) -> Candidate:
+    def candidate(
+        self, domain: Domain, assignments: list[tuple[int, int]], victims: list[int], how: str
+    ) -> Candidate:
         return Candidate(domain, assignments, sorted(victims), victim_cost(self.units, victims), how)
 
     # -- plans ----------------------------------------------------------------------------------
-    def plan(self, policy: str, feasible: bool, reason: str, candidate: Candidate | None = None, *,
-             why: str = "", **stats) -> Plan:
+    def plan(
+        self,
+        policy: str,
+        feasible: bool,
+        reason: str,
+        candidate: Candidate | None = None,
+        *,
+        why: str = "",
+        **stats,
+    ) -> Plan:
         """The plan to return; an infeasible one names its ``why`` (a key of ``contract.INFEASIBLE``)."""
         if not feasible and why not in INFEASIBLE:
             raise ValueError(f"an infeasible plan needs one of {sorted(INFEASIBLE)} as its why, got {why!r}")
         snap = self.snapshot
-        plan = Plan(pod_group=self.gang.key, policy=policy, feasible=feasible, reason=reason,
-                    pending=len(self.gang.pending), stats=stats, why="" if feasible else why)
+        plan = Plan(
+            pod_group=self.gang.key,
+            policy=policy,
+            feasible=feasible,
+            reason=reason,
+            pending=len(self.gang.pending),
+            stats=stats,
+            why="" if feasible else why,
+        )
         if candidate is None:
             plan.cost = victim_cost(self.units, [])
             return plan
@@ -213,12 +248,25 @@ class Problem:
     def describe_victims(self, unit_ids: Sequence[int]) -> list[Victim]:
         snap, units = self.snapshot, self.units
         ordered = sorted(unit_ids)
-        counts = units.count_violations([units.units[u] for u in ordered]) if units.pod_pdbs else [0] * len(ordered)
+        counts = (
+            units.count_violations([units.units[u] for u in ordered])
+            if units.pod_pdbs
+            else [0] * len(ordered)
+        )
         out = []
         for unit_id, violations in zip(ordered, counts):
             unit = units.units[unit_id]
-            out.append(Victim(kind=unit.kind, namespace=unit.namespace, name=unit.name, priority=unit.priority,
-                              pods=sorted(snap.pods[p].key for p in unit.pods), gpus=unit.gpus,
-                              lost_gpu_seconds=round(unit.gpu_seconds, 3), pdb_violations=violations))
+            out.append(
+                Victim(
+                    kind=unit.kind,
+                    namespace=unit.namespace,
+                    name=unit.name,
+                    priority=unit.priority,
+                    pods=sorted(snap.pods[p].key for p in unit.pods),
+                    gpus=unit.gpus,
+                    lost_gpu_seconds=round(unit.gpu_seconds, 3),
+                    pdb_violations=violations,
+                )
+            )
         out.sort(key=lambda v: (v.namespace, v.name, v.kind))
         return out

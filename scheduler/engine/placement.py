@@ -9,7 +9,8 @@ by name so that the same snapshot always gives the same placement.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 CPU_COL, MEMORY_COL = 1, 2
 
 
-def node_mask(snapshot: "Snapshot", pod: "Pod") -> np.ndarray:
+def node_mask(snapshot: Snapshot, pod: Pod) -> np.ndarray:
     """Nodes the pod may use regardless of what runs there (cached per placement signature)."""
     signature = ("mask", pod.placement_signature())
     cached = snapshot.cache.get(signature)
@@ -42,13 +43,20 @@ def node_mask(snapshot: "Snapshot", pod: "Pod") -> np.ndarray:
     return mask
 
 
-def unavailable_nodes(snapshot: "Snapshot", pod: "Pod") -> str:
+def unavailable_nodes(snapshot: Snapshot, pod: Pod) -> str:
     """Why no node passes the static filters for the pod, in kube-scheduler's words: each node
     counted once, under the first filter it fails (Ready, cordon, taints, selector/affinity)."""
     if not snapshot.nodes:
         return "the snapshot has no nodes"
-    counts = dict.fromkeys(("were not ready", "were unschedulable (cordoned)", "had untolerated taint(s)",
-                            "didn't match the pod's node selector or required node affinity"), 0)
+    counts = dict.fromkeys(
+        (
+            "were not ready",
+            "were unschedulable (cordoned)",
+            "had untolerated taint(s)",
+            "didn't match the pod's node selector or required node affinity",
+        ),
+        0,
+    )
     for node in snapshot.nodes:
         if not node.ready:
             counts["were not ready"] += 1
@@ -62,21 +70,23 @@ def unavailable_nodes(snapshot: "Snapshot", pod: "Pod") -> str:
     return f"0/{len(snapshot.nodes)} nodes are available to pod {pod.key}: {counted}"
 
 
-def matches_node_affinity(pod: "Pod", node: "Node") -> bool:
+def matches_node_affinity(pod: Pod, node: Node) -> bool:
     """``nodeSelector`` and the required node affinity terms (ORed)."""
     if pod.node_selector and any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
         return False
     return pod.affinity_terms is None or any(t.matches(node.name, node.labels) for t in pod.affinity_terms)
 
 
-def topology_domains(snapshot: "Snapshot", key: str) -> tuple[list[str], np.ndarray]:
+def topology_domains(snapshot: Snapshot, key: str) -> tuple[list[str], np.ndarray]:
     """Distinct values of node label ``key`` (sorted) and each node's value index (-1 = no label)."""
     cached = snapshot.cache.get(("domains", key))
     if cached is None:
         values = sorted({n.labels[key] for n in snapshot.nodes if key in n.labels})
         position = {v: i for i, v in enumerate(values)}
-        node_domain = np.array([position.get(n.labels.get(key), -1) if key in n.labels else -1
-                                for n in snapshot.nodes], dtype=np.int64)
+        node_domain = np.array(
+            [position.get(n.labels.get(key), -1) if key in n.labels else -1 for n in snapshot.nodes],
+            dtype=np.int64,
+        )
         cached = (values, node_domain)
         snapshot.cache[("domains", key)] = cached
     return cached
@@ -86,8 +96,11 @@ def ports_conflict(wanted: Iterable[tuple[str, str, int]], used: Iterable[tuple[
     used = list(used)
     for protocol, ip, port in wanted:
         for u_protocol, u_ip, u_port in used:
-            if port == u_port and protocol == u_protocol and (
-                    ip == u_ip or ip in ("", "0.0.0.0") or u_ip in ("", "0.0.0.0")):
+            if (
+                port == u_port
+                and protocol == u_protocol
+                and (ip == u_ip or ip in ("", "0.0.0.0") or u_ip in ("", "0.0.0.0"))
+            ):
                 return True
     return False
 
@@ -111,8 +124,9 @@ def fits(free_row: np.ndarray, request: np.ndarray) -> bool:
     return bool(np.all(free_row[cols] >= request[cols]))
 
 
-def least_allocated_scores(snapshot: "Snapshot", local_free: np.ndarray, request: np.ndarray,
-                           candidates: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+def least_allocated_scores(
+    snapshot: Snapshot, local_free: np.ndarray, request: np.ndarray, candidates: np.ndarray, nodes: np.ndarray
+) -> np.ndarray:
     """Integer NodeResourcesFit LeastAllocated score (cpu and memory, equal weights).
     ``local_free`` rows and ``candidates`` are positions in ``nodes``."""
     total = np.zeros(len(candidates), dtype=np.int64)
@@ -124,8 +138,9 @@ def least_allocated_scores(snapshot: "Snapshot", local_free: np.ndarray, request
     return total // 2
 
 
-def tightest_fit_scores(snapshot: "Snapshot", local_free: np.ndarray, request: np.ndarray,
-                        candidates: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+def tightest_fit_scores(
+    snapshot: Snapshot, local_free: np.ndarray, request: np.ndarray, candidates: np.ndarray, nodes: np.ndarray
+) -> np.ndarray:
     """Best fit on what the pod asks for (GPUs and every other requested resource): the node left
     with the least free share scores highest. Packs a gang onto as few freed nodes as possible."""
     cols = fit_columns(request)[1:]  # not the pod count
@@ -140,22 +155,32 @@ def tightest_fit_scores(snapshot: "Snapshot", local_free: np.ndarray, request: n
 class PortBook:
     """Host ports in use per node, given which pods are present (only built when ports matter)."""
 
-    def __init__(self, snapshot: "Snapshot", present: Callable[[int], bool]) -> None:
+    def __init__(self, snapshot: Snapshot, present: Callable[[int], bool]) -> None:
         self.snapshot, self.present = snapshot, present
         self.extra: dict[int, list] = {}
 
     def used(self, node: int) -> list:
         pods = self.snapshot.pods
-        ports = [port for p in self.snapshot.pods_by_node[node] if pods[p].host_ports and self.present(p)
-                 for port in pods[p].host_ports]
+        ports = [
+            port
+            for p in self.snapshot.pods_by_node[node]
+            if pods[p].host_ports and self.present(p)
+            for port in pods[p].host_ports
+        ]
         return ports + self.extra.get(node, [])
 
     def add(self, node: int, ports: Sequence) -> None:
         self.extra.setdefault(node, []).extend(ports)
 
 
-def place_least_allocated(snapshot: "Snapshot", pods: Sequence[int], local_free: np.ndarray, nodes: np.ndarray,
-                          port_book: PortBook | None = None, scorer=least_allocated_scores) -> list[int]:
+def place_least_allocated(
+    snapshot: Snapshot,
+    pods: Sequence[int],
+    local_free: np.ndarray,
+    nodes: np.ndarray,
+    port_book: PortBook | None = None,
+    scorer=least_allocated_scores,
+) -> list[int]:
     """Greedy kube-scheduler-like placement, pod by pod, onto ``nodes`` (indices) whose free
     capacity rows are ``local_free`` (a copy this function consumes). Returns the node index per pod
     (-1 when it did not fit anywhere)."""
@@ -176,8 +201,11 @@ def place_least_allocated(snapshot: "Snapshot", pods: Sequence[int], local_free:
             scores[where] = scorer(snapshot, local_free, request, where, nodes)
         candidates = None
         if pod.host_ports and port_book is not None:
-            candidates = [c for c in np.flatnonzero(scores >= 0).tolist()
-                          if not ports_conflict(pod.host_ports, port_book.used(int(nodes[c])))]
+            candidates = [
+                c
+                for c in np.flatnonzero(scores >= 0).tolist()
+                if not ports_conflict(pod.host_ports, port_book.used(int(nodes[c])))
+            ]
             if not candidates:
                 out.append(-1)
                 continue

@@ -27,7 +27,7 @@ class Preemptor:
     """The gang being placed (kube-scheduler's preemptor): a PodGroup, its pending and running pods,
     priority, preemption policy, minCount and candidate domains. ``Problem.gang`` holds one."""
 
-    def __init__(self, snapshot: "Snapshot", podgroup: str) -> None:
+    def __init__(self, snapshot: Snapshot, podgroup: str) -> None:
         namespace, sep, name = str(podgroup).partition("/")
         if not sep or not namespace or not name or "/" in name:
             raise SnapshotError(f"expected --podgroup NAMESPACE/NAME, got {podgroup!r}")
@@ -64,8 +64,10 @@ class Preemptor:
         for p in self.pending + self.running:
             own = self.snapshot.pods[p].priority
             if own is not None and own != self.priority:
-                return ("all pods in a single pod group should match the priority of the pod group, "
-                        f"got: {self.priority} and {own}")
+                return (
+                    "all pods in a single pod group should match the priority of the pod group, "
+                    f"got: {self.priority} and {own}"
+                )
         return None
 
     def pod_affinity_users(self) -> list[str]:
@@ -80,8 +82,10 @@ class Preemptor:
         if not shut_out or usable >= max(self.needed(), 1):
             return None
         need = f"minCount {self.min_count}" if self.is_gang else "at least one pod"
-        return (f"no node is usable for {len(shut_out)} of {len(self.pending)} pending pod(s), so the group "
-                f"cannot reach {need} whatever is evicted: {unavailable_nodes(snap, snap.pods[shut_out[0]])}")
+        return (
+            f"no node is usable for {len(shut_out)} of {len(self.pending)} pending pod(s), so the group "
+            f"cannot reach {need} whatever is evicted: {unavailable_nodes(snap, snap.pods[shut_out[0]])}"
+        )
 
     def static_mask(self) -> np.ndarray:
         """Nodes that at least one pending pod may use (union) - for cheap domain bounds."""
@@ -119,4 +123,4 @@ def domain_members(node_domain: np.ndarray, count: int) -> list[np.ndarray]:
     order = np.argsort(node_domain, kind="stable")
     sorted_domains = node_domain[order]
     bounds = np.searchsorted(sorted_domains, np.arange(count + 1))
-    return [order[bounds[i]:bounds[i + 1]] for i in range(count)]
+    return [order[bounds[i] : bounds[i + 1]] for i in range(count)]

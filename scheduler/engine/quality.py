@@ -8,8 +8,9 @@ backtracking, same filters and topology rule as the engine). Each policy's plan 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from itertools import combinations
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -43,25 +44,49 @@ def small_cluster(rng: random.Random) -> list[dict[str, Any]]:
         return None
 
     for g in range(rng.randint(1, 4)):
-        objects.append(podgroup(f"v{g}", mode=rng.choice(("all", "single")), priority=rng.choice((1, 5, 10, 50)),
-                                min_count=1))
+        objects.append(
+            podgroup(
+                f"v{g}", mode=rng.choice(("all", "single")), priority=rng.choice((1, 5, 10, 50)), min_count=1
+            )
+        )
         for k in range(rng.randint(1, 4)):
             gpus = rng.choice((1, 2, 4))
             where = bind(gpus)
             if where:
-                objects.append(pod(f"v{g}-{k}", node=where, gpus=gpus, group=f"v{g}", labels={"app": f"v{g}"},
-                                   start=f"2026-06-{rng.randint(1, 28):02d}T00:00:00Z"))
+                objects.append(
+                    pod(
+                        f"v{g}-{k}",
+                        node=where,
+                        gpus=gpus,
+                        group=f"v{g}",
+                        labels={"app": f"v{g}"},
+                        start=f"2026-06-{rng.randint(1, 28):02d}T00:00:00Z",
+                    )
+                )
     for b in range(rng.randint(0, 4)):
         gpus = rng.choice((1, 2, 4, 8))
         where = bind(gpus)
         if where:
-            objects.append(pod(f"bare{b}", node=where, gpus=gpus, priority=rng.choice((1, 5, 10, 50)),
-                               start=f"2026-06-{rng.randint(1, 28):02d}T00:00:00Z", labels={"app": "bare"}))
+            objects.append(
+                pod(
+                    f"bare{b}",
+                    node=where,
+                    gpus=gpus,
+                    priority=rng.choice((1, 5, 10, 50)),
+                    start=f"2026-06-{rng.randint(1, 28):02d}T00:00:00Z",
+                    labels={"app": "bare"},
+                )
+            )
     if rng.random() < 0.3:
-        objects.append(pdb("guard", match_labels={"app": rng.choice(("bare", "v0"))}, allowed=rng.randint(0, 1)))
+        objects.append(
+            pdb("guard", match_labels={"app": rng.choice(("bare", "v0"))}, allowed=rng.randint(0, 1))
+        )
     count = rng.randint(1, 4)
-    objects.append(podgroup("hi", min_count=count, priority=100, mode="all",
-                            topology="rack" if rng.random() < 0.3 else None))
+    objects.append(
+        podgroup(
+            "hi", min_count=count, priority=100, mode="all", topology="rack" if rng.random() < 0.3 else None
+        )
+    )
     gpus = rng.choice((2, 4, 8))
     objects += [pod(f"hi-{i}", group="hi", gpus=gpus) for i in range(count)]
     return objects
@@ -76,7 +101,7 @@ def _exact_fit(problem: Problem, free: np.ndarray) -> bool:
         local = free[domain.nodes].copy()
         masks = [node_mask(snap, snap.pods[p])[domain.nodes] for p in pods]
 
-        def place(i: int) -> bool:
+        def place(i: int, local: np.ndarray = local, masks: list = masks) -> bool:
             if i == len(pods):
                 return True
             request = snap.pod_req[pods[i]]
@@ -144,10 +169,14 @@ def study(samples: int, seed: int = 1, progress: Callable[[str], None] | None = 
 
 
 def format_study(found: dict[str, Any]) -> str:
-    lines = [f"plan quality on {found['samples']} small clusters (seed {found['seed']}), "
-             "against the brute-force cheapest victim set:"]
+    lines = [
+        f"plan quality on {found['samples']} small clusters (seed {found['seed']}), "
+        "against the brute-force cheapest victim set:"
+    ]
     for policy, marks in found["policies"].items():
         share = 100.0 * marks["optimal"] / max(found["samples"], 1)
-        lines.append(f"  {policy:<8} optimal {marks['optimal']:>5} ({share:5.1f} %)  worse {marks['worse']:>5}  "
-                     f"placed fewer pods {marks['short']:>5}")
+        lines.append(
+            f"  {policy:<8} optimal {marks['optimal']:>5} ({share:5.1f} %)  worse {marks['worse']:>5}  "
+            f"placed fewer pods {marks['short']:>5}"
+        )
     return "\n".join(lines)

@@ -40,9 +40,13 @@ _CHUNK = 8 * 2**20
 _TOO_DEEP = "nests lists or objects too deeply to be Kubernetes objects"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-_FILE_TYPES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-               (stat.S_ISSOCK, "a socket"))
+_FILE_TYPES = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def max_snapshot_bytes() -> int:
@@ -63,18 +67,24 @@ def read_snapshot(source: str | os.PathLike | BinaryIO) -> list[Any]:
     """The documents of a snapshot file (a path) or of a binary stream such as ``sys.stdin.buffer``."""
     cap = max_snapshot_bytes()
     if hasattr(source, "read"):
-        label = "snapshot on standard input" if source is getattr(sys.stdin, "buffer", None) else "snapshot stream"
+        label = (
+            "snapshot on standard input"
+            if source is getattr(sys.stdin, "buffer", None)
+            else "snapshot stream"
+        )
         data = _read_at_most(source.read, cap, label)
         return snapshot_documents(_decode(data, label), label=label, cap=cap)
     path = Path(source)
     label = f"snapshot file {path}"
     data = _read_file(path, cap, label)
-    return snapshot_documents(_decode(data, label), label=label, json_only=path.name.lower().endswith(".json"),
-                              cap=cap)
+    return snapshot_documents(
+        _decode(data, label), label=label, json_only=path.name.lower().endswith(".json"), cap=cap
+    )
 
 
-def snapshot_documents(text: str, *, label: str = "snapshot", json_only: bool = False,
-                       cap: int | None = None) -> list[Any]:
+def snapshot_documents(
+    text: str, *, label: str = "snapshot", json_only: bool = False, cap: int | None = None
+) -> list[Any]:
     """The documents of snapshot text: JSON (a document or a stream) or multi-document YAML."""
     cap = max_snapshot_bytes() if cap is None else cap
     if len(text) > cap:
@@ -88,8 +98,10 @@ def snapshot_documents(text: str, *, label: str = "snapshot", json_only: bool = 
         if json_error is None:
             return json_read
         if json_only:
-            raise SnapshotError(f"{label} is not valid JSON at line {json_error.lineno}, "
-                                f"column {json_error.colno}: {json_error.msg}")
+            raise SnapshotError(
+                f"{label} is not valid JSON at line {json_error.lineno}, "
+                f"column {json_error.colno}: {json_error.msg}"
+            )
         # Not JSON from the first document on: maybe YAML flow style, which YAML reads.
     try:
         return _yaml_documents(text, label)
@@ -97,8 +109,10 @@ def snapshot_documents(text: str, *, label: str = "snapshot", json_only: bool = 
         raise
     except yaml.YAMLError as exc:
         if json_read and json_error is not None:  # a JSON stream that breaks later on: JSON knows where
-            raise SnapshotError(f"{label} is not valid YAML/JSON at line {json_error.lineno}, "
-                                f"column {json_error.colno}: {json_error.msg}") from None
+            raise SnapshotError(
+                f"{label} is not valid YAML/JSON at line {json_error.lineno}, "
+                f"column {json_error.colno}: {json_error.msg}"
+            ) from None
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "not valid YAML or JSON"
@@ -156,8 +170,7 @@ def _read_at_most(read, cap: int, label: str) -> bytes:
 
 
 def _too_large(label: str, cap: int, size: str) -> SnapshotError:
-    return SnapshotError(f"{label} is larger than the {cap:,}-byte limit ({size}); "
-                         f"{MAX_BYTES_ENV} raises it")
+    return SnapshotError(f"{label} is larger than the {cap:,}-byte limit ({size}); {MAX_BYTES_ENV} raises it")
 
 
 def _decode(data: bytes, label: str) -> str:
@@ -252,8 +265,10 @@ def _alias_nodes(root: yaml.Node, budget: int, label: str) -> int:
                 frames.append([child, _children(child), 1])
                 break
             if size == 0:
-                raise SnapshotError(f"{label}: a YAML alias refers to the node that contains it (the node at "
-                                    f"line {child.start_mark.line + 1}); Kubernetes objects are not recursive")
+                raise SnapshotError(
+                    f"{label}: a YAML alias refers to the node that contains it (the node at "
+                    f"line {child.start_mark.line + 1}); Kubernetes objects are not recursive"
+                )
             frame[2] += size  # an alias: its node was counted once already, this is a repetition
         else:
             frames.pop()
@@ -272,5 +287,7 @@ def _alias_nodes(root: yaml.Node, budget: int, label: str) -> int:
 
 
 def _alias_bomb(label: str) -> SnapshotError:
-    return SnapshotError(f"{label}: YAML aliases repeat more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?); "
-                         "write the objects out in full (kubectl never writes aliases)")
+    return SnapshotError(
+        f"{label}: YAML aliases repeat more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?); "
+        "write the objects out in full (kubectl never writes aliases)"
+    )

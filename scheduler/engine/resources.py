@@ -7,10 +7,11 @@ devices, pods), rounded up like ``Quantity.Value()``.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from math import ceil
-from typing import Any, Mapping
+from typing import Any
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -20,9 +21,22 @@ EPHEMERAL = "ephemeral-storage"
 MAX_QUANTITY = 2**62  # capacities are summed in int64 arrays
 
 _SUFFIX = {
-    "": 1, "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
-    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    "": 1,
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
 }
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
 
@@ -53,14 +67,16 @@ def _parse_quantity(value: Any, milli: bool) -> int:
             raise ValueError(f"invalid quantity {value!r}")
         digits, exponent, suffix = match.groups()
         try:
-            number = Decimal(digits) * (Decimal(10) ** int(exponent[1:]) if exponent else _SUFFIX[suffix or ""])
+            number = Decimal(digits) * (
+                Decimal(10) ** int(exponent[1:]) if exponent else _SUFFIX[suffix or ""]
+            )
         except InvalidOperation as exc:  # pragma: no cover - regex already rules this out
             raise ValueError(f"invalid quantity {value!r}") from exc
     else:
         raise ValueError(f"invalid quantity {value!r}")
     if number < 0:
         raise ValueError(f"negative quantity {value!r}")
-    result = int(ceil(number * 1000)) if milli else int(ceil(number))
+    result = ceil(number * 1000) if milli else ceil(number)
     if result > MAX_QUANTITY:
         raise ValueError(f"quantity {value!r} is too large")
     return result

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 SET_OPERATORS = {"In", "NotIn", "Exists", "DoesNotExist"}
 NODE_OPERATORS = SET_OPERATORS | {"Gt", "Lt"}
@@ -33,10 +34,14 @@ def requirement_matches(labels: Mapping[str, str], key: str, operator: str, valu
 class LabelSelector:
     """``metav1.LabelSelector``: ``{}`` matches everything; ``None`` (no selector) matches nothing."""
 
-    __slots__ = ("match_labels", "expressions", "matches_nothing")
+    __slots__ = ("expressions", "match_labels", "matches_nothing")
 
-    def __init__(self, match_labels: dict[str, str], expressions: list[tuple[str, str, tuple[str, ...]]],
-                 matches_nothing: bool = False) -> None:
+    def __init__(
+        self,
+        match_labels: dict[str, str],
+        expressions: list[tuple[str, str, tuple[str, ...]]],
+        matches_nothing: bool = False,
+    ) -> None:
         self.match_labels = match_labels
         self.expressions = expressions
         self.matches_nothing = matches_nothing
@@ -83,8 +88,10 @@ def parse_label_selector(raw: Any, where: str) -> LabelSelector:
     labels = raw.get("matchLabels") or {}
     if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
         raise ValueError(f"{where}.matchLabels: expected a map of strings")
-    return LabelSelector(dict(labels), parse_requirements(raw.get("matchExpressions"), f"{where}.matchExpressions",
-                                                          SET_OPERATORS))
+    return LabelSelector(
+        dict(labels),
+        parse_requirements(raw.get("matchExpressions"), f"{where}.matchExpressions", SET_OPERATORS),
+    )
 
 
 class NodeSelectorTerm:
@@ -120,8 +127,12 @@ def parse_node_selector_terms(raw: Any, where: str) -> list[NodeSelectorTerm]:
         for key, _, _ in fields:
             if key != "metadata.name":
                 raise ValueError(f"{here}.matchFields: only metadata.name is supported, got {key!r}")
-        out.append(NodeSelectorTerm(parse_requirements(term.get("matchExpressions"), f"{here}.matchExpressions",
-                                                       NODE_OPERATORS), fields))
+        out.append(
+            NodeSelectorTerm(
+                parse_requirements(term.get("matchExpressions"), f"{here}.matchExpressions", NODE_OPERATORS),
+                fields,
+            )
+        )
     return out
 
 
@@ -148,5 +159,7 @@ def tolerates(tolerations: Sequence[Toleration], taint: Taint) -> bool:
 
 
 def tolerates_all(tolerations: Sequence[Toleration], taints: Sequence[Taint]) -> bool:
-    return all(effect not in BLOCKING_EFFECTS or tolerates(tolerations, (key, value, effect))
-               for key, value, effect in taints)
+    return all(
+        effect not in BLOCKING_EFFECTS or tolerates(tolerations, (key, value, effect))
+        for key, value, effect in taints
+    )

@@ -11,7 +11,8 @@ effective priorities, victim units), so plans never rescan the raw objects.
 from __future__ import annotations
 
 import os
-from typing import Any, BinaryIO, Iterable, Iterator, Mapping, NamedTuple
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -33,7 +34,7 @@ _PARSERS = {
 }
 
 
-def load_snapshot(source: str | os.PathLike | BinaryIO) -> "Snapshot":
+def load_snapshot(source: str | os.PathLike | BinaryIO) -> Snapshot:
     """Read a snapshot from a file path, a binary stream (standard input) or the text itself (JSON or YAML),
     within the bounds of ``reading.py``. A ``Path`` is always a file; a string is text when it holds a
     line break, or is one line of ``{...}``/``[...]`` that names no file (``[snap].json`` is a file)."""
@@ -68,11 +69,17 @@ def _flatten(documents: Iterable[Any]) -> list[Any]:
                 if items is None:
                     continue
                 if not isinstance(items, list):
-                    raise SnapshotError(f"{doc.get('kind')} (document {position + 1}): items: expected a list")
+                    raise SnapshotError(
+                        f"{doc.get('kind')} (document {position + 1}): items: expected a list"
+                    )
                 pending.append((enumerate(items), _item_type(doc)))
                 break
             if item_type is not None and isinstance(doc, dict) and not doc.get("kind"):
-                doc = {**doc, "kind": item_type.kind, "apiVersion": doc.get("apiVersion") or item_type.api_version}
+                doc = {
+                    **doc,
+                    "kind": item_type.kind,
+                    "apiVersion": doc.get("apiVersion") or item_type.api_version,
+                }
             out.append(doc)
         else:
             pending.pop()
@@ -90,15 +97,17 @@ def _item_type(typed_list: Mapping) -> ItemType | None:
     """``NodeList`` -> ("Node", its apiVersion): the API server leaves kind and apiVersion out of
     the items of a typed list. A plain ``List`` says nothing about its items."""
     kind = str(typed_list.get("kind"))
-    return ItemType(kind[:-len("List")], typed_list.get("apiVersion")) if kind != "List" else None
+    return ItemType(kind[: -len("List")], typed_list.get("apiVersion")) if kind != "List" else None
 
 
-def parse_snapshot(objects: Iterable[Any]) -> "Snapshot":
+def parse_snapshot(objects: Iterable[Any]) -> Snapshot:
     """Build a ``Snapshot`` from raw object dicts (lists are flattened)."""
     parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
     for position, obj in enumerate(_flatten(objects)):
         if not isinstance(obj, dict):
-            raise SnapshotError(f"object #{position + 1}: expected a Kubernetes object, got {type(obj).__name__}")
+            raise SnapshotError(
+                f"object #{position + 1}: expected a Kubernetes object, got {type(obj).__name__}"
+            )
         kind = obj.get("kind")
         if not isinstance(kind, str) or not kind:
             raise SnapshotError(f"{object_label('object', obj, position + 1)}: kind: required")
@@ -110,7 +119,9 @@ def parse_snapshot(objects: Iterable[Any]) -> "Snapshot":
         except ValueError as exc:
             raise SnapshotError(f"{object_label(kind, obj, position + 1)}: {exc}") from None
         except (AttributeError, TypeError) as exc:  # a field of an unexpected shape deep inside
-            raise SnapshotError(f"{object_label(kind, obj, position + 1)}: malformed object ({exc})") from None
+            raise SnapshotError(
+                f"{object_label(kind, obj, position + 1)}: malformed object ({exc})"
+            ) from None
         key = getattr(item, "key", None) or item.name
         if key in parsed[kind]:
             raise SnapshotError(f"{kind} {key}: appears twice in the snapshot")
@@ -129,7 +140,9 @@ class Snapshot:
         self.pod_index = {pod.key: i for i, pod in enumerate(self.pods)}
         self.groups: dict[str, Group] = dict(parsed["PodGroup"])
         self.composites: dict[str, Group] = dict(parsed["CompositePodGroup"])
-        self.pdbs: list[DisruptionBudget] = [parsed["PodDisruptionBudget"][k] for k in sorted(parsed["PodDisruptionBudget"])]
+        self.pdbs: list[DisruptionBudget] = [
+            parsed["PodDisruptionBudget"][k] for k in sorted(parsed["PodDisruptionBudget"])
+        ]
         self.priority_classes: dict[str, PriorityClass] = dict(parsed["PriorityClass"])
         defaults = [pc for pc in self.priority_classes.values() if pc.global_default]
         self.default_priority = max((pc.value for pc in defaults), default=0)
@@ -141,6 +154,7 @@ class Snapshot:
         # "Now" comes from the snapshot itself so that the same file always gives the same plan.
         self.now = max(stamps, default=0.0)
         from .victims import UnitIndex  # local: victims imports this module's types
+
         self.units = UnitIndex(self)
 
     # -- capacity -------------------------------------------------------------------------------
@@ -188,7 +202,9 @@ class Snapshot:
                 node_of[i] = node
                 self.pods_by_node[node].append(i)
         if missing_nodes:
-            self.warnings.append(f"{missing_nodes} pod(s) are bound to nodes missing from the snapshot and were ignored")
+            self.warnings.append(
+                f"{missing_nodes} pod(s) are bound to nodes missing from the snapshot and were ignored"
+            )
         self.pod_req = req
         self.pod_node = node_of
         self.bound = np.flatnonzero(node_of >= 0)

@@ -30,7 +30,8 @@ reads the parsed indices and copies only the raw dicts it keeps.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,9 @@ def _object_key(obj: dict) -> str:
 class SnapshotCutter:
     """Indexes a parsed snapshot and its raw objects once; ``cut`` then builds each shard's objects."""
 
-    def __init__(self, snapshot: Snapshot, objects: Iterable[Any], podgroup: str, policy: str = DEFAULT_POLICY) -> None:
+    def __init__(
+        self, snapshot: Snapshot, objects: Iterable[Any], podgroup: str, policy: str = DEFAULT_POLICY
+    ) -> None:
         self.snapshot = snapshot
         self.policy = policy_named(policy)
         self.gang = Preemptor(snapshot, podgroup)

@@ -10,7 +10,7 @@ for 8, 64 and 256 GPUs.
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .builders import node, pdb, pod, podgroup, priority_class
@@ -20,7 +20,7 @@ RACK_SIZE = 16
 BLOCK_RACKS = 16
 TIERS = (100, 200, 300, 400)
 PREEMPTOR_PRIORITY = 350
-NOW = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
 NAMESPACE = "bench"
 # (gpus, pods, topology label): the three preemptors of the benchmark.
 PREEMPTORS = ((8, 1, None), (64, 8, "rack"), (256, 32, "block"))
@@ -36,14 +36,20 @@ def preemptor_name(gpus: int) -> str:
 
 def synthetic_cluster(nodes: int, *, seed: int = 7, fill: float = 0.9) -> list[dict[str, Any]]:
     rng = random.Random(seed)
-    objects: list[dict[str, Any]] = [
-        priority_class(f"tier-{i}", value) for i, value in enumerate(TIERS)]
+    objects: list[dict[str, Any]] = [priority_class(f"tier-{i}", value) for i, value in enumerate(TIERS)]
     objects.append(priority_class("preemptor", PREEMPTOR_PRIORITY))
     capacity = []
     for i in range(nodes):
         rack = i // RACK_SIZE
-        objects.append(node(f"node-{i:05d}", gpus=GPUS_PER_NODE, cpu="96", memory="1024Gi",
-                            labels={"rack": f"rack-{rack:04d}", "block": f"block-{rack // BLOCK_RACKS:03d}"}))
+        objects.append(
+            node(
+                f"node-{i:05d}",
+                gpus=GPUS_PER_NODE,
+                cpu="96",
+                memory="1024Gi",
+                labels={"rack": f"rack-{rack:04d}", "block": f"block-{rack // BLOCK_RACKS:03d}"},
+            )
+        )
         capacity.append(GPUS_PER_NODE - rng.choices((0, 1, 2), (0.4, 0.4, 0.2))[0])
     target = int(nodes * GPUS_PER_NODE * fill)
     cursors: dict[int, int] = {}
@@ -67,24 +73,63 @@ def synthetic_cluster(nodes: int, *, seed: int = 7, fill: float = 0.9) -> list[d
         grouped = size > 1 or rng.random() < 0.5
         started = _stamp(rng.uniform(60, 48 * 3600))
         if grouped:
-            objects.append(podgroup(name, namespace=NAMESPACE, min_count=size, priority=priority, mode=mode,
-                                    priority_class=f"tier-{tier}"))
+            objects.append(
+                podgroup(
+                    name,
+                    namespace=NAMESPACE,
+                    min_count=size,
+                    priority=priority,
+                    mode=mode,
+                    priority_class=f"tier-{tier}",
+                )
+            )
             if mode == "single" and size > 1 and gang_id % 10 == 0:
                 objects.append(pdb(f"{name}-pdb", namespace=NAMESPACE, match_labels={"job": name}, allowed=1))
         for index, node_index in enumerate(placed):
-            objects.append(pod(f"{name}-{index}", namespace=NAMESPACE, node=f"node-{node_index:05d}", gpus=per_pod,
-                               cpu=str(per_pod * 10), memory=f"{per_pod * 100}Gi", group=name if grouped else None,
-                               priority=priority, labels={"job": name}, start=started,
-                               spec={"priorityClassName": f"tier-{tier}"}))
+            objects.append(
+                pod(
+                    f"{name}-{index}",
+                    namespace=NAMESPACE,
+                    node=f"node-{node_index:05d}",
+                    gpus=per_pod,
+                    cpu=str(per_pod * 10),
+                    memory=f"{per_pod * 100}Gi",
+                    group=name if grouped else None,
+                    priority=priority,
+                    labels={"job": name},
+                    start=started,
+                    spec={"priorityClassName": f"tier-{tier}"},
+                )
+            )
         allocated += per_pod * size
     for gpus, count, topology in PREEMPTORS:
         name = preemptor_name(gpus).split("/", 1)[1]
-        objects.append(podgroup(name, namespace=NAMESPACE, min_count=count, priority=PREEMPTOR_PRIORITY,
-                                mode="all", priority_class="preemptor", topology=topology))
+        objects.append(
+            podgroup(
+                name,
+                namespace=NAMESPACE,
+                min_count=count,
+                priority=PREEMPTOR_PRIORITY,
+                mode="all",
+                priority_class="preemptor",
+                topology=topology,
+            )
+        )
         for index in range(count):
-            objects.append(pod(f"{name}-{index}", namespace=NAMESPACE, gpus=8, cpu="80", memory="800Gi", group=name,
-                               priority=PREEMPTOR_PRIORITY, created=_stamp(30), start=None,
-                               spec={"priorityClassName": "preemptor"}))
+            objects.append(
+                pod(
+                    f"{name}-{index}",
+                    namespace=NAMESPACE,
+                    gpus=8,
+                    cpu="80",
+                    memory="800Gi",
+                    group=name,
+                    priority=PREEMPTOR_PRIORITY,
+                    created=_stamp(30),
+                    start=None,
+                    spec={"priorityClassName": "preemptor"},
+                )
+            )
     return objects
 
 

@@ -5,12 +5,19 @@ Each ``parse_*`` raises ``ValueError("field: problem")``; ``snapshot.py`` prefix
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 from .resources import parse_resource_list, pod_requests
-from .selectors import (LabelSelector, NodeSelectorTerm, Taint, Toleration, parse_label_selector,
-                        parse_node_selector_terms)
+from .selectors import (
+    LabelSelector,
+    NodeSelectorTerm,
+    Taint,
+    Toleration,
+    parse_label_selector,
+    parse_node_selector_terms,
+)
 
 PREEMPT = "PreemptLowerPriority"
 NEVER = "Never"
@@ -85,7 +92,7 @@ def _preemption_policy(value: Any, where: str) -> str | None:
 
 
 class Meta:
-    __slots__ = ("name", "namespace", "labels", "annotations", "uid", "created", "deleting")
+    __slots__ = ("annotations", "created", "deleting", "labels", "name", "namespace", "uid")
 
     def __init__(self, raw: Any, namespaced: bool) -> None:
         meta = _map(raw, "metadata")
@@ -109,7 +116,7 @@ class Meta:
 
 
 class Node:
-    __slots__ = ("name", "labels", "allocatable", "ready", "cordoned", "taints")
+    __slots__ = ("allocatable", "cordoned", "labels", "name", "ready", "taints")
 
     def __init__(self, obj: Mapping) -> None:
         meta = Meta(obj.get("metadata"), namespaced=False)
@@ -165,14 +172,34 @@ def _host_ports(spec: Mapping) -> tuple[tuple[str, str, int], ...]:
                     raise ValueError(f"spec.{field}[{i}].ports[{j}]: expected an object")
                 host_port = _int(port.get("hostPort"), f"spec.{field}[{i}].ports[{j}].hostPort", minimum=0)
                 if host_port:
-                    ports.append((str(port.get("protocol") or "TCP"), str(port.get("hostIP") or ""), host_port))
+                    ports.append(
+                        (str(port.get("protocol") or "TCP"), str(port.get("hostIP") or ""), host_port)
+                    )
     return tuple(ports)
 
 
 class Pod:
-    __slots__ = ("key", "namespace", "name", "uid", "labels", "node_name", "active", "group_name",
-                 "priority", "priority_class", "preemption_policy", "requests", "node_selector",
-                 "affinity_terms", "tolerations", "host_ports", "uses_pod_affinity", "start_time", "created")
+    __slots__ = (
+        "active",
+        "affinity_terms",
+        "created",
+        "group_name",
+        "host_ports",
+        "key",
+        "labels",
+        "name",
+        "namespace",
+        "node_name",
+        "node_selector",
+        "preemption_policy",
+        "priority",
+        "priority_class",
+        "requests",
+        "start_time",
+        "tolerations",
+        "uid",
+        "uses_pod_affinity",
+    )
 
     def __init__(self, obj: Mapping) -> None:
         meta = Meta(obj.get("metadata"), namespaced=True)
@@ -198,7 +225,8 @@ class Pod:
         self.affinity_terms: list[NodeSelectorTerm] | None = None
         if required is not None:
             self.affinity_terms = parse_node_selector_terms(
-                required, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
+                required, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            )
         self.uses_pod_affinity = bool(affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
         self.tolerations = _tolerations(spec)
         self.host_ports = _host_ports(spec)
@@ -206,8 +234,11 @@ class Pod:
 
     def placement_signature(self) -> tuple:
         """Everything but resources that decides which nodes may host the pod (cache key)."""
-        affinity = None if self.affinity_terms is None else tuple(
-            (tuple(t.expressions), tuple(t.fields)) for t in self.affinity_terms)
+        affinity = (
+            None
+            if self.affinity_terms is None
+            else tuple((tuple(t.expressions), tuple(t.fields)) for t in self.affinity_terms)
+        )
         return (tuple(sorted(self.node_selector.items())), affinity, self.tolerations)
 
 
@@ -235,13 +266,32 @@ def _disruption_mode(raw: Any, where: str) -> str:
 class Group:
     """A PodGroup or a CompositePodGroup (same fields that matter to preemption)."""
 
-    __slots__ = ("kind", "key", "namespace", "name", "policy", "min_count", "disruption", "priority",
-                 "priority_class", "preemption_policy", "topology_key", "parent", "uid")
+    __slots__ = (
+        "disruption",
+        "key",
+        "kind",
+        "min_count",
+        "name",
+        "namespace",
+        "parent",
+        "policy",
+        "preemption_policy",
+        "priority",
+        "priority_class",
+        "topology_key",
+        "uid",
+    )
 
     def __init__(self, obj: Mapping, kind: str) -> None:
         meta = Meta(obj.get("metadata"), namespaced=True)
         spec = _map(obj.get("spec"), "spec")
-        self.kind, self.key, self.namespace, self.name, self.uid = kind, meta.key, meta.namespace, meta.name, meta.uid
+        self.kind, self.key, self.namespace, self.name, self.uid = (
+            kind,
+            meta.key,
+            meta.namespace,
+            meta.name,
+            meta.uid,
+        )
         count_field = "minCount" if kind == "PodGroup" else "minGroupCount"
         policy_raw = spec.get("schedulingPolicy")
         if policy_raw is None and kind == "CompositePodGroup":
@@ -249,16 +299,18 @@ class Group:
         self.policy, details = _one_of(policy_raw, "spec.schedulingPolicy", ("basic", "gang"))
         self.min_count = 1
         if self.policy == "gang":
-            self.min_count = _int(details.get(count_field), f"spec.schedulingPolicy.gang.{count_field}", minimum=1)
+            self.min_count = _int(
+                details.get(count_field), f"spec.schedulingPolicy.gang.{count_field}", minimum=1
+            )
             if self.min_count is None:
                 raise ValueError(f"spec.schedulingPolicy.gang.{count_field}: required")
         self.disruption = _disruption_mode(spec.get("disruptionMode"), "spec.disruptionMode")
         self.priority = _int(spec.get("priority"), "spec.priority")
         self.priority_class = _opt_str(spec.get("priorityClassName"), "spec.priorityClassName")
         annotation = meta.annotations.get(POLICY_ANNOTATION)
-        self.preemption_policy = (
-            _preemption_policy(annotation, f"metadata.annotations[{POLICY_ANNOTATION}]")
-            or _preemption_policy(spec.get("preemptionPolicy"), "spec.preemptionPolicy"))
+        self.preemption_policy = _preemption_policy(
+            annotation, f"metadata.annotations[{POLICY_ANNOTATION}]"
+        ) or _preemption_policy(spec.get("preemptionPolicy"), "spec.preemptionPolicy")
         constraints = _map(spec.get("schedulingConstraints"), "spec.schedulingConstraints")
         topology = constraints.get("topology") or []
         if not isinstance(topology, list):
@@ -273,7 +325,7 @@ class Group:
 
 
 class DisruptionBudget:
-    __slots__ = ("key", "namespace", "selector", "allowed", "disrupted")
+    __slots__ = ("allowed", "disrupted", "key", "namespace", "selector")
 
     def __init__(self, obj: Mapping) -> None:
         meta = Meta(obj.get("metadata"), namespaced=True)
@@ -285,7 +337,7 @@ class DisruptionBudget:
 
 
 class PriorityClass:
-    __slots__ = ("name", "value", "global_default", "preemption_policy")
+    __slots__ = ("global_default", "name", "preemption_policy", "value")
 
     def __init__(self, obj: Mapping) -> None:
         meta = Meta(obj.get("metadata"), namespaced=False)
@@ -315,7 +367,13 @@ class Workload:
             if not isinstance(templates, list):
                 raise ValueError(f"spec.{field}: expected a list")
             if len(templates) > self.MAX_TEMPLATES:
-                raise ValueError(f"spec.{field}: at most {self.MAX_TEMPLATES} templates, got {len(templates)}")
+                raise ValueError(
+                    f"spec.{field}: at most {self.MAX_TEMPLATES} templates, got {len(templates)}"
+                )
             for i, template in enumerate(templates):
-                if not isinstance(template, dict) or not isinstance(template.get("name"), str) or not template["name"]:
+                if (
+                    not isinstance(template, dict)
+                    or not isinstance(template.get("name"), str)
+                    or not template["name"]
+                ):
                     raise ValueError(f"spec.{field}[{i}].name: required")

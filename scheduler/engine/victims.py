@@ -9,7 +9,8 @@ suffix of that list and never needs sorting again.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,16 +21,32 @@ if TYPE_CHECKING:
     from .snapshot import Snapshot
 
 RANK = {"Pod": 1, "PodGroup": 2, "CompositePodGroup": 3}
-__all__ = ["RANK", "NO_VICTIM_PRIORITY", "Unit", "UnitIndex", "victim_cost"]
+__all__ = ["NO_VICTIM_PRIORITY", "RANK", "Unit", "UnitIndex", "victim_cost"]
 
 
 class Unit:
     """One victim: preempted (or reprieved) as a whole."""
 
-    __slots__ = ("index", "kind", "namespace", "name", "type_rank", "priority", "pods", "node_req", "node_req_t",
-                 "earliest_start", "tiebreak", "gpus", "gpu_seconds", "pdb_pods")
+    __slots__ = (
+        "earliest_start",
+        "gpu_seconds",
+        "gpus",
+        "index",
+        "kind",
+        "name",
+        "namespace",
+        "node_req",
+        "node_req_t",
+        "pdb_pods",
+        "pods",
+        "priority",
+        "tiebreak",
+        "type_rank",
+    )
 
-    def __init__(self, kind: str, namespace: str, name: str, type_rank: int, priority: int, pods: list[int]) -> None:
+    def __init__(
+        self, kind: str, namespace: str, name: str, type_rank: int, priority: int, pods: list[int]
+    ) -> None:
         self.kind, self.namespace, self.name = kind, namespace, name
         self.type_rank, self.priority, self.pods = type_rank, priority, pods
         self.index = -1
@@ -47,7 +64,7 @@ class Unit:
 
 
 class UnitIndex:
-    def __init__(self, snapshot: "Snapshot") -> None:
+    def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         pods = snapshot.pods
         by_ancestor: dict[tuple[str, str], list[int]] = {}
@@ -62,7 +79,9 @@ class UnitIndex:
                         top_all = ancestor
             if top_all is None:
                 rank = RANK["PodGroup"] if pod.group_name else RANK["Pod"]  # the KEP's ranking quirk
-                singles.append(Unit("Pod", pod.namespace, pod.name, rank, snapshot.pod_priority[pod_idx], [pod_idx]))
+                singles.append(
+                    Unit("Pod", pod.namespace, pod.name, rank, snapshot.pod_priority[pod_idx], [pod_idx])
+                )
             else:
                 by_ancestor.setdefault((top_all.kind, top_all.key), []).append(pod_idx)
         units = singles
@@ -76,8 +95,10 @@ class UnitIndex:
         gpu_per_pod = snap.gpus(snap.pod_req).tolist() if len(snap.pods) else []
         started = [pod.start_time for pod in snap.pods]
         # GPU-seconds a pod has run (lost if it is evicted now); pods without a start time lose nothing.
-        lost = [g * (snap.now - t if snap.now > t else 0.0) if t is not None else 0.0
-                for g, t in zip(gpu_per_pod, started)]
+        lost = [
+            g * (snap.now - t if snap.now > t else 0.0) if t is not None else 0.0
+            for g, t in zip(gpu_per_pod, started)
+        ]
         uids = [pod.uid for pod in snap.pods]
         pod_node = snap.pod_node.tolist()
         pod_pdbs = self._pod_pdbs()
@@ -115,12 +136,17 @@ class UnitIndex:
         held = np.flatnonzero(self.pod_unit >= 0)
         self.pod_unit_priority[held] = self.priorities[self.pod_unit[held]]
         # One row per (unit, node) it occupies: lets whole-domain questions about units run in numpy.
-        entries = sorted(((unit.index, node, req) for unit in units for node, req in unit.node_req.items()),
-                         key=lambda e: e[1])
+        entries = sorted(
+            ((unit.index, node, req) for unit in units for node, req in unit.node_req.items()),
+            key=lambda e: e[1],
+        )
         self.entry_unit = np.array([e[0] for e in entries], dtype=np.int64)
         self.entry_node = np.array([e[1] for e in entries], dtype=np.int64)
-        self.entry_req = (np.array([e[2] for e in entries], dtype=np.int64) if entries
-                          else np.zeros((0, len(snap.resources)), dtype=np.int64))
+        self.entry_req = (
+            np.array([e[2] for e in entries], dtype=np.int64)
+            if entries
+            else np.zeros((0, len(snap.resources)), dtype=np.int64)
+        )
         # Entries are sorted by node: node n owns entries[entry_start[n]:entry_start[n + 1]].
         self.entry_start = np.searchsorted(self.entry_node, np.arange(len(snap.nodes) + 1))
         self._released: dict[int, np.ndarray] = {}
@@ -157,8 +183,11 @@ class UnitIndex:
             possible = list(unkeyed.get(pod.namespace, ()))
             for label in pod.labels.items():
                 possible += keyed.get((pod.namespace, *label), ())
-            matches = sorted(i for i in set(possible)
-                             if pod.name not in snap.pdbs[i].disrupted and snap.pdbs[i].selector.matches(pod.labels))
+            matches = sorted(
+                i
+                for i in set(possible)
+                if pod.name not in snap.pdbs[i].disrupted and snap.pdbs[i].selector.matches(pod.labels)
+            )
             if matches:
                 out[pod_idx] = matches
         return out
@@ -182,8 +211,9 @@ class UnitIndex:
             if len(idx):
                 nodes = snap.pod_node[idx]
                 for col in range(cached.shape[1]):
-                    cached[:, col] = np.bincount(nodes, weights=snap.pod_req[idx, col],
-                                                 minlength=len(snap.nodes)).astype(np.int64)
+                    cached[:, col] = np.bincount(
+                        nodes, weights=snap.pod_req[idx, col], minlength=len(snap.nodes)
+                    ).astype(np.int64)
             self._released[preemptor_priority] = cached
         return cached
 
@@ -223,5 +253,11 @@ def victim_cost(index: UnitIndex, unit_ids: Iterable[int]) -> Cost:
     if not units:
         return NO_VICTIM_COST
     violations = sum(index.count_violations(units)) if index.pod_pdbs else 0
-    return Cost(violations, max(u.priority for u in units), sum(u.priority for u in units), len(units),
-                sum(len(u.pods) for u in units), round(sum(u.gpu_seconds for u in units), 3))
+    return Cost(
+        violations,
+        max(u.priority for u in units),
+        sum(u.priority for u in units),
+        len(units),
+        sum(len(u.pods) for u in units),
+        round(sum(u.gpu_seconds for u in units), 3),
+    )

@@ -18,8 +18,8 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -67,8 +67,14 @@ class KubeCluster:
         self._watch_client = self._new_client(len(self.resources) + 2)
         self._listeners: list[Listener] = []
         self._reflectors = {
-            r: Reflector(self._watch_client, r, namespace=namespace, watch_timeout=watch_timeout,
-                         request_timeout=timeout, listener=self._notify)
+            r: Reflector(
+                self._watch_client,
+                r,
+                namespace=namespace,
+                watch_timeout=watch_timeout,
+                request_timeout=timeout,
+                listener=self._notify,
+            )
             for r in self.resources
         }
         self._started = False
@@ -92,18 +98,23 @@ class KubeCluster:
 
     # ----- construction
     @classmethod
-    def from_kubeconfig(cls, path: str | Path | None = None, *, context: str | None = None,
-                        **kwargs: object) -> "KubeCluster":
+    def from_kubeconfig(
+        cls, path: str | Path | None = None, *, context: str | None = None, **kwargs: object
+    ) -> KubeCluster:
         configuration = client.Configuration()
         try:
-            config.load_kube_config(config_file=str(path) if path else None, context=context,
-                                    client_configuration=configuration, persist_config=False)
+            config.load_kube_config(
+                config_file=str(path) if path else None,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
         except (config.ConfigException, OSError, ValueError, TypeError) as exc:
             raise ClusterError(f"cannot load kubeconfig {path or '$KUBECONFIG'}: {exc}") from exc
         return cls(configuration, **kwargs)  # type: ignore[arg-type]
 
     @classmethod
-    def in_cluster(cls, **kwargs: object) -> "KubeCluster":
+    def in_cluster(cls, **kwargs: object) -> KubeCluster:
         configuration = client.Configuration()
         try:
             config.load_incluster_config(client_configuration=configuration)
@@ -112,14 +123,14 @@ class KubeCluster:
         return cls(configuration, **kwargs)  # type: ignore[arg-type]
 
     @classmethod
-    def from_environment(cls, **kwargs: object) -> "KubeCluster":
+    def from_environment(cls, **kwargs: object) -> KubeCluster:
         """In-cluster service account when present, else ``$KUBECONFIG`` / ``~/.kube/config``."""
         if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
             return cls.in_cluster(**kwargs)
         return cls.from_kubeconfig(os.environ.get("KUBECONFIG"), **kwargs)
 
     # ----- informers
-    def start(self, *, wait: bool = True, timeout: float = 30.0) -> "KubeCluster":
+    def start(self, *, wait: bool = True, timeout: float = 30.0) -> KubeCluster:
         """Start the informers; with ``wait``, return once every kind is listed (ClusterError after
         ``timeout``, informers stopped again)."""
         self._api()
@@ -143,7 +154,7 @@ class KubeCluster:
         self.api_client.close()
         self._watch_client.close()
 
-    def __enter__(self) -> "KubeCluster":
+    def __enter__(self) -> KubeCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -214,11 +225,16 @@ class KubeCluster:
         selector = f"reason={reason}" if reason else None
         try:
             if namespace or self.namespace:
-                response = api.list_namespaced_event(namespace or self.namespace, field_selector=selector,
-                                                     _request_timeout=self.timeout, _preload_content=False)
+                response = api.list_namespaced_event(
+                    namespace or self.namespace,
+                    field_selector=selector,
+                    _request_timeout=self.timeout,
+                    _preload_content=False,
+                )
             else:
-                response = api.list_event_for_all_namespaces(field_selector=selector, _request_timeout=self.timeout,
-                                                             _preload_content=False)
+                response = api.list_event_for_all_namespaces(
+                    field_selector=selector, _request_timeout=self.timeout, _preload_content=False
+                )
             return [stamp(EVENTS_V1, e) for e in read_json(response).get("items") or []]
         except (ApiException, *writes.TRANSPORT_ERRORS) as exc:
             writes.raise_cluster_error("listing events", exc)
@@ -227,7 +243,8 @@ class KubeCluster:
     def get_pod(self, namespace: str, name: str) -> KubeObject | None:
         try:
             response = client.CoreV1Api(self._api()).read_namespaced_pod(
-                name, namespace, _request_timeout=self.timeout, _preload_content=False)
+                name, namespace, _request_timeout=self.timeout, _preload_content=False
+            )
             return stamp(PODS, read_json(response))
         except ApiException as exc:
             if exc.status == 404:
@@ -244,7 +261,9 @@ class KubeCluster:
     def create_object(self, obj: KubeObject) -> bool:
         return writes.create_object(self._api(), obj, timeout=self.timeout)
 
-    def evict(self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False) -> EvictionResult:
+    def evict(
+        self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False
+    ) -> EvictionResult:
         return writes.evict(self._api(), namespace, name, uid=uid, dry_run=dry_run, timeout=self.timeout)
 
     def delete_pod(self, namespace: str, name: str, *, uid: str, dry_run: bool = False) -> EvictionResult:
@@ -262,17 +281,29 @@ class KubeCluster:
         involved = self._cached_uid(event.involved_kind, event.namespace, event.involved_name)
         related = None
         if event.related_kind and event.related_name:
-            related = self._cached_uid(event.related_kind, event.related_namespace or event.namespace,
-                                       event.related_name)
-        writes.record_event(self._api(), event, controller=self.controller, instance=self.instance,
-                            timeout=self.timeout, involved_uid=involved, related_uid=related)
+            related = self._cached_uid(
+                event.related_kind, event.related_namespace or event.namespace, event.related_name
+            )
+        writes.record_event(
+            self._api(),
+            event,
+            controller=self.controller,
+            instance=self.instance,
+            timeout=self.timeout,
+            involved_uid=involved,
+            related_uid=related,
+        )
 
     def set_podgroup_condition(
         self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
     ) -> None:
         writes.set_podgroup_condition(
-            self._api(), namespace, name,
-            {"type": type_, "status": status, "reason": reason, "message": message}, timeout=self.timeout)
+            self._api(),
+            namespace,
+            name,
+            {"type": type_, "status": status, "reason": reason, "message": message},
+            timeout=self.timeout,
+        )
 
     def _cached_uid(self, kind: str, namespace: str, name: str) -> str | None:
         for resource, reflector in self._reflectors.items():

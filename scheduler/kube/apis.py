@@ -8,7 +8,8 @@ keeps fields the 37.x models do not know.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kubernetes import client
 
@@ -29,23 +30,37 @@ from .resources import (
 _LISTERS: dict[Resource, tuple[type, str, str | None]] = {
     NODES: (client.CoreV1Api, "list_node", None),
     PODS: (client.CoreV1Api, "list_pod_for_all_namespaces", "list_namespaced_pod"),
-    PODGROUPS: (client.SchedulingV1beta1Api, "list_pod_group_for_all_namespaces", "list_namespaced_pod_group"),
+    PODGROUPS: (
+        client.SchedulingV1beta1Api,
+        "list_pod_group_for_all_namespaces",
+        "list_namespaced_pod_group",
+    ),
     WORKLOADS: (client.SchedulingV1beta1Api, "list_workload_for_all_namespaces", "list_namespaced_workload"),
-    COMPOSITE_PODGROUPS: (client.SchedulingV1alpha3Api, "list_composite_pod_group_for_all_namespaces",
-                          "list_namespaced_composite_pod_group"),
-    PDBS: (client.PolicyV1Api, "list_pod_disruption_budget_for_all_namespaces",
-           "list_namespaced_pod_disruption_budget"),
+    COMPOSITE_PODGROUPS: (
+        client.SchedulingV1alpha3Api,
+        "list_composite_pod_group_for_all_namespaces",
+        "list_namespaced_composite_pod_group",
+    ),
+    PDBS: (
+        client.PolicyV1Api,
+        "list_pod_disruption_budget_for_all_namespaces",
+        "list_namespaced_pod_disruption_budget",
+    ),
     PRIORITY_CLASSES: (client.SchedulingV1Api, "list_priority_class", None),
     EVENTS_V1: (client.EventsV1Api, "list_event_for_all_namespaces", "list_namespaced_event"),
-    RESOURCE_CLAIMS: (client.ResourceV1Api, "list_resource_claim_for_all_namespaces",
-                      "list_namespaced_resource_claim"),
+    RESOURCE_CLAIMS: (
+        client.ResourceV1Api,
+        "list_resource_claim_for_all_namespaces",
+        "list_namespaced_resource_claim",
+    ),
 }
 
 LIST_PAGE_SIZE = 500
 
 
-def list_function(api_client: client.ApiClient, resource: Resource, namespace: str | None = None
-                  ) -> Callable[..., Any]:
+def list_function(
+    api_client: client.ApiClient, resource: Resource, namespace: str | None = None
+) -> Callable[..., Any]:
     api_class, all_name, namespaced_name = _LISTERS[resource]
     api = api_class(api_client)
     if namespace and namespaced_name:
@@ -71,20 +86,29 @@ def read_json(response: Any) -> Any:
 
 def discard(response: Any) -> None:
     try:
-        response.data
+        _ = response.data  # reading it drains the body, so the connection can be reused
     finally:
         response.release_conn()
 
 
-def list_raw(api_client: client.ApiClient, resource: Resource, *, namespace: str | None = None,
-             timeout: float | tuple[float, float] = 30.0) -> tuple[list[dict], str]:
+def list_raw(
+    api_client: client.ApiClient,
+    resource: Resource,
+    *,
+    namespace: str | None = None,
+    timeout: float | tuple[float, float] = 30.0,
+) -> tuple[list[dict], str]:
     """Every object of ``resource`` (paged), stamped with apiVersion/kind, and the list resourceVersion."""
     fn = list_function(api_client, resource, namespace)
     items: list[dict] = []
     token: str | None = None
     resource_version = ""
     while True:
-        kwargs: dict[str, Any] = {"limit": LIST_PAGE_SIZE, "_preload_content": False, "_request_timeout": timeout}
+        kwargs: dict[str, Any] = {
+            "limit": LIST_PAGE_SIZE,
+            "_preload_content": False,
+            "_request_timeout": timeout,
+        }
         if token:
             kwargs["_continue"] = token
         page = read_json(fn(**kwargs))

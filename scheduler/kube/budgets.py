@@ -33,9 +33,12 @@ def matching_budgets(pod: dict, budgets: list[dict]) -> list[dict]:
     """The PodDisruptionBudgets among ``budgets`` whose selector selects ``pod`` (same namespace)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
-    return [pdb for pdb in budgets
-            if (pdb.get("metadata") or {}).get("namespace") == meta.get("namespace")
-            and label_selector_matches((pdb.get("spec") or {}).get("selector"), labels)]
+    return [
+        pdb
+        for pdb in budgets
+        if (pdb.get("metadata") or {}).get("namespace") == meta.get("namespace")
+        and label_selector_matches((pdb.get("spec") or {}).get("selector"), labels)
+    ]
 
 
 def spends_budget(pod: dict, pdb: dict, status: dict) -> bool:

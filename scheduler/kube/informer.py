@@ -13,7 +13,8 @@ import random
 import socket
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -83,8 +84,9 @@ class Reflector:
     def start(self) -> None:
         if self._thread is None:
             self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name=f"reflector-{self.resource.plural}",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name=f"reflector-{self.resource.plural}", daemon=True
+            )
             self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -121,8 +123,12 @@ class Reflector:
                 if exc.status == 410 or "Too large resource version" in str(exc.reason or ""):
                     self.expired += 1
                     need_list = True
-                    log.info("%s: cannot watch from %s (%s), listing again", self.resource.plural,
-                             self.resource_version, exc.reason)
+                    log.info(
+                        "%s: cannot watch from %s (%s), listing again",
+                        self.resource.plural,
+                        self.resource_version,
+                        exc.reason,
+                    )
                     continue
                 delay = self._failed(exc, delay)
             except Exception as exc:  # connection refused/reset, timeouts, truncated streams
@@ -133,13 +139,16 @@ class Reflector:
             return delay
         self.failures += 1
         self.last_error = f"{type(exc).__name__}: {exc}"[:500]
-        log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.resource.plural, self.last_error, delay)
+        log.warning(
+            "%s: list/watch failed (%s); retrying in %.1fs", self.resource.plural, self.last_error, delay
+        )
         self._stop.wait(delay * random.uniform(0.8, 1.2))
         return min(delay * 2, self._backoff[1])
 
     def relist(self) -> None:
-        items, resource_version = list_raw(self._api_client, self.resource, namespace=self._namespace,
-                                           timeout=self._request_timeout)
+        items, resource_version = list_raw(
+            self._api_client, self.resource, namespace=self._namespace, timeout=self._request_timeout
+        )
         fresh = {object_key(o): o for o in items}
         with self._lock:
             previous, self._objects = self._objects, fresh
@@ -153,7 +162,9 @@ class Reflector:
                     self._listener("DELETED", self.resource, obj)
             for key, obj in fresh.items():
                 old = previous.get(key)
-                if old is None or old["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
+                if old is None or old["metadata"].get("resourceVersion") != obj["metadata"].get(
+                    "resourceVersion"
+                ):
                     self._listener("ADDED" if old is None else "MODIFIED", self.resource, obj)
             self._listener("RELIST", self.resource, None)
 
@@ -183,8 +194,10 @@ class Reflector:
                 event = json.loads(line)
                 if event.get("type") == "ERROR":
                     status = event.get("object") or {}
-                    raise ApiException(status=int(status.get("code") or 500),
-                                       reason=f"{status.get('reason')}: {status.get('message')}")
+                    raise ApiException(
+                        status=int(status.get("code") or 500),
+                        reason=f"{status.get('reason')}: {status.get('message')}",
+                    )
                 self._apply(event)
                 received += 1
         finally:

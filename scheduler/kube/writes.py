@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import urllib3
@@ -23,11 +23,11 @@ PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 def now_rfc3339() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def now_micro() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def status_message(exc: ApiException) -> str:
@@ -44,8 +44,15 @@ def status_message(exc: ApiException) -> str:
 TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError, socket.timeout)
 
 
-def evict(api_client: client.ApiClient, namespace: str, name: str, *, dry_run: bool, timeout: Timeout,
-          uid: str | None = None) -> EvictionResult:
+def evict(
+    api_client: client.ApiClient,
+    namespace: str,
+    name: str,
+    *,
+    dry_run: bool,
+    timeout: Timeout,
+    uid: str | None = None,
+) -> EvictionResult:
     """POST pods/{name}/eviction (policy/v1), with ``preconditions.uid`` when given. API answers become the
     result; transport failures become 503 (no answer) or 504 (timed out), both retryable: a retried
     eviction of a pod that is already gone answers 404, which counts as done."""
@@ -55,23 +62,46 @@ def evict(api_client: client.ApiClient, namespace: str, name: str, *, dry_run: b
         metadata=client.V1ObjectMeta(name=name, namespace=namespace),
         delete_options=_delete_options(uid, dry_run),
     )
-    return _answer(namespace, name, dry_run, lambda: client.CoreV1Api(api_client).create_namespaced_pod_eviction(
-        name, namespace, body, dry_run="All" if dry_run else None, _request_timeout=timeout, _preload_content=False))
+    return _answer(
+        namespace,
+        name,
+        dry_run,
+        lambda: client.CoreV1Api(api_client).create_namespaced_pod_eviction(
+            name,
+            namespace,
+            body,
+            dry_run="All" if dry_run else None,
+            _request_timeout=timeout,
+            _preload_content=False,
+        ),
+    )
 
 
-def delete_pod(api_client: client.ApiClient, namespace: str, name: str, *, uid: str, dry_run: bool,
-               timeout: Timeout) -> EvictionResult:
+def delete_pod(
+    api_client: client.ApiClient, namespace: str, name: str, *, uid: str, dry_run: bool, timeout: Timeout
+) -> EvictionResult:
     """DELETE the pod with ``preconditions.uid`` (kube-scheduler's way of removing a victim: no budget)."""
-    return _answer(namespace, name, dry_run, lambda: client.CoreV1Api(api_client).delete_namespaced_pod(
-        name, namespace, body=_delete_options(uid, dry_run), dry_run="All" if dry_run else None,
-        _request_timeout=timeout, _preload_content=False))
+    return _answer(
+        namespace,
+        name,
+        dry_run,
+        lambda: client.CoreV1Api(api_client).delete_namespaced_pod(
+            name,
+            namespace,
+            body=_delete_options(uid, dry_run),
+            dry_run="All" if dry_run else None,
+            _request_timeout=timeout,
+            _preload_content=False,
+        ),
+    )
 
 
 def _delete_options(uid: str | None, dry_run: bool) -> client.V1DeleteOptions | None:
     if not uid and not dry_run:
         return None
-    return client.V1DeleteOptions(dry_run=["All"] if dry_run else None,
-                                  preconditions=client.V1Preconditions(uid=uid) if uid else None)
+    return client.V1DeleteOptions(
+        dry_run=["All"] if dry_run else None, preconditions=client.V1Preconditions(uid=uid) if uid else None
+    )
 
 
 def _answer(namespace: str, name: str, dry_run: bool, call) -> EvictionResult:
@@ -82,7 +112,7 @@ def _answer(namespace: str, name: str, dry_run: bool, call) -> EvictionResult:
         return EvictionResult(namespace, name, code, "", dry_run)
     except ApiException as exc:
         return EvictionResult(namespace, name, int(exc.status or 500), status_message(exc), dry_run)
-    except (urllib3.exceptions.TimeoutError, socket.timeout) as exc:
+    except (TimeoutError, urllib3.exceptions.TimeoutError) as exc:
         return EvictionResult(namespace, name, 504, f"no answer in time: {exc}", dry_run)
     except TRANSPORT_ERRORS as exc:
         return EvictionResult(namespace, name, 503, f"API server unreachable: {exc}", dry_run)
@@ -94,18 +124,40 @@ def raise_cluster_error(what: str, exc: Exception) -> None:
     raise ClusterError(f"{what}: {type(exc).__name__}: {exc}", code=0) from exc
 
 
-def mark_disruption_target(api_client: client.ApiClient, namespace: str, name: str, message: str, *,
-                           timeout: Timeout, reason: str = PREEMPTION_BY_SCHEDULER) -> None:
+def mark_disruption_target(
+    api_client: client.ApiClient,
+    namespace: str,
+    name: str,
+    message: str,
+    *,
+    timeout: Timeout,
+    reason: str = PREEMPTION_BY_SCHEDULER,
+) -> None:
     """Strategic-merge the ``DisruptionTarget=True`` condition into the pod status (conditions merge by
     type). A pod already gone needs no mark."""
-    patch = {"status": {"conditions": [{
-        "type": DISRUPTION_TARGET, "status": "True", "reason": reason, "message": message,
-        "lastTransitionTime": now_rfc3339(),
-    }]}}
+    patch = {
+        "status": {
+            "conditions": [
+                {
+                    "type": DISRUPTION_TARGET,
+                    "status": "True",
+                    "reason": reason,
+                    "message": message,
+                    "lastTransitionTime": now_rfc3339(),
+                }
+            ]
+        }
+    }
     try:
-        discard(client.CoreV1Api(api_client).patch_namespaced_pod_status(
-            name, namespace, patch, _request_timeout=timeout, _preload_content=False,
-        ))
+        discard(
+            client.CoreV1Api(api_client).patch_namespaced_pod_status(
+                name,
+                namespace,
+                patch,
+                _request_timeout=timeout,
+                _preload_content=False,
+            )
+        )
     except ApiException as exc:
         if exc.status != 404:
             raise_cluster_error(f"marking pod {namespace}/{name} as disruption target", exc)
@@ -125,8 +177,16 @@ def _reference(kind: str, namespace: str | None, name: str, uid: str | None = No
     return ref
 
 
-def record_event(api_client: client.ApiClient, event: ClusterEvent, *, controller: str, instance: str,
-                 timeout: Timeout, involved_uid: str | None = None, related_uid: str | None = None) -> dict:
+def record_event(
+    api_client: client.ApiClient,
+    event: ClusterEvent,
+    *,
+    controller: str,
+    instance: str,
+    timeout: Timeout,
+    involved_uid: str | None = None,
+    related_uid: str | None = None,
+) -> dict:
     """Create an ``events.k8s.io/v1`` Event, as kube-scheduler's recorder does (``regarding`` the victim,
     ``related`` the preemptor). ``event.extra`` may set ``action`` and other Event fields."""
     extra = dict(event.extra)
@@ -141,24 +201,37 @@ def record_event(api_client: client.ApiClient, event: ClusterEvent, *, controlle
         "reason": event.reason,
         "note": event.message[:1024],
         "type": event.type,
-        "regarding": _reference(event.involved_kind, event.namespace, event.involved_name,
-                                extra.pop("involved_uid", involved_uid)),
+        "regarding": _reference(
+            event.involved_kind, event.namespace, event.involved_name, extra.pop("involved_uid", involved_uid)
+        ),
     }
     if event.related_kind and event.related_name:
-        body["related"] = _reference(event.related_kind, event.related_namespace or event.namespace,
-                                     event.related_name, extra.pop("related_uid", related_uid))
+        body["related"] = _reference(
+            event.related_kind,
+            event.related_namespace or event.namespace,
+            event.related_name,
+            extra.pop("related_uid", related_uid),
+        )
     body.update(extra)
     try:
         response = client.EventsV1Api(api_client).create_namespaced_event(
-            event.namespace, body, _request_timeout=timeout, _preload_content=False)
+            event.namespace, body, _request_timeout=timeout, _preload_content=False
+        )
         return read_json(response)
     except (ApiException, *TRANSPORT_ERRORS) as exc:
         raise_cluster_error(f"recording event {event.reason} on {event.namespace}/{event.involved_name}", exc)
         raise  # unreachable; keeps type checkers calm
 
 
-def set_podgroup_condition(api_client: client.ApiClient, namespace: str, name: str, condition: dict[str, str],
-                           *, timeout: Timeout, attempts: int = 3) -> bool:
+def set_podgroup_condition(
+    api_client: client.ApiClient,
+    namespace: str,
+    name: str,
+    condition: dict[str, str],
+    *,
+    timeout: Timeout,
+    attempts: int = 3,
+) -> bool:
     """Upsert one PodGroup status condition. ``lastTransitionTime`` moves only when the status changes,
     so the current condition is read first and the patch carries its resourceVersion (409 -> read again).
     Returns False when the PodGroup is gone."""
@@ -166,8 +239,11 @@ def set_podgroup_condition(api_client: client.ApiClient, namespace: str, name: s
     what = f"setting condition {condition['type']} on PodGroup {namespace}/{name}"
     for attempt in range(attempts):
         try:
-            current = read_json(api.read_namespaced_pod_group_status(
-                name, namespace, _request_timeout=timeout, _preload_content=False))
+            current = read_json(
+                api.read_namespaced_pod_group_status(
+                    name, namespace, _request_timeout=timeout, _preload_content=False
+                )
+            )
         except ApiException as exc:
             if exc.status == 404:
                 return False
@@ -178,17 +254,23 @@ def set_podgroup_condition(api_client: client.ApiClient, namespace: str, name: s
         old = next((c for c in conditions if c.get("type") == condition["type"]), None)
         new = dict(condition)
         new["lastTransitionTime"] = (
-            old["lastTransitionTime"] if old and old.get("status") == new["status"] and old.get(
-                "lastTransitionTime") else now_rfc3339()
+            old["lastTransitionTime"]
+            if old and old.get("status") == new["status"] and old.get("lastTransitionTime")
+            else now_rfc3339()
         )
         new.setdefault("observedGeneration", (current.get("metadata") or {}).get("generation", 0))
         if old and all(old.get(k) == v for k, v in new.items()):
             return True
-        patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                 "status": {"conditions": [new]}}
+        patch = {
+            "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+            "status": {"conditions": [new]},
+        }
         try:
-            discard(api.patch_namespaced_pod_group_status(name, namespace, patch, _request_timeout=timeout,
-                                                          _preload_content=False))
+            discard(
+                api.patch_namespaced_pod_group_status(
+                    name, namespace, patch, _request_timeout=timeout, _preload_content=False
+                )
+            )
             return True
         except ApiException as exc:
             if exc.status == 404:
@@ -218,11 +300,23 @@ def create_object(api_client: client.ApiClient, obj: dict[str, Any], *, timeout:
     try:
         if resource.namespaced:
             response = api.create_namespaced_custom_object(
-                resource.group, resource.version, meta.get("namespace") or "default", resource.plural, obj,
-                _request_timeout=timeout, _preload_content=False)
+                resource.group,
+                resource.version,
+                meta.get("namespace") or "default",
+                resource.plural,
+                obj,
+                _request_timeout=timeout,
+                _preload_content=False,
+            )
         else:
-            response = api.create_cluster_custom_object(resource.group, resource.version, resource.plural, obj,
-                                                        _request_timeout=timeout, _preload_content=False)
+            response = api.create_cluster_custom_object(
+                resource.group,
+                resource.version,
+                resource.plural,
+                obj,
+                _request_timeout=timeout,
+                _preload_content=False,
+            )
         discard(response)
         return True
     except ApiException as exc:
@@ -234,20 +328,39 @@ def create_object(api_client: client.ApiClient, obj: dict[str, Any], *, timeout:
     return False
 
 
-def read_object(api_client: client.ApiClient, api_version: str, kind: str, namespace: str | None, name: str, *,
-                timeout: Timeout) -> dict[str, Any] | None:
+def read_object(
+    api_client: client.ApiClient,
+    api_version: str,
+    kind: str,
+    namespace: str | None,
+    name: str,
+    *,
+    timeout: Timeout,
+) -> dict[str, Any] | None:
     """GET one object of any API group; None when it (or its whole resource type, e.g. a CRD that is not
     installed) does not exist."""
     api, resource = _custom_api(api_client, api_version, kind)
     what = f"reading {kind} {namespace or ''}/{name}"
     try:
         if resource.namespaced:
-            response = api.get_namespaced_custom_object(resource.group, resource.version, namespace or "default",
-                                                        resource.plural, name, _request_timeout=timeout,
-                                                        _preload_content=False)
+            response = api.get_namespaced_custom_object(
+                resource.group,
+                resource.version,
+                namespace or "default",
+                resource.plural,
+                name,
+                _request_timeout=timeout,
+                _preload_content=False,
+            )
         else:
-            response = api.get_cluster_custom_object(resource.group, resource.version, resource.plural, name,
-                                                     _request_timeout=timeout, _preload_content=False)
+            response = api.get_cluster_custom_object(
+                resource.group,
+                resource.version,
+                resource.plural,
+                name,
+                _request_timeout=timeout,
+                _preload_content=False,
+            )
         found = read_json(response)
     except ApiException as exc:
         if exc.status == 404:

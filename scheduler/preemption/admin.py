@@ -40,7 +40,16 @@ class ViewOnlyInline(ViewOnly, admin.TabularInline):
 
 class PlanInline(ViewOnlyInline):
     model = Plan
-    fields = ("source", "policy", "feasible", "domain", "victim_units", "evicted_pods", "evicted_gpus", "reason")
+    fields = (
+        "source",
+        "policy",
+        "feasible",
+        "domain",
+        "victim_units",
+        "evicted_pods",
+        "evicted_gpus",
+        "reason",
+    )
     readonly_fields = fields
     show_change_link = True
 
@@ -61,8 +70,19 @@ class PreemptionRequestAdmin(ViewOnlyAdmin):
 
 @admin.register(Plan)
 class PlanAdmin(ViewOnlyAdmin):
-    list_display = ("id", "request", "source", "policy", "feasible", "victim_units", "evicted_pods",
-                    "evicted_gpus", "lost_gpu_seconds", "planning_seconds", "created_at")
+    list_display = (
+        "id",
+        "request",
+        "source",
+        "policy",
+        "feasible",
+        "victim_units",
+        "evicted_pods",
+        "evicted_gpus",
+        "lost_gpu_seconds",
+        "planning_seconds",
+        "created_at",
+    )
     list_filter = ("source", "policy", "feasible")
     inlines = [EvictionInline]
 

@@ -9,8 +9,8 @@ left alone.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from scheduler.cluster import KubeObject, object_key
 from scheduler.engine import parse_snapshot
@@ -31,7 +31,6 @@ class StuckGang:
         return f"{self.namespace}/{self.name}"
 
 
-
 def _pending_since(pod: KubeObject) -> float | None:
     """When the pod became unschedulable (PodScheduled=False), else when it was created."""
     for condition in (pod.get("status") or {}).get("conditions") or []:
@@ -45,10 +44,16 @@ def _pending_since(pod: KubeObject) -> float | None:
 def _is_pending(pod: KubeObject) -> bool:
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     phase = (pod.get("status") or {}).get("phase")
-    return not spec.get("nodeName") and not meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed")
+    return (
+        not spec.get("nodeName")
+        and not meta.get("deletionTimestamp")
+        and phase not in ("Succeeded", "Failed")
+    )
 
 
-def unschedulable_gangs(objects: Iterable[KubeObject], *, now: float, grace_seconds: float) -> list[StuckGang]:
+def unschedulable_gangs(
+    objects: Iterable[KubeObject], *, now: float, grace_seconds: float
+) -> list[StuckGang]:
     objects = list(objects)
     snapshot = parse_snapshot(objects)
     oldest_pending: dict[str, float | None] = {}

@@ -36,5 +36,8 @@ def publish(event_type: str, payload: dict[str, Any]) -> None:
     global _warned
     if not _warned:
         _warned = True
-        logger.warning("no publisher is connected to the pipeline's events (scheduler.preemption.events.connect); "
-                       "dropping %r and every later event", event_type)
+        logger.warning(
+            "no publisher is connected to the pipeline's events (scheduler.preemption.events.connect); "
+            "dropping %r and every later event",
+            event_type,
+        )

@@ -25,8 +25,9 @@ from typing import Any
 from django.conf import settings
 
 from scheduler.cluster import KubeObject
-from scheduler.engine import (DEFAULT_POLICY, Plan as EnginePlan, best_plan, can_shard, domain_shards, parse_snapshot,
-                              plan as engine_plan)
+from scheduler.engine import DEFAULT_POLICY, best_plan, can_shard, domain_shards, parse_snapshot
+from scheduler.engine import Plan as EnginePlan
+from scheduler.engine import plan as engine_plan
 from scheduler.engine.subsnapshot import SnapshotCutter, parse_cut
 from scheduler.preemption.planning import PlanResult, PodFacts, plan_cost, pod_facts
 
@@ -55,8 +56,9 @@ def shard_id(domains: list[str | None]) -> str:
     return hashlib.sha1(json.dumps(domains).encode()).hexdigest()[:16]
 
 
-def deal(objects: list[KubeObject], podgroup: str, parts: int,
-         policy: str = DEFAULT_POLICY) -> tuple[list[list[str | None]], dict[str, dict]]:
+def deal(
+    objects: list[KubeObject], podgroup: str, parts: int, policy: str = DEFAULT_POLICY
+) -> tuple[list[list[str | None]], dict[str, dict]]:
     """The non-empty domain shards and each one's sub-snapshot cut, by ``shard_id``."""
     snapshot = parse_snapshot(objects)
     shards = [s for s in domain_shards(snapshot, podgroup, parts, policy) if s]
@@ -106,7 +108,9 @@ class Stashed:
     def cut(self, domains: list[str | None]) -> dict[str, Any]:
         data = _redis().get(f"{self.key}:{shard_id(domains)}")
         if data is None:
-            raise LookupError(f"sub-snapshot {self.key} of {len(domains)} domain(s) expired before it was planned")
+            raise LookupError(
+                f"sub-snapshot {self.key} of {len(domains)} domain(s) expired before it was planned"
+            )
         return _unpack(data)
 
 
@@ -131,8 +135,12 @@ def plan_shard(stashed: Stashed, podgroup: str, policy: str, domains: list[str |
         "plan": plan,
         "domains": domains,
         # Rank inputs from the engine's own object (its placement, even for an infeasible plan).
-        "rank": {"feasible": bool(result.feasible), "placement": result.placement, "domain": result.domain,
-                 "cost": list(result.cost)},
+        "rank": {
+            "feasible": bool(result.feasible),
+            "placement": result.placement,
+            "domain": result.domain,
+            "cost": list(result.cost),
+        },
         "cost": plan_cost(plan, result),
         "pods": {key: [f.uid, f.node, f.gpus] for key, f in pod_facts(snapshot, plan["evictions"]).items()},
         "seconds": time.perf_counter() - started,
@@ -144,9 +152,17 @@ def merge(payloads: list[dict[str, Any]], started: float) -> PlanResult:
     contenders = []
     for payload in payloads:
         rank, plan = payload["rank"], payload["plan"]
-        contenders.append(EnginePlan(pod_group=plan["podGroup"], policy=plan["policy"], feasible=rank["feasible"],
-                                     reason=plan["reason"], placement=rank["placement"], domain=rank["domain"],
-                                     cost=tuple(rank["cost"])))
+        contenders.append(
+            EnginePlan(
+                pod_group=plan["podGroup"],
+                policy=plan["policy"],
+                feasible=rank["feasible"],
+                reason=plan["reason"],
+                placement=rank["placement"],
+                domain=rank["domain"],
+                cost=tuple(rank["cost"]),
+            )
+        )
     winner = payloads[contenders.index(best_plan(contenders))]
     pods = {key: PodFacts(*facts) for key, facts in winner["pods"].items()}
     return PlanResult(winner["plan"], winner["cost"], pods, time.time() - started)

@@ -15,8 +15,8 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Iterable, Iterator
 
 from django.conf import settings
 
@@ -25,9 +25,7 @@ logger = logging.getLogger(__name__)
 KEY_PREFIX = "gangweb:lock:"
 
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
-_REFRESH = (
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end"
-)
+_REFRESH = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end"
 
 
 class LockBusy(Exception):
@@ -178,12 +176,16 @@ class Lease:
             raise Stopped(self._stopped)
         left = self.remaining()
         if left <= margin:
-            raise LockLost(f"node locks are certain for {left:.1f} s more, less than the {margin:.1f} s an "
-                           "API call may take")
+            raise LockLost(
+                f"node locks are certain for {left:.1f} s more, less than the {margin:.1f} s an "
+                "API call may take"
+            )
 
 
 @contextmanager
-def hold(keys: Iterable[str], *, ttl: float | None = None, wait: float = 5.0, owner: str = "") -> Iterator[Lease]:
+def hold(
+    keys: Iterable[str], *, ttl: float | None = None, wait: float = 5.0, owner: str = ""
+) -> Iterator[Lease]:
     """Hold every key (sorted acquisition), refreshed by a heartbeat; raise LockBusy after ``wait`` s.
 
     Yields a ``Lease``. A refresh that fails (Redis unreachable) is retried every second; one that

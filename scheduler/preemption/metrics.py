@@ -43,7 +43,7 @@ EVICTIONS = Counter(
 )
 
 
-def observe_plan(plan: "Plan", planning_seconds: float) -> None:
+def observe_plan(plan: Plan, planning_seconds: float) -> None:
     if plan.source != "engine":
         return
     PLAN_DURATION.observe(planning_seconds)
@@ -71,5 +71,6 @@ def serve_worker_metrics(port: int) -> None:
         multiprocess.MultiProcessCollector(registry)
     else:
         logging.getLogger(__name__).warning(
-            "PROMETHEUS_MULTIPROC_DIR is not set: samples of prefork pool processes will be missing")
+            "PROMETHEUS_MULTIPROC_DIR is not set: samples of prefork pool processes will be missing"
+        )
     start_http_server(port, registry=registry)

@@ -45,8 +45,13 @@ REQUEST_TRANSITIONS: dict[str, frozenset[str]] = {
     ),
     # planned -> infeasible: the plan breaks a disruption budget and GANGWEB_PDB_POLICY=respect.
     RequestState.PLANNED: frozenset(
-        {RequestState.EXECUTING, RequestState.OBSERVED, RequestState.FAILED, RequestState.INFEASIBLE,
-         RequestState.SUPERSEDED}
+        {
+            RequestState.EXECUTING,
+            RequestState.OBSERVED,
+            RequestState.FAILED,
+            RequestState.INFEASIBLE,
+            RequestState.SUPERSEDED,
+        }
     ),
     RequestState.EXECUTING: frozenset(
         {RequestState.SUCCEEDED, RequestState.FAILED, RequestState.INFEASIBLE, RequestState.SUPERSEDED}
@@ -179,7 +184,12 @@ EVICTION_TRANSITIONS: dict[str, frozenset[str]] = {
     ),
     # dry_run_ok -> dry_run_ok|dry_run_refused: dry-run again when resuming before any real eviction.
     EvictionState.DRY_RUN_OK: frozenset(
-        {EvictionState.DRY_RUN_OK, EvictionState.DRY_RUN_REFUSED, EvictionState.EVICTING, EvictionState.FAILED}
+        {
+            EvictionState.DRY_RUN_OK,
+            EvictionState.DRY_RUN_REFUSED,
+            EvictionState.EVICTING,
+            EvictionState.FAILED,
+        }
     ),
     EvictionState.DRY_RUN_REFUSED: frozenset(),
     # evicting -> evicting: one more attempt (429/5xx) while finishing a unit.
@@ -214,7 +224,9 @@ class Eviction(models.Model):
     class Meta:
         ordering = ["plan_id", "victim_unit", "namespace", "name"]
         constraints = [
-            models.UniqueConstraint(fields=["plan", "namespace", "name"], name="one_eviction_per_pod_per_plan")
+            models.UniqueConstraint(
+                fields=["plan", "namespace", "name"], name="one_eviction_per_pod_per_plan"
+            )
         ]
 
     def __str__(self) -> str:

@@ -15,15 +15,23 @@ import copy
 import logging
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Any, Iterable
+from typing import Any
 
 from django.utils import timezone
 
 from scheduler.cluster import Cluster, KubeObject, ListsEvents, object_key
 from scheduler.engine import parse_snapshot
 from scheduler.preemption import ledger, planning
-from scheduler.preemption.models import Eviction, EvictionState, Mode, PlanSource, PreemptionRequest, RequestState
+from scheduler.preemption.models import (
+    Eviction,
+    EvictionState,
+    Mode,
+    PlanSource,
+    PreemptionRequest,
+    RequestState,
+)
 from scheduler.preemption.runtime import mode_for
 
 logger = logging.getLogger(__name__)
@@ -45,12 +53,17 @@ def _event_parts(event: KubeObject) -> tuple[dict, dict, str]:
 def observed_victims(objects: Iterable[KubeObject]) -> dict[str, str | None]:
     """Victim pod key -> preemptor PodGroup key (None when no event names it)."""
     objects = list(objects)
-    uid_to_group = {(o.get("metadata") or {}).get("uid"): object_key(o) for o in objects if o.get("kind") == "PodGroup"}
+    uid_to_group = {
+        (o.get("metadata") or {}).get("uid"): object_key(o) for o in objects if o.get("kind") == "PodGroup"
+    }
     victims: dict[str, str | None] = {}
     for pod in (o for o in objects if o.get("kind") == "Pod"):
         for condition in (pod.get("status") or {}).get("conditions") or []:
-            if (condition.get("type") == "DisruptionTarget" and condition.get("status") == "True"
-                    and condition.get("reason") == PREEMPTION_BY_SCHEDULER):
+            if (
+                condition.get("type") == "DisruptionTarget"
+                and condition.get("status") == "True"
+                and condition.get("reason") == PREEMPTION_BY_SCHEDULER
+            ):
                 victims.setdefault(object_key(pod), None)
     for event in (o for o in objects if o.get("kind") == "Event" and o.get("reason") == "Preempted"):
         if event.get("reportingController") == GANGWEB_CONTROLLER:
@@ -84,8 +97,9 @@ def state_before(objects: list[KubeObject], victims: set[str], preemptor: str) -
         if obj.get("kind") == "Pod":
             key = object_key(obj)
             spec = obj.get("spec") or {}
-            in_gang = (obj.get("metadata") or {}).get("namespace") == namespace and \
-                (spec.get("schedulingGroup") or {}).get("podGroupName") == name
+            in_gang = (obj.get("metadata") or {}).get("namespace") == namespace and (
+                spec.get("schedulingGroup") or {}
+            ).get("podGroupName") == name
             if key in victims or in_gang:
                 obj = copy.deepcopy(obj)
                 if key in victims:
@@ -101,9 +115,13 @@ def state_before(objects: list[KubeObject], victims: set[str], preemptor: str) -
 
 def _request_for(preemptor: str) -> tuple[PreemptionRequest, bool]:
     namespace, _, name = preemptor.partition("/")
-    recent = (PreemptionRequest.objects.filter(namespace=namespace, name=name, mode=Mode.OBSERVE,
-                                               created_at__gte=timezone.now() - ATTACH_WINDOW)
-              .order_by("-created_at").first())
+    recent = (
+        PreemptionRequest.objects.filter(
+            namespace=namespace, name=name, mode=Mode.OBSERVE, created_at__gte=timezone.now() - ATTACH_WINDOW
+        )
+        .order_by("-created_at")
+        .first()
+    )
     if recent is not None:
         return recent, False
     return ledger.open_request(namespace, name, mode=Mode.OBSERVE, trigger="kube-scheduler preempted for it")
@@ -112,7 +130,9 @@ def _request_for(preemptor: str) -> tuple[PreemptionRequest, bool]:
 def _gangweb_evicted(pod_key: str) -> bool:
     namespace, _, name = pod_key.partition("/")
     return Eviction.objects.filter(
-        namespace=namespace, name=name, plan__source=PlanSource.ENGINE,
+        namespace=namespace,
+        name=name,
+        plan__source=PlanSource.ENGINE,
         state__in=(EvictionState.EVICTING, EvictionState.EVICTED),
     ).exists()
 
@@ -121,7 +141,8 @@ def _already_recorded(pod_keys: list[str]) -> set[tuple[str, str]]:
     """(pod key, UID) pairs already in a ``kube-scheduler`` plan: conditions and events outlive one pass."""
     names = {key.partition("/")[2] for key in pod_keys}
     rows = Eviction.objects.filter(plan__source=PlanSource.KUBE_SCHEDULER, name__in=names).values_list(
-        "namespace", "name", "pod_uid")
+        "namespace", "name", "pod_uid"
+    )
     return {(f"{namespace}/{name}", uid) for namespace, name, uid in rows}
 
 
@@ -129,7 +150,9 @@ def record_observations(objects: list[KubeObject]) -> list[str]:
     """Put newly seen kube-scheduler preemptions in the ledger; returns the victim pods recorded."""
     victims = observed_victims(objects)
     by_preemptor: dict[str, list[str]] = defaultdict(list)
-    uids = {object_key(o): (o.get("metadata") or {}).get("uid") or "" for o in objects if o.get("kind") == "Pod"}
+    uids = {
+        object_key(o): (o.get("metadata") or {}).get("uid") or "" for o in objects if o.get("kind") == "Pod"
+    }
     seen = _already_recorded([key for key, preemptor in victims.items() if preemptor])
     for pod_key, preemptor in victims.items():
         if preemptor is None or (pod_key, uids.get(pod_key, "")) in seen:
@@ -172,10 +195,21 @@ def _plan_counterfactual(request_id: int, before: list[KubeObject]) -> None:
     try:
         result = planning.compute(before, request.podgroup, request.policy)
     except Exception as exc:
-        logger.warning("observe: could not plan the counterfactual", extra={"request": request_id, "error": str(exc)})
+        logger.warning(
+            "observe: could not plan the counterfactual", extra={"request": request_id, "error": str(exc)}
+        )
         ledger.finish(request_id, RequestState.FAILED, f"could not compute gangweb's plan: {exc}")
         return
-    ledger.record_plan(request_id, result.plan, cost=result.cost, pods=result.pods,
-                       planning_seconds=result.seconds, planned_by="observe")
-    ledger.finish(request_id, RequestState.OBSERVED,
-                  "observe mode: kube-scheduler preempted; gangweb's plan for the same state is recorded beside it")
+    ledger.record_plan(
+        request_id,
+        result.plan,
+        cost=result.cost,
+        pods=result.pods,
+        planning_seconds=result.seconds,
+        planned_by="observe",
+    )
+    ledger.finish(
+        request_id,
+        RequestState.OBSERVED,
+        "observe mode: kube-scheduler preempted; gangweb's plan for the same state is recorded beside it",
+    )

@@ -12,7 +12,9 @@ from datetime import timedelta
 from typing import Any
 
 from scheduler.cluster import Cluster, FreshSnapshots, KubeObject, object_key
-from scheduler.engine import Plan as EnginePlan, Snapshot, parse_snapshot, plan as engine_plan
+from scheduler.engine import Plan as EnginePlan
+from scheduler.engine import Snapshot, parse_snapshot
+from scheduler.engine import plan as engine_plan
 
 
 def fresh_objects(cluster: Cluster) -> list[KubeObject]:
@@ -45,8 +47,11 @@ def pod_facts(snapshot: Snapshot, pod_keys: list[str]) -> dict[str, PodFacts]:
         if index is None:
             continue
         pod = snapshot.pods[index]
-        facts[key] = PodFacts(uid=pod.uid if pod.uid != pod.key else "", node=pod.node_name or "",
-                              gpus=int(snapshot.gpus(snapshot.pod_req[index])))
+        facts[key] = PodFacts(
+            uid=pod.uid if pod.uid != pod.key else "",
+            node=pod.node_name or "",
+            gpus=int(snapshot.gpus(snapshot.pod_req[index])),
+        )
     return facts
 
 
@@ -70,7 +75,9 @@ def compute(objects: list[KubeObject], podgroup: str, policy: str) -> PlanResult
     result = engine_plan(snapshot, podgroup, policy=policy)
     seconds = time.perf_counter() - started
     plan = result.to_dict()
-    return PlanResult(plan, plan_cost(plan, result), pod_facts(snapshot, plan.get("evictions") or []), seconds)
+    return PlanResult(
+        plan, plan_cost(plan, result), pod_facts(snapshot, plan.get("evictions") or []), seconds
+    )
 
 
 def reserve_room(objects: list[KubeObject], podgroup: str) -> list[KubeObject]:
@@ -90,10 +97,14 @@ def reserve_room(objects: list[KubeObject], podgroup: str) -> list[KubeObject]:
     since = timezone.now() - timedelta(seconds=settings.GANGWEB_RESERVATION_SECONDS)
     namespace, _, name = podgroup.partition("/")
     placements: dict[str, str] = {}
-    recent = (Plan.objects.filter(source=PlanSource.ENGINE, request__state=RequestState.SUCCEEDED,
-                                  request__finished_at__gte=since)
-              .exclude(request__namespace=namespace, request__name=name)
-              .order_by("created_at").values_list("placement", flat=True))
+    recent = (
+        Plan.objects.filter(
+            source=PlanSource.ENGINE, request__state=RequestState.SUCCEEDED, request__finished_at__gte=since
+        )
+        .exclude(request__namespace=namespace, request__name=name)
+        .order_by("created_at")
+        .values_list("placement", flat=True)
+    )
     for placement in recent:
         placements.update(placement or {})
     if not placements:

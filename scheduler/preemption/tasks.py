@@ -43,15 +43,18 @@ def detect_unschedulable_gangs() -> dict:
     """Open one request per gang that stays unschedulable; record what kube-scheduler preempted."""
     try:
         objects = get_cluster().snapshot_objects()
-        stuck = detection.unschedulable_gangs(objects, now=time.time(),
-                                              grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS)
+        stuck = detection.unschedulable_gangs(
+            objects, now=time.time(), grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
+        )
     except (ClusterError, SnapshotError) as exc:
         # The next beat tries again; one line in the log, not a traceback every ten seconds.
         logger.error("cannot read the cluster snapshot; no gang detected", extra={"error": str(exc)})
         return {"opened": [], "observed": [], "error": str(exc)}
     opened = []
     for gang in stuck:
-        if ledger.cooling_down(gang.namespace, gang.name, pause_seconds=settings.GANGWEB_REQUEST_COOLDOWN_SECONDS):
+        if ledger.cooling_down(
+            gang.namespace, gang.name, pause_seconds=settings.GANGWEB_REQUEST_COOLDOWN_SECONDS
+        ):
             continue
         with transaction.atomic():
             request, created = ledger.open_request(
@@ -60,8 +63,11 @@ def detect_unschedulable_gangs() -> dict:
             if created:
                 opened.append(request.pk)
                 _after_commit(plan_request, request.pk)
-    observed = (observe.record_observations(objects + observe.preemption_events(get_cluster()))
-                if observes_any_namespace() else [])
+    observed = (
+        observe.record_observations(objects + observe.preemption_events(get_cluster()))
+        if observes_any_namespace()
+        else []
+    )
     return {"opened": opened, "observed": observed}
 
 
@@ -76,10 +82,15 @@ def plan_request(self, request_id: int) -> None:
         shards = fanout.shards_for(objects, request.podgroup, request.policy)
         if shards:
             key = fanout.stash(objects)
-            ledger.note("plan.fan_out", f"planning {sum(map(len, shards))} topology domains in {len(shards)} "
-                        "parallel tasks", request=request, data={"shards": shards})
+            ledger.note(
+                "plan.fan_out",
+                f"planning {sum(map(len, shards))} topology domains in {len(shards)} parallel tasks",
+                request=request,
+                data={"shards": shards},
+            )
             chord(plan_domains.s(key, request.podgroup, request.policy, shard) for shard in shards)(
-                merge_domain_plans.s(request_id, key, started))
+                merge_domain_plans.s(request_id, key, started)
+            )
             return
         result = planning.compute(objects, request.podgroup, request.policy)
     except SnapshotError as exc:
@@ -90,7 +101,7 @@ def plan_request(self, request_id: int) -> None:
         logger.exception("planning failed", extra={"request": request_id})
         if self.request.retries < self.max_retries:
             ledger.requeue_planning(request_id, f"planning failed, retrying: {exc}")
-            raise self.retry(exc=exc, countdown=2 ** self.request.retries) from exc
+            raise self.retry(exc=exc, countdown=2**self.request.retries) from exc
         ledger.finish(request_id, RequestState.FAILED, f"planning failed: {exc}")
         return
     after_plan(request_id, result, planned_by="single")
@@ -99,20 +110,32 @@ def plan_request(self, request_id: int) -> None:
 def after_plan(request_id: int, result: planning.PlanResult, *, planned_by: str) -> None:
     """Record the plan and start what comes next for the request's mode."""
     with transaction.atomic():
-        stored = ledger.record_plan(request_id, result.plan, cost=result.cost, pods=result.pods,
-                                    planning_seconds=result.seconds, planned_by=planned_by)
+        stored = ledger.record_plan(
+            request_id,
+            result.plan,
+            cost=result.cost,
+            pods=result.pods,
+            planning_seconds=result.seconds,
+            planned_by=planned_by,
+        )
         request = stored.request
         if request.state != RequestState.PLANNED:
             return
         if request.mode == Mode.OBSERVE:
-            ledger.finish(request_id, RequestState.OBSERVED,
-                          "observe mode: gangweb's plan is recorded beside kube-scheduler's actions, not executed")
+            ledger.finish(
+                request_id,
+                RequestState.OBSERVED,
+                "observe mode: gangweb's plan is recorded beside kube-scheduler's actions, not executed",
+            )
         elif stored.pdb_violations and settings.GANGWEB_PDB_POLICY == "respect":
             # The engine ranks budget-breaking plans last, so the best one breaking a budget means every plan
             # it found does (docs/pipeline.md, "Disruption budgets").
-            ledger.finish(request_id, RequestState.INFEASIBLE,
-                          f"every plan found breaks a disruption budget (the best one by {stored.pdb_violations} "
-                          "disruptions); GANGWEB_PDB_POLICY=respect executes only plans the budgets allow")
+            ledger.finish(
+                request_id,
+                RequestState.INFEASIBLE,
+                f"every plan found breaks a disruption budget (the best one by {stored.pdb_violations} "
+                "disruptions); GANGWEB_PDB_POLICY=respect executes only plans the budgets allow",
+            )
         else:
             _after_commit(execute_plan, request_id)
 
@@ -148,12 +171,16 @@ def execute_plan(self, request_id: int) -> str:
             ledger.finish(request_id, RequestState.FAILED, f"gave up waiting for node locks: {busy}")
             return RequestState.FAILED
         if self.request.retries == 0:
-            ledger.note("execution.waiting", f"waiting: {busy}", request=PreemptionRequest.objects.get(pk=request_id))
+            ledger.note(
+                "execution.waiting", f"waiting: {busy}", request=PreemptionRequest.objects.get(pk=request_id)
+            )
         raise self.retry(exc=busy, countdown=countdown) from busy
     except (SoftTimeLimitExceeded, locks.Stopped) as stopped:
         # Stopped between API calls, every call in flight ended: progress is in the ledger, so resume at once
         # (a large plan on a slow API server may need several task lifetimes; each makes progress).
-        logger.warning("execution stopped mid-way; resuming", extra={"request": request_id, "error": repr(stopped)})
+        logger.warning(
+            "execution stopped mid-way; resuming", extra={"request": request_id, "error": repr(stopped)}
+        )
         raise self.retry(exc=stopped, countdown=1) from stopped
     except Exception as exc:
         # API server or database trouble mid-way: the ledger holds where we were; resume later.
@@ -165,8 +192,13 @@ def execute_plan(self, request_id: int) -> str:
     if outcome.replan:
         request = PreemptionRequest.objects.get(pk=request_id)
         with transaction.atomic():
-            fresh, created = ledger.open_request(request.namespace, request.name, mode=request.mode,
-                                                 policy=request.policy, trigger=f"re-plan: {outcome.reason}")
+            fresh, created = ledger.open_request(
+                request.namespace,
+                request.name,
+                mode=request.mode,
+                policy=request.policy,
+                trigger=f"re-plan: {outcome.reason}",
+            )
             if created:
                 _after_commit(plan_request, fresh.pk)
     return outcome.state
@@ -185,11 +217,14 @@ def recover_requests() -> dict:
         else:
             resumed.append(request.pk)
             execute_plan.apply_async(args=[request.pk], expires=RECOVERY_EXPIRES)
-    for request in PreemptionRequest.objects.filter(state=RequestState.PLANNED, mode=Mode.ENFORCE,
-                                                    updated_at__lt=quiet):
+    for request in PreemptionRequest.objects.filter(
+        state=RequestState.PLANNED, mode=Mode.ENFORCE, updated_at__lt=quiet
+    ):
         resumed.append(request.pk)
         execute_plan.apply_async(args=[request.pk], expires=RECOVERY_EXPIRES)
-    for request in PreemptionRequest.objects.filter(state=RequestState.PLANNING, updated_at__lt=stale_planning):
+    for request in PreemptionRequest.objects.filter(
+        state=RequestState.PLANNING, updated_at__lt=stale_planning
+    ):
         ledger.requeue_planning(request.pk, "planning worker did not finish; planning again")
         replanned.append(request.pk)
         plan_request.apply_async(args=[request.pk], expires=RECOVERY_EXPIRES)

@@ -49,14 +49,45 @@ class Tier:
 
 
 TIERS: tuple[Tier, ...] = (
-    Tier("inference-critical", 1_000_000, "Serving replicas; preempt only as a last resort.",
-         0.12, "single", (1, 2), (2, 3, 4), (120, 400), 0.0, 1.0),
-    Tier("training-high", 100_000, "Flagship training runs.",
-         0.22, "all", (8,), (2, 4, 8), (60, 240), 0.7, 0.3),
-    Tier("training-standard", 10_000, "Team training and fine-tuning jobs.",
-         0.36, "all", (4, 8), (1, 2, 4), (30, 150), 0.4, 0.0),
-    Tier("batch-low", 1_000, "Evaluation sweeps and batch inference; first to go.",
-         0.30, "single", (1, 2, 4), (1, 2, 4, 8), (15, 90), 0.0, 0.0),
+    Tier(
+        "inference-critical",
+        1_000_000,
+        "Serving replicas; preempt only as a last resort.",
+        0.12,
+        "single",
+        (1, 2),
+        (2, 3, 4),
+        (120, 400),
+        0.0,
+        1.0,
+    ),
+    Tier(
+        "training-high", 100_000, "Flagship training runs.", 0.22, "all", (8,), (2, 4, 8), (60, 240), 0.7, 0.3
+    ),
+    Tier(
+        "training-standard",
+        10_000,
+        "Team training and fine-tuning jobs.",
+        0.36,
+        "all",
+        (4, 8),
+        (1, 2, 4),
+        (30, 150),
+        0.4,
+        0.0,
+    ),
+    Tier(
+        "batch-low",
+        1_000,
+        "Evaluation sweeps and batch inference; first to go.",
+        0.30,
+        "single",
+        (1, 2, 4),
+        (1, 2, 4, 8),
+        (15, 90),
+        0.0,
+        0.0,
+    ),
 )
 TIER_BY_CLASS = {tier.priority_class: tier for tier in TIERS}
 

@@ -22,7 +22,15 @@ from scheduler.simulation import objects
 from scheduler.simulation.binder import first_fit
 from scheduler.simulation.catalog import NODES_PER_RACK, RACKS_PER_ZONE, TIERS
 from scheduler.simulation.clock import SteppedClock, WallClock
-from scheduler.simulation.state import SimGang, SimNode, SimPod, condition, rfc3339, stable_uid, upsert_condition
+from scheduler.simulation.state import (
+    SimGang,
+    SimNode,
+    SimPod,
+    condition,
+    rfc3339,
+    stable_uid,
+    upsert_condition,
+)
 from scheduler.simulation.summary import build_summary
 from scheduler.simulation.workload import WorkloadGenerator
 
@@ -41,8 +49,14 @@ _TARGET_DEMAND = 1.3
 class SimulatedCluster:
     name = "simulated"
 
-    def __init__(self, nodes: int = 64, seed: int = 7, *, fill: float = 0.85,
-                 clock: WallClock | SteppedClock | None = None) -> None:
+    def __init__(
+        self,
+        nodes: int = 64,
+        seed: int = 7,
+        *,
+        fill: float = 0.85,
+        clock: WallClock | SteppedClock | None = None,
+    ) -> None:
         """``clock`` dates the objects: the wall clock by default, ``SteppedClock()`` for identical snapshots."""
         if nodes < 1:
             raise ValueError(f"a simulated cluster needs at least one node, got {nodes}")
@@ -76,8 +90,13 @@ class SimulatedCluster:
     def _new_node(self, index: int) -> SimNode:
         rack, slot = divmod(index, NODES_PER_RACK)
         zone = "abcdefghijklmnopqrstuvwxyz"[(rack // RACKS_PER_ZONE) % 26]
-        return SimNode(name=f"gpu-r{rack}-n{slot:02d}", rack=f"rack-{rack}", zone=f"zone-{zone}",
-                       created=self._now - 30 * 86400, resource_version=self._next_rv())
+        return SimNode(
+            name=f"gpu-r{rack}-n{slot:02d}",
+            rack=f"rack-{rack}",
+            zone=f"zone-{zone}",
+            created=self._now - 30 * 86400,
+            resource_version=self._next_rv(),
+        )
 
     def _fill(self, fill: float) -> None:
         """Start from a busy cluster: gangs already running at staggered ages, and a few that wait.
@@ -86,7 +105,10 @@ class SimulatedCluster:
         those wait from the start, the situation gangweb exists for.
         """
         for _ in range(20 * len(self._nodes)):
-            if self.allocated_gpus >= fill * self.total_gpus and len(self._waiting()) >= INITIAL_WAITING_GANGS:
+            if (
+                self.allocated_gpus >= fill * self.total_gpus
+                and len(self._waiting()) >= INITIAL_WAITING_GANGS
+            ):
                 break
             waited = self._rng.randint(1, 20)
             gang = self._workload.new_gang(self._ticks_ago(waited), -waited, self.total_gpus)
@@ -98,7 +120,10 @@ class SimulatedCluster:
                 gang.queued, gang.queued_tick = gang.created, gang.started_tick
                 for pod in self._gang_pods(gang.key):
                     pod.started = pod.created = gang.started
-            elif len(self._waiting()) <= INITIAL_WAITING_GANGS and self.allocated_gpus >= fill * self.total_gpus:
+            elif (
+                len(self._waiting()) <= INITIAL_WAITING_GANGS
+                and self.allocated_gpus >= fill * self.total_gpus
+            ):
                 self._mark_unschedulable(gang)
             else:
                 self._drop(gang)
@@ -143,7 +168,10 @@ class SimulatedCluster:
             found = self._created.get((api_version, kind, namespace or "", name))
             if found is not None:
                 return copy.deepcopy(found)
-            if (api_version, kind) == (PODGROUP_API_VERSION, "PodGroup") and f"{namespace}/{name}" in self._gangs:
+            if (api_version, kind) == (
+                PODGROUP_API_VERSION,
+                "PodGroup",
+            ) and f"{namespace}/{name}" in self._gangs:
                 return objects.podgroup_object(self._gangs[f"{namespace}/{name}"])
             if (api_version, kind) == ("v1", "Pod"):
                 return self.get_pod(namespace or "", name)
@@ -153,8 +181,12 @@ class SimulatedCluster:
         """Store ``obj`` as a real API server would (uid, resourceVersion, creation time); False when an
         object of that kind and name exists already, the simulation's own PodGroups included."""
         meta = obj.get("metadata") or {}
-        key = (str(obj.get("apiVersion", "")), str(obj.get("kind", "")), meta.get("namespace") or "",
-               str(meta.get("name") or ""))
+        key = (
+            str(obj.get("apiVersion", "")),
+            str(obj.get("kind", "")),
+            meta.get("namespace") or "",
+            str(meta.get("name") or ""),
+        )
         if not key[3]:
             raise ValueError(f"{key[1]} without metadata.name cannot be created")
         with self._lock:
@@ -162,12 +194,17 @@ class SimulatedCluster:
                 return False
             stored = copy.deepcopy(obj)
             stored_meta = stored.setdefault("metadata", {})
-            stored_meta.update(uid=stable_uid(key[1], key[2], key[3], int(self._now)),
-                               resourceVersion=str(self._next_rv()), creationTimestamp=rfc3339(self._now))
+            stored_meta.update(
+                uid=stable_uid(key[1], key[2], key[3], int(self._now)),
+                resourceVersion=str(self._next_rv()),
+                creationTimestamp=rfc3339(self._now),
+            )
             self._created[key] = stored
             return True
 
-    def evict(self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False) -> EvictionResult:
+    def evict(
+        self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False
+    ) -> EvictionResult:
         with self._lock:
             pod = self._pods.get(f"{namespace}/{name}")
             if pod is None:
@@ -176,12 +213,18 @@ class SimulatedCluster:
                 return EvictionResult(namespace, name, 409, _uid_conflict(uid, pod.uid), dry_run)
             gang = self._gangs[pod.gang_key]
             # As the API server does, budgets only guard running pods; pending ones just go.
-            if pod.running and gang.pdb_min_available is not None:
-                if self._healthy(gang) - gang.pdb_min_available <= 0:
-                    return EvictionResult(
-                        namespace, name, 429,
-                        "Cannot evict pod as it would violate the pod's disruption budget.", dry_run,
-                    )
+            if (
+                pod.running
+                and gang.pdb_min_available is not None
+                and self._healthy(gang) - gang.pdb_min_available <= 0
+            ):
+                return EvictionResult(
+                    namespace,
+                    name,
+                    429,
+                    "Cannot evict pod as it would violate the pod's disruption budget.",
+                    dry_run,
+                )
             if not dry_run:
                 self._delete_pod(pod)
                 self._changes.append(self._change("pod-evicted", gang, pod=pod.key, node=pod.node))
@@ -196,8 +239,9 @@ class SimulatedCluster:
                 return EvictionResult(namespace, name, 409, _uid_conflict(uid, pod.uid), dry_run)
             if not dry_run:
                 self._delete_pod(pod)
-                self._changes.append(self._change("pod-deleted", self._gangs[pod.gang_key], pod=pod.key,
-                                                  node=pod.node))
+                self._changes.append(
+                    self._change("pod-deleted", self._gangs[pod.gang_key], pod=pod.key, node=pod.node)
+                )
             return EvictionResult(namespace, name, 200, "", dry_run)
 
     def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
@@ -213,8 +257,14 @@ class SimulatedCluster:
     def record_event(self, event: ClusterEvent) -> None:
         with self._lock:
             self._events.append(event)
-            self._changes.append({"type": "event", "reason": event.reason, "message": event.message,
-                                  "object": f"{event.namespace}/{event.involved_name}"})
+            self._changes.append(
+                {
+                    "type": "event",
+                    "reason": event.reason,
+                    "message": event.message,
+                    "object": f"{event.namespace}/{event.involved_name}",
+                }
+            )
 
     def set_podgroup_condition(
         self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
@@ -222,8 +272,9 @@ class SimulatedCluster:
         """Upsert a PodGroup status condition; a PodGroup already gone is left alone."""
         with self._lock:
             gang = self._gangs.get(f"{namespace}/{name}")
-            if gang is not None and upsert_condition(gang.conditions,
-                                                     condition(type_, status, reason, message, self._now)):
+            if gang is not None and upsert_condition(
+                gang.conditions, condition(type_, status, reason, message, self._now)
+            ):
                 gang.resource_version = self._next_rv()
 
     # --- reading, for the dashboard --------------------------------------------------------
@@ -317,8 +368,14 @@ class SimulatedCluster:
         return k
 
     def _change(self, type_: str, gang: SimGang, **extra: Any) -> dict[str, Any]:
-        return {"type": type_, "podGroup": gang.key, "priorityClass": gang.tier.priority_class,
-                "priority": gang.tier.value, "gpus": gang.gpus, **extra}
+        return {
+            "type": type_,
+            "podGroup": gang.key,
+            "priorityClass": gang.tier.priority_class,
+            "priority": gang.tier.value,
+            "gpus": gang.gpus,
+            **extra,
+        }
 
     def _waiting(self) -> list[SimGang]:
         return [g for g in self._gangs.values() if g.started is None]
@@ -338,8 +395,14 @@ class SimulatedCluster:
 
     def _new_pod(self, gang: SimGang, index: int, created: float | None = None) -> SimPod:
         name = f"{gang.name}-{index}" if gang.attempt == 0 else f"{gang.name}-r{gang.attempt}-{index}"
-        pod = SimPod(gang.namespace, name, gang.key, index, created=self._now if created is None else created,
-                     resource_version=self._next_rv())
+        pod = SimPod(
+            gang.namespace,
+            name,
+            gang.key,
+            index,
+            created=self._now if created is None else created,
+            resource_version=self._next_rv(),
+        )
         self._pods[pod.key] = pod
         return pod
 
@@ -371,21 +434,30 @@ class SimulatedCluster:
             pod.resource_version = self._next_rv()
         if gang.started is None:
             gang.started, gang.started_tick = self._now, self._tick_count
-        upsert_condition(gang.conditions, condition(SCHEDULED, "True", "Scheduled",
-                                                    "all pods of the gang are bound", self._now))
+        upsert_condition(
+            gang.conditions,
+            condition(SCHEDULED, "True", "Scheduled", "all pods of the gang are bound", self._now),
+        )
         gang.resource_version = self._next_rv()
         return sorted(placement)
 
     def _mark_unschedulable(self, gang: SimGang) -> None:
         free = self.total_gpus - self.allocated_gpus
         where = "in any one rack" if gang.topology else "in the cluster"
-        why = f"only {free} GPUs free" if free < gang.min_count * gang.pod_gpus else f"{free} GPUs free but fragmented"
+        why = (
+            f"only {free} GPUs free"
+            if free < gang.min_count * gang.pod_gpus
+            else f"{free} GPUs free but fragmented"
+        )
         message = f"{gang.min_count} pods of {gang.pod_gpus} nvidia.com/gpu each do not fit {where} ({why})"
-        if upsert_condition(gang.conditions, condition(SCHEDULED, "False", "Unschedulable", message, self._now)):
+        if upsert_condition(
+            gang.conditions, condition(SCHEDULED, "False", "Unschedulable", message, self._now)
+        ):
             gang.resource_version = self._next_rv()
         for pod in self._gang_pods(gang.key):
-            if not pod.running and upsert_condition(pod.conditions, condition(
-                    "PodScheduled", "False", "Unschedulable", message, self._now)):
+            if not pod.running and upsert_condition(
+                pod.conditions, condition("PodScheduled", "False", "Unschedulable", message, self._now)
+            ):
                 pod.resource_version = self._next_rv()
 
 

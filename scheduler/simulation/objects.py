@@ -20,8 +20,14 @@ from scheduler.simulation.catalog import (
 from scheduler.simulation.state import SimGang, SimNode, SimPod, rfc3339, stable_uid
 
 
-def _meta(name: str, created: float, resource_version: int, namespace: str | None = None,
-          labels: dict[str, str] | None = None, kind: str = "") -> dict[str, Any]:
+def _meta(
+    name: str,
+    created: float,
+    resource_version: int,
+    namespace: str | None = None,
+    labels: dict[str, str] | None = None,
+    kind: str = "",
+) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "name": name,
         "uid": stable_uid(kind, namespace or "", name, int(created)),
@@ -52,14 +58,16 @@ def node_object(node: SimNode) -> dict[str, Any]:
         "status": {
             "capacity": dict(NODE_ALLOCATABLE),
             "allocatable": dict(NODE_ALLOCATABLE),
-            "conditions": [{
-                "type": "Ready",
-                "status": ready,
-                "reason": "KubeletReady" if node.ready else "KubeletNotReady",
-                "message": "kubelet is posting ready status" if node.ready else "kubelet stopped posting",
-                "lastHeartbeatTime": rfc3339(node.created),
-                "lastTransitionTime": rfc3339(node.created),
-            }],
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": ready,
+                    "reason": "KubeletReady" if node.ready else "KubeletNotReady",
+                    "message": "kubelet is posting ready status" if node.ready else "kubelet stopped posting",
+                    "lastHeartbeatTime": rfc3339(node.created),
+                    "lastTransitionTime": rfc3339(node.created),
+                }
+            ],
         },
     }
 
@@ -89,8 +97,14 @@ def podgroup_object(gang: SimGang) -> dict[str, Any]:
     obj: dict[str, Any] = {
         "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
-        "metadata": _meta(gang.name, gang.created, gang.resource_version, gang.namespace,
-                          {GANG_LABEL: gang.name}, kind="PodGroup"),
+        "metadata": _meta(
+            gang.name,
+            gang.created,
+            gang.resource_version,
+            gang.namespace,
+            {GANG_LABEL: gang.name},
+            kind="PodGroup",
+        ),
         "spec": spec,
     }
     if gang.conditions:
@@ -99,7 +113,11 @@ def podgroup_object(gang: SimGang) -> dict[str, Any]:
 
 
 def pod_object(pod: SimPod, gang: SimGang) -> dict[str, Any]:
-    requests = {"cpu": str(gang.cpu_per_pod), "memory": f"{gang.memory_gi_per_pod}Gi", GPU: str(gang.pod_gpus)}
+    requests = {
+        "cpu": str(gang.cpu_per_pod),
+        "memory": f"{gang.memory_gi_per_pod}Gi",
+        GPU: str(gang.pod_gpus),
+    }
     spec: dict[str, Any] = {
         "schedulingGroup": {"podGroupName": gang.name},
         "priorityClassName": gang.tier.priority_class,
@@ -107,11 +125,13 @@ def pod_object(pod: SimPod, gang: SimGang) -> dict[str, Any]:
         "schedulerName": "default-scheduler",
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 30,
-        "containers": [{
-            "name": "worker",
-            "image": "registry.example.com/gangweb/trainer:1.0",
-            "resources": {"requests": requests, "limits": {GPU: str(gang.pod_gpus)}},
-        }],
+        "containers": [
+            {
+                "name": "worker",
+                "image": "registry.example.com/gangweb/trainer:1.0",
+                "resources": {"requests": requests, "limits": {GPU: str(gang.pod_gpus)}},
+            }
+        ],
         "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
     }
     status: dict[str, Any]
@@ -143,8 +163,13 @@ def pdb_object(gang: SimGang, healthy: int, at: float) -> dict[str, Any]:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": _meta(f"{gang.name}-pdb", gang.created, gang.resource_version, gang.namespace,
-                          kind="PodDisruptionBudget"),
+        "metadata": _meta(
+            f"{gang.name}-pdb",
+            gang.created,
+            gang.resource_version,
+            gang.namespace,
+            kind="PodDisruptionBudget",
+        ),
         "spec": {"minAvailable": desired, "selector": {"matchLabels": {GANG_LABEL: gang.name}}},
         "status": {
             "observedGeneration": 1,
@@ -152,13 +177,15 @@ def pdb_object(gang: SimGang, healthy: int, at: float) -> dict[str, Any]:
             "desiredHealthy": desired,
             "expectedPods": gang.size,
             "disruptionsAllowed": allowed,
-            "conditions": [{
-                "type": "DisruptionAllowed",
-                "status": "True" if allowed > 0 else "False",
-                "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
-                "message": "",
-                "lastTransitionTime": rfc3339(at),
-                "observedGeneration": 1,
-            }],
+            "conditions": [
+                {
+                    "type": "DisruptionAllowed",
+                    "status": "True" if allowed > 0 else "False",
+                    "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
+                    "message": "",
+                    "lastTransitionTime": rfc3339(at),
+                    "observedGeneration": 1,
+                }
+            ],
         },
     }

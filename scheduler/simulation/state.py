@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.simulation.catalog import CPU_PER_GPU, GPUS_PER_NODE, MEMORY_GI_PER_GPU, Tier
@@ -23,12 +23,17 @@ def stable_uid(*parts: object) -> str:
 
 
 def rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(int(seconds), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def condition(type_: str, status: str, reason: str, message: str, at: float) -> dict[str, Any]:
-    return {"type": type_, "status": status, "reason": reason, "message": message,
-            "lastTransitionTime": rfc3339(at)}
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": rfc3339(at),
+    }
 
 
 def upsert_condition(conditions: list[dict[str, Any]], new: dict[str, Any]) -> bool:

@@ -22,8 +22,9 @@ def gang_shade(key: str) -> int:
     return zlib.crc32(key.encode()) % SHADES
 
 
-def state_totals(nodes: int, gpus: int, allocated: int, gang_rows: list[dict[str, Any]],
-                 pending: list[dict[str, Any]]) -> dict[str, int]:
+def state_totals(
+    nodes: int, gpus: int, allocated: int, gang_rows: list[dict[str, Any]], pending: list[dict[str, Any]]
+) -> dict[str, int]:
     """The ``totals`` of a ``cluster.state`` picture (shared with the picture of a real cluster)."""
     return {
         "nodes": nodes,
@@ -36,8 +37,9 @@ def state_totals(nodes: int, gpus: int, allocated: int, gang_rows: list[dict[str
     }
 
 
-def build_summary(nodes: list[SimNode], gangs: dict[str, SimGang], pods: dict[str, SimPod],
-                  now: float, tick: int) -> dict[str, Any]:
+def build_summary(
+    nodes: list[SimNode], gangs: dict[str, SimGang], pods: dict[str, SimPod], now: float, tick: int
+) -> dict[str, Any]:
     gang_ids: dict[str, int] = {}
     gang_rows: list[dict[str, Any]] = []
     pods_by_gang: dict[str, list[SimPod]] = {}
@@ -47,20 +49,22 @@ def build_summary(nodes: list[SimNode], gangs: dict[str, SimGang], pods: dict[st
     for key, gang in sorted(gangs.items(), key=lambda kv: (-kv[1].tier.value, kv[1].created, kv[0])):
         members = pods_by_gang.get(key, [])
         gang_ids[key] = len(gang_rows)
-        gang_rows.append({
-            "podGroup": key,
-            "priorityClass": gang.tier.priority_class,
-            "priority": gang.tier.value,
-            "tier": TIER_INDEX[gang.tier.priority_class],
-            "shade": gang_shade(key),
-            "disruption": gang.tier.disruption,
-            "topology": gang.topology,
-            "pods": gang.size,
-            "podGpus": gang.pod_gpus,
-            "gpus": gang.gpus,
-            "runningPods": sum(1 for p in members if p.running),
-            "state": "running" if gang.started is not None else "pending",
-        })
+        gang_rows.append(
+            {
+                "podGroup": key,
+                "priorityClass": gang.tier.priority_class,
+                "priority": gang.tier.value,
+                "tier": TIER_INDEX[gang.tier.priority_class],
+                "shade": gang_shade(key),
+                "disruption": gang.tier.disruption,
+                "topology": gang.topology,
+                "pods": gang.size,
+                "podGpus": gang.pod_gpus,
+                "gpus": gang.gpus,
+                "runningPods": sum(1 for p in members if p.running),
+                "state": "running" if gang.started is not None else "pending",
+            }
+        )
 
     racks: dict[str, dict[str, Any]] = {}
     pod_gang = {key: pod.gang_key for key, pod in pods.items()}
@@ -75,16 +79,28 @@ def build_summary(nodes: list[SimNode], gangs: dict[str, SimGang], pods: dict[st
             if gang_id is not None:
                 allocated_by_tier[gang_rows[gang_id]["tier"]] += 1
                 pod_gpus.setdefault(owner, []).append(index)
-        rack["nodes"].append({"name": node.name, "ready": node.ready, "gpus": owners,
-                              "pods": [{"pod": key, "gpus": idx} for key, idx in pod_gpus.items()]})
+        rack["nodes"].append(
+            {
+                "name": node.name,
+                "ready": node.ready,
+                "gpus": owners,
+                "pods": [{"pod": key, "gpus": idx} for key, idx in pod_gpus.items()],
+            }
+        )
 
     pending = []
     for key, gang in gangs.items():
         waiting_pods = [p for p in pods_by_gang.get(key, []) if not p.running]
         if gang.started is not None or not waiting_pods:
             continue
-        reason = next((c["message"] for c in gang.conditions
-                       if c["type"] == "PodGroupInitiallyScheduled" and c["status"] == "False"), "")
+        reason = next(
+            (
+                c["message"]
+                for c in gang.conditions
+                if c["type"] == "PodGroupInitiallyScheduled" and c["status"] == "False"
+            ),
+            "",
+        )
         pending.append({"gang": gang_ids[key], "waitingSeconds": int(now - gang.queued), "reason": reason})
     pending.sort(key=lambda row: row["gang"])
 
@@ -94,8 +110,15 @@ def build_summary(nodes: list[SimNode], gangs: dict[str, SimGang], pods: dict[st
         "cluster": "simulated",
         "time": rfc3339(now),
         "tick": tick,
-        "tiers": [{"priorityClass": t.priority_class, "priority": t.value, "disruption": t.disruption,
-                   "allocatedGpus": allocated_by_tier[i]} for i, t in enumerate(TIERS)],
+        "tiers": [
+            {
+                "priorityClass": t.priority_class,
+                "priority": t.value,
+                "disruption": t.disruption,
+                "allocatedGpus": allocated_by_tier[i],
+            }
+            for i, t in enumerate(TIERS)
+        ],
         "gangs": gang_rows,
         "racks": list(racks.values()),
         "pending": pending,

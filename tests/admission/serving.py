@@ -35,7 +35,9 @@ class ServiceConnection(http.client.HTTPSConnection):
     """Dials 127.0.0.1 and verifies the certificate for the Service name, as kube-apiserver does; like any
     HTTPSConnection it connects again by itself after the server closed the connection."""
 
-    def __init__(self, port: int, context: ssl.SSLContext, hostname: str = HOSTNAME, timeout: float = 10) -> None:
+    def __init__(
+        self, port: int, context: ssl.SSLContext, hostname: str = HOSTNAME, timeout: float = 10
+    ) -> None:
         super().__init__("127.0.0.1", port, context=context, timeout=timeout)
         self.service_hostname = hostname
 
@@ -48,15 +50,22 @@ class ServiceConnection(http.client.HTTPSConnection):
 
 
 class Server:
-    def __init__(self, directory: Path, port: int, process: subprocess.Popen, client: tuple[Path, Path] | None = None):
+    def __init__(
+        self, directory: Path, port: int, process: subprocess.Popen, client: tuple[Path, Path] | None = None
+    ):
         self.directory, self.port, self.process = directory, port, process
         self.client = client  # (certificate, key) this test client presents, if any
 
     def ca(self) -> bytes:
         return (self.directory / certs.CA_CERT).read_bytes()
 
-    def connection(self, ca_pem: bytes | None = None, hostname: str = HOSTNAME,
-                   client: tuple[Path, Path] | None | bool = True, timeout: float = 10) -> ServiceConnection:  # fmt: skip
+    def connection(
+        self,
+        ca_pem: bytes | None = None,
+        hostname: str = HOSTNAME,
+        client: tuple[Path, Path] | bool | None = True,
+        timeout: float = 10,
+    ) -> ServiceConnection:
         """A verified TLS connection, connected; ``client``: True for the server's default client certificate,
         None for none, or a (certificate, key) pair."""
         context = tls_context(ca_pem or self.ca())
@@ -74,22 +83,50 @@ class Server:
         return response.status, json.loads(response.read())
 
 
-def start_server(directory: Path, *args: str, workers: int = 2, env: dict | None = None,
-                 ready_path: str = "/healthz", client: tuple[Path, Path] | None = None) -> Server:
+def start_server(
+    directory: Path,
+    *args: str,
+    workers: int = 2,
+    env: dict | None = None,
+    ready_path: str = "/healthz",
+    client: tuple[Path, Path] | None = None,
+) -> Server:
     """``webhook serve`` on a free port, with DATABASE_URL and REDIS_URL at closed ports; returns once
     ``ready_path`` answers 200 (over a connection presenting ``client``, a certificate and key, if given)."""
     port = closed_port()
-    env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed_port()}/gangweb",
-           "REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0", "SECRET_KEY": "test-only", "GANGWEB_DEMO": "0",
-           **(env or {})}  # fmt: skip
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed_port()}/gangweb",
+        "REDIS_URL": f"redis://127.0.0.1:{closed_port()}/0",
+        "SECRET_KEY": "test-only",
+        "GANGWEB_DEMO": "0",
+        **(env or {}),
+    }
     # A file, not a pipe: a pipe nobody reads fills up (64 KiB) and then blocks the server mid-log.
     log = (directory / "server.log").open("ab")
     process = subprocess.Popen(
         # --cert/--key as deploy/base/deployment-webhook.yaml passes them.
-        [sys.executable, str(ROOT / "manage.py"), "webhook", "serve", "--cert", str(directory / "tls.crt"),
-         "--key", str(directory / "tls.key"),
-         "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), *args],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log,
+        [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "webhook",
+            "serve",
+            "--cert",
+            str(directory / "tls.crt"),
+            "--key",
+            str(directory / "tls.key"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            *args,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
     )
     log.close()
     handle = Server(directory, port, process, client)
@@ -106,7 +143,9 @@ def start_server(directory: Path, *args: str, workers: int = 2, env: dict | None
             pass
         if time.monotonic() > deadline:
             stop_server(handle)
-            pytest.fail(f"{ready_path} never answered 200: {(directory / 'server.log').read_text(errors='replace')[-3000:]}")
+            pytest.fail(
+                f"{ready_path} never answered 200: {(directory / 'server.log').read_text(errors='replace')[-3000:]}"
+            )
         time.sleep(0.2)
     return handle
 

@@ -46,11 +46,17 @@ def review(
         "name": metadata.get("name", ""),
         "namespace": metadata.get("namespace", ""),
         "operation": operation,
-        "userInfo": {"username": "system:serviceaccount:kube-system:job-controller", "groups": ["system:serviceaccounts"]},
+        "userInfo": {
+            "username": "system:serviceaccount:kube-system:job-controller",
+            "groups": ["system:serviceaccounts"],
+        },
         "object": copy.deepcopy(obj),
         "oldObject": copy.deepcopy(old),
         "dryRun": dry_run,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions" if operation == "CREATE" else "UpdateOptions"},
+        "options": {
+            "apiVersion": "meta.k8s.io/v1",
+            "kind": "CreateOptions" if operation == "CREATE" else "UpdateOptions",
+        },
     }
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 

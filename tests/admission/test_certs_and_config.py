@@ -19,21 +19,34 @@ from admission import certs
 from admission.webhookconfig import webhook_configurations
 
 ROOT = Path(__file__).resolve().parents[2]
-NOW = dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 
 
 def manage(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "GANGWEB_NAMESPACE": "gangweb-system"})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GANGWEB_NAMESPACE": "gangweb-system"},
+    )
 
 
 def test_serving_certificate_has_the_names_the_apiserver_checks(tmp_path):
     issued = certs.ensure_certificates(tmp_path, "gangweb-webhook", "ops", now=NOW)
     cert = issued.serving.cert
-    assert certs.san_names(cert) == ["gangweb-webhook", "gangweb-webhook.ops", "gangweb-webhook.ops.svc",
-                                     "gangweb-webhook.ops.svc.cluster.local"]  # fmt: skip
+    assert certs.san_names(cert) == [
+        "gangweb-webhook",
+        "gangweb-webhook.ops",
+        "gangweb-webhook.ops.svc",
+        "gangweb-webhook.ops.svc.cluster.local",
+    ]
     assert cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
-    assert ExtendedKeyUsageOID.SERVER_AUTH in cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert (
+        ExtendedKeyUsageOID.SERVER_AUTH
+        in cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    )
     assert cert.issuer == issued.ca.cert.subject
     ca_constraints = issued.ca.cert.extensions.get_extension_for_class(x509.BasicConstraints).value
     assert ca_constraints.ca is True and ca_constraints.path_length == 0
@@ -86,7 +99,9 @@ def test_client_certificate_for_kube_apiserver_is_client_auth_only_and_kept_whil
     assert list(usages) == [ExtendedKeyUsageOID.CLIENT_AUTH]
     client.cert.verify_directly_issued_by(issued.ca.cert)
     assert oct((tmp_path / certs.CLIENT_KEY).stat().st_mode & 0o777) == "0o600"
-    kept, again = certs.ensure_client_certificate(tmp_path, issued.ca, "kube-apiserver", now=NOW + dt.timedelta(days=30))
+    kept, again = certs.ensure_client_certificate(
+        tmp_path, issued.ca, "kube-apiserver", now=NOW + dt.timedelta(days=30)
+    )
     assert not again and kept.cert.serial_number == client.cert.serial_number
     renamed, again = certs.ensure_client_certificate(tmp_path, issued.ca, "apiserver", now=NOW)
     assert again and certs.common_name(renamed.cert) == "apiserver"
@@ -97,7 +112,9 @@ def test_client_certificate_for_kube_apiserver_is_client_auth_only_and_kept_whil
 
 
 def test_webhook_configurations_validate_strictly():
-    objects = webhook_configurations(service="gangweb-webhook", namespace="gangweb-system", ca_pem=b"-----CA-----")
+    objects = webhook_configurations(
+        service="gangweb-webhook", namespace="gangweb-system", ca_pem=b"-----CA-----"
+    )
     for obj in objects:
         schema_validate(obj, "1.37.0", strict=True)
     mutating, validating = objects
@@ -157,8 +174,19 @@ def test_serve_without_certificates_is_a_clear_error(tmp_path):
 
 def test_bench_runs_end_to_end_and_prints_one_json_object():
     """Smoke test of the benchmark's machinery; the figures themselves live in docs/admission.md."""
-    result = manage("webhook", "bench", "--duration", "0.4", "--slice", "0.1", "--warmup", "0.1",
-                    "--connections", "4", "--json")  # fmt: skip
+    result = manage(
+        "webhook",
+        "bench",
+        "--duration",
+        "0.4",
+        "--slice",
+        "0.1",
+        "--warmup",
+        "0.1",
+        "--connections",
+        "4",
+        "--json",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
     assert set(report["targets"]) == {"echo", "allow-all", "mutate", "validate"}
@@ -169,4 +197,8 @@ def test_bench_runs_end_to_end_and_prints_one_json_object():
     # server may stall for a whole turn (seen in a full run beside other suites); the answers counted above say
     # that it served every target.
     assert all(len(counts) == report["cycles"] == 4 for counts in report["answers_per_cycle"].values())
-    assert report["goals"] == {"min_throughput_vs_echo": 0.75, "max_p99_ms": 20.0, "met": report["goals"]["met"]}
+    assert report["goals"] == {
+        "min_throughput_vs_echo": 0.75,
+        "max_p99_ms": 20.0,
+        "met": report["goals"]["met"],
+    }

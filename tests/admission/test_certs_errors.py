@@ -17,8 +17,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def manage(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "manage.py"), "webhook", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "GANGWEB_NAMESPACE": "gangweb-system"})
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "webhook", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GANGWEB_NAMESPACE": "gangweb-system"},
+    )
 
 
 def assert_usage_error(result: subprocess.CompletedProcess, *phrases: str) -> None:
@@ -52,13 +58,16 @@ def test_a_directory_that_cannot_be_written(tmp_path):
     assert_usage_error(manage("certs", "--dir", str(target)), f"cannot write the certificates to {target}")
 
 
-@pytest.mark.parametrize(("option", "value", "phrase"), [
-    ("--service", "Bad_Name!", "invalid service name 'Bad_Name!'"),
-    ("--service", "9lives", "invalid service name"),  # Service names start with a letter (DNS-1035)
-    ("--service", "a" * 64, "invalid service name"),
-    ("--namespace", "Team.A", "invalid namespace 'Team.A'"),
-    ("--namespace", "ns-", "invalid namespace"),
-])
+@pytest.mark.parametrize(
+    ("option", "value", "phrase"),
+    [
+        ("--service", "Bad_Name!", "invalid service name 'Bad_Name!'"),
+        ("--service", "9lives", "invalid service name"),  # Service names start with a letter (DNS-1035)
+        ("--service", "a" * 64, "invalid service name"),
+        ("--namespace", "Team.A", "invalid namespace 'Team.A'"),
+        ("--namespace", "ns-", "invalid namespace"),
+    ],
+)
 def test_names_that_cannot_be_kubernetes_names(tmp_path, option, value, phrase):
     assert_usage_error(manage("certs", "--dir", str(tmp_path), f"{option}={value}"), phrase)
     assert not list(tmp_path.iterdir())  # nothing written
@@ -78,7 +87,9 @@ def test_valid_names_still_work(tmp_path):
 @pytest.mark.parametrize("corrupt", [certs.CA_CERT, certs.CA_KEY, certs.TLS_CERT, certs.TLS_KEY])
 def test_corrupt_files_are_replaced(tmp_path, corrupt):
     first = certs.ensure_certificates(tmp_path, "svc", "ns")
-    (tmp_path / corrupt).write_bytes(b"-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
+    (tmp_path / corrupt).write_bytes(
+        b"-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n"
+    )
     again = certs.ensure_certificates(tmp_path, "svc", "ns")
     assert again.issued_serving
     assert again.issued_ca == (corrupt in (certs.CA_CERT, certs.CA_KEY))

@@ -15,7 +15,9 @@ PATHS = ("/admission/mutate", "/admission/validate")
 @pytest.mark.parametrize("path", PATHS)
 def test_outside_the_demo_the_admission_paths_are_not_served(settings, path):
     settings.DEMO = False
-    response = Client().generic("POST", path, review_bytes(load_pod("job-parallel.yaml")), content_type="application/json")
+    response = Client().generic(
+        "POST", path, review_bytes(load_pod("job-parallel.yaml")), content_type="application/json"
+    )
     assert response.status_code == 404
     assert Client().get(path).status_code == 404
 
@@ -23,6 +25,10 @@ def test_outside_the_demo_the_admission_paths_are_not_served(settings, path):
 @pytest.mark.parametrize("path", PATHS)
 def test_the_demo_serves_them(settings, path):
     settings.DEMO = True
-    response = Client().generic("POST", path, review_bytes(load_pod("job-parallel.yaml"), uid="demo-1"),
-                                content_type="application/json")  # fmt: skip
+    response = Client().generic(
+        "POST",
+        path,
+        review_bytes(load_pod("job-parallel.yaml"), uid="demo-1"),
+        content_type="application/json",
+    )
     assert response.status_code == 200 and response.json()["response"]["uid"] == "demo-1"

@@ -53,7 +53,11 @@ def test_podgroup_is_garbage_collected_with_its_job():
     pod = load_pod("job-parallel.yaml")
     podgroup = podgroup_for(pod, infer_gang(pod, "ml-team", POLICY), load_owner("job-resnet-train.yaml"))
     [ref] = podgroup["metadata"]["ownerReferences"]
-    assert (ref["kind"], ref["name"], ref["uid"]) == ("Job", "resnet-train", pod["metadata"]["ownerReferences"][0]["uid"])
+    assert (ref["kind"], ref["name"], ref["uid"]) == (
+        "Job",
+        "resnet-train",
+        pod["metadata"]["ownerReferences"][0]["uid"],
+    )
     assert "controller" not in ref
 
 
@@ -83,11 +87,17 @@ def test_observe_mode_per_namespace_leaves_preemption_to_kube_scheduler():
 def test_disruption_mode_all_by_default_overridable_per_namespace_and_per_pod():
     pod = load_pod("job-parallel.yaml")
     owner = load_owner("job-resnet-train.yaml")
-    assert podgroup_for(pod, infer_gang(pod, "ml-team", POLICY), owner)["spec"]["disruptionMode"] == {"all": {}}
+    assert podgroup_for(pod, infer_gang(pod, "ml-team", POLICY), owner)["spec"]["disruptionMode"] == {
+        "all": {}
+    }
     per_namespace = AdmissionPolicy(namespace_disruption_modes={"ml-team": "single"})
-    assert podgroup_for(pod, infer_gang(pod, "ml-team", per_namespace), owner)["spec"]["disruptionMode"] == {"single": {}}
+    assert podgroup_for(pod, infer_gang(pod, "ml-team", per_namespace), owner)["spec"]["disruptionMode"] == {
+        "single": {}
+    }
     labeled = load_pod("gangweb-labeled.yaml")  # annotation gangweb.io/disruption-mode: single
-    assert podgroup_for(labeled, infer_gang(labeled, "research", POLICY))["spec"]["disruptionMode"] == {"single": {}}
+    assert podgroup_for(labeled, infer_gang(labeled, "research", POLICY))["spec"]["disruptionMode"] == {
+        "single": {}
+    }
 
 
 def test_size_unknown_without_owner_is_a_clear_error():
@@ -115,7 +125,9 @@ def test_ray_worker_groups_are_separate_gangs():
     owner = load_owner("raycluster-kuberay.yaml")
     # cpu-group has minReplicas 0: its fixed size (replicas 2) is the gang.
     assert (gang.name, podgroup_for(pod, gang, owner)["spec"]["schedulingPolicy"]["gang"]["minCount"]) == (
-        "raycluster-kuberay-cpu-group", 2)
+        "raycluster-kuberay-cpu-group",
+        2,
+    )
 
 
 def test_legacy_job_name_label_without_a_job_owner_is_not_a_job_gang():
@@ -135,8 +147,16 @@ def test_valid_names_are_kept(raw, expected):
 @pytest.mark.parametrize("raw", ["Spark_App", "x" * 300, "-lead", "UPPER", "ünï", "__"])
 def test_invalid_names_become_valid_distinct_names(raw):
     name = podgroup_name(raw)
-    schema_validate({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-                     "metadata": {"name": name}, "spec": {"schedulingPolicy": {"basic": {}}}}, "1.37.0", strict=True)
+    schema_validate(
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name},
+            "spec": {"schedulingPolicy": {"basic": {}}},
+        },
+        "1.37.0",
+        strict=True,
+    )
     assert len(name) <= 253 and name == name.lower() and not name.startswith("-")
     assert podgroup_name(raw) == name
     assert podgroup_name(raw.swapcase()) != name or raw.swapcase() == raw

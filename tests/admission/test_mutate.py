@@ -97,26 +97,46 @@ def test_null_scheduling_group_is_replaced():
 
 @pytest.mark.parametrize(
     ("metadata", "field"),
-    [({"labels": "oops"}, "request.object.metadata.labels"),
-     ({"labels": {"gangweb.io/pod-group": 5}}, "request.object.metadata.labels[...]"),
-     ({"annotations": ["x"]}, "request.object.metadata.annotations"),
-     ({"ownerReferences": "Job"}, "request.object.metadata.ownerReferences"),
-     ({"ownerReferences": [None, {"controller": True}]}, "request.object.metadata.ownerReferences[0]"),
-     ({"ownerReferences": [{"controller": "yes"}]}, "request.object.metadata.ownerReferences[0].controller")],
+    [
+        ({"labels": "oops"}, "request.object.metadata.labels"),
+        ({"labels": {"gangweb.io/pod-group": 5}}, "request.object.metadata.labels[...]"),
+        ({"annotations": ["x"]}, "request.object.metadata.annotations"),
+        ({"ownerReferences": "Job"}, "request.object.metadata.ownerReferences"),
+        ({"ownerReferences": [None, {"controller": True}]}, "request.object.metadata.ownerReferences[0]"),
+        (
+            {"ownerReferences": [{"controller": "yes"}]},
+            "request.object.metadata.ownerReferences[0].controller",
+        ),
+    ],
 )
 def test_a_pod_of_the_wrong_shape_is_a_400_naming_the_field(metadata, field):
     # The API server never sends such a pod (it decodes pods into their Go types first); a caller that
     # does is told which field is wrong, for both the typed fast path and the generic one.
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ml", **metadata}, "spec": {"containers": []}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": "ml", **metadata},
+        "spec": {"containers": []},
+    }
     for annotation in ("", "é"):  # an ASCII body and one that takes the generic parser
         odd = {**pod, "metadata": {**pod["metadata"], "generateName": f"x{annotation}-"}}
         answer = WEBHOOK.handle(MUTATE, review_bytes(odd))
         error = json.loads(answer.body)
         assert (answer.status, error["code"], error["reason"]) == (400, 400, "BadRequest")
-        assert "not a valid Pod" in error["message"] and f"- at `{field}`" in error["message"], error["message"]
+        assert "not a valid Pod" in error["message"] and f"- at `{field}`" in error["message"], error[
+            "message"
+        ]
 
 
 def test_labels_that_only_look_like_a_gang_leave_the_pod_alone():
-    pod = {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": []},
-           "metadata": {"namespace": "ml", "labels": {"leaderworkerset.sigs.k8s.io/name": "x"}, "annotations": None}}  # fmt: skip
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "spec": {"containers": []},
+        "metadata": {
+            "namespace": "ml",
+            "labels": {"leaderworkerset.sigs.k8s.io/name": "x"},
+            "annotations": None,
+        },
+    }
     assert patch_of(pod) == []

@@ -20,16 +20,23 @@ def assert_valid_subdomain(name: str) -> None:
         assert LABEL.fullmatch(label), f"{name!r}: label {label!r}"
 
 
-@pytest.mark.parametrize("raw", ["UPPER..x", "a..b", "x.-y", "y-.x", ".lead", "trail.", "a\n", "-.-.-", "..", "ä.ö"])
+@pytest.mark.parametrize(
+    "raw", ["UPPER..x", "a..b", "x.-y", "y-.x", ".lead", "trail.", "a\n", "-.-.-", "..", "ä.ö"]
+)
 def test_names_with_bad_labels_become_valid(raw):
     name = podgroup_name(raw)
     assert_valid_subdomain(name)
     assert name != raw
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("UPPER..x", "upper.x-563acb0955"), ("Spark_App", "spark-app-46bbacfae9"), ("UPPER", "upper-1dacd1c358"),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("UPPER..x", "upper.x-563acb0955"),
+        ("Spark_App", "spark-app-46bbacfae9"),
+        ("UPPER", "upper-1dacd1c358"),
+    ],
+)
 def test_derived_names_are_stable_across_releases(raw, expected):
     # Pods admitted earlier name these groups; the controller side must derive the same names.
     assert podgroup_name(raw) == expected
@@ -53,7 +60,11 @@ def test_every_derived_name_is_a_valid_subdomain_and_deterministic(raw):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?){0,4}", fullmatch=True))
+@given(
+    st.from_regex(
+        r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?){0,4}", fullmatch=True
+    )
+)
 def test_valid_names_are_kept_as_they_are(raw):
     assert podgroup_name(raw) == raw
 

@@ -20,7 +20,9 @@ def dropped(reason: str) -> float:
 
 def test_patched_pods_and_denials_are_published_as_one_batch():
     published = []
-    recorder = DecisionRecorder(publish=lambda kind, payload: published.append((kind, payload)), interval=3600)
+    recorder = DecisionRecorder(
+        publish=lambda kind, payload: published.append((kind, payload)), interval=3600
+    )
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
     webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid="a"))
     webhook.handle(MUTATE, review_bytes(load_pod("deployment-pod.yaml"), uid="untouched"))
@@ -32,14 +34,21 @@ def test_patched_pods_and_denials_are_published_as_one_batch():
     assert kind == EVENT_TYPE == "admission.decisions"
     assert payload["count"] == 2 and payload["dropped"] == 0
     first, second = payload["decisions"]
-    assert (first["uid"], first["podGroup"], first["source"], first["allowed"]) == ("a", "resnet-train", "job", True)
+    assert (first["uid"], first["podGroup"], first["source"], first["allowed"]) == (
+        "a",
+        "resnet-train",
+        "job",
+        True,
+    )
     assert first["namespace"] == "ml-team" and first["mode"] == "enforce"
     assert (second["uid"], second["allowed"]) == ("b", False) and "min-count" in second["message"]
 
 
 def test_a_busy_interval_publishes_its_newest_decisions_and_counts_them_all():
     published = []
-    recorder = DecisionRecorder(publish=lambda kind, payload: published.append(payload), interval=3600, max_batch=3)
+    recorder = DecisionRecorder(
+        publish=lambda kind, payload: published.append(payload), interval=3600, max_batch=3
+    )
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
     for n in range(5):
         webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid=str(n)))
@@ -61,7 +70,9 @@ def test_answers_never_wait_for_a_slow_channel_layer():
     webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid="first"))
     assert entered.wait(5)  # the publishing thread is now stuck in the channel layer
     try:
-        answers = [webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid=str(n))) for n in range(50)]
+        answers = [
+            webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid=str(n))) for n in range(50)
+        ]
         assert {answer.status for answer in answers} == {200}
         assert recorder.offered == 51
     finally:
@@ -162,7 +173,10 @@ def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypa
     assert dropped("publish_failed") == before + 6
     [started] = [record for record in caplog.records if record.levelno >= logging.WARNING]
     assert started.name == "admission.recorder" and not started.exc_info  # no traceback
-    assert "not reaching the dashboard" in started.getMessage() and "ConnectionRefusedError" in started.getMessage()
+    assert (
+        "not reaching the dashboard" in started.getMessage()
+        and "ConnectionRefusedError" in started.getMessage()
+    )
 
     caplog.clear()
     layer.broken = False
@@ -170,7 +184,9 @@ def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypa
     recorder.flush()
     recorder.flush()
     [ended] = [record for record in caplog.records if record.levelno >= logging.WARNING]
-    assert "reach the dashboard again" in ended.getMessage() and "6 decisions were dropped" in ended.getMessage()
+    assert (
+        "reach the dashboard again" in ended.getMessage() and "6 decisions were dropped" in ended.getMessage()
+    )
     [message] = layer.sent
     assert message["payload"]["dropped"] == 6 and message["payload"]["decisions"][0]["uid"] == "up"
 

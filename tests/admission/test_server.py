@@ -15,7 +15,13 @@ import pytest
 
 from admission import certs
 from tests.admission.serving import (
-    HOSTNAME, NAMESPACE, SERVICE, read_until_closed, start_server, stop_server, tls_context,
+    HOSTNAME,
+    NAMESPACE,
+    SERVICE,
+    read_until_closed,
+    start_server,
+    stop_server,
+    tls_context,
 )
 from tests.admission.support import load_pod, review_bytes
 
@@ -33,7 +39,9 @@ def server(tmp_path_factory):
 
 
 def test_mutates_over_tls_with_database_and_redis_down(server):
-    status, body = server.post("/admission/mutate?timeout=3s", review_bytes(load_pod("job-parallel.yaml"), uid="u-1"))
+    status, body = server.post(
+        "/admission/mutate?timeout=3s", review_bytes(load_pod("job-parallel.yaml"), uid="u-1")
+    )
     assert status == 200
     response = body["response"]
     assert response["uid"] == "u-1" and response["allowed"] is True
@@ -52,8 +60,12 @@ def test_validates_over_tls_with_database_and_redis_down(server):
 def test_keep_alive_serves_many_reviews_on_one_connection(server):
     connection = server.connection()
     uids = [f"keep-{n}" for n in range(20)]
-    answered = [server.post("/admission/mutate", review_bytes(load_pod("kueue-podgroup.yaml"), uid=uid), connection)[1]
-                ["response"]["uid"] for uid in uids]  # fmt: skip
+    answered = [
+        server.post("/admission/mutate", review_bytes(load_pod("kueue-podgroup.yaml"), uid=uid), connection)[
+            1
+        ]["response"]["uid"]
+        for uid in uids
+    ]
     assert answered == uids
 
 
@@ -64,7 +76,9 @@ def test_concurrent_reviews_each_get_their_own_answer(server):
     fixtures = {"job-parallel.yaml": "resnet-train", "kueue-podgroup.yaml": None, "lws-worker.yaml": None}
     expected = {}
     for fixture in fixtures:
-        status, body = server.post("/admission/mutate", review_bytes(load_pod(fixture), uid=f"ref-{fixture}"))
+        _status, body = server.post(
+            "/admission/mutate", review_bytes(load_pod(fixture), uid=f"ref-{fixture}")
+        )
         expected[fixture] = body["response"].get("patch")
     assert expected["job-parallel.yaml"] is not None
 
@@ -120,8 +134,10 @@ def test_undeliverable_decisions_are_dropped_and_counted(server):
             connection = server.connection()
             connection.request("GET", "/metrics")
             text = connection.getresponse().read().decode()
-            if 'gangweb_admission_events_dropped_total{reason="publish_failed"}' in text and \
-                    'gangweb_admission_events_dropped_total{reason="publish_failed"} 0.0' not in text:
+            if (
+                'gangweb_admission_events_dropped_total{reason="publish_failed"}' in text
+                and 'gangweb_admission_events_dropped_total{reason="publish_failed"} 0.0' not in text
+            ):
                 return
         server.post("/admission/mutate", review_bytes(load_pod("job-indexed.yaml")))
         time.sleep(0.5)
@@ -130,8 +146,12 @@ def test_undeliverable_decisions_are_dropped_and_counted(server):
 
 @pytest.mark.parametrize(
     ("body", "status"),
-    [(b"{", 400), (b"", 400), (b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', 400),
-     (b"\xff\xfe", 400)],
+    [
+        (b"{", 400),
+        (b"", 400),
+        (b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', 400),
+        (b"\xff\xfe", 400),
+    ],
 )
 def test_bad_bodies_get_json_errors_over_tls(server, body, status):
     got, payload = server.post("/admission/mutate", body)
@@ -140,9 +160,13 @@ def test_bad_bodies_get_json_errors_over_tls(server, body, status):
 
 def test_declared_oversized_body_gets_413_without_being_read(server):
     context = tls_context(server.ca())
-    with context.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=HOSTNAME) as tls:
-        tls.sendall(b"POST /admission/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                    b"Content-Length: 9000000\r\n\r\n")
+    with context.wrap_socket(
+        socket.create_connection(("127.0.0.1", server.port)), server_hostname=HOSTNAME
+    ) as tls:
+        tls.sendall(
+            b"POST /admission/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 9000000\r\n\r\n"
+        )
         head = tls.recv(4096)
     assert head.startswith(b"HTTP/1.1 413")
 
@@ -170,8 +194,9 @@ def test_renewed_certificate_is_served_without_a_restart(server):
     deadline = time.monotonic() + 15
     while True:
         try:
-            status, _ = server.post("/admission/mutate", review_bytes(load_pod("job-parallel.yaml")),
-                                    server.connection(new_ca))  # fmt: skip
+            status, _ = server.post(
+                "/admission/mutate", review_bytes(load_pod("job-parallel.yaml")), server.connection(new_ca)
+            )
             break
         except ssl.SSLError:
             if time.monotonic() > deadline:
@@ -191,22 +216,36 @@ def test_chunked_request_body_is_read_whole(server):
     connection = server.connection()
     body = review_bytes(load_pod("lws-leader.yaml"), uid="chunked")
     chunks = iter([body[:100], body[100:1000], body[1000:]])
-    connection.request("POST", "/admission/mutate", body=chunks, encode_chunked=True,
-                       headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+    connection.request(
+        "POST",
+        "/admission/mutate",
+        body=chunks,
+        encode_chunked=True,
+        headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
+    )
     response = connection.getresponse()
     payload = json.loads(response.read())
-    assert response.status == 200 and payload["response"]["uid"] == "chunked" and "patch" in payload["response"]
+    assert (
+        response.status == 200 and payload["response"]["uid"] == "chunked" and "patch" in payload["response"]
+    )
 
 
 @pytest.mark.parametrize(
     "sent",
-    [pytest.param(b"POST /admission/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: 100\r\n\r\n{", id="1 of 100 body bytes"),
-     pytest.param(b"POST /admission/mutate HTTP/1.1\r\nHost: x\r\nContent-Ty", id="half the headers")],
+    [
+        pytest.param(
+            b"POST /admission/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100\r\n\r\n{",
+            id="1 of 100 body bytes",
+        ),
+        pytest.param(b"POST /admission/mutate HTTP/1.1\r\nHost: x\r\nContent-Ty", id="half the headers"),
+    ],
 )
 def test_a_request_that_trickles_in_is_cut_off_after_the_read_timeout(server, sent):
     context = tls_context(server.ca())
-    with context.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=HOSTNAME) as tls:
+    with context.wrap_socket(
+        socket.create_connection(("127.0.0.1", server.port)), server_hostname=HOSTNAME
+    ) as tls:
         tls.sendall(sent)
         received = read_until_closed(tls)
     assert received.startswith(b"HTTP/1.1 408 ")
@@ -219,12 +258,17 @@ def test_a_request_that_trickles_in_is_cut_off_after_the_read_timeout(server, se
 
 def test_a_slow_client_is_cut_off_while_others_are_answered(server):
     context = tls_context(server.ca())
-    with context.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname=HOSTNAME) as tls:
-        tls.sendall(b"POST /admission/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                    b"Content-Length: 100\r\n\r\n{")
+    with context.wrap_socket(
+        socket.create_connection(("127.0.0.1", server.port)), server_hostname=HOSTNAME
+    ) as tls:
+        tls.sendall(
+            b"POST /admission/validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100\r\n\r\n{"
+        )
         connection = server.connection()
         for n in range(5):
-            status, body = server.post("/admission/mutate", review_bytes(load_pod("job-parallel.yaml"), uid=f"k-{n}"),
-                                       connection)  # fmt: skip
+            status, body = server.post(
+                "/admission/mutate", review_bytes(load_pod("job-parallel.yaml"), uid=f"k-{n}"), connection
+            )
             assert status == 200 and body["response"]["uid"] == f"k-{n}"
         assert read_until_closed(tls).startswith(b"HTTP/1.1 408 ")

@@ -32,8 +32,12 @@ def write_pair(directory: Path, name: str, pair: certs.KeyPair) -> tuple[Path, P
 
 def podgroup(name: str, namespace: str = "ml-team", **spec) -> dict:
     spec.setdefault("schedulingPolicy", {"gang": {"minCount": 4}})
-    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
 
 
 def gang_pod(group: str, priority_class: str | None = None) -> dict:
@@ -46,6 +50,7 @@ def gang_pod(group: str, priority_class: str | None = None) -> dict:
 
 # --- kube-apiserver proven by mutual TLS ------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def mtls(tmp_path_factory):
     directory = tmp_path_factory.mktemp("mtls")
@@ -56,19 +61,28 @@ def mtls(tmp_path_factory):
         # Signed by the right CA, but not for kube-apiserver.
         "other-name": write_pair(directory, "other", certs.issue_client(issued.ca, "someone-else", 30)),
         # kube-apiserver's name, signed by a CA of the caller's own.
-        "rogue-ca": write_pair(directory, "rogue", certs.issue_client(certs.issue_ca("rogue", 30), "kube-apiserver", 30)),
+        "rogue-ca": write_pair(
+            directory, "rogue", certs.issue_client(certs.issue_ca("rogue", 30), "kube-apiserver", 30)
+        ),
         # The webhook's own serving pair (its key is in the webhook's Secret): serverAuth only, no client.
         "serving": (directory / certs.TLS_CERT, directory / certs.TLS_KEY),
     }
     assert certs.common_name(apiserver.cert) == "kube-apiserver"
-    handle = start_server(directory, "--client-ca", str(directory / certs.CA_CERT), "--client-name", "kube-apiserver",
-                          workers=1, client=pairs["apiserver"])  # fmt: skip
+    handle = start_server(
+        directory,
+        "--client-ca",
+        str(directory / certs.CA_CERT),
+        "--client-name",
+        "kube-apiserver",
+        workers=1,
+        client=pairs["apiserver"],
+    )
     yield handle, pairs
     stop_server(handle)
 
 
 def test_kube_apiserver_with_its_client_certificate_is_answered(mtls):
-    server, pairs = mtls
+    server, _pairs = mtls
     status, body = server.post("/admission/mutate", review_bytes(load_pod("job-parallel.yaml"), uid="mtls-1"))
     assert status == 200 and body["response"]["uid"] == "mtls-1" and "patch" in body["response"]
     status, body = server.post("/admission/validate", review_bytes(gang_pod("llama")))
@@ -90,7 +104,9 @@ def test_a_certificate_that_does_not_verify_as_a_client_does_not_even_connect(mt
     server, pairs = mtls
     with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
         # TLS 1.3: the server's refusal may only surface at the first read.
-        server.post("/admission/validate", review_bytes(gang_pod("llama")), server.connection(client=pairs[who]))
+        server.post(
+            "/admission/validate", review_bytes(gang_pod("llama")), server.connection(client=pairs[who])
+        )
 
 
 def test_probes_and_metrics_need_no_client_certificate(mtls):
@@ -102,6 +118,7 @@ def test_probes_and_metrics_need_no_client_certificate(mtls):
 
 
 # --- PodGroups from the API, not from reviews -------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def api():
@@ -115,8 +132,9 @@ def watching(api, tmp_path_factory):
     directory = tmp_path_factory.mktemp("watching")
     certs.ensure_certificates(directory, SERVICE, NAMESPACE)
     kubeconfig = api.write_kubeconfig(directory / "kubeconfig")
-    handle = start_server(directory, env={"KUBECONFIG": str(kubeconfig), "GANGWEB_CLUSTER": "kube"},
-                          ready_path="/readyz")  # fmt: skip
+    handle = start_server(
+        directory, env={"KUBECONFIG": str(kubeconfig), "GANGWEB_CLUSTER": "kube"}, ready_path="/readyz"
+    )
     yield handle
     stop_server(handle)
 
@@ -147,7 +165,9 @@ def test_pods_are_compared_with_the_podgroup_the_api_holds(watching):
 def test_a_forged_podgroup_review_denies_no_real_pod(watching):
     forged = podgroup("llama-ft", priorityClassName="evil", priority=1)
     for n in range(4):
-        status, body = watching.post("/admission/validate", review_bytes(forged, kind=PODGROUP_KIND, uid=f"forged-{n}"))
+        status, _body = watching.post(
+            "/admission/validate", review_bytes(forged, kind=PODGROUP_KIND, uid=f"forged-{n}")
+        )
         assert status == 200
     for n in range(6):
         assert allowed(watching, gang_pod("llama-ft", "batch-high"), uid=f"real-{n}") is True
@@ -162,7 +182,9 @@ def test_podgroup_changes_in_the_api_reach_every_worker(api, watching):
 
 def test_not_ready_until_the_podgroups_are_listed(tmp_path):
     certs.ensure_certificates(tmp_path, SERVICE, NAMESPACE)
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{closed_port()}")  # nothing listens
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig", f"http://127.0.0.1:{closed_port()}"
+    )  # nothing listens
     handle = start_server(tmp_path, workers=1, env={"KUBECONFIG": str(kubeconfig), "GANGWEB_CLUSTER": "kube"})
     try:
         connection = handle.connection()
@@ -177,23 +199,31 @@ def test_not_ready_until_the_podgroups_are_listed(tmp_path):
 
 def test_without_a_cluster_the_server_is_ready_at_once(tmp_path):
     certs.ensure_certificates(tmp_path, SERVICE, NAMESPACE)
-    handle = start_server(tmp_path, workers=1, ready_path="/readyz", env={"KUBECONFIG": "", "GANGWEB_CLUSTER": "simulated"})
+    handle = start_server(
+        tmp_path, workers=1, ready_path="/readyz", env={"KUBECONFIG": "", "GANGWEB_CLUSTER": "simulated"}
+    )
     stop_server(handle)
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--client-ca", "not-a-ca.crt"], "holds no PEM certificate"),
-    (["--client-ca", "missing.crt"], "cannot read it"),
-    (["--client-name", "kube-apiserver"], "--client-name needs --client-ca"),
-    (["--read-timeout", "0"], "--read-timeout must be more than 0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--client-ca", "not-a-ca.crt"], "holds no PEM certificate"),
+        (["--client-ca", "missing.crt"], "cannot read it"),
+        (["--client-name", "kube-apiserver"], "--client-name needs --client-ca"),
+        (["--read-timeout", "0"], "--read-timeout must be more than 0"),
+    ],
+)
 def test_bad_serve_options_are_one_line_errors(tmp_path, args, message):
     certs.ensure_certificates(tmp_path, SERVICE, NAMESPACE)
     (tmp_path / "not-a-ca.crt").write_text("hello")
     result = subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), "webhook", "serve", "--dir", str(tmp_path), *args],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "GANGWEB_DEMO": "0", "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    )
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr

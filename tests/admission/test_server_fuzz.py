@@ -27,26 +27,53 @@ BODIES_PER_ENDPOINT = 10_000
 ENDPOINTS = ("/admission/mutate", "/admission/validate")
 COUNTS: dict[str, Counter] = {endpoint: Counter() for endpoint in ENDPOINTS}
 
-INTEGERS = st.integers() | st.sampled_from([2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**63 - 1, 2**63, 2**64, -(2**63) - 1])
+INTEGERS = st.integers() | st.sampled_from(
+    [2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**63 - 1, 2**63, 2**64, -(2**63) - 1]
+)
 json_values = st.recursive(
-    st.none() | st.booleans() | INTEGERS | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=10), children, max_size=3),
+    st.none()
+    | st.booleans()
+    | INTEGERS
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=10), children, max_size=3)
+    ),
     max_leaves=10,
 )
 
-POD_FIXTURES = ["job-parallel.yaml", "lws-worker.yaml", "kueue-podgroup.yaml", "yunikorn-spark-driver.yaml",
-                "deployment-pod.yaml", "gangweb-labeled.yaml"]  # fmt: skip
-OWNERS = {"job-resnet-train.yaml": ("batch", "v1", "Job"), "jobset-llama-ft.yaml": ("jobset.x-k8s.io", "v1alpha2", "JobSet"),
-          "leaderworkerset-vllm.yaml": ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"),
-          "pytorchjob-gpt-neox.yaml": ("kubeflow.org", "v1", "PyTorchJob")}  # fmt: skip
-PODGROUP = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": "trainer", "namespace": "ml-team"},
-            "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}, "priorityClassName": "batch-high"}}  # fmt: skip
-WORKLOAD = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "w", "namespace": "ml-team"},
-            "spec": {"podGroupTemplates": [{"name": "a", "schedulingPolicy": {"gang": {"minCount": 2}}}]}}  # fmt: skip
+POD_FIXTURES = [
+    "job-parallel.yaml",
+    "lws-worker.yaml",
+    "kueue-podgroup.yaml",
+    "yunikorn-spark-driver.yaml",
+    "deployment-pod.yaml",
+    "gangweb-labeled.yaml",
+]
+OWNERS = {
+    "job-resnet-train.yaml": ("batch", "v1", "Job"),
+    "jobset-llama-ft.yaml": ("jobset.x-k8s.io", "v1alpha2", "JobSet"),
+    "leaderworkerset-vllm.yaml": ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"),
+    "pytorchjob-gpt-neox.yaml": ("kubeflow.org", "v1", "PyTorchJob"),
+}
+PODGROUP = {
+    "apiVersion": "scheduling.k8s.io/v1beta1",
+    "kind": "PodGroup",
+    "metadata": {"name": "trainer", "namespace": "ml-team"},
+    "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}, "priorityClassName": "batch-high"},
+}
+WORKLOAD = {
+    "apiVersion": "scheduling.k8s.io/v1beta1",
+    "kind": "Workload",
+    "metadata": {"name": "w", "namespace": "ml-team"},
+    "spec": {"podGroupTemplates": [{"name": "a", "schedulingPolicy": {"gang": {"minCount": 2}}}]},
+}
 # Parsed once (YAML is slow), copied per example.
-_OBJECTS = {name: json.dumps(load_pod(name)) for name in POD_FIXTURES} | {
-    name: json.dumps(load_owner(name)) for name in OWNERS} | {"podgroup": json.dumps(PODGROUP), "workload": json.dumps(WORKLOAD)}
+_OBJECTS = (
+    {name: json.dumps(load_pod(name)) for name in POD_FIXTURES}
+    | {name: json.dumps(load_owner(name)) for name in OWNERS}
+    | {"podgroup": json.dumps(PODGROUP), "workload": json.dumps(WORKLOAD)}
+)
 
 
 def fresh(name: str) -> dict:
@@ -57,26 +84,67 @@ def fresh_copy(obj: dict) -> dict:
     return json.loads(json.dumps(obj))
 
 
-def envelope(obj: dict | None, old: dict | None, operation: str, kind: tuple[str, str, str], *, dry_run: bool = False,
-             uid: str = "fuzz") -> dict:  # fmt: skip
+def envelope(
+    obj: dict | None,
+    old: dict | None,
+    operation: str,
+    kind: tuple[str, str, str],
+    *,
+    dry_run: bool = False,
+    uid: str = "fuzz",
+) -> dict:
     """An AdmissionReview request as kube-apiserver sends it (tests.admission.support.review, without its
     deep copies: the objects here are fresh already)."""
     group, version, kind_name = kind
     metadata = (obj or old or {}).get("metadata") or {}
     resource = {"group": group, "version": version, "resource": kind_name.lower() + "s"}
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": uid, "kind": {"group": group, "version": version, "kind": kind_name}, "resource": resource,
-        "requestKind": {"group": group, "version": version, "kind": kind_name}, "requestResource": resource,
-        "name": metadata.get("name", ""), "namespace": metadata.get("namespace", ""), "operation": operation,
-        "userInfo": {"username": "system:serviceaccount:kube-system:job-controller"},
-        "object": obj, "oldObject": old, "dryRun": dry_run}}  # fmt: skip
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": group, "version": version, "kind": kind_name},
+            "resource": resource,
+            "requestKind": {"group": group, "version": version, "kind": kind_name},
+            "requestResource": resource,
+            "name": metadata.get("name", ""),
+            "namespace": metadata.get("namespace", ""),
+            "operation": operation,
+            "userInfo": {"username": "system:serviceaccount:kube-system:job-controller"},
+            "object": obj,
+            "oldObject": old,
+            "dryRun": dry_run,
+        },
+    }
 
 
-ENVELOPE_FIELDS = ["uid", "kind", "operation", "namespace", "name", "object", "oldObject", "dryRun", "userInfo"]
-OBJECT_PATHS = [("metadata",), ("metadata", "labels"), ("metadata", "annotations"), ("metadata", "ownerReferences"),
-                ("metadata", "name"), ("spec",), ("spec", "schedulingGroup"), ("spec", "priority"),
-                ("spec", "priorityClassName"), ("spec", "schedulerName"), ("spec", "containers"),
-                ("spec", "schedulingPolicy"), ("spec", "template"), ("spec", "replicatedJobs")]  # fmt: skip
+ENVELOPE_FIELDS = [
+    "uid",
+    "kind",
+    "operation",
+    "namespace",
+    "name",
+    "object",
+    "oldObject",
+    "dryRun",
+    "userInfo",
+]
+OBJECT_PATHS = [
+    ("metadata",),
+    ("metadata", "labels"),
+    ("metadata", "annotations"),
+    ("metadata", "ownerReferences"),
+    ("metadata", "name"),
+    ("spec",),
+    ("spec", "schedulingGroup"),
+    ("spec", "priority"),
+    ("spec", "priorityClassName"),
+    ("spec", "schedulerName"),
+    ("spec", "containers"),
+    ("spec", "schedulingPolicy"),
+    ("spec", "template"),
+    ("spec", "replicatedJobs"),
+]
 
 
 @st.composite
@@ -87,7 +155,9 @@ def well_formed(draw) -> dict:
     if what == "pod":
         obj, kind = fresh(draw(st.sampled_from(POD_FIXTURES))), ("", "v1", "Pod")
         if draw(st.booleans()):
-            obj["spec"]["schedulingGroup"] = {"podGroupName": draw(st.sampled_from(["trainer", "resnet-train", "x"]))}
+            obj["spec"]["schedulingGroup"] = {
+                "podGroupName": draw(st.sampled_from(["trainer", "resnet-train", "x"]))
+            }
     elif what == "podgroup":
         obj, kind = fresh("podgroup"), ("scheduling.k8s.io", "v1beta1", "PodGroup")
     elif what == "workload":
@@ -96,8 +166,14 @@ def well_formed(draw) -> dict:
         owner = draw(st.sampled_from(sorted(OWNERS)))
         obj, kind = fresh(owner), OWNERS[owner]
     old = fresh_copy(obj) if operation in ("UPDATE", "DELETE") else None
-    return envelope(None if operation == "DELETE" else obj, old, operation, kind, dry_run=draw(st.booleans()),
-                    uid=f"fuzz-{draw(st.integers(0, 10**6))}")  # fmt: skip
+    return envelope(
+        None if operation == "DELETE" else obj,
+        old,
+        operation,
+        kind,
+        dry_run=draw(st.booleans()),
+        uid=f"fuzz-{draw(st.integers(0, 10**6))}",
+    )
 
 
 @st.composite
@@ -132,24 +208,29 @@ def spliced(draw) -> bytes:
         if edit == "cut":
             del body[at:]
         elif edit == "overwrite":
-            body[at:at + len(noise)] = noise
+            body[at : at + len(noise)] = noise
         elif edit == "insert":
             body[at:at] = noise
         else:
-            del body[at:at + len(noise)]
+            del body[at : at + len(noise)]
     return bytes(body)
 
 
 def _extreme_bodies() -> list[bytes]:
     """Built once: deep nesting around the parsers' limits, long strings, many annotations, integers at the
     int32 and int64 edges, as ASCII and as UTF-8."""
-    bodies = [opener * depth + b"1" + closer * depth for depth in (64, 512, 1023, 1024, 1025, 5000)
-              for opener, closer in ((b"[", b"]"), (b'{"a":', b"}"))]  # fmt: skip
+    bodies = [
+        opener * depth + b"1" + closer * depth
+        for depth in (64, 512, 1023, 1024, 1025, 5000)
+        for opener, closer in ((b"[", b"]"), (b'{"a":', b"}"))
+    ]
     variants = []
     for size in (1, 1000, 100_000):
         variants.append(lambda pod, size=size: pod["metadata"]["labels"].update(x="é" * size))
     for count in (10, 1000, 20_000):
-        variants.append(lambda pod, count=count: pod["metadata"].update(annotations={f"k{n}": "v" for n in range(count)}))
+        variants.append(
+            lambda pod, count=count: pod["metadata"].update(annotations={f"k{n}": "v" for n in range(count)})
+        )
     for priority in (2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30):
         variants.append(lambda pod, priority=priority: pod["spec"].update(priority=priority))
     for change in variants:
@@ -172,7 +253,9 @@ BODIES = st.one_of(
     st.binary(max_size=600),
     st.sampled_from(EXTREMES),
 )
-CONTENT_TYPES = st.sampled_from(["application/json"] * 16 + ["application/json; charset=utf-8", "text/plain", ""])
+CONTENT_TYPES = st.sampled_from(
+    ["application/json"] * 16 + ["application/json; charset=utf-8", "text/plain", ""]
+)
 
 
 @pytest.fixture(scope="module")
@@ -189,8 +272,13 @@ def server(tmp_path_factory):
 
 
 BATCH = 20  # bodies per hypothesis example: its per-example cost, amortized
-FUZZ = settings(max_examples=BODIES_PER_ENDPOINT // BATCH, deadline=None, database=None,
-                phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))  # fmt: skip
+FUZZ = settings(
+    max_examples=BODIES_PER_ENDPOINT // BATCH,
+    deadline=None,
+    database=None,
+    phases=[Phase.generate, Phase.shrink],
+    suppress_health_check=list(HealthCheck),
+)
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
@@ -202,8 +290,13 @@ def test_every_body_is_answered_without_a_5xx(server, endpoint):
     def post(body: bytes, content_type: str) -> None:
         headers = {"Content-Type": content_type} if content_type else {}
         if chunking.random() < 0.05 and body:
-            connection.request("POST", endpoint, body=iter([body[:len(body) // 2], body[len(body) // 2:]]),
-                               headers=headers, encode_chunked=True)  # fmt: skip
+            connection.request(
+                "POST",
+                endpoint,
+                body=iter([body[: len(body) // 2], body[len(body) // 2 :]]),
+                headers=headers,
+                encode_chunked=True,
+            )
         else:
             connection.request("POST", endpoint, body=body, headers=headers)
         response = connection.getresponse()  # a hang or a dropped connection raises: the example fails
@@ -215,7 +308,11 @@ def test_every_body_is_answered_without_a_5xx(server, endpoint):
         if response.status == 200:
             assert answer["kind"] == "AdmissionReview" and isinstance(answer["response"]["allowed"], bool)
         else:
-            assert response.status in (400, 413) and answer["kind"] == "Status" and answer["code"] == response.status
+            assert (
+                response.status in (400, 413)
+                and answer["kind"] == "Status"
+                and answer["code"] == response.status
+            )
 
     @FUZZ
     @given(batch=st.lists(st.tuples(BODIES, CONTENT_TYPES), min_size=BATCH, max_size=BATCH))

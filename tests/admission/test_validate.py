@@ -39,8 +39,12 @@ def grouped(fixture: str, group: str = "trainer-7f9c") -> dict:
 
 def podgroup(name="trainer-7f9c", namespace="ml-team", **spec):
     spec.setdefault("schedulingPolicy", {"gang": {"minCount": 4}})
-    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
 
 
 def test_pod_with_priority_differing_from_its_podgroup_is_rejected_with_the_fix(webhook, podgroups):
@@ -154,7 +158,10 @@ def test_min_count_above_the_lws_group_size_can_never_be_met(webhook):
     pod = grouped("lws-worker.yaml", "vllm-1")
     pod["metadata"]["annotations"]["gangweb.io/min-count"] = "5"
     message = decide(webhook, pod)["status"]["message"]
-    assert "its LeaderWorkerSet group has only 4 pods" in message and "lower gangweb.io/min-count to 4" in message
+    assert (
+        "its LeaderWorkerSet group has only 4 pods" in message
+        and "lower gangweb.io/min-count to 4" in message
+    )
 
 
 def test_non_numeric_min_count_is_rejected(webhook):
@@ -166,21 +173,45 @@ def test_non_numeric_min_count_is_rejected(webhook):
 # --- PodGroup and Workload API rules ---------------------------------------------------------------
 
 BAD_PODGROUPS = {
-    "both policies": ({"schedulingPolicy": {"basic": {}, "gang": {"minCount": 2}}}, "sets basic and gang; set exactly one"),
+    "both policies": (
+        {"schedulingPolicy": {"basic": {}, "gang": {"minCount": 2}}},
+        "sets basic and gang; set exactly one",
+    ),
     "no policy": ({"schedulingPolicy": {}}, "sets nothing; set exactly one"),
-    "minCount zero": ({"schedulingPolicy": {"gang": {"minCount": 0}}}, "minCount is 0; set a whole number >= 1"),
-    "both disruption modes": ({"disruptionMode": {"single": {}, "all": {}}}, "disruptionMode sets single and all"),
+    "minCount zero": (
+        {"schedulingPolicy": {"gang": {"minCount": 0}}},
+        "minCount is 0; set a whole number >= 1",
+    ),
+    "both disruption modes": (
+        {"disruptionMode": {"single": {}, "all": {}}},
+        "disruptionMode sets single and all",
+    ),
     "two topology keys": (
-        {"schedulingConstraints": {"topology": [{"key": "rack"}, {"key": "zone"}]}}, "keep one topology key"),
+        {"schedulingConstraints": {"topology": [{"key": "rack"}, {"key": "zone"}]}},
+        "keep one topology key",
+    ),
     "claim without source": ({"resourceClaims": [{"name": "gpus"}]}, "set exactly one of resourceClaimName"),
     "claim with both sources": (
         {"resourceClaims": [{"name": "gpus", "resourceClaimName": "a", "resourceClaimTemplateName": "b"}]},
-        "sets resourceClaimName and resourceClaimTemplateName"),
+        "sets resourceClaimName and resourceClaimTemplateName",
+    ),
     "duplicate claim names": (
-        {"resourceClaims": [{"name": "g", "resourceClaimName": "a"}, {"name": "g", "resourceClaimName": "b"}]},
-        "is used twice"),
-    "claim name not a DNS label": ({"resourceClaims": [{"name": "GPU_A", "resourceClaimName": "a"}]}, "use a DNS label"),
-    "five claims": ({"resourceClaims": [{"name": f"c{i}", "resourceClaimName": "a"} for i in range(5)]}, "at most 4"),
+        {
+            "resourceClaims": [
+                {"name": "g", "resourceClaimName": "a"},
+                {"name": "g", "resourceClaimName": "b"},
+            ]
+        },
+        "is used twice",
+    ),
+    "claim name not a DNS label": (
+        {"resourceClaims": [{"name": "GPU_A", "resourceClaimName": "a"}]},
+        "use a DNS label",
+    ),
+    "five claims": (
+        {"resourceClaims": [{"name": f"c{i}", "resourceClaimName": "a"} for i in range(5)]},
+        "at most 4",
+    ),
     "bad preemption policy": ({"preemptionPolicy": "Sometimes"}, "use Never or PreemptLowerPriority"),
 }
 
@@ -194,16 +225,21 @@ def test_podgroup_breaking_api_rules_is_rejected(webhook, case):
 
 
 def test_valid_podgroup_is_allowed(webhook):
-    spec = {"disruptionMode": {"all": {}}, "schedulingConstraints": {"topology": [{"key": "rack"}]},
-            "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]}
+    spec = {
+        "disruptionMode": {"all": {}},
+        "schedulingConstraints": {"topology": [{"key": "rack"}]},
+        "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}],
+    }
     assert decide(webhook, podgroup(**spec), kind=PODGROUP)["allowed"] is True
 
 
 @pytest.mark.parametrize(
     ("change", "fragment"),
-    [({"disruptionMode": {"single": {}}}, "spec.disruptionMode is immutable"),
-     ({"priorityClassName": "other"}, "spec.priorityClassName is immutable"),
-     ({"schedulingPolicy": {"basic": {}}}, "changed from gang to basic")],
+    [
+        ({"disruptionMode": {"single": {}}}, "spec.disruptionMode is immutable"),
+        ({"priorityClassName": "other"}, "spec.priorityClassName is immutable"),
+        ({"schedulingPolicy": {"basic": {}}}, "changed from gang to basic"),
+    ],
 )
 def test_podgroup_update_of_immutable_fields_is_rejected(webhook, change, fragment):
     old = podgroup(disruptionMode={"all": {}}, priorityClassName="batch-high")
@@ -226,8 +262,12 @@ def test_podgroup_delete_is_allowed(webhook):
 def workload(templates=None, **spec):
     if templates is not None:
         spec["podGroupTemplates"] = templates
-    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload",
-            "metadata": {"name": "train", "namespace": "ml-team"}, "spec": spec}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": "train", "namespace": "ml-team"},
+        "spec": spec,
+    }
 
 
 def template(name, **fields):
@@ -237,12 +277,17 @@ def template(name, **fields):
 
 @pytest.mark.parametrize(
     ("obj", "fragment"),
-    [(workload([template(f"t{i}") for i in range(9)]), "at most 8 are allowed"),
-     (workload([template("a"), template("a")]), "'a' is used twice"),
-     (workload([template("Not_A_Label")]), "use a DNS label"),
-     (workload([template("a", schedulingPolicy={"gang": {"minCount": -1}})]), "minCount is -1"),
-     (workload(), "no templates; set exactly one of them"),
-     (workload([template("a")], compositePodGroupTemplates=[{"name": "c"}]), "sets both podGroupTemplates")],
+    [
+        (workload([template(f"t{i}") for i in range(9)]), "at most 8 are allowed"),
+        (workload([template("a"), template("a")]), "'a' is used twice"),
+        (workload([template("Not_A_Label")]), "use a DNS label"),
+        (workload([template("a", schedulingPolicy={"gang": {"minCount": -1}})]), "minCount is -1"),
+        (workload(), "no templates; set exactly one of them"),
+        (
+            workload([template("a")], compositePodGroupTemplates=[{"name": "c"}]),
+            "sets both podGroupTemplates",
+        ),
+    ],
 )
 def test_workload_breaking_api_rules_is_rejected(webhook, obj, fragment):
     response = decide(webhook, obj, kind=WORKLOAD)
@@ -257,18 +302,23 @@ def test_workload_templates_cannot_be_added_after_creation(webhook):
 
 
 def test_valid_workload_is_allowed(webhook):
-    assert decide(webhook, workload([template("leader"), template("workers")]), kind=WORKLOAD)["allowed"] is True
+    assert (
+        decide(webhook, workload([template("leader"), template("workers")]), kind=WORKLOAD)["allowed"] is True
+    )
 
 
 # --- controllers whose size can never meet the gang ------------------------------------------------
+
 
 def test_job_parallelism_below_min_count_is_rejected(webhook):
     job = load_owner("job-resnet-train.yaml")
     job["spec"]["template"]["metadata"] = {"annotations": {"gangweb.io/min-count": "8"}}
     response = decide(webhook, job, kind=("batch", "v1", "Job"))
     assert response["allowed"] is False
-    assert "asks for 8 pods together, but spec.parallelism (capped by spec.completions) allows only 4" in (
-        response["status"]["message"])
+    assert (
+        "asks for 8 pods together, but spec.parallelism (capped by spec.completions) allows only 4"
+        in (response["status"]["message"])
+    )
     assert "lower gangweb.io/min-count to 4 or raise the controller to 8" in response["status"]["message"]
 
 
@@ -287,8 +337,9 @@ def test_pytorchjob_min_available_above_replicas_is_rejected(webhook):
 
 def test_jobset_with_mixed_gpu_shapes_warns(webhook):
     jobset = load_owner("jobset-llama-ft.yaml")
-    jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["resources"] = {
-        "limits": {"nvidia.com/gpu": "1"}}
+    jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0][
+        "resources"
+    ] = {"limits": {"nvidia.com/gpu": "1"}}
     response = decide(webhook, jobset, kind=("jobset.x-k8s.io", "v1alpha2", "JobSet"))
     assert response["allowed"] is True
     assert response["warnings"] == [
@@ -299,9 +350,14 @@ def test_jobset_with_mixed_gpu_shapes_warns(webhook):
 
 def test_lws_size_below_min_count_is_rejected(webhook):
     lws = load_owner("leaderworkerset-vllm.yaml")
-    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] = {"annotations": {"gangweb.io/min-count": "6"}}
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] = {
+        "annotations": {"gangweb.io/min-count": "6"}
+    }
     response = decide(webhook, lws, kind=("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"))
-    assert response["allowed"] is False and "spec.leaderWorkerTemplate.size allows only 4" in response["status"]["message"]
+    assert (
+        response["allowed"] is False
+        and "spec.leaderWorkerTemplate.size allows only 4" in response["status"]["message"]
+    )
 
 
 def test_lws_templates_with_different_priority_classes_are_rejected(webhook):
@@ -321,13 +377,16 @@ def test_jobset_templates_with_different_schedulers_are_rejected(webhook):
     jobset["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["schedulerName"] = "volcano"
     response = decide(webhook, jobset, kind=("jobset.x-k8s.io", "v1alpha2", "JobSet"))
     assert response["allowed"] is False
-    assert ("different schedulerNames (replicatedJobs[leader]: default-scheduler; replicatedJobs[workers]: volcano)"
-            in response["status"]["message"])  # fmt: skip
+    assert (
+        "different schedulerNames (replicatedJobs[leader]: default-scheduler; replicatedJobs[workers]: volcano)"
+        in response["status"]["message"]
+    )
 
 
 def test_templates_that_agree_are_allowed(webhook):
     jobset = load_owner("jobset-llama-ft.yaml")
     for replicated in jobset["spec"]["replicatedJobs"]:
-        replicated["template"]["spec"]["template"]["spec"].update(priorityClassName="batch-high",
-                                                                  schedulerName="default-scheduler")
+        replicated["template"]["spec"]["template"]["spec"].update(
+            priorityClassName="batch-high", schedulerName="default-scheduler"
+        )
     assert decide(webhook, jobset, kind=("jobset.x-k8s.io", "v1alpha2", "JobSet"))["allowed"] is True

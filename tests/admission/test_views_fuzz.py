@@ -16,7 +16,9 @@ ENDPOINTS = ("/admission/mutate", "/admission/validate")
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=20,
 )
 FIELDS = ["uid", "kind", "operation", "namespace", "name", "object", "oldObject", "dryRun", "userInfo"]
@@ -25,9 +27,22 @@ FIELDS = ["uid", "kind", "operation", "namespace", "name", "object", "oldObject"
 @st.composite
 def mangled_reviews(draw):
     """Well-formed reviews with one or more fields replaced by arbitrary JSON (or removed)."""
-    data = review(load_pod(draw(st.sampled_from(["job-parallel.yaml", "lws-worker.yaml", "kueue-podgroup.yaml",
-                                                "yunikorn-spark-driver.yaml", "deployment-pod.yaml"]))),
-                  uid=str(draw(st.uuids())))  # fmt: skip
+    data = review(
+        load_pod(
+            draw(
+                st.sampled_from(
+                    [
+                        "job-parallel.yaml",
+                        "lws-worker.yaml",
+                        "kueue-podgroup.yaml",
+                        "yunikorn-spark-driver.yaml",
+                        "deployment-pod.yaml",
+                    ]
+                )
+            )
+        ),
+        uid=str(draw(st.uuids())),
+    )
     for field in draw(st.lists(st.sampled_from(FIELDS), min_size=1, max_size=3)):
         if draw(st.booleans()):
             data["request"].pop(field, None)
@@ -157,16 +172,43 @@ def parse_outcome(parse, body: bytes) -> tuple:
         request = parse(body)
     except ReviewError as error:
         return ("error", error.status)
-    return ("ok", request.uid, request.kind, request.group, request.operation, request.namespace, request.name,
-            request.dry_run, comparable(request.pod), comparable(request.old_pod), request.object,
-            request.old_object)  # fmt: skip
+    return (
+        "ok",
+        request.uid,
+        request.kind,
+        request.group,
+        request.operation,
+        request.namespace,
+        request.name,
+        request.dry_run,
+        comparable(request.pod),
+        comparable(request.old_pod),
+        request.object,
+        request.old_object,
+    )
 
 
 # Plausible wrong values for the envelope: arbitrary JSON seldom lands on a string the fast path accepts.
-PLAUSIBLE = ["", "abc", "CREATE", "UPDATE", "DELETE", "CONNECT", "Pod", "v1", None, 0, True, [], {}, {"kind": "Pod"},
-             {"group": "", "version": "v1", "kind": "Pod"}, {"group": "batch", "version": "v1", "kind": "Job"},
-             {"group": "example.com", "version": "v1", "kind": "Pod"},
-             {"username": 5}]
+PLAUSIBLE = [
+    "",
+    "abc",
+    "CREATE",
+    "UPDATE",
+    "DELETE",
+    "CONNECT",
+    "Pod",
+    "v1",
+    None,
+    0,
+    True,
+    [],
+    {},
+    {"kind": "Pod"},
+    {"group": "", "version": "v1", "kind": "Pod"},
+    {"group": "batch", "version": "v1", "kind": "Job"},
+    {"group": "example.com", "version": "v1", "kind": "Pod"},
+    {"username": 5},
+]
 ENVELOPE = [("request", field) for field in FIELDS] + [(None, "apiVersion"), (None, "kind")]
 
 
@@ -193,13 +235,28 @@ def test_the_typed_fast_path_agrees_with_the_generic_parser_on_the_envelope(wher
 def mangled_pods(draw):
     """Pod reviews with fields deep inside the pod replaced by arbitrary JSON."""
     pod = load_pod(draw(st.sampled_from(["job-parallel.yaml", "lws-worker.yaml", "kueue-podgroup.yaml"])))
-    for path in draw(st.lists(st.sampled_from([
-        ("metadata", "labels"), ("metadata", "annotations"), ("metadata", "ownerReferences"),
-        ("metadata", "name"), ("spec", "schedulingGroup"), ("spec", "priority"), ("spec", "schedulerName"),
-        ("spec", "containers"),
-    ]), min_size=1, max_size=3)):  # fmt: skip
+    for path in draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    ("metadata", "labels"),
+                    ("metadata", "annotations"),
+                    ("metadata", "ownerReferences"),
+                    ("metadata", "name"),
+                    ("spec", "schedulingGroup"),
+                    ("spec", "priority"),
+                    ("spec", "schedulerName"),
+                    ("spec", "containers"),
+                ]
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    ):
         pod.setdefault(path[0], {})[path[1]] = draw(json_values)
-    return review_bytes(pod, operation=draw(st.sampled_from(["CREATE", "UPDATE"])), old=draw(st.none() | st.just(pod)))
+    return review_bytes(
+        pod, operation=draw(st.sampled_from(["CREATE", "UPDATE"])), old=draw(st.none() | st.just(pod))
+    )
 
 
 @FUZZ

@@ -3,8 +3,6 @@ the pieces must point at each other (selectors, ports, commands, permissions).""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 from kubernetes_validate import utils as kube_validate
@@ -46,10 +44,17 @@ def test_every_service_and_pdb_selects_a_deployment():
 
 
 def test_service_target_ports_name_container_ports():
-    deployments = {d["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"]: d for d in by_kind("Deployment")}
+    deployments = {
+        d["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"]: d
+        for d in by_kind("Deployment")
+    }
     for service in by_kind("Service"):
         deployment = deployments[service["spec"]["selector"]["app.kubernetes.io/name"]]
-        port_names = {p["name"] for c in deployment["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])}
+        port_names = {
+            p["name"]
+            for c in deployment["spec"]["template"]["spec"]["containers"]
+            for p in c.get("ports", [])
+        }
         for port in service["spec"]["ports"]:
             assert port["targetPort"] in port_names
 
@@ -79,7 +84,9 @@ def test_rbac_grants_the_write_paths_the_engine_uses():
     rules = by_kind("ClusterRole")[0]["rules"]
 
     def allowed(group: str, resource: str, verb: str) -> bool:
-        return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules)
+        return any(
+            group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules
+        )
 
     assert allowed("", "pods/eviction", "create")
     assert allowed("", "pods/status", "patch")

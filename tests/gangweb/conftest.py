@@ -17,8 +17,14 @@ import pytest
 from tests.conftest import ROOT, free_port
 
 # The demo runs on the embedded defaults, whatever services the surrounding test run points at.
-EMBEDDED_DEFAULTS = {"DATABASE_URL": "", "REDIS_URL": "", "KUBECONFIG": "", "GANGWEB_DEMO": "1",
-                     "GANGWEB_CLUSTER": "simulated", "PYTHONUNBUFFERED": "1"}
+EMBEDDED_DEFAULTS = {
+    "DATABASE_URL": "",
+    "REDIS_URL": "",
+    "KUBECONFIG": "",
+    "GANGWEB_DEMO": "1",
+    "GANGWEB_CLUSTER": "simulated",
+    "PYTHONUNBUFFERED": "1",
+}
 
 
 @pytest.fixture
@@ -66,14 +72,20 @@ def start_demo(tmp_path):
     """Start ``python manage.py demo --port <free>``; returns once it printed its URL and login line."""
     started: list[DemoProcess] = []
 
-    def start(env: dict[str, str] | None = None, var_dir: Path | None = None, timeout: float = 90) -> DemoProcess:
+    def start(
+        env: dict[str, str] | None = None, var_dir: Path | None = None, timeout: float = 90
+    ) -> DemoProcess:
         port = free_port()
         var = var_dir or tmp_path / "var"
         stderr_path = tmp_path / f"demo-{port}.stderr"
         full_env = {**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(var), **(env or {})}
         proc = subprocess.Popen(
             [sys.executable, "manage.py", "demo", "--port", str(port)],
-            cwd=ROOT, env=full_env, stdout=subprocess.PIPE, stderr=stderr_path.open("w"), text=True,
+            cwd=ROOT,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=stderr_path.open("w"),
+            text=True,
         )
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
@@ -86,7 +98,9 @@ def start_demo(tmp_path):
             except queue.Empty:
                 continue
             if line is None:
-                raise AssertionError(f"demo exited ({proc.wait()}) before it was up:\n{demo.stderr()[-3000:]}")
+                raise AssertionError(
+                    f"demo exited ({proc.wait()}) before it was up:\n{demo.stderr()[-3000:]}"
+                )
             demo.lines.append(line)
             if match := re.search(r"running: (http://\S+?)/?$", line):
                 demo.base_url = match.group(1)
@@ -96,7 +110,9 @@ def start_demo(tmp_path):
         if not (demo.base_url and demo.login):
             raise AssertionError(f"demo did not print its URL and login in {timeout}s: {demo.lines}")
         # Keep draining stdout so the process never blocks on a full pipe.
-        threading.Thread(target=lambda: [demo.lines.append(x) for x in iter(lines.get, None)], daemon=True).start()
+        threading.Thread(
+            target=lambda: [demo.lines.append(x) for x in iter(lines.get, None)], daemon=True
+        ).start()
         return demo
 
     yield start

@@ -20,8 +20,13 @@ NOTE = "is now `manage.py bench"
 
 
 def manage(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def subparsers() -> dict:
@@ -32,7 +37,11 @@ def subparsers() -> dict:
 
 def test_one_help_lists_every_benchmark():
     parser, choices = subparsers()
-    assert list(choices) == ["engine", "webhook", "kube", "execution", "fanout", "api", "demo"] == list(BENCHMARKS)
+    assert (
+        list(choices)
+        == ["engine", "webhook", "kube", "execution", "fanout", "api", "demo"]
+        == list(BENCHMARKS)
+    )
     listing = " ".join(parser.format_help().split())
     for name in BENCHMARKS:
         assert name in listing
@@ -85,14 +94,18 @@ def test_an_unknown_benchmark_or_option_is_a_clear_error():
 def test_gang_bench_is_an_alias_with_a_note():
     result = manage("gang", "bench", "--quality", "2", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert set(json.loads(result.stdout)["policies"]) == {"kep5710", "gangweb"}, "stdout stays one JSON object"
+    assert set(json.loads(result.stdout)["policies"]) == {"kep5710", "gangweb"}, (
+        "stdout stays one JSON object"
+    )
     assert "`manage.py gang bench` is now `manage.py bench engine`" in result.stderr.splitlines()[0]
 
 
 def test_old_spellings_parse_with_the_new_parser_and_bad_input_stays_one_line():
-    for args, prog in ((("gang", "bench", "--nodes", "zero"), "manage.py bench engine"),
-                       (("webhook", "bench", "--connections", "many"), "manage.py bench webhook"),
-                       (("demo_bench", "--runs", "0"), "manage.py bench demo")):
+    for args, prog in (
+        (("gang", "bench", "--nodes", "zero"), "manage.py bench engine"),
+        (("webhook", "bench", "--connections", "many"), "manage.py bench webhook"),
+        (("demo_bench", "--runs", "0"), "manage.py bench demo"),
+    ):
         result = manage(*args)
         assert result.returncode == 2, (args, result.stderr)
         (line,) = result.stderr.strip().splitlines()
@@ -101,4 +114,6 @@ def test_old_spellings_parse_with_the_new_parser_and_bad_input_stays_one_line():
 
 def test_old_spellings_still_show_in_their_commands_help():
     assert "deprecated alias of `manage.py bench engine`" in " ".join(manage("gang", "--help").stdout.split())
-    assert "deprecated alias of `manage.py bench webhook`" in " ".join(manage("webhook", "--help").stdout.split())
+    assert "deprecated alias of `manage.py bench webhook`" in " ".join(
+        manage("webhook", "--help").stdout.split()
+    )

@@ -105,8 +105,9 @@ def test_the_page_carries_the_first_picture(client):
     html = response.content.decode()
     assert "/static/dashboard/cluster.js" in html and "/static/dashboard/cluster.css" in html
     start = html.index('<script id="initial-state" type="application/json">') + len(
-        '<script id="initial-state" type="application/json">')
-    state = json.loads(html[start:html.index("</script>", start)])
+        '<script id="initial-state" type="application/json">'
+    )
+    state = json.loads(html[start : html.index("</script>", start)])
     assert sum(len(rack["nodes"]) for rack in state["racks"]) == 16
     assert f'id="stat-allocated">{state["totals"]["allocatedGpus"]}<' in html
     assert 'href="/admin/"' in html

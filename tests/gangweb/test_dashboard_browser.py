@@ -27,12 +27,15 @@ def test_gpu_squares_change_colour_live(start_demo, browser_page, tmp_path):
     # No reload: the squares must change because the websocket said so.
     page.wait_for_function(
         f"before => ({SQUARE_COLOURS})().some((colour, i) => colour !== before[i])",
-        arg=before, timeout=30_000,
+        arg=before,
+        timeout=30_000,
     )
     assert page.evaluate("window.gangwebUpdates") >= 1
     # One read of both: a tick every 0.25 s redraws them together, and could land between two reads.
-    allocated, busy = page.evaluate("[Number(document.querySelector('#stat-allocated').textContent),"
-                                    " document.querySelectorAll('.gpu.busy').length]")
+    allocated, busy = page.evaluate(
+        "[Number(document.querySelector('#stat-allocated').textContent),"
+        " document.querySelectorAll('.gpu.busy').length]"
+    )
     assert allocated == busy, "the totals agree with the squares drawn"
     assert page.locator("#activity li").count() >= 1
 
@@ -63,8 +66,11 @@ def test_admission_decisions_show_in_the_activity_log(start_demo, browser_page):
     page.wait_for_selector("#conn[data-state='live']", timeout=10_000)
 
     def post(route: str, pod: dict, uid: str) -> dict:
-        request = urllib.request.Request(demo.base_url + f"/admission/{route}", data=review_bytes(pod, uid=uid),
-                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        request = urllib.request.Request(
+            demo.base_url + f"/admission/{route}",
+            data=review_bytes(pod, uid=uid),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=10) as answer:
             return json.loads(answer.read())["response"]
 
@@ -73,8 +79,10 @@ def test_admission_decisions_show_in_the_activity_log(start_demo, browser_page):
     too_big["metadata"]["annotations"]["gangweb.io/min-count"] = "9"
     assert post("validate", too_big, "v-1")["allowed"] is False
 
-    page.wait_for_function("document.querySelector('#activity').innerText.includes('into PodGroups: resnet-train')",
-                           timeout=15_000)  # fmt: skip
+    page.wait_for_function(
+        "document.querySelector('#activity').innerText.includes('into PodGroups: resnet-train')",
+        timeout=15_000,
+    )
     log = page.inner_text("#activity")
     assert "webhook put 1 pod into PodGroups: resnet-train" in log
     assert "webhook denied Pod" in log and "min-count" in log

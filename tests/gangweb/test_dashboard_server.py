@@ -82,8 +82,15 @@ def signed_in_cookie(address: str, username: str, password: str) -> str:
     with httpx.Client(base_url=f"http://{address}", timeout=30, follow_redirects=True) as client:
         form = client.get("/admin/login/?next=/admin/")
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
-        landed = client.post("/admin/login/?next=/admin/", data={
-            "csrfmiddlewaretoken": token, "username": username, "password": password, "next": "/admin/"})
+        landed = client.post(
+            "/admin/login/?next=/admin/",
+            data={
+                "csrfmiddlewaretoken": token,
+                "username": username,
+                "password": password,
+                "next": "/admin/",
+            },
+        )
         assert landed.url.path == "/admin/", landed.text[-2000:]
         return "; ".join(f"{name}={value}" for name, value in client.cookies.items())
 
@@ -95,11 +102,23 @@ def test_with_redis_events_from_another_process_reach_the_browser(asgi_server, r
     # Not the demo (REDIS_URL is set), so no anonymous reads: a user in the server's own database.
     env = {**FAST_SMALL_SIMULATION, "GANGWEB_DEMO": "", "REDIS_URL": redis_url, "SESSION_COOKIE_SECURE": "0"}
     run_env = {**os.environ, "GANGWEB_VAR_DIR": str(tmp_path), **env}
-    for command in (["migrate", "--verbosity", "0"],
-                    ["shell", "-c", "from django.contrib.auth.models import User; "
-                                    "User.objects.create_user('viewer', password='viewer-pw', is_staff=True)"]):
-        done = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=run_env,
-                              capture_output=True, text=True, timeout=120)
+    for command in (
+        ["migrate", "--verbosity", "0"],
+        [
+            "shell",
+            "-c",
+            "from django.contrib.auth.models import User; "
+            "User.objects.create_user('viewer', password='viewer-pw', is_staff=True)",
+        ],
+    ):
+        done = subprocess.run(
+            [sys.executable, "manage.py", *command],
+            cwd=ROOT,
+            env=run_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
     address = asgi_server(env=env)
 
@@ -112,16 +131,24 @@ def test_with_redis_events_from_another_process_reach_the_browser(asgi_server, r
     cookie = signed_in_cookie(address, "viewer", "viewer-pw")
 
     async def scenario():
-        async with websockets.connect(f"ws://{address}/ws/cluster/", origin=f"http://{address}",
-                                      additional_headers={"Cookie": cookie}) as ws:
+        async with websockets.connect(
+            f"ws://{address}/ws/cluster/", origin=f"http://{address}", additional_headers={"Cookie": cookie}
+        ) as ws:
             first = await next_state(ws)
             update = await next_state(ws)  # the server's own ticker publishing through Redis
             assert update["tick"] > first["tick"]
             # Another process (a Celery worker, say) publishes to the same group through Redis.
             layer = RedisChannelLayer(hosts=[redis_url])
             marker = f"from-test-{time.time_ns()}"
-            await layer.group_send(DASHBOARD_GROUP, {"type": MESSAGE_TYPE, "event": "plan.created",
-                                                     "at": time.time(), "payload": {"reason": marker}})
+            await layer.group_send(
+                DASHBOARD_GROUP,
+                {
+                    "type": MESSAGE_TYPE,
+                    "event": "plan.created",
+                    "at": time.time(),
+                    "payload": {"reason": marker},
+                },
+            )
             try:
                 deadline = time.monotonic() + 10
                 while time.monotonic() < deadline:

@@ -28,9 +28,11 @@ def admin_login(base_url: str, password: str) -> httpx.Response:
     with httpx.Client(base_url=base_url, timeout=10, follow_redirects=True) as client:
         form = client.get("/admin/login/?next=/admin/")
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
-        return client.post("/admin/login/?next=/admin/", data={
-            "csrfmiddlewaretoken": token, "username": "admin", "password": password, "next": "/admin/"},
-            headers={"Referer": f"{base_url}/admin/login/"})
+        return client.post(
+            "/admin/login/?next=/admin/",
+            data={"csrfmiddlewaretoken": token, "username": "admin", "password": password, "next": "/admin/"},
+            headers={"Referer": f"{base_url}/admin/login/"},
+        )
 
 
 async def two_states(base_url: str) -> list[dict]:
@@ -84,8 +86,12 @@ def test_a_busy_port_is_a_one_line_error(tmp_path):
         busy.listen(1)
         port = busy.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "manage.py", "demo", "--port", str(port)], cwd=ROOT, capture_output=True, text=True,
-            env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path)}, timeout=60,
+            [sys.executable, "manage.py", "demo", "--port", str(port)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path)},
+            timeout=60,
         )
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
@@ -102,7 +108,9 @@ def test_the_demo_runs_gangwebs_pipeline_in_process(start_demo):
         address = demo.base_url.removeprefix("http://")
         async with websockets.connect(f"ws://{address}/ws/cluster/", origin=demo.base_url) as ws:
             deadline = asyncio.get_running_loop().time() + 40
-            while not {"plan.created", "gang.placed"} <= seen and asyncio.get_running_loop().time() < deadline:
+            while (
+                not {"plan.created", "gang.placed"} <= seen and asyncio.get_running_loop().time() < deadline
+            ):
                 seen.add(json.loads(await asyncio.wait_for(ws.recv(), 10))["event"])
         return seen
 
@@ -114,21 +122,35 @@ def test_the_demo_runs_gangwebs_pipeline_in_process(start_demo):
 
 def test_an_impossible_simulation_is_a_one_line_error(tmp_path):
     result = subprocess.run(
-        [sys.executable, "manage.py", "demo", "--port", str(free_port())], cwd=ROOT, capture_output=True, text=True,
+        [sys.executable, "manage.py", "demo", "--port", str(free_port())],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
         env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path), "GANGWEB_SIM_NODES": "0"},
         timeout=60,
     )
     assert result.returncode == 1
-    assert result.stderr.strip() == ("CommandError: cannot set up the simulated cluster: "
-                                     "a simulated cluster needs at least one node, got 0")
+    assert result.stderr.strip() == (
+        "CommandError: cannot set up the simulated cluster: "
+        "a simulated cluster needs at least one node, got 0"
+    )
 
 
 def test_an_unreachable_database_is_a_one_line_error(tmp_path):
     closed = free_port()  # nothing listens there
     result = subprocess.run(
-        [sys.executable, "manage.py", "demo", "--port", str(free_port())], cwd=ROOT, capture_output=True, text=True,
-        env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path), "GANGWEB_DEMO": "",
-             "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed}/gangweb"}, timeout=60,
+        [sys.executable, "manage.py", "demo", "--port", str(free_port())],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            **EMBEDDED_DEFAULTS,
+            "GANGWEB_VAR_DIR": str(tmp_path),
+            "GANGWEB_DEMO": "",
+            "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed}/gangweb",
+        },
+        timeout=60,
     )
     assert result.returncode == 1
     assert "cannot prepare the database" in result.stderr and "DATABASE_URL" in result.stderr
@@ -190,8 +212,17 @@ print(json.dumps({"login": login, "exposed": exposed, "mode": stat.S_IMODE(os.st
 
 def test_the_generated_password_file_is_private_before_it_holds_the_password(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-c", AUDITED_ADMIN_SETUP], cwd=ROOT, capture_output=True, text=True, timeout=120,
-        env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "gangweb.settings"},
+        [sys.executable, "-c", AUDITED_ADMIN_SETUP],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **os.environ,
+            **EMBEDDED_DEFAULTS,
+            "GANGWEB_VAR_DIR": str(tmp_path),
+            "DJANGO_SETTINGS_MODULE": "gangweb.settings",
+        },
     )
     assert result.returncode == 0, result.stderr[-3000:]
     seen = json.loads(result.stdout.strip().splitlines()[-1])
@@ -213,8 +244,14 @@ def deployment_database(tmp_path):
     import psycopg
 
     name = f"gangweb_demo_deploy_{uuid.uuid4().hex[:12]}"
-    params = {"host": db.get("HOST") or "127.0.0.1", "port": db.get("PORT") or 5432, "user": db.get("USER"),
-              "password": db.get("PASSWORD") or None, "dbname": "postgres", "autocommit": True}
+    params = {
+        "host": db.get("HOST") or "127.0.0.1",
+        "port": db.get("PORT") or 5432,
+        "user": db.get("USER"),
+        "password": db.get("PASSWORD") or None,
+        "dbname": "postgres",
+        "autocommit": True,
+    }
     with psycopg.connect(**params) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     auth = db.get("USER") + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
@@ -226,28 +263,55 @@ def deployment_database(tmp_path):
 
 
 def manage(env: dict[str, str], *args: str) -> str:
-    result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
 
 def test_on_a_database_url_the_demo_resets_no_password(start_demo, deployment_database, tmp_path):
     """The deployment's admin keeps its password, whatever GANGWEB_ADMIN_PASSWORD says."""
-    env = {**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_DEMO": "", "DATABASE_URL": deployment_database,
-           "GANGWEB_VAR_DIR": str(tmp_path / "var")}
+    env = {
+        **os.environ,
+        **EMBEDDED_DEFAULTS,
+        "GANGWEB_DEMO": "",
+        "DATABASE_URL": deployment_database,
+        "GANGWEB_VAR_DIR": str(tmp_path / "var"),
+    }
     manage(env, "migrate", "--verbosity", "0")
-    manage(env, "shell", "-c", "from django.contrib.auth.models import User; "
-                               "User.objects.create_superuser('admin', 'ops@example.com', 'the-deployments-own')")
-    users_before = manage(env, "shell", "-c", "from django.contrib.auth.models import User; "
-                                              "print(sorted(User.objects.values_list('username', 'password')))")
+    manage(
+        env,
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; "
+        "User.objects.create_superuser('admin', 'ops@example.com', 'the-deployments-own')",
+    )
+    users_before = manage(
+        env,
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; "
+        "print(sorted(User.objects.values_list('username', 'password')))",
+    )
 
-    demo = start_demo(env={"GANGWEB_DEMO": "", "DATABASE_URL": deployment_database,
-                           "GANGWEB_ADMIN_PASSWORD": "reset-by-the-demo"}, var_dir=tmp_path / "var")
+    demo = start_demo(
+        env={
+            "GANGWEB_DEMO": "",
+            "DATABASE_URL": deployment_database,
+            "GANGWEB_ADMIN_PASSWORD": "reset-by-the-demo",
+        },
+        var_dir=tmp_path / "var",
+    )
     assert demo.stop(signal.SIGTERM) == 0
 
-    after = manage(env, "shell", "-c", "from django.contrib.auth.models import User; "
-                                       "print(sorted(User.objects.values_list('username', 'password')))")
+    after = manage(
+        env,
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; "
+        "print(sorted(User.objects.values_list('username', 'password')))",
+    )
     assert after == users_before  # same users, same password hashes
     assert not (tmp_path / "var" / "demo-admin-password").exists()
     assert demo.password == "" and "not the demo's" in demo.login

@@ -39,8 +39,13 @@ def test_readyz_names_redis_when_it_does_not_answer(client, settings):
 
 def test_readyz_names_the_database_when_it_does_not_answer(asgi_server):
     closed = free_port()
-    base = asgi_server(env={"DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed}/gangweb",
-                            "REDIS_URL": os.environ.get("REDIS_URL", ""), "SECRET_KEY": "test"})
+    base = asgi_server(
+        env={
+            "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed}/gangweb",
+            "REDIS_URL": os.environ.get("REDIS_URL", ""),
+            "SECRET_KEY": "test",
+        }
+    )
     response = httpx.get(f"http://{base}/readyz", timeout=15)
     assert response.status_code == 503
     assert "database" in response.json()["failing"]
@@ -64,9 +69,18 @@ def test_logs_are_json_lines(tmp_path):
     from tests.conftest import ROOT
 
     code = "import django, logging; django.setup(); logging.getLogger('gangweb.test').warning('hello', extra={'gang': 'ns/a'})"
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                            env={**os.environ, "DJANGO_SETTINGS_MODULE": "gangweb.settings",
-                                 "GANGWEB_VAR_DIR": str(tmp_path), "SECRET_KEY": "test"})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "gangweb.settings",
+            "GANGWEB_VAR_DIR": str(tmp_path),
+            "SECRET_KEY": "test",
+        },
+    )
     line = json.loads(result.stderr.strip().splitlines()[-1])
     assert line["message"] == "hello" and line["level"] == "WARNING" and line["gang"] == "ns/a"
 

@@ -29,16 +29,27 @@ print(json.dumps({
 """
 
 # Variables that must not leak from the test run's own environment into the probe.
-CONTROLLED = ("DATABASE_URL", "REDIS_URL", "KUBECONFIG", "SECRET_KEY", "DEBUG", "GANGWEB_DEMO",
-              "ALLOWED_HOSTS", "GANGWEB_CLUSTER", "GANGWEB_MODE", "GANGWEB_NAMESPACE_MODES",
-              "KUBERNETES_SERVICE_HOST")
+CONTROLLED = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "KUBECONFIG",
+    "SECRET_KEY",
+    "DEBUG",
+    "GANGWEB_DEMO",
+    "ALLOWED_HOSTS",
+    "GANGWEB_CLUSTER",
+    "GANGWEB_MODE",
+    "GANGWEB_NAMESPACE_MODES",
+    "KUBERNETES_SERVICE_HOST",
+)
 
 
 def load_settings(tmp_path, probe: str = PROBE, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in CONTROLLED}
     clean.update({"DJANGO_SETTINGS_MODULE": "gangweb.settings", "GANGWEB_VAR_DIR": str(tmp_path)}, **env)
-    return subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=clean, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120
+    )
 
 
 def error_line(result: subprocess.CompletedProcess) -> str:
@@ -94,8 +105,11 @@ def test_outside_the_demo_a_secret_key_is_required(tmp_path):
 
 
 @pytest.mark.parametrize("part", PRODUCTION_PARTS)
-@pytest.mark.parametrize("extra", [{}, {"DEBUG": "1"}, {"DEBUG": "1", "GANGWEB_DEMO": "0"}],
-                         ids=["plain", "debug", "debug-demo-off"])
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"DEBUG": "1"}, {"DEBUG": "1", "GANGWEB_DEMO": "0"}],
+    ids=["plain", "debug", "debug-demo-off"],
+)
 def test_beside_a_production_part_no_key_is_an_error_that_says_to_set_secret_key(tmp_path, part, extra):
     line = error_line(load_settings(tmp_path, **PRODUCTION_PARTS[part], **extra))
     assert line.startswith("django.core.exceptions.ImproperlyConfigured: SECRET_KEY is required"), line
@@ -128,7 +142,9 @@ def test_the_public_key_given_as_secret_key_is_refused_outside_the_demo(tmp_path
 def test_a_test_process_beside_real_services_gets_a_key_of_its_own(tmp_path):
     """pytest loads settings before its conftest can set SECRET_KEY; that key is random, never the public one."""
     first = settings_for_probe(tmp_path, "import pytest\n" + PROBE, DATABASE_URL="postgres://u@db.example/gw")
-    second = settings_for_probe(tmp_path, "import pytest\n" + PROBE, DATABASE_URL="postgres://u@db.example/gw")
+    second = settings_for_probe(
+        tmp_path, "import pytest\n" + PROBE, DATABASE_URL="postgres://u@db.example/gw"
+    )
     assert first["demo"] is False and first["demo_key"] is False
     assert first["key"] != second["key"] and len(first["key"]) >= 50
 
@@ -141,8 +157,12 @@ def settings_for_probe(tmp_path, probe: str, **env: str) -> dict:
 
 def test_allowed_hosts_debug_and_modes_come_from_the_environment(tmp_path):
     s = settings_for(
-        tmp_path, ALLOWED_HOSTS="gangweb.example.com, .svc", DEBUG="true", GANGWEB_MODE="observe",
-        GANGWEB_NAMESPACE_MODES="team-a=enforce,team-b=observe", KUBECONFIG="/nonexistent/kubeconfig",
+        tmp_path,
+        ALLOWED_HOSTS="gangweb.example.com, .svc",
+        DEBUG="true",
+        GANGWEB_MODE="observe",
+        GANGWEB_NAMESPACE_MODES="team-a=enforce,team-b=observe",
+        KUBECONFIG="/nonexistent/kubeconfig",
         SECRET_KEY="k",
     )
     assert s["hosts"] == ["gangweb.example.com", ".svc"]

@@ -25,6 +25,7 @@ def status_body(exc: ApiException) -> dict:
 
 # ----- CRUD and typed parsing
 
+
 def test_typed_client_parses_every_served_kind(api):
     pods = client.CoreV1Api(api).list_pod_for_all_namespaces()
     assert {p.metadata.name for p in pods.items} == {"low-0", "low-1", "solo", "high-0", "high-1"}
@@ -33,8 +34,11 @@ def test_typed_client_parses_every_served_kind(api):
     assert group.spec.scheduling_policy.gang.min_count == 2
     budget = client.PolicyV1Api(api).read_namespaced_pod_disruption_budget("low-pdb", "team-a")
     # the server computed the status the disruption controller would: 2 healthy, 1 needed
-    assert (budget.status.current_healthy, budget.status.desired_healthy, budget.status.disruptions_allowed) == (
-        2, 1, 1)
+    assert (
+        budget.status.current_healthy,
+        budget.status.desired_healthy,
+        budget.status.disruptions_allowed,
+    ) == (2, 1, 1)
     classes = client.SchedulingV1Api(api).list_priority_class()
     assert {c.metadata.name: c.value for c in classes.items} == {"batch-low": 100, "train-high": 1000}
     assert client.CoreV1Api(api).read_node("node-2").status.capacity["nvidia.com/gpu"] == "8"
@@ -80,16 +84,29 @@ def test_patch_with_stale_resource_version_is_409_conflict(core):
 def test_status_goes_through_the_status_subresource_only(core):
     core.patch_namespaced_pod("solo", "team-a", {"status": {"phase": "Failed"}})
     assert core.read_namespaced_pod("solo", "team-a").status.phase == "Running"
-    core.patch_namespaced_pod_status("solo", "team-a", {"status": {"conditions": [
-        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]}})
+    core.patch_namespaced_pod_status(
+        "solo",
+        "team-a",
+        {
+            "status": {
+                "conditions": [
+                    {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+                ]
+            }
+        },
+    )
     conditions = {c.type: c.status for c in core.read_namespaced_pod("solo", "team-a").status.conditions}
     # strategic merge: conditions merge by type, the Ready condition stays
     assert conditions == {"Ready": "True", "DisruptionTarget": "True"}
 
 
 def test_merge_patch_replaces_lists(core):
-    core.patch_namespaced_pod_status("solo", "team-a", {"status": {"conditions": [{"type": "X", "status": "True"}]}},
-                                     _content_type="application/merge-patch+json")
+    core.patch_namespaced_pod_status(
+        "solo",
+        "team-a",
+        {"status": {"conditions": [{"type": "X", "status": "True"}]}},
+        _content_type="application/merge-patch+json",
+    )
     assert [c.type for c in core.read_namespaced_pod("solo", "team-a").status.conditions] == ["X"]
 
 
@@ -97,7 +114,8 @@ def test_json_patch_and_generation(api):
     groups = client.SchedulingV1beta1Api(api)
     before = groups.read_namespaced_pod_group("low-gang", "team-a")
     after = groups.patch_namespaced_pod_group(
-        "low-gang", "team-a", [{"op": "replace", "path": "/spec/schedulingPolicy/gang/minCount", "value": 1}])
+        "low-gang", "team-a", [{"op": "replace", "path": "/spec/schedulingPolicy/gang/minCount", "value": 1}]
+    )
     assert after.spec.scheduling_policy.gang.min_count == 1
     assert after.metadata.generation == before.metadata.generation + 1
 
@@ -116,7 +134,9 @@ def test_pagination_with_limit_and_continue(core):
 
 def test_label_and_field_selectors(core):
     assert [p.metadata.name for p in core.list_namespaced_pod("team-a", label_selector="app=low").items] == [
-        "low-0", "low-1"]
+        "low-0",
+        "low-1",
+    ]
     on_two = core.list_pod_for_all_namespaces(field_selector="spec.nodeName=node-2")
     assert [p.metadata.name for p in on_two.items] == ["low-1"]
 
@@ -130,21 +150,34 @@ def test_delete_returns_the_pod_and_404_after(core):
 
 
 def test_events_created_in_one_group_are_listed_in_the_other(api):
-    client.EventsV1Api(api).create_namespaced_event("team-a", {
-        "metadata": {"name": "solo.1"}, "eventTime": "2026-11-30T10:00:00.000000Z", "reason": "Preempted",
-        "action": "Preempting", "note": "Preempted by podgroup u1 on node cluster", "type": "Normal",
-        "reportingController": "gangweb", "reportingInstance": "gangweb-0",
-        "regarding": {"kind": "Pod", "namespace": "team-a", "name": "solo"}})
+    client.EventsV1Api(api).create_namespaced_event(
+        "team-a",
+        {
+            "metadata": {"name": "solo.1"},
+            "eventTime": "2026-11-30T10:00:00.000000Z",
+            "reason": "Preempted",
+            "action": "Preempting",
+            "note": "Preempted by podgroup u1 on node cluster",
+            "type": "Normal",
+            "reportingController": "gangweb",
+            "reportingInstance": "gangweb-0",
+            "regarding": {"kind": "Pod", "namespace": "team-a", "name": "solo"},
+        },
+    )
     core_events = client.CoreV1Api(api).list_namespaced_event("team-a").items
     assert [(e.reason, e.involved_object.name, e.message) for e in core_events] == [
-        ("Preempted", "solo", "Preempted by podgroup u1 on node cluster")]
+        ("Preempted", "solo", "Preempted by podgroup u1 on node cluster")
+    ]
 
 
-@pytest.mark.parametrize("path, body", [
-    ("/api/v1/namespaces/team-a/pods", [1, 2]),
-    ("/api/v1/namespaces/team-a/pods/solo/eviction", {"kind": "Pod"}),
-    ("/api/v1/namespaces/team-a/pods/solo/eviction", {"kind": "Eviction", "metadata": {"name": "other"}}),
-])
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/api/v1/namespaces/team-a/pods", [1, 2]),
+        ("/api/v1/namespaces/team-a/pods/solo/eviction", {"kind": "Pod"}),
+        ("/api/v1/namespaces/team-a/pods/solo/eviction", {"kind": "Eviction", "metadata": {"name": "other"}}),
+    ],
+)
 def test_malformed_bodies_get_400_not_500(server, path, body):
     import urllib3
 
@@ -155,8 +188,12 @@ def test_malformed_bodies_get_400_not_500(server, path, body):
 def test_non_json_body_gets_400(server):
     import urllib3
 
-    answer = urllib3.request("POST", server.url + "/api/v1/namespaces/team-a/pods", body=b"{nope",
-                             headers={"Content-Type": "application/json"})
+    answer = urllib3.request(
+        "POST",
+        server.url + "/api/v1/namespaces/team-a/pods",
+        body=b"{nope",
+        headers={"Content-Type": "application/json"},
+    )
     assert answer.status == 400 and "not valid JSON" in answer.json()["message"]
 
 
@@ -169,6 +206,7 @@ def test_discovery_lists_the_served_groups(api):
 
 
 # ----- eviction
+
 
 def evict(core, name, namespace="team-a"):
     body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
@@ -196,15 +234,18 @@ def test_dry_run_eviction_changes_nothing(server, core, how):
         body.delete_options = client.V1DeleteOptions(dry_run=["All"])
         answer = core.create_namespaced_pod_eviction("low-0", "team-a", body, _preload_content=False)
     else:
-        answer = core.create_namespaced_pod_eviction("low-0", "team-a", body, dry_run="All",
-                                                     _preload_content=False)
+        answer = core.create_namespaced_pod_eviction(
+            "low-0", "team-a", body, dry_run="All", _preload_content=False
+        )
     assert answer.status == 201
     assert server.store.resource_version == rv
     assert server.store.get(PDBS, "team-a", "low-pdb")["status"]["disruptionsAllowed"] == 1
 
 
 def test_a_budget_not_yet_processed_answers_429(server, core):
-    server.store.patch(PDBS, "team-a", "low-pdb", "application/merge-patch+json", {"spec": {"minAvailable": 0}})
+    server.store.patch(
+        PDBS, "team-a", "low-pdb", "application/merge-patch+json", {"spec": {"minAvailable": 0}}
+    )
     with pytest.raises(ApiException) as err:
         evict(core, "low-0")
     assert err.value.status == 429 and "still being processed" in err.value.body
@@ -215,8 +256,9 @@ def test_a_budget_not_yet_processed_answers_429(server, core):
 
 def test_pending_pods_are_evicted_without_a_budget(server, core):
     server.store.create(PDBS, pdb("high-pdb", app="high", min_available=5))
-    server.store.patch(PODS, "team-a", "high-0", "application/merge-patch+json",
-                       {"metadata": {"labels": {"app": "high"}}})
+    server.store.patch(
+        PODS, "team-a", "high-0", "application/merge-patch+json", {"metadata": {"labels": {"app": "high"}}}
+    )
     assert evict(core, "high-0").status == 201
 
 
@@ -226,8 +268,9 @@ def test_graceful_eviction_leaves_the_pod_terminating(server, core):
     terminating = server.store.get(PODS, "team-a", "solo")
     assert terminating["metadata"]["deletionTimestamp"]
     # like the API server, the eviction itself marks the pod
-    assert {(c["type"], c["reason"]) for c in terminating["status"]["conditions"] if c["type"] != "Ready"} == {
-        ("DisruptionTarget", "EvictionByEvictionAPI")}
+    assert {
+        (c["type"], c["reason"]) for c in terminating["status"]["conditions"] if c["type"] != "Ready"
+    } == {("DisruptionTarget", "EvictionByEvictionAPI")}
     assert server.store.finish_terminating() == 1
     assert server.store.try_get(PODS, "team-a", "solo") is None
 
@@ -235,8 +278,9 @@ def test_graceful_eviction_leaves_the_pod_terminating(server, core):
 def test_status_writes_on_a_terminating_pod_keep_it(server, core):
     server.store.graceful_pod_deletion = True
     core.delete_namespaced_pod("solo", "team-a")
-    core.patch_namespaced_pod_status("solo", "team-a", {"status": {"conditions": [
-        {"type": "DisruptionTarget", "status": "True"}]}})
+    core.patch_namespaced_pod_status(
+        "solo", "team-a", {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True"}]}}
+    )
     assert server.store.get(PODS, "team-a", "solo")["metadata"]["deletionTimestamp"]
     core.delete_namespaced_pod("solo", "team-a", grace_period_seconds=0)
     assert server.store.try_get(PODS, "team-a", "solo") is None
@@ -263,13 +307,21 @@ def test_injected_eviction_faults_answer_then_clear(server, core):
 
 # ----- watch
 
+
 def test_watch_streams_changes_from_a_resource_version_with_bookmarks(server, core):
     start = core.list_namespaced_pod("team-a").metadata.resource_version
-    server.store.patch(PODS, "team-a", "solo", "application/merge-patch+json", {"metadata": {"labels": {"n": "1"}}})
+    server.store.patch(
+        PODS, "team-a", "solo", "application/merge-patch+json", {"metadata": {"labels": {"n": "1"}}}
+    )
     server.store.delete(PODS, "team-a", "high-1")
     seen = []
-    for event in watch.Watch().stream(core.list_namespaced_pod, "team-a", resource_version=start,
-                                      allow_watch_bookmarks=True, timeout_seconds=1):
+    for event in watch.Watch().stream(
+        core.list_namespaced_pod,
+        "team-a",
+        resource_version=start,
+        allow_watch_bookmarks=True,
+        timeout_seconds=1,
+    ):
         seen.append((event["type"], event["raw_object"]["metadata"].get("name")))
     assert seen[:2] == [("MODIFIED", "solo"), ("DELETED", "high-1")]
     assert ("BOOKMARK", None) in seen[2:]  # the server sends bookmarks every 0.2 s here
@@ -278,20 +330,33 @@ def test_watch_streams_changes_from_a_resource_version_with_bookmarks(server, co
 
 def test_selector_watches_see_objects_enter_and_leave_the_selection(server, core):
     start = core.list_namespaced_pod("team-a").metadata.resource_version
+
     def relabel(name, labels):
-        server.store.patch(PODS, "team-a", name, "application/merge-patch+json", {"metadata": {"labels": labels}})
+        server.store.patch(
+            PODS, "team-a", name, "application/merge-patch+json", {"metadata": {"labels": labels}}
+        )
 
     relabel("low-1", {"app": "other"})
     relabel("solo", {"app": "low"})
     relabel("low-0", {"n": "1"})
-    seen = [(e["type"], e["raw_object"]["metadata"]["name"]) for e in watch.Watch().stream(
-        core.list_namespaced_pod, "team-a", label_selector="app=low", resource_version=start, timeout_seconds=1)]
+    seen = [
+        (e["type"], e["raw_object"]["metadata"]["name"])
+        for e in watch.Watch().stream(
+            core.list_namespaced_pod,
+            "team-a",
+            label_selector="app=low",
+            resource_version=start,
+            timeout_seconds=1,
+        )
+    ]
     assert seen == [("DELETED", "low-1"), ("ADDED", "solo"), ("MODIFIED", "low-0")]
 
 
 def test_watch_without_resource_version_starts_with_the_current_objects(core):
-    seen = [e["raw_object"]["metadata"]["name"]
-            for e in watch.Watch().stream(core.list_namespaced_pod, "team-a", timeout_seconds=1)]
+    seen = [
+        e["raw_object"]["metadata"]["name"]
+        for e in watch.Watch().stream(core.list_namespaced_pod, "team-a", timeout_seconds=1)
+    ]
     assert sorted(seen) == ["high-0", "high-1", "low-0", "low-1", "solo"]
 
 
@@ -300,8 +365,9 @@ def test_watch_from_an_expired_resource_version_gets_410(server, core):
     server.store.delete(PODS, "team-a", "solo")
     server.expire_watch_window()
     with pytest.raises(ApiException) as err:
-        for _ in watch.Watch().stream(core.list_namespaced_pod, "team-a", resource_version=start,
-                                      timeout_seconds=2):
+        for _ in watch.Watch().stream(
+            core.list_namespaced_pod, "team-a", resource_version=start, timeout_seconds=2
+        ):
             pass
     assert err.value.status == 410
 
@@ -320,7 +386,7 @@ def test_dropped_watch_ends_abruptly(server, core):
         try:
             for _ in watch.Watch().stream(core.list_node, resource_version=start, timeout_seconds=20):
                 pass
-        except Exception as exc:  # noqa: BLE001 - the point is that the stream breaks
+        except Exception as exc:
             errors.append(exc)
 
     thread = threading.Thread(target=consume)
@@ -333,6 +399,7 @@ def test_dropped_watch_ends_abruptly(server, core):
 
 
 # ----- another process
+
 
 def test_cli_server_in_a_child_process(tmp_path):
     snapshot = tmp_path / "snapshot.yaml"
@@ -375,8 +442,12 @@ def test_sync_publishes_only_the_differences(server, core):
     low0["status"]["phase"] = "Failed"  # changed
     objects.append(pod("fresh"))  # new
     assert server.store.sync(objects) == {"ADDED": 1, "MODIFIED": 1, "DELETED": 1}
-    seen = [(e["type"], e["raw_object"]["metadata"]["name"]) for e in watch.Watch().stream(
-        core.list_namespaced_pod, "team-a", resource_version=start, timeout_seconds=1)]
+    seen = [
+        (e["type"], e["raw_object"]["metadata"]["name"])
+        for e in watch.Watch().stream(
+            core.list_namespaced_pod, "team-a", resource_version=start, timeout_seconds=1
+        )
+    ]
     assert sorted(seen) == [("ADDED", "fresh"), ("DELETED", "solo"), ("MODIFIED", "low-0")]
     assert server.store.sync(objects) == {"ADDED": 0, "MODIFIED": 0, "DELETED": 0}
 

@@ -50,19 +50,24 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
 
         cert_parser = sub.add_parser("certs", help="create or renew the CA and serving certificate")
-        cert_parser.add_argument("--dir", type=Path, default=Path("var/webhook-certs"), help="where the PEM files live")
+        cert_parser.add_argument(
+            "--dir", type=Path, default=Path("var/webhook-certs"), help="where the PEM files live"
+        )
         cert_parser.add_argument("--service", default=DEFAULT_SERVICE)
         cert_parser.add_argument("--namespace", default=None, help="default: GANGWEB_NAMESPACE")
         cert_parser.add_argument("--days", type=int, default=365, help="serving certificate lifetime")
         cert_parser.add_argument("--ca-days", type=int, default=3650)
         cert_parser.add_argument("--renew-before-days", type=int, default=30)
         cert_parser.add_argument("--force", action="store_true", help="issue new ones even if still valid")
-        cert_parser.add_argument("--secret", metavar="NAME", help="also print a kubernetes.io/tls Secret manifest")
         cert_parser.add_argument(
-            "--client-cert", metavar="NAME",
+            "--secret", metavar="NAME", help="also print a kubernetes.io/tls Secret manifest"
+        )
+        cert_parser.add_argument(
+            "--client-cert",
+            metavar="NAME",
             help="also issue (or keep) client.crt/client.key for kube-apiserver, CommonName NAME (e.g. kube-apiserver), "
-                 "signed by the same CA: serve with --client-ca DIR/ca.crt --client-name NAME",
-        )  # fmt: skip
+            "signed by the same CA: serve with --client-ca DIR/ca.crt --client-name NAME",
+        )
 
         config_parser = sub.add_parser("config", help="print the Mutating/ValidatingWebhookConfiguration")
         config_parser.add_argument("--ca-file", type=Path, default=Path("var/webhook-certs") / certs.CA_CERT)
@@ -71,30 +76,45 @@ class Command(BaseCommand):
         config_parser.add_argument("--port", type=int, default=443, help="the Service port")
         config_parser.add_argument("--output", choices=("yaml", "json"), default="yaml")
 
-        serve_parser = sub.add_parser("serve", help="serve the webhook over HTTPS (reloads renewed certificates)")
-        serve_parser.add_argument("--dir", type=Path, default=Path("var/webhook-certs"),
-                                  help="holds tls.crt and tls.key (e.g. a mounted kubernetes.io/tls Secret)")
+        serve_parser = sub.add_parser(
+            "serve", help="serve the webhook over HTTPS (reloads renewed certificates)"
+        )
+        serve_parser.add_argument(
+            "--dir",
+            type=Path,
+            default=Path("var/webhook-certs"),
+            help="holds tls.crt and tls.key (e.g. a mounted kubernetes.io/tls Secret)",
+        )
         serve_parser.add_argument("--cert", type=Path, help="serving certificate file (default: DIR/tls.crt)")
         serve_parser.add_argument("--key", type=Path, help="its private key file (default: DIR/tls.key)")
         serve_parser.add_argument("--host", default="0.0.0.0")
         serve_parser.add_argument("--port", type=int, default=8443)
         serve_parser.add_argument("--workers", type=int, default=1)
-        serve_parser.add_argument("--bench-echo", action="store_true", help="also serve /bench/echo (benchmark only)")
+        serve_parser.add_argument(
+            "--bench-echo", action="store_true", help="also serve /bench/echo (benchmark only)"
+        )
         serve_parser.add_argument("--log-level", default="warning")
         serve_parser.add_argument(
-            "--client-ca", type=Path, default=_env_path("GANGWEB_WEBHOOK_CLIENT_CA"),
+            "--client-ca",
+            type=Path,
+            default=_env_path("GANGWEB_WEBHOOK_CLIENT_CA"),
             help="answer the webhook paths only for clients presenting a certificate signed by this CA "
-                 "(kube-apiserver, see docs/admission.md); default: GANGWEB_WEBHOOK_CLIENT_CA",
-        )  # fmt: skip
+            "(kube-apiserver, see docs/admission.md); default: GANGWEB_WEBHOOK_CLIENT_CA",
+        )
         serve_parser.add_argument(
-            "--client-name", action="append", default=None, metavar="NAME",
+            "--client-name",
+            action="append",
+            default=None,
+            metavar="NAME",
             help="with --client-ca: the client certificate must also name NAME (CommonName or DNS SAN); repeatable; "
-                 "default: GANGWEB_WEBHOOK_CLIENT_NAMES (comma-separated)",
-        )  # fmt: skip
+            "default: GANGWEB_WEBHOOK_CLIENT_NAMES (comma-separated)",
+        )
         serve_parser.add_argument(
-            "--read-timeout", type=float, default=READ_TIMEOUT_SECONDS,
+            "--read-timeout",
+            type=float,
+            default=READ_TIMEOUT_SECONDS,
             help=f"seconds a request may take to arrive whole, headers and body (default {READ_TIMEOUT_SECONDS:g})",
-        )  # fmt: skip
+        )
 
         # Only listed here: `webhook bench ...` is caught in run_from_argv and runs as `bench webhook ...`.
         sub.add_parser("bench", help="deprecated alias of `manage.py bench webhook`", add_help=False)
@@ -112,12 +132,19 @@ class Command(BaseCommand):
         namespace = options["namespace"] or _namespace()
         for option, least in (("days", 1), ("ca_days", 1), ("renew_before_days", 0)):
             if options[option] < least:
-                raise _usage_error(f"--{option.replace('_', '-')} must be at least {least}, got {options[option]}")
+                raise _usage_error(
+                    f"--{option.replace('_', '-')} must be at least {least}, got {options[option]}"
+                )
         try:
             result = certs.ensure_certificates(
-                options["dir"], options["service"], namespace, days=options["days"], ca_days=options["ca_days"],
-                renew_before=dt.timedelta(days=options["renew_before_days"]), force=options["force"],
-            )  # fmt: skip
+                options["dir"],
+                options["service"],
+                namespace,
+                days=options["days"],
+                ca_days=options["ca_days"],
+                renew_before=dt.timedelta(days=options["renew_before_days"]),
+                force=options["force"],
+            )
         except certs.CertificateError as error:
             raise _usage_error(str(error)) from None
         stderr = self.stderr
@@ -132,9 +159,13 @@ class Command(BaseCommand):
         if options["client_cert"]:
             try:
                 client, issued = certs.ensure_client_certificate(
-                    options["dir"], result.ca, options["client_cert"], days=options["days"],
-                    renew_before=dt.timedelta(days=options["renew_before_days"]), force=options["force"],
-                )  # fmt: skip
+                    options["dir"],
+                    result.ca,
+                    options["client_cert"],
+                    days=options["days"],
+                    renew_before=dt.timedelta(days=options["renew_before_days"]),
+                    force=options["force"],
+                )
             except certs.CertificateError as error:
                 raise _usage_error(str(error)) from None
             stderr.write(
@@ -143,7 +174,9 @@ class Command(BaseCommand):
                 f"{options['dir'] / certs.CLIENT_KEY}; kube-apiserver presents it (docs/admission.md)"
             )
         if options["secret"]:
-            self.stdout.write(yaml.safe_dump(certs.secret_manifest(result, options["secret"], namespace), sort_keys=False))
+            self.stdout.write(
+                yaml.safe_dump(certs.secret_manifest(result, options["secret"], namespace), sort_keys=False)
+            )
 
     def _config(self, options: dict) -> None:
         from admission.webhookconfig import webhook_configurations
@@ -155,10 +188,15 @@ class Command(BaseCommand):
         try:
             ca_pem = options["ca_file"].read_bytes()
         except OSError as error:
-            raise CommandError(f"cannot read the CA certificate {options['ca_file']}: {error.strerror}; "
-                               "run `manage.py webhook certs` first") from None  # fmt: skip
+            raise CommandError(
+                f"cannot read the CA certificate {options['ca_file']}: {error.strerror}; "
+                "run `manage.py webhook certs` first"
+            ) from None
         objects = webhook_configurations(
-            service=options["service"], namespace=options["namespace"] or _namespace(), ca_pem=ca_pem, port=options["port"]
+            service=options["service"],
+            namespace=options["namespace"] or _namespace(),
+            ca_pem=ca_pem,
+            port=options["port"],
         )
         self.stdout.write(_dump(objects, options["output"]), ending="")
 
@@ -171,18 +209,24 @@ class Command(BaseCommand):
         keyfile = options["key"] or directory / certs.TLS_KEY
         missing = [str(path) for path in (certfile, keyfile) if not path.exists()]
         if missing:
-            raise CommandError(f"missing {', '.join(missing)}; run `manage.py webhook certs --dir {directory}`")
+            raise CommandError(
+                f"missing {', '.join(missing)}; run `manage.py webhook certs --dir {directory}`"
+            )
         client_ca: Path | None = options["client_ca"]
         names = options["client_name"]
         if names is None:
-            names = [name for name in os.environ.get("GANGWEB_WEBHOOK_CLIENT_NAMES", "").split(",") if name.strip()]
+            names = [
+                name for name in os.environ.get("GANGWEB_WEBHOOK_CLIENT_NAMES", "").split(",") if name.strip()
+            ]
         client_names = frozenset(name.strip() for name in names)
         if client_ca is not None:
             problem = certs.client_ca_problem(client_ca)
             if problem:
                 raise _usage_error(f"--client-ca {client_ca}: {problem}")
         elif client_names:
-            raise _usage_error("--client-name needs --client-ca (the CA that signs kube-apiserver's client certificate)")
+            raise _usage_error(
+                "--client-name needs --client-ca (the CA that signs kube-apiserver's client certificate)"
+            )
         if not options["read_timeout"] > 0:
             raise _usage_error(f"--read-timeout must be more than 0 seconds, got {options['read_timeout']:g}")
         from scheduler.cluster import ClusterError
@@ -192,20 +236,39 @@ class Command(BaseCommand):
             watch = podgroup_watch(webhook.podgroups)
         except ClusterError as error:
             raise CommandError(f"cannot watch PodGroups for the validating webhook: {error}") from None
-        callers = (f"clients with a certificate from {client_ca}" + (f" naming {', '.join(sorted(client_names))}"
-                   if client_names else "")) if client_ca else "any client (no --client-ca)"  # fmt: skip
-        self.stderr.write(f"gangweb webhook serving https://{options['host']}:{options['port']} "
-                          f"({options['workers']} worker(s), certificate {certfile}); webhook paths answer {callers}; "
-                          f"PodGroups {'watched from the API' if watch else 'not watched (no cluster)'}")  # fmt: skip
+        callers = (
+            (
+                f"clients with a certificate from {client_ca}"
+                + (f" naming {', '.join(sorted(client_names))}" if client_names else "")
+            )
+            if client_ca
+            else "any client (no --client-ca)"
+        )
+        self.stderr.write(
+            f"gangweb webhook serving https://{options['host']}:{options['port']} "
+            f"({options['workers']} worker(s), certificate {certfile}); webhook paths answer {callers}; "
+            f"PodGroups {'watched from the API' if watch else 'not watched (no cluster)'}"
+        )
         sys.stderr.flush()
         serve(
-            webhook, host=options["host"], port=options["port"], certfile=certfile, keyfile=keyfile,
-            workers=options["workers"], echo=options["bench_echo"], log_level=options["log_level"],
-            client_ca=client_ca, client_names=client_names, read_timeout=options["read_timeout"],
-            on_start=watch.start if watch is not None else None, ready=lambda: webhook.podgroups.synced,
-        )  # fmt: skip
+            webhook,
+            host=options["host"],
+            port=options["port"],
+            certfile=certfile,
+            keyfile=keyfile,
+            workers=options["workers"],
+            echo=options["bench_echo"],
+            log_level=options["log_level"],
+            client_ca=client_ca,
+            client_names=client_names,
+            read_timeout=options["read_timeout"],
+            on_start=watch.start if watch is not None else None,
+            ready=lambda: webhook.podgroups.synced,
+        )
 
-    def _bench(self, options: dict) -> None:  # `webhook bench` without its own options, reached past run_from_argv
+    def _bench(
+        self, options: dict
+    ) -> None:  # `webhook bench` without its own options, reached past run_from_argv
         _run_bench_webhook([sys.argv[0], "webhook", "bench"])
 
 

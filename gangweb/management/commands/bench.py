@@ -65,12 +65,21 @@ class Command(BaseCommand):
         return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
-        subcommands = parser.add_subparsers(dest="benchmark", required=True, parser_class=_OneLineParser,
-                                            metavar="{" + ",".join(BENCHMARKS) + "}", title="benchmarks")
+        subcommands = parser.add_subparsers(
+            dest="benchmark",
+            required=True,
+            parser_class=_OneLineParser,
+            metavar="{" + ",".join(BENCHMARKS) + "}",
+            title="benchmarks",
+        )
         for name in BENCHMARKS:
             module = benchmark_module(name)
-            sub = subcommands.add_parser(name, help=module.HELP, description=module.__doc__,
-                                         formatter_class=argparse.RawDescriptionHelpFormatter)
+            sub = subcommands.add_parser(
+                name,
+                help=module.HELP,
+                description=module.__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+            )
             module.add_arguments(sub)
 
     def run_as_alias(self, argv: list[str], old_spelling: str, benchmark: str, skip: int) -> None:
@@ -80,8 +89,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, benchmark: str, **options):
         if self.old_spelling:  # after parsing: bad options still answer in one line
-            self.stderr.write(f"note: `manage.py {self.old_spelling}` is now `manage.py bench {benchmark}`; "
-                              "the old spelling is a deprecated alias")
+            self.stderr.write(
+                f"note: `manage.py {self.old_spelling}` is now `manage.py bench {benchmark}`; "
+                "the old spelling is a deprecated alias"
+            )
         if benchmark in NEEDS_LEDGER:
             if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
                 raise CommandError("set DATABASE_URL to a PostgreSQL database (the ledger lives there)")
@@ -91,8 +102,15 @@ class Command(BaseCommand):
                 raise CommandError(f"cannot use the database: {str(exc).strip().splitlines()[-1]}") from None
         if benchmark in NEEDS_REDIS and not os.environ.get("REDIS_URL"):
             raise CommandError("set REDIS_URL (the fan-out stashes the sub-snapshots in Redis)")
-        django_options = {"verbosity", "settings", "pythonpath", "traceback", "no_color", "force_color",
-                          "skip_checks"}
+        django_options = {
+            "verbosity",
+            "settings",
+            "pythonpath",
+            "traceback",
+            "no_color",
+            "force_color",
+            "skip_checks",
+        }
         own = argparse.Namespace(**{k: v for k, v in options.items() if k not in django_options})
         status = benchmark_module(benchmark).handle(own)
         if status:

@@ -72,8 +72,11 @@ def _env_port() -> int:
 def _is_demo_database() -> bool:
     """The embedded SQLite file of the demo (no DATABASE_URL), the only database whose admin the demo manages."""
     db = settings.DATABASES["default"]
-    return (not settings.DATABASE_URL and db["ENGINE"] == "django.db.backends.sqlite3"
-            and Path(db["NAME"]) == Path(settings.VAR_DIR) / "gangweb.sqlite3")
+    return (
+        not settings.DATABASE_URL
+        and db["ENGINE"] == "django.db.backends.sqlite3"
+        and Path(db["NAME"]) == Path(settings.VAR_DIR) / "gangweb.sqlite3"
+    )
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -88,10 +91,14 @@ class Command(BaseCommand):
     help = "Run the gangweb demo: migrate, ensure an admin user, serve the live dashboard on the simulated cluster."
 
     def add_arguments(self, parser):
-        parser.add_argument("--host", default=os.environ.get("GANGWEB_HOST", "127.0.0.1"),
-                            help="address to listen on (GANGWEB_HOST, default 127.0.0.1)")
-        parser.add_argument("--port", type=int, default=None,
-                            help="port to listen on (GANGWEB_PORT, default 8000)")
+        parser.add_argument(
+            "--host",
+            default=os.environ.get("GANGWEB_HOST", "127.0.0.1"),
+            help="address to listen on (GANGWEB_HOST, default 127.0.0.1)",
+        )
+        parser.add_argument(
+            "--port", type=int, default=None, help="port to listen on (GANGWEB_PORT, default 8000)"
+        )
 
     def handle(self, *args, host: str, port: int | None, **options):
         port = _env_port() if port is None else port
@@ -111,8 +118,13 @@ class Command(BaseCommand):
             raise CommandError(f"cannot prepare the database ({detail}); check DATABASE_URL") from None
 
         base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
-        config = uvicorn.Config("gangweb.asgi:application", lifespan="off", log_config=None,
-                                access_log=False, timeout_graceful_shutdown=3)
+        config = uvicorn.Config(
+            "gangweb.asgi:application",
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=3,
+        )
         server = _QuietSignalServer(config)
         asyncio.run(self._serve(server, listener, base, login))
         self.stdout.write("gangweb demo stopped.")
@@ -138,7 +150,9 @@ class Command(BaseCommand):
         DATABASE_URL names, users are that deployment's, and the demo neither creates nor resets one.
         """
         if not _is_demo_database():
-            return "your own user (this database is not the demo's: the demo creates and resets no user in it)"
+            return (
+                "your own user (this database is not the demo's: the demo creates and resets no user in it)"
+            )
         user_model = get_user_model()
         wanted = os.environ.get("GANGWEB_ADMIN_PASSWORD", "")
         password_file = Path(settings.VAR_DIR) / "demo-admin-password"
@@ -197,18 +211,29 @@ class Command(BaseCommand):
     async def _announce_when_up(self, server: uvicorn.Server, base: str, login: str, ticking: bool) -> None:
         while not server.started:
             await asyncio.sleep(0.05)
-        cluster = (f"simulated, {settings.GANGWEB_SIM_NODES} nodes, seed {settings.GANGWEB_SIM_SEED}, "
-                   f"tick every {settings.GANGWEB_SIM_TICK_SECONDS:g}s" if ticking else settings.GANGWEB_CLUSTER)
+        cluster = (
+            f"simulated, {settings.GANGWEB_SIM_NODES} nodes, seed {settings.GANGWEB_SIM_SEED}, "
+            f"tick every {settings.GANGWEB_SIM_TICK_SECONDS:g}s"
+            if ticking
+            else settings.GANGWEB_CLUSTER
+        )
         lines = [
             "",
             f"gangweb demo is running: {base}/",
             f"  login:   {login}   (admin: {base}/admin/)",
             f"  cluster: {cluster}",
-            "  gangweb: " + (f"detects waiting gangs every {settings.GANGWEB_DETECT_INTERVAL_SECONDS}s in this process"
-                             if settings.CELERY_TASK_ALWAYS_EAGER else "run Celery worker and beat (REDIS_URL is set)"),
+            "  gangweb: "
+            + (
+                f"detects waiting gangs every {settings.GANGWEB_DETECT_INTERVAL_SECONDS}s in this process"
+                if settings.CELERY_TASK_ALWAYS_EAGER
+                else "run Celery worker and beat (REDIS_URL is set)"
+            ),
             "  stop:    Ctrl-C",
-            *([] if base.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]")) else
-              ["  note:    add this machine's name to ALLOWED_HOSTS to reach it from elsewhere"]),
+            *(
+                []
+                if base.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]"))
+                else ["  note:    add this machine's name to ALLOWED_HOSTS to reach it from elsewhere"]
+            ),
             "",
         ]
         self.stdout.write("\n".join(lines))

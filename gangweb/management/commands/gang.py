@@ -37,19 +37,33 @@ class Command(BaseCommand):
         return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
-        subcommands = parser.add_subparsers(dest="action", required=True, parser_class=_OneLineParser,
-                                            metavar="{plan,bench}")
-        planning = subcommands.add_parser("plan", help="print the preemption plan for a PodGroup as JSON",
-                                          called_from_command_line=True)
-        planning.add_argument("--snapshot", required=True,
-                              help="snapshot file (List or multi-document YAML/JSON); - reads standard input")
+        subcommands = parser.add_subparsers(
+            dest="action", required=True, parser_class=_OneLineParser, metavar="{plan,bench}"
+        )
+        planning = subcommands.add_parser(
+            "plan", help="print the preemption plan for a PodGroup as JSON", called_from_command_line=True
+        )
+        planning.add_argument(
+            "--snapshot",
+            required=True,
+            help="snapshot file (List or multi-document YAML/JSON); - reads standard input",
+        )
         planning.add_argument("--podgroup", required=True, help="NAMESPACE/NAME of the PodGroup to place")
-        planning.add_argument("--policy", default=DEFAULT_POLICY, help=f"one of {', '.join(sorted(POLICIES))}")
-        planning.add_argument("--debug", action="store_true",
-                              help="let an unexpected error end with its traceback instead of one line")
+        planning.add_argument(
+            "--policy", default=DEFAULT_POLICY, help=f"one of {', '.join(sorted(POLICIES))}"
+        )
+        planning.add_argument(
+            "--debug",
+            action="store_true",
+            help="let an unexpected error end with its traceback instead of one line",
+        )
         # Only listed here: `gang bench ...` is caught in run_from_argv and runs as `bench engine ...`.
-        subcommands.add_parser("bench", help="deprecated alias of `manage.py bench engine`", add_help=False,
-                               called_from_command_line=True)
+        subcommands.add_parser(
+            "bench",
+            help="deprecated alias of `manage.py bench engine`",
+            add_help=False,
+            called_from_command_line=True,
+        )
 
     def run_from_argv(self, argv):
         if argv[2:3] == ["bench"]:
@@ -75,7 +89,9 @@ class Command(BaseCommand):
         except Exception as exc:  # an engine bug: still one line, but named so that it gets reported
             if options["debug"]:
                 raise
-            self._fail(f"unexpected {type(exc).__name__}: {exc} (an engine bug; rerun with --debug for the traceback)")
+            self._fail(
+                f"unexpected {type(exc).__name__}: {exc} (an engine bug; rerun with --debug for the traceback)"
+            )
         self.stdout.write(json.dumps(result.to_dict(), indent=2))
 
     @staticmethod

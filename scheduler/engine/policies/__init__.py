@@ -9,7 +9,9 @@ from .kep5710 import Kep5710Policy
 from .legacy import LegacyPolicy
 
 # In the order the benchmark and the quality study list them: kube-scheduler's beta, the default, the comparison.
-POLICIES: dict[str, PreemptionPolicy] = {p.name: p for p in (Kep5710Policy(), GangwebPolicy(), LegacyPolicy())}
+POLICIES: dict[str, PreemptionPolicy] = {
+    p.name: p for p in (Kep5710Policy(), GangwebPolicy(), LegacyPolicy())
+}
 DEFAULT_POLICY = GangwebPolicy.name
 
 
@@ -21,4 +23,4 @@ def policy_named(name: str) -> PreemptionPolicy:
     return chosen
 
 
-__all__ = ["POLICIES", "DEFAULT_POLICY", "PreemptionPolicy", "policy_named"]
+__all__ = ["DEFAULT_POLICY", "POLICIES", "PreemptionPolicy", "policy_named"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..contract import Plan
 from ..evaluation import Problem
@@ -30,9 +30,18 @@ class PreemptionPolicy(ABC):
             notes.append(f"inter-pod affinity of {len(affinity)} pod(s) (e.g. {affinity[0]}) was ignored")
         if not gang.pending:
             ok = len(gang.running) >= gang.min_count
-            return self._finish(problem.plan(self.name, ok, (
-                f"no pending pods; {len(gang.running)} pod(s) already run" +
-                ("" if ok else f", fewer than minCount {gang.min_count}")), why="too-few-pods"), notes)
+            return self._finish(
+                problem.plan(
+                    self.name,
+                    ok,
+                    (
+                        f"no pending pods; {len(gang.running)} pod(s) already run"
+                        + ("" if ok else f", fewer than minCount {gang.min_count}")
+                    ),
+                    why="too-few-pods",
+                ),
+                notes,
+            )
         mismatch = gang.priority_mismatch()
         if mismatch:
             return self._finish(problem.plan(self.name, False, mismatch, why="priority-mismatch"), notes)
@@ -49,18 +58,35 @@ class PreemptionPolicy(ABC):
             if placed == len(gang.pending):
                 reason = f"all {placed} pending pod(s) fit{where} without preemption"
             else:
-                reason = (f"{placed} of {len(gang.pending)} pending pods fit{where} without preemption, enough for "
-                          f"{'minCount ' + str(gang.min_count) if gang.is_gang else 'a basic group'}; "
-                          "kube-scheduler binds them and does not preempt")
+                reason = (
+                    f"{placed} of {len(gang.pending)} pending pods fit{where} without preemption, enough for "
+                    f"{'minCount ' + str(gang.min_count) if gang.is_gang else 'a basic group'}; "
+                    "kube-scheduler binds them and does not preempt"
+                )
             return self._finish(problem.plan(self.name, True, reason, fitting), notes)
         if gang.never_preempts:
-            return self._finish(problem.plan(self.name, False, (
-                "the group does not fit and is not eligible to preempt (preemptionPolicy=Never)"),
-                why="never-preempts"), notes)
+            return self._finish(
+                problem.plan(
+                    self.name,
+                    False,
+                    ("the group does not fit and is not eligible to preempt (preemptionPolicy=Never)"),
+                    why="never-preempts",
+                ),
+                notes,
+            )
         if problem.eligible_count == 0:
-            return self._finish(problem.plan(self.name, False, (
-                f"the group does not fit and no running pod has priority below {gang.priority}: "
-                "no preemption victims found"), why="no-victims"), notes)
+            return self._finish(
+                problem.plan(
+                    self.name,
+                    False,
+                    (
+                        f"the group does not fit and no running pod has priority below {gang.priority}: "
+                        "no preemption victims found"
+                    ),
+                    why="no-victims",
+                ),
+                notes,
+            )
         return self._finish(self.preempt(problem, domains), notes)
 
     def fits_without_preemption(self, problem: Problem, domains: Sequence[Domain]):

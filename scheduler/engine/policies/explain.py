@@ -22,8 +22,10 @@ def describe_choice(problem: Problem, candidate: Candidate, how: str) -> str:
     groups = sum(1 for v in victims if v.kind != "Pod")
     top = max(v.priority for v in victims)
     violations = candidate.cost.pdb_violations if candidate.cost else 0
-    parts = [f"evicting {len(victims)} victim unit(s) ({groups} whole group(s), {pods} pod(s), {gpus} GPU(s); "
-             f"highest priority {top} < {gang.priority}) places {placed}{_where(problem, candidate)}"]
+    parts = [
+        f"evicting {len(victims)} victim unit(s) ({groups} whole group(s), {pods} pod(s), {gpus} GPU(s); "
+        f"highest priority {top} < {gang.priority}) places {placed}{_where(problem, candidate)}"
+    ]
     if violations:
         parts.append(f"{violations} pod(s) exceed their PodDisruptionBudget")
     parts.append(how)
@@ -36,5 +38,7 @@ def describe_infeasible(problem: Problem, most_placed: int) -> str:
     running = f" besides {len(gang.running)} running" if gang.running else ""
     key = gang.group.topology_key
     where = f" in any one {key} value" if key else ""
-    return (f"even with all {problem.eligible_count} lower-priority victim unit(s) evicted only {most_placed} of "
-            f"{len(gang.pending)} pending pod(s) fit{where}{running}, short of {need}")
+    return (
+        f"even with all {problem.eligible_count} lower-priority victim unit(s) evicted only {most_placed} of "
+        f"{len(gang.pending)} pending pod(s) fit{where}{running}, short of {need}"
+    )

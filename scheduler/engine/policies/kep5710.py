@@ -7,7 +7,7 @@ reprieved one by one, PDB violators first and most important first within each l
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..contract import Plan
 from ..evaluation import Candidate, Problem
@@ -28,7 +28,9 @@ def kep5710_candidate(problem: Problem, domains: Sequence[Domain]) -> tuple[Cand
             break
     if best_domain is None or not problem.gang.succeeds(len(best)):
         return None, len(best)
-    return problem.candidate(best_domain, best, problem.reprieve(best), "fixed placement, greedy reprieval"), len(best)
+    return problem.candidate(
+        best_domain, best, problem.reprieve(best), "fixed placement, greedy reprieval"
+    ), len(best)
 
 
 class Kep5710Policy(PreemptionPolicy):
@@ -41,7 +43,12 @@ class Kep5710Policy(PreemptionPolicy):
         candidate, most = kep5710_candidate(problem, domains)
         if candidate is None:
             return problem.plan(self.name, False, describe_infeasible(problem, most), why="no-room")
-        reason = describe_choice(problem, candidate, (
-            f"kube-scheduler's beta evaluator fixed the placement after removing all {problem.eligible_count} "
-            "lower-priority victim unit(s), then reprieved victims most important first (PDB violators first)"))
+        reason = describe_choice(
+            problem,
+            candidate,
+            (
+                f"kube-scheduler's beta evaluator fixed the placement after removing all {problem.eligible_count} "
+                "lower-priority victim unit(s), then reprieved victims most important first (PDB violators first)"
+            ),
+        )
         return problem.plan(self.name, True, reason, candidate)

@@ -9,7 +9,8 @@ cannot start.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -51,14 +52,22 @@ class _State:
     def ports_in_use(self, node: int, spared: Sequence[int] = ()) -> list:
         """Host ports held on the node by pods still there (and the gang pods placed so far)."""
         pods = self.snap.pods
-        return [port for p in self.snap.pods_by_node[node] if pods[p].host_ports and p not in self.evicted_set
-                and p not in spared for port in pods[p].host_ports] + self.placed_ports.get(node, [])
+        return [
+            port
+            for p in self.snap.pods_by_node[node]
+            if pods[p].host_ports and p not in self.evicted_set and p not in spared
+            for port in pods[p].host_ports
+        ] + self.placed_ports.get(node, [])
 
     def victims_on(self, node: int, request: np.ndarray, cols: np.ndarray, wanted_ports=()):
         """SelectVictimsOnNode: remove all lower pods, reprieve PDB violators then others, most
         important first. None when the pod cannot fit there whatever is evicted."""
         snap, pods = self.snap, self.snap.pods
-        lower = [p for p in snap.pods_by_node[node] if p not in self.evicted_set and snap.pod_priority[p] < self.priority]
+        lower = [
+            p
+            for p in snap.pods_by_node[node]
+            if p not in self.evicted_set and snap.pod_priority[p] < self.priority
+        ]
         if wanted_ports and ports_conflict(wanted_ports, self.ports_in_use(node, spared=lower)):
             return None  # a port is held by a pod this preemptor may not evict
         lower.sort(key=lambda p: (-snap.pod_priority[p], pods[p].start_time or float("inf"), pods[p].uid))
@@ -87,7 +96,9 @@ class _State:
         priorities = [snap.pod_priority[p] for p in chosen]
         top = max(priorities, default=NO_VICTIM_PRIORITY)
         # pickOneNodeForPreemption: ... then the latest start among the highest-priority victims.
-        top_start = max(((pods[p].start_time or 0.0) for p in chosen if snap.pod_priority[p] == top), default=0.0)
+        top_start = max(
+            ((pods[p].start_time or 0.0) for p in chosen if snap.pod_priority[p] == top), default=0.0
+        )
         return NodeChoice((n_violating, top, sum(priorities), len(chosen), -top_start, node), chosen)
 
     def evict(self, pods: Sequence[int]) -> None:
@@ -158,13 +169,17 @@ class LegacyPolicy(PreemptionPolicy):
             fits_now = np.flatnonzero(allowed & np.all(state.free[:, cols] >= request[cols], axis=1))
             ports = snap.pods[pod_idx].host_ports
             if ports and len(fits_now):
-                fits_now = np.array([n for n in fits_now.tolist() if not ports_conflict(ports, state.ports_in_use(n))],
-                                    dtype=np.int64)
+                fits_now = np.array(
+                    [n for n in fits_now.tolist() if not ports_conflict(ports, state.ports_in_use(n))],
+                    dtype=np.int64,
+                )
             if len(fits_now):
                 scores = least_allocated_scores(snap, state.free[everywhere], request, fits_now, everywhere)
                 node = int(fits_now[int(np.argmax(scores))])
             else:
-                reachable = allowed & np.all(state.free[:, cols] + state.released[:, cols] >= request[cols], axis=1)
+                reachable = allowed & np.all(
+                    state.free[:, cols] + state.released[:, cols] >= request[cols], axis=1
+                )
                 best = None
                 for node in np.flatnonzero(reachable)[:n_candidates].tolist():
                     found = state.victims_on(node, request, cols, ports)
@@ -193,22 +208,49 @@ class LegacyPolicy(PreemptionPolicy):
                     broken += 1
                     idle_gpus += int(sum(int(gpus[p]) for p in unit.pods if p not in evicted))
         stranded = 0 if feasible else int(sum(int(gpus[p]) for p, _ in assignments))
-        victims = [Victim(kind="Pod", namespace=snap.pods[p].namespace, name=snap.pods[p].name,
-                          priority=snap.pod_priority[p], pods=[snap.pods[p].key], gpus=int(gpus[p]),
-                          lost_gpu_seconds=round(float(gpus[p]) * max(0.0, snap.now - (snap.pods[p].start_time or snap.now)), 3),
-                          pdb_violations=0) for p in sorted(evicted)]
+        victims = [
+            Victim(
+                kind="Pod",
+                namespace=snap.pods[p].namespace,
+                name=snap.pods[p].name,
+                priority=snap.pod_priority[p],
+                pods=[snap.pods[p].key],
+                gpus=int(gpus[p]),
+                lost_gpu_seconds=round(
+                    float(gpus[p]) * max(0.0, snap.now - (snap.pods[p].start_time or snap.now)), 3
+                ),
+                pdb_violations=0,
+            )
+            for p in sorted(evicted)
+        ]
         candidate = Candidate(domain, assignments, [], NO_VICTIM_COST, "legacy")
         where = f" in {gang.group.topology_key}={domain.name}" if domain.name is not None else ""
-        reason = (f"per-pod preemption evicted {len(victims)} pod(s) and placed {len(assignments)} of "
-                  f"{len(gang.pending)} pending pod(s){where}")
+        reason = (
+            f"per-pod preemption evicted {len(victims)} pod(s) and placed {len(assignments)} of "
+            f"{len(gang.pending)} pending pod(s){where}"
+        )
         if broken:
             reason += f"; it left {broken} gang(s) partly evicted, their {idle_gpus} remaining GPU(s) idle"
         if not feasible:
             reason += f"; the group is still short of {'minCount ' + str(gang.min_count) if gang.is_gang else 'one pod'}"
-        plan = problem.plan(self.name, feasible, reason, candidate, why="no-room", partly_evicted_gangs=broken,
-                            idle_gpus=idle_gpus, stranded_gpus=stranded, evicted_pods=len(victims))
+        plan = problem.plan(
+            self.name,
+            feasible,
+            reason,
+            candidate,
+            why="no-room",
+            partly_evicted_gangs=broken,
+            idle_gpus=idle_gpus,
+            stranded_gpus=stranded,
+            evicted_pods=len(victims),
+        )
         plan.victims = victims
-        plan.cost = Cost(0, max((v.priority for v in victims), default=NO_VICTIM_PRIORITY),
-                         sum(v.priority for v in victims), len(victims), len(victims),
-                         round(sum(v.lost_gpu_seconds for v in victims), 3))
+        plan.cost = Cost(
+            0,
+            max((v.priority for v in victims), default=NO_VICTIM_PRIORITY),
+            sum(v.priority for v in victims),
+            len(victims),
+            len(victims),
+            round(sum(v.lost_gpu_seconds for v in victims), 3),
+        )
         return plan

@@ -23,7 +23,16 @@ from django.conf import settings
 from scheduler.cluster import BoundedCalls, Cluster
 from scheduler.preemption import ledger, locks, metrics
 from scheduler.preemption.execution.budgets import shortfalls
-from scheduler.preemption.execution.evictor import DELETE, EVICT, Calls, RetryPolicy, dry_run, evict, in_threads, replaced
+from scheduler.preemption.execution.evictor import (
+    DELETE,
+    EVICT,
+    Calls,
+    RetryPolicy,
+    dry_run,
+    evict,
+    in_threads,
+    replaced,
+)
 from scheduler.preemption.execution.recheck import recheck
 from scheduler.preemption.models import Eviction, EvictionState, Plan, PlanSource, RequestState
 from scheduler.preemption.planning import fresh_objects, reserve_room
@@ -56,7 +65,9 @@ def touched_nodes(plan: Plan, rows: list[Eviction]) -> set[str]:
     return {r.node for r in rows if r.node} | {n for n in (plan.placement or {}).values() if n}
 
 
-def execute(request_id: int, cluster: Cluster, *, retry: RetryPolicy | None = None, lock_wait: float = 5.0) -> Outcome:
+def execute(
+    request_id: int, cluster: Cluster, *, retry: RetryPolicy | None = None, lock_wait: float = 5.0
+) -> Outcome:
     """Run (or resume) the execution of a planned request. Raises ``locks.LockBusy`` to be retried, and
     ``locks.Stopped`` when told to stop mid-way (every call in flight has ended by then)."""
     retry = retry or RetryPolicy()
@@ -64,8 +75,10 @@ def execute(request_id: int, cluster: Cluster, *, retry: RetryPolicy | None = No
     margin = float(cluster.request_timeout) if isinstance(cluster, BoundedCalls) else 0.0
     ttl = locks.lock_ttl_seconds()
     if margin >= ttl * 2 / 3:
-        reason = (f"GANGWEB_LOCK_TTL_SECONDS ({ttl:g}) must exceed 1.5 x the longest API call ({margin:g} s): "
-                  "nothing executed")
+        reason = (
+            f"GANGWEB_LOCK_TTL_SECONDS ({ttl:g}) must exceed 1.5 x the longest API call ({margin:g} s): "
+            "nothing executed"
+        )
         logger.error(reason)
         ledger.finish(request_id, RequestState.FAILED, reason)
         return Outcome(RequestState.FAILED, reason)
@@ -95,9 +108,13 @@ def execute(request_id: int, cluster: Cluster, *, retry: RetryPolicy | None = No
 def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: str) -> None:
     request = plan.request
     try:
-        cluster.set_podgroup_condition(request.namespace, request.name, PREEMPTION_CONDITION, status, reason, message)
+        cluster.set_podgroup_condition(
+            request.namespace, request.name, PREEMPTION_CONDITION, status, reason, message
+        )
     except Exception as exc:  # informative only; never fail an execution for it
-        logger.warning("could not set PodGroup condition", extra={"podgroup": request.podgroup, "error": str(exc)})
+        logger.warning(
+            "could not set PodGroup condition", extra={"podgroup": request.podgroup, "error": str(exc)}
+        )
 
 
 def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcome | None:
@@ -117,16 +134,21 @@ def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcom
         # whole is held against every budget, as the cluster has it now.
         short = shortfalls(objects, [r.pod for r in rows])
         if short:
-            reason = "disruption budgets do not allow this plan, nothing evicted: " + "; ".join(map(str, short))
+            reason = "disruption budgets do not allow this plan, nothing evicted: " + "; ".join(
+                map(str, short)
+            )
             ledger.fail_unstarted_evictions(plan.pk, "not evicted: the plan breaks a disruption budget")
-            ledger.finish(request.pk, RequestState.FAILED, reason,
-                          data={"budgets": [b.budget for b in short]})
+            ledger.finish(
+                request.pk, RequestState.FAILED, reason, data={"budgets": [b.budget for b in short]}
+            )
             _condition(cluster, plan, "False", "BudgetExceeded", reason)
             return Outcome(RequestState.FAILED, reason)
 
     pending = [r for r in rows if r.state in (EvictionState.PLANNED, EvictionState.DRY_RUN_OK)]
     # A refusal recorded before a restart counts as much as a new one.
-    refused = [(r.pod, r.dry_run_code, r.dry_run_message) for r in rows if r.state == EvictionState.DRY_RUN_REFUSED]
+    refused = [
+        (r.pod, r.dry_run_code, r.dry_run_message) for r in rows if r.state == EvictionState.DRY_RUN_REFUSED
+    ]
     results = in_threads(pending, lambda row: dry_run(calls, row), calls.lease)
     gone = sorted(f"{r.namespace}/{r.name}" for r in results if replaced(r))
     if gone:  # a victim was recreated under its name since the plan: the plan no longer says who to evict
@@ -142,7 +164,9 @@ def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcom
             f"{pod}: {code} {message}".strip()
         )
         ledger.fail_unstarted_evictions(plan.pk, "not evicted: another victim's dry run was refused")
-        ledger.finish(request.pk, RequestState.FAILED, reason, data={"refused": sorted(p for p, _, _ in refused)})
+        ledger.finish(
+            request.pk, RequestState.FAILED, reason, data={"refused": sorted(p for p, _, _ in refused)}
+        )
         _condition(cluster, plan, "False", "DryRunRefused", reason)
         return Outcome(RequestState.FAILED, reason)
     return None
@@ -162,12 +186,18 @@ def _evict_all(calls: Calls, plan: Plan, retry: RetryPolicy) -> Outcome:
     by_unit: dict[str, list[Eviction]] = defaultdict(list)
     for row in plan.pod_evictions.all():
         by_unit[row.victim_unit].append(row)
-    broken = {unit: members for unit, members in by_unit.items()
-              if any(m.state != EvictionState.EVICTED for m in members)}
+    broken = {
+        unit: members
+        for unit, members in by_unit.items()
+        if any(m.state != EvictionState.EVICTED for m in members)
+    }
     if not broken:
         evicted = sum(len(m) for m in by_unit.values())
-        reason = (f"evicted {evicted} pods in {len(by_unit)} units; the gang fits now" if evicted
-                  else "the gang fits without evicting anyone")
+        reason = (
+            f"evicted {evicted} pods in {len(by_unit)} units; the gang fits now"
+            if evicted
+            else "the gang fits without evicting anyone"
+        )
         ledger.finish(request.pk, RequestState.SUCCEEDED, reason)
         metrics.LOST_GPU_SECONDS.inc(plan.lost_gpu_seconds)
         _condition(cluster, plan, "False", "VictimsEvicted", reason)
@@ -175,10 +205,19 @@ def _evict_all(calls: Calls, plan: Plan, retry: RetryPolicy) -> Outcome:
 
     for unit, members in sorted(broken.items()):
         done = [m.pod for m in members if m.state == EvictionState.EVICTED]
-        left = [f"{m.pod} ({m.api_code} {m.api_message})".strip() for m in members if m.state != EvictionState.EVICTED]
+        left = [
+            f"{m.pod} ({m.api_code} {m.api_message})".strip()
+            for m in members
+            if m.state != EvictionState.EVICTED
+        ]
         if done:
-            ledger.note("unit.partial", f"UNIT LEFT PARTLY EVICTED: {unit}: {len(done)} evicted, could not evict "
-                        f"{', '.join(left)} after retries", plan=plan, data={"unit": unit, "evicted": done, "left": left})
+            ledger.note(
+                "unit.partial",
+                f"UNIT LEFT PARTLY EVICTED: {unit}: {len(done)} evicted, could not evict "
+                f"{', '.join(left)} after retries",
+                plan=plan,
+                data={"unit": unit, "evicted": done, "left": left},
+            )
     reason = f"{len(broken)} victim units could not be fully evicted: {', '.join(sorted(broken))}"
     ledger.finish(request.pk, RequestState.FAILED, reason)
     _condition(cluster, plan, "False", "EvictionFailed", reason)

@@ -12,8 +12,8 @@ No Django here: raw API objects in, shortfalls out.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from scheduler.cluster import KubeObject, object_key
 from scheduler.kube.budgets import matching_budgets, spends_budget
@@ -32,8 +32,10 @@ class Shortfall:
     def __str__(self) -> str:
         if self.why:
             return f"PodDisruptionBudget {self.budget}: {self.why} ({', '.join(self.pods)})"
-        return (f"PodDisruptionBudget {self.budget} allows {self.allowed} disruption(s) now; the plan needs "
-                f"{self.needed} ({', '.join(self.pods)})")
+        return (
+            f"PodDisruptionBudget {self.budget} allows {self.allowed} disruption(s) now; the plan needs "
+            f"{self.needed} ({', '.join(self.pods)})"
+        )
 
 
 def shortfalls(objects: Iterable[KubeObject], victims: Iterable[str]) -> list[Shortfall]:
@@ -61,15 +63,31 @@ def shortfalls(objects: Iterable[KubeObject], victims: Iterable[str]) -> list[Sh
         for budget in matching:
             if spends_budget(pod, budget, budget.get("status") or {}):
                 spending[object_key(budget)].append(key)
-    found = [Shortfall(names, len(keys), 0, tuple(keys), "more than one budget selects these pods, which the "
-                       "Eviction API refuses") for names, keys in sorted(several.items())]
+    found = [
+        Shortfall(
+            names,
+            len(keys),
+            0,
+            tuple(keys),
+            "more than one budget selects these pods, which the Eviction API refuses",
+        )
+        for names, keys in sorted(several.items())
+    ]
     for name in sorted(spending):
         budget, keys = by_key[name], spending[name]
         status = budget.get("status") or {}
         meta = budget.get("metadata") or {}
         if "observedGeneration" in status and status["observedGeneration"] < meta.get("generation", 1):
-            found.append(Shortfall(name, len(keys), 0, tuple(keys), "its status is not yet computed for the "
-                                   "current spec (the Eviction API refuses until it is)"))
+            found.append(
+                Shortfall(
+                    name,
+                    len(keys),
+                    0,
+                    tuple(keys),
+                    "its status is not yet computed for the "
+                    "current spec (the Eviction API refuses until it is)",
+                )
+            )
             continue
         allowed = int(status.get("disruptionsAllowed", 0))
         if len(keys) > allowed:

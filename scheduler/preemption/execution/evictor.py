@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from django.db import close_old_connections, connection
 
@@ -54,8 +54,13 @@ class Calls:
         self.ready()
         if (how or self.remove) == DELETE:
             if not row.pod_uid:  # never delete a pod we cannot name by UID
-                return EvictionResult(row.namespace, row.name, 412, "no UID recorded for the planned pod; "
-                                      "gangweb deletes pods only with a UID precondition", dry_run)
+                return EvictionResult(
+                    row.namespace,
+                    row.name,
+                    412,
+                    "no UID recorded for the planned pod; gangweb deletes pods only with a UID precondition",
+                    dry_run,
+                )
             return self.cluster.delete_pod(row.namespace, row.name, uid=row.pod_uid, dry_run=dry_run)
         return self.cluster.evict(row.namespace, row.name, uid=row.pod_uid or None, dry_run=dry_run)
 
@@ -75,8 +80,9 @@ class RetryPolicy:
         return min(self.max_delay, self.first_delay * (2 ** (attempt - 1)))
 
 
-def in_threads(rows: Iterable[Eviction], work: Callable[[Eviction], object], lease: Lease | None = None,
-               width: int = 16) -> list:
+def in_threads(
+    rows: Iterable[Eviction], work: Callable[[Eviction], object], lease: Lease | None = None, width: int = 16
+) -> list:
     """Run ``work`` for every row on up to ``width`` threads; results in row order.
 
     When the calling thread is interrupted while it waits (Celery's soft time limit raises
@@ -115,7 +121,9 @@ def in_threads(rows: Iterable[Eviction], work: Callable[[Eviction], object], lea
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=drain, name=f"gangweb-evict-{i}") for i in range(min(width, len(rows)))]
+    threads = [
+        threading.Thread(target=drain, name=f"gangweb-evict-{i}") for i in range(min(width, len(rows)))
+    ]
     for thread in threads:
         thread.start()
     try:
@@ -124,8 +132,10 @@ def in_threads(rows: Iterable[Eviction], work: Callable[[Eviction], object], lea
     except BaseException as interruption:
         if lease is not None:
             lease.stop(f"execution interrupted: {type(interruption).__name__}")
-        logger.warning("execution interrupted; waiting for the API calls in flight before letting go",
-                       extra={"error": repr(interruption), "threads": sum(t.is_alive() for t in threads)})
+        logger.warning(
+            "execution interrupted; waiting for the API calls in flight before letting go",
+            extra={"error": repr(interruption), "threads": sum(t.is_alive() for t in threads)},
+        )
         _join_through_interruptions(threads)
         raise
     if errors:
@@ -140,9 +150,10 @@ def _join_through_interruptions(threads: list[threading.Thread]) -> None:
         while thread.is_alive():
             try:
                 thread.join()
-            except BaseException as again:  # noqa: PERF203 - a second limit must not let go of the threads
-                logger.warning("interrupted again while waiting for API calls in flight",
-                               extra={"error": repr(again)})
+            except BaseException as again:
+                logger.warning(
+                    "interrupted again while waiting for API calls in flight", extra={"error": repr(again)}
+                )
 
 
 def dry_run(calls: Calls, row: Eviction) -> EvictionResult:
@@ -183,13 +194,22 @@ def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: Retr
             calls.ready()
             done = already_evicted(calls.cluster, current)
             if done is not None:
-                ledger.record_eviction(current.pk, evicted=True, code=current.api_code, message="",
-                                       how=f"{done} when re-checked before attempt {current.attempts + 1}")
+                ledger.record_eviction(
+                    current.pk,
+                    evicted=True,
+                    code=current.api_code,
+                    message="",
+                    how=f"{done} when re-checked before attempt {current.attempts + 1}",
+                )
                 return True
             if current.attempts >= retry.attempts:
-                ledger.record_eviction(current.pk, evicted=False, code=current.api_code,
-                                       message=current.api_message or "no answer",
-                                       how=f"gave up after {current.attempts} attempts")
+                ledger.record_eviction(
+                    current.pk,
+                    evicted=False,
+                    code=current.api_code,
+                    message=current.api_message or "no answer",
+                    how=f"gave up after {current.attempts} attempts",
+                )
                 return False
             if current.attempts and not switched:
                 calls.pause(retry.delay(current.attempts))
@@ -211,16 +231,27 @@ def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: Retr
             raise
         except Exception as exc:  # transport trouble: unknown outcome, re-checked on the next pass
             result = EvictionResult(current.namespace, current.name, 503, f"request failed: {exc}")
-        metrics.EVICTIONS.labels(kind="delete" if (how or calls.remove) == DELETE else "evict",
-                                 code=str(result.code)).inc()
+        metrics.EVICTIONS.labels(
+            kind="delete" if (how or calls.remove) == DELETE else "evict", code=str(result.code)
+        ).inc()
         if result.ok:
-            ledger.record_eviction(current.pk, evicted=True, code=result.code, message=result.message,
-                                   how=_how_removed(how or calls.remove))
+            ledger.record_eviction(
+                current.pk,
+                evicted=True,
+                code=result.code,
+                message=result.message,
+                how=_how_removed(how or calls.remove),
+            )
             _record_preempted_event(calls.cluster, current, preemptor_ns, preemptor_name, plan_id)
             return True
         if replaced(result):
-            ledger.record_eviction(current.pk, evicted=True, code=result.code, message=result.message,
-                                   how="the planned pod is gone (another pod has its name now), never evicted again")
+            ledger.record_eviction(
+                current.pk,
+                evicted=True,
+                code=result.code,
+                message=result.message,
+                how="the planned pod is gone (another pod has its name now), never evicted again",
+            )
             return True
         if result.budget_refused and calls.remove == EVICT and how is None:
             ledger.note_budget_spent(current.pk, result.message)
@@ -229,8 +260,9 @@ def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: Retr
             current.api_code, current.api_message = result.code, result.message
             continue
         if not result.retryable and current.attempts >= 2:
-            ledger.record_eviction(current.pk, evicted=False, code=result.code, message=result.message,
-                                   how="refused")
+            ledger.record_eviction(
+                current.pk, evicted=False, code=result.code, message=result.message, how="refused"
+            )
             return False
         ledger.record_attempt_error(current.pk, result.code, result.message)
         current.api_code, current.api_message = result.code, result.message

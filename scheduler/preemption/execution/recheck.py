@@ -8,12 +8,13 @@ victims removed, the engine places the gang without evicting anyone else.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from scheduler.cluster import KubeObject, object_key
-from scheduler.engine import parse_snapshot, plan as engine_plan
-
+from scheduler.engine import parse_snapshot
+from scheduler.engine import plan as engine_plan
 
 # Any timestamp does: the engine only asks whether a pod is terminating.
 EVICTED_AT = "1970-01-01T00:00:00Z"
@@ -62,7 +63,9 @@ def recheck(objects: list[KubeObject], stored_plan: Any, evictions: list[Any]) -
     if request.podgroup not in groups:
         return Verdict(False, f"PodGroup {request.podgroup} no longer exists", moot=True)
     if not pending_pods(objects, request.namespace, request.name):
-        return Verdict(False, f"{request.podgroup} has no pending pods any more (placed without preemption)", moot=True)
+        return Verdict(
+            False, f"{request.podgroup} has no pending pods any more (placed without preemption)", moot=True
+        )
 
     for eviction in evictions:
         current = pods.get(eviction.pod)
@@ -83,13 +86,18 @@ def recheck(objects: list[KubeObject], stored_plan: Any, evictions: list[Any]) -
     for key in sorted(victim_keys):
         priority = snapshot.pod_priority[snapshot.pod_index[key]]
         if priority >= preemptor_priority:
-            return Verdict(False, f"victim {key} now has priority {priority}, not lower than the "
-                                  f"preemptor's {preemptor_priority}")
+            return Verdict(
+                False,
+                f"victim {key} now has priority {priority}, not lower than the "
+                f"preemptor's {preemptor_priority}",
+            )
 
     after = engine_plan(snapshot, request.podgroup, policy=stored_plan.policy)
     if not after.feasible:
         return Verdict(False, f"the gang would not fit even after the evictions: {after.reason}")
     extra = sorted(after.to_dict().get("evictions") or [])
     if extra:
-        return Verdict(False, f"after the planned evictions the gang would still need {len(extra)} more: {extra[:5]}")
+        return Verdict(
+            False, f"after the planned evictions the gang would still need {len(extra)} more: {extra[:5]}"
+        )
     return Verdict(True, "plan still holds on a fresh snapshot")

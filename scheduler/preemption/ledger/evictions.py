@@ -20,7 +20,9 @@ from scheduler.preemption.models import Eviction, EvictionState
 def _lock_eviction(eviction_id: int) -> Eviction:
     # of=("self",): lock the eviction row only; locking the joined plan and request rows too would
     # serialise every parallel eviction of a plan on its request row.
-    return Eviction.objects.select_for_update(of=("self",)).select_related("plan__request").get(pk=eviction_id)
+    return (
+        Eviction.objects.select_for_update(of=("self",)).select_related("plan__request").get(pk=eviction_id)
+    )
 
 
 def _eviction_payload(eviction: Eviction) -> dict[str, Any]:
@@ -51,8 +53,12 @@ def record_dry_run(eviction_id: int, code: int, message: str, ok: bool) -> Evict
         eviction.dry_run_at = timezone.now()
         eviction.save()
         verdict = "would be evicted" if ok else f"refused ({code}): {message}"
-        note("eviction.dry_run", f"dry run {eviction.pod}: {verdict}", plan=eviction.plan,
-             data={"pod": eviction.pod, "code": code, "message": message})
+        note(
+            "eviction.dry_run",
+            f"dry run {eviction.pod}: {verdict}",
+            plan=eviction.plan,
+            data={"pod": eviction.pod, "code": code, "message": message},
+        )
         publish("eviction", _eviction_payload(eviction))
         return eviction
 
@@ -74,7 +80,9 @@ def claim_for_eviction(eviction_id: int) -> Eviction | None:
         return eviction
 
 
-def record_eviction(eviction_id: int, *, evicted: bool, code: int | None, message: str, how: str = "") -> Eviction:
+def record_eviction(
+    eviction_id: int, *, evicted: bool, code: int | None, message: str, how: str = ""
+) -> Eviction:
     """evicting -> evicted | failed with the API's answer (or the observation that replaced it)."""
     with transaction.atomic():
         eviction = _lock_eviction(eviction_id)
@@ -88,9 +96,19 @@ def record_eviction(eviction_id: int, *, evicted: bool, code: int | None, messag
         eviction.save()
         verdict = "evicted" if evicted else "NOT evicted"
         text = f"{eviction.pod} {verdict} after {eviction.attempts} attempt(s)" + (f" ({how})" if how else "")
-        note("eviction.result", f"{text}: {code} {message}".strip(), plan=eviction.plan,
-             data={"pod": eviction.pod, "code": code, "message": message, "attempts": eviction.attempts,
-                   "how": how, "unit": eviction.victim_unit})
+        note(
+            "eviction.result",
+            f"{text}: {code} {message}".strip(),
+            plan=eviction.plan,
+            data={
+                "pod": eviction.pod,
+                "code": code,
+                "message": message,
+                "attempts": eviction.attempts,
+                "how": how,
+                "unit": eviction.victim_unit,
+            },
+        )
         publish("eviction", _eviction_payload(eviction))
         if evicted:
             gpus = eviction.gpus
@@ -106,26 +124,35 @@ def record_attempt_error(eviction_id: int, code: int | None, message: str) -> No
             return
         eviction.api_code, eviction.api_message = code, message
         eviction.save(update_fields=["api_code", "api_message"])
-        note("eviction.retry", f"{eviction.pod}: attempt {eviction.attempts} answered {code} {message}; retrying",
-             plan=eviction.plan, data={"pod": eviction.pod, "code": code, "attempts": eviction.attempts})
+        note(
+            "eviction.retry",
+            f"{eviction.pod}: attempt {eviction.attempts} answered {code} {message}; retrying",
+            plan=eviction.plan,
+            data={"pod": eviction.pod, "code": code, "attempts": eviction.attempts},
+        )
 
 
 def note_budget_spent(eviction_id: int, answer: str) -> None:
     """A real eviction was refused by a disruption budget that the plan's check found open: someone else
     spent it since. The pod is deleted next (UID precondition) so that its unit is not left half-evicted."""
     eviction = Eviction.objects.select_related("plan__request").get(pk=eviction_id)
-    note("budget.spent", f"{eviction.pod}: eviction refused ({answer}); the disruption budget was spent by "
-         f"someone else after the plan's budget check, so the pod is deleted with a UID precondition to finish "
-         f"{eviction.victim_unit}", plan=eviction.plan,
-         data={"pod": eviction.pod, "unit": eviction.victim_unit, "answer": answer})
+    note(
+        "budget.spent",
+        f"{eviction.pod}: eviction refused ({answer}); the disruption budget was spent by "
+        f"someone else after the plan's budget check, so the pod is deleted with a UID precondition to finish "
+        f"{eviction.victim_unit}",
+        plan=eviction.plan,
+        data={"pod": eviction.pod, "unit": eviction.victim_unit, "answer": answer},
+    )
 
 
 def fail_unstarted_evictions(plan_id: int, why: str) -> int:
     """Mark every eviction of the plan that never reached the API as failed (nothing was evicted)."""
     with transaction.atomic():
         rows = list(
-            Eviction.objects.select_for_update()
-            .filter(plan_id=plan_id, state__in=(EvictionState.PLANNED, EvictionState.DRY_RUN_OK))
+            Eviction.objects.select_for_update().filter(
+                plan_id=plan_id, state__in=(EvictionState.PLANNED, EvictionState.DRY_RUN_OK)
+            )
         )
         for eviction in rows:
             eviction.state = EvictionState.FAILED

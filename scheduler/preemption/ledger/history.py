@@ -78,7 +78,8 @@ def move(request: PreemptionRequest, new_state: str, reason: str | None = None) 
 def record_podgroup_created(namespace: str, name: str, message: str, data: dict[str, Any]) -> LedgerEntry:
     """A PodGroup the ensurer created for admitted pods: a ``podgroup.created`` entry and live event."""
     with transaction.atomic():
-        entry = LedgerEntry.objects.create(kind="podgroup.created", namespace=namespace, name=name,
-                                           message=message, data=data)
+        entry = LedgerEntry.objects.create(
+            kind="podgroup.created", namespace=namespace, name=name, message=message, data=data
+        )
         publish("podgroup.created", data)
         return entry

@@ -16,8 +16,21 @@ from django.utils import timezone
 from scheduler.preemption import metrics
 from scheduler.preemption.events import publish
 from scheduler.preemption.ledger.evictions import fail_unstarted_evictions
-from scheduler.preemption.ledger.history import TERMINAL_REQUEST_STATES, lock_request, move, note, request_payload
-from scheduler.preemption.models import ACTIVE_REQUEST_STATES, Eviction, Plan, PlanSource, PreemptionRequest, RequestState
+from scheduler.preemption.ledger.history import (
+    TERMINAL_REQUEST_STATES,
+    lock_request,
+    move,
+    note,
+    request_payload,
+)
+from scheduler.preemption.models import (
+    ACTIVE_REQUEST_STATES,
+    Eviction,
+    Plan,
+    PlanSource,
+    PreemptionRequest,
+    RequestState,
+)
 from scheduler.preemption.planning import PodFacts
 
 
@@ -40,7 +53,9 @@ def open_request(
             return request, True
     except IntegrityError:
         # Another worker opened it between our read and our insert: the partial unique index wins.
-        return PreemptionRequest.objects.get(namespace=namespace, name=name, state__in=ACTIVE_REQUEST_STATES), False
+        return PreemptionRequest.objects.get(
+            namespace=namespace, name=name, state__in=ACTIVE_REQUEST_STATES
+        ), False
 
 
 def begin_planning(request_id: int) -> PreemptionRequest | None:
@@ -114,7 +129,11 @@ def record_plan(
                 )
         if source == PlanSource.ENGINE:
             if request.state == RequestState.PLANNING:
-                move(request, RequestState.PLANNED if stored.feasible else RequestState.INFEASIBLE, stored.reason)
+                move(
+                    request,
+                    RequestState.PLANNED if stored.feasible else RequestState.INFEASIBLE,
+                    stored.reason,
+                )
             note(
                 "plan.created",
                 f"plan {stored.pk}: {len(stored.evictions)} pods in {stored.victim_units} units; {stored.reason}",

@@ -5,107 +5,221 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='PreemptionRequest',
+            name="PreemptionRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('namespace', models.CharField(max_length=253)),
-                ('name', models.CharField(max_length=253)),
-                ('mode', models.CharField(choices=[('enforce', 'enforce'), ('observe', 'observe')], default='enforce', max_length=16)),
-                ('policy', models.CharField(default='gangweb', max_length=32)),
-                ('state', models.CharField(choices=[('pending', 'pending'), ('planning', 'planning'), ('planned', 'planned'), ('executing', 'executing'), ('succeeded', 'succeeded'), ('failed', 'failed'), ('infeasible', 'infeasible'), ('superseded', 'superseded'), ('observed', 'observed')], default='pending', max_length=16)),
-                ('reason', models.TextField(blank=True, default='')),
-                ('trigger', models.CharField(blank=True, default='', max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('planned_at', models.DateTimeField(blank=True, null=True)),
-                ('execution_started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("namespace", models.CharField(max_length=253)),
+                ("name", models.CharField(max_length=253)),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[("enforce", "enforce"), ("observe", "observe")],
+                        default="enforce",
+                        max_length=16,
+                    ),
+                ),
+                ("policy", models.CharField(default="gangweb", max_length=32)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("planning", "planning"),
+                            ("planned", "planned"),
+                            ("executing", "executing"),
+                            ("succeeded", "succeeded"),
+                            ("failed", "failed"),
+                            ("infeasible", "infeasible"),
+                            ("superseded", "superseded"),
+                            ("observed", "observed"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True, default="")),
+                ("trigger", models.CharField(blank=True, default="", max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("planned_at", models.DateTimeField(blank=True, null=True)),
+                ("execution_started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['state', 'updated_at'], name='scheduler_p_state_9288be_idx'), models.Index(fields=['namespace', 'name'], name='scheduler_p_namespa_5c4de6_idx')],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('state__in', ['pending', 'planning', 'planned', 'executing'])), fields=('namespace', 'name'), name='one_active_request_per_gang')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [
+                    models.Index(fields=["state", "updated_at"], name="scheduler_p_state_9288be_idx"),
+                    models.Index(fields=["namespace", "name"], name="scheduler_p_namespa_5c4de6_idx"),
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("state__in", ["pending", "planning", "planned", "executing"])),
+                        fields=("namespace", "name"),
+                        name="one_active_request_per_gang",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Plan',
+            name="Plan",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(choices=[('engine', 'gangweb engine'), ('kube-scheduler', 'kube-scheduler (observed)')], default='engine', max_length=20)),
-                ('policy', models.CharField(max_length=32)),
-                ('feasible', models.BooleanField(default=False)),
-                ('victims', models.JSONField(default=list)),
-                ('evictions', models.JSONField(default=list)),
-                ('placement', models.JSONField(default=dict)),
-                ('domain', models.CharField(blank=True, max_length=253, null=True)),
-                ('reason', models.TextField(blank=True, default='')),
-                ('pdb_violations', models.IntegerField(default=0)),
-                ('max_victim_priority', models.IntegerField(blank=True, null=True)),
-                ('victim_priority_sum', models.BigIntegerField(default=0)),
-                ('victim_units', models.IntegerField(default=0)),
-                ('evicted_pods', models.IntegerField(default=0)),
-                ('evicted_gpus', models.IntegerField(default=0)),
-                ('lost_gpu_seconds', models.FloatField(default=0.0)),
-                ('planning_seconds', models.FloatField(default=0.0)),
-                ('planned_by', models.CharField(blank=True, default='', max_length=40)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('request', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='plans', to='scheduler.preemptionrequest')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("engine", "gangweb engine"),
+                            ("kube-scheduler", "kube-scheduler (observed)"),
+                        ],
+                        default="engine",
+                        max_length=20,
+                    ),
+                ),
+                ("policy", models.CharField(max_length=32)),
+                ("feasible", models.BooleanField(default=False)),
+                ("victims", models.JSONField(default=list)),
+                ("evictions", models.JSONField(default=list)),
+                ("placement", models.JSONField(default=dict)),
+                ("domain", models.CharField(blank=True, max_length=253, null=True)),
+                ("reason", models.TextField(blank=True, default="")),
+                ("pdb_violations", models.IntegerField(default=0)),
+                ("max_victim_priority", models.IntegerField(blank=True, null=True)),
+                ("victim_priority_sum", models.BigIntegerField(default=0)),
+                ("victim_units", models.IntegerField(default=0)),
+                ("evicted_pods", models.IntegerField(default=0)),
+                ("evicted_gpus", models.IntegerField(default=0)),
+                ("lost_gpu_seconds", models.FloatField(default=0.0)),
+                ("planning_seconds", models.FloatField(default=0.0)),
+                ("planned_by", models.CharField(blank=True, default="", max_length=40)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "request",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="plans",
+                        to="scheduler.preemptionrequest",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='LedgerEntry',
+            name="LedgerEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(db_index=True, max_length=40)),
-                ('namespace', models.CharField(blank=True, default='', max_length=253)),
-                ('name', models.CharField(blank=True, default='', max_length=253)),
-                ('message', models.TextField()),
-                ('data', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('plan', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='history', to='scheduler.plan')),
-                ('request', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='history', to='scheduler.preemptionrequest')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("kind", models.CharField(db_index=True, max_length=40)),
+                ("namespace", models.CharField(blank=True, default="", max_length=253)),
+                ("name", models.CharField(blank=True, default="", max_length=253)),
+                ("message", models.TextField()),
+                ("data", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "plan",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="history",
+                        to="scheduler.plan",
+                    ),
+                ),
+                (
+                    "request",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="history",
+                        to="scheduler.preemptionrequest",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'ledger entries',
-                'ordering': ['-created_at', '-id'],
+                "verbose_name_plural": "ledger entries",
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Eviction',
+            name="Eviction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('namespace', models.CharField(max_length=253)),
-                ('name', models.CharField(max_length=253)),
-                ('pod_uid', models.CharField(blank=True, default='', max_length=64)),
-                ('node', models.CharField(blank=True, default='', max_length=253)),
-                ('gpus', models.IntegerField(default=0)),
-                ('victim_unit', models.CharField(help_text='Kind namespace/name of the victim unit', max_length=520)),
-                ('state', models.CharField(choices=[('planned', 'planned'), ('dry_run_ok', 'dry run ok'), ('dry_run_refused', 'dry run refused'), ('evicting', 'evicting'), ('evicted', 'evicted'), ('failed', 'failed')], default='planned', max_length=20)),
-                ('attempts', models.IntegerField(default=0)),
-                ('dry_run_code', models.IntegerField(blank=True, null=True)),
-                ('dry_run_message', models.TextField(blank=True, default='')),
-                ('api_code', models.IntegerField(blank=True, null=True)),
-                ('api_message', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('dry_run_at', models.DateTimeField(blank=True, null=True)),
-                ('requested_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('plan', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pod_evictions', to='scheduler.plan')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("namespace", models.CharField(max_length=253)),
+                ("name", models.CharField(max_length=253)),
+                ("pod_uid", models.CharField(blank=True, default="", max_length=64)),
+                ("node", models.CharField(blank=True, default="", max_length=253)),
+                ("gpus", models.IntegerField(default=0)),
+                (
+                    "victim_unit",
+                    models.CharField(help_text="Kind namespace/name of the victim unit", max_length=520),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("planned", "planned"),
+                            ("dry_run_ok", "dry run ok"),
+                            ("dry_run_refused", "dry run refused"),
+                            ("evicting", "evicting"),
+                            ("evicted", "evicted"),
+                            ("failed", "failed"),
+                        ],
+                        default="planned",
+                        max_length=20,
+                    ),
+                ),
+                ("attempts", models.IntegerField(default=0)),
+                ("dry_run_code", models.IntegerField(blank=True, null=True)),
+                ("dry_run_message", models.TextField(blank=True, default="")),
+                ("api_code", models.IntegerField(blank=True, null=True)),
+                ("api_message", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("dry_run_at", models.DateTimeField(blank=True, null=True)),
+                ("requested_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "plan",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="pod_evictions",
+                        to="scheduler.plan",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['plan_id', 'victim_unit', 'namespace', 'name'],
-                'constraints': [models.UniqueConstraint(fields=('plan', 'namespace', 'name'), name='one_eviction_per_pod_per_plan')],
+                "ordering": ["plan_id", "victim_unit", "namespace", "name"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("plan", "namespace", "name"), name="one_eviction_per_pod_per_plan"
+                    )
+                ],
             },
         ),
     ]

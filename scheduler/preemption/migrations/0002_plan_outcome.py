@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('scheduler', '0001_initial'),
+        ("scheduler", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='plan',
-            name='outcome',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="plan",
+            name="outcome",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
     ]

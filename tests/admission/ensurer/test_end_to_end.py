@@ -37,14 +37,18 @@ def server():
 
 @pytest.fixture
 def api(server, tmp_path):
-    api_client = config.new_client_from_config(config_file=str(server.write_kubeconfig(tmp_path / "kubeconfig")))
+    api_client = config.new_client_from_config(
+        config_file=str(server.write_kubeconfig(tmp_path / "kubeconfig"))
+    )
     yield api_client
     api_client.close()
 
 
 @pytest.fixture
 def kube_cluster(server, tmp_path):
-    cluster = KubeCluster.from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig-task"), timeout=(2.0, 5.0))
+    cluster = KubeCluster.from_kubeconfig(
+        server.write_kubeconfig(tmp_path / "kubeconfig-task"), timeout=(2.0, 5.0)
+    )
     runtime.set_cluster(cluster)
     yield cluster
     runtime.reset_cluster()
@@ -53,7 +57,9 @@ def kube_cluster(server, tmp_path):
 
 def through_the_webhook(pod: dict) -> dict:
     """POST the pod's CREATE review to /admission/mutate and apply the JSONPatch it answers."""
-    response = Client().generic("POST", "/admission/mutate", review_bytes(pod), content_type="application/json")
+    response = Client().generic(
+        "POST", "/admission/mutate", review_bytes(pod), content_type="application/json"
+    )
     assert response.status_code == 200
     answer = response.json()["response"]
     assert answer["allowed"] and answer["patchType"] == "JSONPatch"
@@ -63,11 +69,16 @@ def through_the_webhook(pod: dict) -> dict:
 def create_owner(api: client.ApiClient, owner: dict) -> None:
     resource = resource_named(owner["apiVersion"], owner["kind"])
     client.CustomObjectsApi(api).create_namespaced_custom_object(
-        resource.group, resource.version, owner["metadata"]["namespace"], resource.plural, owner)
+        resource.group, resource.version, owner["metadata"]["namespace"], resource.plural, owner
+    )
 
 
 def podgroup_posts(server: KubeTestServer) -> list[dict]:
-    return [r for r in server.requests("/apis/scheduling.k8s.io/v1beta1/", "POST") if r["path"].endswith("/podgroups")]
+    return [
+        r
+        for r in server.requests("/apis/scheduling.k8s.io/v1beta1/", "POST")
+        if r["path"].endswith("/podgroups")
+    ]
 
 
 @pytest.mark.parametrize("fixture", GANG_FIXTURES)
@@ -82,8 +93,9 @@ def test_an_admitted_pod_gets_its_podgroup_once(fixture, server, api, kube_clust
     result = ensure_podgroups.apply().get()
     assert result["created"] == [f"{namespace}/{expected['podGroup']}"], result
 
-    group = client.SchedulingV1beta1Api(api).read_namespaced_pod_group(expected["podGroup"], namespace,
-                                                                       _preload_content=False)
+    group = client.SchedulingV1beta1Api(api).read_namespaced_pod_group(
+        expected["podGroup"], namespace, _preload_content=False
+    )
     group = json.loads(group.data)
     schema_validate(group, "1.37.0", strict=True)
     spec = group["spec"]
@@ -94,7 +106,8 @@ def test_an_admitted_pod_gets_its_podgroup_once(fixture, server, api, kube_clust
     assert spec["preemptionPolicy"] == "Never"  # enforce (the default mode)
     own_policy = pod["spec"].get("preemptionPolicy")
     assert group["metadata"]["annotations"]["gangweb.io/preemption-policy"] == (
-        "Never" if own_policy == "Never" else "PreemptLowerPriority")
+        "Never" if own_policy == "Never" else "PreemptLowerPriority"
+    )
     assert spec.get("priority") == pod["spec"].get("priority")
     assert spec.get("priorityClassName") == pod["spec"].get("priorityClassName")
     entry = LedgerEntry.objects.get(kind="podgroup.created")
@@ -135,9 +148,12 @@ def test_a_podgroup_created_by_someone_else_first_is_left_alone(server, api, kub
     create_owner(api, load_owner("job-resnet-train.yaml"))
     pod = through_the_webhook(load_pod("job-parallel.yaml"))
     client.CoreV1Api(api).create_namespaced_pod("ml-team", pod)
-    theirs = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-              "metadata": {"name": "resnet-train", "namespace": "ml-team"},
-              "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    theirs = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "resnet-train", "namespace": "ml-team"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+    }
     client.SchedulingV1beta1Api(api).create_namespaced_pod_group("ml-team", theirs)
     assert ensure_podgroups.apply().get()["created"] == []
     kept = client.SchedulingV1beta1Api(api).read_namespaced_pod_group("resnet-train", "ml-team")
@@ -145,8 +161,12 @@ def test_a_podgroup_created_by_someone_else_first_is_left_alone(server, api, kub
 
 
 def test_the_adapter_treats_already_exists_as_success(server, kube_cluster):
-    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-             "metadata": {"name": "g", "namespace": "ns"}, "spec": {"schedulingPolicy": {"basic": {}}}}
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "ns"},
+        "spec": {"schedulingPolicy": {"basic": {}}},
+    }
     assert kube_cluster.create_object(group) is True
     assert kube_cluster.create_object(group) is False
     assert [r["code"] for r in podgroup_posts(server)] == [201, 409]
@@ -172,7 +192,9 @@ def test_the_simulated_cluster_path(settings):
     assert len(groups) == own_groups + 1
     [made] = [g for g in groups if g["metadata"]["name"] == "gpt-neox"]
     schema_validate(made, "1.37.0", strict=True)
-    assert made["spec"]["schedulingPolicy"]["gang"]["minCount"] == EXPECTED["pytorchjob-worker.yaml"]["minCount"]
+    assert (
+        made["spec"]["schedulingPolicy"]["gang"]["minCount"] == EXPECTED["pytorchjob-worker.yaml"]["minCount"]
+    )
 
 
 def test_the_deployed_cluster_role_allows_every_ensurer_request(server, api, kube_cluster):
@@ -188,6 +210,10 @@ def test_the_deployed_cluster_role_allows_every_ensurer_request(server, api, kub
     groups = {EXPECTED[f]["podGroup"] for f in GANG_FIXTURES}  # the two LeaderWorkerSet pods share one
     assert len(result["created"]) == len(groups), result
     needed = {needed_permission(r) for r in server.requests()[first:]}
-    assert ("jobset.x-k8s.io", "jobsets", "get") in needed and ("scheduling.k8s.io", "podgroups", "create") in needed
+    assert ("jobset.x-k8s.io", "jobsets", "get") in needed and (
+        "scheduling.k8s.io",
+        "podgroups",
+        "create",
+    ) in needed
     missing = sorted(p for p in needed if not allowed(cluster_role_rules(), *p))
     assert not missing, f"deploy/base/rbac.yaml lacks (apiGroup, resource, verb): {missing}"

@@ -7,11 +7,11 @@ import copy
 import pytest
 from kubernetes_validate.utils import validate as schema_validate
 
-from admission.policy import AdmissionPolicy
 from admission import ensurer
+from admission.policy import AdmissionPolicy
 from scheduler.cluster import ClusterError
-from tests.admission.support import EXPECTED, POD_FIXTURES, load_owner, load_pod
 from tests.admission.ensurer.memory import MemoryCluster
+from tests.admission.support import EXPECTED, POD_FIXTURES, load_owner, load_pod
 
 ENFORCE = AdmissionPolicy()
 GANG_FIXTURES = [f for f in POD_FIXTURES if EXPECTED[f]["podGroup"]]
@@ -33,8 +33,11 @@ def cluster_with(fixture: str, *pods: dict) -> MemoryCluster:
 
 
 def podgroups(cluster: MemoryCluster) -> list[dict]:
-    return [o for o in cluster.snapshot_objects()
-            if o["kind"] == "PodGroup" and o["apiVersion"].startswith("scheduling.k8s.io/")]
+    return [
+        o
+        for o in cluster.snapshot_objects()
+        if o["kind"] == "PodGroup" and o["apiVersion"].startswith("scheduling.k8s.io/")
+    ]
 
 
 @pytest.mark.parametrize("fixture", GANG_FIXTURES)
@@ -47,7 +50,10 @@ def test_creates_the_group_each_fixture_pod_names_sized_from_its_owner(fixture):
     assert group["metadata"]["name"] == EXPECTED[fixture]["podGroup"]
     assert group["spec"]["schedulingPolicy"]["gang"]["minCount"] == EXPECTED[fixture]["minCount"]
     assert group["spec"]["preemptionPolicy"] == "Never"  # enforce: kube-scheduler must not preempt for it
-    assert group["metadata"]["annotations"]["gangweb.io/preemption-policy"] in ("PreemptLowerPriority", "Never")
+    assert group["metadata"]["annotations"]["gangweb.io/preemption-policy"] in (
+        "PreemptLowerPriority",
+        "Never",
+    )
     assert group["metadata"]["annotations"]["gangweb.io/gang-source"] == EXPECTED[fixture]["source"]
     # A second pass finds nothing missing and writes nothing.
     assert ensurer.ensure_podgroups(cluster, cluster.snapshot_objects(), ENFORCE) == []
@@ -126,8 +132,9 @@ def test_a_missing_owner_waits_and_the_next_pass_creates_the_group():
 
 
 def test_a_refused_write_is_reported_and_the_other_gangs_still_get_their_groups():
-    cluster = MemoryCluster([admitted("job-parallel.yaml"), load_owner("job-resnet-train.yaml"),
-                           admitted("gangweb-labeled.yaml")])
+    cluster = MemoryCluster(
+        [admitted("job-parallel.yaml"), load_owner("job-resnet-train.yaml"), admitted("gangweb-labeled.yaml")]
+    )
     create = cluster.create_object
 
     def refuse_resnet(obj):

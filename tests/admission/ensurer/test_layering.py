@@ -10,7 +10,11 @@ def test_the_ensurer_logic_imports_no_framework():
     assert not roots & {"django", "celery", "kubernetes", "redis", "channels"}
     # Of the scheduler package, only the pure Cluster protocol and its error.
     assert {m for m in imported_modules(ROOT / "admission" / "ensurer.py") if m.startswith("scheduler")} <= {
-        "scheduler.cluster", "scheduler.cluster.Cluster", "scheduler.cluster.ClusterError", "scheduler.cluster.KubeObject"}
+        "scheduler.cluster",
+        "scheduler.cluster.Cluster",
+        "scheduler.cluster.ClusterError",
+        "scheduler.cluster.KubeObject",
+    }
 
 
 def test_only_the_task_module_touches_the_ledger():

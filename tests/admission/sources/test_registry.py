@@ -21,7 +21,9 @@ from scheduler.kube.resources import OWNER_RESOURCES, resource_named
 from tests.admission.support import EXPECTED, load_owner, load_pod
 from tests.conftest import ROOT
 
-MODULES = sorted(p.stem for p in (ROOT / "admission" / "sources").glob("*.py") if p.stem not in ("__init__", "base"))
+MODULES = sorted(
+    p.stem for p in (ROOT / "admission" / "sources").glob("*.py") if p.stem not in ("__init__", "base")
+)
 OWNERS = owner_resources()
 IDS = [f"{r.api_version}/{r.kind}" for r in OWNERS]
 GANG_FIXTURES = sorted(f for f in EXPECTED if EXPECTED[f]["podGroup"])
@@ -49,7 +51,9 @@ def test_a_source_that_reads_owners_can_size_its_gang_from_them():
 @pytest.mark.parametrize("source", SOURCES, ids=[s.name for s in SOURCES])
 def test_every_source_has_a_fixture_pod(source):
     claimed = {EXPECTED[f]["source"] for f in GANG_FIXTURES}
-    assert claimed & set(source.names), f"add a pod of {source.name} to tests/fixtures/admission/pods and expected.yaml"
+    assert claimed & set(source.names), (
+        f"add a pod of {source.name} to tests/fixtures/admission/pods and expected.yaml"
+    )
 
 
 @pytest.mark.parametrize("fixture", GANG_FIXTURES)
@@ -68,7 +72,11 @@ def test_each_fixture_is_claimed_by_its_source_naming_a_declared_owner(fixture):
 def test_a_kubeflow_pod_without_its_controller_reference_names_a_declared_owner():
     pod = load_pod("pytorchjob-worker.yaml")
     pod["metadata"].pop("ownerReferences", None)
-    for operator, kind in (("mpijob-controller", "MPIJob"), ("tfjob-controller", "TFJob"), ("other", "PyTorchJob")):
+    for operator, kind in (
+        ("mpijob-controller", "MPIJob"),
+        ("tfjob-controller", "TFJob"),
+        ("other", "PyTorchJob"),
+    ):
         pod["metadata"]["labels"]["training.kubeflow.org/operator-name"] = operator
         owner = infer_gang(pod, "ml-team", AdmissionPolicy()).owner
         assert owner.kind == kind and (owner.api_version, kind) in {(r.api_version, r.kind) for r in OWNERS}
@@ -79,22 +87,35 @@ def test_a_kubeflow_pod_without_its_controller_reference_names_a_declared_owner(
 
 def _cluster_role_rules() -> list[dict]:
     documents = yaml.safe_load_all((ROOT / "deploy" / "base" / "rbac.yaml").read_text())
-    (role,) = [d for d in documents if d and d.get("kind") == "ClusterRole" and d["metadata"]["name"] == "gangweb"]
+    (role,) = [
+        d for d in documents if d and d.get("kind") == "ClusterRole" and d["metadata"]["name"] == "gangweb"
+    ]
     return role["rules"]
 
 
 @pytest.mark.parametrize("owner", OWNERS, ids=IDS)
 def test_the_deployed_cluster_role_lets_the_ensurer_read_every_owner(owner):
-    allowed = any(owner.group in rule.get("apiGroups", []) and owner.plural in rule.get("resources", [])
-                  and {"get", "*"} & set(rule.get("verbs", [])) for rule in _cluster_role_rules())  # fmt: skip
-    assert allowed, (f"deploy/base/rbac.yaml: the ClusterRole gangweb needs get on {owner.plural} in apiGroup "
-                     f"{owner.group!r} (the ensurer reads {owner.kind} to size gangs)")  # fmt: skip
+    allowed = any(
+        owner.group in rule.get("apiGroups", [])
+        and owner.plural in rule.get("resources", [])
+        and {"get", "*"} & set(rule.get("verbs", []))
+        for rule in _cluster_role_rules()
+    )
+    assert allowed, (
+        f"deploy/base/rbac.yaml: the ClusterRole gangweb needs get on {owner.plural} in apiGroup "
+        f"{owner.group!r} (the ensurer reads {owner.kind} to size gangs)"
+    )
 
 
 def test_the_deployed_owner_rules_are_the_registrys():
     """No owner rule outlives its source: the get-only rules after the ensurer's comment are the registry's."""
-    get_only = {(group, plural) for rule in _cluster_role_rules() if rule.get("verbs") == ["get"]
-                for group in rule["apiGroups"] for plural in rule["resources"]}  # fmt: skip
+    get_only = {
+        (group, plural)
+        for rule in _cluster_role_rules()
+        if rule.get("verbs") == ["get"]
+        for group in rule["apiGroups"]
+        for plural in rule["resources"]
+    }
     assert get_only == {(r.group, r.plural) for r in OWNERS}
 
 
@@ -103,13 +124,15 @@ def test_scheduler_kube_serves_and_reads_every_owner_where_it_lives(owner):
     served = {(r.group, r.version, r.plural, r.kind) for r in OWNER_RESOURCES}
     assert (owner.group, owner.version, owner.plural, owner.kind) in served, (
         f"scheduler/kube/resources.py: add Resource({owner.group!r}, {owner.version!r}, {owner.plural!r}, "
-        f"{owner.kind!r}) to the owner resources")
+        f"{owner.kind!r}) to the owner resources"
+    )
     assert resource_named(owner.api_version, owner.kind).plural == owner.plural
 
 
 def test_scheduler_kube_lists_no_owner_the_registry_does_not_have():
     assert {(r.group, r.version, r.plural, r.kind) for r in OWNER_RESOURCES} == {
-        (r.group, r.version, r.plural, r.kind) for r in OWNERS}
+        (r.group, r.version, r.plural, r.kind) for r in OWNERS
+    }
 
 
 # --- the validating webhook -----------------------------------------------------------------------------
@@ -119,7 +142,12 @@ def test_the_controllers_webhook_reviews_exactly_the_controllers_sources_check()
     [_, validating] = webhook_configurations(service="s", namespace="gangweb-system", ca_pem=b"x")
     [controllers] = [w for w in validating["webhooks"] if w["name"] == "controllers.validate.gangweb.io"]
     assert controllers["rules"] == controller_rules()
-    reviewed = {(group, plural) for rule in controllers["rules"] for group in rule["apiGroups"] for plural in rule["resources"]}
+    reviewed = {
+        (group, plural)
+        for rule in controllers["rules"]
+        for group in rule["apiGroups"]
+        for plural in rule["resources"]
+    }
     checked = {(r.group, r.plural) for s in SOURCES if s.controller for r in s.owners}
     assert reviewed == checked
     for source in SOURCES:
@@ -129,6 +157,6 @@ def test_the_controllers_webhook_reviews_exactly_the_controllers_sources_check()
 
 def test_docs_list_every_source_in_the_registrys_order():
     text = (ROOT / "docs" / "admission.md").read_text()
-    section = text[text.index("## Finding the gang"):text.index("## The PodGroup")]
+    section = text[text.index("## Finding the gang") : text.index("## The PodGroup")]
     rows = re.findall(r"^\| (\d+) \| ", section, flags=re.MULTILINE)
     assert [int(n) for n in rows] == list(range(1, len(SOURCES) + 1))

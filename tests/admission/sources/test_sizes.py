@@ -31,7 +31,11 @@ def reviewed_source(owner: dict):
 
 
 # Pod fixtures whose gang is sized from a controller the webhook also reviews.
-REVIEWED = [f for f in sorted(EXPECTED) if EXPECTED[f].get("owner") and reviewed_source(load_owner(EXPECTED[f]["owner"]))]
+REVIEWED = [
+    f
+    for f in sorted(EXPECTED)
+    if EXPECTED[f].get("owner") and reviewed_source(load_owner(EXPECTED[f]["owner"]))
+]
 
 
 def min_count(pod: dict, owner: dict) -> int:
@@ -67,7 +71,9 @@ def leader_and_workers(**workers) -> dict:
 def test_a_jobset_job_waiting_for_another_member_is_not_in_the_starting_gang(status):
     waiting = leader_and_workers(dependsOn=[{"name": "leader", "status": status}])
     assert min_count(load_pod("jobset-worker.yaml"), waiting) == capacity(waiting) == 1
-    assert min_count(load_pod("jobset-worker.yaml"), leader_and_workers()) == capacity(leader_and_workers()) == 9
+    assert (
+        min_count(load_pod("jobset-worker.yaml"), leader_and_workers()) == capacity(leader_and_workers()) == 9
+    )
 
 
 def test_an_in_order_jobset_starts_with_its_first_job_alone():
@@ -81,11 +87,14 @@ def test_an_in_order_jobset_starts_with_its_first_job_alone():
 def test_a_min_count_beyond_the_starting_gang_is_rejected_at_review():
     waiting = leader_and_workers(dependsOn=[{"name": "leader", "status": "Ready"}])
     waiting["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"] = {
-        "annotations": {"gangweb.io/min-count": "9"}}
+        "annotations": {"gangweb.io/min-count": "9"}
+    }
     response = review(waiting, JOBSET_KIND)
     assert response["allowed"] is False
-    assert "asks for 9 pods together, but the replicas x parallelism of the spec.replicatedJobs that start " \
-           "together" in response["status"]["message"]
+    assert (
+        "asks for 9 pods together, but the replicas x parallelism of the spec.replicatedJobs that start "
+        "together" in response["status"]["message"]
+    )
     assert "allows only 1 at once" in response["status"]["message"]
 
 

@@ -33,15 +33,22 @@ def make_request(published, settings):
     """
     settings.GANGWEB_LOCK_TTL_SECONDS = 2
 
-    def make(namespace: str = "team-a", *, execute_it: bool = True, refuse: bool = False,
-             mode: str = "enforce", extra_objects: list | None = None) -> Made:
+    def make(
+        namespace: str = "team-a",
+        *,
+        execute_it: bool = True,
+        refuse: bool = False,
+        mode: str = "enforce",
+        extra_objects: list | None = None,
+    ) -> Made:
         cluster = FakeCluster(small_cluster(preemptor_ns=namespace) + list(extra_objects or []))
         runtime.set_cluster(cluster)
         request, _ = ledger.open_request(namespace, "train", mode=mode, trigger="test: pending for 45s")
         ledger.begin_planning(request.pk)
         result = planning.compute(cluster.snapshot_objects(), request.podgroup, request.policy)
-        stored = ledger.record_plan(request.pk, result.plan, cost=result.cost, pods=result.pods,
-                                    planning_seconds=result.seconds)
+        stored = ledger.record_plan(
+            request.pk, result.plan, cost=result.cost, pods=result.pods, planning_seconds=result.seconds
+        )
         if refuse:
             cluster.dry_run_answers[sorted(result.plan["evictions"])[-1]] = 429
         if execute_it:

@@ -9,7 +9,17 @@ from scheduler.preemption.models import EvictionState, LedgerEntry, RequestState
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-GANG_PLAN_KEYS = ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason", "outcome"]
+GANG_PLAN_KEYS = [
+    "podGroup",
+    "policy",
+    "feasible",
+    "victims",
+    "evictions",
+    "placement",
+    "domain",
+    "reason",
+    "outcome",
+]
 
 
 @pytest.fixture
@@ -49,11 +59,14 @@ def test_requests_newest_first_and_filtered(api, two_requests):
     assert row["finishedAt"] and row["url"].endswith(f"/api/requests/{refused.request.pk}/")
 
 
-@pytest.mark.parametrize("query, says", [
-    ("state=done", "unknown value 'done'; choose from: pending, planning"),
-    ("podgroup=train", "'train' is not NAMESPACE/NAME"),
-    ("mode=both", "unknown value 'both'"),
-])
+@pytest.mark.parametrize(
+    "query, says",
+    [
+        ("state=done", "unknown value 'done'; choose from: pending, planning"),
+        ("podgroup=train", "'train' is not NAMESPACE/NAME"),
+        ("mode=both", "unknown value 'both'"),
+    ],
+)
 def test_a_filter_that_cannot_match_is_a_400_naming_it(api, query, says):
     response = api.get(f"/api/requests/?{query}")
     assert response.status_code == 400
@@ -104,7 +117,9 @@ def test_evictions_filtered_by_state_and_pod(api, two_requests):
 
     refused_pod = sorted(refused.engine_plan["evictions"])[-1]
     [row] = api.get("/api/evictions/?state=dry_run_refused").json()["results"]
-    assert row["pod"] == refused_pod and row["dryRunCode"] == 429 and "disruption budget" in row["dryRunMessage"]
+    assert (
+        row["pod"] == refused_pod and row["dryRunCode"] == 429 and "disruption budget" in row["dryRunMessage"]
+    )
     # Nothing of the refused plan was evicted: its other pods were marked failed before any real call.
     others = api.get(f"/api/evictions/?request={refused.request.pk}&state=failed").json()["results"]
     assert sorted(r["pod"] for r in others) == sorted(set(refused.engine_plan["evictions"]) - {refused_pod})
@@ -124,8 +139,15 @@ def test_ledger_is_newest_first_and_since_gives_only_what_came_after(api, two_re
     assert everything["count"] == LedgerEntry.objects.count() == len(entries)
     assert [e["id"] for e in entries] == sorted((e["id"] for e in entries), reverse=True)
     kinds = {e["kind"] for e in entries if e["request"] == done.request.pk}
-    assert {"request.opened", "request.planning", "plan.created", "request.executing", "eviction.dry_run",
-            "eviction.result", "request.succeeded"} <= kinds
+    assert {
+        "request.opened",
+        "request.planning",
+        "plan.created",
+        "request.executing",
+        "eviction.dry_run",
+        "eviction.result",
+        "request.succeeded",
+    } <= kinds
     plan_created = next(e for e in entries if e["kind"] == "plan.created" and e["request"] == done.request.pk)
     assert plan_created["data"]["plan"] == done.engine_plan and plan_created["podGroup"] == "team-a/train"
 
@@ -137,9 +159,11 @@ def test_ledger_is_newest_first_and_since_gives_only_what_came_after(api, two_re
     assert [(e["kind"], e["request"]) for e in after] == [("request.opened", later.pk)]
     middle = entries[len(entries) // 2]["id"]
     assert ids(api.get(f"/api/ledger/?since={middle}&limit=1000")) == [after[0]["id"]] + [
-        e["id"] for e in entries if e["id"] > middle]
+        e["id"] for e in entries if e["id"] > middle
+    ]
     assert set(ids(api.get(f"/api/ledger/?request={refused.request.pk}&limit=1000"))) == set(
-        LedgerEntry.objects.filter(request=refused.request).values_list("id", flat=True))
+        LedgerEntry.objects.filter(request=refused.request).values_list("id", flat=True)
+    )
     assert api.get("/api/ledger/?since=yesterday").json() == {"since": ["must be a whole number"]}
 
 
@@ -147,9 +171,17 @@ def test_the_ledger_endpoints_are_read_only(api, two_requests):
     done, _ = two_requests
     assert api.post("/api/requests/", {"namespace": "x"}).status_code == 405
     assert api.delete(f"/api/requests/{done.request.pk}/").status_code == 405
-    assert api.patch(f"/api/evictions/{done.plan.pod_evictions.first().pk}/", {"state": "planned"},
-                     content_type="application/json").status_code == 405
-    assert done.plan.pod_evictions.filter(state=EvictionState.EVICTED).count() == len(done.engine_plan["evictions"])
+    assert (
+        api.patch(
+            f"/api/evictions/{done.plan.pod_evictions.first().pk}/",
+            {"state": "planned"},
+            content_type="application/json",
+        ).status_code
+        == 405
+    )
+    assert done.plan.pod_evictions.filter(state=EvictionState.EVICTED).count() == len(
+        done.engine_plan["evictions"]
+    )
 
 
 def test_pages_are_capped_at_a_thousand_rows(api, two_requests):

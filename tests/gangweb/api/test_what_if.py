@@ -12,7 +12,17 @@ from tests.scheduler.preemption.builders import T1, pod, podgroup
 
 pytestmark = pytest.mark.django_db
 
-GANG_PLAN_KEYS = ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason", "outcome"]
+GANG_PLAN_KEYS = [
+    "podGroup",
+    "policy",
+    "feasible",
+    "victims",
+    "evictions",
+    "placement",
+    "domain",
+    "reason",
+    "outcome",
+]
 GPU = "nvidia.com/gpu"
 
 
@@ -41,13 +51,19 @@ def waiting_gangs(cluster: SimulatedCluster) -> list[str]:
 
 
 def pod_gpus(cluster: SimulatedCluster) -> dict[str, int]:
-    return {f'{o["metadata"]["namespace"]}/{o["metadata"]["name"]}':
-            sum(int(c["resources"]["requests"].get(GPU, 0)) for c in o["spec"]["containers"])
-            for o in cluster.snapshot_objects() if o["kind"] == "Pod"}
+    return {
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}": sum(
+            int(c["resources"]["requests"].get(GPU, 0)) for c in o["spec"]["containers"]
+        )
+        for o in cluster.snapshot_objects()
+        if o["kind"] == "Pod"
+    }
 
 
 @pytest.mark.parametrize("policy", ["gangweb", "kep5710"])
-def test_answers_the_engines_plan_for_each_waiting_gang_and_executes_nothing(api, simulation, published, policy):
+def test_answers_the_engines_plan_for_each_waiting_gang_and_executes_nothing(
+    api, simulation, published, policy
+):
     before = simulation.snapshot_objects()
     expected_snapshot = parse_snapshot(before)
     gangs = waiting_gangs(simulation)
@@ -90,14 +106,20 @@ def test_the_default_policy_is_gangweb(api, simulation):
     assert api({"podGroup": podgroup}).json()["policy"] == "gangweb"
 
 
-@pytest.mark.parametrize("body, field, says", [
-    ({"podGroup": "team-x/nope"}, "podGroup", "PodGroup team-x/nope not found"),
-    ({"podGroup": "nope"}, "podGroup", "'nope' is not NAMESPACE/NAME of a PodGroup"),
-    ({"podGroup": "a/b/c"}, "podGroup", "is not NAMESPACE/NAME"),
-    ({}, "podGroup", "This field is required."),
-    ({"podGroup": "team-a/x", "policy": "fastest"}, "policy",
-     "unknown policy 'fastest'; choose one of: gangweb, kep5710, legacy"),
-])
+@pytest.mark.parametrize(
+    "body, field, says",
+    [
+        ({"podGroup": "team-x/nope"}, "podGroup", "PodGroup team-x/nope not found"),
+        ({"podGroup": "nope"}, "podGroup", "'nope' is not NAMESPACE/NAME of a PodGroup"),
+        ({"podGroup": "a/b/c"}, "podGroup", "is not NAMESPACE/NAME"),
+        ({}, "podGroup", "This field is required."),
+        (
+            {"podGroup": "team-a/x", "policy": "fastest"},
+            "policy",
+            "unknown policy 'fastest'; choose one of: gangweb, kep5710, legacy",
+        ),
+    ],
+)
 def test_bad_input_is_a_400_that_says_what_is_wrong(api, simulation, body, field, says):
     response = api(body)
     assert response.status_code == 400
@@ -124,5 +146,7 @@ def test_an_unreadable_cluster_is_a_503_that_says_so(api, settings, monkeypatch,
 
 def test_anonymous_callers_are_refused(client, settings, simulation):
     settings.DEMO = False
-    response = client.post("/api/plan/", {"podGroup": waiting_gangs(simulation)[0]}, content_type="application/json")
+    response = client.post(
+        "/api/plan/", {"podGroup": waiting_gangs(simulation)[0]}, content_type="application/json"
+    )
     assert response.status_code == 403

@@ -38,8 +38,23 @@ def test_every_policy_plans_the_synthetic_preemptors():
 
 
 def test_bench_command_prints_one_json_object():
-    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "gang", "bench", "--nodes", "160",
-                           "--repeats", "1", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "gang",
+            "bench",
+            "--nodes",
+            "160",
+            "--repeats",
+            "1",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     (cluster,) = data["clusters"]
@@ -51,6 +66,11 @@ def test_bench_command_prints_one_json_object():
 
 
 def test_bench_rejects_bad_sizes_with_one_line():
-    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "gang", "bench", "--nodes", "zero"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "gang", "bench", "--nodes", "zero"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1

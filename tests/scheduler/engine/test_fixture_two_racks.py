@@ -14,9 +14,24 @@ FIXTURE = ROOT / "tests" / "fixtures" / "engine" / "two-racks.yaml"
 
 
 def _cli(policy):
-    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "gang", "plan", "--snapshot", str(FIXTURE),
-                           "--podgroup", "ml/llm-ft", "--policy", policy], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "gang",
+            "plan",
+            "--snapshot",
+            str(FIXTURE),
+            "--podgroup",
+            "ml/llm-ft",
+            "--policy",
+            policy,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -9,7 +9,11 @@ from scheduler.engine import parse_snapshot, plan
 from scheduler.engine.builders import node, pdb, pod, podgroup
 
 PRIORITIES = (1, 5, 10, 50)
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("GANGWEB_PROPERTY_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(__import__("os").environ.get("GANGWEB_PROPERTY_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @st.composite
@@ -21,7 +25,9 @@ def clusters(draw):
     for i in range(n_nodes):
         gpus = rng.choice((4, 8))
         taints = [{"key": "maintenance", "effect": "NoSchedule"}] if rng.random() < 0.1 else None
-        objects.append(node(f"n{i}", gpus=gpus, labels={"rack": f"r{i % 2}", "pool": rng.choice("ab")}, taints=taints))
+        objects.append(
+            node(f"n{i}", gpus=gpus, labels={"rack": f"r{i % 2}", "pool": rng.choice("ab")}, taints=taints)
+        )
         free[f"n{i}"] = gpus
     names = list(free)
 
@@ -35,35 +41,70 @@ def clusters(draw):
         return None
 
     if rng.random() < 0.3:
-        objects.append(podgroup("root", kind="CompositePodGroup", mode="all", priority=rng.choice(PRIORITIES)))
+        objects.append(
+            podgroup("root", kind="CompositePodGroup", mode="all", priority=rng.choice(PRIORITIES))
+        )
     for g in range(draw(st.integers(0, 5))):
         mode = rng.choice(("all", "single"))
-        parent = "root" if any(o["metadata"]["name"] == "root" for o in objects) and rng.random() < 0.3 else None
+        parent = (
+            "root" if any(o["metadata"]["name"] == "root" for o in objects) and rng.random() < 0.3 else None
+        )
         priority = rng.choice(PRIORITIES)
         objects.append(podgroup(f"v{g}", mode=mode, priority=priority, min_count=1, parent=parent))
         for k in range(rng.randint(1, 4)):
             gpus = rng.choice((1, 2, 4))
             where = bind(gpus)
             if where:
-                objects.append(pod(f"v{g}-{k}", node=where, gpus=gpus, group=f"v{g}", labels={"app": f"v{g}"},
-                                   start=f"2026-06-{rng.randint(1, 28):02d}T00:00:00Z"))
+                objects.append(
+                    pod(
+                        f"v{g}-{k}",
+                        node=where,
+                        gpus=gpus,
+                        group=f"v{g}",
+                        labels={"app": f"v{g}"},
+                        start=f"2026-06-{rng.randint(1, 28):02d}T00:00:00Z",
+                    )
+                )
     for b in range(draw(st.integers(0, 4))):
         gpus = rng.choice((1, 2, 4, 8))
         where = bind(gpus)
         if where:
-            objects.append(pod(f"bare{b}", node=where, gpus=gpus, priority=rng.choice(PRIORITIES), labels={"app": "bare"},
-                               start=f"2026-06-{rng.randint(1, 28):02d}T00:00:00Z"))
+            objects.append(
+                pod(
+                    f"bare{b}",
+                    node=where,
+                    gpus=gpus,
+                    priority=rng.choice(PRIORITIES),
+                    labels={"app": "bare"},
+                    start=f"2026-06-{rng.randint(1, 28):02d}T00:00:00Z",
+                )
+            )
     if rng.random() < 0.4:
-        objects.append(pdb("guard", match_labels={"app": rng.choice(("bare", "v0", "v1"))}, allowed=rng.randint(0, 1)))
+        objects.append(
+            pdb("guard", match_labels={"app": rng.choice(("bare", "v0", "v1"))}, allowed=rng.randint(0, 1))
+        )
     count = draw(st.integers(1, 4))
     basic = rng.random() < 0.15
-    objects.append(podgroup("hi", min_count=None if basic else rng.randint(1, count),
-                            priority=rng.choice((5, 20, 100)), mode="all",
-                            topology="rack" if rng.random() < 0.3 else None,
-                            preemption_policy="Never" if rng.random() < 0.1 else None))
+    objects.append(
+        podgroup(
+            "hi",
+            min_count=None if basic else rng.randint(1, count),
+            priority=rng.choice((5, 20, 100)),
+            mode="all",
+            topology="rack" if rng.random() < 0.3 else None,
+            preemption_policy="Never" if rng.random() < 0.1 else None,
+        )
+    )
     gpus = rng.choice((2, 4, 8))
-    ported = {"containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": 7000}],
-                              "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}]}
+    ported = {
+        "containers": [
+            {
+                "name": "c",
+                "ports": [{"containerPort": 1, "hostPort": 7000}],
+                "resources": {"requests": {"nvidia.com/gpu": str(gpus)}},
+            }
+        ]
+    }
     with_ports = rng.random() < 0.15
     selective = {"nodeSelector": {"pool": "a"}} if rng.random() < 0.15 else {}
     mixed = rng.random() < 0.2
@@ -74,13 +115,22 @@ def clusters(draw):
         where = bind(size) if i == 0 and rng.random() < 0.2 else None
         spec = dict(ported if with_ports else {}, **selective)
         if with_ports:
-            spec["containers"] = [dict(ported["containers"][0],
-                                       resources={"requests": {"nvidia.com/gpu": str(size)}})]
+            spec["containers"] = [
+                dict(ported["containers"][0], resources={"requests": {"nvidia.com/gpu": str(size)}})
+            ]
         objects.append(pod(f"hi-{i}", group="hi", gpus=size, node=where, spec=spec or None))
     if with_ports and names and rng.random() < 0.5:
         holder = rng.choice(names)
-        objects.append(pod("port-holder", node=holder, priority=rng.choice(PRIORITIES), cpu="0", memory="0",
-                           spec={"containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": 7000}]}]}))
+        objects.append(
+            pod(
+                "port-holder",
+                node=holder,
+                priority=rng.choice(PRIORITIES),
+                cpu="0",
+                memory="0",
+                spec={"containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": 7000}]}]},
+            )
+        )
     return objects
 
 
@@ -117,16 +167,25 @@ def _replay(snap, result, topology=True):
     if group.topology_key and topology:  # legacy is group-unaware by design
         assert len(racks) <= 1
     running = sum(1 for p in snap.pods if p.group_name == "hi" and p.node_name)
-    assert running + len(result.placement) >= group.min_count or (group.policy == "basic" and result.placement)
+    assert running + len(result.placement) >= group.min_count or (
+        group.policy == "basic" and result.placement
+    )
     if group.topology_key and topology:
-        pinned = {snap.nodes[snap.node_index[p.node_name]].labels.get("rack")
-                  for p in snap.pods if p.group_name == "hi" and p.node_name}
+        pinned = {
+            snap.nodes[snap.node_index[p.node_name]].labels.get("rack")
+            for p in snap.pods
+            if p.group_name == "hi" and p.node_name
+        }
         assert not pinned or not racks or racks == pinned
     # Host ports: no two pods on a node (survivors and placed) share one.
     for node_name in set(result.placement.values()):
-        ports = [port for p in snap.pods for port in p.host_ports
-                 if (p.node_name == node_name and p.active and p.key not in evicted)
-                 or result.placement.get(p.key) == node_name]
+        ports = [
+            port
+            for p in snap.pods
+            for port in p.host_ports
+            if (p.node_name == node_name and p.active and p.key not in evicted)
+            or result.placement.get(p.key) == node_name
+        ]
         assert len(ports) == len(set(ports)), (policy, node_name, ports, result.placement, result.evictions)
 
 
@@ -184,10 +243,17 @@ def test_same_input_same_plan_whatever_the_object_order(objects, rnd):
 @SETTINGS
 @given(clusters())
 def test_no_eviction_when_the_gang_already_fits(objects):
-    count = sum(1 for o in objects if o["kind"] == "Pod" and o["spec"].get("schedulingGroup", {}).get("podGroupName") == "hi")
+    count = sum(
+        1
+        for o in objects
+        if o["kind"] == "Pod" and o["spec"].get("schedulingGroup", {}).get("podGroupName") == "hi"
+    )
     # Enough empty 8-GPU nodes in every rack for the whole gang: it fits as things are.
-    extra = [node(f"spare-{r}-{i}", gpus=8, labels={"rack": f"r{r}", "pool": "a"})
-             for r in range(2) for i in range(count)]
+    extra = [
+        node(f"spare-{r}-{i}", gpus=8, labels={"rack": f"r{r}", "pool": "a"})
+        for r in range(2)
+        for i in range(count)
+    ]
     snap = parse_snapshot(objects + extra)
     for policy in ("kep5710", "gangweb", "legacy"):
         result = plan(snap, "default/hi", policy)

@@ -14,8 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.engine import SnapshotError, load_snapshot, plan
-from scheduler.engine import reading
+from scheduler.engine import SnapshotError, load_snapshot, plan, reading
 from scheduler.engine.builders import as_list, node, pod, podgroup
 from scheduler.engine.reading import DEFAULT_MAX_BYTES, MAX_ALIAS_NODES, max_snapshot_bytes, read_snapshot
 
@@ -23,8 +22,12 @@ from .bombs import BILLION_LAUGHS, LIST_BOMB
 
 
 def _objects():
-    return [node("n1"), podgroup("g", min_count=1, priority=100), pod("g-0", group="g", gpus=8),
-            pod("low", node="n1", gpus=8, priority=1)]
+    return [
+        node("n1"),
+        podgroup("g", min_count=1, priority=100),
+        pod("g-0", group="g", gpus=8),
+        pod("low", node="n1", gpus=8, priority=1),
+    ]
 
 
 def _write(tmp_path, text, name="snapshot.yaml"):
@@ -55,7 +58,9 @@ def test_an_aliased_list_of_lists_is_refused(tmp_path):
     _refused(path, f"snapshot file {path}", "YAML aliases repeat more than")
 
 
-@pytest.mark.parametrize("text", ["- &a [*a]\n", "&m {kind: List, items: [*m]}\n", "a: &b {c: [1, {d: *b}]}\n"])
+@pytest.mark.parametrize(
+    "text", ["- &a [*a]\n", "&m {kind: List, items: [*m]}\n", "a: &b {c: [1, {d: *b}]}\n"]
+)
 def test_an_alias_inside_the_node_it_names_is_refused(tmp_path, text):
     _refused(_write(tmp_path, text), "a YAML alias refers to the node that contains it", "line 1")
 
@@ -75,7 +80,9 @@ def test_aliases_in_moderation_load_like_the_objects_written_out(tmp_path):
 
 
 def test_aliases_just_under_the_limit_load_and_just_over_are_refused():
-    items = "[" + ", ".join(["*s"] * (MAX_ALIAS_NODES // 3)) + "]"  # each alias repeats a map and its 2 scalars
+    items = (
+        "[" + ", ".join(["*s"] * (MAX_ALIAS_NODES // 3)) + "]"
+    )  # each alias repeats a map and its 2 scalars
     under = "kind: List\nitems: [&s {kind: Secret}]\nmore: {kind: List, items: " + items + "}\n"
     assert reading.snapshot_documents(under)
     over = under.replace("items: [&s {kind: Secret}]", "items: [&s {kind: Secret, a: b}]")  # 5 nodes each
@@ -85,8 +92,14 @@ def test_aliases_just_under_the_limit_load_and_just_over_are_refused():
 
 def test_text_without_alias_tokens_takes_the_plain_loader():
     """Stars inside scalars are no aliases: such files keep the plain (fast) libyaml path."""
-    for text in ['command: ["sh", "-c", "ls *.txt && rm a*b"]\n', 'verbs: ["*"]\n', "a: b*c\n", "a: '**'\n",
-                 "x: 2 * 3\n", "a: '*'\n"]:
+    for text in [
+        'command: ["sh", "-c", "ls *.txt && rm a*b"]\n',
+        'verbs: ["*"]\n',
+        "a: b*c\n",
+        "a: '**'\n",
+        "x: 2 * 3\n",
+        "a: '*'\n",
+    ]:
         assert not reading._has_alias(text), text
     for text in ["- *a\n", "[*a]\n", "{a: *a}\n", '{"a":*a}\n', "[a,*b]\n", "? *a\n", "*a : 1\n", "a:\t*b\n"]:
         assert reading._has_alias(text), text
@@ -150,8 +163,11 @@ def test_the_size_cap_is_a_setting(tmp_path, monkeypatch):
     monkeypatch.setenv("GANGWEB_SNAPSHOT_MAX_BYTES", str(len(text)))
     assert load_snapshot(path).nodes  # exactly the cap: loads
     monkeypatch.setenv("GANGWEB_SNAPSHOT_MAX_BYTES", str(len(text) - 1))
-    _refused(path, f"snapshot file {path} is larger than the {len(text) - 1:,}-byte limit ({len(text):,} bytes)",
-             "GANGWEB_SNAPSHOT_MAX_BYTES")
+    _refused(
+        path,
+        f"snapshot file {path} is larger than the {len(text) - 1:,}-byte limit ({len(text):,} bytes)",
+        "GANGWEB_SNAPSHOT_MAX_BYTES",
+    )
     _refused(io.BytesIO(text.encode()), "snapshot stream is larger than", f"at least {len(text):,} bytes")
     _refused(text + "\n", "snapshot is larger than")
     for bad in ("0", "-1", "lots"):
@@ -173,11 +189,14 @@ def test_a_stream_is_read_in_bounded_chunks(monkeypatch):
     assert sum(asked) == 3 * 2**20 + 1 and max(asked) <= 8 * 2**20
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("a: " + "1" * 5000 + "\n", "is not valid YAML: Exceeds the limit"),
-    ('{"a": ' + "1" * 5000 + "}", "is not valid JSON: Exceeds the limit"),
-    ("a: 2001-13-45\n", "is not valid YAML: month must be in 1..12"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a: " + "1" * 5000 + "\n", "is not valid YAML: Exceeds the limit"),
+        ('{"a": ' + "1" * 5000 + "}", "is not valid JSON: Exceeds the limit"),
+        ("a: 2001-13-45\n", "is not valid YAML: month must be in 1..12"),
+    ],
+)
 def test_values_python_cannot_take_are_bad_input(text, expected):
     _refused(text + "\n", expected)
 
@@ -197,6 +216,6 @@ def test_a_50000_node_dump_is_read_under_the_default_cap(tmp_path):
     path = tmp_path / "50k.json"
     path.write_text(json.dumps(as_list(synthetic_cluster(50_000, seed=7))))
     size = os.path.getsize(path)
-    assert 60e6 < size and 2 * size < max_snapshot_bytes(), size
+    assert size > 60e6 and 2 * size < max_snapshot_bytes(), size
     (document,) = read_snapshot(path)
     assert sum(item["kind"] == "Node" for item in document["items"]) == 50_000

@@ -8,11 +8,23 @@ from scheduler.engine.builders import node, pod
 from scheduler.engine.resources import is_gpu, parse_quantity, pod_requests
 
 
-@pytest.mark.parametrize("text, milli, expected", [
-    ("500m", True, 500), ("1", True, 1000), ("2.5", True, 2500), ("0.1", False, 1),
-    ("16Gi", False, 16 * 2**30), ("1k", False, 1000), ("1e3", False, 1000), ("128974848", False, 128974848),
-    ("129M", False, 129_000_000), ("123Mi", False, 123 * 2**20), (8, False, 8), ("1n", True, 1),
-])
+@pytest.mark.parametrize(
+    "text, milli, expected",
+    [
+        ("500m", True, 500),
+        ("1", True, 1000),
+        ("2.5", True, 2500),
+        ("0.1", False, 1),
+        ("16Gi", False, 16 * 2**30),
+        ("1k", False, 1000),
+        ("1e3", False, 1000),
+        ("128974848", False, 128974848),
+        ("129M", False, 129_000_000),
+        ("123Mi", False, 123 * 2**20),
+        (8, False, 8),
+        ("1n", True, 1),
+    ],
+)
 def test_quantities(text, milli, expected):
     assert parse_quantity(text, milli=milli) == expected
 
@@ -44,8 +56,14 @@ def test_pod_requests_sum_containers_max_init_add_sidecars_and_overhead():
 
 
 def test_limits_stand_in_for_missing_requests():
-    spec = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2", "cpu": "1"},
-                                                        "requests": {"cpu": "500m"}}}]}
+    spec = {
+        "containers": [
+            {
+                "name": "c",
+                "resources": {"limits": {"nvidia.com/gpu": "2", "cpu": "1"}, "requests": {"cpu": "500m"}},
+            }
+        ]
+    }
     assert pod_requests(spec) == {"cpu": 500, "nvidia.com/gpu": 2}
 
 
@@ -55,21 +73,32 @@ def test_pod_level_requests_win():
 
 
 def test_terminating_and_finished_pods_hold_nothing():
-    snap = parse_snapshot([
-        node("n1", gpus=8),
-        pod("running", node="n1", gpus=2),
-        pod("terminating", node="n1", gpus=2, deleting=True),
-        pod("done", node="n1", gpus=2, phase="Succeeded"),
-        pod("failed", node="n1", gpus=2, phase="Failed"),
-    ])
+    snap = parse_snapshot(
+        [
+            node("n1", gpus=8),
+            pod("running", node="n1", gpus=2),
+            pod("terminating", node="n1", gpus=2, deleting=True),
+            pod("done", node="n1", gpus=2, phase="Succeeded"),
+            pod("failed", node="n1", gpus=2, phase="Failed"),
+        ]
+    )
     gpu = snap.resource_index["nvidia.com/gpu"]
     assert snap.free[0, gpu] == 6
     assert snap.free[0, snap.resource_index["pods"]] == 109
     assert [snap.pods[p].name for p in snap.bound] == ["running"]
 
 
-@pytest.mark.parametrize("name, gpu", [("nvidia.com/gpu", True), ("amd.com/gpu", True), ("gpu.intel.com/i915", False),
-                                       ("nvidia.com/gpu.shared", False), ("nvidia.com/mig-1g.5gb", False), ("cpu", False)])
+@pytest.mark.parametrize(
+    "name, gpu",
+    [
+        ("nvidia.com/gpu", True),
+        ("amd.com/gpu", True),
+        ("gpu.intel.com/i915", False),
+        ("nvidia.com/gpu.shared", False),
+        ("nvidia.com/mig-1g.5gb", False),
+        ("cpu", False),
+    ],
+)
 def test_one_rule_says_what_a_gpu_is_and_the_snapshot_counts_by_it(name, gpu):
     assert is_gpu(name) is gpu
     snap = parse_snapshot([node("n1", gpus=0, extra={name: "4"})])
@@ -77,7 +106,9 @@ def test_one_rule_says_what_a_gpu_is_and_the_snapshot_counts_by_it(name, gpu):
 
 
 def test_the_rule_imports_without_numpy_or_the_rest_of_the_engine():
-    probe = ("import sys; from scheduler.engine.resources import is_gpu; "
-             "print(sorted(m for m in ('numpy', 'yaml', 'scheduler.engine.snapshot') if m in sys.modules))")
+    probe = (
+        "import sys; from scheduler.engine.resources import is_gpu; "
+        "print(sorted(m for m in ('numpy', 'yaml', 'scheduler.engine.snapshot') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr

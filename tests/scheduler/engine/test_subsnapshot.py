@@ -19,27 +19,40 @@ def entangled_cluster(nodes: int, seed: int) -> list[dict]:
     (``all`` trees, one under a ``single`` root) gathering PodGroups from everywhere, and
     PodDisruptionBudgets shared across many jobs."""
     objects = synthetic_cluster(nodes, seed=seed)
-    groups = [o for o in objects if o["kind"] == "PodGroup" and not o["metadata"]["name"].startswith("preemptor")]
+    groups = [
+        o for o in objects if o["kind"] == "PodGroup" and not o["metadata"]["name"].startswith("preemptor")
+    ]
     for position, group in enumerate(groups):
         if position % 7 == 0:
             group["spec"]["parentCompositePodGroupName"] = f"tree-{position % 3}"
     objects += [
         podgroup("forest", namespace=NAMESPACE, priority=100, mode="single", kind="CompositePodGroup"),
-        podgroup("tree-0", namespace=NAMESPACE, priority=100, mode="all", parent="forest", kind="CompositePodGroup"),
+        podgroup(
+            "tree-0", namespace=NAMESPACE, priority=100, mode="all", parent="forest", kind="CompositePodGroup"
+        ),
         podgroup("tree-1", namespace=NAMESPACE, priority=200, mode="all", kind="CompositePodGroup"),
         podgroup("tree-2", namespace=NAMESPACE, priority=100, mode="single", kind="CompositePodGroup"),
     ]
     for position, obj in enumerate(o for o in objects if o["kind"] == "Pod" and o["spec"].get("nodeName")):
         obj["metadata"]["labels"]["team"] = f"team-{position % 5}"
-    objects += [pdb(f"team-{t}", namespace=NAMESPACE, match_labels={"team": f"team-{t}"}, allowed=3 + t)
-                for t in range(5)]
+    objects += [
+        pdb(f"team-{t}", namespace=NAMESPACE, match_labels={"team": f"team-{t}"}, allowed=3 + t)
+        for t in range(5)
+    ]
     return objects
 
 
 # (generator, nodes, seed, preemptor GPUs): racks of 16 nodes for 64 GPUs, blocks of 256 for 256.
-CASES = [("synthetic", 256, 1, 64), ("synthetic", 512, 3, 64), ("synthetic", 1024, 4, 64),
-         ("synthetic", 1024, 4, 256), ("entangled", 256, 2, 64), ("entangled", 512, 6, 64),
-         ("entangled", 1024, 8, 64), ("entangled", 1024, 9, 256)]
+CASES = [
+    ("synthetic", 256, 1, 64),
+    ("synthetic", 512, 3, 64),
+    ("synthetic", 1024, 4, 64),
+    ("synthetic", 1024, 4, 256),
+    ("entangled", 256, 2, 64),
+    ("entangled", 512, 6, 64),
+    ("entangled", 1024, 8, 64),
+    ("entangled", 1024, 9, 256),
+]
 
 
 def cluster(kind: str, nodes: int, seed: int) -> list[dict]:
@@ -100,14 +113,26 @@ def test_the_cut_of_an_all_mode_tree_keeps_its_far_pods_and_their_nodes_outside_
 
 
 def test_pods_on_nodes_missing_from_a_snapshot_are_ignored_so_cuts_carry_those_nodes():
-    objects = [node("n1", labels={"rack": "a"}), node("n2", labels={"rack": "b"}),
-               podgroup("job", mode="all", priority=10),
-               pod("job-0", node="n1", gpus=8, group="job"), pod("job-1", node="n2", gpus=8, group="job")]
+    objects = [
+        node("n1", labels={"rack": "a"}),
+        node("n2", labels={"rack": "b"}),
+        podgroup("job", mode="all", priority=10),
+        pod("job-0", node="n1", gpus=8, group="job"),
+        pod("job-1", node="n2", gpus=8, group="job"),
+    ]
     without_n2 = parse_snapshot([o for o in objects if o["metadata"]["name"] != "n2"])
     assert [len(u.pods) for u in without_n2.units.units] == [1]
     assert "bound to nodes missing from the snapshot" in without_n2.warnings[0]
-    whole = parse_snapshot(objects + [podgroup("p", mode="all", min_count=1, priority=100, topology="rack"),
-                                      pod("p-0", gpus=8, group="p")])
-    objects += [podgroup("p", mode="all", min_count=1, priority=100, topology="rack"), pod("p-0", gpus=8, group="p")]
+    whole = parse_snapshot(
+        objects
+        + [
+            podgroup("p", mode="all", min_count=1, priority=100, topology="rack"),
+            pod("p-0", gpus=8, group="p"),
+        ]
+    )
+    objects += [
+        podgroup("p", mode="all", min_count=1, priority=100, topology="rack"),
+        pod("p-0", gpus=8, group="p"),
+    ]
     sub = parse_cut(SnapshotCutter(whole, objects, "default/p").cut(["a"]))
     assert [len(u.pods) for u in sub.units.units] == [2] and not sub.warnings

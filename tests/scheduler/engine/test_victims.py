@@ -9,14 +9,19 @@ def _units(snap):
 
 
 def test_all_group_is_one_unit_cluster_wide_and_single_pods_stand_alone():
-    snap = parse_snapshot([
-        node("n1"), node("n2"),
-        podgroup("whole", mode="all", priority=10, min_count=2),
-        pod("whole-0", node="n1", group="whole"), pod("whole-1", node="n2", group="whole"),
-        podgroup("loose", mode="single", priority=10, min_count=2),
-        pod("loose-0", node="n1", group="loose"), pod("loose-1", node="n2", group="loose"),
-        pod("pending", group="whole"),
-    ])
+    snap = parse_snapshot(
+        [
+            node("n1"),
+            node("n2"),
+            podgroup("whole", mode="all", priority=10, min_count=2),
+            pod("whole-0", node="n1", group="whole"),
+            pod("whole-1", node="n2", group="whole"),
+            podgroup("loose", mode="single", priority=10, min_count=2),
+            pod("loose-0", node="n1", group="loose"),
+            pod("loose-1", node="n2", group="loose"),
+            pod("pending", group="whole"),
+        ]
+    )
     units = _units(snap)
     assert ("PodGroup", "whole", 10, ["whole-0", "whole-1"]) in units
     assert ("Pod", "loose-0", 10, ["loose-0"]) in units and ("Pod", "loose-1", 10, ["loose-1"]) in units
@@ -26,57 +31,79 @@ def test_all_group_is_one_unit_cluster_wide_and_single_pods_stand_alone():
 
 
 def test_highest_all_ancestor_wins_through_composite_groups():
-    snap = parse_snapshot([
-        node("n1"),
-        podgroup("root", kind="CompositePodGroup", mode="all", priority=7),
-        podgroup("middle", kind="CompositePodGroup", mode="single", parent="root"),
-        podgroup("leaf-a", mode="all", parent="middle"), podgroup("leaf-b", mode="single", parent="middle"),
-        pod("a-0", node="n1", group="leaf-a"), pod("b-0", node="n1", group="leaf-b"),
-    ])
+    snap = parse_snapshot(
+        [
+            node("n1"),
+            podgroup("root", kind="CompositePodGroup", mode="all", priority=7),
+            podgroup("middle", kind="CompositePodGroup", mode="single", parent="root"),
+            podgroup("leaf-a", mode="all", parent="middle"),
+            podgroup("leaf-b", mode="single", parent="middle"),
+            pod("a-0", node="n1", group="leaf-a"),
+            pod("b-0", node="n1", group="leaf-b"),
+        ]
+    )
     assert _units(snap) == [("CompositePodGroup", "root", 7, ["a-0", "b-0"])]
 
 
 def test_parent_cycles_do_not_hang():
-    snap = parse_snapshot([
-        node("n1"),
-        podgroup("x", kind="CompositePodGroup", mode="all", parent="y", priority=1),
-        podgroup("y", kind="CompositePodGroup", mode="single", parent="x", priority=1),
-        podgroup("leaf", mode="single", parent="x"), pod("p", node="n1", group="leaf"),
-    ])
+    snap = parse_snapshot(
+        [
+            node("n1"),
+            podgroup("x", kind="CompositePodGroup", mode="all", parent="y", priority=1),
+            podgroup("y", kind="CompositePodGroup", mode="single", parent="x", priority=1),
+            podgroup("leaf", mode="single", parent="x"),
+            pod("p", node="n1", group="leaf"),
+        ]
+    )
     assert _units(snap)[0][0] == "CompositePodGroup"
 
 
 def test_importance_order_priority_rank_size_age_uid():
-    snap = parse_snapshot([
-        node("n1", pods=200),
-        pod("low", node="n1", priority=1),
-        pod("bare-old", node="n1", priority=5, start="2026-06-01T00:00:00Z"),
-        podgroup("sg", mode="single", priority=5), pod("in-single-group", node="n1", group="sg",
-                                                       start="2026-06-30T00:00:00Z"),
-        podgroup("small", mode="all", priority=5), pod("small-0", node="n1", group="small"),
-        podgroup("big", mode="all", priority=5),
-        pod("big-0", node="n1", group="big"), pod("big-1", node="n1", group="big"),
-        pod("bare-new", node="n1", priority=5, start="2026-06-15T00:00:00Z"),
-        pod("bare-unstarted", node="n1", priority=5, start=None),
-        pod("bare-same-a", node="n1", priority=5, start="2026-06-20T00:00:00Z", uid="a"),
-        pod("bare-same-b", node="n1", priority=5, start="2026-06-20T00:00:00Z", uid="b"),
-    ])
+    snap = parse_snapshot(
+        [
+            node("n1", pods=200),
+            pod("low", node="n1", priority=1),
+            pod("bare-old", node="n1", priority=5, start="2026-06-01T00:00:00Z"),
+            podgroup("sg", mode="single", priority=5),
+            pod("in-single-group", node="n1", group="sg", start="2026-06-30T00:00:00Z"),
+            podgroup("small", mode="all", priority=5),
+            pod("small-0", node="n1", group="small"),
+            podgroup("big", mode="all", priority=5),
+            pod("big-0", node="n1", group="big"),
+            pod("big-1", node="n1", group="big"),
+            pod("bare-new", node="n1", priority=5, start="2026-06-15T00:00:00Z"),
+            pod("bare-unstarted", node="n1", priority=5, start=None),
+            pod("bare-same-a", node="n1", priority=5, start="2026-06-20T00:00:00Z", uid="a"),
+            pod("bare-same-b", node="n1", priority=5, start="2026-06-20T00:00:00Z", uid="b"),
+        ]
+    )
     names = [u.name for u in snap.units.units]
     # Same priority: groups (bigger first); a pod of a single-mode group is typed PodGroup (the KEP's
     # quirk), so it ranks with one-pod groups (older first) and above bare pods; bare pods oldest
     # first, unstarted last, then UID.
-    assert names == ["big", "in-single-group", "small", "bare-old", "bare-new", "bare-same-a", "bare-same-b",
-                     "bare-unstarted", "low"]
+    assert names == [
+        "big",
+        "in-single-group",
+        "small",
+        "bare-old",
+        "bare-new",
+        "bare-same-a",
+        "bare-same-b",
+        "bare-unstarted",
+        "low",
+    ]
 
 
 def test_pdb_budget_is_consumed_in_importance_order():
-    snap = parse_snapshot([
-        node("n1"),
-        pod("older", node="n1", priority=5, labels={"app": "db"}, start="2026-06-01T00:00:00Z"),
-        pod("newer", node="n1", priority=5, labels={"app": "db"}, start="2026-06-02T00:00:00Z"),
-        pod("other", node="n1", priority=5, labels={"app": "web"}, start="2026-06-03T00:00:00Z"),
-        pdb("db", match_labels={"app": "db"}, allowed=1),
-    ])
+    snap = parse_snapshot(
+        [
+            node("n1"),
+            pod("older", node="n1", priority=5, labels={"app": "db"}, start="2026-06-01T00:00:00Z"),
+            pod("newer", node="n1", priority=5, labels={"app": "db"}, start="2026-06-02T00:00:00Z"),
+            pod("other", node="n1", priority=5, labels={"app": "web"}, start="2026-06-03T00:00:00Z"),
+            pdb("db", match_labels={"app": "db"}, allowed=1),
+        ]
+    )
     counts = dict(zip((u.name for u in snap.units.units), snap.units.violations(100).tolist()))
     assert counts == {"older": 0, "newer": 1, "other": 0}
     # a preemptor at priority 5 may not touch them, so nothing is consumed
@@ -84,10 +111,15 @@ def test_pdb_budget_is_consumed_in_importance_order():
 
 
 def test_pdb_selectors_nil_matches_nothing_empty_matches_all_and_disrupted_pods_skip():
-    snap = parse_snapshot([
-        node("n1"), pod("a", node="n1", priority=1, labels={"x": "1"}), pod("b", node="n1", priority=1),
-        pdb("none", selector=None), pdb("every", selector={}, allowed=1),
-    ])
+    snap = parse_snapshot(
+        [
+            node("n1"),
+            pod("a", node="n1", priority=1, labels={"x": "1"}),
+            pod("b", node="n1", priority=1),
+            pdb("none", selector=None),
+            pdb("every", selector={}, allowed=1),
+        ]
+    )
     pods = {snap.pods[p].name: [snap.pdbs[i].key for i in pdbs] for p, pdbs in snap.units.pod_pdbs.items()}
     assert pods == {"a": ["default/every"], "b": ["default/every"]}
     disrupted = pdb("every", selector={}, allowed=0)

@@ -29,15 +29,21 @@ def test_snapshot_has_every_kind_with_api_version_and_kind_set(cluster):
     assert names(objects, "PodDisruptionBudget") == ["low-pdb"]
     assert names(objects, "PriorityClass") == ["batch-low", "train-high"]
     by_kind = {o["kind"]: o["apiVersion"] for o in objects}
-    assert by_kind == {"Node": "v1", "Pod": "v1", "PodGroup": "scheduling.k8s.io/v1beta1",
-                       "PodDisruptionBudget": "policy/v1", "PriorityClass": "scheduling.k8s.io/v1"}
+    assert by_kind == {
+        "Node": "v1",
+        "Pod": "v1",
+        "PodGroup": "scheduling.k8s.io/v1beta1",
+        "PodDisruptionBudget": "policy/v1",
+        "PriorityClass": "scheduling.k8s.io/v1",
+    }
     assert all(o["metadata"]["resourceVersion"] for o in objects)
 
 
 def test_snapshot_keeps_fields_the_client_models_do_not_know(server, cluster):
     server.store.validator = None  # a field from a newer Kubernetes than the schemas know
-    server.store.patch(PODS, "team-a", "solo", "application/merge-patch+json",
-                       {"spec": {"futureField": {"x": 1}}})
+    server.store.patch(
+        PODS, "team-a", "solo", "application/merge-patch+json", {"spec": {"futureField": {"x": 1}}}
+    )
     objects = cluster.start().snapshot_objects()
     solo = next(o for o in objects if o["metadata"]["name"] == "solo")
     assert solo["spec"]["futureField"] == {"x": 1}
@@ -53,7 +59,9 @@ def test_watch_keeps_the_cache_current(server, cluster):
     cluster.start()
     server.store.create(PODS, pod("late", node="node-2"))
     server.store.delete(PODS, "team-a", "solo")
-    assert cluster.wait_for(lambda objs: names(objs, "Pod") == ["high-0", "high-1", "late", "low-0", "low-1"], 5)
+    assert cluster.wait_for(
+        lambda objs: names(objs, "Pod") == ["high-0", "high-1", "late", "low-0", "low-1"], 5
+    )
     assert cluster.resource_versions()["pods"] == str(server.store.resource_version)
 
 
@@ -81,8 +89,9 @@ def test_expired_watch_relists(server, cluster):
     server.store.create(PODS, pod("while-away"))
     server.expire_watch_window()
     server.faults.clear()
-    assert cluster.wait_for(lambda objs: "while-away" in names(objs, "Pod") and "solo" not in names(objs, "Pod"),
-                            10)
+    assert cluster.wait_for(
+        lambda objs: "while-away" in names(objs, "Pod") and "solo" not in names(objs, "Pod"), 10
+    )
     assert reflector.expired >= 1 and reflector.lists > lists_before
     # listeners hear what the relist found, as if the watch had delivered it
     assert ("DELETED", "solo") in heard and ("ADDED", "while-away") in heard
@@ -125,6 +134,7 @@ def test_get_pod(cluster):
 
 
 # ----- eviction
+
 
 def test_eviction_ok_then_404_counts_as_done(server, cluster):
     result = cluster.evict("team-a", "solo")
@@ -171,7 +181,9 @@ def test_an_eviction_names_the_pod_by_uid_and_spares_a_replacement(server, clust
     again = cluster.evict("team-a", "solo", uid=planned)  # a retry of the same plan
     assert again.code == 409 and not again.ok and "UID" in again.message
     assert server.store.get(PODS, "team-a", "solo")["metadata"]["uid"] == replacement["metadata"]["uid"]
-    (first, second) = [r for r in server.requests("/pods/solo/eviction", "POST") if "dryRun" not in r["query"]]
+    (first, second) = [
+        r for r in server.requests("/pods/solo/eviction", "POST") if "dryRun" not in r["query"]
+    ]
     assert (first["code"], second["code"]) == (201, 409)
 
 
@@ -231,9 +243,11 @@ def test_unreachable_server_is_a_retryable_503(server, kubeconfig):
 
 # ----- status writes and events
 
+
 def test_mark_disruption_target_keeps_other_conditions(server, cluster):
-    cluster.mark_disruption_target("team-a", "low-0", "default-scheduler: preempting to accommodate a higher "
-                                   "priority podgroup")
+    cluster.mark_disruption_target(
+        "team-a", "low-0", "default-scheduler: preempting to accommodate a higher priority podgroup"
+    )
     conditions = {c["type"]: c for c in server.store.get(PODS, "team-a", "low-0")["status"]["conditions"]}
     assert conditions["Ready"]["status"] == "True"
     target = conditions["DisruptionTarget"]
@@ -251,28 +265,53 @@ def test_mark_disruption_target_failure_raises_cluster_error(server, cluster):
 
 def test_preempted_event_names_the_victim_and_the_preemptor(server, cluster):
     cluster.start()
-    cluster.record_event(ClusterEvent(
-        namespace="team-a", involved_kind="Pod", involved_name="low-0", reason="Preempted",
-        message="Preempted by podgroup high-gang on node cluster",
-        related_kind="PodGroup", related_name="high-gang"))
+    cluster.record_event(
+        ClusterEvent(
+            namespace="team-a",
+            involved_kind="Pod",
+            involved_name="low-0",
+            reason="Preempted",
+            message="Preempted by podgroup high-gang on node cluster",
+            related_kind="PodGroup",
+            related_name="high-gang",
+        )
+    )
     (event,) = server.store.list(EVENTS_V1, "team-a")
     victim = server.store.get(PODS, "team-a", "low-0")
     preemptor = server.store.get(PODGROUPS, "team-a", "high-gang")
     assert event["reason"] == "Preempted" and event["action"] == "Preempting" and event["type"] == "Normal"
-    assert event["regarding"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "team-a", "name": "low-0",
-                                  "uid": victim["metadata"]["uid"]}
-    assert event["related"] == {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-                                "namespace": "team-a", "name": "high-gang", "uid": preemptor["metadata"]["uid"]}
+    assert event["regarding"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": "team-a",
+        "name": "low-0",
+        "uid": victim["metadata"]["uid"],
+    }
+    assert event["related"] == {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "namespace": "team-a",
+        "name": "high-gang",
+        "uid": preemptor["metadata"]["uid"],
+    }
     assert event["reportingController"] == "gangweb" and event["note"].startswith("Preempted by podgroup")
 
 
 def test_list_events_of_one_reason(server, cluster):
     for reason in ("Preempted", "Scheduled"):
-        cluster.record_event(ClusterEvent(namespace="team-a", involved_kind="Pod", involved_name="low-0",
-                                          reason=reason, message=f"{reason} by test"))
+        cluster.record_event(
+            ClusterEvent(
+                namespace="team-a",
+                involved_kind="Pod",
+                involved_name="low-0",
+                reason=reason,
+                message=f"{reason} by test",
+            )
+        )
     preempted = cluster.list_events(reason="Preempted")
     assert [(e["kind"], e["apiVersion"], e["reason"], e["regarding"]["name"]) for e in preempted] == [
-        ("Event", "events.k8s.io/v1", "Preempted", "low-0")]
+        ("Event", "events.k8s.io/v1", "Preempted", "low-0")
+    ]
     assert len(cluster.list_events(namespace="team-a")) == 2
 
 
@@ -280,23 +319,45 @@ def test_events_can_be_watched_too(server, kubeconfig):
     from scheduler.kube.resources import SNAPSHOT_RESOURCES
 
     with KubeCluster.from_kubeconfig(kubeconfig, resources=SNAPSHOT_RESOURCES + (EVENTS_V1,)) as watching:
-        watching.record_event(ClusterEvent(namespace="team-a", involved_kind="Pod", involved_name="low-0",
-                                           reason="Preempted", message="by kube-scheduler"))
-        assert watching.wait_for(lambda objs: [e["reason"] for e in of_kind(objs, "Event")] == ["Preempted"], 5)
+        watching.record_event(
+            ClusterEvent(
+                namespace="team-a",
+                involved_kind="Pod",
+                involved_name="low-0",
+                reason="Preempted",
+                message="by kube-scheduler",
+            )
+        )
+        assert watching.wait_for(
+            lambda objs: [e["reason"] for e in of_kind(objs, "Event")] == ["Preempted"], 5
+        )
 
 
 def test_podgroup_condition_moves_its_transition_time_only_on_change(server, cluster):
-    cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "False",
-                                   "Unschedulable", "waiting for preemption")
+    cluster.set_podgroup_condition(
+        "team-a",
+        "high-gang",
+        "PodGroupInitiallyScheduled",
+        "False",
+        "Unschedulable",
+        "waiting for preemption",
+    )
     first = server.store.get(PODGROUPS, "team-a", "high-gang")["status"]["conditions"][0]
-    server.store.mutate(PODGROUPS, "team-a", "high-gang", lambda o: o["status"]["conditions"][0].update(
-        lastTransitionTime="2020-01-01T00:00:00Z"), subresource="status")
-    cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "False",
-                                   "Unschedulable", "still waiting")
+    server.store.mutate(
+        PODGROUPS,
+        "team-a",
+        "high-gang",
+        lambda o: o["status"]["conditions"][0].update(lastTransitionTime="2020-01-01T00:00:00Z"),
+        subresource="status",
+    )
+    cluster.set_podgroup_condition(
+        "team-a", "high-gang", "PodGroupInitiallyScheduled", "False", "Unschedulable", "still waiting"
+    )
     second = server.store.get(PODGROUPS, "team-a", "high-gang")["status"]["conditions"][0]
     assert second["message"] == "still waiting" and second["lastTransitionTime"] == "2020-01-01T00:00:00Z"
-    cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "True",
-                                   "Scheduled", "placed")
+    cluster.set_podgroup_condition(
+        "team-a", "high-gang", "PodGroupInitiallyScheduled", "True", "Scheduled", "placed"
+    )
     third = server.store.get(PODGROUPS, "team-a", "high-gang")["status"]["conditions"][0]
     assert third["status"] == "True" and third["lastTransitionTime"] != "2020-01-01T00:00:00Z"
     assert first["reason"] == "Unschedulable"
@@ -305,9 +366,13 @@ def test_podgroup_condition_moves_its_transition_time_only_on_change(server, clu
 
 def test_podgroup_condition_retries_a_conflict(server, cluster):
     server.faults.fail("/podgroups/high-gang/status$", 409, method="PATCH", times=1)
-    cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "False",
-                                   "Unschedulable", "waiting")
-    assert server.store.get(PODGROUPS, "team-a", "high-gang")["status"]["conditions"][0]["reason"] == "Unschedulable"
+    cluster.set_podgroup_condition(
+        "team-a", "high-gang", "PodGroupInitiallyScheduled", "False", "Unschedulable", "waiting"
+    )
+    assert (
+        server.store.get(PODGROUPS, "team-a", "high-gang")["status"]["conditions"][0]["reason"]
+        == "Unschedulable"
+    )
     assert [r["code"] for r in server.requests("/podgroups/high-gang/status", "PATCH")] == [409, 200]
 
 
@@ -337,8 +402,11 @@ def test_a_forked_child_talks_through_its_own_connections(server, cluster):
     parent_client = cluster.api_client
     ctx = multiprocessing.get_context("fork")
     results = ctx.Queue()
-    child = ctx.Process(target=lambda: results.put(
-        (cluster.evict("team-a", "solo").code, cluster.api_client is parent_client)))
+    child = ctx.Process(
+        target=lambda: results.put(
+            (cluster.evict("team-a", "solo").code, cluster.api_client is parent_client)
+        )
+    )
     child.start()
     code, shared = results.get(timeout=20)
     child.join(10)

@@ -11,11 +11,19 @@ def test_label_selector_objects_as_pdbs_use_them():
     labels = {"app": "a", "tier": "gpu"}
     assert label_selector_matches({}, labels), "an empty selector matches every pod"
     assert not label_selector_matches(None, labels), "a missing selector matches none"
-    assert label_selector_matches({"matchLabels": {"app": "a"},
-                                   "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]},
-                                                        {"key": "x", "operator": "DoesNotExist"}]}, labels)
-    assert not label_selector_matches({"matchExpressions": [{"key": "tier", "operator": "NotIn",
-                                                             "values": ["gpu"]}]}, labels)
+    assert label_selector_matches(
+        {
+            "matchLabels": {"app": "a"},
+            "matchExpressions": [
+                {"key": "tier", "operator": "In", "values": ["gpu"]},
+                {"key": "x", "operator": "DoesNotExist"},
+            ],
+        },
+        labels,
+    )
+    assert not label_selector_matches(
+        {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gpu"]}]}, labels
+    )
 
 
 def test_which_pods_spend_a_budget():
@@ -27,7 +35,11 @@ def test_which_pods_spend_a_budget():
     status = {"currentHealthy": 2, "desiredHealthy": 1, "disruptionsAllowed": 1}
     assert spends_budget(ready, budget, status)
     assert not spends_budget(pod("p4", labels={"app": "a"}, phase="Succeeded"), budget, status)
-    assert not spends_budget(pod("p5", labels={"app": "a"}, node=None), budget, status), "a pending pod spends nothing"
+    assert not spends_budget(pod("p5", labels={"app": "a"}, node=None), budget, status), (
+        "a pending pod spends nothing"
+    )
     unready = pod("p6", labels={"app": "a"}, ready=False)
-    assert not spends_budget(unready, budget, status), "IfHealthyBudget: the budget is met, so an unready pod is free"
+    assert not spends_budget(unready, budget, status), (
+        "IfHealthyBudget: the budget is met, so an unready pod is free"
+    )
     assert spends_budget(unready, budget, {"currentHealthy": 0, "desiredHealthy": 1})

@@ -13,8 +13,9 @@ from scheduler.kube import KubeCluster
 from .objects import full_cluster, small_cluster
 
 
-@pytest.mark.parametrize("obj", small_cluster() + full_cluster(),
-                         ids=lambda o: f"{o['kind']}-{o['metadata']['name']}")
+@pytest.mark.parametrize(
+    "obj", small_cluster() + full_cluster(), ids=lambda o: f"{o['kind']}-{o['metadata']['name']}"
+)
 def test_fixture_objects_are_valid_1_37_objects(obj):
     kubernetes_validate.utils.validate(obj, "1.37.0", strict=True)
 
@@ -30,12 +31,21 @@ def test_plan_from_the_adapter_and_execute_it_through_the_eviction_api(tmp_path)
 
             assert all(cluster.evict(ns, name, dry_run=True).ok for ns, name in victims)
             for ns, name in victims:
-                cluster.mark_disruption_target(ns, name, "gangweb: preempting to accommodate a higher "
-                                                         "priority podgroup")
+                cluster.mark_disruption_target(
+                    ns, name, "gangweb: preempting to accommodate a higher priority podgroup"
+                )
                 assert cluster.evict(ns, name).code == 201
-                cluster.record_event(ClusterEvent(ns, "Pod", name, "Preempted", "Preempted by podgroup "
-                                                  "team-a/high-gang", related_kind="PodGroup",
-                                                  related_name="high-gang"))
+                cluster.record_event(
+                    ClusterEvent(
+                        ns,
+                        "Pod",
+                        name,
+                        "Preempted",
+                        "Preempted by podgroup team-a/high-gang",
+                        related_kind="PodGroup",
+                        related_name="high-gang",
+                    )
+                )
 
             def victims_terminating(objects):
                 pods = {p["metadata"]["name"]: p for p in of_kind(objects, "Pod")}
@@ -48,10 +58,15 @@ def test_plan_from_the_adapter_and_execute_it_through_the_eviction_api(tmp_path)
                 # the Eviction API re-marks the pod it evicts, as a real API server does
                 assert [(m["status"], m["reason"]) for m in marks] == [("True", "EvictionByEvictionAPI")]
             assert sorted(e["regarding"]["name"] for e in cluster.list_events(reason="Preempted")) == sorted(
-                name for _, name in victims)
+                name for _, name in victims
+            )
 
             server.finish_terminating()
-            assert cluster.wait_for(lambda objs: not any(
-                p["metadata"]["name"] in {n for _, n in victims} for p in of_kind(objs, "Pod")), 5)
+            assert cluster.wait_for(
+                lambda objs: (
+                    not any(p["metadata"]["name"] in {n for _, n in victims} for p in of_kind(objs, "Pod"))
+                ),
+                5,
+            )
             after = plan(parse_snapshot(cluster.fresh_snapshot()), "team-a/high-gang")
             assert after.feasible and after.evictions == [], "the gang now fits without further evictions"

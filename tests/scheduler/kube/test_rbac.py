@@ -13,7 +13,9 @@ from tests.conftest import ROOT
 
 def cluster_role_rules() -> list[dict]:
     documents = yaml.safe_load_all((ROOT / "deploy" / "base" / "rbac.yaml").read_text())
-    (role,) = [d for d in documents if d and d.get("kind") == "ClusterRole" and d["metadata"]["name"] == "gangweb"]
+    (role,) = [
+        d for d in documents if d and d.get("kind") == "ClusterRole" and d["metadata"]["name"] == "gangweb"
+    ]
     return role["rules"]
 
 
@@ -30,8 +32,12 @@ def needed_permission(request: dict) -> tuple[str, str, str]:
 
 
 def allowed(rules: list[dict], group: str, resource: str, verb: str) -> bool:
-    return any(group in rule.get("apiGroups", []) and resource in rule.get("resources", [])
-               and (verb in rule.get("verbs", []) or "*" in rule.get("verbs", [])) for rule in rules)
+    return any(
+        group in rule.get("apiGroups", [])
+        and resource in rule.get("resources", [])
+        and (verb in rule.get("verbs", []) or "*" in rule.get("verbs", []))
+        for rule in rules
+    )
 
 
 def test_the_deployed_cluster_role_allows_every_adapter_request(server, cluster):
@@ -42,10 +48,20 @@ def test_the_deployed_cluster_role_allows_every_adapter_request(server, cluster)
     cluster.evict("team-a", "solo", uid="some-uid")
     cluster.delete_pod("team-a", "low-1", uid=cluster.get_pod("team-a", "low-1")["metadata"]["uid"])
     cluster.mark_disruption_target("team-a", "low-0", "preempting")
-    cluster.record_event(ClusterEvent("team-a", "Pod", "low-0", "Preempted", "by test",
-                                      related_kind="PodGroup", related_name="high-gang"))
-    cluster.set_podgroup_condition("team-a", "high-gang", "PodGroupInitiallyScheduled", "False",
-                                   "Unschedulable", "waiting")
+    cluster.record_event(
+        ClusterEvent(
+            "team-a",
+            "Pod",
+            "low-0",
+            "Preempted",
+            "by test",
+            related_kind="PodGroup",
+            related_name="high-gang",
+        )
+    )
+    cluster.set_podgroup_condition(
+        "team-a", "high-gang", "PodGroupInitiallyScheduled", "False", "Unschedulable", "waiting"
+    )
     cluster.list_events(reason="Preempted")  # observe mode reads kube-scheduler's preemptions
     rules = cluster_role_rules()
     needed = {needed_permission(r) for r in server.requests()}

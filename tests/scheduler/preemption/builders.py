@@ -21,19 +21,37 @@ def node(name: str, gpus: int = 8, rack: str = "rack-0") -> KubeObject:
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
-                     "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/rack": rack}},
+        "metadata": {
+            "name": name,
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
+            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/rack": rack},
+        },
         "spec": {},
-        "status": {"capacity": dict(alloc), "allocatable": alloc,
-                   "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]},
+        "status": {
+            "capacity": dict(alloc),
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        },
     }
 
 
-def podgroup(namespace: str, name: str, *, min_count: int, priority: int, disruption: str = "all",
-             topology_key: str | None = None, annotations: dict | None = None,
-             preemption_policy: str | None = None, unschedulable: bool = False) -> KubeObject:
-    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}},
-                            "disruptionMode": {disruption: {}}, "priority": priority}
+def podgroup(
+    namespace: str,
+    name: str,
+    *,
+    min_count: int,
+    priority: int,
+    disruption: str = "all",
+    topology_key: str | None = None,
+    annotations: dict | None = None,
+    preemption_policy: str | None = None,
+    unschedulable: bool = False,
+) -> KubeObject:
+    spec: dict[str, Any] = {
+        "schedulingPolicy": {"gang": {"minCount": min_count}},
+        "disruptionMode": {disruption: {}},
+        "priority": priority,
+    }
     if topology_key:
         spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
     if preemption_policy:
@@ -41,24 +59,50 @@ def podgroup(namespace: str, name: str, *, min_count: int, priority: int, disrup
     obj = {
         "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"pg/{namespace}/{name}")),
-                     "annotations": dict(annotations or {}), "creationTimestamp": T0},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"pg/{namespace}/{name}")),
+            "annotations": dict(annotations or {}),
+            "creationTimestamp": T0,
+        },
         "spec": spec,
         "status": {},
     }
     if unschedulable:
-        obj["status"]["conditions"] = [{"type": "PodGroupInitiallyScheduled", "status": "False",
-                                        "reason": "Unschedulable", "message": "0/4 nodes are available",
-                                        "lastTransitionTime": T0}]
+        obj["status"]["conditions"] = [
+            {
+                "type": "PodGroupInitiallyScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/4 nodes are available",
+                "lastTransitionTime": T0,
+            }
+        ]
     return obj
 
 
-def pod(namespace: str, name: str, *, group: str | None, priority: int, gpus: int = 8,
-        node_name: str | None = None, created: str = T0) -> KubeObject:
+def pod(
+    namespace: str,
+    name: str,
+    *,
+    group: str | None,
+    priority: int,
+    gpus: int = 8,
+    node_name: str | None = None,
+    created: str = T0,
+) -> KubeObject:
     spec: dict[str, Any] = {
-        "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": {"cpu": "1", "memory": "1Gi", GPU: str(gpus)},
-                                      "limits": {GPU: str(gpus)}}}],
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {
+                    "requests": {"cpu": "1", "memory": "1Gi", GPU: str(gpus)},
+                    "limits": {GPU: str(gpus)},
+                },
+            }
+        ],
         "priority": priority,
         "schedulerName": "default-scheduler",
     }
@@ -69,21 +113,40 @@ def pod(namespace: str, name: str, *, group: str | None, priority: int, gpus: in
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()), "creationTimestamp": created},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": str(uuid.uuid4()),
+            "creationTimestamp": created,
+        },
         "spec": spec,
-        "status": {"phase": "Running", "startTime": created} if node_name else
-                  {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
-                                                        "reason": "Unschedulable", "lastTransitionTime": created}]},
+        "status": {"phase": "Running", "startTime": created}
+        if node_name
+        else {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "lastTransitionTime": created,
+                }
+            ],
+        },
     }
 
 
 def small_cluster(preemptor_ns: str = "team-a") -> list[KubeObject]:
     """4 full 8-GPU nodes: a low `all` gang on node-0/1, two `single` pods on node-2/3, a pending 2x8 gang."""
     objects = [node(f"node-{i}", rack=f"rack-{i // 2}") for i in range(4)]
-    objects += [podgroup("batch", "low", min_count=2, priority=10),
-                podgroup("batch", "mid", min_count=1, priority=20, disruption="single")]
+    objects += [
+        podgroup("batch", "low", min_count=2, priority=10),
+        podgroup("batch", "mid", min_count=1, priority=20, disruption="single"),
+    ]
     objects += [pod("batch", f"low-{i}", group="low", priority=10, node_name=f"node-{i}") for i in range(2)]
-    objects += [pod("batch", f"mid-{i}", group="mid", priority=20, node_name=f"node-{i + 2}") for i in range(2)]
+    objects += [
+        pod("batch", f"mid-{i}", group="mid", priority=20, node_name=f"node-{i + 2}") for i in range(2)
+    ]
     objects += [podgroup(preemptor_ns, "train", min_count=2, priority=100, unschedulable=True)]
     objects += [pod(preemptor_ns, f"train-{i}", group="train", priority=100, created=T1) for i in range(2)]
     return objects
@@ -115,7 +178,9 @@ class FakeCluster:
             found = self.objects.get(("Pod", f"{namespace}/{name}"))
             return copy.deepcopy(found) if found else None
 
-    def evict(self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False) -> EvictionResult:
+    def evict(
+        self, namespace: str, name: str, *, uid: str | None = None, dry_run: bool = False
+    ) -> EvictionResult:
         key = f"{namespace}/{name}"
         with self._lock:
             self.calls.append(("dry_run" if dry_run else "evict", key))
@@ -131,7 +196,9 @@ class FakeCluster:
                 code = self.always_fail.get(key) or (queue.pop(0) if queue else 201)
             if code < 300 and not dry_run:
                 del self.objects[("Pod", key)]
-            message = "Cannot evict pod as it would violate the pod's disruption budget." if code == 429 else ""
+            message = (
+                "Cannot evict pod as it would violate the pod's disruption budget." if code == 429 else ""
+            )
             return EvictionResult(namespace, name, code, message if code >= 300 else "", dry_run)
 
     def delete_pod(self, namespace: str, name: str, *, uid: str, dry_run: bool = False) -> EvictionResult:
@@ -151,8 +218,13 @@ class FakeCluster:
         actual = self.objects[("Pod", key)]["metadata"].get("uid")
         if uid and uid != actual:
             namespace, name = key.split("/")
-            return EvictionResult(namespace, name, 409, f"Precondition failed: UID in precondition: {uid}, "
-                                  f"UID in object meta: {actual}", dry_run)
+            return EvictionResult(
+                namespace,
+                name,
+                409,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}",
+                dry_run,
+            )
         return None
 
     def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:

@@ -33,8 +33,9 @@ def planned_request(cluster):
         request, _ = ledger.open_request("team-a", "train", mode=mode, policy=policy, trigger="test")
         ledger.begin_planning(request.pk)
         result = planning.compute(cluster.snapshot_objects(), request.podgroup, policy)
-        stored = ledger.record_plan(request.pk, result.plan, cost=result.cost, pods=result.pods,
-                                    planning_seconds=result.seconds)
+        stored = ledger.record_plan(
+            request.pk, result.plan, cost=result.cost, pods=result.pods, planning_seconds=result.seconds
+        )
         stored.request.refresh_from_db()
         return stored.request, stored
 

@@ -44,8 +44,10 @@ def failed_request(planned_request):
 
 
 def ledger_rows() -> dict[str, list[dict]]:
-    return {model.__name__: [model_to_dict(row) | {"pk": row.pk} for row in model.objects.order_by("pk")]
-            for model in LEDGER_MODELS}
+    return {
+        model.__name__: [model_to_dict(row) | {"pk": row.pk} for row in model.objects.order_by("pk")]
+        for model in LEDGER_MODELS
+    }
 
 
 def url(model, view: str, *args) -> str:
@@ -73,8 +75,12 @@ def test_every_ledger_model_is_registered_view_only_for_superusers(superuser):
 
 def test_a_superuser_can_read_every_ledger_page(root_client, failed_request):
     request, plan = failed_request
-    objects = {PreemptionRequest: request, Plan: plan, Eviction: plan.pod_evictions.first(),
-               LedgerEntry: LedgerEntry.objects.filter(request=request).first()}
+    objects = {
+        PreemptionRequest: request,
+        Plan: plan,
+        Eviction: plan.pod_evictions.first(),
+        LedgerEntry: LedgerEntry.objects.filter(request=request).first(),
+    }
     for model, obj in objects.items():
         listing = root_client.get(url(model, "changelist"))
         assert listing.status_code == 200, model
@@ -90,10 +96,18 @@ def test_a_superuser_cannot_turn_a_failed_request_back_into_planned(root_client,
     request, plan = failed_request
     before = ledger_rows()
     # The whole form as the change page would post it, the inline's management form included.
-    form = {**{k: v for k, v in model_to_dict(request).items() if v is not None}, "state": RequestState.PLANNED,
-            "reason": "", "plans-TOTAL_FORMS": "1", "plans-INITIAL_FORMS": "1", "plans-MIN_NUM_FORMS": "0",
-            "plans-MAX_NUM_FORMS": "1000", "plans-0-id": str(plan.pk), "plans-0-request": str(request.pk),
-            "_save": "Save"}
+    form = {
+        **{k: v for k, v in model_to_dict(request).items() if v is not None},
+        "state": RequestState.PLANNED,
+        "reason": "",
+        "plans-TOTAL_FORMS": "1",
+        "plans-INITIAL_FORMS": "1",
+        "plans-MIN_NUM_FORMS": "0",
+        "plans-MAX_NUM_FORMS": "1000",
+        "plans-0-id": str(plan.pk),
+        "plans-0-request": str(request.pk),
+        "_save": "Save",
+    }
     response = root_client.post(url(PreemptionRequest, "change", request.pk), form)
     assert response.status_code == 403
     request.refresh_from_db()
@@ -104,16 +118,23 @@ def test_a_superuser_cannot_turn_a_failed_request_back_into_planned(root_client,
 @pytest.mark.parametrize("model", LEDGER_MODELS, ids=lambda m: m.__name__)
 def test_a_superuser_cannot_change_add_or_delete_any_ledger_row(root_client, failed_request, model):
     request, plan = failed_request
-    obj = {PreemptionRequest: request, Plan: plan, Eviction: plan.pod_evictions.first(),
-           LedgerEntry: LedgerEntry.objects.filter(request=request).first()}[model]
+    obj = {
+        PreemptionRequest: request,
+        Plan: plan,
+        Eviction: plan.pod_evictions.first(),
+        LedgerEntry: LedgerEntry.objects.filter(request=request).first(),
+    }[model]
     before = ledger_rows()
-    fields = {k: v for k, v in model_to_dict(obj).items() if v is not None and not isinstance(v, (list, dict))}
+    fields = {
+        k: v for k, v in model_to_dict(obj).items() if v is not None and not isinstance(v, (list, dict))
+    }
 
     changed = root_client.post(url(model, "change", obj.pk), {**fields, "_save": "Save"})
     added = root_client.post(url(model, "add"), {**fields, "_save": "Save"})
     deleted = root_client.post(url(model, "delete", obj.pk), {"post": "yes"})
-    bulk = root_client.post(url(model, "changelist"),
-                            {"action": "delete_selected", "_selected_action": [obj.pk], "post": "yes"})
+    bulk = root_client.post(
+        url(model, "changelist"), {"action": "delete_selected", "_selected_action": [obj.pk], "post": "yes"}
+    )
 
     assert (changed.status_code, added.status_code, deleted.status_code) == (403, 403, 403)
     assert bulk.status_code in (200, 302, 403)  # whatever it answers, it deletes nothing

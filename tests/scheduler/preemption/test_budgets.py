@@ -12,8 +12,8 @@ import pytest
 from kubetestserver import KubeTestServer
 from scheduler.kube import KubeCluster
 from scheduler.kube.resources import PDBS, PODS
-from scheduler.preemption import ledger, planning, tasks
 from scheduler.preemption import execution as execution_module
+from scheduler.preemption import ledger, planning, tasks
 from scheduler.preemption.execution import execute
 from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.execution.evictor import RetryPolicy
@@ -34,9 +34,14 @@ def budgeted_cluster(max_unavailable: int = 2) -> list[dict]:
             obj["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
             if obj["metadata"]["name"].startswith("low"):
                 obj["metadata"]["labels"] = {"app": "low"}
-    objects.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                    "metadata": {"name": "low-pdb", "namespace": "batch"},
-                    "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": "low"}}}})
+    objects.append(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "low-pdb", "namespace": "batch"},
+            "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": "low"}}},
+        }
+    )
     return objects
 
 
@@ -54,7 +59,9 @@ def server():
 
 @pytest.fixture
 def kube(server, tmp_path):
-    cluster = KubeCluster.from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig"), timeout=(2.0, 5.0))
+    cluster = KubeCluster.from_kubeconfig(
+        server.write_kubeconfig(tmp_path / "kubeconfig"), timeout=(2.0, 5.0)
+    )
     yield cluster
     cluster.close()
 
@@ -70,19 +77,29 @@ def plan_for(cluster):
 
 def real_evictions(server, pod_key: str) -> list[int]:
     namespace, name = pod_key.split("/")
-    return [r["code"] for r in server.requests(f"/namespaces/{namespace}/pods/{name}/eviction", "POST")
-            if "dryRun" not in (r["query"] or "")]
+    return [
+        r["code"]
+        for r in server.requests(f"/namespaces/{namespace}/pods/{name}/eviction", "POST")
+        if "dryRun" not in (r["query"] or "")
+    ]
 
 
 def test_the_budget_check_counts_every_victim_under_one_budget(server):
     objects = server.store.dump()
     assert shortfalls(objects, VICTIMS) == []
-    server.store.mutate(PDBS, "batch", "low-pdb", lambda o: o["status"].__setitem__("disruptionsAllowed", 1),
-                        subresource="status")
+    server.store.mutate(
+        PDBS,
+        "batch",
+        "low-pdb",
+        lambda o: o["status"].__setitem__("disruptionsAllowed", 1),
+        subresource="status",
+    )
     (short,) = shortfalls(server.store.dump(), VICTIMS)
     assert (short.budget, short.needed, short.allowed, short.pods) == ("batch/low-pdb", 2, 1, tuple(VICTIMS))
-    assert str(short) == ("PodDisruptionBudget batch/low-pdb allows 1 disruption(s) now; the plan needs 2 "
-                          "(batch/low-0, batch/low-1)")
+    assert str(short) == (
+        "PodDisruptionBudget batch/low-pdb allows 1 disruption(s) now; the plan needs 2 "
+        "(batch/low-0, batch/low-1)"
+    )
 
 
 def test_a_plan_the_budget_no_longer_allows_evicts_nothing_and_names_the_budget(server, kube):
@@ -99,7 +116,9 @@ def test_a_plan_the_budget_no_longer_allows_evicts_nothing_and_names_the_budget(
     assert set(plan.pod_evictions.values_list("state", flat=True)) == {EvictionState.FAILED}
 
 
-def test_a_budget_spent_between_the_check_and_the_evictions_finishes_the_unit_by_deletion(server, kube, monkeypatch):
+def test_a_budget_spent_between_the_check_and_the_evictions_finishes_the_unit_by_deletion(
+    server, kube, monkeypatch
+):
     request, plan = plan_for(kube)
 
     def check_then_someone_spends(objects, victims):
@@ -114,7 +133,9 @@ def test_a_budget_spent_between_the_check_and_the_evictions_finishes_the_unit_by
     assert all(server.store.try_get(PODS, *v.split("/")) is None for v in VICTIMS), "the unit is whole"
     answers = sorted(code for v in VICTIMS for code in real_evictions(server, v))
     assert answers == [201, 429]  # one eviction spent the last disruption, the other met the empty budget
-    (deletion,) = [r for v in VICTIMS for r in server.requests(f"/namespaces/batch/pods/{v.split('/')[1]}", "DELETE")]
+    (deletion,) = [
+        r for v in VICTIMS for r in server.requests(f"/namespaces/batch/pods/{v.split('/')[1]}", "DELETE")
+    ]
     assert deletion["code"] == 200
     note = LedgerEntry.objects.get(plan=plan, kind="budget.spent")
     assert "spent by someone else" in note.message and "UID precondition" in note.message
@@ -126,7 +147,12 @@ def test_enforce_mode_does_not_execute_a_plan_that_breaks_a_budget(settings):
     objects = budgeted_cluster(max_unavailable=0)
     for obj in objects:  # one budget over every batch pod, allowing nothing: no plan can respect it
         if obj["kind"] == "PodDisruptionBudget":
-            obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 5, "desiredHealthy": 5, "expectedPods": 5}
+            obj["status"] = {
+                "disruptionsAllowed": 0,
+                "currentHealthy": 5,
+                "desiredHealthy": 5,
+                "expectedPods": 5,
+            }
         elif obj["kind"] == "Pod" and obj["metadata"]["namespace"] == "batch":
             obj["metadata"]["labels"] = {"app": "low"}
     fake = FakeCluster(objects)
@@ -144,11 +170,13 @@ def test_enforce_mode_does_not_execute_a_plan_that_breaks_a_budget(settings):
 def test_delete_policy_removes_victims_like_kube_scheduler(server, kube, settings):
     """GANGWEB_PDB_POLICY=delete: victims are deleted (dry run first), with their UIDs, budgets unasked."""
     settings.GANGWEB_PDB_POLICY = "delete"
-    request, plan = plan_for(kube)
+    request, _plan = plan_for(kube)
     assert kube.evict("batch", "low-spare").code == 201  # the budget now allows one disruption only
     outcome = execute(request.pk, kube, retry=FAST)
     assert outcome.state == RequestState.SUCCEEDED, outcome.reason
     assert all(server.store.try_get(PODS, *v.split("/")) is None for v in VICTIMS)
     assert all(real_evictions(server, v) == [] for v in VICTIMS)
-    deletes = [r for v in VICTIMS for r in server.requests(f"/namespaces/batch/pods/{v.split('/')[1]}", "DELETE")]
+    deletes = [
+        r for v in VICTIMS for r in server.requests(f"/namespaces/batch/pods/{v.split('/')[1]}", "DELETE")
+    ]
     assert sorted("dryRun" in (r["query"] or "") for r in deletes) == [False, False, True, True]

@@ -53,10 +53,21 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, br
         namespace, name = pod.split("/")
         path = f"^/api/v1/namespaces/{re.escape(namespace)}/pods/{re.escape(name)}/eviction$"
         control.add_fault(path, code=0, method="POST", times=1)  # the dry run goes through untouched
-    control.add_fault(f"/pods/{re.escape(landing.split('/')[1])}/eviction$", code=0, method="POST", times=1,
-                      delay=EVICTION_DELAY)
-    control.add_fault(f"/pods/{re.escape(failing.split('/')[1])}/eviction$", code=503, method="POST", times=1,
-                      delay=EVICTION_DELAY, message="etcd leader changed")
+    control.add_fault(
+        f"/pods/{re.escape(landing.split('/')[1])}/eviction$",
+        code=0,
+        method="POST",
+        times=1,
+        delay=EVICTION_DELAY,
+    )
+    control.add_fault(
+        f"/pods/{re.escape(failing.split('/')[1])}/eviction$",
+        code=503,
+        method="POST",
+        times=1,
+        delay=EVICTION_DELAY,
+        message="etcd leader changed",
+    )
 
     env = {
         **os.environ,
@@ -71,7 +82,12 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, br
     }
     metrics_port = free_port()
     (tmp_path / "prometheus").mkdir()
-    env.update({"GANGWEB_WORKER_METRICS_PORT": str(metrics_port), "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus")})
+    env.update(
+        {
+            "GANGWEB_WORKER_METRICS_PORT": str(metrics_port),
+            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus"),
+        }
+    )
     log_path = tmp_path / "worker.log"
     first = Worker(env, log_path).start()
     sender = Celery("crash-test", broker=broker, set_as_current=False)
@@ -93,16 +109,26 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, br
         # What the dead worker left: a request mid-execution, both rows claimed, no answer recorded.
         request.refresh_from_db()
         assert request.state == RequestState.EXECUTING
-        assert {(r.state, r.attempts) for r in Eviction.objects.filter(plan=plan)} == {(EvictionState.EVICTING, 1)}
+        assert {(r.state, r.attempts) for r in Eviction.objects.filter(plan=plan)} == {
+            (EvictionState.EVICTING, 1)
+        }
         # The API server finishes the requests of the dead client (logged once answered).
-        wait_until(lambda: real_evictions(api_server, landing) and real_evictions(api_server, failing), 30,
-                   "the dead client's requests to be answered", log_path)
+        wait_until(
+            lambda: real_evictions(api_server, landing) and real_evictions(api_server, failing),
+            30,
+            "the dead client's requests to be answered",
+            log_path,
+        )
         assert real_evictions(api_server, landing) == [201] and real_evictions(api_server, failing) == [503]
 
         second = Worker(env, log_path).start()
         try:
-            wait_until(lambda: PreemptionRequest.objects.get(pk=request.pk).state != RequestState.EXECUTING,
-                       90, "the successor to finish the request", log_path)
+            wait_until(
+                lambda: PreemptionRequest.objects.get(pk=request.pk).state != RequestState.EXECUTING,
+                90,
+                "the successor to finish the request",
+                log_path,
+            )
             scraped = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
         finally:
             second.stop()
@@ -115,17 +141,24 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, br
     rows = {r.pod: r for r in Eviction.objects.filter(plan=plan)}
     assert {pod: r.state for pod, r in rows.items()} == {pod: EvictionState.EVICTED for pod in victims}
     # No pod was evicted twice by this plan: one successful eviction each, at the API server.
-    assert Counter(code for pod in victims for code in real_evictions(api_server, pod) if code < 300) == {201: 2}
+    assert Counter(code for pod in victims for code in real_evictions(api_server, pod) if code < 300) == {
+        201: 2
+    }
     assert real_evictions(api_server, landing) == [201]  # closed from the pod's state, never re-sent
     assert real_evictions(api_server, failing) == [503, 201]  # the unit was finished, not left half-evicted
     assert (rows[landing].attempts, rows[failing].attempts) == (1, 2)
-    results = LedgerEntry.objects.filter(plan=plan, kind="eviction.result").values_list("data__pod", "message")
+    results = LedgerEntry.objects.filter(plan=plan, kind="eviction.result").values_list(
+        "data__pod", "message"
+    )
     assert any(pod == landing and "re-checked" in message for pod, message in results)
     # Metrics survive the crash in the multiprocess directory, and count every eviction once.
     assert 'gangweb_podgroup_preemption_attempts_total{result="succeeded"} 1.0' in scraped
     assert "gangweb_podgroup_preemption_evicted_gpus_total 16.0" in scraped
-    remaining = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in control.dump()
-                 if o.get("kind") == "Pod"}
+    remaining = {
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}": o
+        for o in control.dump()
+        if o.get("kind") == "Pod"
+    }
     for pod in victims:  # both pods of the unit are gone or terminating: the unit is whole
         assert pod not in remaining or remaining[pod]["metadata"].get("deletionTimestamp")
 
@@ -134,48 +167,74 @@ def test_a_real_worker_drives_a_stuck_gang_from_detection_to_evictions(api_serve
     """The whole chain through the broker: detect -> (on commit) plan -> (on commit) execute."""
     control = api_server.control
     control.load(small_cluster())
-    env = {**os.environ, "DATABASE_URL": postgres_url_for_test_db(), "REDIS_URL": broker,
-           "KUBECONFIG": str(api_server.kubeconfig), "GANGWEB_CLUSTER": "kube", "SECRET_KEY": "chain-test",
-           "GANGWEB_DEMO": "0"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": postgres_url_for_test_db(),
+        "REDIS_URL": broker,
+        "KUBECONFIG": str(api_server.kubeconfig),
+        "GANGWEB_CLUSTER": "kube",
+        "SECRET_KEY": "chain-test",
+        "GANGWEB_DEMO": "0",
+    }
     log_path = tmp_path / "worker.log"
     worker = Worker(env, log_path).start()
     sender = Celery("chain-test", broker=broker, set_as_current=False)
     try:
         sender.send_task("scheduler.detect_unschedulable_gangs")
-        request = wait_until(lambda: PreemptionRequest.objects.filter(state=RequestState.SUCCEEDED).first(),
-                             60, "the request to succeed", log_path)
+        request = wait_until(
+            lambda: PreemptionRequest.objects.filter(state=RequestState.SUCCEEDED).first(),
+            60,
+            "the request to succeed",
+            log_path,
+        )
     finally:
         worker.stop()
         sender.close()
     plan = request.plans.get()
     assert (request.namespace, request.name, request.mode) == ("team-a", "train", "enforce")
-    assert {pod: real_evictions(api_server, pod) for pod in plan.evictions} == {pod: [201] for pod in plan.evictions}
+    assert {pod: real_evictions(api_server, pod) for pod in plan.evictions} == {
+        pod: [201] for pod in plan.evictions
+    }
     kinds = list(LedgerEntry.objects.filter(request=request).order_by("id").values_list("kind", flat=True))
     assert kinds[:3] == ["request.opened", "request.planning", "plan.created"]
     assert kinds[-1] == "request.succeeded"
-    conditions = next(o for o in control.dump() if o.get("kind") == "PodGroup"
-                      and o["metadata"]["name"] == "train")["status"]["conditions"]
-    assert {"type": "gangweb.io/Preemption", "status": "False", "reason": "VictimsEvicted"}.items() <= \
-        next(c for c in conditions if c["type"] == "gangweb.io/Preemption").items()
+    conditions = next(
+        o for o in control.dump() if o.get("kind") == "PodGroup" and o["metadata"]["name"] == "train"
+    )["status"]["conditions"]
+    assert {"type": "gangweb.io/Preemption", "status": "False", "reason": "VictimsEvicted"}.items() <= next(
+        c for c in conditions if c["type"] == "gangweb.io/Preemption"
+    ).items()
     events = [o for o in control.dump() if o.get("kind") == "Event" and o.get("reason") == "Preempted"]
-    regarding = sorted(f"{(e.get('regarding') or e.get('involvedObject'))['namespace']}/"
-                       f"{(e.get('regarding') or e.get('involvedObject'))['name']}" for e in events)
+    regarding = sorted(
+        f"{(e.get('regarding') or e.get('involvedObject'))['namespace']}/"
+        f"{(e.get('regarding') or e.get('involvedObject'))['name']}"
+        for e in events
+    )
     assert regarding == sorted(plan.evictions)
     assert {(e.get("related") or {}).get("name") for e in events} == {"train"}
 
 
 def test_real_workers_fan_a_large_plan_out_and_merge_the_engines_plan(api_server, broker, tmp_path):
     """group/chord through Redis: shards of topology domains on two worker processes, then the merge."""
-    from scheduler.engine import parse_snapshot, plan as engine_plan
+    from scheduler.engine import parse_snapshot
+    from scheduler.engine import plan as engine_plan
     from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
     from scheduler.preemption.models import Plan
 
     objects = synthetic_cluster(256, seed=5)
     api_server.control.load(objects)
-    env = {**os.environ, "DATABASE_URL": postgres_url_for_test_db(), "REDIS_URL": broker,
-           "KUBECONFIG": str(api_server.kubeconfig), "GANGWEB_CLUSTER": "kube", "SECRET_KEY": "fan-out-test",
-           "GANGWEB_DEMO": "0", "GANGWEB_NAMESPACE_MODES": "bench=observe",
-           "GANGWEB_FANOUT_MIN_NODES": "100", "GANGWEB_FANOUT_PARTS": "3"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": postgres_url_for_test_db(),
+        "REDIS_URL": broker,
+        "KUBECONFIG": str(api_server.kubeconfig),
+        "GANGWEB_CLUSTER": "kube",
+        "SECRET_KEY": "fan-out-test",
+        "GANGWEB_DEMO": "0",
+        "GANGWEB_NAMESPACE_MODES": "bench=observe",
+        "GANGWEB_FANOUT_MIN_NODES": "100",
+        "GANGWEB_FANOUT_PARTS": "3",
+    }
     log_path = tmp_path / "worker.log"
     worker = Worker(env, log_path, concurrency=2).start()
     sender = Celery("fan-out-test", broker=broker, set_as_current=False)
@@ -184,9 +243,13 @@ def test_real_workers_fan_a_large_plan_out_and_merge_the_engines_plan(api_server
     try:
         sender.send_task("scheduler.detect_unschedulable_gangs")
         request = wait_until(
-            lambda: PreemptionRequest.objects.filter(namespace=namespace, name=name,
-                                                     state=RequestState.OBSERVED).first(),
-            90, f"{podgroup} to be planned", log_path)
+            lambda: PreemptionRequest.objects.filter(
+                namespace=namespace, name=name, state=RequestState.OBSERVED
+            ).first(),
+            90,
+            f"{podgroup} to be planned",
+            log_path,
+        )
     finally:
         worker.stop()
         sender.close()
@@ -194,7 +257,9 @@ def test_real_workers_fan_a_large_plan_out_and_merge_the_engines_plan(api_server
     assert stored.planned_by == "fan-out:3"
     expected = engine_plan(parse_snapshot(objects), podgroup, "gangweb").to_dict()
     got = stored.as_gang_plan()
-    assert {k: v for k, v in got.items() if k != "reason"} == {k: v for k, v in expected.items() if k != "reason"}
+    assert {k: v for k, v in got.items() if k != "reason"} == {
+        k: v for k, v in expected.items() if k != "reason"
+    }
     assert expected["evictions"]
     log = log_path.read_text()
     assert log.count("Task scheduler.plan_domains[") >= 3 * 2  # each shard: received, succeeded

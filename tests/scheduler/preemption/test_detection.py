@@ -36,23 +36,37 @@ def test_pending_pods_count_only_after_the_grace_period():
 def test_gangs_that_never_preempt_are_left_alone():
     objects = small_cluster()
     objects = [o for o in objects if not (o["kind"] == "PodGroup" and o["metadata"]["name"] == "train")]
-    objects.append(podgroup("team-a", "train", min_count=2, priority=100, unschedulable=True,
-                            preemption_policy="Never"))
+    objects.append(
+        podgroup("team-a", "train", min_count=2, priority=100, unschedulable=True, preemption_policy="Never")
+    )
     assert stuck(objects, after=100) == []
 
 
 def test_enforce_mode_gangs_with_the_policy_annotation_are_picked_up():
     """gangweb sets spec Never (so kube-scheduler keeps out) and keeps the real policy in the annotation."""
-    objects = [o for o in small_cluster() if not (o["kind"] == "PodGroup" and o["metadata"]["name"] == "train")]
-    objects.append(podgroup("team-a", "train", min_count=2, priority=100, unschedulable=True,
-                            preemption_policy="Never",
-                            annotations={"gangweb.io/preemption-policy": "PreemptLowerPriority"}))
+    objects = [
+        o for o in small_cluster() if not (o["kind"] == "PodGroup" and o["metadata"]["name"] == "train")
+    ]
+    objects.append(
+        podgroup(
+            "team-a",
+            "train",
+            min_count=2,
+            priority=100,
+            unschedulable=True,
+            preemption_policy="Never",
+            annotations={"gangweb.io/preemption-policy": "PreemptLowerPriority"},
+        )
+    )
     assert [key for key, _ in stuck(objects, after=1)] == ["team-a/train"]
 
 
 def test_running_and_terminating_pods_are_not_pending():
-    objects = [node("node-0"), podgroup("team-b", "done", min_count=1, priority=5, unschedulable=True),
-               pod("team-b", "done-0", group="done", priority=5, node_name="node-0")]
+    objects = [
+        node("node-0"),
+        podgroup("team-b", "done", min_count=1, priority=5, unschedulable=True),
+        pod("team-b", "done-0", group="done", priority=5, node_name="node-0"),
+    ]
     leaving = pod("team-b", "done-1", group="done", priority=5)
     leaving["metadata"]["deletionTimestamp"] = T0
     objects.append(leaving)

@@ -40,7 +40,8 @@ def test_execution_evicts_every_victim_once_and_marks_them(cluster, planned_requ
     preempted = sorted(f"{e.namespace}/{e.involved_name}" for e in cluster.events if e.reason == "Preempted")
     assert preempted == victims_of(plan)
     assert {(e.related_kind, e.related_namespace, e.related_name) for e in cluster.events} == {
-        ("PodGroup", "team-a", "train")}
+        ("PodGroup", "team-a", "train")
+    }
     assert ("team-a/train", PREEMPTION_CONDITION, "False", "VictimsEvicted") in cluster.podgroup_conditions
     assert set(plan.pod_evictions.values_list("state", flat=True)) == {EvictionState.EVICTED}
     request.refresh_from_db()
@@ -50,7 +51,9 @@ def test_execution_evicts_every_victim_once_and_marks_them(cluster, planned_requ
     assert events[-1] == "gang.placed"
 
 
-def test_a_dry_run_refusal_evicts_nothing_and_fails_the_plan_with_the_reason(cluster, planned_request, published):
+def test_a_dry_run_refusal_evicts_nothing_and_fails_the_plan_with_the_reason(
+    cluster, planned_request, published
+):
     request, plan = planned_request()
     refused = victims_of(plan)[-1]
     cluster.dry_run_answers[refused] = 429
@@ -63,7 +66,9 @@ def test_a_dry_run_refusal_evicts_nothing_and_fails_the_plan_with_the_reason(clu
     states = dict(plan.pod_evictions.values_list("namespace", "state"))
     rows = {e.pod: e.state for e in plan.pod_evictions.all()}
     assert rows[refused] == EvictionState.DRY_RUN_REFUSED
-    assert all(state in (EvictionState.FAILED, EvictionState.DRY_RUN_REFUSED) for state in rows.values()), states
+    assert all(state in (EvictionState.FAILED, EvictionState.DRY_RUN_REFUSED) for state in rows.values()), (
+        states
+    )
     assert "request.failed" in [name for name, _ in published]
 
 
@@ -90,8 +95,11 @@ def test_a_budget_spent_by_someone_else_mid_plan_is_finished_by_deleting_the_pod
     assert outcome.state == RequestState.SUCCEEDED, outcome.reason
     assert cluster.evictions_of("evict")[spent] == 1 and cluster.evictions_of("delete") == {spent: 1}
     row = Eviction.objects.get(plan=plan, namespace=spent.split("/")[0], name=spent.split("/")[1])
-    assert row.state == EvictionState.EVICTED and "UID precondition" in LedgerEntry.objects.get(
-        plan=plan, kind="eviction.result", data__pod=spent).message
+    assert (
+        row.state == EvictionState.EVICTED
+        and "UID precondition"
+        in LedgerEntry.objects.get(plan=plan, kind="eviction.result", data__pod=spent).message
+    )
     note = LedgerEntry.objects.get(plan=plan, kind="budget.spent")
     assert spent in note.message and "spent by someone else" in note.message
 
@@ -103,7 +111,9 @@ def test_a_unit_that_cannot_be_finished_is_reported_loudly(cluster, planned_requ
     outcome = execute(request.pk, cluster, retry=FAST)
     assert outcome.state == RequestState.FAILED
     request.refresh_from_db()
-    unit = Eviction.objects.get(plan=plan, namespace=stuck.split("/")[0], name=stuck.split("/")[1]).victim_unit
+    unit = Eviction.objects.get(
+        plan=plan, namespace=stuck.split("/")[0], name=stuck.split("/")[1]
+    ).victim_unit
     assert unit in request.reason
     assert cluster.evictions_of("evict")[stuck] == FAST.attempts
     members = plan.pod_evictions.filter(victim_unit=unit)
@@ -113,7 +123,7 @@ def test_a_unit_that_cannot_be_finished_is_reported_loudly(cluster, planned_requ
 
 
 def test_executing_twice_never_evicts_twice(cluster, planned_request):
-    request, plan = planned_request()
+    request, _plan = planned_request()
     first = execute(request.pk, cluster, retry=FAST)
     second = execute(request.pk, cluster, retry=FAST)
     assert (first.state, second.state) == (RequestState.SUCCEEDED, "skipped")
@@ -141,8 +151,10 @@ def test_resume_rechecks_rows_caught_mid_call_instead_of_re_evicting(cluster, pl
     assert cluster.evictions_of("dry_run") == {}  # real evictions had started: no going back to dry runs
     reached.refresh_from_db()
     assert reached.state == EvictionState.EVICTED and reached.attempts == 1
-    assert "pod gone" in LedgerEntry.objects.filter(plan=plan, kind="eviction.result",
-                                                    data__pod=reached.pod).get().message
+    assert (
+        "pod gone"
+        in LedgerEntry.objects.filter(plan=plan, kind="eviction.result", data__pod=reached.pod).get().message
+    )
 
 
 def test_a_stale_plan_is_superseded_without_evicting(cluster, planned_request):
@@ -156,7 +168,7 @@ def test_a_stale_plan_is_superseded_without_evicting(cluster, planned_request):
 
 
 def test_a_gang_placed_meanwhile_needs_no_preemption(cluster, planned_request):
-    request, plan = planned_request()
+    request, _plan = planned_request()
     for i in range(2):
         cluster.objects[("Pod", f"team-a/train-{i}")]["spec"]["nodeName"] = f"node-{i}"
     outcome = execute(request.pk, cluster, retry=FAST)
@@ -167,9 +179,8 @@ def test_a_gang_placed_meanwhile_needs_no_preemption(cluster, planned_request):
 def test_an_execution_waits_for_a_node_another_execution_holds(cluster, planned_request, settings):
     request, plan = planned_request()
     node = plan.pod_evictions.first().node
-    with locks.hold([locks.node_key(node)]):
-        with pytest.raises(locks.LockBusy):
-            execute(request.pk, cluster, retry=FAST, lock_wait=0.2)
+    with locks.hold([locks.node_key(node)]), pytest.raises(locks.LockBusy):
+        execute(request.pk, cluster, retry=FAST, lock_wait=0.2)
     assert cluster.evictions_of("evict") == {} and cluster.evictions_of("dry_run") == {}
     assert execute(request.pk, cluster, retry=FAST).state == RequestState.SUCCEEDED
 
@@ -177,8 +188,10 @@ def test_an_execution_waits_for_a_node_another_execution_holds(cluster, planned_
 def test_resume_during_the_dry_runs_dry_runs_again_and_keeps_earlier_refusals(cluster, planned_request):
     request, plan = planned_request()
     ledger.begin_execution(request.pk)
-    first, second = list(plan.pod_evictions.all())[:2]
-    ledger.record_dry_run(first.pk, 429, "Cannot evict pod as it would violate the pod's disruption budget.", ok=False)
+    first, _second = list(plan.pod_evictions.all())[:2]
+    ledger.record_dry_run(
+        first.pk, 429, "Cannot evict pod as it would violate the pod's disruption budget.", ok=False
+    )
     # ...the worker died here, before failing the plan. The budget has room again now:
     outcome = execute(request.pk, cluster, retry=FAST)
     assert outcome.state == RequestState.FAILED and first.pod in outcome.reason and "429" in outcome.reason
@@ -192,7 +205,9 @@ def test_resume_during_the_dry_runs_repeats_them_before_evicting(cluster, planne
     ledger.record_dry_run(first.pk, 201, "", ok=True)
     outcome = execute(request.pk, cluster, retry=FAST)
     assert outcome.state == RequestState.SUCCEEDED, outcome.reason
-    assert cluster.evictions_of("dry_run") == {pod: 1 for pod in victims_of(plan)}  # all re-checked at the API
+    assert cluster.evictions_of("dry_run") == {
+        pod: 1 for pod in victims_of(plan)
+    }  # all re-checked at the API
     assert cluster.evictions_of("evict") == {pod: 1 for pod in victims_of(plan)}
 
 
@@ -211,7 +226,9 @@ def test_a_victim_whose_priority_rose_is_not_evicted(cluster, planned_request):
 
 def test_a_cluster_whose_calls_can_outlast_the_locks_executes_nothing(cluster, planned_request):
     request, _ = planned_request()
-    cluster.request_timeout = 20.0  # connect + read (scheduler.cluster.BoundedCalls): longer than 2/3 of the 2 s TTL
+    cluster.request_timeout = (
+        20.0  # connect + read (scheduler.cluster.BoundedCalls): longer than 2/3 of the 2 s TTL
+    )
     outcome = execute(request.pk, cluster, retry=FAST)
     assert outcome.state == RequestState.FAILED
     assert "must exceed 1.5 x the longest API call (20 s)" in outcome.reason

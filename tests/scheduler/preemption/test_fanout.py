@@ -7,7 +7,8 @@ import re
 import pytest
 import redis
 
-from scheduler.engine import best_plan, domain_shards, parse_snapshot, plan as engine_plan
+from scheduler.engine import best_plan, domain_shards, parse_snapshot
+from scheduler.engine import plan as engine_plan
 from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
 from scheduler.preemption import fanout, ledger, runtime
 from scheduler.preemption.models import LedgerEntry, Plan, PreemptionRequest, RequestState
@@ -61,7 +62,9 @@ def test_fanned_out_plan_equals_the_in_process_plan(nodes, seed, gpus):
 
 
 @pytest.mark.parametrize("nodes, seed, gpus", [(256, 2, 64), (512, 6, 64), (1024, 8, 64), (1024, 9, 256)])
-def test_victims_spanning_racks_and_shared_budgets_give_the_in_process_plan_or_a_cheaper_one(nodes, seed, gpus):
+def test_victims_spanning_racks_and_shared_budgets_give_the_in_process_plan_or_a_cheaper_one(
+    nodes, seed, gpus
+):
     """All-mode CompositePodGroup trees across racks, PodDisruptionBudgets shared by many jobs."""
     objects = entangled_cluster(nodes, seed)
     podgroup = preemptor_name(gpus)
@@ -77,8 +80,9 @@ def test_victims_spanning_racks_and_shared_budgets_give_the_in_process_plan_or_a
         assert domain_shards(whole, podgroup, 1)[0].index(got["domain"]) >= evaluated
         shard_plan = engine_plan(whole, podgroup, "gangweb", domains=[got["domain"]])
         assert best_plan([in_process, shard_plan]) is shard_plan
-        assert {k: v for k, v in shard_plan.to_dict().items() if k != "reason"} == \
-            {k: v for k, v in got.items() if k != "reason"}
+        assert {k: v for k, v in shard_plan.to_dict().items() if k != "reason"} == {
+            k: v for k, v in got.items() if k != "reason"
+        }
         return
     assert without_counts(got.pop("reason")) == without_counts(expected.pop("reason"))
     assert got == expected

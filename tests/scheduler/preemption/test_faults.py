@@ -52,7 +52,11 @@ def delayed_requests_arrived(control) -> bool:
 
 
 def pods_now(control) -> dict[str, dict]:
-    return {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in control.dump() if o.get("kind") == "Pod"}
+    return {
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}": o
+        for o in control.dump()
+        if o.get("kind") == "Pod"
+    }
 
 
 def assert_each_planned_pod_evicted_once_and_no_other(api_server, plan) -> None:
@@ -77,24 +81,40 @@ def test_a_soft_time_limit_mid_execution_never_evicts_twice_nor_a_replacement(ap
     evicted the controller's replacements."""
     request, plan = planned(api_server)
     delay_real_evictions(api_server.control, plan.evictions, DELAY)
-    env = worker_env(api_server, broker, GANGWEB_TASK_TIME_LIMIT="90", GANGWEB_TASK_SOFT_TIME_LIMIT="4",
-                     GANGWEB_LOCK_TTL_SECONDS="24", GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS="10")
+    env = worker_env(
+        api_server,
+        broker,
+        GANGWEB_TASK_TIME_LIMIT="90",
+        GANGWEB_TASK_SOFT_TIME_LIMIT="4",
+        GANGWEB_LOCK_TTL_SECONDS="24",
+        GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS="10",
+    )
     log_path = tmp_path / "worker.log"
     worker = Worker(env, log_path).start()
     sender = Celery("soft-limit-test", broker=broker, set_as_current=False)
     try:
         sender.send_task("scheduler.execute_plan", args=[request.pk])
-        wait_until(lambda: delayed_requests_arrived(api_server.control), 60, "both real evictions to reach the "
-                   "API server", log_path)
+        wait_until(
+            lambda: delayed_requests_arrived(api_server.control),
+            60,
+            "both real evictions to reach the API server",
+            log_path,
+        )
         arrived = time.monotonic()
-        wait_until(lambda: PreemptionRequest.objects.get(pk=request.pk).state == RequestState.SUCCEEDED,
-                   120, "the request to succeed", log_path)
+        wait_until(
+            lambda: PreemptionRequest.objects.get(pk=request.pk).state == RequestState.SUCCEEDED,
+            120,
+            "the request to succeed",
+            log_path,
+        )
         time.sleep(max(0.0, arrived + DELAY + 2 - time.monotonic()))  # the delayed requests have ended
     finally:
         worker.stop()
         sender.close()
     log = log_path.read_text()
-    assert "SoftTimeLimitExceeded" in log, "the soft limit must have fired mid-execution for this test to mean anything"
+    assert "SoftTimeLimitExceeded" in log, (
+        "the soft limit must have fired mid-execution for this test to mean anything"
+    )
     assert "waiting for the API calls in flight" in log
     assert_each_planned_pod_evicted_once_and_no_other(api_server, plan)
     assert set(Eviction.objects.filter(plan=plan).values_list("state", flat=True)) == {EvictionState.EVICTED}
@@ -103,19 +123,31 @@ def test_a_soft_time_limit_mid_execution_never_evicts_twice_nor_a_replacement(ap
 def test_two_workers_executing_one_plan_at_the_same_moment_evict_each_pod_once(api_server, broker, tmp_path):
     request, plan = planned(api_server)
     delay_real_evictions(api_server.control, plan.evictions, 2.0)
-    env = worker_env(api_server, broker, GANGWEB_LOCK_TTL_SECONDS="18", GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS="5")
+    env = worker_env(
+        api_server, broker, GANGWEB_LOCK_TTL_SECONDS="18", GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS="5"
+    )
     logs = [tmp_path / "worker-a.log", tmp_path / "worker-b.log"]
     workers = [Worker(env, path).start() for path in logs]
     sender = Celery("two-workers-test", broker=broker, set_as_current=False)
     try:
         for path in logs:  # both up before the messages go, so each takes one
-            wait_until(lambda p=path: p.exists() and "ready." in p.read_text(), 60, "a worker to be ready", path)
+            wait_until(
+                lambda p=path: p.exists() and "ready." in p.read_text(), 60, "a worker to be ready", path
+            )
         sender.send_task("scheduler.execute_plan", args=[request.pk])
         sender.send_task("scheduler.execute_plan", args=[request.pk])
-        wait_until(lambda: PreemptionRequest.objects.get(pk=request.pk).state == RequestState.SUCCEEDED,
-                   90, "the request to succeed", logs[0])
-        wait_until(lambda: all("Task scheduler.execute_plan[" in p.read_text() for p in logs), 30,
-                   "both workers to take an execution", logs[1])
+        wait_until(
+            lambda: PreemptionRequest.objects.get(pk=request.pk).state == RequestState.SUCCEEDED,
+            90,
+            "the request to succeed",
+            logs[0],
+        )
+        wait_until(
+            lambda: all("Task scheduler.execute_plan[" in p.read_text() for p in logs),
+            30,
+            "both workers to take an execution",
+            logs[1],
+        )
         time.sleep(3.0)  # the second execution ends (skipped) without another eviction
     finally:
         for worker in workers:

@@ -13,12 +13,22 @@ from scheduler.preemption.planning import PodFacts
 pytestmark = pytest.mark.django_db
 
 PLAN = {
-    "podGroup": "team-a/train", "policy": "gangweb", "feasible": True,
-    "victims": [{"kind": "PodGroup", "namespace": "batch", "name": "low", "priority": 10,
-                 "pods": ["batch/low-0", "batch/low-1"]}],
+    "podGroup": "team-a/train",
+    "policy": "gangweb",
+    "feasible": True,
+    "victims": [
+        {
+            "kind": "PodGroup",
+            "namespace": "batch",
+            "name": "low",
+            "priority": 10,
+            "pods": ["batch/low-0", "batch/low-1"],
+        }
+    ],
     "evictions": ["batch/low-0", "batch/low-1"],
     "placement": {"team-a/train-0": "node-0", "team-a/train-1": "node-1"},
-    "domain": None, "reason": "evict the cheapest gang",
+    "domain": None,
+    "reason": "evict the cheapest gang",
 }
 PODS = {"batch/low-0": PodFacts("uid-0", "node-0", 8), "batch/low-1": PodFacts("uid-1", "node-1", 8)}
 
@@ -65,8 +75,12 @@ def test_plan_records_one_eviction_row_per_victim_pod_and_moves_to_planned():
 def test_infeasible_plan_finishes_the_request():
     request, _ = ledger.open_request("team-a", "train", mode="enforce")
     ledger.begin_planning(request.pk)
-    ledger.record_plan(request.pk, {**PLAN, "feasible": False, "victims": [], "evictions": [],
-                                    "reason": "no rack has 16 free GPUs"}, cost={}, pods={})
+    ledger.record_plan(
+        request.pk,
+        {**PLAN, "feasible": False, "victims": [], "evictions": [], "reason": "no rack has 16 free GPUs"},
+        cost={},
+        pods={},
+    )
     request.refresh_from_db()
     assert request.state == RequestState.INFEASIBLE and request.finished_at is not None
     assert request.reason == "no rack has 16 free GPUs"
@@ -96,7 +110,11 @@ def test_claim_is_committed_with_an_attempt_before_the_call():
     ledger.record_dry_run(row.pk, 201, "", ok=True)
     claimed = ledger.claim_for_eviction(row.pk)
     stored = Eviction.objects.get(pk=row.pk)
-    assert (claimed.state, stored.state, stored.attempts) == (EvictionState.EVICTING, EvictionState.EVICTING, 1)
+    assert (claimed.state, stored.state, stored.attempts) == (
+        EvictionState.EVICTING,
+        EvictionState.EVICTING,
+        1,
+    )
     ledger.record_eviction(row.pk, evicted=True, code=201, message="")
     assert ledger.claim_for_eviction(row.pk) is None  # evicted rows are never sent again
 
@@ -109,7 +127,9 @@ def test_history_is_append_only_and_tells_the_story():
         entry.save()
     with pytest.raises(ValidationError):
         entry.delete()
-    kinds = list(LedgerEntry.objects.filter(request=plan.request).order_by("id").values_list("kind", flat=True))
+    kinds = list(
+        LedgerEntry.objects.filter(request=plan.request).order_by("id").values_list("kind", flat=True)
+    )
     assert kinds == ["request.opened", "request.planning", "plan.created"]
 
 
@@ -132,9 +152,14 @@ def test_events_are_published_only_after_commit(published, django_capture_on_com
 
 def test_admin_shows_the_ledger_read_only(admin_client):
     plan = plan_request()
-    for path in ("/admin/scheduler/preemptionrequest/", f"/admin/scheduler/preemptionrequest/{plan.request.pk}/change/",
-                 "/admin/scheduler/plan/", f"/admin/scheduler/plan/{plan.pk}/change/",
-                 "/admin/scheduler/eviction/", "/admin/scheduler/ledgerentry/"):
+    for path in (
+        "/admin/scheduler/preemptionrequest/",
+        f"/admin/scheduler/preemptionrequest/{plan.request.pk}/change/",
+        "/admin/scheduler/plan/",
+        f"/admin/scheduler/plan/{plan.pk}/change/",
+        "/admin/scheduler/eviction/",
+        "/admin/scheduler/ledgerentry/",
+    ):
         response = admin_client.get(path)
         assert response.status_code == 200, path
     assert b"low-0" in admin_client.get("/admin/scheduler/eviction/").content
@@ -149,8 +174,9 @@ def test_an_unplaceable_gang_is_looked_at_less_and_less_often():
     now = timezone.now()
 
     def finished(state, seconds_ago):
-        PreemptionRequest.objects.create(namespace="team-a", name="train", state=state,
-                                         finished_at=now - timedelta(seconds=seconds_ago))
+        PreemptionRequest.objects.create(
+            namespace="team-a", name="train", state=state, finished_at=now - timedelta(seconds=seconds_ago)
+        )
 
     def cooling_down():
         return ledger.cooling_down("team-a", "train", pause_seconds=60)
@@ -173,5 +199,10 @@ def test_a_created_podgroup_is_one_entry_and_one_event(published, django_capture
     with django_capture_on_commit_callbacks(execute=True):
         entry = ledger.record_podgroup_created("team-a", "train", "created PodGroup team-a/train", data)
     assert (entry.kind, entry.request, entry.namespace, entry.name, entry.data) == (
-        "podgroup.created", None, "team-a", "train", data)
+        "podgroup.created",
+        None,
+        "team-a",
+        "train",
+        data,
+    )
     assert published == [("podgroup.created", data)]

@@ -18,10 +18,12 @@ def redis_locks(redis_url, settings):
 
 def test_second_holder_waits_then_gives_up():
     keys = [locks.node_key("node-a"), locks.node_key("node-b")]
-    with locks.hold(keys):
-        with pytest.raises(locks.LockBusy) as busy:
-            with locks.hold([locks.node_key("node-b")], wait=0.3):
-                pass
+    with (
+        locks.hold(keys),
+        pytest.raises(locks.LockBusy) as busy,
+        locks.hold([locks.node_key("node-b")], wait=0.3),
+    ):
+        pass
     assert "node:node-b" in str(busy.value)
     with locks.hold([locks.node_key("node-b")], wait=0.3):  # free again after release
         pass
@@ -29,9 +31,8 @@ def test_second_holder_waits_then_gives_up():
 
 def test_locks_are_released_when_the_body_fails():
     key = locks.node_key("node-fail")
-    with pytest.raises(RuntimeError):
-        with locks.hold([key]):
-            raise RuntimeError("eviction blew up")
+    with pytest.raises(RuntimeError), locks.hold([key]):
+        raise RuntimeError("eviction blew up")
     assert not locks.is_locked(key)
 
 
@@ -47,9 +48,8 @@ def test_a_dead_holders_lock_expires():
     key = locks.node_key("node-dead")
     store = locks._store()
     store.acquire(key, "killed-worker", 500)  # what a SIGKILLed worker leaves behind
-    with pytest.raises(locks.LockBusy):
-        with locks.hold([key], wait=0.1):
-            pass
+    with pytest.raises(locks.LockBusy), locks.hold([key], wait=0.1):
+        pass
     with locks.hold([key], wait=2.0):
         assert locks.is_locked(key)
 
@@ -64,7 +64,10 @@ def test_opposite_orders_do_not_deadlock():
                 time.sleep(0.005)
         done.append(order)
 
-    threads = [threading.Thread(target=worker, args=([a, b],)), threading.Thread(target=worker, args=([b, a],))]
+    threads = [
+        threading.Thread(target=worker, args=([a, b],)),
+        threading.Thread(target=worker, args=([b, a],)),
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -85,7 +88,7 @@ def test_a_lease_refuses_a_call_that_could_outlive_the_lock():
     lease = locks.Lease(30, since=clock.now, clock=clock)
     lease.check(margin=20)  # 30 s left: a 20 s call ends before the key can expire
     clock.now += 10.5
-    with pytest.raises(locks.LockLost, match="less than the 20.0 s"):
+    with pytest.raises(locks.LockLost, match=r"less than the 20\.0 s"):
         lease.check(margin=20)  # 19.5 s left
     lease.refreshed(clock.now)
     lease.check(margin=20)
@@ -108,7 +111,9 @@ def test_a_lock_gone_from_redis_is_lost_at_the_next_refresh(redis_url):
     import redis
 
     key = locks.node_key("node-restart")
-    with locks.hold([key], ttl=3.0) as lease:  # refreshed each second: the deletion is seen long before expiry
+    with locks.hold(
+        [key], ttl=3.0
+    ) as lease:  # refreshed each second: the deletion is seen long before expiry
         lease.check()
         redis.Redis.from_url(redis_url).delete(key)
         assert lease.stopping.wait(10), "the heartbeat must notice the lost key"

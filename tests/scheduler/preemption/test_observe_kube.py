@@ -19,22 +19,38 @@ def kube_scheduler_preempted(objects: list[dict], victims: list[str]) -> list[di
     train = next(o for o in objects if o["kind"] == "PodGroup" and o["metadata"]["name"] == "train")
     for obj in objects:
         if obj["kind"] == "Pod" and f"{obj['metadata']['namespace']}/{obj['metadata']['name']}" in victims:
-            obj["status"].setdefault("conditions", []).append({
-                "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-                "message": "default-scheduler: preempting to accommodate a higher priority podgroup",
-                "lastTransitionTime": "2026-11-30T08:05:00Z"})
+            obj["status"].setdefault("conditions", []).append(
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "PreemptionByScheduler",
+                    "message": "default-scheduler: preempting to accommodate a higher priority podgroup",
+                    "lastTransitionTime": "2026-11-30T08:05:00Z",
+                }
+            )
     for victim in victims:
         namespace, name = victim.split("/")
-        objects.append({
-            "apiVersion": "events.k8s.io/v1", "kind": "Event",
-            "metadata": {"name": f"{name}.18a1f0c2d3e4", "namespace": namespace},
-            "eventTime": "2026-11-30T08:05:00.000000Z", "reportingController": "default-scheduler",
-            "reportingInstance": "default-scheduler-node-a", "action": "Preempting", "reason": "Preempted",
-            "type": "Normal", "note": f"Preempted by podgroup {train['metadata']['uid']} on node cluster",
-            "regarding": {"kind": "Pod", "namespace": namespace, "name": name, "apiVersion": "v1"},
-            "related": {"kind": "PodGroup", "namespace": "team-a", "name": "train",
-                        "apiVersion": "scheduling.k8s.io/v1beta1"},
-        })
+        objects.append(
+            {
+                "apiVersion": "events.k8s.io/v1",
+                "kind": "Event",
+                "metadata": {"name": f"{name}.18a1f0c2d3e4", "namespace": namespace},
+                "eventTime": "2026-11-30T08:05:00.000000Z",
+                "reportingController": "default-scheduler",
+                "reportingInstance": "default-scheduler-node-a",
+                "action": "Preempting",
+                "reason": "Preempted",
+                "type": "Normal",
+                "note": f"Preempted by podgroup {train['metadata']['uid']} on node cluster",
+                "regarding": {"kind": "Pod", "namespace": namespace, "name": name, "apiVersion": "v1"},
+                "related": {
+                    "kind": "PodGroup",
+                    "namespace": "team-a",
+                    "name": "train",
+                    "apiVersion": "scheduling.k8s.io/v1beta1",
+                },
+            }
+        )
     return objects
 
 
@@ -56,5 +72,7 @@ def test_observe_mode_records_kube_schedulers_victims_from_a_real_api(tmp_path, 
     observed = Plan.objects.get(request=request, source=PlanSource.KUBE_SCHEDULER)
     ours = Plan.objects.get(request=request, source=PlanSource.ENGINE)
     assert observed.evictions == victims
-    assert ours.feasible and ours.evictions and ours.evictions != victims  # gangweb would pick the cheaper gang
+    assert (
+        ours.feasible and ours.evictions and ours.evictions != victims
+    )  # gangweb would pick the cheaper gang
     assert evictions == []  # observe mode never evicts, not even a dry run

@@ -7,9 +7,17 @@ import copy
 import pytest
 from prometheus_client import REGISTRY
 
-from scheduler.engine import parse_snapshot, plan as engine_plan
+from scheduler.engine import parse_snapshot
+from scheduler.engine import plan as engine_plan
 from scheduler.preemption import ledger
-from scheduler.preemption.models import Eviction, EvictionState, Plan, PlanSource, PreemptionRequest, RequestState
+from scheduler.preemption.models import (
+    Eviction,
+    EvictionState,
+    Plan,
+    PlanSource,
+    PreemptionRequest,
+    RequestState,
+)
 from scheduler.preemption.observe import record_observations
 from scheduler.preemption.tasks import detect_unschedulable_gangs, recover_requests
 from tests.scheduler.preemption.builders import T0, small_cluster
@@ -69,22 +77,34 @@ def test_observe_mode_plans_but_never_evicts(cluster, settings):
 def preempted_by_kube_scheduler(objects: list[dict], victims: list[str]) -> list[dict]:
     """The same cluster moments after kube-scheduler preempted ``victims`` for team-a/train."""
     objects = copy.deepcopy(objects)
-    train_uid = next(o["metadata"]["uid"] for o in objects if o["kind"] == "PodGroup" and o["metadata"]["name"] == "train")
+    train_uid = next(
+        o["metadata"]["uid"] for o in objects if o["kind"] == "PodGroup" and o["metadata"]["name"] == "train"
+    )
     for obj in objects:
         if obj["kind"] == "Pod" and f"{obj['metadata']['namespace']}/{obj['metadata']['name']}" in victims:
             obj["metadata"]["deletionTimestamp"] = T0
-            obj["status"].setdefault("conditions", []).append({
-                "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-                "message": "default-scheduler: preempting to accommodate a higher priority podgroup"})
+            obj["status"].setdefault("conditions", []).append(
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "PreemptionByScheduler",
+                    "message": "default-scheduler: preempting to accommodate a higher priority podgroup",
+                }
+            )
     for i, victim in enumerate(victims):
         namespace, name = victim.split("/")
-        objects.append({
-            "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{name}.preempted", "namespace": namespace},
-            "involvedObject": {"kind": "Pod", "namespace": namespace, "name": name},
-            "related": {"kind": "PodGroup", "namespace": "team-a", "name": "train"} if i == 0 else None,
-            "reason": "Preempted", "type": "Normal",
-            "message": f"Preempted by podgroup {train_uid} on node cluster",
-        })
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{name}.preempted", "namespace": namespace},
+                "involvedObject": {"kind": "Pod", "namespace": namespace, "name": name},
+                "related": {"kind": "PodGroup", "namespace": "team-a", "name": "train"} if i == 0 else None,
+                "reason": "Preempted",
+                "type": "Normal",
+                "message": f"Preempted by podgroup {train_uid} on node cluster",
+            }
+        )
     return objects
 
 
@@ -102,13 +122,15 @@ def test_observed_preemptions_are_recorded_beside_gangwebs_own_plan(settings):
     observed = Plan.objects.get(request=request, source=PlanSource.KUBE_SCHEDULER)
     ours = Plan.objects.get(request=request, source=PlanSource.ENGINE)
     assert observed.evictions == ["batch/mid-0", "batch/mid-1"] and observed.evicted_gpus == 16
-    assert set(Eviction.objects.filter(plan=observed).values_list("state", flat=True)) == {EvictionState.EVICTED}
+    assert set(Eviction.objects.filter(plan=observed).values_list("state", flat=True)) == {
+        EvictionState.EVICTED
+    }
     reference = engine_plan(parse_snapshot(before), "team-a/train", "gangweb").to_dict()
     assert ours.evictions == reference["evictions"]  # planned on the state before the preemption
 
 
 def test_recovery_resumes_an_execution_whose_worker_vanished(cluster, planned_request):
-    request, plan = planned_request()
+    request, _plan = planned_request()
     ledger.begin_execution(request.pk)  # a worker started, then died before doing anything
     result = recover_requests.apply().get()
     assert result["resumed"] == [request.pk]
@@ -126,7 +148,10 @@ def test_a_stale_plan_is_replanned_as_a_new_request(cluster, planned_request):
     request.refresh_from_db()
     assert request.state == RequestState.SUPERSEDED
     fresh = PreemptionRequest.objects.exclude(pk=request.pk).get()
-    assert fresh.trigger.startswith("re-plan:") and fresh.state in (RequestState.SUCCEEDED, RequestState.INFEASIBLE)
+    assert fresh.trigger.startswith("re-plan:") and fresh.state in (
+        RequestState.SUCCEEDED,
+        RequestState.INFEASIBLE,
+    )
 
 
 class UnreachableCluster:
@@ -165,9 +190,11 @@ def test_room_freed_for_one_gang_is_not_given_to_the_next(cluster):
     from scheduler.preemption.tasks import plan_request
     from tests.scheduler.preemption.builders import T1, pod, podgroup
 
-    for obj in [podgroup("team-b", "tune", min_count=2, priority=100, unschedulable=True),
-                pod("team-b", "tune-0", group="tune", priority=100, created=T1),
-                pod("team-b", "tune-1", group="tune", priority=100, created=T1)]:
+    for obj in [
+        podgroup("team-b", "tune", min_count=2, priority=100, unschedulable=True),
+        pod("team-b", "tune-0", group="tune", priority=100, created=T1),
+        pod("team-b", "tune-1", group="tune", priority=100, created=T1),
+    ]:
         cluster.objects[(obj["kind"], f"{obj['metadata']['namespace']}/{obj['metadata']['name']}")] = obj
 
     first, _ = ledger.open_request("team-a", "train", mode="enforce", trigger="test")
@@ -191,9 +218,8 @@ def test_an_execution_that_must_wait_for_a_node_says_so_and_retries(cluster, pla
     from scheduler.preemption.tasks import execute_plan
 
     request, plan = planned_request()
-    with locks.hold([locks.node_key(plan.pod_evictions.first().node)]):
-        with pytest.raises(locks.LockBusy):
-            execute_plan(request.pk)  # called directly, Celery re-raises instead of scheduling the retry
+    with locks.hold([locks.node_key(plan.pod_evictions.first().node)]), pytest.raises(locks.LockBusy):
+        execute_plan(request.pk)  # called directly, Celery re-raises instead of scheduling the retry
     waiting = LedgerEntry.objects.get(request=request, kind="execution.waiting")
     assert "locked by another execution" in waiting.message
     assert cluster.calls == []

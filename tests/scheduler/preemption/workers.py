@@ -51,7 +51,9 @@ def claim_broker(redis_url):
 def postgres_url_for_test_db() -> str:
     db = connection.settings_dict
     if connection.vendor != "postgresql":
-        pytest.skip("the crash test needs PostgreSQL (set DATABASE_URL): a worker process must share the database")
+        pytest.skip(
+            "the crash test needs PostgreSQL (set DATABASE_URL): a worker process must share the database"
+        )
     return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
@@ -59,12 +61,28 @@ class Worker:
     def __init__(self, env: dict[str, str], log_path, concurrency: int = 1):
         self.env, self.log_path, self.proc, self.concurrency = env, log_path, None, concurrency
 
-    def start(self) -> "Worker":
-        self.log = open(self.log_path, "ab")
+    def start(self) -> Worker:
+        self.log = open(self.log_path, "ab")  # noqa: SIM115 (lives as long as the worker; closed in stop())
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork", f"--concurrency={self.concurrency}",
-             "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "gangweb",
+                "worker",
+                "--pool=prefork",
+                f"--concurrency={self.concurrency}",
+                "--loglevel=INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         return self
 
@@ -104,12 +122,20 @@ def real_evictions(server, pod: str) -> list[int]:
     """HTTP codes of the non-dry-run eviction POSTs the API server received for a pod."""
     namespace, name = pod.split("/")
     path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
-    return [r["code"] for r in server.control.requests(path, method="POST") if "dryRun" not in (r["query"] or "")]
+    return [
+        r["code"] for r in server.control.requests(path, method="POST") if "dryRun" not in (r["query"] or "")
+    ]
 
 
 def worker_env(api_server, broker: str, **extra: str) -> dict[str, str]:
     """The environment of a worker that executes against ``api_server`` with the test database."""
-    return {**os.environ, "DATABASE_URL": postgres_url_for_test_db(), "REDIS_URL": broker,
-            "KUBECONFIG": str(api_server.kubeconfig), "GANGWEB_CLUSTER": "kube", "SECRET_KEY": "worker-test",
-            "GANGWEB_DEMO": "0", **extra}
-
+    return {
+        **os.environ,
+        "DATABASE_URL": postgres_url_for_test_db(),
+        "REDIS_URL": broker,
+        "KUBECONFIG": str(api_server.kubeconfig),
+        "GANGWEB_CLUSTER": "kube",
+        "SECRET_KEY": "worker-test",
+        "GANGWEB_DEMO": "0",
+        **extra,
+    }

@@ -9,12 +9,11 @@ from collections import Counter, defaultdict
 from datetime import datetime
 
 import pytest
-from kubernetes_validate.utils import validate
+from kubernetes_validate.utils import ValidationError, validate
 
 from scheduler.cluster import Cluster, ClusterEvent, of_kind, split_key
-from scheduler.simulation import SimulatedCluster
+from scheduler.simulation import SimulatedCluster, SteppedClock
 from scheduler.simulation.catalog import GPU, RACK_LABEL
-from scheduler.simulation import SteppedClock
 
 K8S_VERSION = "1.37.0"
 
@@ -32,8 +31,11 @@ def quantity(value: str) -> int:
 
 def pods_of(objects, podgroup_key: str) -> list[dict]:
     namespace, name = split_key(podgroup_key)
-    return [p for p in of_kind(objects, "Pod")
-            if p["metadata"]["namespace"] == namespace and p["spec"]["schedulingGroup"]["podGroupName"] == name]
+    return [
+        p
+        for p in of_kind(objects, "Pod")
+        if p["metadata"]["namespace"] == namespace and p["spec"]["schedulingGroup"]["podGroupName"] == name
+    ]
 
 
 def test_timestamps_follow_the_wall_clock_by_default():
@@ -41,7 +43,9 @@ def test_timestamps_follow_the_wall_clock_by_default():
     cluster = SimulatedCluster(nodes=8, seed=1)
     cluster.tick()
     objects = cluster.snapshot_objects()
-    stamps = [parse_time(p["status"]["startTime"]) for p in of_kind(objects, "Pod") if p["spec"].get("nodeName")]
+    stamps = [
+        parse_time(p["status"]["startTime"]) for p in of_kind(objects, "Pod") if p["spec"].get("nodeName")
+    ]
     assert stamps and max(stamps) <= time.time()
     assert abs(parse_time(cluster.summary()["time"]) - before) < 5
 
@@ -75,9 +79,13 @@ def test_same_seed_same_world_different_seed_different_world():
     changes_b = [b.tick() for _ in range(60)]
     assert changes_a == changes_b
     assert any(changes_a), "sixty ticks without a single change is not a live cluster"
-    assert json.dumps(a.snapshot_objects(), sort_keys=True) == json.dumps(b.snapshot_objects(), sort_keys=True)
+    assert json.dumps(a.snapshot_objects(), sort_keys=True) == json.dumps(
+        b.snapshot_objects(), sort_keys=True
+    )
     c = advanced(seed=12, nodes=32, ticks=60)
-    assert json.dumps(c.snapshot_objects(), sort_keys=True) != json.dumps(a.snapshot_objects(), sort_keys=True)
+    assert json.dumps(c.snapshot_objects(), sort_keys=True) != json.dumps(
+        a.snapshot_objects(), sort_keys=True
+    )
 
 
 def shape(obj, prefix="") -> frozenset[str]:
@@ -110,7 +118,7 @@ def test_strict_validation_would_catch_a_wrong_field():
     # Guards the test above: the validator really is strict about our shapes.
     podgroup = of_kind(SimulatedCluster(nodes=8).snapshot_objects(), "PodGroup")[0]
     podgroup["spec"]["schedulingPolicy"]["gang"]["minMembers"] = 2
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         validate(podgroup, K8S_VERSION, strict=True)
 
 
@@ -119,7 +127,9 @@ def test_snapshot_has_gangs_of_several_priorities_modes_and_topology():
     groups = of_kind(objects, "PodGroup")
     assert len({g["spec"]["priority"] for g in groups}) >= 3
     assert {next(iter(g["spec"]["disruptionMode"])) for g in groups} == {"all", "single"}
-    assert any(g["spec"].get("schedulingConstraints", {}).get("topology") == [{"key": RACK_LABEL}] for g in groups)
+    assert any(
+        g["spec"].get("schedulingConstraints", {}).get("topology") == [{"key": RACK_LABEL}] for g in groups
+    )
     classes = {pc["metadata"]["name"]: pc["value"] for pc in of_kind(objects, "PriorityClass")}
     for group in groups:
         assert classes[group["spec"]["priorityClassName"]] == group["spec"]["priority"]
@@ -142,7 +152,9 @@ def test_running_pods_fit_their_nodes_and_gangs_keep_their_rules():
         nodes = {n["metadata"]["name"]: n for n in of_kind(objects, "Node")}
         racks = {name: n["metadata"]["labels"][RACK_LABEL] for name, n in nodes.items()}
         used: dict[str, Counter] = defaultdict(Counter)
-        groups = {f"{g['metadata']['namespace']}/{g['metadata']['name']}": g for g in of_kind(objects, "PodGroup")}
+        groups = {
+            f"{g['metadata']['namespace']}/{g['metadata']['name']}": g for g in of_kind(objects, "PodGroup")
+        }
         for pod in of_kind(objects, "Pod"):
             group_key = f"{pod['metadata']['namespace']}/{pod['spec']['schedulingGroup']['podGroupName']}"
             assert group_key in groups, "every pod belongs to a PodGroup that exists"
@@ -169,8 +181,11 @@ def test_running_pods_fit_their_nodes_and_gangs_keep_their_rules():
 def test_summary_agrees_with_the_snapshot():
     cluster = advanced(ticks=25)
     summary, objects = cluster.summary(), cluster.snapshot_objects()
-    requested = sum(int(p["spec"]["containers"][0]["resources"]["requests"][GPU])
-                    for p in of_kind(objects, "Pod") if p["spec"].get("nodeName"))
+    requested = sum(
+        int(p["spec"]["containers"][0]["resources"]["requests"][GPU])
+        for p in of_kind(objects, "Pod")
+        if p["spec"].get("nodeName")
+    )
     totals = summary["totals"]
     assert totals["gpus"] == 512
     assert totals["allocatedGpus"] == requested == 512 - totals["freeGpus"]
@@ -189,9 +204,13 @@ def test_summary_agrees_with_the_snapshot():
             assert len(held["gpus"]) == int(pod["spec"]["containers"][0]["resources"]["requests"][GPU])
         assert sum(len(h["gpus"]) for h in row["pods"]) == sum(o is not None for o in row["gpus"])
     pending_groups = {summary["gangs"][p["gang"]]["podGroup"] for p in summary["pending"]}
-    unbound = {key for key in (f"{g['metadata']['namespace']}/{g['metadata']['name']}"
-                               for g in of_kind(objects, "PodGroup"))
-               if not any(p["spec"].get("nodeName") for p in pods_of(objects, key))}
+    unbound = {
+        key
+        for key in (
+            f"{g['metadata']['namespace']}/{g['metadata']['name']}" for g in of_kind(objects, "PodGroup")
+        )
+        if not any(p["spec"].get("nodeName") for p in pods_of(objects, key))
+    }
     assert pending_groups == unbound
     assert totals["pendingGangs"] == len(unbound)
     json.dumps(summary)  # what the websocket sends must be JSON
@@ -206,9 +225,13 @@ def test_the_generator_keeps_the_cluster_moving():
 
 # --- the write paths of the Cluster protocol ------------------------------------------------
 
+
 def protected(objects) -> set[str]:
     """Names of the gangs a PodDisruptionBudget covers."""
-    return {pdb["spec"]["selector"]["matchLabels"]["gangweb.io/gang"] for pdb in of_kind(objects, "PodDisruptionBudget")}
+    return {
+        pdb["spec"]["selector"]["matchLabels"]["gangweb.io/gang"]
+        for pdb in of_kind(objects, "PodDisruptionBudget")
+    }
 
 
 def running_pod_with_pdb(cluster: SimulatedCluster):
@@ -230,8 +253,12 @@ def test_evict_a_missing_pod_is_404():
 def test_dry_run_eviction_changes_nothing():
     cluster = advanced(ticks=5)
     objects = cluster.snapshot_objects()
-    pod = next(p for p in of_kind(objects, "Pod")
-               if p["spec"].get("nodeName") and p["spec"]["schedulingGroup"]["podGroupName"] not in protected(objects))
+    pod = next(
+        p
+        for p in of_kind(objects, "Pod")
+        if p["spec"].get("nodeName")
+        and p["spec"]["schedulingGroup"]["podGroupName"] not in protected(objects)
+    )
     before = cluster.snapshot_objects()
     result = cluster.evict(pod["metadata"]["namespace"], pod["metadata"]["name"], dry_run=True)
     assert result.ok and result.dry_run and result.code == 201
@@ -241,8 +268,12 @@ def test_dry_run_eviction_changes_nothing():
 def test_evictions_and_deletions_name_the_pod_by_the_uid_its_object_shows():
     cluster = advanced(ticks=5)
     objects = cluster.snapshot_objects()
-    victim, other = [p for p in of_kind(objects, "Pod") if p["spec"].get("nodeName")
-                     and p["spec"]["schedulingGroup"]["podGroupName"] not in protected(objects)][:2]
+    victim, other = [
+        p
+        for p in of_kind(objects, "Pod")
+        if p["spec"].get("nodeName")
+        and p["spec"]["schedulingGroup"]["podGroupName"] not in protected(objects)
+    ][:2]
     ns, name, uid = victim["metadata"]["namespace"], victim["metadata"]["name"], victim["metadata"]["uid"]
     stale = cluster.evict(ns, name, uid=other["metadata"]["uid"])
     assert stale.code == 409 and "UID" in stale.message and cluster.get_pod(ns, name) is not None
@@ -256,9 +287,13 @@ def test_evictions_and_deletions_name_the_pod_by_the_uid_its_object_shows():
 def test_eviction_frees_the_gpus_and_the_controller_recreates_the_gang():
     cluster = advanced(ticks=5)
     objects = cluster.snapshot_objects()
-    group = next(g for g in of_kind(objects, "PodGroup")
-                 if "all" in g["spec"]["disruptionMode"] and g["metadata"]["name"] not in protected(objects)
-                 and all(p["spec"].get("nodeName") for p in pods_of(objects, object_key(g))))
+    group = next(
+        g
+        for g in of_kind(objects, "PodGroup")
+        if "all" in g["spec"]["disruptionMode"]
+        and g["metadata"]["name"] not in protected(objects)
+        and all(p["spec"].get("nodeName") for p in pods_of(objects, object_key(g)))
+    )
     key = object_key(group)
     members = pods_of(objects, key)
     free_before = cluster.summary()["totals"]["freeGpus"]
@@ -287,11 +322,16 @@ def test_pdb_blocks_evictions_once_its_budget_is_spent():
     answers = [cluster.evict(p["metadata"]["namespace"], p["metadata"]["name"]).code for p in members]
     assert answers[:allowed] == [201] * allowed
     assert answers[allowed] == 429
-    blocked = cluster.evict(members[-1]["metadata"]["namespace"], members[-1]["metadata"]["name"], dry_run=True)
+    blocked = cluster.evict(
+        members[-1]["metadata"]["namespace"], members[-1]["metadata"]["name"], dry_run=True
+    )
     assert blocked.code == 429 and blocked.retryable and not blocked.ok
     assert "disruption budget" in blocked.message
-    refreshed = next(o for o in of_kind(cluster.snapshot_objects(), "PodDisruptionBudget")
-                     if o["metadata"]["name"] == pdb["metadata"]["name"])
+    refreshed = next(
+        o
+        for o in of_kind(cluster.snapshot_objects(), "PodDisruptionBudget")
+        if o["metadata"]["name"] == pdb["metadata"]["name"]
+    )
     assert refreshed["status"]["disruptionsAllowed"] == 0
 
 
@@ -301,13 +341,24 @@ def test_conditions_and_events_are_recorded():
     pod = next(p for p in of_kind(objects, "Pod") if p["spec"].get("nodeName"))
     ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
     cluster.mark_disruption_target(ns, name, "preempted to place team-a/big")
-    condition = next(c for c in cluster.get_pod(ns, name)["status"]["conditions"] if c["type"] == "DisruptionTarget")
+    condition = next(
+        c for c in cluster.get_pod(ns, name)["status"]["conditions"] if c["type"] == "DisruptionTarget"
+    )
     assert (condition["status"], condition["reason"]) == ("True", "PreemptionByScheduler")
     group = of_kind(objects, "PodGroup")[0]
-    cluster.set_podgroup_condition(group["metadata"]["namespace"], group["metadata"]["name"],
-                                   "DisruptionTarget", "True", "PreemptionByScheduler", "evicted as a whole")
-    conditions = next(g for g in of_kind(cluster.snapshot_objects(), "PodGroup")
-                      if g["metadata"]["name"] == group["metadata"]["name"])["status"]["conditions"]
+    cluster.set_podgroup_condition(
+        group["metadata"]["namespace"],
+        group["metadata"]["name"],
+        "DisruptionTarget",
+        "True",
+        "PreemptionByScheduler",
+        "evicted as a whole",
+    )
+    conditions = next(
+        g
+        for g in of_kind(cluster.snapshot_objects(), "PodGroup")
+        if g["metadata"]["name"] == group["metadata"]["name"]
+    )["status"]["conditions"]
     assert any(c["type"] == "DisruptionTarget" and c["message"] == "evicted as a whole" for c in conditions)
     event = ClusterEvent(ns, "Pod", name, "Preempted", "by team-a/big")
     cluster.record_event(event)
@@ -346,7 +397,9 @@ def test_concurrent_callers_see_a_consistent_cluster():
     def reader():
         for _ in range(100):
             summary = cluster.summary()
-            owned = sum(1 for rack in summary["racks"] for n in rack["nodes"] for o in n["gpus"] if o is not None)
+            owned = sum(
+                1 for rack in summary["racks"] for n in rack["nodes"] for o in n["gpus"] if o is not None
+            )
             assert owned == summary["totals"]["allocatedGpus"]
 
     def evictor():
@@ -359,8 +412,9 @@ def test_concurrent_callers_see_a_consistent_cluster():
         def run():
             try:
                 fn()
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 errors.append(exc)
+
         return run
 
     threads = [threading.Thread(target=guarded(fn)) for fn in (ticker, reader, evictor, reader)]

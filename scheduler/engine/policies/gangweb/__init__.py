@@ -12,7 +12,7 @@ search), ``costaware.py`` and ``unitfill.py`` (two of those placements).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ...contract import Plan
 from ...evaluation import Candidate, Problem
@@ -56,9 +56,11 @@ class GangwebPolicy(PreemptionPolicy):
         best = improve(problem, min(workable, key=Candidate.rank))
         how = f"{best.how}; cheapest of {len(workable)} candidate plan(s) over {evaluated} domain(s)"
         if kep is not None and best is not kep and best.rank() < kep.rank():
-            how += (f" (kep5710 would evict {len(kep.victims)} unit(s), "
-                    f"highest priority {kep.cost.highest_victim_priority})")
+            how += (
+                f" (kep5710 would evict {len(kep.victims)} unit(s), "
+                f"highest priority {kep.cost.highest_victim_priority})"
+            )
         return problem.plan(self.name, True, describe_choice(problem, best, how), best)
 
 
-__all__ = ["GangwebPolicy", "MAX_DOMAINS"]
+__all__ = ["MAX_DOMAINS", "GangwebPolicy"]

@@ -25,7 +25,9 @@ def evaluate_domain(problem: Problem, domain: Domain) -> list[Candidate]:
     def reprieved(assignments: list[tuple[int, int]], how: str) -> None:
         for pdb_first in orders:
             label = how if pdb_first else f"{how} (importance order)"
-            out.append(problem.candidate(domain, assignments, problem.reprieve(assignments, pdb_first), label))
+            out.append(
+                problem.candidate(domain, assignments, problem.reprieve(assignments, pdb_first), label)
+            )
 
     kube_like = problem.place(domain, problem.free_removed(), removed_all=True)
     if kube_like:

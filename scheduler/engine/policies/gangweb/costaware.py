@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from ...preemptor import Domain
 
 
-
 class NodeCost(NamedTuple):
     """What one more pod on a node costs: the victims' cost and the units to evict."""
 
@@ -43,7 +42,7 @@ class Queued(NamedTuple):
 class _Shape:
     """Pods with the same request and node filters share one heap of costed nodes."""
 
-    def __init__(self, problem: "Problem", pod_idx: int, domain: "Domain") -> None:
+    def __init__(self, problem: Problem, pod_idx: int, domain: Domain) -> None:
         snap = problem.snapshot
         self.pod = pod_idx
         self.request = snap.pod_req[pod_idx]
@@ -69,12 +68,18 @@ class _Shape:
         entries = index.entries_on(nodes)
         ent_unit = index.entry_unit[entries]
         position = np.searchsorted(nodes, index.entry_node[entries]) if len(nodes) else entries
-        reached = (ent_unit >= problem.first_eligible) & (index.priorities[ent_unit] <= level[position]) \
-            if len(entries) else np.zeros(0, dtype=bool)
+        reached = (
+            (ent_unit >= problem.first_eligible) & (index.priorities[ent_unit] <= level[position])
+            if len(entries)
+            else np.zeros(0, dtype=bool)
+        )
         weight = np.zeros(len(nodes), dtype=np.int64)
         if reached.any():
-            weight = np.bincount(position[reached], weights=1_000_000 + index.unit_pods[ent_unit[reached]],
-                                 minlength=len(nodes)).astype(np.int64)
+            weight = np.bincount(
+                position[reached],
+                weights=1_000_000 + index.unit_pods[ent_unit[reached]],
+                minlength=len(nodes),
+            ).astype(np.int64)
         order = np.lexsort((nodes, weight, level))
         self.order = nodes[order].tolist()
         self.levels = level[order].tolist()
@@ -85,7 +90,7 @@ class _Shape:
 
 
 class CostAwarePlacer:
-    def __init__(self, problem: "Problem", domain: "Domain") -> None:
+    def __init__(self, problem: Problem, domain: Domain) -> None:
         self.problem, self.domain = problem, domain
         self.snap = problem.snapshot
         self.units = problem.units
@@ -104,15 +109,23 @@ class CostAwarePlacer:
 
     def _present_ports(self, node: int, also_gone: set[int]) -> list:
         pods = self.snap.pods
-        return [port for p in self.snap.pods_by_node[node] if pods[p].host_ports
-                and int(self.units.pod_unit[p]) not in self.evicted
-                and int(self.units.pod_unit[p]) not in also_gone
-                for port in pods[p].host_ports] + self.ports.get(node, [])
+        return [
+            port
+            for p in self.snap.pods_by_node[node]
+            if pods[p].host_ports
+            and int(self.units.pod_unit[p]) not in self.evicted
+            and int(self.units.pod_unit[p]) not in also_gone
+            for port in pods[p].host_ports
+        ] + self.ports.get(node, [])
 
     def _holds_port(self, unit_id: int, node: int, wanted) -> bool:
         pods = self.snap.pods
-        held = [port for p in self.units.units[unit_id].pods if self.snap.pod_node[p] == node
-                for port in pods[p].host_ports]
+        held = [
+            port
+            for p in self.units.units[unit_id].pods
+            if self.snap.pod_node[p] == node
+            for port in pods[p].host_ports
+        ]
         return bool(held) and ports_conflict(wanted, held)
 
     def node_cost(self, node: int, shape: _Shape) -> NodeCost | None:
@@ -122,12 +135,16 @@ class CostAwarePlacer:
         row = self.free.get(node)
         have = (row if row is not None else self.snap.free[node])[shape.cols].tolist()
         if all(h >= n for h, n in zip(have, need)) and not (
-                pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set()))):
+            pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set()))
+        ):
             return NodeCost(NO_VICTIM_COST, [])
         units = self.units.units
         first, excluded = self.problem.first_eligible, self.problem.excluded
-        candidates = [u for u in self.units.node_units[node]
-                      if u >= first and u not in self.evicted and u not in excluded]
+        candidates = [
+            u
+            for u in self.units.node_units[node]
+            if u >= first and u not in self.evicted and u not in excluded
+        ]
         if not candidates:
             return None
         slack = have
@@ -141,16 +158,22 @@ class CostAwarePlacer:
             held = units[unit_id].node_req_t[node]
             after = [s - held[c] for s, c in zip(slack, cols)]
             if all(a >= n for a, n in zip(after, need)) and not (
-                    pod.host_ports and self._holds_port(unit_id, node, pod.host_ports)):
+                pod.host_ports and self._holds_port(unit_id, node, pod.host_ports)
+            ):
                 slack = after
             else:
                 chosen.append(unit_id)
         if pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set(chosen))):
             return None  # a port is held by a pod this preemptor may not evict
         picked = [units[u] for u in chosen]
-        cost = Cost(int(sum(self.violations[u] for u in chosen)), max(u.priority for u in picked),
-                    sum(u.priority for u in picked), len(picked), sum(len(u.pods) for u in picked),
-                    round(sum(u.gpu_seconds for u in picked), 3))
+        cost = Cost(
+            int(sum(self.violations[u] for u in chosen)),
+            max(u.priority for u in picked),
+            sum(u.priority for u in picked),
+            len(picked),
+            sum(len(u.pods) for u in picked),
+            round(sum(u.gpu_seconds for u in picked), 3),
+        )
         return NodeCost(cost, chosen)
 
     def _push(self, shape: _Shape, node: int) -> None:
@@ -166,11 +189,14 @@ class CostAwarePlacer:
             if shape.heap:
                 best = shape.heap[0].cost
                 # An uncosted node costs at least (no PDB violation, its tier's priority).
-                best_key, bound = (best.pdb_violations, best.highest_victim_priority), (0, shape.levels[shape.cursor])
+                best_key, bound = (
+                    (best.pdb_violations, best.highest_victim_priority),
+                    (0, shape.levels[shape.cursor]),
+                )
                 if best_key < bound or (best_key == bound and costed >= batch):
                     return
             end = min(len(shape.order), shape.cursor + batch)
-            for node in shape.order[shape.cursor:end]:
+            for node in shape.order[shape.cursor : end]:
                 if node not in shape.seen:
                     self._push(shape, node)
             costed += end - shape.cursor
@@ -181,8 +207,11 @@ class CostAwarePlacer:
         assignments = []
         pending = self.problem.gang.pending
         for position, pod_idx in enumerate(pending):
-            key = (self.snap.pod_req[pod_idx].tobytes(), self.snap.pods[pod_idx].placement_signature(),
-                   self.snap.pods[pod_idx].host_ports)
+            key = (
+                self.snap.pod_req[pod_idx].tobytes(),
+                self.snap.pods[pod_idx].placement_signature(),
+                self.snap.pods[pod_idx].host_ports,
+            )
             shape = shapes.get(key)
             if shape is None:
                 shape = shapes[key] = _Shape(self.problem, pod_idx, self.domain)

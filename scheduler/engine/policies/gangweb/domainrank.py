@@ -8,7 +8,8 @@ that promise, so a few evaluated domains usually hold the best plan.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class LoneUnit(NamedTuple):
 UNREACHABLE = TierBound(np.iinfo(np.int64).max, 0)
 
 
-def rank_domains(problem: "Problem", domains: Sequence["Domain"]) -> tuple[list["Domain"], dict[int, int]]:
+def rank_domains(problem: Problem, domains: Sequence[Domain]) -> tuple[list[Domain], dict[int, int]]:
     """Domains that could succeed, most promising first, and each one's priority lower bound."""
     viable = problem.ordered_domains(problem.free_removed(), domains)
     if len(viable) <= 1:  # nothing to order, and no bound could prune the only domain
@@ -45,7 +46,7 @@ def rank_domains(problem: "Problem", domains: Sequence["Domain"]) -> tuple[list[
     bounds = dict(zip((d.order for d in viable), domain_bounds(problem, viable)))
     lone = single_unit_estimates(problem, viable)
 
-    def promise(domain: "Domain") -> tuple:
+    def promise(domain: Domain) -> tuple:
         bound, unit = bounds[domain.order], lone.get(domain.order)
         if unit is not None:  # one unit would do: (its priority, one unit, its pods)
             return (max(bound.priority, unit.priority), 1, unit.pods, domain.order)
@@ -62,7 +63,9 @@ def domain_bounds(problem: Problem, domains: Sequence[Domain]) -> list[TierBound
     bounds: list = [None] * len(domains)
     snap = problem.snapshot
     for level in [NO_VICTIM_PRIORITY] + problem.levels():
-        free = snap.free if level == NO_VICTIM_PRIORITY else snap.free + problem.units.released_below(level + 1)
+        free = (
+            snap.free if level == NO_VICTIM_PRIORITY else snap.free + problem.units.released_below(level + 1)
+        )
         for i, room in enumerate(problem.room(free, domains)):
             if bounds[i] is None and room >= need:
                 bounds[i] = TierBound(level, room)
@@ -92,7 +95,9 @@ def single_unit_estimates(problem: Problem, domains: Sequence[Domain]) -> dict[i
     if not len(entries):
         return {}
     nodes, units = index.entry_node[entries], index.entry_unit[entries]
-    after = np.maximum(np.min((snap.free[nodes] + index.entry_req[entries])[:, cols] // request[cols], axis=1), 0)
+    after = np.maximum(
+        np.min((snap.free[nodes] + index.entry_req[entries])[:, cols] // request[cols], axis=1), 0
+    )
     pair = units * n_domains + node_domain[nodes]
     pairs, inverse = np.unique(pair, return_inverse=True)
     gains = np.bincount(inverse, weights=after - free_slots[nodes])

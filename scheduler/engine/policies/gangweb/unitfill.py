@@ -25,7 +25,7 @@ def _slots(free_rows: np.ndarray, request: np.ndarray, cols: np.ndarray) -> np.n
     return np.maximum(np.min(free_rows[..., cols] // request[cols], axis=-1), 0)
 
 
-def unit_fill_placement(problem: "Problem", domain: "Domain") -> list[tuple[int, int]]:
+def unit_fill_placement(problem: Problem, domain: Domain) -> list[tuple[int, int]]:
     snap, index = problem.snapshot, problem.units
     pending = problem.gang.pending
     # Slots are counted for the largest request of the gang, so the count never overstates room.
@@ -54,8 +54,9 @@ def unit_fill_placement(problem: "Problem", domain: "Domain") -> list[tuple[int,
     # Lowest priority first; then units that free what the gang needs (more is no better), then
     # the smallest such units.
     useful = np.minimum(unit_gain, need)
-    order = candidates[np.lexsort((-candidates, index.unit_pods[candidates], -useful,
-                                   index.priorities[candidates]))].tolist()
+    order = candidates[
+        np.lexsort((-candidates, index.unit_pods[candidates], -useful, index.priorities[candidates]))
+    ].tolist()
 
     free: dict[int, np.ndarray] = {}
     units = index.units
@@ -75,8 +76,9 @@ def unit_fill_placement(problem: "Problem", domain: "Domain") -> list[tuple[int,
         if free:
             changed = np.flatnonzero(np.isin(rows, np.fromiter(free, dtype=np.int64)))
             local[changed] = np.array([free[int(rows[i])] for i in changed])
-        assignments = place_least_allocated(snap, pending, local, rows, problem.port_book(removed_all=True),
-                                            scorer=tightest_fit_scores)
+        assignments = place_least_allocated(
+            snap, pending, local, rows, problem.port_book(removed_all=True), scorer=tightest_fit_scores
+        )
         placed = [(p, n) for p, n in zip(pending, assignments) if n >= 0]
         if len(placed) == len(pending) or position >= len(order):
             return placed

@@ -13,7 +13,8 @@ results back. Spreading domains over machines is the fan-out's job (``domain_sha
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .candidates import evaluate_domain
 
@@ -24,19 +25,24 @@ if TYPE_CHECKING:
 PATIENCE = 8
 
 
-def _beaten(best: "Candidate | None", bound: int, pending: int) -> bool:
-    return (best is not None and best.placed == pending and best.cost.pdb_violations == 0
-            and bound > best.cost.highest_victim_priority)
+def _beaten(best: Candidate | None, bound: int, pending: int) -> bool:
+    return (
+        best is not None
+        and best.placed == pending
+        and best.cost.pdb_violations == 0
+        and bound > best.cost.highest_victim_priority
+    )
 
 
-def _patience(best: "Candidate | None") -> int:
+def _patience(best: Candidate | None) -> int:
     # A plan that breaks PDBs loses to any plan that does not, whatever its other costs, and domain
     # ranking does not foresee budgets: keep looking longer before settling for one.
     return PATIENCE if best is None or best.cost.pdb_violations == 0 else PATIENCE * 8
 
 
-def evaluate_domains(problem: "Problem", domains: Sequence["Domain"], bounds: dict[int, int],
-                     seed: "Candidate | None" = None) -> tuple[list["Candidate"], int]:
+def evaluate_domains(
+    problem: Problem, domains: Sequence[Domain], bounds: dict[int, int], seed: Candidate | None = None
+) -> tuple[list[Candidate], int]:
     """Candidates from the domains worth evaluating, and how many domains were evaluated."""
     out: list = []
     best, stale, evaluated = seed, 0, 0

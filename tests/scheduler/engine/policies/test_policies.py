@@ -11,7 +11,8 @@ ATOMIC = ("kep5710", "gangweb")
 
 def _preemptor(count=1, gpus=8, priority=100, **group):
     return [podgroup("hi", min_count=count, priority=priority, **group)] + [
-        pod(f"hi-{i}", group="hi", gpus=gpus, priority=priority) for i in range(count)]
+        pod(f"hi-{i}", group="hi", gpus=gpus, priority=priority) for i in range(count)
+    ]
 
 
 def _names(result):
@@ -28,9 +29,11 @@ def test_no_preemption_when_the_gang_already_fits(policy):
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_min_count_met_without_preemption_means_no_preemption(policy):
-    snap = parse_snapshot([node("a"), node("b"), pod("low", node="a", gpus=8, priority=1)]
-                          + [podgroup("hi", min_count=1, priority=100)]
-                          + [pod(f"hi-{i}", group="hi", gpus=8) for i in range(2)])
+    snap = parse_snapshot(
+        [node("a"), node("b"), pod("low", node="a", gpus=8, priority=1)]
+        + [podgroup("hi", min_count=1, priority=100)]
+        + [pod(f"hi-{i}", group="hi", gpus=8) for i in range(2)]
+    )
     result = plan(snap, "default/hi", policy)
     assert result.feasible and result.victims == [] and len(result.placement) == 1
     assert "minCount 1" in result.reason
@@ -38,13 +41,28 @@ def test_min_count_met_without_preemption_means_no_preemption(policy):
 
 @pytest.mark.parametrize("policy", ATOMIC)
 def test_all_group_is_evicted_whole_including_pods_elsewhere(policy):
-    snap = parse_snapshot([node("a"), node("b"), node("c"),
-                           podgroup("low", min_count=2, priority=10, mode="all"),
-                           pod("low-0", node="a", gpus=8, group="low"), pod("low-1", node="b", gpus=8, group="low"),
-                           pod("other", node="c", gpus=8, priority=500)] + _preemptor())
+    snap = parse_snapshot(
+        [
+            node("a"),
+            node("b"),
+            node("c"),
+            podgroup("low", min_count=2, priority=10, mode="all"),
+            pod("low-0", node="a", gpus=8, group="low"),
+            pod("low-1", node="b", gpus=8, group="low"),
+            pod("other", node="c", gpus=8, priority=500),
+        ]
+        + _preemptor()
+    )
     result = plan(snap, "default/hi", policy)
-    assert result.to_dict()["victims"] == [{"kind": "PodGroup", "namespace": "default", "name": "low", "priority": 10,
-                                            "pods": ["default/low-0", "default/low-1"]}]
+    assert result.to_dict()["victims"] == [
+        {
+            "kind": "PodGroup",
+            "namespace": "default",
+            "name": "low",
+            "priority": 10,
+            "pods": ["default/low-0", "default/low-1"],
+        }
+    ]
     assert result.to_dict()["evictions"] == ["default/low-0", "default/low-1"]
     assert result.evicted_gpus == 16
 
@@ -63,8 +81,12 @@ def test_preemption_policy_never_and_the_gangweb_annotation(policy):
     never = parse_snapshot(objects + _preemptor(preemption_policy="Never"))
     result = plan(never, "default/hi", policy)
     assert not result.feasible and "preemptionPolicy=Never" in result.reason
-    enforced = parse_snapshot(objects + _preemptor(
-        preemption_policy="Never", annotations={"gangweb.io/preemption-policy": "PreemptLowerPriority"}))
+    enforced = parse_snapshot(
+        objects
+        + _preemptor(
+            preemption_policy="Never", annotations={"gangweb.io/preemption-policy": "PreemptLowerPriority"}
+        )
+    )
     assert plan(enforced, "default/hi", policy).evictions == ["default/low"]
     kept = parse_snapshot(objects + _preemptor(annotations={"gangweb.io/preemption-policy": "Never"}))
     assert not plan(kept, "default/hi", policy).feasible
@@ -73,10 +95,17 @@ def test_preemption_policy_never_and_the_gangweb_annotation(policy):
 def test_kep5710_fixed_placement_evicts_the_dearer_gang_gangweb_does_not():
     # After removing every candidate both nodes look alike, so kube-scheduler's placement takes the
     # first one (a) and is stuck with its priority-50 gang; gangweb takes b and its priority-10 gang.
-    snap = parse_snapshot([node("a"), node("b"),
-                           podgroup("dear", min_count=1, priority=50, mode="all"), pod("dear-0", node="a", gpus=8, group="dear"),
-                           podgroup("cheap", min_count=1, priority=10, mode="all"), pod("cheap-0", node="b", gpus=8, group="cheap")]
-                          + _preemptor())
+    snap = parse_snapshot(
+        [
+            node("a"),
+            node("b"),
+            podgroup("dear", min_count=1, priority=50, mode="all"),
+            pod("dear-0", node="a", gpus=8, group="dear"),
+            podgroup("cheap", min_count=1, priority=10, mode="all"),
+            pod("cheap-0", node="b", gpus=8, group="cheap"),
+        ]
+        + _preemptor()
+    )
     kep = plan(snap, "default/hi", "kep5710")
     ours = plan(snap, "default/hi", "gangweb")
     assert _names(kep) == ["dear"] and kep.placement == {"default/hi-0": "a"}
@@ -86,82 +115,143 @@ def test_kep5710_fixed_placement_evicts_the_dearer_gang_gangweb_does_not():
 
 
 def test_reprieval_keeps_the_more_important_victim():
-    snap = parse_snapshot([node("a"),
-                           pod("old", node="a", gpus=4, priority=10, start="2026-06-01T00:00:00Z"),
-                           pod("new", node="a", gpus=4, priority=10, start="2026-06-20T00:00:00Z")]
-                          + _preemptor(gpus=4))
+    snap = parse_snapshot(
+        [
+            node("a"),
+            pod("old", node="a", gpus=4, priority=10, start="2026-06-01T00:00:00Z"),
+            pod("new", node="a", gpus=4, priority=10, start="2026-06-20T00:00:00Z"),
+        ]
+        + _preemptor(gpus=4)
+    )
     for policy in ATOMIC:
         assert plan(snap, "default/hi", policy).evictions == ["default/new"]
 
 
 def test_pdb_violators_are_reprieved_first():
-    snap = parse_snapshot([node("a"),
-                           pod("old", node="a", gpus=4, priority=10, start="2026-06-01T00:00:00Z"),
-                           pod("new", node="a", gpus=4, priority=10, start="2026-06-20T00:00:00Z", labels={"app": "db"}),
-                           pdb("db", match_labels={"app": "db"}, allowed=0)]
-                          + _preemptor(gpus=4))
+    snap = parse_snapshot(
+        [
+            node("a"),
+            pod("old", node="a", gpus=4, priority=10, start="2026-06-01T00:00:00Z"),
+            pod("new", node="a", gpus=4, priority=10, start="2026-06-20T00:00:00Z", labels={"app": "db"}),
+            pdb("db", match_labels={"app": "db"}, allowed=0),
+        ]
+        + _preemptor(gpus=4)
+    )
     for policy in ATOMIC:
         result = plan(snap, "default/hi", policy)
         assert result.evictions == ["default/old"] and result.pdb_violations == 0
 
 
 def test_pdb_violation_is_accepted_when_unavoidable_and_reported():
-    snap = parse_snapshot([node("a"), pod("db-0", node="a", gpus=8, priority=10, labels={"app": "db"}),
-                           pdb("db", match_labels={"app": "db"}, allowed=0)] + _preemptor())
+    snap = parse_snapshot(
+        [
+            node("a"),
+            pod("db-0", node="a", gpus=8, priority=10, labels={"app": "db"}),
+            pdb("db", match_labels={"app": "db"}, allowed=0),
+        ]
+        + _preemptor()
+    )
     result = plan(snap, "default/hi", "gangweb")
     assert result.evictions == ["default/db-0"] and result.cost[0] == 1
     assert "PodDisruptionBudget" in result.reason
 
 
 def test_pod_in_a_single_group_outranks_a_bare_pod_of_equal_priority():
-    snap = parse_snapshot([node("a"), podgroup("svc", priority=10, mode="single"),
-                           pod("grouped", node="a", gpus=4, group="svc", start="2026-06-20T00:00:00Z"),
-                           pod("bare", node="a", gpus=4, priority=10, start="2026-06-01T00:00:00Z")]
-                          + _preemptor(gpus=4))
+    snap = parse_snapshot(
+        [
+            node("a"),
+            podgroup("svc", priority=10, mode="single"),
+            pod("grouped", node="a", gpus=4, group="svc", start="2026-06-20T00:00:00Z"),
+            pod("bare", node="a", gpus=4, priority=10, start="2026-06-01T00:00:00Z"),
+        ]
+        + _preemptor(gpus=4)
+    )
     assert plan(snap, "default/hi", "kep5710").evictions == ["default/bare"]
 
 
 def test_composite_all_root_is_one_victim():
-    snap = parse_snapshot([node("a"), node("b"),
-                           podgroup("job", kind="CompositePodGroup", priority=10, mode="all"),
-                           podgroup("leader", priority=10, parent="job"), podgroup("workers", priority=10, parent="job"),
-                           pod("leader-0", node="a", gpus=2, group="leader"),
-                           pod("worker-0", node="b", gpus=8, group="workers")] + _preemptor())
+    snap = parse_snapshot(
+        [
+            node("a"),
+            node("b"),
+            podgroup("job", kind="CompositePodGroup", priority=10, mode="all"),
+            podgroup("leader", priority=10, parent="job"),
+            podgroup("workers", priority=10, parent="job"),
+            pod("leader-0", node="a", gpus=2, group="leader"),
+            pod("worker-0", node="b", gpus=8, group="workers"),
+        ]
+        + _preemptor()
+    )
     result = plan(snap, "default/hi", "kep5710")
-    assert result.to_dict()["victims"] == [{"kind": "CompositePodGroup", "namespace": "default", "name": "job",
-                                            "priority": 10, "pods": ["default/leader-0", "default/worker-0"]}]
+    assert result.to_dict()["victims"] == [
+        {
+            "kind": "CompositePodGroup",
+            "namespace": "default",
+            "name": "job",
+            "priority": 10,
+            "pods": ["default/leader-0", "default/worker-0"],
+        }
+    ]
 
 
 def test_gang_needs_min_count_and_basic_needs_one():
-    objects = [node("a"), pod("keeper", node="a", gpus=4, priority=1000), pod("low", node="a", gpus=4, priority=1)]
-    gang = parse_snapshot(objects + [podgroup("hi", min_count=2, priority=100)]
-                          + [pod(f"hi-{i}", group="hi", gpus=4) for i in range(2)])
+    objects = [
+        node("a"),
+        pod("keeper", node="a", gpus=4, priority=1000),
+        pod("low", node="a", gpus=4, priority=1),
+    ]
+    gang = parse_snapshot(
+        objects
+        + [podgroup("hi", min_count=2, priority=100)]
+        + [pod(f"hi-{i}", group="hi", gpus=4) for i in range(2)]
+    )
     result = plan(gang, "default/hi", "gangweb")
     assert not result.feasible and "minCount 2" in result.reason and result.to_dict()["evictions"] == []
-    basic = parse_snapshot(objects + [podgroup("hi", priority=100)] + [pod(f"hi-{i}", group="hi", gpus=4) for i in range(2)])
+    basic = parse_snapshot(
+        objects + [podgroup("hi", priority=100)] + [pod(f"hi-{i}", group="hi", gpus=4) for i in range(2)]
+    )
     result = plan(basic, "default/hi", "gangweb")
     assert result.feasible and result.evictions == ["default/low"] and len(result.placement) == 1
 
 
 def test_priority_mismatch_fails_the_group():
-    snap = parse_snapshot([node("a"), podgroup("hi", min_count=1, priority=100), pod("hi-0", group="hi", priority=7)])
+    snap = parse_snapshot(
+        [node("a"), podgroup("hi", min_count=1, priority=100), pod("hi-0", group="hi", priority=7)]
+    )
     result = plan(snap, "default/hi")
-    assert not result.feasible and "should match the priority of the pod group, got: 100 and 7" in result.reason
+    assert (
+        not result.feasible and "should match the priority of the pod group, got: 100 and 7" in result.reason
+    )
 
 
 def test_inter_pod_affinity_is_ignored_and_said_so():
-    affinity = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
-    snap = parse_snapshot([node("a"), podgroup("hi", min_count=1, priority=100),
-                           pod("hi-0", group="hi", gpus=8, spec=affinity)])
+    affinity = {
+        "affinity": {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        }
+    }
+    snap = parse_snapshot(
+        [node("a"), podgroup("hi", min_count=1, priority=100), pod("hi-0", group="hi", gpus=8, spec=affinity)]
+    )
     assert "inter-pod affinity" in plan(snap, "default/hi").reason
 
 
 def test_legacy_leaves_gangs_partly_evicted():
-    snap = parse_snapshot([node("a"), node("b"),
-                           podgroup("low", min_count=2, priority=10, mode="all"),
-                           pod("low-0", node="a", gpus=8, group="low"), pod("low-1", node="b", gpus=4, group="low"),
-                           pod("bare", node="b", gpus=4, priority=20)] + _preemptor())
+    snap = parse_snapshot(
+        [
+            node("a"),
+            node("b"),
+            podgroup("low", min_count=2, priority=10, mode="all"),
+            pod("low-0", node="a", gpus=8, group="low"),
+            pod("low-1", node="b", gpus=4, group="low"),
+            pod("bare", node="b", gpus=4, priority=20),
+        ]
+        + _preemptor()
+    )
     legacy = plan(snap, "default/hi", "legacy")
     assert legacy.evictions == ["default/low-0"]
     assert legacy.stats["partly_evicted_gangs"] == 1 and legacy.stats["idle_gpus"] == 4
@@ -173,7 +263,9 @@ def test_infeasible_everything_removed_still_short():
     snap = parse_snapshot([node("a", gpus=4), pod("low", node="a", gpus=4, priority=1)] + _preemptor())
     for policy in sorted(POLICIES):
         result = plan(snap, "default/hi", policy)
-        assert not result.feasible and result.to_dict()["victims"] == [] and result.to_dict()["placement"] == {}
+        assert (
+            not result.feasible and result.to_dict()["victims"] == [] and result.to_dict()["placement"] == {}
+        )
 
 
 def test_unknown_group_and_policy_are_errors():
@@ -189,8 +281,17 @@ def test_unknown_group_and_policy_are_errors():
 def test_to_dict_has_exactly_the_contract_keys_then_the_outcome():
     snap = parse_snapshot([node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor())
     data = plan(snap, "default/hi").to_dict()
-    assert list(data) == ["podGroup", "policy", "feasible", "victims", "evictions", "placement", "domain", "reason",
-                          "outcome"]
+    assert list(data) == [
+        "podGroup",
+        "policy",
+        "feasible",
+        "victims",
+        "evictions",
+        "placement",
+        "domain",
+        "reason",
+        "outcome",
+    ]
     assert data["outcome"] == "preempt" == plan(snap, "default/hi").details()["outcome"]
     assert data["podGroup"] == "default/hi" and data["policy"] == "gangweb" and data["domain"] is None
 
@@ -209,10 +310,14 @@ def test_reprieve_filter_seam_can_veto_and_observe_reprieval():
         def on_reprieved(self, unit):
             seen.append(unit.name)
 
-    snap = parse_snapshot([node("a"),
-                           pod("old", node="a", gpus=4, priority=10, start="2026-06-01T00:00:00Z"),
-                           pod("new", node="a", gpus=4, priority=10, start="2026-06-20T00:00:00Z")]
-                          + _preemptor(gpus=4))
+    snap = parse_snapshot(
+        [
+            node("a"),
+            pod("old", node="a", gpus=4, priority=10, start="2026-06-01T00:00:00Z"),
+            pod("new", node="a", gpus=4, priority=10, start="2026-06-20T00:00:00Z"),
+        ]
+        + _preemptor(gpus=4)
+    )
     policy = Kep5710Policy()
     policy.reprieve_filter_factory = KeepNothingBare
     result = policy.plan(Problem(snap, Preemptor(snap, "default/hi")))
@@ -220,13 +325,27 @@ def test_reprieve_filter_seam_can_veto_and_observe_reprieval():
 
 
 def test_details_carry_what_the_contract_leaves_out():
-    snap = parse_snapshot([node("a"), pod("low", node="a", gpus=8, priority=1, start="2026-06-30T00:00:00Z"),
-                           pod("clock", node="a", gpus=0, priority=1000, start="2026-07-01T00:00:00Z")] + _preemptor())
+    snap = parse_snapshot(
+        [
+            node("a"),
+            pod("low", node="a", gpus=8, priority=1, start="2026-06-30T00:00:00Z"),
+            pod("clock", node="a", gpus=0, priority=1000, start="2026-07-01T00:00:00Z"),
+        ]
+        + _preemptor()
+    )
     details = plan(snap, "default/hi").details()
     assert details["cost"]["victim_units"] == 1 and details["cost"]["highest_victim_priority"] == 1
     assert details["evictedGpus"] == 8 and details["lostGpuSeconds"] == 8 * 86400
-    assert details["victims"] == [{"kind": "Pod", "namespace": "default", "name": "low", "gpus": 8,
-                                   "lostGpuSeconds": 8 * 86400, "pdbViolations": 0}]
+    assert details["victims"] == [
+        {
+            "kind": "Pod",
+            "namespace": "default",
+            "name": "low",
+            "gpus": 8,
+            "lostGpuSeconds": 8 * 86400,
+            "pdbViolations": 0,
+        }
+    ]
     assert details["placedPods"] == details["pendingPods"] == 1
 
 
@@ -251,10 +370,19 @@ def test_a_snapshot_without_nodes_says_so(policy, topology):
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_filters_that_exclude_every_node_are_counted_even_when_victims_exist(policy):
     tainted = node("tainted", taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}])
-    snap = parse_snapshot([tainted, node("cpu-only", labels={"pool": "cpu"}), node("gpu", labels={"pool": "gpu"}),
-                           pod("low-0", node="tainted", gpus=8, priority=1), pod("low-1", node="gpu", gpus=8, priority=1)]
-                          + [podgroup("hi", min_count=1, priority=100),
-                             pod("hi-0", group="hi", gpus=8, spec={"nodeSelector": {"pool": "tpu"}})])
+    snap = parse_snapshot(
+        [
+            tainted,
+            node("cpu-only", labels={"pool": "cpu"}),
+            node("gpu", labels={"pool": "gpu"}),
+            pod("low-0", node="tainted", gpus=8, priority=1),
+            pod("low-1", node="gpu", gpus=8, priority=1),
+        ]
+        + [
+            podgroup("hi", min_count=1, priority=100),
+            pod("hi-0", group="hi", gpus=8, spec={"nodeSelector": {"pool": "tpu"}}),
+        ]
+    )
     result = plan(snap, "default/hi", policy)
     assert not result.feasible and result.victims == []
     assert "0/3 nodes are available" in result.reason, result.reason
@@ -264,8 +392,11 @@ def test_filters_that_exclude_every_node_are_counted_even_when_victims_exist(pol
 
 def _two_racks_each_with_one_free_node():
     racks = [node(f"{rack}{i}", labels={"rack": rack}) for rack in ("a", "b") for i in (1, 2)]
-    return parse_snapshot(racks + [pod("low-a", node="a2", gpus=8, priority=1),
-                                   pod("low-b", node="b2", gpus=8, priority=2)] + _preemptor(count=2, topology="rack"))
+    return parse_snapshot(
+        racks
+        + [pod("low-a", node="a2", gpus=8, priority=1), pod("low-b", node="b2", gpus=8, priority=2)]
+        + _preemptor(count=2, topology="rack")
+    )
 
 
 def test_legacy_keeps_the_gang_in_one_topology_domain_and_reports_it():
@@ -278,10 +409,12 @@ def test_legacy_keeps_the_gang_in_one_topology_domain_and_reports_it():
 
 
 def test_legacy_with_running_pods_stays_in_their_domain():
-    snap = parse_snapshot([node(f"{rack}{i}", labels={"rack": rack}) for rack in ("a", "b") for i in (1, 2)]
-                          + [pod("low-a", node="a2", gpus=8, priority=1), pod("low-b", node="b2", gpus=8, priority=1)]
-                          + _preemptor(count=2, topology="rack")[:-1]
-                          + [pod("hi-1", group="hi", node="b1", gpus=8, priority=100)])
+    snap = parse_snapshot(
+        [node(f"{rack}{i}", labels={"rack": rack}) for rack in ("a", "b") for i in (1, 2)]
+        + [pod("low-a", node="a2", gpus=8, priority=1), pod("low-b", node="b2", gpus=8, priority=1)]
+        + _preemptor(count=2, topology="rack")[:-1]
+        + [pod("hi-1", group="hi", node="b1", gpus=8, priority=100)]
+    )
     result = plan(snap, "default/hi", "legacy")
     assert result.feasible and result.domain == "b" and result.placement == {"default/hi-0": "b2"}
     assert result.evictions == ["default/low-b"]
@@ -318,14 +451,21 @@ def test_policies_say_what_the_fan_out_and_the_bench_may_do_with_them():
 OUTCOMES = {
     "fits": [node("a"), node("b"), pod("low", node="a", gpus=8, priority=1)] + _preemptor(),
     "preempt": [node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor(),
-    "infeasible:too-few-pods": [node("a"), podgroup("hi", min_count=2, priority=100),
-                                pod("hi-0", group="hi", node="a", gpus=8, priority=100)],
-    "infeasible:priority-mismatch": [node("a"), podgroup("hi", min_count=1, priority=100),
-                                     pod("hi-0", group="hi", priority=7)],
+    "infeasible:too-few-pods": [
+        node("a"),
+        podgroup("hi", min_count=2, priority=100),
+        pod("hi-0", group="hi", node="a", gpus=8, priority=100),
+    ],
+    "infeasible:priority-mismatch": [
+        node("a"),
+        podgroup("hi", min_count=1, priority=100),
+        pod("hi-0", group="hi", priority=7),
+    ],
     "infeasible:no-usable-node": [node("down", ready=False)] + _preemptor(),
-    "infeasible:topology": [node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor(topology="rack"),
+    "infeasible:topology": [node("a"), pod("low", node="a", gpus=8, priority=1)]
+    + _preemptor(topology="rack"),
     "infeasible:never-preempts": [node("a"), pod("low", node="a", gpus=8, priority=1)]
-                                 + _preemptor(preemption_policy="Never"),
+    + _preemptor(preemption_policy="Never"),
     "infeasible:no-victims": [node("a"), pod("peer", node="a", gpus=8, priority=100)] + _preemptor(),
     "infeasible:no-room": [node("a", gpus=4), pod("low", node="a", gpus=4, priority=1)] + _preemptor(),
 }

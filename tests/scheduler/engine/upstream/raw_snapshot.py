@@ -11,8 +11,17 @@ from pathlib import Path
 import yaml
 
 POLICY_ANNOTATION = "gangweb.io/preemption-policy"
-_SUFFIXES = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-             "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
+_SUFFIXES = {
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+}
 
 
 def load_documents(path: Path) -> list[dict]:
@@ -52,9 +61,11 @@ def refusal(node: dict, pod: dict) -> str | None:
     tolerations = pod["spec"].get("tolerations") or []
     for taint in node["spec"].get("taints") or []:
         if taint["effect"] in ("NoSchedule", "NoExecute") and not any(
-                t.get("operator") == "Exists" and t.get("key") in (None, taint["key"])
-                or t.get("key") == taint["key"] and t.get("value") == taint.get("value")
-                for t in tolerations if t.get("effect") in (None, taint["effect"])):
+            (t.get("operator") == "Exists" and t.get("key") in (None, taint["key"]))
+            or (t.get("key") == taint["key"] and t.get("value") == taint.get("value"))
+            for t in tolerations
+            if t.get("effect") in (None, taint["effect"])
+        ):
             return f"untolerated taint {taint['key']}"
     labels = node["metadata"].get("labels") or {}
     if any(labels.get(k) != v for k, v in (pod["spec"].get("nodeSelector") or {}).items()):
@@ -63,8 +74,12 @@ def refusal(node: dict, pod: dict) -> str | None:
 
 
 def host_ports(pod: dict) -> set[int]:
-    return {port["hostPort"] for container in pod["spec"]["containers"]
-            for port in container.get("ports", []) if port.get("hostPort")}
+    return {
+        port["hostPort"]
+        for container in pod["spec"]["containers"]
+        for port in container.get("ports", [])
+        if port.get("hostPort")
+    }
 
 
 class RawSnapshot:
@@ -75,12 +90,17 @@ class RawSnapshot:
         self.groups = {key(d): d for d in documents if d["kind"] == "PodGroup"}
         self.composites = {key(d): d for d in documents if d["kind"] == "CompositePodGroup"}
         self.budgets = [d for d in documents if d["kind"] == "PodDisruptionBudget"]
-        self.priority_classes = {d["metadata"]["name"]: d["value"] for d in documents if d["kind"] == "PriorityClass"}
+        self.priority_classes = {
+            d["metadata"]["name"]: d["value"] for d in documents if d["kind"] == "PriorityClass"
+        }
 
     def running(self) -> dict[str, dict]:
         """Bound pods that still hold their resources (finished ones hold nothing)."""
-        return {k: p for k, p in self.pods.items()
-                if p["spec"].get("nodeName") and p["status"].get("phase") not in ("Succeeded", "Failed")}
+        return {
+            k: p
+            for k, p in self.pods.items()
+            if p["spec"].get("nodeName") and p["status"].get("phase") not in ("Succeeded", "Failed")
+        }
 
     def group_of(self, pod: dict) -> dict | None:
         name = (pod["spec"].get("schedulingGroup") or {}).get("podGroupName")
@@ -88,7 +108,9 @@ class RawSnapshot:
 
     def pending_members(self, group_key: str) -> set[str]:
         group = self.groups[group_key]
-        return {k for k, p in self.pods.items() if not p["spec"].get("nodeName") and self.group_of(p) is group}
+        return {
+            k for k, p in self.pods.items() if not p["spec"].get("nodeName") and self.group_of(p) is group
+        }
 
     def running_members(self, group_key: str) -> set[str]:
         group = self.groups[group_key]
@@ -148,8 +170,10 @@ def pdb_violations(snap: RawSnapshot, evictions: list[str]) -> int:
         status = budget.get("status") or {}
         already_disrupted = set(status.get("disruptedPods") or {})
         charged = [
-            k for k in evictions
-            if k.split("/", 1)[0] == namespace and k.split("/", 1)[1] not in already_disrupted
+            k
+            for k in evictions
+            if k.split("/", 1)[0] == namespace
+            and k.split("/", 1)[1] not in already_disrupted
             and selector_matches(budget["spec"].get("selector"), snap.pods[k]["metadata"].get("labels") or {})
         ]
         violations += max(0, len(charged) - int(status.get("disruptionsAllowed", 0)))
@@ -160,8 +184,13 @@ def plan_cost(snap: RawSnapshot, plan: dict) -> tuple:
     """docs/design.md's order: PDB violations, highest victim priority, sum of victim priorities,
     victim units, evicted pods. (Lost GPU-seconds comes last; it never decides these cases.)"""
     priorities = [victim["priority"] for victim in plan["victims"]]
-    return (pdb_violations(snap, plan["evictions"]), max(priorities, default=float("-inf")),
-            sum(priorities), len(plan["victims"]), len(plan["evictions"]))
+    return (
+        pdb_violations(snap, plan["evictions"]),
+        max(priorities, default=float("-inf")),
+        sum(priorities),
+        len(plan["victims"]),
+        len(plan["evictions"]),
+    )
 
 
 def replay_problems(snap: RawSnapshot, plan: dict, group_key: str) -> list[str]:
@@ -182,7 +211,9 @@ def replay_problems(snap: RawSnapshot, plan: dict, group_key: str) -> list[str]:
             units.setdefault(unit, set()).add(k)
     for unit, members in units.items():
         if members & evicted and not members <= evicted:
-            problems.append(f"all-mode unit {unit} split: evicted {sorted(members & evicted)} of {sorted(members)}")
+            problems.append(
+                f"all-mode unit {unit} split: evicted {sorted(members & evicted)} of {sorted(members)}"
+            )
     placed = plan["placement"]
     strangers = set(placed) - snap.pending_members(group_key)
     if strangers:
@@ -210,9 +241,14 @@ def replay_problems(snap: RawSnapshot, plan: dict, group_key: str) -> list[str]:
     topology = (snap.groups[group_key]["spec"].get("schedulingConstraints") or {}).get("topology") or []
     if topology and placed:
         # Running members pin the domain: the whole group shares one value of the topology label.
-        group_nodes = set(placed.values()) | {running[k]["spec"]["nodeName"] for k in snap.running_members(group_key)}
-        values = {(snap.nodes[n]["metadata"].get("labels") or {}).get(topology[0]["key"]) for n in group_nodes
-                  if n in snap.nodes}
+        group_nodes = set(placed.values()) | {
+            running[k]["spec"]["nodeName"] for k in snap.running_members(group_key)
+        }
+        values = {
+            (snap.nodes[n]["metadata"].get("labels") or {}).get(topology[0]["key"])
+            for n in group_nodes
+            if n in snap.nodes
+        }
         if len(values) != 1 or plan.get("domain") not in values:
             problems.append(f"group spans {sorted(map(str, values))}, plan domain {plan.get('domain')}")
     return problems

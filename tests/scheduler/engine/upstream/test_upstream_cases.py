@@ -38,17 +38,25 @@ def _raw(name: str) -> RawSnapshot:
 
 def _plan(name: str, policy: str) -> dict:
     # A fresh snapshot per plan, so one policy cannot leak state into the other.
-    return plan(load_snapshot(FIXTURE_DIR / f"{name}.yaml"), _expected(name)["podGroup"], policy=policy).to_dict()
+    return plan(
+        load_snapshot(FIXTURE_DIR / f"{name}.yaml"), _expected(name)["podGroup"], policy=policy
+    ).to_dict()
 
 
 def _marks(name: str) -> list:
-    return [pytest.mark.xfail(strict=True, reason=KNOWN_ENGINE_GAPS[name])] if name in KNOWN_ENGINE_GAPS else []
+    return (
+        [pytest.mark.xfail(strict=True, reason=KNOWN_ENGINE_GAPS[name])] if name in KNOWN_ENGINE_GAPS else []
+    )
 
 
 NAMES = sorted(p.name.removesuffix(".expect.json") for p in FIXTURE_DIR.glob("*.expect.json"))
 CASES = [pytest.param(name, id=name, marks=_marks(name)) for name in NAMES]
-FEASIBLE_BY_POLICY = [pytest.param(name, policy, id=f"{name}-{policy}", marks=_marks(name))
-                      for name in NAMES if _expected(name)["feasible"] for policy in POLICIES]
+FEASIBLE_BY_POLICY = [
+    pytest.param(name, policy, id=f"{name}-{policy}", marks=_marks(name))
+    for name in NAMES
+    if _expected(name)["feasible"]
+    for policy in POLICIES
+]
 
 
 def _never_cases():
@@ -67,9 +75,11 @@ def _never_cases():
 
 
 def _explain(expected: dict, got: dict) -> str:
-    return (f"\nupstream: {expected['source']}\nwhy: {expected['why']}\n"
-            f"engine said: feasible={got['feasible']} evictions={got['evictions']} "
-            f"domain={got.get('domain')} reason={got.get('reason')!r}")
+    return (
+        f"\nupstream: {expected['source']}\nwhy: {expected['why']}\n"
+        f"engine said: feasible={got['feasible']} evictions={got['evictions']} "
+        f"domain={got.get('domain')} reason={got.get('reason')!r}"
+    )
 
 
 def _assert_contract(got: dict, pod_group: str, policy: str) -> None:
@@ -125,7 +135,8 @@ def test_gangweb_never_worse_than_kep5710(name):
         assert placed >= reference_placed, f"gangweb placed {placed} pods, kep5710 {reference_placed}{why}"
         if placed == reference_placed:
             assert plan_cost(raw, got) <= plan_cost(raw, reference), (
-                f"gangweb cost {plan_cost(raw, got)} > kep5710 cost {plan_cost(raw, reference)}{why}")
+                f"gangweb cost {plan_cost(raw, got)} > kep5710 cost {plan_cost(raw, reference)}{why}"
+            )
     pinned = expected.get("gangweb")
     if pinned:
         assert got["feasible"] is pinned["feasible"], why

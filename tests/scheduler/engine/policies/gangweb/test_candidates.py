@@ -16,14 +16,19 @@ def _problem(objects, group="default/hi"):
 
 def _gang(count, gpus=8, priority=100):
     return [podgroup("hi", min_count=count, priority=priority, mode="all")] + [
-        pod(f"hi-{i}", group="hi", gpus=gpus) for i in range(count)]
+        pod(f"hi-{i}", group="hi", gpus=gpus) for i in range(count)
+    ]
 
 
 def test_cost_aware_picks_the_cheapest_node_per_pod():
     objects = [node(f"n{i}") for i in range(4)]
-    objects += [pod("p50", node="n0", gpus=8, priority=50), pod("p10", node="n1", gpus=8, priority=10),
-                pod("p20a", node="n2", gpus=4, priority=20), pod("p20b", node="n2", gpus=4, priority=20),
-                pod("p5", node="n3", gpus=8, priority=5)] + _gang(2)
+    objects += [
+        pod("p50", node="n0", gpus=8, priority=50),
+        pod("p10", node="n1", gpus=8, priority=10),
+        pod("p20a", node="n2", gpus=4, priority=20),
+        pod("p20b", node="n2", gpus=4, priority=20),
+        pod("p5", node="n3", gpus=8, priority=5),
+    ] + _gang(2)
     snap, problem, domain = _problem(objects)
     assignments, evicted = CostAwarePlacer(problem, domain).place()
     assert sorted(snap.nodes[n].name for _, n in assignments) == ["n1", "n3"]
@@ -32,10 +37,13 @@ def test_cost_aware_picks_the_cheapest_node_per_pod():
 
 def test_cost_aware_reuses_room_freed_by_an_all_unit():
     objects = [node(f"n{i}") for i in range(3)]
-    objects += [podgroup("wide", priority=10, mode="all", min_count=2),
-                pod("wide-0", node="n0", gpus=8, group="wide"), pod("wide-1", node="n1", gpus=8, group="wide"),
-                pod("solo", node="n2", gpus=8, priority=10, start="2026-06-30T00:00:00Z")] + _gang(2)
-    snap, problem, domain = _problem(objects)
+    objects += [
+        podgroup("wide", priority=10, mode="all", min_count=2),
+        pod("wide-0", node="n0", gpus=8, group="wide"),
+        pod("wide-1", node="n1", gpus=8, group="wide"),
+        pod("solo", node="n2", gpus=8, priority=10, start="2026-06-30T00:00:00Z"),
+    ] + _gang(2)
+    _snap, problem, domain = _problem(objects)
     assignments, evicted = CostAwarePlacer(problem, domain).place()
     # The first pod may evict either; the second must then use what is already free, never a third unit.
     assert len(evicted) <= 2 and len({n for _, n in assignments}) == 2
@@ -56,11 +64,17 @@ def test_unit_fill_prefers_one_gang_over_many_lone_pods():
 
 def test_gangweb_domains_are_independent_and_the_cheapest_wins():
     objects = [node(f"n{i}", labels={"rack": f"r{i // 2}"}) for i in range(6)]
-    objects += [pod("r0-a", node="n0", gpus=8, priority=40), pod("r0-b", node="n1", gpus=8, priority=40),
-                pod("r1-a", node="n2", gpus=8, priority=30), pod("r1-b", node="n3", gpus=8, priority=60),
-                pod("r2-a", node="n4", gpus=8, priority=20), pod("r2-b", node="n5", gpus=8, priority=20)]
+    objects += [
+        pod("r0-a", node="n0", gpus=8, priority=40),
+        pod("r0-b", node="n1", gpus=8, priority=40),
+        pod("r1-a", node="n2", gpus=8, priority=30),
+        pod("r1-b", node="n3", gpus=8, priority=60),
+        pod("r2-a", node="n4", gpus=8, priority=20),
+        pod("r2-b", node="n5", gpus=8, priority=20),
+    ]
     objects += [podgroup("hi", min_count=2, priority=100, topology="rack")] + [
-        pod(f"hi-{i}", group="hi", gpus=8) for i in range(2)]
+        pod(f"hi-{i}", group="hi", gpus=8) for i in range(2)
+    ]
     snap = parse_snapshot(objects)
     ours = plan(snap, "default/hi", "gangweb")
     assert ours.domain == "r2" and ours.evictions == ["default/r2-a", "default/r2-b"]
@@ -86,10 +100,21 @@ def test_fan_out_shards_recombine_into_the_in_process_plan():
 
 
 def test_cost_aware_evicts_the_pod_holding_a_wanted_host_port():
-    ported = {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}],
-                              "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}
-    objects = [node("n0"), pod("holder", node="n0", priority=10, spec=ported),
-               podgroup("hi", min_count=1, priority=100), pod("hi-0", group="hi", spec=ported)]
+    ported = {
+        "containers": [
+            {
+                "name": "c",
+                "ports": [{"containerPort": 80, "hostPort": 8080}],
+                "resources": {"requests": {"nvidia.com/gpu": "1"}},
+            }
+        ]
+    }
+    objects = [
+        node("n0"),
+        pod("holder", node="n0", priority=10, spec=ported),
+        podgroup("hi", min_count=1, priority=100),
+        pod("hi-0", group="hi", spec=ported),
+    ]
     snap, problem, domain = _problem(objects)
     assignments, evicted = CostAwarePlacer(problem, domain).place()
     assert [snap.nodes[n].name for _, n in assignments] == ["n0"]
