@@ -53,13 +53,19 @@ EVENT_TYPE = "admission.decisions"
 Publish = Callable[[str, dict[str, Any]], None]
 
 
+class PublishRefused(Exception):
+    """What a publisher raises when the event was not taken (the channel layer is down, a send timed
+    out): an outage the recorder counts and reports once. Any other exception from a publisher is a bug,
+    logged with its traceback. The dashboard's publisher (``gangweb.events.send``) raises a subclass."""
+
+
 class Recordable(Protocol):
     def as_event(self) -> dict[str, Any]: ...
 
 
 class DecisionRecorder:
     def __init__(self, publish: Publish, interval: float = 0.5, max_batch: int = 100) -> None:
-        # Sends one event at once, raising when it was not taken (the dashboard's raises ``PublishFailed``).
+        # Sends one event at once, raising ``PublishRefused`` when it was not taken.
         self._publish = publish
         self.interval = interval
         self.max_batch = max_batch
@@ -137,8 +143,7 @@ class DecisionRecorder:
             "admission decisions are not reaching the dashboard (%s); dropping and counting them in "
             "gangweb_admission_events_dropped_total until publishing works again",
             str(error)[:300] or type(error).__name__,
-            exc_info=type(error).__name__
-            != "PublishFailed",  # anything but a refused send is a bug here: show it
+            exc_info=not isinstance(error, PublishRefused),  # anything but a refused send is a bug: show it
         )
 
     def _recovered(self) -> None:

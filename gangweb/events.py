@@ -18,6 +18,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
+from admission.recorder import PublishRefused
+
 logger = logging.getLogger(__name__)
 
 DASHBOARD_GROUP = "gangweb.dashboard"
@@ -63,8 +65,9 @@ def _target_loop(layer) -> asyncio.AbstractEventLoop | None:
     return _publisher_loop()
 
 
-class PublishFailed(Exception):
-    """The channel layer did not take the event (Redis down, a send timed out)."""
+class PublishFailed(PublishRefused):
+    """The channel layer did not take the event (Redis down, a send timed out). A ``PublishRefused``, so
+    the admission recorder counts it as an outage rather than a bug."""
 
 
 def send(event_type: str, payload: dict[str, Any]) -> None:

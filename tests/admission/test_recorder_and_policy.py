@@ -10,7 +10,7 @@ from prometheus_client import REGISTRY
 
 from admission.handler import MUTATE, VALIDATE, Webhook
 from admission.policy import AdmissionPolicy
-from admission.recorder import EVENT_TYPE, DecisionRecorder
+from admission.recorder import EVENT_TYPE, DecisionRecorder, PublishRefused
 from tests.admission.support import load_pod, review_bytes
 
 
@@ -213,3 +213,22 @@ def test_policy_reads_modes_from_settings(settings):
 def test_bad_mode_is_a_clear_error():
     with pytest.raises(ValueError, match="mode must be one of enforce, observe, got 'sometimes'"):
         AdmissionPolicy(default_mode="sometimes")
+
+
+@pytest.mark.parametrize(
+    "error, traceback", [(PublishRefused("layer down"), False), (ConnectionError("a bug"), True)]
+)
+def test_a_refused_publish_is_an_outage_and_anything_else_a_bug(caplog, error, traceback):
+    """The publisher says the send was refused by raising ``PublishRefused``; any other exception is
+    logged with its traceback."""
+
+    def publish(kind, payload):
+        raise error
+
+    recorder = DecisionRecorder(publish=publish, interval=3600)
+    webhook = Webhook(AdmissionPolicy(), recorder=recorder)
+    with caplog.at_level(logging.WARNING, logger="admission.recorder"):
+        webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml")))
+        recorder.flush()
+    [started] = [r for r in caplog.records if "not reaching the dashboard" in r.getMessage()]
+    assert bool(started.exc_info) is traceback
