@@ -1,25 +1,31 @@
 """What the webhook does per namespace: mode, default disruption mode, namespaces it never touches.
 
-Plain values only. ``AdmissionPolicy.from_settings`` takes the settings object as an argument so this
-module stays importable (and testable) without Django configured.
+Plain values only. A namespace's mode is decided in one place, ``scheduler.preemption.runtime.mode_for``,
+which the Django side hands in (``admission/runtime.py``, ``admission/tasks.py``); this module stays
+importable (and testable) without Django configured.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-MODES = ("enforce", "observe")
+ModeFor = Callable[[str], str]
 DISRUPTION_MODES = ("all", "single")
 # Never admission-mutated: the control plane's own pods, node leases' namespace (good-practices page).
 ALWAYS_SKIPPED = frozenset({"kube-system", "kube-node-lease"})
 
 
+def enforce_everywhere(namespace: str) -> str:
+    """The mode of every namespace when none is handed in (gangweb's default mode)."""
+    return "enforce"
+
+
 @dataclass(frozen=True)
 class AdmissionPolicy:
-    default_mode: str = "enforce"
-    namespace_modes: Mapping[str, str] = field(default_factory=dict)
+    # A namespace's mode (``enforce``, ``observe``...): the pipeline's one decision, handed in.
+    mode_for: ModeFor = enforce_everywhere
     # Training-style gangs lose all progress when one member dies: evict them as a unit by default.
     default_disruption_mode: str = "all"
     namespace_disruption_modes: Mapping[str, str] = field(default_factory=dict)
@@ -28,9 +34,6 @@ class AdmissionPolicy:
     skipped_namespaces: frozenset[str] = field(init=False, default=frozenset())
 
     def __post_init__(self) -> None:
-        for mode in (self.default_mode, *self.namespace_modes.values()):
-            if mode not in MODES:
-                raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         for mode in (self.default_disruption_mode, *self.namespace_disruption_modes.values()):
             if mode not in DISRUPTION_MODES:
                 raise ValueError(
@@ -44,18 +47,14 @@ class AdmissionPolicy:
     def skips(self, namespace: str) -> bool:
         return namespace in self.skipped_namespaces
 
-    def mode_for(self, namespace: str) -> str:
-        return self.namespace_modes.get(namespace, self.default_mode)
-
     def disruption_mode_for(self, namespace: str) -> str:
         return self.namespace_disruption_modes.get(namespace, self.default_disruption_mode)
 
     @classmethod
-    def from_settings(cls, settings: Any) -> AdmissionPolicy:
+    def from_settings(cls, settings: Any, mode_for: ModeFor) -> AdmissionPolicy:
         """Read the GANGWEB_* settings (see docs/admission.md); missing ones take the defaults."""
         return cls(
-            default_mode=getattr(settings, "GANGWEB_MODE", "enforce"),
-            namespace_modes=dict(getattr(settings, "GANGWEB_NAMESPACE_MODES", {}) or {}),
+            mode_for=mode_for,
             default_disruption_mode=getattr(settings, "GANGWEB_DISRUPTION_MODE", "all"),
             namespace_disruption_modes=dict(
                 getattr(settings, "GANGWEB_NAMESPACE_DISRUPTION_MODES", {}) or {}

@@ -12,6 +12,7 @@ from admission.policy import AdmissionPolicy
 from admission.recorder import DecisionRecorder, Publish
 from admission.review import MAX_BODY_BYTES
 from admission.state import PodGroupCache
+from scheduler.preemption.runtime import mode_for
 
 if TYPE_CHECKING:
     from admission.watch import PodGroupWatch
@@ -41,7 +42,7 @@ def _publish(event_type: str, payload: dict[str, Any]) -> None:
 @lru_cache(maxsize=1)
 def get_webhook() -> Webhook:
     return Webhook(
-        AdmissionPolicy.from_settings(settings),
+        AdmissionPolicy.from_settings(settings, mode_for),
         PodGroupCache(),
         DecisionRecorder(_publish),
         max_body_bytes=MAX_BODY_BYTES,

@@ -18,7 +18,7 @@ from admission import ensurer
 from admission.policy import AdmissionPolicy
 from scheduler.cluster import ClusterError
 from scheduler.preemption import ledger
-from scheduler.preemption.runtime import get_cluster
+from scheduler.preemption.runtime import get_cluster, mode_for
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def ensure_podgroups() -> dict:
     except ClusterError as exc:
         logger.error("cannot read the cluster snapshot; no PodGroup ensured", extra={"error": str(exc)})
         return {"created": [], "error": str(exc)}
-    results = ensurer.ensure_podgroups(cluster, objects, AdmissionPolicy.from_settings(settings))
+    results = ensurer.ensure_podgroups(cluster, objects, AdmissionPolicy.from_settings(settings, mode_for))
     summary: dict[str, list[str]] = {}
     seen: dict[str, str] = {}
     for result in results:

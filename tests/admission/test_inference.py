@@ -63,7 +63,7 @@ def test_podgroup_is_garbage_collected_with_its_job():
 
 def test_enforce_mode_stops_native_preemption_and_keeps_the_gangs_own_policy():
     pod = load_pod("job-parallel.yaml")
-    gang = infer_gang(pod, "ml-team", AdmissionPolicy(default_mode="enforce"))
+    gang = infer_gang(pod, "ml-team", AdmissionPolicy())
     podgroup = podgroup_for(pod, gang, load_owner("job-resnet-train.yaml"))
     assert podgroup["spec"]["preemptionPolicy"] == "Never"
     assert podgroup["metadata"]["annotations"]["gangweb.io/preemption-policy"] == "PreemptLowerPriority"
@@ -77,7 +77,7 @@ def test_enforce_mode_keeps_never_for_a_gang_that_never_preempts():
 
 
 def test_observe_mode_per_namespace_leaves_preemption_to_kube_scheduler():
-    policy = AdmissionPolicy(default_mode="enforce", namespace_modes={"ml-team": "observe"})
+    policy = AdmissionPolicy(mode_for=lambda namespace: "observe" if namespace == "ml-team" else "enforce")
     pod = load_pod("job-parallel.yaml")
     podgroup = podgroup_for(pod, infer_gang(pod, "ml-team", policy), load_owner("job-resnet-train.yaml"))
     assert podgroup["spec"]["preemptionPolicy"] == "PreemptLowerPriority"

@@ -201,18 +201,26 @@ def test_other_senders_keep_their_warnings(monkeypatch, caplog):
     assert [record.name for record in caplog.records] == ["gangweb.events"]
 
 
-def test_policy_reads_modes_from_settings(settings):
+def test_the_webhook_takes_its_modes_from_the_pipelines_one_decision(settings):
+    from admission import runtime as admission_runtime
+    from scheduler.preemption import runtime
+
     settings.GANGWEB_MODE = "observe"
     settings.GANGWEB_NAMESPACE_MODES = {"ml-team": "enforce"}
     settings.GANGWEB_NAMESPACE = "platform"
-    policy = AdmissionPolicy.from_settings(settings)
+    admission_runtime.get_webhook.cache_clear()
+    try:
+        policy = admission_runtime.get_webhook().policy
+    finally:
+        admission_runtime.get_webhook.cache_clear()
+    assert policy.mode_for is runtime.mode_for
     assert (policy.mode_for("ml-team"), policy.mode_for("other")) == ("enforce", "observe")
     assert policy.skips("platform") and policy.skips("kube-system") and not policy.skips("ml-team")
 
 
-def test_bad_mode_is_a_clear_error():
-    with pytest.raises(ValueError, match="mode must be one of enforce, observe, got 'sometimes'"):
-        AdmissionPolicy(default_mode="sometimes")
+def test_bad_disruption_mode_is_a_clear_error():
+    with pytest.raises(ValueError, match="disruption mode must be one of all, single, got 'sometimes'"):
+        AdmissionPolicy(default_disruption_mode="sometimes")
 
 
 @pytest.mark.parametrize(

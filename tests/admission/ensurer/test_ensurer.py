@@ -61,7 +61,7 @@ def test_creates_the_group_each_fixture_pod_names_sized_from_its_owner(fixture):
 
 def test_observe_namespaces_keep_the_pods_own_preemption_policy():
     cluster = cluster_with("job-parallel.yaml")
-    policy = AdmissionPolicy(namespace_modes={"ml-team": "observe"})
+    policy = AdmissionPolicy(mode_for=lambda namespace: "observe" if namespace == "ml-team" else "enforce")
     ensurer.ensure_podgroups(cluster, cluster.snapshot_objects(), policy)
     [group] = podgroups(cluster)
     assert group["spec"]["preemptionPolicy"] == "PreemptLowerPriority"

@@ -10,9 +10,8 @@ from scheduler.preemption import runtime
 from tests.conftest import ROOT
 
 MODE_SETTINGS = re.compile(r"\bGANGWEB_(?:NAMESPACE_MODES|MODE)\b")
-# Where the two settings may be named: where they are defined, the one decision, and the webhook's own
-# policy (admission/policy.py, which the admission package is to switch to mode_for; docs/pipeline.md, "Modes").
-READERS = {"gangweb/settings.py", "scheduler/preemption/runtime.py", "admission/policy.py"}
+# Where the two settings may be named: where they are defined and the one decision (docs/pipeline.md, "Modes").
+READERS = {"gangweb/settings.py", "scheduler/preemption/runtime.py"}
 
 
 def test_only_the_runtime_decides_a_namespace_mode():
