@@ -48,8 +48,12 @@ def _object_selector() -> dict[str, Any]:
 
 
 def _client(service: str, namespace: str, path: str, port: int, ca_pem: bytes | None) -> dict[str, Any]:
-    client: dict[str, Any] = {"service": {"name": service, "namespace": namespace, "path": path, "port": port}}
-    if ca_pem is not None:  # None: injected later (cert-manager's CA injector, or deploy/'s kustomize replacement)
+    client: dict[str, Any] = {
+        "service": {"name": service, "namespace": namespace, "path": path, "port": port}
+    }
+    if (
+        ca_pem is not None
+    ):  # None: injected later (cert-manager's CA injector, or deploy/'s kustomize replacement)
         client["caBundle"] = base64.b64encode(ca_pem).decode("ascii")
     return client
 
