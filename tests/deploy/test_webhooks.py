@@ -153,11 +153,12 @@ GANG_POD = {
 }
 
 
-@pytest.fixture
-def deployed_webhook(tree, rendered, tmp_path):
+@pytest.fixture(scope="module")
+def deployed_webhook(tree, rendered, tmp_path_factory):
     """`webhook serve` as the self-signed, mutual-TLS rendering runs it: its container's command (the /tls
     paths on the generated files, a free port for the containerPort), the ConfigMap's settings, the
     kube-apiserver client certificate from `webhook certs --client-cert`; PodGroups from the API test server."""
+    tmp_path = tmp_path_factory.mktemp("webhook")
     objects = rendered["self-signed-mtls"]
     (container,) = pod_spec(objects, "webhook")["containers"]
     argv = list(container["command"])
