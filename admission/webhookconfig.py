@@ -47,11 +47,15 @@ def _object_selector() -> dict[str, Any]:
     }
 
 
-def _client(service: str, namespace: str, path: str, port: int, ca_pem: bytes) -> dict[str, Any]:
-    return {
-        "service": {"name": service, "namespace": namespace, "path": path, "port": port},
-        "caBundle": base64.b64encode(ca_pem).decode("ascii"),
+def _client(service: str, namespace: str, path: str, port: int, ca_pem: bytes | None) -> dict[str, Any]:
+    client: dict[str, Any] = {
+        "service": {"name": service, "namespace": namespace, "path": path, "port": port}
     }
+    if (
+        ca_pem is not None
+    ):  # None: injected later (cert-manager's CA injector, or deploy/'s kustomize replacement)
+        client["caBundle"] = base64.b64encode(ca_pem).decode("ascii")
+    return client
 
 
 def _rule(
@@ -84,13 +88,14 @@ def webhook_configurations(
     *,
     service: str,
     namespace: str,
-    ca_pem: bytes,
+    ca_pem: bytes | None,
     port: int = 443,
     name: str = "gangweb",
     mutate_timeout: int = 3,
     validate_timeout: int = 5,
 ) -> list[dict[str, Any]]:
-    """Both configuration objects, ready for ``kubectl apply``."""
+    """Both configuration objects, ready for ``kubectl apply`` (``ca_pem=None``: without ``caBundle``, for
+    ``deploy/base``, where the certificate overlay injects it)."""
     common = {
         "admissionReviewVersions": ["v1"],
         # Pure functions of the request: nothing is written anywhere, dry run or not.

@@ -17,6 +17,17 @@ VERSION = {
 }
 
 
+# The short names the real API server advertises, so `kubectl get pdb,pc,...` resolves as against a cluster.
+SHORT_NAMES = {
+    ("", "nodes"): ["no"],
+    ("", "pods"): ["po"],
+    ("", "events"): ["ev"],
+    ("events.k8s.io", "events"): ["ev"],
+    ("policy", "poddisruptionbudgets"): ["pdb"],
+    ("scheduling.k8s.io", "priorityclasses"): ["pc"],
+}
+
+
 def _group_versions() -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
     for r in RESOURCES:
@@ -37,6 +48,11 @@ def _resource_list(group: str, version: str) -> dict[str, Any]:
                 "namespaced": r.namespaced,
                 "kind": r.kind,
                 "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+                **(
+                    {"shortNames": SHORT_NAMES[(group, r.plural)]}
+                    if SHORT_NAMES.get((group, r.plural))
+                    else {}
+                ),
             }
         )
         if r.has_status:

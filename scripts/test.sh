@@ -15,6 +15,14 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -
     || echo "warning: could not install chromium; browser tests will report it" >&2
 fi
 
+# tests/deploy render deploy/ with kubectl's kustomize and run kubectl against the API test server: Debian's
+# kubectl package carries both; install it when we may, as for Chromium.
+if ! command -v kubectl >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "==> installing Debian's kubectl for the deploy tests"
+  (apt-get install -y -q kubectl >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q kubectl >/dev/null 2>&1; }) \
+    || echo "warning: could not install kubectl; tests/deploy will report it" >&2
+fi
+
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gangweb}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/15}"
 export GANGWEB_REQUIRE_SERVICES=1

@@ -105,7 +105,7 @@ def start_server(
     # A file, not a pipe: a pipe nobody reads fills up (64 KiB) and then blocks the server mid-log.
     log = (directory / "server.log").open("ab")
     process = subprocess.Popen(
-        # --cert/--key as deploy/base/deployment-webhook.yaml passes them.
+        # --cert/--key as deploy/base/webhook.yaml passes them.
         [
             sys.executable,
             str(ROOT / "manage.py"),

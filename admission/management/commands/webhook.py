@@ -75,6 +75,11 @@ class Command(BaseCommand):
         config_parser.add_argument("--namespace", default=None, help="default: GANGWEB_NAMESPACE")
         config_parser.add_argument("--port", type=int, default=443, help="the Service port")
         config_parser.add_argument("--output", choices=("yaml", "json"), default="yaml")
+        config_parser.add_argument(
+            "--without-ca-bundle",
+            action="store_true",
+            help="leave caBundle out (deploy/base: the cert-manager or self-signed overlay injects it)",
+        )
 
         serve_parser = sub.add_parser(
             "serve", help="serve the webhook over HTTPS (reloads renewed certificates)"
@@ -185,13 +190,15 @@ class Command(BaseCommand):
             certs.check_service_and_namespace(options["service"], options["namespace"] or _namespace())
         except certs.CertificateError as error:
             raise _usage_error(str(error)) from None
-        try:
-            ca_pem = options["ca_file"].read_bytes()
-        except OSError as error:
-            raise CommandError(
-                f"cannot read the CA certificate {options['ca_file']}: {error.strerror}; "
-                "run `manage.py webhook certs` first"
-            ) from None
+        ca_pem = None
+        if not options["without_ca_bundle"]:
+            try:
+                ca_pem = options["ca_file"].read_bytes()
+            except OSError as error:
+                raise CommandError(
+                    f"cannot read the CA certificate {options['ca_file']}: {error.strerror}; "
+                    "run `manage.py webhook certs` first"
+                ) from None
         objects = webhook_configurations(
             service=options["service"],
             namespace=options["namespace"] or _namespace(),

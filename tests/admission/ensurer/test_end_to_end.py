@@ -195,25 +195,3 @@ def test_the_simulated_cluster_path(settings):
     assert (
         made["spec"]["schedulingPolicy"]["gang"]["minCount"] == EXPECTED["pytorchjob-worker.yaml"]["minCount"]
     )
-
-
-def test_the_deployed_cluster_role_allows_every_ensurer_request(server, api, kube_cluster):
-    from tests.scheduler.kube.test_rbac import allowed, cluster_role_rules, needed_permission
-
-    for fixture in GANG_FIXTURES:
-        if EXPECTED[fixture].get("owner"):
-            create_owner(api, load_owner(EXPECTED[fixture]["owner"]))
-        pod = through_the_webhook(load_pod(fixture))
-        client.CoreV1Api(api).create_namespaced_pod(pod["metadata"]["namespace"], pod)
-    first = len(server.requests())
-    result = ensure_podgroups.apply().get()
-    groups = {EXPECTED[f]["podGroup"] for f in GANG_FIXTURES}  # the two LeaderWorkerSet pods share one
-    assert len(result["created"]) == len(groups), result
-    needed = {needed_permission(r) for r in server.requests()[first:]}
-    assert ("jobset.x-k8s.io", "jobsets", "get") in needed and (
-        "scheduling.k8s.io",
-        "podgroups",
-        "create",
-    ) in needed
-    missing = sorted(p for p in needed if not allowed(cluster_role_rules(), *p))
-    assert not missing, f"deploy/base/rbac.yaml lacks (apiGroup, resource, verb): {missing}"

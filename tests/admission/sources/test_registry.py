@@ -86,9 +86,12 @@ def test_a_kubeflow_pod_without_its_controller_reference_names_a_declared_owner(
 
 
 def _cluster_role_rules() -> list[dict]:
+    """The rules of the ClusterRole of the process that runs the ensurer (the worker), as deploy/base has it."""
     documents = yaml.safe_load_all((ROOT / "deploy" / "base" / "rbac.yaml").read_text())
     (role,) = [
-        d for d in documents if d and d.get("kind") == "ClusterRole" and d["metadata"]["name"] == "gangweb"
+        d
+        for d in documents
+        if d and d.get("kind") == "ClusterRole" and d["metadata"]["name"] == "gangweb-worker"
     ]
     return role["rules"]
 
@@ -102,7 +105,7 @@ def test_the_deployed_cluster_role_lets_the_ensurer_read_every_owner(owner):
         for rule in _cluster_role_rules()
     )
     assert allowed, (
-        f"deploy/base/rbac.yaml: the ClusterRole gangweb needs get on {owner.plural} in apiGroup "
+        f"deploy/base/rbac.yaml: the ClusterRole gangweb-worker needs get on {owner.plural} in apiGroup "
         f"{owner.group!r} (the ensurer reads {owner.kind} to size gangs)"
     )
 
