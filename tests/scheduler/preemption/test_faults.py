@@ -21,7 +21,11 @@ from tests.scheduler.preemption.workers import Worker, real_evictions, wait_unti
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(240)]
 
-DELAY = 8.0  # how long each real eviction of the soft-limit test waits inside the API server
+# The soft-limit test needs the limit to fire while both real evictions wait inside the API server:
+# after the task's snapshot, re-check and dry runs (seconds on a loaded 2-core machine: 4 s was once not
+# enough) and before the delayed answers. So: limit at 12 s, each real eviction held 24 s, calls allowed
+# 30 s, locks 1.5 x (5 + 30) s and more.
+DELAY = 24.0  # how long each real eviction of the soft-limit test waits inside the API server
 
 
 def planned(api_server):
@@ -85,9 +89,9 @@ def test_a_soft_time_limit_mid_execution_never_evicts_twice_nor_a_replacement(ap
         api_server,
         broker,
         GANGWEB_TASK_TIME_LIMIT="90",
-        GANGWEB_TASK_SOFT_TIME_LIMIT="4",
-        GANGWEB_LOCK_TTL_SECONDS="24",
-        GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS="10",
+        GANGWEB_TASK_SOFT_TIME_LIMIT="12",
+        GANGWEB_LOCK_TTL_SECONDS="60",
+        GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS="30",
     )
     log_path = tmp_path / "worker.log"
     worker = Worker(env, log_path).start()
