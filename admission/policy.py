@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-MODES = ("enforce", "observe")
+MODES = ("enforce", "observe", "approve")
 DISRUPTION_MODES = ("all", "single")
 # Never admission-mutated: the control plane's own pods, node leases' namespace (good-practices page).
 ALWAYS_SKIPPED = frozenset({"kube-system", "kube-node-lease"})

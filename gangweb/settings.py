@@ -289,6 +289,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 60.0},
     },
+    "expire-approvals": {
+        "task": "scheduler.expire_approvals",
+        "schedule": float(min(30, max(1, GANGWEB_APPROVAL_TIMEOUT_SECONDS))),
+        "options": {"expires": 30.0},
+    },
     "ensure-podgroups": {
         "task": "scheduler.ensure_podgroups",
         "schedule": float(GANGWEB_ENSURE_INTERVAL_SECONDS),

@@ -157,11 +157,10 @@ def run(requests: int, victims: int, repeat: int) -> list[dict]:
     from django.db.models import Max
     from django.test import Client
 
+    from gangweb.access.grants import grant
     from scheduler.cluster import Summarizes
     from scheduler.preemption.models import LedgerEntry, PreemptionRequest
     from scheduler.preemption.runtime import get_cluster
-
-    from gangweb.access.grants import grant
 
     grant(BENCH_USER, "viewer", all_namespaces=True)  # a reader of everything (docs/design.md, "Access")
     user = get_user_model().objects.get(username=BENCH_USER)

@@ -211,5 +211,5 @@ def test_policy_reads_modes_from_settings(settings):
 
 
 def test_bad_mode_is_a_clear_error():
-    with pytest.raises(ValueError, match="mode must be one of enforce, observe, got 'sometimes'"):
+    with pytest.raises(ValueError, match="mode must be one of enforce, observe, approve, got 'sometimes'"):
         AdmissionPolicy(default_mode="sometimes")
