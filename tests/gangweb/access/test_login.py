@@ -9,7 +9,6 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from gangweb.access.grants import grant
-from tests.gangweb.api.conftest import make_request  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 
