@@ -16,12 +16,21 @@ from scheduler.preemption import runtime
 
 pytestmark = pytest.mark.django_db
 
-READ_PODGROUPS = {"apiGroups": ["scheduling.k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]}
+READ_PODGROUPS = {
+    "apiGroups": ["scheduling.k8s.io"],
+    "resources": ["podgroups"],
+    "verbs": ["get", "list", "watch"],
+}
 EVICT = {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}
 
 
 def cluster_role(name: str, *rules: dict) -> dict:
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": list(rules)}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": list(rules),
+    }
 
 
 def binding(namespace: str | None, role: str, subject: dict, name: str = "") -> dict:
@@ -48,7 +57,12 @@ def server(tmp_path, settings):
     settings.GANGWEB_K8S_REVIEW_TTL_SECONDS = 60
     kube.clear_caches()
     with KubeTestServer() as server:
-        server.load([cluster_role("gangweb-viewer", READ_PODGROUPS), cluster_role("gangweb-operator", READ_PODGROUPS, EVICT)])
+        server.load(
+            [
+                cluster_role("gangweb-viewer", READ_PODGROUPS),
+                cluster_role("gangweb-operator", READ_PODGROUPS, EVICT),
+            ]
+        )
         runtime.set_cluster(KubeCluster.from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig")))
         yield server
         runtime.reset_cluster()
@@ -56,7 +70,9 @@ def server(tmp_path, settings):
 
 
 def reviews(server) -> tuple[int, int]:
-    return len(server.requests("/tokenreviews", "POST")), len(server.requests("/subjectaccessreviews", "POST"))
+    return len(server.requests("/tokenreviews", "POST")), len(
+        server.requests("/subjectaccessreviews", "POST")
+    )
 
 
 def drf_request(token: str) -> Request:
@@ -70,7 +86,9 @@ def test_a_service_account_bound_in_one_namespace_views_there_and_nowhere_else(s
     server.add_token("sa-token", "system:serviceaccount:team-a:ci", groups=["system:serviceaccounts"])
     server.load(
         [
-            binding("team-a", "gangweb-viewer", {"kind": "ServiceAccount", "name": "ci", "namespace": "team-a"}),
+            binding(
+                "team-a", "gangweb-viewer", {"kind": "ServiceAccount", "name": "ci", "namespace": "team-a"}
+            ),
             binding("team-b", "gangweb-operator", user("someone-else")),
         ]
     )
@@ -96,7 +114,9 @@ def test_eviction_rights_make_an_operator_and_a_cluster_binding_sees_everywhere(
     assert operator.role_in("team-a") == "operator" and operator.may("cancel", "team-a")
     before = reviews(server)
     everywhere = scope_for(drf_request("admin"))
-    assert everywhere.all_namespaces and everywhere.namespaces() is None and everywhere.may("approve", "team-z")
+    assert (
+        everywhere.all_namespaces and everywhere.namespaces() is None and everywhere.may("approve", "team-z")
+    )
     # One TokenReview and the cluster-wide pair of SubjectAccessReviews, whatever the namespace count.
     assert reviews(server) == (before[0] + 1, before[1] + 2)
 
@@ -109,7 +129,13 @@ def test_unknown_tokens_are_401_with_both_challenges(server, client):
 
 def test_a_second_request_within_the_ttl_makes_no_review(server, client, settings):
     server.add_token("sa-token", "system:serviceaccount:team-a:ci")
-    server.load([binding("team-a", "gangweb-operator", {"kind": "ServiceAccount", "name": "ci", "namespace": "team-a"})])
+    server.load(
+        [
+            binding(
+                "team-a", "gangweb-operator", {"kind": "ServiceAccount", "name": "ci", "namespace": "team-a"}
+            )
+        ]
+    )
     first = scope_for(drf_request("sa-token"))
     assert first.role_in("team-a") == "operator" and first.namespaces() == {"team-a"}
     after_first = reviews(server)
