@@ -58,7 +58,7 @@ def podgroup_for(
         spec["priority"] = pod_spec.priority
     annotations = {L.GANG_SOURCE_ANNOTATION: gang.source}
     own_policy = pod_spec.preemptionPolicy
-    if gang.mode == "enforce":
+    if gang.mode in ("enforce", "approve"):
         # gangweb plans preemption for this gang; kube-scheduler must not preempt for it as well.
         spec["preemptionPolicy"] = "Never"
         annotations[L.PREEMPTION_POLICY_ANNOTATION] = (

@@ -74,18 +74,25 @@ def send(event_type: str, payload: dict[str, Any]) -> None:
     """Send now, outside any transaction's timing; raise ``PublishFailed`` when the layer refuses it.
 
     For callers that count their own losses (the admission recorder); everyone else uses ``publish``."""
+    message = {"type": MESSAGE_TYPE, "event": event_type, "at": time.time(), "payload": payload}
+    send_to_group(DASHBOARD_GROUP, message)
+
+
+def send_to_group(group: str, message: dict[str, Any]) -> None:
+    """``message`` to every consumer in ``group`` now, from any thread (``PublishFailed`` when refused).
+
+    Also how ``gangweb.access.sessions`` closes a user's sockets (its own groups, its own message type)."""
     layer = get_channel_layer()
     if layer is None:
         return
-    message = {"type": MESSAGE_TYPE, "event": event_type, "at": time.time(), "payload": payload}
     loop = _target_loop(layer)
     try:
         if loop is not None and _running_loop() is not loop:
-            asyncio.run_coroutine_threadsafe(layer.group_send(DASHBOARD_GROUP, message), loop).result(
+            asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(
                 timeout=SEND_TIMEOUT_SECONDS
             )
         else:
-            async_to_sync(layer.group_send)(DASHBOARD_GROUP, message)
+            async_to_sync(layer.group_send)(group, message)
     except Exception as exc:
         raise PublishFailed(f"{type(exc).__name__}: {exc}"[:300]) from exc
 

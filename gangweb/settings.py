@@ -114,6 +114,7 @@ INSTALLED_APPS = [
     "channels",
     "gangweb",
     "gangweb.dashboard",
+    "gangweb.access",
     "scheduler.preemption",
     "admission",
 ]
@@ -215,9 +216,12 @@ except ValueError:
     raise ImproperlyConfigured("GANGWEB_SIM_TICK_SECONDS must be a number of seconds") from None
 
 # --- Modes (docs/design.md "Living beside kube-scheduler") ---------------------------------------
+GANGWEB_MODES = ("enforce", "observe", "approve")
 GANGWEB_MODE = os.environ.get("GANGWEB_MODE", "enforce")
-if GANGWEB_MODE not in ("enforce", "observe"):
-    raise ImproperlyConfigured(f"GANGWEB_MODE must be 'enforce' or 'observe', got {GANGWEB_MODE!r}")
+if GANGWEB_MODE not in GANGWEB_MODES:
+    raise ImproperlyConfigured(
+        f"GANGWEB_MODE must be 'enforce', 'observe' or 'approve', got {GANGWEB_MODE!r}"
+    )
 
 
 def env_namespace_map(name: str, allowed: tuple[str, ...]) -> dict[str, str]:
@@ -233,7 +237,9 @@ def env_namespace_map(name: str, allowed: tuple[str, ...]) -> dict[str, str]:
     return result
 
 
-GANGWEB_NAMESPACE_MODES = env_namespace_map("GANGWEB_NAMESPACE_MODES", ("enforce", "observe"))
+GANGWEB_NAMESPACE_MODES = env_namespace_map("GANGWEB_NAMESPACE_MODES", GANGWEB_MODES)
+# approve mode: a plan not approved by an operator within this time expires (docs/design.md, "Modes").
+GANGWEB_APPROVAL_TIMEOUT_SECONDS = env_int("GANGWEB_APPROVAL_TIMEOUT_SECONDS", 3600)
 GANGWEB_NAMESPACE = os.environ.get("GANGWEB_NAMESPACE", "gangweb-system")
 # Admission webhook (docs/admission.md): disruption mode of the PodGroups it builds (default, and per
 # namespace as "team-a=single,team-b=all"), extra namespaces it never touches.
@@ -283,6 +289,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 60.0},
     },
+    "expire-approvals": {
+        "task": "scheduler.expire_approvals",
+        "schedule": float(min(30, max(1, GANGWEB_APPROVAL_TIMEOUT_SECONDS))),
+        "options": {"expires": 30.0},
+    },
     "ensure-podgroups": {
         "task": "scheduler.ensure_podgroups",
         "schedule": float(GANGWEB_ENSURE_INTERVAL_SECONDS),
@@ -298,16 +309,26 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+# --- Access (docs/design.md "Access") ------------------------------------------------------------
+# TokenReview and SubjectAccessReview answers (and the RoleBinding list) are reused for this long.
+GANGWEB_K8S_REVIEW_TTL_SECONDS = env_int("GANGWEB_K8S_REVIEW_TTL_SECONDS", 30)
+# An open dashboard websocket re-checks its session and scope this often (a backstop: sign-out and
+# role changes close it at once).
+GANGWEB_SESSION_RECHECK_SECONDS = env_int("GANGWEB_SESSION_RECHECK_SECONDS", 30)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not (DEBUG or DEMO or RUNNING_TESTS))
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # AdmissionReviews carry up to two 3 MiB objects (the apiserver's own limit); see admission/.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 7 * 1024 * 1024
 
 REST_FRAMEWORK = {
+    # gangweb tokens, Kubernetes tokens, Basic, session: gangweb/access/authentication.py.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        "gangweb.access.authentication.GangwebTokenAuthentication",
+        "gangweb.access.authentication.KubernetesTokenAuthentication",
+        "gangweb.access.authentication.BasicAuthentication",
+        "gangweb.access.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",

@@ -15,6 +15,7 @@ from django.urls import include, path
 
 from admission import urls as admission_urls
 from gangweb import health, metrics
+from gangweb.access import views as access_views
 
 
 def demo_only(view):
@@ -39,6 +40,8 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
+    path("login/", access_views.SignInView.as_view(), name="login"),
+    path("logout/", access_views.SignOutView.as_view(), name="logout"),
     path("", include((admission_paths, admission_urls.app_name))),
     path("api/", include("gangweb.api.urls")),
     path("", include("gangweb.dashboard.urls")),

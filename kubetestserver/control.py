@@ -55,6 +55,15 @@ def handle(state: ApiState, method: str, path: str, query: dict[str, str], body:
         return 200, {"deleted": store.finish_terminating()}
     if action == "refresh-pdbs" and method == "POST":
         return 200, {"updated": refresh_pdb_status(store)}
+    if action == "tokens" and method == "POST":
+        body = body or {}
+        user = state.tokens.add(body["token"], body["username"], body.get("groups"), body.get("uid", ""))
+        return 201, {"user": user}
+    if action == "tokens" and method == "DELETE":
+        if (body or {}).get("token"):
+            return 200, {"removed": state.tokens.remove(body["token"])}
+        state.tokens.clear()
+        return 200, {}
     if action == "requests" and method == "GET":
         return 200, {"requests": request_log(state, query.get("path", ""), query.get("method"))}
     if action == "requests" and method == "DELETE":
@@ -160,6 +169,21 @@ class ControlClient:
 
         params = {"path": path_contains, **({"method": method} if method else {})}
         return self._call("GET", "requests", query="?" + urlencode(params))["requests"]
+
+    def add_token(self, token: str, username: str, groups: list[str] | None = None, uid: str = "") -> dict:
+        """TokenReview authenticates ``token`` as ``username`` (groups get ``system:authenticated``)."""
+        body = {"token": token, "username": username, "groups": groups or [], "uid": uid}
+        return self._call("POST", "tokens", body)["user"]
+
+    def remove_token(self, token: str) -> bool:
+        return self._call("DELETE", "tokens", {"token": token})["removed"]
+
+    def review_counts(self) -> dict[str, int]:
+        """How many TokenReviews and SubjectAccessReviews the server answered so far."""
+        return {
+            "tokenreviews": len(self.requests("/tokenreviews", method="POST")),
+            "subjectaccessreviews": len(self.requests("/subjectaccessreviews", method="POST")),
+        }
 
     def clear_requests(self) -> None:
         self._call("DELETE", "requests")

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from scheduler.kube.resources import PDBS, PODS, Resource, find_resource
 
-from . import control, discovery, errors
+from . import control, discovery, errors, reviews
 from .conversion import from_storage
 from .disruption import evict, refresh_pdb_status
 from .faults import Faults
@@ -25,6 +25,7 @@ from .store import ObjectStore
 class ApiState:
     store: ObjectStore
     faults: Faults = field(default_factory=Faults)
+    tokens: reviews.Tokens = field(default_factory=reviews.Tokens)
     bookmark_interval: float = 5.0
     default_watch_timeout: float = 1800.0
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -127,6 +128,10 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                 answer = discovery.handle(url.path, self.headers.get("Host", ""))
                 if answer is not None:
                     self._send_json(200, answer)
+                    return
+                review = reviews.handle(state.store, state.tokens, method, url.path, body)
+                if review is not None:
+                    self._send_json(*review)
                     return
                 route = parse_route(url.path)
                 if route is None:

@@ -207,6 +207,10 @@ class KubeTestServer:
     def requests(self, path_contains: str = "", method: str | None = None) -> list[dict[str, Any]]:
         return request_log(self.state, path_contains, method)
 
+    def add_token(self, token: str, username: str, groups: list[str] | None = None, uid: str = "") -> dict:
+        """TokenReview authenticates ``token`` as ``username`` (kubetestserver/reviews.py)."""
+        return self.state.tokens.add(token, username, groups, uid)
+
 
 class TestServerProcess:
     """Run the test server in a child process (context manager); ``.url``, ``.control``, ``.kubeconfig``."""

@@ -81,11 +81,32 @@ class Scope:
 NOBODY = Scope(user="")
 
 
+# The demo's dashboard and API are readable without a login (settings.DEMO): its anonymous reader.
+DEMO_READER = Scope(user="anonymous", everywhere=VIEWER)
+
+
 def scope_for(request: Any) -> Scope:
-    """The scope of whoever made ``request`` (an HTTP request or a websocket scope's user)."""
+    """The scope of whoever made ``request``: an HTTP or DRF request, or a user (a websocket scope's).
+
+    A Kubernetes identity (bearer token through TokenReview) has the scope its SubjectAccessReviews
+    give (``gangweb.access.kube``); a local user its grant (``manage.py access grant``), a superuser
+    without one admin everywhere; anyone else none, but for the demo's anonymous reader. The scope is
+    computed once per request (kept on the user object)."""
     user = getattr(request, "user", request)
     if user is None or not getattr(user, "is_authenticated", False):
-        return NOBODY
-    if getattr(user, "is_superuser", False):
-        return Scope(user=user.get_username(), everywhere=ADMIN)
-    return Scope(user=user.get_username())
+        from django.conf import settings
+
+        return DEMO_READER if getattr(settings, "DEMO", False) else NOBODY
+    cached = getattr(user, "scope", None) if hasattr(type(user), "scope") else None
+    if isinstance(cached, Scope):  # gangweb.access.kube.KubernetesUser
+        return cached
+    cached = getattr(user, "_gangweb_scope", None)
+    if cached is None:
+        from gangweb.access.grants import scope_of_user
+
+        cached = scope_of_user(user)
+        try:
+            user._gangweb_scope = cached
+        except AttributeError:
+            pass
+    return cached

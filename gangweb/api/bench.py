@@ -157,11 +157,13 @@ def run(requests: int, victims: int, repeat: int) -> list[dict]:
     from django.db.models import Max
     from django.test import Client
 
+    from gangweb.access.grants import grant
     from scheduler.cluster import Summarizes
     from scheduler.preemption.models import LedgerEntry, PreemptionRequest
     from scheduler.preemption.runtime import get_cluster
 
-    user, _ = get_user_model().objects.get_or_create(username=BENCH_USER)
+    grant(BENCH_USER, "viewer", all_namespaces=True)  # a reader of everything (docs/design.md, "Access")
+    user = get_user_model().objects.get(username=BENCH_USER)
     try:
         ids = fill(requests, victims)
         client = Client()

@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Count, F, Prefetch, Window
 from django.db.models.functions import RowNumber
 
+from gangweb.access.scope import Scope
 from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PlanSource, PreemptionRequest
 
 LATEST_REQUESTS = 20
@@ -31,14 +32,21 @@ EVICTION_LEGEND = [
 ]
 
 
-def latest_cards(limit: int = LATEST_REQUESTS) -> list[dict[str, Any]]:
-    requests = list(_with_plans(PreemptionRequest.objects.order_by("-created_at", "-id"))[:limit])
+def latest_cards(limit: int = LATEST_REQUESTS, scope: Scope | None = None) -> list[dict[str, Any]]:
+    """The newest requests' cards; with ``scope``, only requests of namespaces it sees."""
+    queryset = PreemptionRequest.objects.order_by("-created_at", "-id")
+    if scope is not None:
+        queryset = scope.filter(queryset)
+    requests = list(_with_plans(queryset)[:limit])
     history = _latest_history([r.pk for r in requests])
     return [_card(r, *history.get(r.pk, ([], 0))) for r in requests]
 
 
-def request_card(request_id: int) -> dict[str, Any] | None:
-    request = _with_plans(PreemptionRequest.objects.filter(pk=request_id)).first()
+def request_card(request_id: int, scope: Scope | None = None) -> dict[str, Any] | None:
+    queryset = PreemptionRequest.objects.filter(pk=request_id)
+    if scope is not None:
+        queryset = scope.filter(queryset)
+    request = _with_plans(queryset).first()
     if request is None:
         return None
     return _card(request, *_latest_history([request.pk]).get(request.pk, ([], 0)))

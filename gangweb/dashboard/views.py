@@ -7,7 +7,9 @@ from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import render
 
+from gangweb.access.scope import scope_for
 from gangweb.dashboard import live, timeline
+from gangweb.dashboard.scoping import cut_state
 
 logger = logging.getLogger(__name__)
 
@@ -20,12 +22,14 @@ def cluster(request: HttpRequest) -> HttpResponse:
     if not _may_look(request):
         return redirect_to_login(request.get_full_path())
     # The first picture comes with the page, so it draws before the websocket is even open.
-    return render(request, "dashboard/cluster.html", {"state": live.cluster_state(), "timeline": _timeline()})
+    scope = scope_for(request)
+    state = cut_state(live.cluster_state(), scope)
+    return render(request, "dashboard/cluster.html", {"state": state, "timeline": _timeline(scope)})
 
 
-def _timeline() -> dict:
+def _timeline(scope) -> dict:
     try:
-        return {"cards": timeline.latest_cards(), "legend": timeline.EVICTION_LEGEND, "note": ""}
+        return {"cards": timeline.latest_cards(scope=scope), "legend": timeline.EVICTION_LEGEND, "note": ""}
     except DatabaseError as exc:  # the picture is still worth showing without the ledger
         logger.warning("cannot read the ledger for the timeline", exc_info=True)
         return {"cards": [], "legend": timeline.EVICTION_LEGEND, "note": f"cannot read the ledger: {exc}"}
@@ -35,14 +39,16 @@ def timeline_list(request: HttpRequest) -> HttpResponse:
     """The latest cards alone, re-fetched by static/dashboard/timeline.js after the websocket reconnects."""
     if not _may_look(request):
         return HttpResponseForbidden("sign in first")
-    return render(request, "dashboard/_timeline_list.html", {"cards": timeline.latest_cards()})
+    return render(
+        request, "dashboard/_timeline_list.html", {"cards": timeline.latest_cards(scope=scope_for(request))}
+    )
 
 
 def timeline_card(request: HttpRequest, request_id: int) -> HttpResponse:
     """One request's timeline card, re-fetched by static/dashboard/timeline.js when an event names it."""
     if not _may_look(request):
         return HttpResponseForbidden("sign in first")
-    card = timeline.request_card(request_id)
+    card = timeline.request_card(request_id, scope=scope_for(request))
     if card is None:
         raise Http404(f"no preemption request {request_id}")
     return render(request, "dashboard/_timeline_request.html", {"card": card})

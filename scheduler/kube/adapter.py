@@ -96,6 +96,11 @@ class KubeCluster:
                 reflector.use_client(self._watch_client)
         return self.api_client
 
+    def rest_client(self) -> client.ApiClient:
+        """The pooled client of this process, for callers with API calls of their own (the access
+        reviews of ``gangweb/access/kube.py``)."""
+        return self._api()
+
     # ----- construction
     @classmethod
     def from_kubeconfig(

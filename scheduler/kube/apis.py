@@ -22,6 +22,7 @@ from .resources import (
     PODS,
     PRIORITY_CLASSES,
     RESOURCE_CLAIMS,
+    ROLE_BINDINGS,
     WORKLOADS,
     Resource,
 )
@@ -52,6 +53,11 @@ _LISTERS: dict[Resource, tuple[type, str, str | None]] = {
         client.ResourceV1Api,
         "list_resource_claim_for_all_namespaces",
         "list_namespaced_resource_claim",
+    ),
+    ROLE_BINDINGS: (
+        client.RbacAuthorizationV1Api,
+        "list_role_binding_for_all_namespaces",
+        "list_namespaced_role_binding",
     ),
 }
 

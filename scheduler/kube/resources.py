@@ -55,6 +55,17 @@ PRIORITY_CLASSES = Resource(
 )
 RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim")
 
+# RBAC: gangweb lists RoleBindings to know which namespaces a Kubernetes identity is bound in
+# (gangweb/access/kube.py); the test server evaluates SubjectAccessReviews against all four.
+_RBAC = "rbac.authorization.k8s.io"
+ROLES = Resource(_RBAC, "v1", "roles", "Role", has_status=False)
+ROLE_BINDINGS = Resource(_RBAC, "v1", "rolebindings", "RoleBinding", has_status=False)
+CLUSTER_ROLES = Resource(_RBAC, "v1", "clusterroles", "ClusterRole", namespaced=False, has_status=False)
+CLUSTER_ROLE_BINDINGS = Resource(
+    _RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False, has_status=False
+)
+RBAC_RESOURCES: tuple[Resource, ...] = (ROLES, ROLE_BINDINGS, CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS)
+
 # The objects that size a gang when its pods do not say (admission.podgroups.owner_to_fetch): workload
 # controllers and other gang schedulers' PodGroups. Read (never listed or watched) by the PodGroup ensurer;
 # served by the test server as plain custom objects (no schema: a real server checks them against a CRD).
@@ -86,6 +97,7 @@ RESOURCES: tuple[Resource, ...] = (
     PDBS,
     PRIORITY_CLASSES,
     RESOURCE_CLAIMS,
+    *RBAC_RESOURCES,
     *OWNER_RESOURCES,  # after PODGROUPS: a bare kind "PodGroup" means scheduling.k8s.io's
 )
 

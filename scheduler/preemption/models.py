@@ -22,17 +22,25 @@ class RequestState(models.TextChoices):
     SUPERSEDED = "superseded", "superseded"
     # observe mode: gangweb's plan is recorded beside kube-scheduler's actions, never executed.
     OBSERVED = "observed", "observed"
+    # approve mode: the plan waits for an operator (scheduler/preemption/actions.py).
+    AWAITING_APPROVAL = "awaiting_approval", "awaiting approval"
+    REJECTED = "rejected", "rejected"
+    EXPIRED = "expired", "expired"
+    CANCELLED = "cancelled", "cancelled"
 
 
 ACTIVE_REQUEST_STATES = (
     RequestState.PENDING,
     RequestState.PLANNING,
     RequestState.PLANNED,
+    RequestState.AWAITING_APPROVAL,
     RequestState.EXECUTING,
 )
 
 REQUEST_TRANSITIONS: dict[str, frozenset[str]] = {
-    RequestState.PENDING: frozenset({RequestState.PLANNING, RequestState.FAILED, RequestState.SUPERSEDED}),
+    RequestState.PENDING: frozenset(
+        {RequestState.PLANNING, RequestState.FAILED, RequestState.SUPERSEDED, RequestState.CANCELLED}
+    ),
     # planning -> pending: a planning worker died and the request goes back to the queue.
     RequestState.PLANNING: frozenset(
         {
@@ -41,6 +49,7 @@ REQUEST_TRANSITIONS: dict[str, frozenset[str]] = {
             RequestState.FAILED,
             RequestState.SUPERSEDED,
             RequestState.PENDING,
+            RequestState.CANCELLED,
         }
     ),
     # planned -> infeasible: the plan breaks a disruption budget and GANGWEB_PDB_POLICY=respect.
@@ -51,6 +60,20 @@ REQUEST_TRANSITIONS: dict[str, frozenset[str]] = {
             RequestState.FAILED,
             RequestState.INFEASIBLE,
             RequestState.SUPERSEDED,
+            RequestState.AWAITING_APPROVAL,
+            RequestState.CANCELLED,
+        }
+    ),
+    # awaiting_approval -> planned: approved (re-checked first), then executed as in enforce mode;
+    # -> superseded: the re-check at approval found the plan stale (a new request re-plans the gang).
+    RequestState.AWAITING_APPROVAL: frozenset(
+        {
+            RequestState.PLANNED,
+            RequestState.REJECTED,
+            RequestState.EXPIRED,
+            RequestState.CANCELLED,
+            RequestState.SUPERSEDED,
+            RequestState.FAILED,
         }
     ),
     RequestState.EXECUTING: frozenset(
@@ -61,12 +84,16 @@ REQUEST_TRANSITIONS: dict[str, frozenset[str]] = {
     RequestState.INFEASIBLE: frozenset(),
     RequestState.SUPERSEDED: frozenset(),
     RequestState.OBSERVED: frozenset(),
+    RequestState.REJECTED: frozenset(),
+    RequestState.EXPIRED: frozenset(),
+    RequestState.CANCELLED: frozenset(),
 }
 
 
 class Mode(models.TextChoices):
     ENFORCE = "enforce", "enforce"
     OBSERVE = "observe", "observe"
+    APPROVE = "approve", "approve"
 
 
 class PreemptionRequest(models.Model):
@@ -76,7 +103,7 @@ class PreemptionRequest(models.Model):
     name = models.CharField(max_length=253)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.ENFORCE)
     policy = models.CharField(max_length=32, default="gangweb")
-    state = models.CharField(max_length=16, choices=RequestState.choices, default=RequestState.PENDING)
+    state = models.CharField(max_length=24, choices=RequestState.choices, default=RequestState.PENDING)
     reason = models.TextField(blank=True, default="")
     # Why the request was opened ("PodGroupInitiallyScheduled=False", "pending for 45s", ...).
     trigger = models.CharField(max_length=200, blank=True, default="")
@@ -85,6 +112,10 @@ class PreemptionRequest(models.Model):
     planned_at = models.DateTimeField(null=True, blank=True)
     execution_started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # approve mode: when an unapproved plan expires, and who approved, rejected or cancelled it, when.
+    approval_deadline = models.DateTimeField(null=True, blank=True)
+    decided_by = models.CharField(max_length=253, blank=True, default="")
+    decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

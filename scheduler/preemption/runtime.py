@@ -59,7 +59,7 @@ OBSERVE = "observe"  # models.Mode.OBSERVE; this module stays importable without
 
 
 def mode_for(namespace: str) -> str:
-    """``enforce`` or ``observe`` for a namespace: GANGWEB_NAMESPACE_MODES, else GANGWEB_MODE.
+    """``enforce``, ``observe`` or ``approve`` for a namespace: GANGWEB_NAMESPACE_MODES, else GANGWEB_MODE.
 
     Detection opens a gang's request in its namespace's mode, observe mode records kube-scheduler's
     victims only for preemptors in observe namespaces, and nothing else reads the two settings."""

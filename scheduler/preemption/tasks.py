@@ -25,6 +25,7 @@ from scheduler.cluster import ClusterError
 from scheduler.engine import SnapshotError
 from scheduler.preemption import detection, fanout, ledger, locks, metrics, observe, planning
 from scheduler.preemption.execution import execute
+from scheduler.preemption.ledger import approvals
 from scheduler.preemption.models import Mode, PreemptionRequest, RequestState
 from scheduler.preemption.runtime import get_cluster, mode_for, observes_any_namespace
 
@@ -34,8 +35,21 @@ logger = logging.getLogger(__name__)
 RECOVERY_EXPIRES = 120
 
 
-def _after_commit(task, *args, **options) -> None:
+def after_commit(task, *args, **options) -> None:
+    """Enqueue ``task`` once the current transaction commits (at once outside one)."""
     transaction.on_commit(lambda: task.apply_async(args=args, **options))
+
+
+def replan(request: PreemptionRequest, trigger: str) -> int | None:
+    """Open a new request for the gang of ``request`` (finished) and plan it; its id, None if one was open."""
+    with transaction.atomic():
+        fresh, created = ledger.open_request(
+            request.namespace, request.name, mode=request.mode, policy=request.policy, trigger=trigger
+        )
+        if not created:
+            return None
+        after_commit(plan_request, fresh.pk)
+        return fresh.pk
 
 
 @shared_task(name="scheduler.detect_unschedulable_gangs", ignore_result=True)
@@ -62,7 +76,7 @@ def detect_unschedulable_gangs() -> dict:
             )
             if created:
                 opened.append(request.pk)
-                _after_commit(plan_request, request.pk)
+                after_commit(plan_request, request.pk)
     observed = (
         observe.record_observations(objects + observe.preemption_events(get_cluster()))
         if observes_any_namespace()
@@ -136,8 +150,12 @@ def after_plan(request_id: int, result: planning.PlanResult, *, planned_by: str)
                 f"every plan found breaks a disruption budget (the best one by {stored.pdb_violations} "
                 "disruptions); GANGWEB_PDB_POLICY=respect executes only plans the budgets allow",
             )
+        elif request.mode == Mode.APPROVE:
+            # approve mode: an operator approves (scheduler/preemption/actions.py), or the plan expires.
+            deadline = timezone.now() + timedelta(seconds=settings.GANGWEB_APPROVAL_TIMEOUT_SECONDS)
+            approvals.await_approval(request_id, deadline)
         else:
-            _after_commit(execute_plan, request_id)
+            after_commit(execute_plan, request_id)
 
 
 @shared_task(name="scheduler.plan_domains")
@@ -190,18 +208,16 @@ def execute_plan(self, request_id: int) -> str:
             return RequestState.FAILED
         raise self.retry(exc=exc, countdown=min(60, 2 ** (self.request.retries + 1))) from exc
     if outcome.replan:
-        request = PreemptionRequest.objects.get(pk=request_id)
-        with transaction.atomic():
-            fresh, created = ledger.open_request(
-                request.namespace,
-                request.name,
-                mode=request.mode,
-                policy=request.policy,
-                trigger=f"re-plan: {outcome.reason}",
-            )
-            if created:
-                _after_commit(plan_request, fresh.pk)
+        replan(PreemptionRequest.objects.get(pk=request_id), f"re-plan: {outcome.reason}")
     return outcome.state
+
+
+@shared_task(name="scheduler.expire_approvals", ignore_result=True)
+def expire_approvals() -> list[int]:
+    """approve mode: plans not approved in time expire (GANGWEB_APPROVAL_TIMEOUT_SECONDS)."""
+    from scheduler.preemption.actions import expire_due
+
+    return expire_due()
 
 
 @shared_task(name="scheduler.recover_requests", ignore_result=True)
@@ -217,8 +233,9 @@ def recover_requests() -> dict:
         else:
             resumed.append(request.pk)
             execute_plan.apply_async(args=[request.pk], expires=RECOVERY_EXPIRES)
+    # approve mode's planned requests are approved ones (a plan waits in awaiting_approval until then).
     for request in PreemptionRequest.objects.filter(
-        state=RequestState.PLANNED, mode=Mode.ENFORCE, updated_at__lt=quiet
+        state=RequestState.PLANNED, mode__in=(Mode.ENFORCE, Mode.APPROVE), updated_at__lt=quiet
     ):
         resumed.append(request.pk)
         execute_plan.apply_async(args=[request.pk], expires=RECOVERY_EXPIRES)

@@ -108,7 +108,8 @@ def test_with_redis_events_from_another_process_reach_the_browser(asgi_server, r
             "shell",
             "-c",
             "from django.contrib.auth.models import User; "
-            "User.objects.create_user('viewer', password='viewer-pw', is_staff=True)",
+            "User.objects.create_user('viewer', password='viewer-pw', is_staff=True); "
+            "from gangweb.access.grants import grant; grant('viewer', 'viewer', all_namespaces=True)",
         ],
     ):
         done = subprocess.run(

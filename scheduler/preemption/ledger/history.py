@@ -21,6 +21,9 @@ TERMINAL_REQUEST_STATES = frozenset(
         RequestState.INFEASIBLE,
         RequestState.SUPERSEDED,
         RequestState.OBSERVED,
+        RequestState.REJECTED,
+        RequestState.EXPIRED,
+        RequestState.CANCELLED,
     }
 )
 
@@ -53,6 +56,8 @@ def request_payload(request: PreemptionRequest) -> dict[str, Any]:
         "mode": request.mode,
         "state": request.state,
         "reason": request.reason,
+        **({"decidedBy": request.decided_by} if request.decided_by else {}),
+        **({"approvalDeadline": request.approval_deadline.isoformat()} if request.approval_deadline else {}),
     }
 
 

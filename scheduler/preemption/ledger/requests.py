@@ -186,7 +186,7 @@ def _finish_side_effects(request: PreemptionRequest) -> None:
         publish("request.failed", payload)
     else:
         publish("request.finished", payload)
-    if request.mode == "enforce":
+    if request.mode in ("enforce", "approve"):
         result = str(request.state)
         transaction.on_commit(lambda: metrics.ATTEMPTS.labels(result=result).inc())
 

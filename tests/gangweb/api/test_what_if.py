@@ -149,4 +149,4 @@ def test_anonymous_callers_are_refused(client, settings, simulation):
     response = client.post(
         "/api/plan/", {"podGroup": waiting_gangs(simulation)[0]}, content_type="application/json"
     )
-    assert response.status_code == 403
+    assert response.status_code == 401

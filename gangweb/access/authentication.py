@@ -1,0 +1,94 @@
+"""DRF authentication: gangweb tokens, Kubernetes tokens, Basic and session (docs/design.md, "Access").
+
+``Authorization: Bearer gwt_...`` is a gangweb token (``manage.py access token``); any other bearer token
+is handed to TokenReview (``gangweb.access.kube``). Settings list them first in
+``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]``: DRF answers 401 with the first class's challenge,
+which offers both schemes, ``Bearer`` and ``Basic``. Session authentication (the dashboard's browser
+calls) comes last and enforces CSRF on unsafe methods.
+"""
+
+from __future__ import annotations
+
+from rest_framework import authentication, exceptions
+
+from gangweb.access import kube, tokens
+
+REALM = "gangweb"
+CHALLENGE = f'Bearer realm="{REALM}", Basic realm="{REALM}"'
+
+
+def bearer_token(request) -> str | None:
+    """The token of an ``Authorization: Bearer`` header, None without one; 401 when malformed."""
+    parts = authentication.get_authorization_header(request).split()
+    if not parts or parts[0].lower() != b"bearer":
+        return None
+    if len(parts) != 2:
+        raise exceptions.AuthenticationFailed("Authorization: Bearer takes exactly one token")
+    try:
+        return parts[1].decode("ascii")
+    except UnicodeDecodeError:
+        raise exceptions.AuthenticationFailed("the bearer token is not ASCII") from None
+
+
+class ReviewsUnavailable(exceptions.APIException):
+    """The Kubernetes API server did not answer a TokenReview: no verdict on the credentials (503)."""
+
+    status_code = 503
+    default_code = "kubernetes_unavailable"
+
+
+class GangwebTokenAuthentication(authentication.BaseAuthentication):
+    """A token printed by ``manage.py access token``: its user, if the token is neither expired nor revoked."""
+
+    def authenticate(self, request):
+        token = bearer_token(request)
+        if token is None or not tokens.is_gangweb_token(token):
+            return None
+        user = tokens.user_for(token)
+        if user is None:
+            raise exceptions.AuthenticationFailed("invalid, expired or revoked gangweb token")
+        return user, token
+
+    def authenticate_header(self, request) -> str:
+        return CHALLENGE
+
+
+class KubernetesTokenAuthentication(authentication.BaseAuthentication):
+    """A Kubernetes bearer token (service account or OIDC), checked with TokenReview; its scope comes
+    from SubjectAccessReviews (``request.user.scope``)."""
+
+    def authenticate(self, request):
+        token = bearer_token(request)
+        if token is None or tokens.is_gangweb_token(token):
+            return None
+        try:
+            identity = kube.review_token(token)
+        except kube.ReviewUnavailable as exc:
+            raise ReviewsUnavailable(f"cannot check the Kubernetes token: {exc}") from exc
+        if identity is None:
+            raise exceptions.AuthenticationFailed(
+                "the Kubernetes API server does not authenticate this token"
+            )
+        return kube.KubernetesUser(identity), identity
+
+    def authenticate_header(self, request) -> str:
+        return CHALLENGE
+
+
+class BasicAuthentication(authentication.BasicAuthentication):
+    www_authenticate_realm = REALM
+
+    def authenticate_header(self, request) -> str:
+        return CHALLENGE
+
+
+class SessionAuthentication(authentication.SessionAuthentication):
+    """The dashboard's own calls: the session cookie, CSRF enforced on unsafe methods (DRF's rule)."""
+
+
+DEFAULT_AUTHENTICATION_CLASSES = [
+    "gangweb.access.authentication.GangwebTokenAuthentication",
+    "gangweb.access.authentication.KubernetesTokenAuthentication",
+    "gangweb.access.authentication.BasicAuthentication",
+    "gangweb.access.authentication.SessionAuthentication",
+]

@@ -1,0 +1,172 @@
+"""Kubernetes identities against the Kubernetes API test server: TokenReview says who, SubjectAccessReview
+(over the server's RBAC objects) what, both cached; "every namespace I may see" at 5,000 namespaces."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.request import Request
+from rest_framework.test import APIRequestFactory
+
+from gangweb.access import kube
+from gangweb.access.authentication import DEFAULT_AUTHENTICATION_CLASSES
+from gangweb.access.scope import scope_for
+from kubetestserver import KubeTestServer
+from scheduler.kube import KubeCluster
+from scheduler.preemption import runtime
+
+pytestmark = pytest.mark.django_db
+
+READ_PODGROUPS = {
+    "apiGroups": ["scheduling.k8s.io"],
+    "resources": ["podgroups"],
+    "verbs": ["get", "list", "watch"],
+}
+EVICT = {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}
+
+
+def cluster_role(name: str, *rules: dict) -> dict:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": list(rules),
+    }
+
+
+def binding(namespace: str | None, role: str, subject: dict, name: str = "") -> dict:
+    kind = "RoleBinding" if namespace else "ClusterRoleBinding"
+    meta = {"name": name or f"{role}-{subject['name']}".replace(":", "-")}
+    if namespace:
+        meta["namespace"] = namespace
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [subject],
+    }
+
+
+def user(name: str) -> dict:
+    return {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": name}
+
+
+@pytest.fixture
+def server(tmp_path, settings):
+    settings.DEMO = False
+    settings.GANGWEB_K8S_REVIEW_TTL_SECONDS = 60
+    kube.clear_caches()
+    with KubeTestServer() as server:
+        server.load(
+            [
+                cluster_role("gangweb-viewer", READ_PODGROUPS),
+                cluster_role("gangweb-operator", READ_PODGROUPS, EVICT),
+            ]
+        )
+        runtime.set_cluster(KubeCluster.from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig")))
+        yield server
+        runtime.reset_cluster()
+        kube.clear_caches()
+
+
+def reviews(server) -> tuple[int, int]:
+    return len(server.requests("/tokenreviews", "POST")), len(
+        server.requests("/subjectaccessreviews", "POST")
+    )
+
+
+def drf_request(token: str) -> Request:
+    from django.utils.module_loading import import_string
+
+    request = APIRequestFactory().get("/api/requests/", HTTP_AUTHORIZATION=f"Bearer {token}")
+    return Request(request, authenticators=[import_string(path)() for path in DEFAULT_AUTHENTICATION_CLASSES])
+
+
+def test_a_service_account_bound_in_one_namespace_views_there_and_nowhere_else(server, client):
+    server.add_token("sa-token", "system:serviceaccount:team-a:ci", groups=["system:serviceaccounts"])
+    server.load(
+        [
+            binding(
+                "team-a", "gangweb-viewer", {"kind": "ServiceAccount", "name": "ci", "namespace": "team-a"}
+            ),
+            binding("team-b", "gangweb-operator", user("someone-else")),
+        ]
+    )
+    scope = scope_for(drf_request("sa-token"))
+    assert scope.user == "system:serviceaccount:team-a:ci" and not scope.all_namespaces
+    assert scope.namespaces() == {"team-a"}
+    assert scope.role_in("team-a") == "viewer" and not scope.may("approve", "team-a")
+    assert not scope.sees("team-b")
+    response = client.get("/api/requests/", HTTP_AUTHORIZATION="Bearer sa-token")
+    assert response.status_code == 200
+
+
+def test_eviction_rights_make_an_operator_and_a_cluster_binding_sees_everywhere(server):
+    server.add_token("op", "olga", groups=["ml-platform"])
+    server.add_token("admin", "root", groups=["platform-admins"])
+    server.load(
+        [
+            binding("team-a", "gangweb-operator", {"kind": "Group", "name": "ml-platform"}),
+            binding(None, "gangweb-operator", {"kind": "Group", "name": "platform-admins"}),
+        ]
+    )
+    operator = scope_for(drf_request("op"))
+    assert operator.role_in("team-a") == "operator" and operator.may("cancel", "team-a")
+    before = reviews(server)
+    everywhere = scope_for(drf_request("admin"))
+    assert (
+        everywhere.all_namespaces and everywhere.namespaces() is None and everywhere.may("approve", "team-z")
+    )
+    # One TokenReview and the cluster-wide pair of SubjectAccessReviews, whatever the namespace count.
+    assert reviews(server) == (before[0] + 1, before[1] + 2)
+
+
+def test_unknown_tokens_are_401_with_both_challenges(server, client):
+    response = client.get("/api/requests/", HTTP_AUTHORIZATION="Bearer not-a-known-token")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == 'Bearer realm="gangweb", Basic realm="gangweb"'
+
+
+def test_a_second_request_within_the_ttl_makes_no_review(server, client, settings):
+    server.add_token("sa-token", "system:serviceaccount:team-a:ci")
+    server.load(
+        [
+            binding(
+                "team-a", "gangweb-operator", {"kind": "ServiceAccount", "name": "ci", "namespace": "team-a"}
+            )
+        ]
+    )
+    first = scope_for(drf_request("sa-token"))
+    assert first.role_in("team-a") == "operator" and first.namespaces() == {"team-a"}
+    after_first = reviews(server)
+    assert after_first[0] == 1 and after_first[1] >= 3  # cluster-wide (denied), team-a's two
+    second = scope_for(drf_request("sa-token"))
+    assert second.role_in("team-a") == "operator" and second.namespaces() == {"team-a"}
+    assert reviews(server) == after_first
+    assert client.get("/api/requests/", HTTP_AUTHORIZATION="Bearer sa-token").status_code == 200
+    assert reviews(server) == after_first
+
+    settings.GANGWEB_K8S_REVIEW_TTL_SECONDS = 0  # answers expire at once: each request reviews again
+    kube.clear_caches()
+    scope_for(drf_request("sa-token")).role_in("team-a")
+    scope_for(drf_request("sa-token")).role_in("team-a")
+    assert reviews(server)[0] == after_first[0] + 2
+
+
+def test_every_namespace_i_may_see_costs_no_review_per_namespace_at_5000_namespaces(server):
+    server.add_token("t", "tess", groups=["team-7"])
+    others = [binding(f"ns-{i:04d}", "gangweb-viewer", user(f"owner-{i}")) for i in range(5000)]
+    mine = [
+        binding("ns-0042", "gangweb-viewer", user("tess"), name="tess-view"),
+        binding("ns-4711", "gangweb-operator", {"kind": "Group", "name": "team-7"}, name="team-7-operate"),
+    ]
+    server.load(others + mine)
+    scope = scope_for(drf_request("t"))
+    assert scope.namespaces() == {"ns-0042", "ns-4711"}
+    assert scope.role_in("ns-4711") == "operator" and scope.role_in("ns-0042") == "viewer"
+    token_reviews, access_reviews = reviews(server)
+    # 1 cluster-wide review (denied: no eviction check), then at most 2 per candidate namespace.
+    assert token_reviews == 1 and access_reviews <= 1 + 2 * 2, access_reviews
+    # A namespace asked about directly is reviewed on its own (access a non-RBAC authorizer might give).
+    assert not scope.sees("ns-0001")
+    assert reviews(server)[1] == access_reviews + 1

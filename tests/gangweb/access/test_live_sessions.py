@@ -1,0 +1,227 @@
+"""Sessions that end everywhere, through a real ASGI server (daphne), Redis and a real websocket client:
+an open socket closes within seconds of signing out or of a role change, and carries only what its
+reader may see."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+import websockets
+from channels_redis.core import RedisChannelLayer
+
+from gangweb.events import DASHBOARD_GROUP, MESSAGE_TYPE
+from tests.conftest import ROOT
+from tests.gangweb.conftest import EMBEDDED_DEFAULTS
+
+pytestmark = pytest.mark.timeout(180)
+
+CLOSE_WITHIN = 10.0  # seconds; the push takes well under one on an idle machine
+
+
+def manage(env: dict, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.fixture
+def server(asgi_server, broker, tmp_path):
+    """A server that is no demo (Redis), with vera: viewer in team-a, password set."""
+
+    def start(**extra: str) -> tuple[str, dict]:
+        env = {
+            **EMBEDDED_DEFAULTS,
+            "GANGWEB_DEMO": "",
+            "REDIS_URL": broker,
+            "SESSION_COOKIE_SECURE": "0",
+            "GANGWEB_SIM_NODES": "8",
+            "GANGWEB_SIM_TICK_SECONDS": "1",
+            "GANGWEB_SESSION_RECHECK_SECONDS": "600",  # the push, not the backstop, must close the socket
+            **extra,
+        }
+        run_env = {**os.environ, "GANGWEB_VAR_DIR": str(tmp_path), **env}
+        manage(run_env, "migrate", "--verbosity", "0")
+        manage(run_env, "access", "grant", "vera", "--role", "viewer", "--namespaces", "team-a")
+        manage(
+            run_env,
+            "shell",
+            "-c",
+            "from django.contrib.auth.models import User; u = User.objects.get(username='vera'); "
+            "u.set_password('vera-password-1'); u.save()",
+        )
+        return asgi_server(env=env), run_env
+
+    return start
+
+
+class Browser:
+    """A signed-in browser: its cookies, and the CSRF token its last page carried."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.http = httpx.Client(base_url=f"http://{address}", timeout=30)
+
+    def csrf(self, path: str) -> str:
+        page = self.http.get(path)
+        return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+
+    def sign_in(self, username: str, password: str) -> None:
+        token = self.csrf("/login/")
+        answer = self.http.post(
+            "/login/",
+            data={"csrfmiddlewaretoken": token, "username": username, "password": password, "next": "/"},
+        )
+        assert answer.status_code == 302 and answer.headers["location"] == "/", answer.text[-1500:]
+
+    def sign_out(self) -> None:
+        answer = self.http.post("/logout/", data={"csrfmiddlewaretoken": self.csrf("/")})
+        assert answer.status_code == 302 and answer.headers["location"] == "/login/"
+
+    def cookie(self) -> str:
+        return "; ".join(f"{name}={value}" for name, value in self.http.cookies.items())
+
+    def socket(self):
+        return websockets.connect(
+            f"ws://{self.address}/ws/cluster/",
+            origin=f"http://{self.address}",
+            additional_headers={"Cookie": self.cookie()},
+        )
+
+
+async def first_message(ws) -> dict:
+    return json.loads(await asyncio.wait_for(ws.recv(), 20))
+
+
+async def close_code(ws, timeout: float) -> int | None:
+    """Read (and drop) messages until the server closes the socket; its close code (None: still open)."""
+    deadline = time.monotonic() + timeout
+    try:
+        while (remaining := deadline - time.monotonic()) > 0:
+            await asyncio.wait_for(ws.recv(), remaining)
+    except websockets.exceptions.ConnectionClosed as closed:
+        return closed.rcvd.code if closed.rcvd else None
+    except TimeoutError:
+        return None
+    return None
+
+
+def test_signing_out_closes_the_open_tab_within_seconds(server):
+    address, _ = server()
+    browser = Browser(address)
+    browser.sign_in("vera", "vera-password-1")
+
+    async def scenario():
+        async with browser.socket() as ws:
+            assert (await first_message(ws))["event"] == "cluster.state"
+            await asyncio.to_thread(browser.sign_out)
+            signed_out = time.monotonic()
+            code = await close_code(ws, CLOSE_WITHIN)
+            return code, time.monotonic() - signed_out
+
+    code, took = asyncio.run(scenario())
+    assert code == 4401, f"the socket was not closed as signed out within {CLOSE_WITHIN}s (code {code})"
+    assert took < CLOSE_WITHIN
+
+    async def reconnect():
+        async with browser.socket():
+            pass
+
+    with pytest.raises(websockets.exceptions.InvalidStatus, match="403"):
+        asyncio.run(reconnect())  # the old cookie opens nothing any more
+
+
+def test_a_role_change_closes_the_socket_and_the_reconnect_has_the_new_scope(server, broker):
+    address, run_env = server()
+    browser = Browser(address)
+    browser.sign_in("vera", "vera-password-1")
+
+    async def scenario():
+        async with browser.socket() as ws:
+            await first_message(ws)
+            await asyncio.to_thread(
+                manage,
+                run_env,
+                "access",
+                "grant",
+                "vera",
+                "--role",
+                "operator",
+                "--namespaces",
+                "team-a,team-b",
+            )
+            changed = time.monotonic()
+            return await close_code(ws, CLOSE_WITHIN), time.monotonic() - changed
+
+    code, took = asyncio.run(scenario())
+    assert code == 4403 and took < CLOSE_WITHIN, (code, took)
+
+    async def scoped_stream():
+        layer = RedisChannelLayer(hosts=[broker])
+        try:
+            async with browser.socket() as ws:
+                await first_message(ws)
+                marker = f"m-{time.time_ns()}"
+                for podgroup in ("team-c/hidden", "team-b/shown", "team-a/shown"):
+                    payload = {"podGroup": podgroup, "reason": marker}
+                    await layer.group_send(
+                        DASHBOARD_GROUP,
+                        {
+                            "type": MESSAGE_TYPE,
+                            "event": "request.opened",
+                            "at": time.time(),
+                            "payload": payload,
+                        },
+                    )
+                await layer.group_send(
+                    DASHBOARD_GROUP,
+                    {
+                        "type": MESSAGE_TYPE,
+                        "event": "plan.created",
+                        "at": time.time(),
+                        "payload": {"reason": marker},
+                    },
+                )
+                seen: list[str] = []
+                deadline = time.monotonic() + 15
+                while len(seen) < 2 and time.monotonic() < deadline:
+                    message = json.loads(await asyncio.wait_for(ws.recv(), 15))
+                    if message["payload"].get("reason") == marker:
+                        seen.append(message["payload"].get("podGroup", "(no namespace)"))
+                # anything else for the marker would have come in the same order, before team-a's
+                return seen
+        finally:
+            await layer.close_pools()
+
+    # team-c is not hers, and an event naming no namespace is a cluster aggregate: neither arrives.
+    assert asyncio.run(scoped_stream()) == ["team-b/shown", "team-a/shown"]
+
+
+def test_a_session_ended_without_a_message_is_caught_by_the_periodic_recheck(server):
+    address, run_env = server(GANGWEB_SESSION_RECHECK_SECONDS="1")
+    browser = Browser(address)
+    browser.sign_in("vera", "vera-password-1")
+
+    async def scenario():
+        async with browser.socket() as ws:
+            await first_message(ws)
+            # Sessions deleted behind the server's back (no sign-out, no message): only the re-check sees it.
+            await asyncio.to_thread(
+                manage,
+                run_env,
+                "shell",
+                "-c",
+                "from django.contrib.sessions.models import Session; Session.objects.all().delete()",
+            )
+            return await close_code(ws, CLOSE_WITHIN)
+
+    assert asyncio.run(scenario()) == 4401
