@@ -4,8 +4,9 @@ in the rendered deploy/ must allow every call and grant nothing else (but the PE
 
 Scenarios per process (ServiceAccount gangweb-<process>):
 - webhook: the PodGroup list + watch `webhook serve` runs (admission.runtime.podgroup_watch);
-- web: the dashboard's cluster picture (gangweb.dashboard.live.cluster_state) and the what-if plan
-  (POST /api/plan/), through the Cluster that scheduler.preemption.runtime builds from the environment;
+- web: the dashboard's cluster picture (gangweb.dashboard.live.cluster_state), the what-if plan
+  (POST /api/plan/), through the Cluster that scheduler.preemption.runtime builds from the environment, and
+  an API request with a Kubernetes token (TokenReview, RoleBindings, SubjectAccessReview);
 - worker: detection in enforce and observe mode (kube-scheduler's Preempted events), planning, the executor
   (evictions with their dry runs, DisruptionTarget marks, events, the PodGroup condition; a unit finished by
   deletion when its budget was spent mid-plan; GANGWEB_PDB_POLICY=delete), and the PodGroup ensurer over every
@@ -29,6 +30,8 @@ from admission.runtime import podgroup_watch
 from admission.sources import SOURCES
 from admission.state import PodGroupCache
 from admission.tasks import ensure_podgroups
+from gangweb.access import kube
+from gangweb.access.scope import scope_for
 from kubetestserver import KubeTestServer
 from kubetestserver.httpapi import parse_route
 from scheduler.preemption import execution as execution_module
@@ -40,6 +43,7 @@ from scheduler.preemption.tasks import detect_unschedulable_gangs
 from tests.admission.ensurer.test_end_to_end import GANG_FIXTURES, create_owner, through_the_webhook
 from tests.admission.support import EXPECTED, load_owner, load_pod
 from tests.deploy.rendering import PROCESSES, base_objects, granted, rules_of
+from tests.gangweb.access.test_kubernetes import READ_PODGROUPS, binding, cluster_role, drf_request
 from tests.scheduler.preemption.builders import small_cluster
 from tests.scheduler.preemption.test_budgets import FAST, budgeted_cluster, plan_for
 from tests.scheduler.preemption.test_observe_kube import kube_scheduler_preempted
@@ -59,16 +63,7 @@ DRA_READS = {
 # line here is exercised already (the table must say what is really pending).
 PENDING: dict[str, dict[Call, str]] = {
     "web": {
-        ("authentication.k8s.io", "tokenreviews", "create"): "access work: a bearer token's TokenReview",
-        (
-            "authorization.k8s.io",
-            "subjectaccessreviews",
-            "create",
-        ): "access work: a user's SubjectAccessReview",
-        **{
-            call: "DRA work: ResourceSlices, DeviceClasses, claims and templates, read-only"
-            for call in DRA_READS
-        },
+        call: "DRA work: ResourceSlices, DeviceClasses, claims and templates, read-only" for call in DRA_READS
     },
     "worker": {
         call: "DRA work: ResourceSlices, DeviceClasses, claims and templates, read-only" for call in DRA_READS
@@ -78,7 +73,20 @@ PENDING: dict[str, dict[Call, str]] = {
 }
 
 
+# The review APIs are create-only virtual resources, not stored objects (kubetestserver/reviews.py).
+REVIEWS = {
+    "/apis/authentication.k8s.io/v1/tokenreviews": ("authentication.k8s.io", "tokenreviews", "create"),
+    "/apis/authorization.k8s.io/v1/subjectaccessreviews": (
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        "create",
+    ),
+}
+
+
 def needed_permission(request: dict) -> Call:
+    if request["method"] == "POST" and request["path"] in REVIEWS:
+        return REVIEWS[request["path"]]
     route = parse_route(request["path"])
     assert route is not None, request
     resource = route.resource.plural + (f"/{route.subresource}" if route.subresource else "")
@@ -143,6 +151,24 @@ def web_calls(environment) -> set[Call]:
         browser.force_login(User.objects.create_user("platform", password="x"))
         answer = browser.post("/api/plan/", {"podGroup": "team-a/train"}, content_type="application/json")
         assert answer.status_code == 200, answer.content
+        # A platform tool with a Kubernetes token (gangweb/access/kube.py): TokenReview, the RoleBindings that
+        # name it, SubjectAccessReviews.
+        kube.clear_caches()
+        server.add_token("ci-token", "system:serviceaccount:team-a:ci", groups=["system:serviceaccounts"])
+        server.load(
+            [
+                cluster_role("gangweb-viewer", READ_PODGROUPS),
+                binding(
+                    "team-a",
+                    "gangweb-viewer",
+                    {"kind": "ServiceAccount", "name": "ci", "namespace": "team-a"},
+                ),
+            ]
+        )
+        answer = Client().get("/api/requests/", HTTP_AUTHORIZATION="Bearer ci-token")
+        assert answer.status_code == 200, answer.content
+        assert scope_for(drf_request("ci-token")).namespaces() == {"team-a"}  # what a list is cut to
+        kube.clear_caches()
         return calls(server)
 
 
