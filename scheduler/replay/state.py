@@ -8,6 +8,7 @@ The records duck-type what the simulated cluster's binder reads (``scheduler/sim
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 
 from scheduler.replay.workload import JobSpec, Node
@@ -128,6 +129,9 @@ class Capacity:
     """Free-GPU histograms (cluster-wide and per rack) and GPUs held per priority: quick necessary checks."""
 
     def __init__(self, nodes: list[ReplayNode]) -> None:
+        self.index = {n.name: i for i, n in enumerate(nodes)}
+        # open[g]: indices (name order) of the nodes with at least g free GPUs
+        self.open = {g: [i for i, n in enumerate(nodes) if n.free_gpus >= g] for g in range(1, MAX_GPUS + 1)}
         self.cluster = [0] * (MAX_GPUS + 1)
         self.racks: dict[str, list[int]] = {}
         self.held_by_priority: dict[int, int] = {}
@@ -143,6 +147,13 @@ class Capacity:
             hist[min(before, MAX_GPUS)] -= 1
             hist[min(after, MAX_GPUS)] += 1
         self.free_gpus += after - before
+        i = self.index[node.name]
+        for g in range(min(before, after) + 1, min(max(before, after), MAX_GPUS) + 1):
+            row = self.open[g]
+            if after >= g:
+                insort(row, i)
+            else:
+                del row[bisect_left(row, i)]
 
     def hold(self, priority: int, gpus: int) -> None:
         self.held_by_priority[priority] = self.held_by_priority.get(priority, 0) + gpus

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import groupby, pairwise
 
 from scheduler.replay.trace import Trace, TraceNode, TracePod
 
@@ -133,7 +133,7 @@ def _background(
     weight = [p.gpus * min(p.duration, horizon) for p in usable]
     mean_gpu_seconds = sum(weight) / len(usable)
     rate = target_gpus / mean_gpu_seconds  # arrivals per second (Little's law)
-    gaps = [b.created - a.created for a, b in zip(usable, usable[1:])]
+    gaps = [b.created - a.created for a, b in pairwise(usable)]
     mean_gap = (sum(gaps) / len(gaps)) if gaps and sum(gaps) > 0 else 1.0
     scale = 1.0 / (rate * mean_gap)
     jobs: list[JobSpec] = []
