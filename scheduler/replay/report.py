@@ -116,6 +116,10 @@ def policy_report(t: Tally) -> dict:
         "brokenGangRestarts": t.restarts,
         "evictionsAtOrAbovePreemptorPriority": t.evicted_not_lower,
         "utilisation": round(t.busy_gpu_seconds / capacity, 4) if capacity else 0.0,
+        # Utilisation less the work later thrown away: the share of GPU time that made lasting progress.
+        "goodput": round((t.busy_gpu_seconds - lost["gang"] - lost["background"]) / capacity, 4)
+        if capacity
+        else 0.0,
         "allocation": round(t.held_gpu_seconds / capacity, 4) if capacity else 0.0,
         "waitSecondsP50ByTier": {tier: _pct(t.waits.get(tier, []), 50) for tier in TIER_NAMES},
         "waitSecondsP95ByTier": {tier: _pct(t.waits.get(tier, []), 95) for tier in TIER_NAMES},
@@ -154,7 +158,7 @@ def format_table(report: dict) -> str:
         f"{report['workload']['backgroundPodsSubmitted']:,} trace pods; {report['elapsedSeconds']:g} s on {report['cpus']} CPU(s)"
     )
     waits = " ".join(f"{'wait ' + t[:4] + ' p50/p95 s':>20}" for t in TIER_NAMES)
-    columns = f"{'policy':8} {'broken':>6} {'idle GPU-h':>10} {'lost GPU-h':>10} {'evictions':>9} {'util':>6} {waits} {'plan p50/p99 ms':>16}"
+    columns = f"{'policy':8} {'broken':>6} {'idle GPU-h':>10} {'lost GPU-h':>10} {'evictions':>9} {'util':>6} {'goodput':>7} {waits} {'plan p50/p99 ms':>16}"
     lines = [head, "", columns]
     for name, p in report["policies"].items():
         tiers = " ".join(
@@ -164,6 +168,6 @@ def format_table(report: dict) -> str:
         latency = f"{_fmt(p['planLatencyMsP50'], 1)} / {_fmt(p['planLatencyMsP99'], 1)}"
         lines.append(
             f"{name:8} {p['brokenGangs']:>6} {_fmt(p['idleGpuHoursInBrokenGangs'], 1):>10} {_fmt(p['gpuHoursLost'], 1):>10} "
-            f"{p['evictions']:>9} {p['utilisation'] * 100:>5.1f}% {tiers} {latency:>16}"
+            f"{p['evictions']:>9} {p['utilisation'] * 100:>5.1f}% {p['goodput'] * 100:>6.1f}% {tiers} {latency:>16}"
         )
     return "\n".join(lines)
