@@ -197,6 +197,10 @@ class _Room:
                 per_rack[n.rack] = per_rack.get(n.rack, 0) + n.gpus // g
             self.rack[g] = max(per_rack.values(), default=0)
 
+    def holds_a_gang(self) -> bool:
+        """Whether some gang shape fits (a handful of small nodes may hold none: then no gang is drawn)."""
+        return any(s * g <= self.cap and self.slots[g] >= 2 * s for s, _ in SIZES for g, _ in POD_GPUS)
+
 
 def _draw_gang(rng: random.Random, room: _Room) -> tuple:
     while True:
@@ -216,6 +220,8 @@ def _gangs(cluster: list[Node], horizon: float, target_gpus: float, rng: random.
     if target_gpus <= 0:
         return []
     room = _Room(cluster)
+    if not room.holds_a_gang():
+        return []
     sample = random.Random(rng.random())
     drawn = [_draw_gang(sample, room) for _ in range(2000)]
     mean = sum(d[0] * d[1] * min(d[4], horizon) for d in drawn) / len(drawn)

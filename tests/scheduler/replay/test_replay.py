@@ -8,7 +8,9 @@ import pytest
 
 from scheduler.replay.report import ReplayConfig, policy_report, run_replay, without_timing
 from scheduler.replay.sim import BROKEN_RESTART_SECONDS, CYCLE_SECONDS, Replay
+from scheduler.replay.trace import default_trace_dir
 from scheduler.replay.workload import JobSpec, Node, Workload
+from tests.conftest import ROOT
 from tests.scheduler.replay.conftest import FIXTURE
 
 CHECKPOINT = 600.0
@@ -134,3 +136,34 @@ def test_policies_keep_their_promises_on_seeded_replays(seeded_reports):
         assert none["evictions"] == 0 and none["gpuHoursLost"] == 0.0 and none["brokenGangs"] == 0
         preempted += policies["gangweb"]["evictions"]
     assert preempted > 0  # the replays did exercise preemption
+
+
+@pytest.mark.slow
+def test_on_forty_nodes_of_the_real_trace_legacy_breaks_gangs_and_atomic_policies_do_not():
+    """Tens of nodes of Alibaba's trace, where it lies beside the repository (outside it: never copied in)."""
+    trace = default_trace_dir(ROOT)
+    if not (trace / "openb_pod_list_default.csv").is_file():
+        pytest.skip(f"the real trace is not at {trace}")
+    report = run_replay(ReplayConfig(trace=trace, hours=6, nodes=40, seed=3, gang_load=0.7)).report
+    policies = report["policies"]
+    assert report["nodes"] == 40
+    assert policies["legacy"]["brokenGangsByMode"]["all"] > 0
+    assert policies["legacy"]["idleGpuHoursInBrokenGangs"] > 0
+    for name in ("gangweb", "kep5710"):
+        assert policies[name]["brokenGangsByMode"]["all"] == 0
+        assert policies[name]["evictions"] > 0
+    for figures in policies.values():
+        assert figures["evictionsAtOrAbovePreemptorPriority"] == 0
+    assert policies["none"]["evictions"] == 0
+    # gangweb throws away less work than the beta algorithm on the same arrivals.
+    assert policies["gangweb"]["gpuHoursLost"] < policies["kep5710"]["gpuHoursLost"]
+
+
+def test_a_cluster_too_small_for_any_gang_replays_its_trace_pods_alone(trace_dir):
+    (trace_dir / "openb_node_list_gpu_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nsmall,64000,262144,1,P100\n"
+    )
+    report = run_replay(ReplayConfig(trace=trace_dir, hours=6, seed=1)).report
+    assert report["gpus"] == 1 and report["workload"]["gangsSubmitted"] == 0
+    assert report["workload"]["backgroundPodsSubmitted"] > 0
+    assert all(figures["evictions"] == 0 for figures in report["policies"].values())
