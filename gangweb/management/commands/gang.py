@@ -29,7 +29,7 @@ class _OneLineParser(CommandParser):
 
 
 class Command(BaseCommand):
-    help = "Plan atomic preemption for a PodGroup from a snapshot file (`gang bench`: alias of `manage.py bench engine`)."
+    help = "Plan atomic preemption for a PodGroup from a snapshot file; replay a GPU cluster trace under each policy (`gang bench`: alias of `manage.py bench engine`)."
     requires_system_checks: list = []
     requires_migrations_checks = False
 
