@@ -208,6 +208,8 @@ CELERY_TASK_TRACK_STARTED = True
 GANGWEB_CLUSTER = os.environ.get("GANGWEB_CLUSTER", "kube" if (KUBECONFIG or IN_CLUSTER) else "simulated")
 if GANGWEB_CLUSTER not in ("simulated", "kube"):
     raise ImproperlyConfigured(f"GANGWEB_CLUSTER must be 'simulated' or 'kube', got {GANGWEB_CLUSTER!r}")
+# Where the dashboard's replay page (/replay/) finds the latest `gang replay --plots DIR` run.
+GANGWEB_REPLAY_DIR = Path(os.environ.get("GANGWEB_REPLAY_DIR", VAR_DIR / "replay"))
 GANGWEB_SIM_NODES = env_int("GANGWEB_SIM_NODES", 64)
 GANGWEB_SIM_SEED = env_int("GANGWEB_SIM_SEED", 7)
 try:

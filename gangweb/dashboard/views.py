@@ -4,11 +4,11 @@ import logging
 
 from django.contrib.auth.views import redirect_to_login
 from django.db import DatabaseError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import render
 
 from gangweb.access.scope import scope_for
-from gangweb.dashboard import live, timeline
+from gangweb.dashboard import live, replay, timeline
 from gangweb.dashboard.scoping import cut_state
 
 logger = logging.getLogger(__name__)
@@ -52,3 +52,22 @@ def timeline_card(request: HttpRequest, request_id: int) -> HttpResponse:
     if card is None:
         raise Http404(f"no preemption request {request_id}")
     return render(request, "dashboard/_timeline_request.html", {"card": card})
+
+
+def replay_page(request: HttpRequest) -> HttpResponse:
+    """The latest trace replay (``gang replay --plots $GANGWEB_REPLAY_DIR``): its table and plots.
+
+    A simulation of a synthetic workload on the trace's cluster: no tenant's objects, so every reader sees it.
+    """
+    if not _may_look(request):
+        return redirect_to_login(request.get_full_path())
+    return render(request, "dashboard/replay.html", replay.latest())
+
+
+def replay_plot(request: HttpRequest, name: str) -> HttpResponse:
+    if not _may_look(request):
+        return HttpResponseForbidden("sign in first")
+    path = replay.plot_path(name)
+    if path is None:
+        raise Http404(f"no replay plot {name}")
+    return FileResponse(path.open("rb"), content_type="image/png")

@@ -3,6 +3,10 @@
 It never preempts: a gang that does not fit stays pending, which is exactly the situation gangweb's
 engine is there to resolve. A gang binds all-or-nothing: either enough pending pods find GPUs at once
 to bring the gang to ``minCount`` (the rest join as they fit), or none is bound.
+
+GPUs are the only resource counted, unless the gang has ``pod_requests`` and the nodes
+``free_resources``: equal-length tuples (GPUs first), compared resource by resource. The trace replay
+(``scheduler/replay/``) binds its CPU- and memory-carrying pods that way; the demo's records do not.
 """
 
 from __future__ import annotations
@@ -26,20 +30,34 @@ def first_fit(
         if pinned:
             racks = [r for r in racks if r in pinned]
         for rack in racks:
-            placement = _fill([n for n in candidates if n.rack == rack], pending, gang.pod_gpus, needed)
+            placement = _fill([n for n in candidates if n.rack == rack], pending, _demand(gang), needed)
             if placement is not None:
                 return placement
         return None
-    return _fill(candidates, pending, gang.pod_gpus, needed)
+    return _fill(candidates, pending, _demand(gang), needed)
 
 
-def _fill(nodes: list[SimNode], pending: list[SimPod], pod_gpus: int, needed: int) -> dict[str, str] | None:
-    free = {n.name: n.free_gpus for n in nodes}
+def _demand(gang: SimGang) -> tuple[int, ...]:
+    return getattr(gang, "pod_requests", None) or (gang.pod_gpus,)
+
+
+def _free(node: SimNode, width: int) -> list[int]:
+    free = getattr(node, "free_resources", None)
+    return list(free) if free is not None and width > 1 else [node.free_gpus]
+
+
+def _fill(
+    nodes: list[SimNode], pending: list[SimPod], demand: tuple[int, ...], needed: int
+) -> dict[str, str] | None:
+    free: dict[str, list[int]] = {}  # filled as nodes are visited
     placement: dict[str, str] = {}
     for pod in pending:
         for node in nodes:
-            if free[node.name] >= pod_gpus:
-                free[node.name] -= pod_gpus
+            room = free.get(node.name)
+            if room is None:
+                room = free[node.name] = _free(node, len(demand))
+            if all(have >= want for have, want in zip(room, demand)):
+                free[node.name] = [have - want for have, want in zip(room, demand)]
                 placement[pod.key] = node.name
                 break
     if len(placement) < needed or not placement:

@@ -1,4 +1,4 @@
-"""``manage.py gang plan``: the engine from the command line.
+"""``manage.py gang plan``: the engine from the command line; ``manage.py gang replay``: the trace replay.
 
 ``manage.py gang bench`` is a deprecated alias of ``manage.py bench engine`` (``scheduler/bench/engine.py``).
 
@@ -17,6 +17,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from scheduler.engine import POLICIES, SnapshotError, load_snapshot, plan
 from scheduler.engine.policies import DEFAULT_POLICY
 
+from ._replay import replay_arguments, run_replay_command
+
 
 class _OneLineParser(CommandParser):
     """Argument errors as one line (``gang: error: ...``) and exit 2, as the contract asks."""
@@ -27,7 +29,7 @@ class _OneLineParser(CommandParser):
 
 
 class Command(BaseCommand):
-    help = "Plan atomic preemption for a PodGroup from a snapshot file (`gang bench`: alias of `manage.py bench engine`)."
+    help = "Plan atomic preemption for a PodGroup from a snapshot file; replay a GPU cluster trace under each policy (`gang bench`: alias of `manage.py bench engine`)."
     requires_system_checks: list = []
     requires_migrations_checks = False
 
@@ -38,7 +40,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         subcommands = parser.add_subparsers(
-            dest="action", required=True, parser_class=_OneLineParser, metavar="{plan,bench}"
+            dest="action", required=True, parser_class=_OneLineParser, metavar="{plan,replay,bench}"
         )
         planning = subcommands.add_parser(
             "plan", help="print the preemption plan for a PodGroup as JSON", called_from_command_line=True
@@ -57,6 +59,13 @@ class Command(BaseCommand):
             action="store_true",
             help="let an unexpected error end with its traceback instead of one line",
         )
+        replay_arguments(
+            subcommands.add_parser(
+                "replay",
+                help="replay a real GPU cluster trace under each preemption policy (docs/replay.md)",
+                called_from_command_line=True,
+            )
+        )
         # Only listed here: `gang bench ...` is caught in run_from_argv and runs as `bench engine ...`.
         subcommands.add_parser(
             "bench",
@@ -73,6 +82,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if options["action"] == "bench":  # `gang bench` without its own options, reached past run_from_argv
             return _run_bench_engine([sys.argv[0], "gang", "bench"])
+        if options["action"] == "replay":
+            return run_replay_command(options, self.stdout, self._fail)
         return self._plan(options)
 
     def _plan(self, options) -> None:
