@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler import podstate
 from scheduler.cluster import KubeObject, object_key
 from scheduler.engine import parse_snapshot
 from scheduler.engine import plan as engine_plan
@@ -30,19 +31,7 @@ class Verdict:
 
 def pending_pods(objects: Iterable[KubeObject], namespace: str, podgroup: str) -> list[KubeObject]:
     """Pods of the group without a node that are not terminating or finished."""
-    found = []
-    for obj in objects:
-        if obj.get("kind") != "Pod":
-            continue
-        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-        if meta.get("namespace") != namespace or meta.get("deletionTimestamp"):
-            continue
-        if (spec.get("schedulingGroup") or {}).get("podGroupName") != podgroup:
-            continue
-        if spec.get("nodeName") or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        found.append(obj)
-    return found
+    return podstate.pending_of(objects, namespace, podgroup)
 
 
 def as_if_evicted(objects: list[KubeObject], victim_keys: set[str]) -> list[KubeObject]:
