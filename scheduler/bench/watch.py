@@ -155,12 +155,11 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
     server = TestServerProcess(tmp / f"kubeconfig-{nodes}", load=snapshot_file, bookmark_interval=5.0)
     server.start(timeout=900)
     log_path = tmp / f"worker-{nodes}.log"
-    env = {
-        **os.environ,
+    env = {  # gangweb's defaults (enforce mode everywhere), whatever this shell sets
+        **{k: v for k, v in os.environ.items() if not k.startswith("GANGWEB_")},
         "KUBECONFIG": str(server.kubeconfig),
         "GANGWEB_CLUSTER": "kube",
         "GANGWEB_WATCH": "1",
-        "GANGWEB_MODE": "enforce",
         "GANGWEB_PENDING_GRACE_SECONDS": str(10**9),  # the synthetic pods were created long ago
         "GANGWEB_REQUEST_COOLDOWN_SECONDS": "0",
         "GANGWEB_RESERVATION_SECONDS": "0",
