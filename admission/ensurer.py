@@ -25,6 +25,7 @@ from admission.podgroups import API_VERSION as PODGROUP_API_VERSION
 from admission.podgroups import owner_to_fetch, podgroup_for_pod
 from admission.podview import readable_pod
 from admission.policy import AdmissionPolicy
+from scheduler import podstate
 from scheduler.cluster import Cluster, ClusterError, KubeObject
 
 CREATED = "created"
@@ -48,13 +49,6 @@ class Ensured:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-
-def _pod_is_live(pod: KubeObject) -> bool:
-    """A pod that may still be scheduled or run: a group matters only for those."""
-    metadata = pod.get("metadata") or {}
-    phase = (pod.get("status") or {}).get("phase")
-    return not metadata.get("deletionTimestamp") and phase not in ("Succeeded", "Failed")
 
 
 def _is_podgroup(obj: KubeObject) -> bool:
@@ -91,7 +85,7 @@ def missing_podgroups(
         group = view.spec.group_name
         if not group or not namespace or policy.skips(namespace) or (namespace, group) in existing:
             continue
-        if is_mirror_pod(view.metadata) or opted_out(view.metadata) or not _pod_is_live(pod):
+        if is_mirror_pod(view.metadata) or opted_out(view.metadata) or not podstate.is_live(pod):
             continue
         missing.setdefault((namespace, group), []).append(pod)
     return missing

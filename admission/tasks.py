@@ -16,7 +16,7 @@ from django.conf import settings
 
 from admission import ensurer
 from admission.policy import AdmissionPolicy
-from scheduler.cluster import ClusterError
+from scheduler.cluster import ClusterError, current_objects
 from scheduler.preemption import ledger
 from scheduler.preemption.runtime import get_cluster, mode_for
 
@@ -32,7 +32,7 @@ def ensure_podgroups() -> dict:
     """Create the PodGroups admitted pods name but that do not exist yet (admission/ensurer.py)."""
     cluster = get_cluster()
     try:
-        objects = cluster.snapshot_objects()
+        objects = current_objects(cluster)
     except ClusterError as exc:
         logger.error("cannot read the cluster snapshot; no PodGroup ensured", extra={"error": str(exc)})
         return {"created": [], "error": str(exc)}

@@ -138,6 +138,49 @@ class FreshSnapshots(Protocol):
 
 
 @runtime_checkable
+class WatchCache(Protocol):
+    """A cluster that keeps one watch cache per kind in this process (the kube adapter once started): listed
+    once, then watched. Detection, the ensurer and the dashboard read ``cached_objects``; planning reads
+    ``live_snapshot`` (``scheduler.engine.live.LiveSnapshot``, kept from the same events); the re-check
+    reads only what it must afresh and waits until the cache holds those reads (``wait_for_versions``)."""
+
+    def cached_objects(self) -> list[KubeObject]:
+        """Every cached object (no copy: callers must not modify them), once the cache is synced."""
+        ...
+
+    def live_snapshot(self) -> Any: ...
+
+    def resource_versions(self) -> dict[str, str]:
+        """The resourceVersion (per plural) up to which every event is in the cache and the live snapshot."""
+        ...
+
+    def wait_for_versions(self, versions: dict[str, str], timeout: float = 10.0) -> bool: ...
+
+    def read_fresh(self, kind: str, namespace: str | None = None) -> tuple[list[KubeObject], str]:
+        """One kind's objects read from the API server now, and the list's resourceVersion."""
+        ...
+
+
+def version_reached(have: str, want: str) -> bool:
+    """Whether a cache at resourceVersion ``have`` holds everything up to ``want``. resourceVersions are
+    etcd revisions (integers, one sequence for every kind) on every API server gangweb knows; anything
+    else compares by equality."""
+    if not want:
+        return True
+    if have.isdigit() and want.isdigit():
+        return int(have) >= int(want)
+    return have == want
+
+
+def current_objects(cluster: Cluster) -> list[KubeObject]:
+    """The cluster's objects for a reader that only looks (detection, the ensurer, the dashboard): the
+    watch cache where there is one (no list, no copy), else ``snapshot_objects``."""
+    if isinstance(cluster, WatchCache):
+        return cluster.cached_objects()
+    return cluster.snapshot_objects()
+
+
+@runtime_checkable
 class ListsEvents(Protocol):
     """A cluster whose Events are not part of its snapshot and are listed apart (the kube adapter). Observe
     mode reads kube-scheduler's ``Preempted`` events through it; elsewhere they come in the snapshot, if at all."""

@@ -22,7 +22,7 @@ from django.conf import settings
 
 from gangweb.dashboard.picture import picture_from_objects
 from gangweb.events import bind_server_loop, publish
-from scheduler.cluster import Summarizes
+from scheduler.cluster import Summarizes, current_objects
 from scheduler.preemption.runtime import get_cluster
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def cluster_state() -> dict[str, Any]:
         cluster = get_cluster()
         if isinstance(cluster, Summarizes):
             return cluster.summary()
-        return picture_from_objects(cluster.snapshot_objects(), now=time.time(), cluster=cluster.name)
+        return picture_from_objects(current_objects(cluster), now=time.time(), cluster=cluster.name)
     except Exception as exc:  # the page must load and say why, whatever the cluster does
         logger.warning("cannot read the cluster for the dashboard", exc_info=True)
         return _empty_state(settings.GANGWEB_CLUSTER, f"cannot read the cluster: {exc}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from scheduler import podstate
 from scheduler.engine.resources import is_gpu, parse_resource_list, pod_requests
 from scheduler.engine.typed_objects import timestamp_or_none
 from scheduler.simulation.state import rfc3339
@@ -51,10 +52,6 @@ def _ready(node: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _holds_resources(pod: dict[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-
-
 def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, cluster: str) -> dict[str, Any]:
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
@@ -68,7 +65,7 @@ def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, clust
     # Gangs: a PodGroup's pods, or a lone pod that asks for GPUs.
     members: dict[str, list[dict[str, Any]]] = {}
     for pod in by_kind.get("Pod", []):
-        if not _holds_resources(pod):
+        if podstate.is_finished(pod):
             continue
         group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
         if group:

@@ -24,7 +24,8 @@ from pathlib import Path
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from ..cluster import ClusterError, ClusterEvent, EvictionResult, KubeObject
+from ..cluster import ClusterError, ClusterEvent, EvictionResult, KubeObject, version_reached
+from ..engine.live import LiveSnapshot
 from . import writes
 from .apis import list_raw, read_json, stamp
 from .informer import Listener, Reflector
@@ -79,6 +80,9 @@ class KubeCluster:
         }
         self._started = False
         self._changed = threading.Condition()
+        # The engine's parsed view of the same cache, kept from the same events (docs/kube.md, "Watch cache").
+        self.live = LiveSnapshot()
+        self._listeners.append(lambda type_, _resource, obj: self.live.apply(type_, obj))
 
     def _new_client(self, pool_size: int) -> client.ApiClient:
         configuration = copy.deepcopy(self._configuration)
@@ -204,13 +208,59 @@ class KubeCluster:
     def _cached(self) -> list[KubeObject]:
         return [o for r in self.resources for o in self._reflectors[r].objects()]
 
+    def _await_sync(self) -> None:
+        if not self.wait_synced(self.sync_timeout):
+            pending = [r.resource.plural for r in self._reflectors.values() if not r.synced.is_set()]
+            raise ClusterError(f"watch cache not synced after {self.sync_timeout:g}s: {pending}")
+
     def snapshot_objects(self) -> list[KubeObject]:
-        """The informer cache, copied; listed afresh while informers are not running or not yet synced
-        (a partial snapshot would make the engine plan on a cluster that looks emptier than it is)."""
-        if not self._started or not all(r.synced.is_set() for r in self._reflectors.values()):
+        """The informer cache, copied (once synced: a partial snapshot would make the engine plan on a
+        cluster that looks emptier than it is); listed afresh while the informers are not started."""
+        if not self._started:
             return self.fresh_snapshot()
+        self._await_sync()
         # callers own their copy; a JSON round trip copies plain API dicts several times faster than deepcopy
         return json.loads(json.dumps(self._cached()))
+
+    # ----- WatchCache (scheduler.cluster): the cache itself, without copies
+    sync_timeout = 120.0
+
+    def cached_objects(self) -> list[KubeObject]:
+        """Every cached object, not copied (read-only for callers); listed afresh when not started."""
+        if not self._started:
+            return self.fresh_snapshot()
+        self._await_sync()
+        return self._cached()
+
+    def live_snapshot(self) -> LiveSnapshot:
+        """The engine's view kept from the watch events; when not started, one built from a fresh list."""
+        if not self._started:
+            return LiveSnapshot(self.fresh_snapshot())
+        self._await_sync()
+        return self.live
+
+    def wait_for_versions(self, versions: dict[str, str], timeout: float = 10.0) -> bool:
+        """Wait until the cache of each named plural has reached its resourceVersion (True at once when not
+        started: every read lists afresh then)."""
+        if not self._started:
+            return True
+        by_plural = {r.plural: ref for r, ref in self._reflectors.items()}
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not all(
+                version_reached(by_plural[p].resource_version, v)
+                for p, v in versions.items()
+                if p in by_plural
+            ):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._changed.wait(min(remaining, 0.05))
+        return True
+
+    @property
+    def watching(self) -> bool:
+        return self._started
 
     def fresh_snapshot(self) -> list[KubeObject]:
         """Every snapshot object as the API server has it now (one list per kind)."""
@@ -222,6 +272,20 @@ class KubeCluster:
                 writes.raise_cluster_error(f"listing {resource.plural}", exc)
             objects.extend(items)
         return objects
+
+    def read_fresh(self, kind: str, namespace: str | None = None) -> tuple[list[KubeObject], str]:
+        """One kind's objects as the API server has them now (a consistent list, one namespace or all) and
+        the list's resourceVersion: what the execution's re-check reads besides single objects."""
+        resource = next((r for r in self.resources if r.kind == kind), None)
+        if resource is None:
+            raise ClusterError(f"{kind} is not one of the kinds this cluster reads")
+        try:
+            return list_raw(
+                self._api(), resource, namespace=namespace or self.namespace, timeout=self.timeout
+            )
+        except (ApiException, *writes.TRANSPORT_ERRORS) as exc:
+            writes.raise_cluster_error(f"listing {resource.plural}", exc)
+            return [], ""
 
     def list_events(self, *, reason: str | None = None, namespace: str | None = None) -> list[KubeObject]:
         """``events.k8s.io/v1`` Events as the API server has them now, optionally of one reason (observe

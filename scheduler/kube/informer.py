@@ -152,9 +152,7 @@ class Reflector:
         fresh = {object_key(o): o for o in items}
         with self._lock:
             previous, self._objects = self._objects, fresh
-            self.resource_version = resource_version
         self.lists += 1
-        self.synced.set()
         if self._listener:
             # what changed while we were not watching, as the events a watch would have delivered
             for key, obj in previous.items():
@@ -167,6 +165,9 @@ class Reflector:
                 ):
                     self._listener("ADDED" if old is None else "MODIFIED", self.resource, obj)
             self._listener("RELIST", self.resource, None)
+        # Only now: a listener's view (the live snapshot) holds everything up to this resourceVersion.
+        self.resource_version = resource_version
+        self.synced.set()
 
     def _watch_once(self) -> int:
         """Watch until the server ends the stream; returns how many events (bookmarks too) came."""
@@ -221,7 +222,7 @@ class Reflector:
                 self._objects.pop(key, None)
             else:
                 self._objects[key] = obj
-            if new_version:
-                self.resource_version = new_version
         if self._listener:
             self._listener(str(type_), self.resource, obj)
+        if new_version:  # after the listener: its view holds everything up to resource_version
+            self.resource_version = new_version

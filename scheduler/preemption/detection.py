@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from scheduler import podstate
 from scheduler.cluster import KubeObject, object_key
-from scheduler.engine import parse_snapshot
-from scheduler.engine.typed_objects import timestamp_or_none
+from scheduler.engine.errors import SnapshotError, object_label
+from scheduler.engine.typed_objects import PREEMPT, Group, PriorityClass, timestamp_or_none
 
 NEVER = "Never"
 SCHEDULED_CONDITION = "PodGroupInitiallyScheduled"
@@ -41,46 +42,69 @@ def _pending_since(pod: KubeObject) -> float | None:
     return timestamp_or_none((pod.get("metadata") or {}).get("creationTimestamp"))
 
 
-def _is_pending(pod: KubeObject) -> bool:
-    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-    phase = (pod.get("status") or {}).get("phase")
-    return (
-        not spec.get("nodeName")
-        and not meta.get("deletionTimestamp")
-        and phase not in ("Succeeded", "Failed")
-    )
+def _policies(objects: list[KubeObject]) -> tuple[dict[str, Group], dict[str, PriorityClass]]:
+    """The typed PodGroups and PriorityClasses (only these: detection never parses the whole snapshot)."""
+    groups: dict[str, Group] = {}
+    classes: dict[str, PriorityClass] = {}
+    for obj in objects:
+        kind = obj.get("kind")
+        try:
+            if kind == "PodGroup":
+                group = Group(obj, "PodGroup")
+                groups[group.key] = group
+            elif kind == "PriorityClass":
+                pc = PriorityClass(obj)
+                classes[pc.name] = pc
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise SnapshotError(f"{object_label(str(kind), obj)}: {exc}") from None
+    return groups, classes
+
+
+def preemption_policy(group: Group, classes: dict[str, PriorityClass]) -> str:
+    """The engine's rule (``Snapshot.preemption_policy``): annotation, then spec, then the PriorityClass."""
+    if group.preemption_policy:
+        return group.preemption_policy
+    pc = classes.get(group.priority_class or "")
+    return pc.preemption_policy if pc is not None and pc.preemption_policy else PREEMPT
+
+
+def unschedulable_condition(podgroup: KubeObject) -> dict | None:
+    """kube-scheduler's ``PodGroupInitiallyScheduled=False`` condition on a PodGroup, or None."""
+    for condition in (podgroup.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == SCHEDULED_CONDITION and condition.get("status") == "False":
+            return condition
+    return None
 
 
 def unschedulable_gangs(
     objects: Iterable[KubeObject], *, now: float, grace_seconds: float
 ) -> list[StuckGang]:
     objects = list(objects)
-    snapshot = parse_snapshot(objects)
     oldest_pending: dict[str, float | None] = {}
     for pod in objects:
-        if pod.get("kind") != "Pod" or not _is_pending(pod):
+        if pod.get("kind") != "Pod" or not podstate.is_pending(pod):
             continue
-        group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-        if not group:
+        key = podstate.group_key(pod)
+        if not key:
             continue
-        key = f"{(pod.get('metadata') or {}).get('namespace')}/{group}"
         since = _pending_since(pod)
         earlier = oldest_pending.get(key)
         if key not in oldest_pending or (since is not None and (earlier is None or since < earlier)):
             oldest_pending[key] = since
 
+    groups, classes = _policies([o for o in objects if o.get("kind") in ("PodGroup", "PriorityClass")])
     stuck = []
     for podgroup in (o for o in objects if o.get("kind") == "PodGroup"):
         key = object_key(podgroup)
         if key not in oldest_pending:
             continue
-        group = snapshot.groups.get(key)
-        if group is None or snapshot.preemption_policy(group) == NEVER:
+        group = groups.get(key)
+        if group is None or preemption_policy(group, classes) == NEVER:
             continue
         trigger = ""
-        for condition in (podgroup.get("status") or {}).get("conditions") or []:
-            if condition.get("type") == SCHEDULED_CONDITION and condition.get("status") == "False":
-                trigger = f"{SCHEDULED_CONDITION}=False ({condition.get('reason') or 'no reason'})"
+        condition = unschedulable_condition(podgroup)
+        if condition is not None:
+            trigger = f"{SCHEDULED_CONDITION}=False ({condition.get('reason') or 'no reason'})"
         since = oldest_pending[key]
         if not trigger and since is not None and now - since >= grace_seconds:
             trigger = f"pods pending for {int(now - since)}s (grace {int(grace_seconds)}s)"

@@ -2,135 +2,62 @@
 
 The engine offers the seam (``scheduler.engine``): ``domain_shards`` deals gangweb's ranked domains
 into parts, ``plan(..., domains=part)`` plans one part, ``best_plan`` picks the winner by the engine's
-own ranking. Here the parts become a Celery group whose chord callback merges them. Each shard gets
-only the objects its domains need (``scheduler.engine.subsnapshot``: a sub-snapshot, cut once in the
-coordinator), compressed, under its own Redis key with an expiry. Only the ``gangweb`` policy walks
-domains, and only clusters of at least ``GANGWEB_FANOUT_MIN_NODES`` nodes are worth it
-(docs/pipeline.md, "Planning").
+own ranking. Here the parts become a Celery group whose chord callback merges them.
 
-The Celery tasks keep their shape (``shards_for`` -> ``stash`` -> ``plan_shard(unstash(key), ...)`` ->
-``drop``): ``shards_for`` cuts the sub-snapshots and hands them to the ``stash`` of the same objects,
-and a shard finds its own sub-snapshot under the stash key by its domains.
+Nothing but names travels: each shard's message holds the gang, the policy, its domain names and the
+resourceVersions (per plural) the coordinator's view was at. Every worker keeps its own watch cache and
+live snapshot (``runtime.get_cluster``), waits until that cache has reached those resourceVersions
+(``WatchCache.wait_for_versions``), and plans its domains on its own snapshot; a cluster without a
+watch cache lists afresh in each shard. Only the ``gangweb`` policy walks domains, and only clusters
+of at least ``GANGWEB_FANOUT_MIN_NODES`` nodes are worth it (docs/pipeline.md, "Planning").
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-import uuid
-import zlib
 from typing import Any
 
 from django.conf import settings
 
-from scheduler.cluster import KubeObject
-from scheduler.engine import DEFAULT_POLICY, best_plan, can_shard, domain_shards, parse_snapshot
+from scheduler.cluster import Cluster, WatchCache
 from scheduler.engine import Plan as EnginePlan
+from scheduler.engine import best_plan, can_shard, domain_shards
 from scheduler.engine import plan as engine_plan
-from scheduler.engine.subsnapshot import SnapshotCutter, parse_cut
-from scheduler.preemption.planning import PlanResult, PodFacts, plan_cost, pod_facts
+from scheduler.preemption.planning import PlanResult, PodFacts, View, current_view, plan_cost, pod_facts
 
-KEY_PREFIX = "gangweb:snapshot:"
-# Longer than any chord can take (the task time limit), short enough not to hoard memory.
-SNAPSHOT_TTL_SECONDS = 900
-# Cuts made by ``shards_for``, waiting for ``stash`` of the same objects (same task, same process).
-_CUTS: dict[int, tuple[list[KubeObject], dict[str, dict[str, Any]]]] = {}
+# How long a shard waits for its worker's cache to reach the coordinator's resourceVersions.
+CATCH_UP_SECONDS = 30.0
 
 
-def _redis():
-    import redis
-
-    return redis.Redis.from_url(settings.REDIS_URL)
+class BehindCoordinator(RuntimeError):
+    """This worker's watch cache did not reach the coordinator's resourceVersions in time."""
 
 
-def _pack(value: Any) -> bytes:
-    return zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 1)
-
-
-def _unpack(data: bytes) -> Any:
-    return json.loads(zlib.decompress(data))
-
-
-def shard_id(domains: list[str | None]) -> str:
-    return hashlib.sha1(json.dumps(domains).encode()).hexdigest()[:16]
-
-
-def deal(
-    objects: list[KubeObject], podgroup: str, parts: int, policy: str = DEFAULT_POLICY
-) -> tuple[list[list[str | None]], dict[str, dict]]:
-    """The non-empty domain shards and each one's sub-snapshot cut, by ``shard_id``."""
-    snapshot = parse_snapshot(objects)
-    shards = [s for s in domain_shards(snapshot, podgroup, parts, policy) if s]
-    if len(shards) < 2:
-        return shards, {}
-    cutter = SnapshotCutter(snapshot, objects, podgroup, policy)
-    return shards, {shard_id(shard): cutter.cut(shard) for shard in shards}
-
-
-def shards_for(objects: list[KubeObject], podgroup: str, policy: str) -> list[list[str | None]] | None:
+def shards_for(view: View, podgroup: str, policy: str) -> list[list[str | None]] | None:
     """The domain shards to plan in parallel, or None when one task is the better choice."""
     minimum = settings.GANGWEB_FANOUT_MIN_NODES
-    if not can_shard(policy) or not minimum or not settings.REDIS_URL:
+    if not can_shard(policy) or not minimum or len(view.snapshot.nodes) < minimum:
         return None
-    if sum(1 for o in objects if o.get("kind") == "Node") < minimum:
-        return None
-    shards, cuts = deal(objects, podgroup, settings.GANGWEB_FANOUT_PARTS, policy)
-    if len(shards) < 2:
-        return None
-    _CUTS.clear()
-    _CUTS[id(objects)] = (objects, cuts)
-    return shards
+    shards = [s for s in domain_shards(view.snapshot, podgroup, settings.GANGWEB_FANOUT_PARTS, policy) if s]
+    return shards if len(shards) >= 2 else None
 
 
-def stash(objects: list[KubeObject], cuts: dict[str, dict] | None = None) -> str:
-    """Store each shard's sub-snapshot (cut by ``shards_for`` for these objects) under one key."""
-    if cuts is None:
-        prepared = _CUTS.pop(id(objects), None)
-        if prepared is None or prepared[0] is not objects:
-            raise LookupError("stash() needs the cuts of shards_for() for the same objects")
-        cuts = prepared[1]
-    key = f"{KEY_PREFIX}{uuid.uuid4().hex}"
-    with _redis().pipeline() as pipe:
-        for sid, cut in cuts.items():
-            pipe.set(f"{key}:{sid}", _pack(cut), ex=SNAPSHOT_TTL_SECONDS)
-        pipe.set(key, json.dumps(sorted(cuts)), ex=SNAPSHOT_TTL_SECONDS)
-        pipe.execute()
-    return key
+def shard_view(cluster: Cluster, podgroup: str, versions: dict[str, str]) -> View:
+    """This worker's view for a shard: its own cache, once it holds the coordinator's ``versions``."""
+    if isinstance(cluster, WatchCache) and not cluster.wait_for_versions(versions, CATCH_UP_SECONDS):
+        raise BehindCoordinator(f"watch cache did not reach {versions} within {CATCH_UP_SECONDS:g}s")
+    return current_view(cluster, podgroup)
 
 
-class Stashed:
-    """A stash key; the shard reads only its own sub-snapshot from it."""
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-    def cut(self, domains: list[str | None]) -> dict[str, Any]:
-        data = _redis().get(f"{self.key}:{shard_id(domains)}")
-        if data is None:
-            raise LookupError(
-                f"sub-snapshot {self.key} of {len(domains)} domain(s) expired before it was planned"
-            )
-        return _unpack(data)
-
-
-def unstash(key: str) -> Stashed:
-    return Stashed(key)
-
-
-def drop(key: str) -> None:
-    client = _redis()
-    listed = client.get(key)
-    shard_keys = [f"{key}:{sid}" for sid in json.loads(listed)] if listed else []
-    client.delete(key, *shard_keys)
-
-
-def plan_shard(stashed: Stashed, podgroup: str, policy: str, domains: list[str | None]) -> dict[str, Any]:
+def plan_shard(view: View, podgroup: str, policy: str, domains: list[str | None]) -> dict[str, Any]:
     """One shard's plan, with what the merge needs: the engine's rank inputs and the ledger's facts."""
     started = time.perf_counter()
-    snapshot = parse_cut(stashed.cut(domains))
+    snapshot = view.snapshot
     result = engine_plan(snapshot, podgroup, policy=policy, domains=domains)
     plan = result.to_dict()
+    if view.resource_versions:
+        plan["resourceVersion"] = view.resource_versions.get("pods", "")
+        plan["resourceVersions"] = view.resource_versions
     return {
         "plan": plan,
         "domains": domains,

@@ -175,6 +175,8 @@ class Plan(models.Model):
     planning_seconds = models.FloatField(default=0.0)
     # "single" (one task) or "fan-out:N" (N topology domains planned in parallel).
     planned_by = models.CharField(max_length=40, blank=True, default="")
+    # The watch cache's resourceVersion per plural the plan was made at (docs/design.md); {} = a fresh list.
+    resource_versions = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -197,6 +199,9 @@ class Plan(models.Model):
         }
         if self.outcome:  # engine plans; kube-scheduler's observed victims have none
             plan["outcome"] = self.outcome
+        if self.resource_versions:
+            plan["resourceVersion"] = self.resource_versions.get("pods", "")
+            plan["resourceVersions"] = self.resource_versions
         return plan
 
 

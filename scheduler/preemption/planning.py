@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from scheduler.cluster import Cluster, FreshSnapshots, KubeObject, object_key
+from scheduler.cluster import Cluster, FreshSnapshots, KubeObject, WatchCache, object_key
 from scheduler.engine import Plan as EnginePlan
 from scheduler.engine import Snapshot, parse_snapshot
 from scheduler.engine import plan as engine_plan
@@ -68,19 +68,58 @@ def plan_cost(plan: dict[str, Any], engine_result: EnginePlan) -> dict[str, Any]
     }
 
 
-def compute(objects: list[KubeObject], podgroup: str, policy: str) -> PlanResult:
-    """Plan in this process with the engine, timed."""
+@dataclass(frozen=True)
+class View:
+    """The engine's snapshot to plan on, and the resourceVersions (per plural) it holds everything up to
+    ({} when it comes from a fresh list)."""
+
+    snapshot: Snapshot
+    resource_versions: dict[str, str] = field(default_factory=dict)
+
+
+def current_view(cluster: Cluster, podgroup: str) -> View:
+    """What ``podgroup``'s planning sees: the watch cache's live snapshot where there is one (no list, no
+    parse of the whole snapshot), else a fresh list parsed; either with other gangs' reservations applied."""
+    if isinstance(cluster, WatchCache):
+        live = cluster.live_snapshot()
+        versions = cluster.resource_versions()  # before the snapshot: it holds at least these
+        return View(live.snapshot(reservation_overrides(cluster, podgroup)), versions)
+    return View(parse_snapshot(reserve_room(fresh_objects(cluster), podgroup)))
+
+
+def reservation_overrides(cluster: WatchCache, podgroup: str) -> dict[tuple[str, str], KubeObject]:
+    """``reserve_room`` as overrides of a live snapshot: the reserved pods only, placed on their nodes."""
+    placements = reservations(podgroup)
+    if not placements:
+        return {}
+    reserved = [o for o in cluster.cached_objects() if o.get("kind") == "Pod" and object_key(o) in placements]
+    return {("Pod", object_key(o)): o for o in reserve_room(reserved, podgroup, placements)}
+
+
+def compute(objects: list[KubeObject] | View, podgroup: str, policy: str) -> PlanResult:
+    """Plan in this process with the engine, timed (objects are parsed first; a ``View`` is planned on)."""
     started = time.perf_counter()
-    snapshot = parse_snapshot(objects)
+    view = objects if isinstance(objects, View) else View(parse_snapshot(objects))
+    snapshot = view.snapshot
     result = engine_plan(snapshot, podgroup, policy=policy)
     seconds = time.perf_counter() - started
-    plan = result.to_dict()
+    plan = stamp_versions(result.to_dict(), view.resource_versions)
     return PlanResult(
         plan, plan_cost(plan, result), pod_facts(snapshot, plan.get("evictions") or []), seconds
     )
 
 
-def reserve_room(objects: list[KubeObject], podgroup: str) -> list[KubeObject]:
+def stamp_versions(plan: dict[str, Any], versions: dict[str, str]) -> dict[str, Any]:
+    """The plan JSON with the resourceVersion it was made at (docs/design.md, ``gang plan`` JSON)."""
+    if versions:
+        plan["resourceVersion"] = versions.get("pods", "")
+        plan["resourceVersions"] = dict(versions)
+    return plan
+
+
+def reserve_room(
+    objects: list[KubeObject], podgroup: str, placements: dict[str, str] | None = None
+) -> list[KubeObject]:
     """The objects as another gang's planning must see them: room gangweb just freed is taken.
 
     After an execution the preemptor's pods stay pending until kube-scheduler binds them. Until then
@@ -89,6 +128,23 @@ def reserve_room(objects: list[KubeObject], podgroup: str) -> list[KubeObject]:
     put on the nodes of its plan (a copy; the cluster is not touched), like kube-scheduler's nominated
     nodes. ``podgroup``'s own reservations are left out.
     """
+    placements = reservations(podgroup) if placements is None else placements
+    if not placements:
+        return objects
+    out = []
+    for obj in objects:
+        if obj.get("kind") == "Pod":
+            key = object_key(obj)
+            spec, meta = obj.get("spec") or {}, obj.get("metadata") or {}
+            if key in placements and not spec.get("nodeName") and not meta.get("deletionTimestamp"):
+                obj = {**obj, "spec": {**spec, "nodeName": placements[key]}}
+        out.append(obj)
+    return out
+
+
+def reservations(podgroup: str) -> dict[str, str]:
+    """pod key -> node of the gangs other than ``podgroup`` whose request succeeded within
+    ``GANGWEB_RESERVATION_SECONDS`` (see ``reserve_room``)."""
     from django.conf import settings
     from django.utils import timezone
 
@@ -107,14 +163,4 @@ def reserve_room(objects: list[KubeObject], podgroup: str) -> list[KubeObject]:
     )
     for placement in recent:
         placements.update(placement or {})
-    if not placements:
-        return objects
-    out = []
-    for obj in objects:
-        if obj.get("kind") == "Pod":
-            key = object_key(obj)
-            spec, meta = obj.get("spec") or {}, obj.get("metadata") or {}
-            if key in placements and not spec.get("nodeName") and not meta.get("deletionTimestamp"):
-                obj = {**obj, "spec": {**spec, "nodeName": placements[key]}}
-        out.append(obj)
-    return out
+    return placements

@@ -6,7 +6,9 @@ the simulated cluster of the demo (``GANGWEB_CLUSTER=simulated``) or the Kuberne
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Callable
 
 from django.conf import settings
 
@@ -14,15 +16,29 @@ from scheduler.cluster import Cluster
 
 _lock = threading.Lock()
 _cluster: Cluster | None = None
+_built_in: int | None = None  # the pid that built _cluster: a forked child (Celery prefork) builds its own
+_listeners: list[Callable[[Cluster], None]] = []
 
 
 def get_cluster() -> Cluster:
-    """The process-wide ``Cluster`` singleton (created on first use)."""
-    global _cluster
+    """The process-wide ``Cluster`` singleton (created on first use in each process).
+
+    With ``GANGWEB_CLUSTER=kube`` and ``GANGWEB_WATCH`` (the default) it is this process's watch cache: the
+    informers start here (reads wait until every kind is listed), and a forked child, which inherits no
+    threads, builds and starts its own on first use."""
+    global _cluster, _built_in
     with _lock:
-        if _cluster is None:
+        if _cluster is None or (_built_in is not None and _built_in != os.getpid()):
             _cluster = _build_cluster()
+            _built_in = os.getpid()
+            for listener in _listeners:
+                listener(_cluster)
         return _cluster
+
+
+def on_cluster_built(listener: Callable[[Cluster], None]) -> None:
+    """Call ``listener(cluster)`` each time this module builds a cluster (the watch triggers hook in here)."""
+    _listeners.append(listener)
 
 
 def _build_cluster() -> Cluster:
@@ -32,25 +48,29 @@ def _build_cluster() -> Cluster:
         return SimulatedCluster(nodes=settings.GANGWEB_SIM_NODES, seed=settings.GANGWEB_SIM_SEED)
     from scheduler.kube import KubeCluster
 
-    # KUBECONFIG wins when set (tests point it at the local API test server); else in-cluster. Informers
-    # are not started here: each read lists afresh, which is what execution needs and keeps forked
-    # Celery children free of watch threads inherited from their parent.
+    # KUBECONFIG wins when set (tests point it at the local API test server); else in-cluster.
     read = float(settings.GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS)
-    return KubeCluster.from_environment(timeout=(min(5.0, read), read))
+    cluster = KubeCluster.from_environment(timeout=(min(5.0, read), read))
+    if settings.GANGWEB_WATCH:
+        cluster.start(wait=False)  # readers wait for the sync (KubeCluster.sync_timeout)
+    return cluster
 
 
 def set_cluster(cluster: Cluster) -> None:
     """Use ``cluster`` as this process's cluster (tests, and the demo's shared simulation)."""
-    global _cluster
+    global _cluster, _built_in
     with _lock:
-        _cluster = cluster
+        _cluster, _built_in = cluster, None
 
 
 def reset_cluster() -> None:
-    """Forget the singleton (tests build a fresh one per case)."""
-    global _cluster
+    """Forget the singleton (tests build a fresh one per case); a watch cache built here is closed."""
+    global _cluster, _built_in
     with _lock:
-        _cluster = None
+        cluster, _cluster = _cluster, None
+        if _built_in == os.getpid() and hasattr(cluster, "close"):
+            cluster.close()
+        _built_in = None
 
 
 # --- modes: the one place a namespace's mode is decided (docs/pipeline.md, "Modes") ------------------

@@ -16,14 +16,23 @@ from datetime import timedelta
 
 from celery import chord, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_ready
+from celery.signals import worker_process_init, worker_ready
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from scheduler.cluster import ClusterError
+from scheduler.cluster import ClusterError, current_objects
 from scheduler.engine import SnapshotError
-from scheduler.preemption import detection, fanout, ledger, locks, metrics, observe, planning
+from scheduler.preemption import (
+    detection,
+    fanout,
+    ledger,
+    locks,
+    metrics,
+    observe,
+    planning,
+    triggers,  # noqa: F401 (registers the watch trigger on PodGroup events)
+)
 from scheduler.preemption.execution import execute
 from scheduler.preemption.ledger import approvals
 from scheduler.preemption.models import Mode, PreemptionRequest, RequestState
@@ -56,7 +65,7 @@ def replan(request: PreemptionRequest, trigger: str) -> int | None:
 def detect_unschedulable_gangs() -> dict:
     """Open one request per gang that stays unschedulable; record what kube-scheduler preempted."""
     try:
-        objects = get_cluster().snapshot_objects()
+        objects = current_objects(get_cluster())
         stuck = detection.unschedulable_gangs(
             objects, now=time.time(), grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
         )
@@ -92,21 +101,21 @@ def plan_request(self, request_id: int) -> None:
         return
     started = time.time()
     try:
-        objects = planning.reserve_room(planning.fresh_objects(get_cluster()), request.podgroup)
-        shards = fanout.shards_for(objects, request.podgroup, request.policy)
+        view = planning.current_view(get_cluster(), request.podgroup)
+        shards = fanout.shards_for(view, request.podgroup, request.policy)
         if shards:
-            key = fanout.stash(objects)
             ledger.note(
                 "plan.fan_out",
                 f"planning {sum(map(len, shards))} topology domains in {len(shards)} parallel tasks",
                 request=request,
-                data={"shards": shards},
+                data={"shards": shards, "resourceVersions": view.resource_versions},
             )
-            chord(plan_domains.s(key, request.podgroup, request.policy, shard) for shard in shards)(
-                merge_domain_plans.s(request_id, key, started)
+            versions = view.resource_versions
+            chord(plan_domains.s(request.podgroup, request.policy, shard, versions) for shard in shards)(
+                merge_domain_plans.s(request_id, started)
             )
             return
-        result = planning.compute(objects, request.podgroup, request.policy)
+        result = planning.compute(view, request.podgroup, request.policy)
     except SnapshotError as exc:
         # Not transient: the group is gone or the snapshot is malformed; say so instead of retrying.
         ledger.finish(request_id, RequestState.FAILED, f"cannot plan: {exc}")
@@ -159,14 +168,13 @@ def after_plan(request_id: int, result: planning.PlanResult, *, planned_by: str)
 
 
 @shared_task(name="scheduler.plan_domains")
-def plan_domains(objects_key: str, podgroup: str, policy: str, domains: list) -> dict:
-    """One shard of a fanned-out plan (its result goes to ``merge_domain_plans``)."""
-    return fanout.plan_shard(fanout.unstash(objects_key), podgroup, policy, domains)
+def plan_domains(podgroup: str, policy: str, domains: list, versions: dict) -> dict:
+    """One shard of a fanned-out plan, on this worker's own cache (its result goes to ``merge_domain_plans``)."""
+    return fanout.plan_shard(fanout.shard_view(get_cluster(), podgroup, versions), podgroup, policy, domains)
 
 
 @shared_task(name="scheduler.merge_domain_plans", ignore_result=True)
-def merge_domain_plans(payloads: list[dict], request_id: int, objects_key: str, started: float) -> None:
-    fanout.drop(objects_key)
+def merge_domain_plans(payloads: list[dict], request_id: int, started: float) -> None:
     after_plan(request_id, fanout.merge(payloads, started), planned_by=f"fan-out:{len(payloads)}")
 
 
@@ -262,3 +270,11 @@ def _on_worker_ready(sender=None, **kwargs) -> None:
         recover_requests.apply_async(countdown=1)
     if settings.GANGWEB_WORKER_METRICS_PORT:
         metrics.serve_worker_metrics(settings.GANGWEB_WORKER_METRICS_PORT)
+
+
+@worker_process_init.connect
+def _start_watch_cache(sender=None, **kwargs) -> None:
+    # Each pool process lists and watches from its start (the trigger on PodGroup events needs it), not
+    # from its first task; get_cluster returns at once and reads wait for the sync.
+    if settings.GANGWEB_CLUSTER == "kube" and settings.GANGWEB_WATCH:
+        get_cluster()

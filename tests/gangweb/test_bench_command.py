@@ -8,6 +8,7 @@ spellings (``gang bench``, ``webhook bench``, ``demo_bench``) are shown to be al
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -25,7 +26,7 @@ def manage(*args: str) -> subprocess.CompletedProcess:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
 
 
@@ -39,7 +40,7 @@ def test_one_help_lists_every_benchmark():
     parser, choices = subparsers()
     assert (
         list(choices)
-        == ["engine", "webhook", "kube", "execution", "fanout", "api", "demo"]
+        == ["engine", "webhook", "kube", "execution", "fanout", "watch", "api", "demo"]
         == list(BENCHMARKS)
     )
     listing = " ".join(parser.format_help().split())
@@ -54,7 +55,8 @@ FLAGS = {
     "webhook": {"--connections", "--duration", "--slice", "--warmup", "--workers", "--clients", "--json"},
     "kube": {"--nodes", "--pods", "--evictions", "--json"},
     "execution": {"--victims", "--repeat", "--delay-ms", "--json"},
-    "fanout": {"--nodes", "--parts", "--worker", "--json"},
+    "fanout": {"--nodes", "--parts", "--json"},
+    "watch": {"--nodes", "--idle-seconds", "--churn-seconds", "--churn-rate", "--json"},
     "api": {"--requests", "--victims", "--repeat", "--json"},
     "demo": {"--runs", "--json"},
 }
@@ -117,3 +119,19 @@ def test_old_spellings_still_show_in_their_commands_help():
     assert "deprecated alias of `manage.py bench webhook`" in " ".join(
         manage("webhook", "--help").stdout.split()
     )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_watch_benchmark_prints_the_contract_keys():
+    """The acceptance contract of ``bench watch``: one JSON object with the LIST counts and the latency."""
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres") or not os.environ.get("REDIS_URL"):
+        pytest.skip("bench watch needs DATABASE_URL (PostgreSQL) and REDIS_URL")
+    result = manage(
+        "bench", "watch", "--nodes", "200", "--idle-seconds", "3", "--churn-seconds", "3", "--json"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    figures = json.loads(result.stdout)
+    assert figures["lists_after_startup_idle"] == 0 and figures["lists_after_startup_churn"] == 0
+    assert figures["churn_changes_per_s"] > 50
+    assert figures["unschedulable_to_first_eviction_p50_s"] > 0 and figures["plan_equals_fresh_parse"]

@@ -28,12 +28,13 @@ BENCHMARKS = {
     "kube": "scheduler.bench.kube",
     "execution": "scheduler.bench.execution",
     "fanout": "scheduler.bench.fanout",
+    "watch": "scheduler.bench.watch",
     "api": "gangweb.api.bench",
     "demo": "gangweb.demo_bench",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
-NEEDS_LEDGER = {"execution", "api"}
-NEEDS_REDIS = {"fanout"}
+NEEDS_LEDGER = {"execution", "api", "watch"}
+NEEDS_REDIS = {"watch"}
 
 
 class _OneLineParser(CommandParser):
@@ -101,7 +102,7 @@ class Command(BaseCommand):
             except OperationalError as exc:
                 raise CommandError(f"cannot use the database: {str(exc).strip().splitlines()[-1]}") from None
         if benchmark in NEEDS_REDIS and not os.environ.get("REDIS_URL"):
-            raise CommandError("set REDIS_URL (the fan-out stashes the sub-snapshots in Redis)")
+            raise CommandError(f"set REDIS_URL (bench {benchmark} runs Celery tasks through Redis)")
         django_options = {
             "verbosity",
             "settings",

@@ -2,7 +2,7 @@
 
 Order of an execution (each step recorded in the ledger as it happens):
 1. Lock every node the plan touches (sorted, with expiry; see ``scheduler.preemption.locks``).
-2. If no real eviction has started yet: re-check the plan on a fresh snapshot, then dry-run-evict
+2. If no real eviction has started yet: re-check the plan on fresh reads, then dry-run-evict
    every victim pod in parallel. One refusal and nothing is evicted: the plan fails with the reason.
 3. Evict every victim pod for real, in parallel. A unit whose evictions fail part-way is finished
    (retrying with backoff) rather than left half-evicted; if it cannot be finished the ledger says so.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from scheduler.cluster import BoundedCalls, Cluster
+from scheduler.cluster import BoundedCalls, Cluster, ClusterError, WatchCache
 from scheduler.preemption import ledger, locks, metrics
 from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.execution.evictor import (
@@ -33,9 +33,9 @@ from scheduler.preemption.execution.evictor import (
     in_threads,
     replaced,
 )
-from scheduler.preemption.execution.recheck import recheck
+from scheduler.preemption.execution.recheck import read_fresh, recheck, recheck_reads
 from scheduler.preemption.models import Eviction, EvictionState, Plan, PlanSource, RequestState
-from scheduler.preemption.planning import fresh_objects, reserve_room
+from scheduler.preemption.planning import fresh_objects, reservation_overrides, reserve_room
 
 logger = logging.getLogger(__name__)
 
@@ -120,8 +120,17 @@ def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: 
 def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcome | None:
     request, cluster = plan.request, calls.cluster
     calls.ready()
-    objects = fresh_objects(cluster)
-    verdict = recheck(reserve_room(objects, request.podgroup), plan, rows)
+    if isinstance(cluster, WatchCache):
+        # Only what must be exact, read afresh by name; the engine's check on the cache once it holds the reads.
+        reads = read_fresh(cluster, plan, rows, budgets=calls.remove == EVICT)
+        if not cluster.wait_for_versions(reads.versions, timeout=30.0):
+            raise ClusterError(f"the watch cache did not reach {reads.versions} in 30 s")
+        objects = reads.objects()
+        overrides = reservation_overrides(cluster, request.podgroup)
+        verdict = recheck_reads(reads, cluster.live_snapshot(), overrides, plan, rows)
+    else:
+        objects = fresh_objects(cluster)
+        verdict = recheck(reserve_room(objects, request.podgroup), plan, rows)
     ledger.note("execution.recheck", verdict.reason, plan=plan, data={"ok": verdict.ok})
     if not verdict.ok:
         ledger.fail_unstarted_evictions(plan.pk, f"not evicted: {verdict.reason}")

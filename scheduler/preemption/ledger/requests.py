@@ -112,6 +112,7 @@ def record_plan(
             lost_gpu_seconds=cost.get("lost_gpu_seconds", 0.0),
             planning_seconds=planning_seconds,
             planned_by=planned_by,
+            resource_versions=plan.get("resourceVersions") or {},
         )
         for victim in stored.victims:
             unit = f"{victim.get('kind', 'Pod')} {victim.get('namespace')}/{victim.get('name')}"

@@ -8,10 +8,12 @@ from tests.test_layering import imported_modules, imported_roots
 def test_the_ensurer_logic_imports_no_framework():
     roots = imported_roots(ROOT / "admission" / "ensurer.py")
     assert not roots & {"django", "celery", "kubernetes", "redis", "channels"}
-    # Of the scheduler package, only the pure Cluster protocol and its error.
+    # Of the scheduler package, only the pure Cluster protocol and its error, and the pod-state rules.
     assert {m for m in imported_modules(ROOT / "admission" / "ensurer.py") if m.startswith("scheduler")} <= {
         "scheduler.cluster",
         "scheduler.cluster.Cluster",
         "scheduler.cluster.ClusterError",
         "scheduler.cluster.KubeObject",
+        "scheduler",
+        "scheduler.podstate",
     }

@@ -257,6 +257,9 @@ def test_real_workers_fan_a_large_plan_out_and_merge_the_engines_plan(api_server
     assert stored.planned_by == "fan-out:3"
     expected = engine_plan(parse_snapshot(objects), podgroup, "gangweb").to_dict()
     got = stored.as_gang_plan()
+    # The workers planned on their watch caches: the plan says which resourceVersion it was made at.
+    versions = got.pop("resourceVersions")
+    assert got.pop("resourceVersion") == versions["pods"] and set(versions) >= {"pods", "nodes", "podgroups"}
     assert {k: v for k, v in got.items() if k != "reason"} == {
         k: v for k, v in expected.items() if k != "reason"
     }

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
-import redis
 
 from scheduler.engine import best_plan, domain_shards, parse_snapshot
 from scheduler.engine import plan as engine_plan
+from scheduler.engine.live import LiveSnapshot
 from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
-from scheduler.preemption import fanout, ledger, runtime
+from scheduler.preemption import fanout, ledger, planning, runtime
 from scheduler.preemption.models import LedgerEntry, Plan, PreemptionRequest, RequestState
-from scheduler.preemption.tasks import plan_request
+from scheduler.preemption.tasks import plan_domains, plan_request
 from tests.scheduler.engine.test_subsnapshot import entangled_cluster
 from tests.scheduler.preemption.builders import FakeCluster
 
@@ -27,7 +28,7 @@ def without_counts(reason: str) -> str:
 
 @pytest.fixture(autouse=True)
 def fan_out_everything(settings, redis_url):
-    settings.REDIS_URL = redis_url  # the sub-snapshots travel through Redis
+    settings.REDIS_URL = redis_url  # the chord's results travel through Redis
     settings.CELERY_TASK_ALWAYS_EAGER = True  # the chord runs in this process; test_crash runs a real one
     settings.GANGWEB_FANOUT_MIN_NODES = 100
     settings.GANGWEB_FANOUT_PARTS = 3
@@ -88,27 +89,38 @@ def test_victims_spanning_racks_and_shared_budgets_give_the_in_process_plan_or_a
     assert got == expected
 
 
-def test_each_shard_is_stashed_as_its_own_sub_snapshot_and_dropped_after(redis_url):
+def test_the_shards_carry_names_and_resource_versions_not_objects():
     objects = synthetic_cluster(512, seed=3)
     podgroup = preemptor_name(64)
-    shards = fanout.shards_for(objects, podgroup, "gangweb")
-    key = fanout.stash(objects)
-    client = redis.Redis.from_url(redis_url)
-    try:
-        stored = sorted(k.decode() for k in client.scan_iter(f"{key}*"))
-        assert stored == sorted([key] + [f"{key}:{fanout.shard_id(s)}" for s in shards])
-        assert all(0 < client.ttl(k) <= fanout.SNAPSHOT_TTL_SECONDS for k in stored)
-        for shard in shards:
-            cut = fanout.unstash(key).cut(shard)
-            assert len(cut["objects"]) < len(objects)
-            nodes = {o["metadata"]["name"] for o in cut["objects"] if o["kind"] == "Node"}
-            labelled = {o["metadata"]["labels"].get("rack") for o in cut["objects"] if o["kind"] == "Node"}
-            assert set(shard) <= labelled and len(nodes) < 512
-    finally:
-        fanout.drop(key)
-    assert not list(client.scan_iter(f"{key}*"))
-    with pytest.raises(LookupError, match="expired"):
-        fanout.unstash(key).cut(shards[0])
+    view = planning.View(parse_snapshot(objects), {"pods": "41", "nodes": "40"})
+    shards = fanout.shards_for(view, podgroup, "gangweb")
+    assert shards and all(isinstance(d, str) for shard in shards for d in shard)
+    signature = plan_domains.s(podgroup, "gangweb", shards[0], view.resource_versions)
+    assert len(json.dumps(signature.args)) < 2_000  # the domain names and the versions, nothing else
+
+
+def test_a_shard_waits_for_its_cache_to_reach_the_coordinators_versions(monkeypatch):
+    class Behind(FakeCluster):
+        def cached_objects(self):
+            return self.snapshot_objects()
+
+        def live_snapshot(self):
+            return LiveSnapshot(self.snapshot_objects())
+
+        def resource_versions(self):
+            return {"pods": "5"}
+
+        def wait_for_versions(self, versions, timeout=10.0):
+            return all(int(v) <= 5 for v in versions.values())
+
+        def read_fresh(self, kind, namespace=None):
+            return [o for o in self.snapshot_objects() if o["kind"] == kind], "5"
+
+    monkeypatch.setattr(fanout, "CATCH_UP_SECONDS", 0.1)
+    cluster = Behind(synthetic_cluster(64, seed=1))
+    assert fanout.shard_view(cluster, preemptor_name(64), {"pods": "5"}).resource_versions == {"pods": "5"}
+    with pytest.raises(fanout.BehindCoordinator):
+        fanout.shard_view(cluster, preemptor_name(64), {"pods": "6"})
 
 
 def test_small_clusters_plan_in_one_task(settings):

@@ -1,0 +1,339 @@
+"""Watch benchmark: LISTs after start-up, unschedulable to first eviction, incremental snapshot updates, memory.
+
+    python manage.py bench watch [--nodes 5000 20000] [--idle-seconds 60] [--churn-seconds 60] [--json]
+
+For each size: the synthetic cluster (``scheduler.engine.synthetic``: N 8-GPU nodes, about 2N pods) is
+loaded into the Kubernetes API test server in its own process, and one real Celery worker (prefork, one
+pool process, ``GANGWEB_CLUSTER=kube``, enforce mode) starts against it with Redis (``REDIS_URL``) and the
+ledger (``DATABASE_URL``). Measured from the test server's request log (``/__testserver/requests``):
+
+- the worker's LISTs and API calls per minute once its watch cache is synced, idle and under churn
+  (``--churn-rate`` pod changes per second, label patches from this process, not counted as calls);
+- end to end, for each of the cluster's three preemptors (8, 64, 256 GPUs): this process sets
+  ``PodGroupInitiallyScheduled=False`` on the PodGroup (no grace period applies to it), and the time until
+  the server answers the first real (not dry-run) eviction; the worker sees the condition on its watch,
+  detects, plans on its live snapshot, re-checks, dry-runs and evicts;
+- the worker pool process's resident memory with the cache synced;
+- in this process, ``LiveSnapshot.apply`` per watch event (pod added, bound, deleted) over the same
+  cluster, and that a plan on the updated snapshot equals a plan on a fresh parse.
+
+The figures for the largest size are also the top-level keys (``lists_after_startup_idle``,
+``lists_after_startup_churn``, ``unschedulable_to_first_eviction_p50_s``, ...); ``sizes`` has every size.
+Ledger rows of the benchmark's namespace are removed afterwards. Figures: docs/kube.md, README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from . import at_least_one
+
+HELP = "watch caches: LISTs after start-up (idle, churn), unschedulable to first eviction, memory, updates"
+
+
+def _is_list(entry: dict[str, Any]) -> bool:
+    return entry["method"] == "GET" and "watch=" not in (entry["query"] or "") and _collection(entry["path"])
+
+
+def _collection(path: str) -> bool:
+    from scheduler.kube.resources import SNAPSHOT_RESOURCES
+
+    return any(path.endswith("/" + r.plural) for r in SNAPSHOT_RESOURCES)
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def _request(url: str, method: str, body: Any, content_type: str) -> None:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method=method)
+    req.add_header("Content-Type", content_type)
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        resp.read()
+
+
+def _wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def incremental(objects: list[dict[str, Any]], events: int = 2000, seed: int = 1) -> dict[str, Any]:
+    """p50/p99 of ``LiveSnapshot.apply`` per event, the index rebuild after them, and plan equality."""
+    import copy
+
+    from scheduler.engine import parse_snapshot, plan
+    from scheduler.engine.builders import pod
+    from scheduler.engine.live import LiveSnapshot, raw_key
+    from scheduler.engine.synthetic import NAMESPACE, preemptor_name
+
+    rng = random.Random(seed)
+    current = {(o["kind"], raw_key(o)): o for o in objects}
+    live = LiveSnapshot(current.values())
+    nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
+    added: list[dict[str, Any]] = []
+    timings = []
+    for i in range(events):
+        choice = rng.random()
+        if choice < 0.4 or not added:
+            obj, kind = pod(f"churn-{i}", namespace=NAMESPACE, gpus=1, priority=100), "ADDED"
+            added.append(obj)
+        elif choice < 0.7:
+            obj = copy.deepcopy(added.pop(rng.randrange(len(added))))
+            obj["spec"]["nodeName"] = rng.choice(nodes)
+            added.append(obj)
+            kind = "MODIFIED"
+        else:
+            obj, kind = added.pop(rng.randrange(len(added))), "DELETED"
+        key = ("Pod", raw_key(obj))
+        if kind == "DELETED":
+            current.pop(key, None)
+        else:
+            current[key] = obj
+        started = time.perf_counter()
+        live.apply(kind, obj)
+        timings.append(time.perf_counter() - started)
+    started = time.perf_counter()
+    snapshot = live.snapshot()
+    rebuild = time.perf_counter() - started
+    started = time.perf_counter()
+    fresh = parse_snapshot(list(current.values()))
+    parse = time.perf_counter() - started
+    group = preemptor_name(64)
+    equal = plan(snapshot, group).to_dict() == plan(fresh, group).to_dict()
+    timings.sort()
+    return {
+        "update_events": events,
+        "update_p50_us": round(statistics.median(timings) * 1e6, 1),
+        "update_p99_us": round(timings[int(len(timings) * 0.99) - 1] * 1e6, 1),
+        "index_rebuild_s": round(rebuild, 3),
+        "fresh_parse_s": round(parse, 3),
+        "plan_equals_fresh_parse": equal,
+    }
+
+
+def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    from kubetestserver import TestServerProcess
+    from scheduler.engine.synthetic import NAMESPACE, PREEMPTORS, preemptor_name, synthetic_cluster
+
+    objects = synthetic_cluster(nodes)
+    for obj in objects:  # the trials set the condition themselves
+        if obj["kind"] == "PodGroup":
+            obj.get("status", {}).pop("conditions", None)
+    figures: dict[str, Any] = {
+        "nodes": nodes,
+        "pods": sum(1 for o in objects if o["kind"] == "Pod"),
+        "objects": len(objects),
+    }
+    figures.update(incremental(objects))
+    snapshot_file = tmp / f"cluster-{nodes}.json"
+    snapshot_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    server = TestServerProcess(tmp / f"kubeconfig-{nodes}", load=snapshot_file, bookmark_interval=5.0)
+    server.start(timeout=900)
+    log_path = tmp / f"worker-{nodes}.log"
+    env = {  # gangweb's defaults (enforce mode everywhere), whatever this shell sets
+        **{k: v for k, v in os.environ.items() if not k.startswith("GANGWEB_")},
+        "KUBECONFIG": str(server.kubeconfig),
+        "GANGWEB_CLUSTER": "kube",
+        "GANGWEB_WATCH": "1",
+        "GANGWEB_PENDING_GRACE_SECONDS": str(10**9),  # the synthetic pods were created long ago
+        "GANGWEB_REQUEST_COOLDOWN_SECONDS": "0",
+        "GANGWEB_RESERVATION_SECONDS": "0",
+        "GANGWEB_DETECT_INTERVAL_SECONDS": "3600",
+        "GANGWEB_DEMO": "0",
+    }
+    with open(log_path, "ab") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork", "--concurrency=1"]
+            + ["--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    control = server.control
+    try:
+        started = time.monotonic()
+        from scheduler.kube.resources import SNAPSHOT_RESOURCES
+
+        kinds = len(SNAPSHOT_RESOURCES)
+        _wait(
+            lambda: len({e["path"] for e in control.requests(method="GET") if _is_list(e)}) >= kinds,
+            900,
+            f"the worker's first LIST of each kind (worker log {log_path})",
+        )
+        figures["lists_answered_s"] = round(time.monotonic() - started, 2)
+        # The live snapshot parses the lists on the informer threads: synced once the memory stops growing.
+        child = _children(worker.pid)
+        pid = child[0] if child else worker.pid
+        last, steady = -1, 0
+        while steady < 3:
+            time.sleep(1)
+            rss = _rss_kib(pid)
+            steady, last = (steady + 1, rss) if abs(rss - last) < 1024 else (0, rss)
+        figures["startup_sync_s"] = round(time.monotonic() - started - 3, 2)
+        figures["lists_at_startup"] = len([e for e in control.requests(method="GET") if _is_list(e)])
+        figures["worker_rss_mib"] = round(_rss_kib(pid) / 1024, 1)
+        figures["worker_main_rss_mib"] = round(_rss_kib(worker.pid) / 1024, 1)
+
+        control.clear_requests()
+        time.sleep(options.idle_seconds)
+        idle = control.requests()
+        figures["lists_after_startup_idle"] = len([e for e in idle if _is_list(e)])
+        figures["calls_per_min_idle"] = round(len(idle) * 60 / options.idle_seconds, 1)
+
+        running = [o for o in objects if o["kind"] == "Pod" and o["spec"].get("nodeName")]
+        control.clear_requests()
+        began, sent = time.monotonic(), 0
+        while time.monotonic() - began < options.churn_seconds:
+            target = running[sent % len(running)]["metadata"]
+            url = f"{server.url}/api/v1/namespaces/{target['namespace']}/pods/{target['name']}"
+            _request(
+                url, "PATCH", {"metadata": {"labels": {"churn": str(sent)}}}, "application/merge-patch+json"
+            )
+            sent += 1
+            ahead = sent / options.churn_rate - (time.monotonic() - began)
+            if ahead > 0:
+                time.sleep(ahead)
+        churn = [e for e in control.requests() if e["method"] != "PATCH"]
+        figures["churn_changes_per_s"] = round(sent / (time.monotonic() - began), 1)
+        figures["lists_after_startup_churn"] = len([e for e in churn if _is_list(e)])
+        figures["calls_per_min_churn"] = round(len(churn) * 60 / options.churn_seconds, 1)
+
+        latencies: list[float] = []
+        skipped: list[str] = []
+        for gpus, _, _ in PREEMPTORS:
+            name = preemptor_name(gpus).split("/")[1]
+            control.clear_requests()
+            url = (
+                f"{server.url}/apis/scheduling.k8s.io/v1beta1/namespaces/{NAMESPACE}/podgroups/{name}/status"
+            )
+            condition = {
+                "type": "PodGroupInitiallyScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "bench",
+                "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            t0 = time.time()
+            _request(url, "PATCH", {"status": {"conditions": [condition]}}, "application/merge-patch+json")
+
+            def outcome(name=name):
+                evictions = [
+                    e["time"]
+                    for e in control.requests("/eviction", method="POST")
+                    if "dryRun" not in (e["query"] or "") and e["code"] in (200, 201)
+                ]
+                if evictions:
+                    return ("evicted", min(evictions))
+                done = _finished_without_eviction(name)
+                return ("none", done) if done else None
+
+            kind, value = _wait(outcome, 120, f"the first eviction for {name} (worker log {log_path})")
+            if kind == "evicted":
+                latencies.append(value - t0)
+            else:
+                skipped.append(f"{name}: {value}")
+            time.sleep(5)  # let the execution finish before the next trial
+        figures["trials_without_eviction"] = skipped
+        figures["unschedulable_to_first_eviction_s"] = [round(x, 3) for x in latencies]
+        figures["unschedulable_to_first_eviction_p50_s"] = (
+            round(statistics.median(latencies), 3) if latencies else None
+        )
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        server.stop()
+    return figures
+
+
+def _finished_without_eviction(name: str) -> str:
+    """The reason of the gang's request when it ended without evicting anyone (e.g. it fits as it is)."""
+    from scheduler.engine.synthetic import NAMESPACE
+    from scheduler.preemption.models import PreemptionRequest, RequestState
+
+    done = (
+        PreemptionRequest.objects.filter(namespace=NAMESPACE, name=name)
+        .exclude(
+            state__in=[
+                RequestState.PENDING,
+                RequestState.PLANNING,
+                RequestState.PLANNED,
+                RequestState.EXECUTING,
+            ]
+        )
+        .order_by("-id")
+        .first()
+    )
+    return f"{done.state}: {done.reason}" if done else ""
+
+
+def _clean_ledger() -> None:
+    from scheduler.engine.synthetic import NAMESPACE
+    from scheduler.preemption.models import PreemptionRequest
+
+    PreemptionRequest.objects.filter(namespace=NAMESPACE).delete()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=at_least_one, nargs="+", default=[5000, 20000])
+    parser.add_argument("--idle-seconds", type=at_least_one, default=60)
+    parser.add_argument("--churn-seconds", type=at_least_one, default=60)
+    parser.add_argument("--churn-rate", type=at_least_one, default=100, help="pod changes per second")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def handle(options: argparse.Namespace) -> int:
+    sizes = []
+    tmp = tempfile.mkdtemp(prefix="bench-watch-")  # kept when a size fails: the worker's log is in it
+    try:
+        for nodes in sorted(options.nodes):
+            print(f"bench watch: {nodes} nodes ...", file=sys.stderr)
+            sizes.append(run_size(nodes, options, Path(tmp)))
+    finally:
+        _clean_ledger()
+    shutil.rmtree(tmp, ignore_errors=True)
+    figures = {**sizes[-1], "sizes": sizes}
+    if options.json:
+        print(json.dumps(figures))
+        return 0
+    keys = [k for k in sizes[0] if k != "nodes"]
+    print(f"{'nodes':<40}" + "".join(f"{s['nodes']:>14,}" for s in sizes))
+    for key in keys:
+        print(f"{key:<40}" + "".join(f"{_cell(s.get(key)):>14}" for s in sizes))
+    return 0
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        return "/".join(f"{v:.2f}" if isinstance(v, float) else str(v)[:40] for v in value) or "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)

@@ -1,0 +1,120 @@
+"""A snapshot kept current from watch events: each event parses one object, never the whole cluster.
+
+``LiveSnapshot`` holds the typed objects of ``snapshot.py`` (one ``Pod``, ``Node``, ``Group``... per
+object, the parse that costs most of ``parse_snapshot``), updated in place by the events a watch cache
+delivers (``apply("ADDED"|"MODIFIED"|"DELETED", obj)``; a relist's differences arrive as events too).
+``snapshot()`` indexes the current typed objects into a ``Snapshot`` (capacity matrices, victim units),
+memoised until the next change, so a plan made after any event stream equals the plan on a fresh
+``parse_snapshot`` of the same objects (``tests/scheduler/engine/test_live.py``). ``snapshot(overrides)``
+indexes with a few raw objects replaced or removed (reservations, the re-check's fresh reads) without
+touching the live state.
+
+A malformed object is kept out and named: ``snapshot()`` raises its ``SnapshotError`` (the message a
+fresh parse would give) until the object is fixed or deleted. Kinds the engine does not read are ignored,
+so the kinds a watch cache holds are its own business (a new kind is a new parser in ``snapshot._PARSERS``).
+
+Thread-safe: events come from one informer thread per kind, snapshots are taken from another.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .errors import SnapshotError, object_label
+from .snapshot import _PARSERS, Snapshot
+
+KubeObject = dict[str, Any]
+
+
+def raw_key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def parse_one(obj: Mapping[str, Any]) -> tuple[str, Any]:
+    """(key, typed object) of one raw object of a kind the engine reads; SnapshotError when malformed."""
+    kind = obj.get("kind")
+    try:
+        item = _PARSERS[kind](obj)  # type: ignore[index]
+    except ValueError as exc:
+        raise SnapshotError(f"{object_label(str(kind), obj)}: {exc}") from None
+    except (AttributeError, TypeError) as exc:
+        raise SnapshotError(f"{object_label(str(kind), obj)}: malformed object ({exc})") from None
+    return getattr(item, "key", None) or item.name, item
+
+
+class LiveSnapshot:
+    def __init__(self, objects: Iterable[KubeObject] = ()) -> None:
+        self._parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
+        self._keys: dict[tuple[str, str], str] = {}  # (kind, raw key) -> typed key
+        self._errors: dict[tuple[str, str], str] = {}
+        self._lock = threading.Lock()
+        self._built: Snapshot | None = None
+        self.version = 0  # changes applied so far
+        self.events = 0
+        for obj in objects:
+            self.apply("ADDED", obj)
+
+    # ----- events
+    def apply(self, event_type: str, obj: KubeObject | None) -> bool:
+        """Apply one watch event; True when the engine's view changed."""
+        if not obj:
+            return False
+        kind = obj.get("kind")
+        if kind not in self._parsed:
+            return False
+        ident = (kind, raw_key(obj))
+        with self._lock:
+            self.events += 1
+            self._remove(ident)
+            if event_type != "DELETED":
+                try:
+                    key, item = parse_one(obj)
+                except SnapshotError as exc:
+                    self._errors[ident] = str(exc)
+                else:
+                    self._parsed[kind][key] = item
+                    self._keys[ident] = key
+            self.version += 1
+            self._built = None
+        return True
+
+    def _remove(self, ident: tuple[str, str]) -> None:
+        self._errors.pop(ident, None)
+        key = self._keys.pop(ident, None)
+        if key is not None:
+            self._parsed[ident[0]].pop(key, None)
+
+    # ----- reading
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {kind: len(items) for kind, items in self._parsed.items()}
+
+    def snapshot(self, overrides: Mapping[tuple[str, str], KubeObject | None] | None = None) -> Snapshot:
+        """The indexed ``Snapshot`` of the current objects. ``overrides`` maps (kind, ``ns/name``) to a raw
+        object that stands in for the live one (None: left out) in this snapshot only."""
+        with self._lock:
+            if self._errors:
+                raise SnapshotError(next(iter(sorted(self._errors.values()))))
+            if not overrides and self._built is not None:
+                return self._built
+            version = self.version
+            parsed = {kind: dict(items) for kind, items in self._parsed.items()}
+            keys = dict(self._keys)
+        for (kind, key), obj in (overrides or {}).items():
+            current = keys.get((kind, key))
+            if current is not None:
+                parsed[kind].pop(current, None)
+            if obj is not None:
+                typed_key, item = parse_one(obj)
+                parsed[kind][typed_key] = item
+        built = Snapshot(parsed)
+        if not overrides:
+            with self._lock:
+                if self.version == version:
+                    self._built = built
+        return built

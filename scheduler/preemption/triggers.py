@@ -1,0 +1,75 @@
+"""Detection on the watch event: a PodGroup turning Unschedulable is detected when the event arrives.
+
+Each process whose cluster is a watch cache (``runtime.get_cluster``) listens to PodGroup events. When
+kube-scheduler sets ``PodGroupInitiallyScheduled=False`` on a group (a new condition, or a new
+``lastTransitionTime``), a detection pass (``scheduler.detect_unschedulable_gangs``, which reads the same
+cache) is enqueued at once instead of waiting for the next beat. Every worker process watches, so the
+enqueue is claimed once per transition in Redis (``SET NX``, an hour); without Redis (the demo) each
+process enqueues its own, which detection's one-active-request rule makes harmless. The beat stays as
+the safety net (pending pods past the grace period, a missed event).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from django.conf import settings
+
+from scheduler.cluster import Cluster
+from scheduler.preemption.detection import unschedulable_condition
+from scheduler.preemption.runtime import on_cluster_built
+
+logger = logging.getLogger(__name__)
+
+CLAIM_PREFIX = "gangweb:trigger:"
+CLAIM_SECONDS = 3600
+# When the last transition was seen, per PodGroup (ns/name -> lastTransitionTime), in this process.
+_seen: dict[str, str] = {}
+# (monotonic time the event arrived, ns/name) of the last enqueue, for the benchmark and the log.
+last_trigger: dict[str, float] = {}
+
+
+def _claim(key: str, transition: str) -> bool:
+    if not settings.REDIS_URL:
+        return True
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    return bool(client.set(f"{CLAIM_PREFIX}{key}:{transition}", "1", nx=True, ex=CLAIM_SECONDS))
+
+
+def on_event(event_type: str, resource: Any, obj: dict | None) -> None:
+    if event_type not in ("ADDED", "MODIFIED") or not obj or obj.get("kind") != "PodGroup":
+        return
+    meta = obj.get("metadata") or {}
+    key = f"{meta.get('namespace')}/{meta.get('name')}"
+    condition = unschedulable_condition(obj)
+    if condition is None:
+        _seen.pop(key, None)
+        return
+    transition = str(condition.get("lastTransitionTime") or meta.get("resourceVersion") or "")
+    if _seen.get(key) == transition:
+        return
+    _seen[key] = transition
+    try:
+        if not _claim(key, transition):
+            return
+        from scheduler.preemption.tasks import detect_unschedulable_gangs
+
+        detect_unschedulable_gangs.apply_async()
+        last_trigger[key] = time.monotonic()
+        logger.info("PodGroup %s turned unschedulable: detection enqueued from the watch event", key)
+    except Exception:  # the beat's pass still finds it
+        logger.warning("could not enqueue detection for %s", key, exc_info=True)
+
+
+def watch(cluster: Cluster) -> None:
+    """Listen to ``cluster``'s PodGroup events (a cluster without watch events has nothing to listen to)."""
+    add_listener = getattr(cluster, "add_listener", None)
+    if add_listener is not None and getattr(cluster, "watching", False):
+        add_listener(on_event)
+
+
+on_cluster_built(watch)

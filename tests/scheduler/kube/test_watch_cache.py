@@ -1,0 +1,140 @@
+"""The watch cache converges to the server's objects, exactly, whatever the stream does, and never lists on a
+timer: one LIST per kind per start, plus one per 410 recovery (the test server's request log counts them)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from scheduler.cluster import WatchCache, current_objects
+from scheduler.engine import parse_snapshot, plan
+from scheduler.kube.resources import PODS, SNAPSHOT_RESOURCES
+
+from .objects import pod
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def server_objects(server) -> dict:
+    kinds = {r.kind for r in SNAPSHOT_RESOURCES}
+    return {
+        (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
+        for o in server.store.dump()
+        if o["kind"] in kinds
+    }
+
+
+def cached(cluster) -> dict:
+    return {
+        (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
+        for o in cluster.cached_objects()
+    }
+
+
+def converged(server, cluster, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cached(cluster) == server_objects(server):
+            break
+        time.sleep(0.05)
+    assert cached(cluster) == server_objects(server)
+    live = cluster.live_snapshot().snapshot()
+    fresh = parse_snapshot(list(server_objects(server).values()))
+    assert [p.key for p in live.pods] == [p.key for p in fresh.pods]
+    assert (live.free == fresh.free).all()
+
+
+def lists(server) -> list[str]:
+    plurals = tuple("/" + r.plural for r in SNAPSHOT_RESOURCES)
+    return [
+        r["path"]
+        for r in server.requests(method="GET")
+        if r["path"].endswith(plurals) and "watch=" not in (r["query"] or "")
+    ]
+
+
+def test_the_adapter_is_a_watch_cache_and_readers_use_it_without_listing(server, cluster):
+    assert isinstance(cluster, WatchCache)
+    cluster.start()
+    server.state.requests.clear()
+    for _ in range(20):
+        assert current_objects(cluster)
+        cluster.live_snapshot().snapshot()
+    assert lists(server) == []
+
+
+def test_a_dropped_stream_resumes_without_a_list(server, cluster):
+    cluster.start()
+    started_lists = len(lists(server))
+    for round_ in range(3):
+        server.drop_watches()
+        server.store.create(PODS, pod(f"after-drop-{round_}"))
+        converged(server, cluster)
+    assert len(lists(server)) == started_lists  # resumed from the last resourceVersion every time
+
+
+def test_a_410_relists_once_and_converges(server, cluster):
+    cluster.start()
+    reflector = cluster.reflector(PODS)
+    server.faults.fail("/api/v1/pods$", 500, method="GET", times=None)
+    server.drop_watches()
+    server.store.delete(PODS, "team-a", "solo")
+    server.store.create(PODS, pod("while-away"))
+    server.expire_watch_window()
+    server.faults.clear()
+    converged(server, cluster)
+    assert reflector.expired >= 1
+
+
+def test_a_bookmark_only_period_keeps_the_cache_and_lists_nothing(server, cluster):
+    cluster.start()
+    before = dict(cluster.resource_versions())
+    started_lists = len(lists(server))
+    server.store.create(
+        PODS, pod("tick")
+    )  # moves the global resourceVersion; other kinds hear only bookmarks
+    time.sleep(1.5)  # several bookmark intervals (0.2 s)
+    converged(server, cluster)
+    after = cluster.resource_versions()
+    assert all(int(after[p]) > int(before[p]) for p in ("nodes", "podgroups"))
+    assert len(lists(server)) == started_lists
+
+
+@pytest.mark.timeout(400)
+def test_a_burst_of_ten_thousand_events_converges_exactly(server, cluster):
+    server.store.validator = None  # the stream is under test here, not the objects' schema
+    cluster.start()
+    started_lists = len(lists(server))
+    for i in range(5000):
+        server.store.create(PODS, pod(f"burst-{i}", node=None))
+    for i in range(0, 5000, 2):
+        server.store.patch(
+            PODS, "team-a", f"burst-{i}", "application/merge-patch+json", {"spec": {"nodeName": "node-1"}}
+        )
+    for i in range(1, 5000, 2):
+        server.store.delete(PODS, "team-a", f"burst-{i}")
+    converged(server, cluster, timeout=120)
+    assert cluster.reflector(PODS).expired == 0 and len(lists(server)) == started_lists
+    group = next(o for o in server.store.dump() if o["kind"] == "PodGroup")
+    key = f"{group['metadata']['namespace']}/{group['metadata']['name']}"
+    live = cluster.live_snapshot().snapshot()
+    assert (
+        plan(live, key).to_dict()
+        == plan(parse_snapshot(list(server_objects(server).values())), key).to_dict()
+    )
+
+
+def test_one_list_per_kind_over_a_long_run(server, cluster):
+    cluster.start()
+    deadline = time.monotonic() + 8
+    i = 0
+    while time.monotonic() < deadline:  # reads, changes, dropped streams, bookmarks: never a list
+        server.store.create(PODS, pod(f"long-{i}"))
+        current_objects(cluster)
+        if i % 20 == 0:
+            server.drop_watches()
+        i += 1
+        time.sleep(0.02)
+    converged(server, cluster)
+    assert len(lists(server)) == len(SNAPSHOT_RESOURCES)
