@@ -19,7 +19,6 @@ from tests.deploy.rendering import PROCESSES, config_data, pod_spec
 LEFT_OUT = {
     "KUBECONFIG": "unset in the cluster: the processes use their pod's ServiceAccount",
     "KUBERNETES_SERVICE_HOST": "set in every pod by the kubelet (it is how gangweb knows it runs in a cluster)",
-    "TMPDIR": "`bench fanout` only (its worker logs); /tmp is an emptyDir anyway",
     "GANGWEB_SIM_NODES": "the simulated cluster only (the demo); deploy/ runs GANGWEB_CLUSTER=kube",
     "GANGWEB_SIM_SEED": "the simulated cluster only",
     "GANGWEB_SIM_TICK_SECONDS": "the simulated cluster only",

@@ -2,7 +2,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("scheduler", "0002_plan_outcome")]
+    dependencies = [("scheduler", "0003_approve_mode")]
 
     operations = [
         migrations.AddField(
