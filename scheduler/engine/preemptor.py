@@ -73,6 +73,19 @@ class Preemptor:
     def pod_affinity_users(self) -> list[str]:
         return [self.snapshot.pods[p].key for p in self.pending if self.snapshot.pods[p].uses_pod_affinity]
 
+    def device_problems(self) -> tuple[str | None, list[str]]:
+        """(why a PodGroup-level claim blocks the gang, or None; what about DRA was not modelled)."""
+        index = self.snapshot.devices
+        if index is None:
+            return None, []
+        from .devices import group_claim_needs, notes_for
+
+        notes = notes_for(index, [self.snapshot.pods[p].key for p in self.pending])
+        if not self.group.claim_refs or not self.pending:
+            return None, notes
+        block, group_notes = group_claim_needs(index, self.group, self.priority)
+        return block, notes + [n for n in group_notes if n not in notes]
+
     def no_node_reason(self) -> str | None:
         """Why the group cannot succeed on any node whatever is evicted, when so few pending pods
         pass the static filters (Ready, cordon, taints, selector/affinity) anywhere."""

@@ -178,10 +178,38 @@ def _host_ports(spec: Mapping) -> tuple[tuple[str, str, int], ...]:
     return tuple(ports)
 
 
+def _claims(spec: Mapping, status: Mapping, kind: str) -> tuple[list, dict]:
+    """DRA claim references (``dra.py``), parsed only when the object has any: others stay cheap."""
+    if not (spec.get("resourceClaims") or status.get("resourceClaimStatuses")) and (
+        kind != "Pod" or not any(_has_container_claims(c) for c in spec.get("containers") or [])
+    ):
+        return _NO_CLAIMS, _NO_STATUSES
+    from .dra import MAX_GROUP_CLAIMS, check_container_claims, parse_claim_refs
+
+    refs, statuses = parse_claim_refs(spec, status, limit=None if kind == "Pod" else MAX_GROUP_CLAIMS)
+    if kind == "Pod":
+        check_container_claims(spec, {r.name for r in refs})
+    return refs, statuses
+
+
+def _has_container_claims(container: Any) -> bool:
+    return (
+        isinstance(container, dict)
+        and isinstance(container.get("resources"), dict)
+        and "claims" in container["resources"]
+    )
+
+
+_NO_CLAIMS: list = []
+_NO_STATUSES: dict = {}
+
+
 class Pod:
     __slots__ = (
         "active",
         "affinity_terms",
+        "claim_refs",
+        "claim_statuses",
         "created",
         "group_name",
         "host_ports",
@@ -231,6 +259,7 @@ class Pod:
         self.tolerations = _tolerations(spec)
         self.host_ports = _host_ports(spec)
         self.start_time = parse_time(status.get("startTime"), "status.startTime")
+        self.claim_refs, self.claim_statuses = _claims(spec, status, "Pod")
 
     def placement_signature(self) -> tuple:
         """Everything but resources that decides which nodes may host the pod (cache key)."""
@@ -267,6 +296,8 @@ class Group:
     """A PodGroup or a CompositePodGroup (same fields that matter to preemption)."""
 
     __slots__ = (
+        "claim_refs",
+        "claim_statuses",
         "disruption",
         "key",
         "kind",
@@ -322,6 +353,7 @@ class Group:
                 raise ValueError("spec.schedulingConstraints.topology[0].key: required")
             self.topology_key = first["key"]
         self.parent = _opt_str(spec.get("parentCompositePodGroupName"), "spec.parentCompositePodGroupName")
+        self.claim_refs, self.claim_statuses = _claims(spec, _map(obj.get("status"), "status"), kind)
 
 
 class DisruptionBudget:

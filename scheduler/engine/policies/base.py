@@ -28,6 +28,8 @@ class PreemptionPolicy(ABC):
         affinity = gang.pod_affinity_users()
         if affinity:
             notes.append(f"inter-pod affinity of {len(affinity)} pod(s) (e.g. {affinity[0]}) was ignored")
+        claim_block, device_notes = gang.device_problems()
+        notes.extend(device_notes)
         if not gang.pending:
             ok = len(gang.running) >= gang.min_count
             return self._finish(
@@ -45,6 +47,8 @@ class PreemptionPolicy(ABC):
         mismatch = gang.priority_mismatch()
         if mismatch:
             return self._finish(problem.plan(self.name, False, mismatch, why="priority-mismatch"), notes)
+        if claim_block:
+            return self._finish(problem.plan(self.name, False, claim_block, why="device-claim"), notes)
         no_node = gang.no_node_reason()
         if no_node:
             return self._finish(problem.plan(self.name, False, no_node, why="no-usable-node"), notes)
