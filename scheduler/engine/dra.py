@@ -38,11 +38,13 @@ def _node_scope(raw: Mapping, where: str, *, allow_none: bool) -> tuple[str, Any
     ("node", name) | ("selector", terms) | ("all", None) | ("none", None)."""
     present = [f for f in ("nodeName", "nodeSelector", "allNodes") if raw.get(f) not in (None, False, "")]
     if len(present) > 1:
-        raise ValueError(f"{where}: only one of nodeName, nodeSelector, allNodes may be set")
+        raise ValueError(f"{where.rstrip('.')}: only one of nodeName, nodeSelector, allNodes may be set")
     if not present:
         if allow_none:
             return "none", None
-        raise ValueError(f"{where}: exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection")
+        raise ValueError(
+            f"{where.rstrip('.')}: exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection is required"
+        )
     field = present[0]
     if field == "nodeName":
         return "node", _required_str(raw["nodeName"], f"{where}nodeName")
@@ -84,8 +86,6 @@ class Device:
         self.scope = scope if own[0] == "none" else own
         if scope is not None and own[0] != "none":
             raise ValueError(f"{where}: per-device node selection needs spec.perDeviceNodeSelection: true")
-        if self.scope is None:
-            raise ValueError(f"{where}: exactly one of nodeName, nodeSelector, allNodes is required")
         self.tainted = False
         for i, taint in enumerate(_list(raw.get("taints"), f"{where}.taints")):
             taint = _map(taint, f"{where}.taints[{i}]")
@@ -114,9 +114,14 @@ def _attribute(raw: Any, where: str) -> Any:
     if len(present) != 1:
         raise ValueError(f"{where}: exactly one of int, bool, string, version is required")
     kind, item = present[0], value[present[0]]
-    expected = {"int": int, "bool": bool, "string": str, "version": str}[kind]
+    expected, named = {
+        "int": (int, "an integer"),
+        "bool": (bool, "a boolean"),
+        "string": (str, "a string"),
+        "version": (str, "a semantic version"),
+    }[kind]
     if not isinstance(item, expected) or (kind == "int" and isinstance(item, bool)):
-        raise ValueError(f"{where}.{kind}: expected a {expected.__name__}")
+        raise ValueError(f"{where}.{kind}: expected {named}")
     return ("version", item) if kind == "version" else item
 
 
