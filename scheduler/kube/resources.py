@@ -54,6 +54,16 @@ PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False, has_status=False
 )
 RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim")
+# DRA (resource.k8s.io/v1, GA in 1.34): read only; gangweb never writes them (get, list, watch in RBAC).
+RESOURCE_CLAIM_TEMPLATES = Resource(
+    "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", has_status=False
+)
+RESOURCE_SLICES = Resource(
+    "resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False, has_status=False
+)
+DEVICE_CLASSES = Resource(
+    "resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False, has_status=False
+)
 
 # The objects that size a gang when its pods do not say (admission.podgroups.owner_to_fetch): workload
 # controllers and other gang schedulers' PodGroups. Read (never listed or watched) by the PodGroup ensurer;
@@ -86,6 +96,9 @@ RESOURCES: tuple[Resource, ...] = (
     PDBS,
     PRIORITY_CLASSES,
     RESOURCE_CLAIMS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_SLICES,
+    DEVICE_CLASSES,
     *OWNER_RESOURCES,  # after PODGROUPS: a bare kind "PodGroup" means scheduling.k8s.io's
 )
 
@@ -97,6 +110,9 @@ SNAPSHOT_RESOURCES: tuple[Resource, ...] = (
     COMPOSITE_PODGROUPS,
     WORKLOADS,
     PDBS,
+    DEVICE_CLASSES,
+    RESOURCE_SLICES,
+    RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
     PODS,
 )
