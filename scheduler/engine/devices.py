@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 GPU_COLUMN = "dra/gpu"
 IMPOSSIBLE = "dra:unsatisfiable"  # capacity 0 everywhere: a pod asking for it never fits
+WALKS_MAPS = ("exists", "all(", "map(", "filter(", "size(", " in ")
 DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
 
 
@@ -140,8 +141,12 @@ class DeviceIndex:
     def _evaluate(self, matcher: Matcher) -> None:
         by_signature: dict[tuple, bool] = {}
         matches = np.zeros(len(self.devices), dtype=bool)
+        text = " ".join(matcher.expressions)
+        # Only the attributes and capacities an expression names can change its answer (a uuid differs
+        # on every device), unless it walks a whole map.
+        walks = any(word in text for word in WALKS_MAPS)
         for i, device in enumerate(self.devices):
-            signature = device.signature()
+            signature = device.signature(None if walks else text)
             result = by_signature.get(signature)
             if result is None:
                 result = by_signature[signature] = self._matches(matcher, device)
@@ -230,9 +235,9 @@ class DeviceIndex:
                         )
                         continue
                     if ref.claim:
-                        if ref.claim in shared_needed:
+                        if source.key in shared_needed:
                             continue  # one allocation serves every pod that names the claim
-                        shared_needed.add(ref.claim)
+                        shared_needed.add(source.key)
                     source = source.spec
                 notes.extend(self.spec_notes(source, label))
                 for request in source.requests:

@@ -36,7 +36,10 @@ def _required_str(value: Any, where: str) -> str:
 def _node_scope(raw: Mapping, where: str, *, allow_none: bool) -> tuple[str, Any]:
     """Exactly one of ``nodeName``, ``nodeSelector``, ``allNodes`` (the slice's, or one device's):
     ("node", name) | ("selector", terms) | ("all", None) | ("none", None)."""
-    present = [f for f in ("nodeName", "nodeSelector", "allNodes") if raw.get(f) not in (None, False, "")]
+    if "nodeName" not in raw and "nodeSelector" not in raw and "allNodes" not in raw:
+        present = []  # most devices: the slice says where they are
+    else:
+        present = [f for f in ("nodeName", "nodeSelector", "allNodes") if raw.get(f) not in (None, False, "")]
     if len(present) > 1:
         raise ValueError(f"{where.rstrip('.')}: only one of nodeName, nodeSelector, allNodes may be set")
     if not present:
@@ -99,12 +102,17 @@ class Device:
     def key(self) -> tuple[str, str, str]:
         return (self.driver, self.pool, self.name)
 
-    def signature(self) -> tuple:
-        """Devices with the same signature match the same selectors (CEL is evaluated once each)."""
+    def signature(self, names_in: str | None = None) -> tuple:
+        """Devices with the same signature match the same selectors (CEL is evaluated once each). With
+        ``names_in`` (the expressions' text), only the attributes and capacities named there count."""
+
+        def kept(values: dict) -> tuple:
+            return tuple(sorted((k, v) for k, v in values.items() if names_in is None or k in names_in))
+
         return (
             self.driver,
-            tuple(sorted((d, tuple(sorted(a.items(), key=str))) for d, a in self.attributes.items())),
-            tuple(sorted((d, tuple(sorted(c.items()))) for d, c in self.capacity.items())),
+            tuple(sorted((d, kept(a)) for d, a in self.attributes.items())),
+            tuple(sorted((d, kept(c)) for d, c in self.capacity.items())),
         )
 
 

@@ -168,3 +168,70 @@ def with_claims(
             {"name": k, "resourceClaimName": v} for k, v in statuses.items()
         ]
     return obj
+
+
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def as_dra(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same cluster with its ``nvidia.com/gpu`` GPUs published as DRA devices instead: a ResourceSlice
+    per GPU node, a DeviceClass, one template per GPU count, every running GPU pod holding its devices
+    through a claim generated from the template and reserved for it, every pending one naming the template.
+    What the benchmark and the simulated cluster use (``GANGWEB_SIM_DEVICES=dra``)."""
+    out: list[dict[str, Any]] = [device_class()]
+    next_device: dict[str, int] = {}
+    templates: set[tuple[str, int]] = set()
+    for obj in objects:
+        kind = obj.get("kind")
+        if kind == "Node":
+            gpus = int(obj["status"]["allocatable"].get(GPU_RESOURCE, 0))
+            obj = {**obj, "status": {**obj["status"]}}
+            for field in ("allocatable", "capacity"):
+                if field in obj["status"]:
+                    obj["status"][field] = {
+                        k: v for k, v in obj["status"][field].items() if k != GPU_RESOURCE
+                    }
+            out.append(obj)
+            if gpus:
+                out.append(resource_slice(obj["metadata"]["name"], gpus))
+            continue
+        if kind != "Pod":
+            out.append(obj)
+            continue
+        count = 0
+        spec = {**obj["spec"], "containers": []}
+        for container in obj["spec"]["containers"]:
+            requests = dict(container.get("resources", {}).get("requests", {}))
+            count += int(requests.pop(GPU_RESOURCE, 0))
+            spec["containers"].append(
+                {**container, "resources": {**container.get("resources", {}), "requests": requests}}
+            )
+        obj = {**obj, "spec": spec, "status": dict(obj.get("status", {}))}
+        if not count:
+            out.append(obj)
+            continue
+        meta = obj["metadata"]
+        namespace, template = meta.get("namespace", "default"), f"gpus-{count}"
+        if (namespace, template) not in templates:
+            templates.add((namespace, template))
+            out.append(claim_template(template, namespace=namespace, requests=[exact_request(count=count)]))
+        ref = [{"name": "gpus", "resourceClaimTemplateName": template}]
+        node = spec.get("nodeName")
+        if node:
+            generated = f"{meta['name']}-gpus"
+            first = next_device.get(node, 0)
+            next_device[node] = first + count
+            held = claim(
+                generated,
+                namespace=namespace,
+                requests=[exact_request(count=count)],
+                devices=[(node, f"gpu-{i}") for i in range(first, first + count)],
+                node=node,
+                reserved_for=[("Pod", meta["name"])],
+            )
+            held["status"]["reservedFor"][0]["uid"] = meta.get("uid", held["status"]["reservedFor"][0]["uid"])
+            out.append(held)
+            out.append(with_claims(obj, ref, {"gpus": generated}))
+        else:
+            out.append(with_claims(obj, ref))
+    return out
