@@ -32,6 +32,17 @@ def test_the_adapter_snapshot_of_a_dra_cluster_plans_like_the_file(tmp_path):
             from_server = plan(parse_snapshot(objects), "ml/train").to_dict()
             from_file = plan(parse_snapshot([yaml.safe_load(FIXTURE.read_text())]), "ml/train").to_dict()
             assert from_server == from_file and from_server["outcome"] == "preempt"
+            # Served like the other kinds: get by name through the official client too.
+            from kubernetes import client, config
+
+            api = config.new_client_from_config(config_file=str(kubeconfig))
+            try:
+                resource = client.ResourceV1Api(api)
+                assert resource.read_device_class("gpu.nvidia.com").metadata.name == "gpu.nvidia.com"
+                claim = resource.read_namespaced_resource_claim("sweep-0-gpus-x7k2p", "ml")
+                assert claim.status.reserved_for[0].name == "sweep-0"
+            finally:
+                api.close()
             # A third node publishes its GPUs: the watch brings the slice in.
             server.store.create(RESOURCE_SLICES, dra.resource_slice("dra-3", 8))
             assert cluster.wait_for(
