@@ -73,18 +73,20 @@ class Preemptor:
     def pod_affinity_users(self) -> list[str]:
         return [self.snapshot.pods[p].key for p in self.pending if self.snapshot.pods[p].uses_pod_affinity]
 
-    def device_problems(self) -> tuple[str | None, list[str]]:
-        """(why a PodGroup-level claim blocks the gang, or None; what about DRA was not modelled)."""
+    def device_problems(self):
+        """The gang's DRA questions: a ``devices.GroupClaims`` (PodGroup-level claims: blocked, or the
+        units to evict for them) whose ``notes`` say what was not modelled; None without DRA objects."""
         index = self.snapshot.devices
         if index is None:
-            return None, []
-        from .devices import group_claim_needs, notes_for
+            return None
+        from .devices import GroupClaims, group_claim_needs, notes_for
 
         notes = notes_for(index, [self.snapshot.pods[p].key for p in self.pending])
-        if not self.group.claim_refs or not self.pending:
-            return None, notes
-        block, group_notes = group_claim_needs(index, self.group, self.priority)
-        return block, notes + [n for n in group_notes if n not in notes]
+        found = GroupClaims()
+        if self.group.claim_refs and self.pending:
+            found = group_claim_needs(index, self.group, self.priority)
+        found.notes = notes + [n for n in found.notes if n not in notes]
+        return found
 
     def no_node_reason(self) -> str | None:
         """Why the group cannot succeed on any node whatever is evicted, when so few pending pods

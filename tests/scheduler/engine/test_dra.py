@@ -186,10 +186,12 @@ def test_podgroup_claim_from_a_template_needs_one_allocation_for_the_group():
     base = _cluster() + [group, template] + pods
     fits = plan(parse_snapshot(base), "ml/new")
     assert fits.outcome == "fits"  # the group's one claim takes 6 of the 8 devices, not 6 per pod
-    blocked = plan(parse_snapshot(base + _held("low", "n1", range(4))), "ml/new")
+    freeing = plan(parse_snapshot(base + _held("low", "n1", range(4))), "ml/new")
+    assert freeing.outcome == "preempt" and freeing.evictions == ["ml/low"]
+    blocked = plan(parse_snapshot(base + _held("high", "n1", range(4), priority=500)), "ml/new")
     assert blocked.outcome == "infeasible:device-claim"
     assert "PodGroup claim 'domain'" in blocked.reason and "ResourceClaimTemplate ml/gpus" in blocked.reason
-    assert "4 free, 4 held by lower-priority consumers" in blocked.reason
+    assert "4 free, 0 held by lower-priority units" in blocked.reason
 
 
 def test_an_allocated_podgroup_claim_needs_nothing_more():
@@ -409,8 +411,12 @@ def dra_clusters(draw):
         shared = i > 0 and draw(st.booleans())
         consumers = [("Pod", f"low-{i}")] + ([("Pod", f"low-{i - 1}")] if shared else [])
         objects += _held(f"low-{i}", n, held, priority=priority, consumers=consumers)
-    objects += _gang(count=draw(st.integers(1, 3)), gpus=draw(st.integers(1, 4)))
-    return objects
+    gang = _gang(count=draw(st.integers(1, 3)), gpus=draw(st.integers(1, 4)))
+    if draw(st.booleans()):  # one claim for the whole group (KEP-5729) instead of one per pod
+        for obj in gang:
+            if obj["kind"] in ("PodGroup", "Pod"):
+                dra.with_claims(obj, TEMPLATE_REF)
+    return objects + gang
 
 
 def _replay(objects, result):
@@ -433,6 +439,11 @@ def _replay(objects, result):
         "requests"
     ][0]["exactly"]["count"]
     given_out = set()
+    group = next(o for o in objects if o["kind"] == "PodGroup" and o["metadata"]["name"] == "new")
+    if group["spec"].get("resourceClaims"):  # the group's one claim: any devices, on any node
+        available = [(n, d) for n, names in slices.items() for d in names if (n, d) not in held]
+        assert len(available) >= wanted, f"the group claim needs {wanted}, {len(available)} free"
+        return
     for pod_key, n in result.placement.items():
         available = [(n, d) for d in slices.get(n, []) if (n, d) not in held and (n, d) not in given_out]
         assert len(available) >= wanted, f"{pod_key} on {n}: {len(available)} free device(s), needs {wanted}"
@@ -445,3 +456,31 @@ def test_every_plan_replayed_on_the_raw_objects_gets_distinct_free_devices(objec
     result = plan(parse_snapshot(objects), "ml/new")
     if result.feasible:
         _replay(objects, result)
+
+
+def _group_claim_case(low_priority=10, low_mode="all"):
+    refs = [{"name": "domain", "resourceClaimTemplateName": "gpus"}]
+    group = dra.with_claims(podgroup("new", namespace="ml", priority=100, min_count=1), refs)
+    pods = [dra.with_claims(pod("new-0", namespace="ml", group="new", priority=100, cpu="1"), refs)]
+    template = dra.claim_template("gpus", namespace="ml", requests=[dra.exact_request(count=6)])
+    objects = _cluster() + [group, template] + pods
+    objects += [podgroup("low", namespace="ml", priority=low_priority, mode=low_mode, min_count=1)]
+    objects += _held("low-0", "n1", range(4), priority=low_priority, group="low")
+    objects += _held("other", "n2", range(2), priority=500)
+    return objects
+
+
+def test_a_podgroup_claim_held_by_lower_priority_units_evicts_them_first():
+    result = plan(parse_snapshot(_group_claim_case()), "ml/new")
+    assert result.outcome == "preempt"
+    assert result.evictions == ["ml/low-0"]  # 2 free on n2 + 4 freed on n1 = 6
+    assert result.reason.startswith(
+        "the PodGroup's claims need 4 device(s) for PodGroup claim 'domain', so 1 unit(s) are evicted for them first"
+    )
+    assert result.cost.highest_victim_priority == 10
+
+
+def test_a_podgroup_claim_held_by_higher_priority_units_blocks_the_gang():
+    result = plan(parse_snapshot(_group_claim_case(low_priority=500)), "ml/new")
+    assert result.outcome == "infeasible:device-claim"
+    assert "needs 6 device(s)" in result.reason and "2 free, 0 held by lower-priority units" in result.reason
