@@ -341,6 +341,14 @@ def parse_claim_refs(spec: Mapping, status: Mapping, *, limit: int | None = None
     return refs, generated
 
 
+def object_claims(spec: Mapping, status: Mapping, kind: str) -> tuple[list, dict]:
+    """A pod's or a PodGroup's claim references and generated claim names (``typed_objects``)."""
+    refs, statuses = parse_claim_refs(spec, status, limit=None if kind == "Pod" else MAX_GROUP_CLAIMS)
+    if kind == "Pod":
+        check_container_claims(spec, {r.name for r in refs})
+    return refs, statuses
+
+
 def check_container_claims(spec: Mapping, names: set[str]) -> None:
     """Containers' ``resources.claims[].name`` must name an entry of the pod's ``spec.resourceClaims``."""
     for field in ("initContainers", "containers"):

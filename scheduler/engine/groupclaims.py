@@ -1,4 +1,5 @@
-"""Plans for gangs whose PodGroup-level claims (KEP-5729) need devices that lower-priority units hold.
+"""PodGroup-level claims (KEP-5729): whether they can be allocated, and plans for gangs whose claims
+need devices that lower-priority units hold.
 
 The units whose claims free those devices (``devices.group_claim_needs``) are evicted first: the policy
 plans on a *view* of the snapshot without them (their pods gone, their claims' devices free), and the
@@ -14,14 +15,100 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .contract import Plan
+from .dra import ALL_DEVICES, ResourceClaim
 from .evaluation import Problem
 from .preemptor import Preemptor
 from .victims import UnitIndex, victim_cost
 
 if TYPE_CHECKING:
-    from .devices import GroupClaims
+    from .devices import DeviceIndex
     from .policies.base import PreemptionPolicy
     from .snapshot import Snapshot
+
+
+class GroupClaims:
+    """What a PodGroup's own claims (KEP-5729) need: ``blocked`` (why they cannot be allocated, or None),
+    ``notes``, and ``freeing``: victim units to evict first so that their claims' devices serve them."""
+
+    __slots__ = ("blocked", "freed", "freeing", "notes")
+
+    def __init__(self) -> None:
+        self.blocked: str | None = None
+        self.notes: list[str] = []
+        self.freeing: list[int] = []
+        self.freed: list[str] = []  # "N device(s) for claim 'x'" per claim that needs evictions
+
+
+def group_claim_needs(index: DeviceIndex, group, priority: int) -> GroupClaims:
+    """A claim already allocated is fine; one to be created needs, for every request, free devices or
+    devices held by claims of single lower-priority units (evicted first, least important first);
+    else it blocks, saying how many devices are free and how many lower-priority consumers hold."""
+    out = GroupClaims()
+    taken = np.zeros(len(index.devices), dtype=bool)
+    freeable = _freeable_claims(index, priority)
+    for ref in group.claim_refs:
+        source, label = index.resolve(group.namespace, ref, group.claim_statuses)
+        if source is None:
+            out.blocked = f"PodGroup claim {ref.name!r} cannot be allocated: {label}"
+            return out
+        if isinstance(source, ResourceClaim):
+            if source.is_allocated:
+                continue
+            source = source.spec
+        out.notes.extend(index.spec_notes(source, label))
+        for request in source.requests:
+            if request.admin:
+                continue
+            matcher = index.matcher(request, label)
+            if matcher is None:
+                out.blocked = f"PodGroup claim {ref.name!r} ({label}) names the missing DeviceClass {request.class_name}"
+                return out
+            note = index.cel_note(matcher)
+            if note:
+                out.notes.append(f"{label}: {note}")
+            free = index.free_devices(matcher.matches) & ~taken
+            wanted = int(matcher.matches.sum()) if request.mode == ALL_DEVICES else request.count
+            wanted = max(wanted, 1)
+            chosen = list(np.flatnonzero(free)[:wanted])
+            units: list[int] = []
+            for unit, devices in freeable:
+                if len(chosen) >= wanted:
+                    break
+                usable = [d for d in devices if matcher.matches[d] and not taken[d] and index.usable[d]]
+                if usable:
+                    chosen += usable[: wanted - len(chosen)]
+                    units.append(unit)
+            if len(chosen) < wanted:
+                lower = sum(len([d for d in ds if matcher.matches[d]]) for _, ds in freeable)
+                out.blocked = (
+                    f"PodGroup claim {ref.name!r} ({label}) needs {wanted} device(s) of DeviceClass "
+                    f"{request.class_name} for request {request.name!r}: {int(free.sum())} free, {lower} held by "
+                    "lower-priority units that evicting would free"
+                )
+                return out
+            taken[chosen] = True
+            if units:
+                out.freeing += [u for u in units if u not in out.freeing]
+                out.freed.append(f"{len(chosen) - int(free.sum())} device(s) for PodGroup claim {ref.name!r}")
+    return out
+
+
+def _freeable_claims(index: DeviceIndex, priority: int) -> list[tuple[int, list[int]]]:
+    """(victim unit, devices its eviction frees) for claims whose consumers are one lower-priority unit,
+    least important unit first (the order the engine evicts in)."""
+    snap = index.snapshot
+    by_unit: dict[int, list[int]] = {}
+    for device, claim in sorted(index.holder.items()):
+        pods = index.consumer_pods(claim)
+        if not pods:
+            continue
+        units = {int(snap.units.pod_unit[p]) for p in pods}
+        if len(units) != 1:
+            continue
+        unit = units.pop()
+        if unit >= 0 and snap.units.units[unit].priority < priority:
+            by_unit.setdefault(unit, []).append(device)
+    return sorted(by_unit.items(), key=lambda item: -item[0])
 
 
 def without_units(snapshot: Snapshot, unit_ids: list[int]) -> Snapshot:

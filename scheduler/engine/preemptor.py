@@ -74,12 +74,13 @@ class Preemptor:
         return [self.snapshot.pods[p].key for p in self.pending if self.snapshot.pods[p].uses_pod_affinity]
 
     def device_problems(self):
-        """The gang's DRA questions: a ``devices.GroupClaims`` (PodGroup-level claims: blocked, or the
+        """The gang's DRA questions: a ``groupclaims.GroupClaims`` (PodGroup-level claims: blocked, or the
         units to evict for them) whose ``notes`` say what was not modelled; None without DRA objects."""
         index = self.snapshot.devices
         if index is None:
             return None
-        from .devices import GroupClaims, group_claim_needs, notes_for
+        from .devices import notes_for
+        from .groupclaims import GroupClaims, group_claim_needs
 
         notes = notes_for(index, [self.snapshot.pods[p].key for p in self.pending])
         found = GroupClaims()

@@ -179,29 +179,14 @@ def _host_ports(spec: Mapping) -> tuple[tuple[str, str, int], ...]:
 
 
 def _claims(spec: Mapping, status: Mapping, kind: str) -> tuple[list, dict]:
-    """DRA claim references (``dra.py``), parsed only when the object has any: others stay cheap."""
-    if not (spec.get("resourceClaims") or status.get("resourceClaimStatuses")) and (
-        kind != "Pod" or not any(_has_container_claims(c) for c in spec.get("containers") or [])
-    ):
-        return _NO_CLAIMS, _NO_STATUSES
-    from .dra import MAX_GROUP_CLAIMS, check_container_claims, parse_claim_refs
+    """DRA claim references, parsed (``dra.object_claims``) only when the object has any."""
+    containers = (spec.get("containers") or []) if kind == "Pod" else []
+    used = any(isinstance(c, dict) and "claims" in (c.get("resources") or {}) for c in containers)
+    if not (used or spec.get("resourceClaims") or status.get("resourceClaimStatuses")):
+        return [], {}
+    from .dra import object_claims
 
-    refs, statuses = parse_claim_refs(spec, status, limit=None if kind == "Pod" else MAX_GROUP_CLAIMS)
-    if kind == "Pod":
-        check_container_claims(spec, {r.name for r in refs})
-    return refs, statuses
-
-
-def _has_container_claims(container: Any) -> bool:
-    return (
-        isinstance(container, dict)
-        and isinstance(container.get("resources"), dict)
-        and "claims" in container["resources"]
-    )
-
-
-_NO_CLAIMS: list = []
-_NO_STATUSES: dict = {}
+    return object_claims(spec, status, kind)
 
 
 class Pod:
