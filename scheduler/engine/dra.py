@@ -116,7 +116,14 @@ class Device:
         )
 
 
+_ATTRIBUTE_TYPES = {"int": int, "bool": bool, "string": str}
+
+
 def _attribute(raw: Any, where: str) -> Any:
+    if type(raw) is dict and len(raw) == 1:  # the common case, checked fast: {"string": "..."}
+        ((kind, item),) = raw.items()
+        if type(item) is _ATTRIBUTE_TYPES.get(kind):
+            return item
     value = _map(raw, where)
     present = [k for k in ("int", "bool", "string", "version") if k in value]
     if len(present) != 1:
