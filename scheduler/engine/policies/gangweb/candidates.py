@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ...evaluation import Candidate, Problem
 from ...placement import least_allocated_scores, place_least_allocated, tightest_fit_scores
 from ...preemptor import Domain
@@ -19,7 +21,7 @@ from .unitfill import unit_fill_placement
 SEARCH_ROUNDS, SEARCH_VICTIMS = 3, 4  # local search: rounds, and victims tried per round
 SEARCH_NODE_BUDGET = 4096  # ...only while rounds x victims x domain nodes stays under this
 REPACKED = 6  # then the cheapest plans seen get ``repack``ed (those of at most MAX_REPACK_VICTIMS units)
-MAX_REPACK_VICTIMS = 16
+MAX_REPACK_VICTIMS = 4
 
 
 def evaluate_domain(problem: Problem, domain: Domain) -> list[Candidate]:
@@ -73,6 +75,8 @@ def improve(problem: Problem, best: Candidate, pool: Sequence[Candidate] = ()) -
     for candidate in sorted(seen + [best], key=Candidate.rank):
         distinct.setdefault((candidate.domain.order, tuple(candidate.victims)), candidate)
     for candidate in list(distinct.values())[:REPACKED]:
+        if not candidate.victims or tuple(best.cost)[:5] <= _repack_floor(problem, candidate):
+            continue  # no subset of its victims can beat the best plan
         if SEARCH_ROUNDS * SEARCH_VICTIMS * len(candidate.domain.nodes) <= SEARCH_NODE_BUDGET:
             repacked = repack(problem, candidate)
             if repacked.rank() < best.rank():
@@ -97,6 +101,8 @@ def repack(problem: Problem, found: Candidate) -> Candidate:
             for node, req in units[u].node_req.items():
                 if node in position:
                     free[position[node]] += req
+        if not _may_fit(problem, free, gang.pending):
+            continue
         for scorer in (least_allocated_scores, tightest_fit_scores):
             nodes = place_least_allocated(snap, gang.pending, free.copy(), domain.nodes, None, scorer)
             assignments = [(p, n) for p, n in zip(gang.pending, nodes) if n >= 0]
@@ -109,3 +115,43 @@ def repack(problem: Problem, found: Candidate) -> Candidate:
     if current is not found:
         current.how = f"{found.how}, victims given back with the gang re-placed"
     return current
+
+
+def _may_fit(problem: Problem, free, pending: list[int]) -> bool:
+    """Necessary condition, cheap: the domain has the room for what the gang needs, column by column."""
+    need = max(problem.gang.needed(), 1)
+    requests = problem.snapshot.pod_req[
+        sorted(pending, key=lambda p: problem.snapshot.pod_req[p].sum())[:need]
+    ]
+    return bool((free.clip(min=0).sum(axis=0) >= requests.sum(axis=0)).all())
+
+
+def _repack_floor(problem: Problem, candidate: Candidate) -> tuple:
+    """A lower bound on the cost of any subset of the candidate's victims that makes room: it needs at
+    least k units, k the fewest of them whose released room covers what the domain lacks for the gang."""
+    snap, units = problem.snapshot, problem.units.units
+    nodes = set(candidate.domain.nodes.tolist())
+    need = max(problem.gang.needed(), 1)
+    asked = snap.pod_req[sorted(problem.gang.pending, key=lambda p: snap.pod_req[p].sum())[:need]].sum(axis=0)
+    lacking = asked - snap.free[candidate.domain.nodes].clip(min=0).sum(axis=0)
+    released = [
+        sum((req for node, req in units[u].node_req.items() if node in nodes), np.zeros_like(asked))
+        for u in candidate.victims
+    ]
+    k = 1
+    for col in np.flatnonzero(lacking > 0).tolist():
+        amounts = sorted((r[col] for r in released), reverse=True)
+        covered, count = 0, 0
+        for amount in amounts:
+            if covered >= lacking[col]:
+                break
+            covered, count = covered + amount, count + 1
+        k = max(k, count)
+    short = np.flatnonzero(lacking > 0)
+    alone = [u for u, r in zip(candidate.victims, released) if (r[short] >= lacking[short]).all()]
+    if alone:  # one unit may do: only one that covers the lack by itself
+        return min((0, units[u].priority, units[u].priority, 1, len(units[u].pods)) for u in alone)
+    k = max(k, 2)
+    priorities = sorted(units[u].priority for u in candidate.victims)
+    pods = sorted(len(units[u].pods) for u in candidate.victims)
+    return (0, priorities[k - 1], sum(priorities[:k]), k, sum(pods[:k]))

@@ -157,8 +157,6 @@ class CostAwarePlacer:
             slack = [s + held[c] for s, c in zip(slack, cols)]
         if any(s < n for s, n in zip(slack, need)):
             return None
-        if len(candidates) <= EXACT_NODE_UNITS and not pod.host_ports:
-            return self._cheapest_subset(node, candidates, have, cols, need)
         chosen = []
         for unit_id in self.problem.reprieval_order(candidates):
             held = units[unit_id].node_req_t[node]
@@ -171,6 +169,8 @@ class CostAwarePlacer:
                 chosen.append(unit_id)
         if pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set(chosen))):
             return None  # a port is held by a pod this preemptor may not evict
+        if len(chosen) > 1 and len(candidates) <= EXACT_NODE_UNITS and not pod.host_ports:
+            return self._cheapest_subset(node, candidates, have, cols, need)
         picked = [units[u] for u in chosen]
         cost = Cost(
             int(sum(self.violations[u] for u in chosen)),
@@ -200,10 +200,14 @@ class CostAwarePlacer:
         gives back the most important unit first, which can keep two cheaper ones evicted."""
         held = [self.units.units[u].node_req_t[node] for u in candidates]
         best: NodeCost | None = None
+        fitting: list[set[int]] = []
         for size in range(1, len(candidates) + 1):
             for subset in combinations(range(len(candidates)), size):
+                if any(f <= set(subset) for f in fitting):
+                    continue  # a superset of a set that makes room costs more
                 freed = [h + sum(held[i][c] for i in subset) for h, c in zip(have, cols)]
                 if all(f >= n for f, n in zip(freed, need)):
+                    fitting.append(set(subset))
                     chosen = [candidates[i] for i in subset]
                     cost = self._cost(chosen)
                     if best is None or cost < best.cost:
