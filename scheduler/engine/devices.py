@@ -215,7 +215,14 @@ class DeviceIndex:
         snap = self.snapshot
         wanted: set[str] = {GPU_COLUMN}
         shared_needed: set[str] = set()
+        extended = {c.extended_resource: c.name for c in self.classes.values() if c.extended_resource}
         for i, pod in enumerate(snap.pods):
+            if extended and not pod.node_name and pod.active:
+                for name in sorted(set(pod.requests) & set(extended)):
+                    self.notes.setdefault(pod.key, []).append(
+                        f"{name} is requested, which DeviceClass {extended[name]} also serves from DRA devices: "
+                        "only nodes that advertise it count"
+                    )
             if pod.node_name or not pod.active or not pod.claim_refs:
                 continue
             notes = self.notes.setdefault(pod.key, [])
@@ -258,7 +265,7 @@ class DeviceIndex:
             if needs:
                 self.pending_needs[i] = needs
             if not notes:
-                del self.notes[pod.key]
+                self.notes.pop(pod.key, None)
         if any(v is None for needs in self.pending_needs.values() for v in needs):
             wanted.add(IMPOSSIBLE)
         for matcher in self._matchers.values():
