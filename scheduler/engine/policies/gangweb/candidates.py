@@ -55,7 +55,8 @@ def improve(problem: Problem, best: Candidate, pool: Sequence[Candidate] = ()) -
     node that a later pod needed too); this repairs the common cases on small domains."""
     if not best.victims or SEARCH_ROUNDS * SEARCH_VICTIMS * len(best.domain.nodes) > SEARCH_NODE_BUDGET:
         return best
-    seen = [c for c in pool if problem.gang.succeeds(c.placed)]
+    # The winner's domain only, like the local search: a fan-out shard holding it repacks the same plans.
+    seen = [c for c in pool if c.domain.order == best.domain.order and problem.gang.succeeds(c.placed)]
     spared: frozenset[int] = frozenset()
     for _ in range(SEARCH_ROUNDS):
         improved = False
