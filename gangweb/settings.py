@@ -212,6 +212,12 @@ if GANGWEB_CLUSTER not in ("simulated", "kube"):
 GANGWEB_REPLAY_DIR = Path(os.environ.get("GANGWEB_REPLAY_DIR", VAR_DIR / "replay"))
 GANGWEB_SIM_NODES = env_int("GANGWEB_SIM_NODES", 64)
 GANGWEB_SIM_SEED = env_int("GANGWEB_SIM_SEED", 7)
+# GPUs of the simulated cluster: the nvidia.com/gpu extended resource, or DRA devices (ResourceSlices, claims).
+GANGWEB_SIM_DEVICES = os.environ.get("GANGWEB_SIM_DEVICES", "extended")
+if GANGWEB_SIM_DEVICES not in ("extended", "dra"):
+    raise ImproperlyConfigured(
+        f"GANGWEB_SIM_DEVICES must be 'extended' or 'dra', got {GANGWEB_SIM_DEVICES!r}"
+    )
 try:
     GANGWEB_SIM_TICK_SECONDS = float(os.environ.get("GANGWEB_SIM_TICK_SECONDS", "2"))
 except ValueError:

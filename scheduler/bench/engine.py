@@ -1,6 +1,7 @@
 """Engine benchmark: plan latency and victims on synthetic GPU clusters, or plan quality against the optimum.
 
-    python manage.py bench engine [--nodes 1000 5000 20000] [--repeats 7] [--policy ...] [--seed 7] [--quality N] [--json]
+    python manage.py bench engine [--nodes 1000 5000 20000] [--repeats 7] [--policy ...] [--seed 7] [--devices extended|dra]
+        [--quality N] [--json]
 
 Generates clusters of 8-GPU nodes (``scheduler/engine/synthetic.py``), loads each as a snapshot file and plans
 the synthetic preemptors with every policy: one cold plan, then ``--repeats`` timed ones (p50/p95). With
@@ -36,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--devices",
+        choices=("extended", "dra"),
+        default="extended",
+        help="GPUs as the nvidia.com/gpu extended resource (default) or as DRA devices (ResourceSlices, claims)",
+    )
+    parser.add_argument(
         "--quality",
         type=at_least_one,
         metavar="N",
@@ -57,6 +64,7 @@ def handle(options: argparse.Namespace) -> int:
         repeats=options.repeats,
         policies=options.policies,
         seed=options.seed,
+        devices=options.devices,
         progress=stderr_progress,
     )
     print(json.dumps(results) if options.json else format_table(results))

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from .builders import as_list
+from .dra_builders import as_dra
 from .entry import plan
 from .policies import POLICIES
 from .snapshot import load_snapshot
@@ -31,6 +32,7 @@ def run_benchmark(
     repeats: int = 7,
     policies: Sequence[str] = POLICY_ORDER,
     seed: int = 7,
+    devices: str = "extended",
     progress: Callable[[str], None] | None = None,
 ) -> dict:
     say = progress or (lambda message: None)
@@ -39,11 +41,14 @@ def run_benchmark(
         "machine": {"cpus": os.cpu_count(), "load_before": load_before},
         "repeats": repeats,
         "seed": seed,
+        "devices": devices,
         "clusters": [],
     }
     for nodes in node_counts:
         say(f"{nodes} nodes: generating")
         objects = synthetic_cluster(nodes, seed=seed)
+        if devices == "dra":  # the same GPUs as DRA devices: ResourceSlices and claims
+            objects = as_dra(objects)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
             json.dump(as_list(objects), handle)
             path = handle.name
@@ -113,7 +118,8 @@ def run_benchmark(
 def format_table(results: dict) -> str:
     lines = [
         f"gang bench: {results['machine']['cpus']} CPU(s), one cold plan then {results['repeats']} timed runs per cell, "
-        f"seed {results['seed']}; "
+        f"seed {results['seed']}, GPUs as {results.get('devices', 'extended')} "
+        f"{'devices (ResourceSlices and claims)' if results.get('devices') == 'dra' else 'resources'}; "
         f"load average {results['machine'].get('load_before', '?')} before the run (other work skews wall times)"
     ]
     header = (

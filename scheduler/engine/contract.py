@@ -31,6 +31,7 @@ FITS, PREEMPT = "fits", "preempt"
 INFEASIBLE = {
     "too-few-pods": "no pending pods, and fewer running than minCount",
     "priority-mismatch": "a pending or running pod's own priority differs from its group's",
+    "device-claim": "a ResourceClaim the PodGroup shares (KEP-5729) cannot be allocated",
     "no-usable-node": "too few pending pods pass the node filters (Ready, cordon, taints, selector, affinity) anywhere",
     "topology": "the topology constraint cannot be met (label missing, running pods outside it or split across values)",
     "never-preempts": "the group does not fit and its preemption policy is Never",

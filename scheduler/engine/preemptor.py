@@ -73,6 +73,22 @@ class Preemptor:
     def pod_affinity_users(self) -> list[str]:
         return [self.snapshot.pods[p].key for p in self.pending if self.snapshot.pods[p].uses_pod_affinity]
 
+    def device_problems(self):
+        """The gang's DRA questions: a ``groupclaims.GroupClaims`` (PodGroup-level claims: blocked, or the
+        units to evict for them) whose ``notes`` say what was not modelled; None without DRA objects."""
+        index = self.snapshot.devices
+        if index is None:
+            return None
+        from .devices import notes_for
+        from .groupclaims import GroupClaims, group_claim_needs
+
+        notes = notes_for(index, [self.snapshot.pods[p].key for p in self.pending])
+        found = GroupClaims()
+        if self.group.claim_refs and self.pending:
+            found = group_claim_needs(index, self.group, self.priority)
+        found.notes = notes + [n for n in found.notes if n not in notes]
+        return found
+
     def no_node_reason(self) -> str | None:
         """Why the group cannot succeed on any node whatever is evicted, when so few pending pods
         pass the static filters (Ready, cordon, taints, selector/affinity) anywhere."""

@@ -164,3 +164,13 @@ def is_gpu(resource: str) -> bool:
     ``gpu.intel.com/i915``, ``nvidia.com/gpu.shared`` or MIG slices (``nvidia.com/mig-1g.5gb``).
     Importing this module loads neither numpy nor the rest of the engine."""
     return resource.endswith("/gpu")
+
+
+def is_gpu_device(driver: str, attributes: Mapping[str, Mapping[str, Any]]) -> bool:
+    """The same rule for DRA devices (ResourceSlices): a device of a driver named ``gpu.<vendor>``
+    (``gpu.nvidia.com``, ``gpu.amd.com``) is a GPU unless its driver's ``type`` attribute says it is
+    something else (a MIG partition, ``type: mig``, counts as no GPU, like ``nvidia.com/mig-1g.5gb``)."""
+    if not driver.startswith("gpu."):
+        return False
+    kind = attributes.get(driver, {}).get("type")
+    return kind is None or kind == "gpu"

@@ -1,7 +1,8 @@
 """Snapshot files in, an indexed read-only ``Snapshot`` out.
 
 The snapshot contract (docs/design.md): a ``List``/``*List`` or a multi-document YAML/JSON stream of
-Nodes, Pods, PodGroups, CompositePodGroups, Workloads, PodDisruptionBudgets and PriorityClasses.
+Nodes, Pods, PodGroups, CompositePodGroups, Workloads, PodDisruptionBudgets, PriorityClasses and the
+DRA kinds (ResourceClaims, ResourceClaimTemplates, ResourceSlices, DeviceClasses; ``devices.py``).
 Unknown kinds are ignored; a malformed object raises ``SnapshotError`` naming the object and field.
 
 Everything a plan needs per node is precomputed once here (capacity matrices, pods per node,
@@ -10,12 +11,14 @@ effective priorities, victim units), so plans never rescan the raw objects.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
+from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .errors import SnapshotError, object_label
 from .reading import read_snapshot, snapshot_documents
 from .resources import CPU, EPHEMERAL, MEMORY, PODS, is_gpu
@@ -31,6 +34,10 @@ _PARSERS = {
     "PodDisruptionBudget": DisruptionBudget,
     "PriorityClass": PriorityClass,
     "Workload": Workload,
+    "ResourceSlice": ResourceSlice,
+    "DeviceClass": DeviceClass,
+    "ResourceClaim": ResourceClaim,
+    "ResourceClaimTemplate": ResourceClaimTemplate,
 }
 
 
@@ -101,7 +108,19 @@ def _item_type(typed_list: Mapping) -> ItemType | None:
 
 
 def parse_snapshot(objects: Iterable[Any]) -> Snapshot:
-    """Build a ``Snapshot`` from raw object dicts (lists are flattened)."""
+    """Build a ``Snapshot`` from raw object dicts (lists are flattened). The cyclic garbage collector
+    pauses meanwhile: parsing allocates millions of objects and frees none, so its passes found nothing
+    and cost up to half the time (a DRA snapshot's devices and claims)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse(objects)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _parse(objects: Iterable[Any]) -> Snapshot:
     parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
     for position, obj in enumerate(_flatten(objects)):
         if not isinstance(obj, dict):
@@ -147,6 +166,11 @@ class Snapshot:
         defaults = [pc for pc in self.priority_classes.values() if pc.global_default]
         self.default_priority = max((pc.value for pc in defaults), default=0)
         self.cache: dict[Any, Any] = {}  # per-snapshot memo for placement masks, domains...
+        self.devices = None  # DRA devices as columns (devices.py), only when the snapshot has DRA objects
+        from .devices import DeviceIndex, has_dra  # local: most snapshots have none
+
+        if has_dra(parsed):
+            self.devices = DeviceIndex(self, parsed)
 
         self._index_resources()
         self._index_pods()
@@ -162,13 +186,16 @@ class Snapshot:
         names = {name for node in self.nodes for name in node.allocatable}
         names |= {name for pod in self.pods for name in pod.requests}
         fixed = [PODS, CPU, MEMORY, EPHEMERAL]
-        self.resources = fixed + sorted(names - set(fixed))
+        dra_columns = self.devices.columns() if self.devices is not None else []
+        self.resources = fixed + sorted(names - set(fixed) - set(dra_columns)) + dra_columns
         self.resource_index = {name: i for i, name in enumerate(self.resources)}
         self.gpu_columns = [i for i, name in enumerate(self.resources) if is_gpu(name)]
         alloc = np.zeros((len(self.nodes), len(self.resources)), dtype=np.int64)
         for i, node in enumerate(self.nodes):
             for name, value in node.allocatable.items():
                 alloc[i, self.resource_index[name]] = value
+        if self.devices is not None:
+            self.devices.node_capacity(alloc, self.resource_index)
         self.alloc = alloc
         self.node_usable = np.array([n.ready and not n.cordoned for n in self.nodes], dtype=bool)
         self.tainted_nodes = [i for i, n in enumerate(self.nodes) if n.taints]
@@ -209,6 +236,8 @@ class Snapshot:
         self.pod_node = node_of
         self.bound = np.flatnonzero(node_of >= 0)
         used = np.zeros_like(self.alloc)
+        if self.devices is not None:  # claims' devices: on the pods that hold them, or held for good
+            used += self.devices.charge(req, node_of, index)
         if len(self.bound):
             np.add.at(used, node_of[self.bound], req[self.bound])
         self.used = used

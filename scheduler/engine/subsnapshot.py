@@ -41,7 +41,19 @@ from .policies import DEFAULT_POLICY, policy_named
 from .preemptor import Preemptor
 from .snapshot import Snapshot, _flatten, parse_snapshot
 
-SMALL_KINDS = ("PodGroup", "CompositePodGroup", "Workload", "PodDisruptionBudget", "PriorityClass")
+# The DRA kinds travel whole too: devices of nodes outside the cut are dropped with their nodes, and a
+# claim with a consumer outside the cut holds its devices there as on the whole snapshot (devices.py).
+SMALL_KINDS = (
+    "PodGroup",
+    "CompositePodGroup",
+    "Workload",
+    "PodDisruptionBudget",
+    "PriorityClass",
+    "ResourceSlice",
+    "DeviceClass",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+)
 
 
 def _object_key(obj: dict) -> str:

@@ -178,10 +178,23 @@ def _host_ports(spec: Mapping) -> tuple[tuple[str, str, int], ...]:
     return tuple(ports)
 
 
+def _claims(spec: Mapping, status: Mapping, kind: str) -> tuple[list, dict]:
+    """DRA claim references, parsed (``dra.object_claims``) only when the object has any."""
+    containers = (spec.get("containers") or []) if kind == "Pod" else []
+    used = any(isinstance(c, dict) and "claims" in (c.get("resources") or {}) for c in containers)
+    if not (used or spec.get("resourceClaims") or status.get("resourceClaimStatuses")):
+        return [], {}
+    from .dra import object_claims
+
+    return object_claims(spec, status, kind)
+
+
 class Pod:
     __slots__ = (
         "active",
         "affinity_terms",
+        "claim_refs",
+        "claim_statuses",
         "created",
         "group_name",
         "host_ports",
@@ -231,6 +244,7 @@ class Pod:
         self.tolerations = _tolerations(spec)
         self.host_ports = _host_ports(spec)
         self.start_time = parse_time(status.get("startTime"), "status.startTime")
+        self.claim_refs, self.claim_statuses = _claims(spec, status, "Pod")
 
     def placement_signature(self) -> tuple:
         """Everything but resources that decides which nodes may host the pod (cache key)."""
@@ -267,6 +281,8 @@ class Group:
     """A PodGroup or a CompositePodGroup (same fields that matter to preemption)."""
 
     __slots__ = (
+        "claim_refs",
+        "claim_statuses",
         "disruption",
         "key",
         "kind",
@@ -322,6 +338,7 @@ class Group:
                 raise ValueError("spec.schedulingConstraints.topology[0].key: required")
             self.topology_key = first["key"]
         self.parent = _opt_str(spec.get("parentCompositePodGroupName"), "spec.parentCompositePodGroupName")
+        self.claim_refs, self.claim_statuses = _claims(spec, _map(obj.get("status"), "status"), kind)
 
 
 class DisruptionBudget:

@@ -19,9 +19,10 @@ from .typed_objects import ALL
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
+    from .typed_objects import Group, Pod
 
 RANK = {"Pod": 1, "PodGroup": 2, "CompositePodGroup": 3}
-__all__ = ["NO_VICTIM_PRIORITY", "RANK", "Unit", "UnitIndex", "victim_cost"]
+__all__ = ["NO_VICTIM_PRIORITY", "RANK", "Unit", "UnitIndex", "top_all_ancestor", "unit_key", "victim_cost"]
 
 
 class Unit:
@@ -63,6 +64,24 @@ class Unit:
         return (-self.priority, -self.type_rank, -len(self.pods), start, self.tiebreak)
 
 
+def top_all_ancestor(snapshot: Snapshot, pod: Pod) -> Group | None:
+    """The highest ``disruptionMode: all`` group above the pod: its victim unit (None: the pod alone)."""
+    group = snapshot.group_of(pod)
+    top_all = None
+    if group is not None:
+        for ancestor in snapshot.ancestors(group):
+            if ancestor.disruption == ALL:
+                top_all = ancestor
+    return top_all
+
+
+def unit_key(snapshot: Snapshot, pod_idx: int) -> tuple[str, str]:
+    """Which victim unit a bound pod belongs to, before the units are built."""
+    pod = snapshot.pods[pod_idx]
+    top = top_all_ancestor(snapshot, pod)
+    return (top.kind, top.key) if top is not None else ("Pod", pod.key)
+
+
 class UnitIndex:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -71,12 +90,7 @@ class UnitIndex:
         singles: list[Unit] = []
         for pod_idx in snapshot.bound.tolist():
             pod = pods[pod_idx]
-            group = snapshot.group_of(pod)
-            top_all = None
-            if group is not None:
-                for ancestor in snapshot.ancestors(group):
-                    if ancestor.disruption == ALL:
-                        top_all = ancestor
+            top_all = top_all_ancestor(snapshot, pod)
             if top_all is None:
                 rank = RANK["PodGroup"] if pod.group_name else RANK["Pod"]  # the KEP's ranking quirk
                 singles.append(

@@ -15,13 +15,16 @@ from kubernetes import client
 
 from .resources import (
     COMPOSITE_PODGROUPS,
+    DEVICE_CLASSES,
     EVENTS_V1,
     NODES,
     PDBS,
     PODGROUPS,
     PODS,
     PRIORITY_CLASSES,
+    RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     ROLE_BINDINGS,
     WORKLOADS,
     Resource,
@@ -59,6 +62,13 @@ _LISTERS: dict[Resource, tuple[type, str, str | None]] = {
         "list_role_binding_for_all_namespaces",
         "list_namespaced_role_binding",
     ),
+    RESOURCE_CLAIM_TEMPLATES: (
+        client.ResourceV1Api,
+        "list_resource_claim_template_for_all_namespaces",
+        "list_namespaced_resource_claim_template",
+    ),
+    RESOURCE_SLICES: (client.ResourceV1Api, "list_resource_slice", None),
+    DEVICE_CLASSES: (client.ResourceV1Api, "list_device_class", None),
 }
 
 LIST_PAGE_SIZE = 500

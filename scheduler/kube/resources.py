@@ -54,6 +54,16 @@ PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False, has_status=False
 )
 RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim")
+# DRA (resource.k8s.io/v1, GA in 1.34): read only; gangweb never writes them (get, list, watch in RBAC).
+RESOURCE_CLAIM_TEMPLATES = Resource(
+    "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", has_status=False
+)
+RESOURCE_SLICES = Resource(
+    "resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False, has_status=False
+)
+DEVICE_CLASSES = Resource(
+    "resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False, has_status=False
+)
 
 # RBAC: gangweb lists RoleBindings to know which namespaces a Kubernetes identity is bound in
 # (gangweb/access/kube.py); the test server evaluates SubjectAccessReviews against all four.
@@ -98,6 +108,9 @@ RESOURCES: tuple[Resource, ...] = (
     PRIORITY_CLASSES,
     RESOURCE_CLAIMS,
     *RBAC_RESOURCES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_SLICES,
+    DEVICE_CLASSES,
     *OWNER_RESOURCES,  # after PODGROUPS: a bare kind "PodGroup" means scheduling.k8s.io's
 )
 
@@ -109,6 +122,9 @@ SNAPSHOT_RESOURCES: tuple[Resource, ...] = (
     COMPOSITE_PODGROUPS,
     WORKLOADS,
     PDBS,
+    DEVICE_CLASSES,
+    RESOURCE_SLICES,
+    RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
     PODS,
 )

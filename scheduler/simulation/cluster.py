@@ -18,6 +18,7 @@ from collections import deque
 from typing import Any
 
 from scheduler.cluster import ClusterEvent, EvictionResult, KubeObject
+from scheduler.simulation import dra as sim_dra
 from scheduler.simulation import objects
 from scheduler.simulation.binder import first_fit
 from scheduler.simulation.catalog import NODES_PER_RACK, RACKS_PER_ZONE, TIERS
@@ -56,10 +57,17 @@ class SimulatedCluster:
         *,
         fill: float = 0.85,
         clock: WallClock | SteppedClock | None = None,
+        devices: str = "extended",
     ) -> None:
-        """``clock`` dates the objects: the wall clock by default, ``SteppedClock()`` for identical snapshots."""
+        """``clock`` dates the objects: the wall clock by default, ``SteppedClock()`` for identical snapshots.
+        ``devices``: GPUs as the ``nvidia.com/gpu`` extended resource, or ``"dra"`` (``simulation/dra.py``)."""
         if nodes < 1:
             raise ValueError(f"a simulated cluster needs at least one node, got {nodes}")
+        if devices not in sim_dra.DEVICES:
+            raise ValueError(
+                f"simulated devices must be one of {', '.join(sim_dra.DEVICES)}, got {devices!r}"
+            )
+        self.devices = devices
         self.seed = seed
         self._lock = threading.RLock()
         self._rng = random.Random(seed)
@@ -155,13 +163,18 @@ class SimulatedCluster:
                 if gang.pdb_min_available is not None:
                     out.append(objects.pdb_object(gang, self._healthy(gang), self._now))
             out += [objects.pod_object(p, self._gangs[p.gang_key]) for p in self._pods.values()]
+            if self.devices == "dra":
+                out = sim_dra.publish(out, self._nodes, self._pods)
             out += [copy.deepcopy(o) for o in self._created.values()]
             return out
 
     def get_pod(self, namespace: str, name: str) -> KubeObject | None:
         with self._lock:
             pod = self._pods.get(f"{namespace}/{name}")
-            return objects.pod_object(pod, self._gangs[pod.gang_key]) if pod else None
+            if pod is None:
+                return None
+            obj = objects.pod_object(pod, self._gangs[pod.gang_key])
+            return sim_dra.pod_as_dra(obj, pod)[0] if self.devices == "dra" else obj
 
     def get_object(self, api_version: str, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         with self._lock:
@@ -286,7 +299,13 @@ class SimulatedCluster:
     def summary(self) -> dict[str, Any]:
         """What the dashboard draws: racks of nodes with per-GPU owners, waiting gangs, totals."""
         with self._lock:
-            return build_summary(self._nodes, self._gangs, self._pods, self._now, self._tick_count)
+            summary = build_summary(self._nodes, self._gangs, self._pods, self._now, self._tick_count)
+            if self.devices == "dra":  # each GPU slot is a DRA device: the map names it
+                for rack in summary.get("racks", []):
+                    for node in rack["nodes"]:
+                        node["draDevices"] = [f"gpu-{i}" for i in range(len(node["gpus"]))]
+            summary["devices"] = self.devices
+            return summary
 
     # --- time ------------------------------------------------------------------------------
 

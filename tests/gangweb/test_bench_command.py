@@ -51,7 +51,7 @@ def test_one_help_lists_every_benchmark():
 
 # Each benchmark keeps the options it had under its old command name, and --json.
 FLAGS = {
-    "engine": {"--nodes", "--repeats", "--policy", "--seed", "--quality", "--json"},
+    "engine": {"--nodes", "--repeats", "--policy", "--seed", "--devices", "--quality", "--json"},
     "webhook": {"--connections", "--duration", "--slice", "--warmup", "--workers", "--clients", "--json"},
     "kube": {"--nodes", "--pods", "--evictions", "--json"},
     "execution": {"--victims", "--repeat", "--delay-ms", "--json"},

@@ -28,6 +28,9 @@ class PreemptionPolicy(ABC):
         affinity = gang.pod_affinity_users()
         if affinity:
             notes.append(f"inter-pod affinity of {len(affinity)} pod(s) (e.g. {affinity[0]}) was ignored")
+        claims = gang.device_problems()
+        if claims is not None:
+            notes.extend(claims.notes)
         if not gang.pending:
             ok = len(gang.running) >= gang.min_count
             return self._finish(
@@ -45,6 +48,15 @@ class PreemptionPolicy(ABC):
         mismatch = gang.priority_mismatch()
         if mismatch:
             return self._finish(problem.plan(self.name, False, mismatch, why="priority-mismatch"), notes)
+        if claims is not None and claims.blocked:
+            return self._finish(problem.plan(self.name, False, claims.blocked, why="device-claim"), notes)
+        if claims is not None and claims.freeing:
+            if gang.never_preempts:
+                reason = f"the group's claims need evictions ({'; '.join(claims.freed)}) but preemptionPolicy=Never"
+                return self._finish(problem.plan(self.name, False, reason, why="device-claim"), notes)
+            from ..groupclaims import plan_freeing  # local: only PodGroup-level claims need it
+
+            return self._finish(plan_freeing(self, problem, claims), notes)
         no_node = gang.no_node_reason()
         if no_node:
             return self._finish(problem.plan(self.name, False, no_node, why="no-usable-node"), notes)

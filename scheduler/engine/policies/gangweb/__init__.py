@@ -53,7 +53,7 @@ class GangwebPolicy(PreemptionPolicy):
         workable = [c for c in candidates if problem.gang.succeeds(c.placed)]
         if not workable:
             return problem.plan(self.name, False, describe_infeasible(problem, kep_most), why="no-room")
-        best = improve(problem, min(workable, key=Candidate.rank))
+        best = improve(problem, min(workable, key=Candidate.rank), workable)
         how = f"{best.how}; cheapest of {len(workable)} candidate plan(s) over {evaluated} domain(s)"
         if kep is not None and best is not kep and best.rank() < kep.rank():
             how += (

@@ -11,6 +11,7 @@ domain), and only as many as the heap needs.
 from __future__ import annotations
 
 import heapq
+from itertools import combinations
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -21,6 +22,9 @@ from ...placement import fit_columns, node_mask, ports_conflict
 if TYPE_CHECKING:
     from ...evaluation import Problem
     from ...preemptor import Domain
+
+
+EXACT_NODE_UNITS = 6  # up to this many evictable units on a node, its cheapest victim set is exact
 
 
 class NodeCost(NamedTuple):
@@ -165,6 +169,8 @@ class CostAwarePlacer:
                 chosen.append(unit_id)
         if pod.host_ports and ports_conflict(pod.host_ports, self._present_ports(node, set(chosen))):
             return None  # a port is held by a pod this preemptor may not evict
+        if len(chosen) > 1 and len(candidates) <= EXACT_NODE_UNITS and not pod.host_ports:
+            return self._cheapest_subset(node, candidates, have, cols, need)
         picked = [units[u] for u in chosen]
         cost = Cost(
             int(sum(self.violations[u] for u in chosen)),
@@ -175,6 +181,38 @@ class CostAwarePlacer:
             round(sum(u.gpu_seconds for u in picked), 3),
         )
         return NodeCost(cost, chosen)
+
+    def _cost(self, chosen: list[int]) -> Cost:
+        picked = [self.units.units[u] for u in chosen]
+        return Cost(
+            int(sum(self.violations[u] for u in chosen)),
+            max(u.priority for u in picked),
+            sum(u.priority for u in picked),
+            len(picked),
+            sum(len(u.pods) for u in picked),
+            round(sum(u.gpu_seconds for u in picked), 3),
+        )
+
+    def _cheapest_subset(
+        self, node: int, candidates: list[int], have: list, cols: list, need: list
+    ) -> NodeCost:
+        """Every subset of the node's few evictable units: the cheapest that makes room. Greedy reprieval
+        gives back the most important unit first, which can keep two cheaper ones evicted."""
+        held = [self.units.units[u].node_req_t[node] for u in candidates]
+        best: NodeCost | None = None
+        fitting: list[set[int]] = []
+        for size in range(1, len(candidates) + 1):
+            for subset in combinations(range(len(candidates)), size):
+                if any(f <= set(subset) for f in fitting):
+                    continue  # a superset of a set that makes room costs more
+                freed = [h + sum(held[i][c] for i in subset) for h, c in zip(have, cols)]
+                if all(f >= n for f, n in zip(freed, need)):
+                    fitting.append(set(subset))
+                    chosen = [candidates[i] for i in subset]
+                    cost = self._cost(chosen)
+                    if best is None or cost < best.cost:
+                        best = NodeCost(cost, chosen)
+        return best  # the whole set fits (checked by the caller), so some subset does
 
     def _push(self, shape: _Shape, node: int) -> None:
         shape.seen.add(node)

@@ -3,6 +3,7 @@
 import pytest
 
 from scheduler.engine import POLICIES, SnapshotError, parse_snapshot, plan
+from scheduler.engine import dra_builders as dra
 from scheduler.engine.builders import node, pdb, pod, podgroup
 from scheduler.engine.synthetic import preemptor_name
 
@@ -460,6 +461,18 @@ OUTCOMES = {
         node("a"),
         podgroup("hi", min_count=1, priority=100),
         pod("hi-0", group="hi", priority=7),
+    ],
+    "infeasible:device-claim": [
+        node("a", gpus=0),
+        dra.device_class(),
+        dra.resource_slice("a", 2),
+        dra.claim_template("eight", requests=[dra.exact_request(count=8)]),
+        dra.with_claims(
+            podgroup("hi", min_count=1, priority=100), [{"name": "g", "resourceClaimTemplateName": "eight"}]
+        ),
+        dra.with_claims(
+            pod("hi-0", group="hi", priority=100), [{"name": "g", "resourceClaimTemplateName": "eight"}]
+        ),
     ],
     "infeasible:no-usable-node": [node("down", ready=False)] + _preemptor(),
     "infeasible:topology": [node("a"), pod("low", node="a", gpus=8, priority=1)]
