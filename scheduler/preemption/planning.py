@@ -38,6 +38,8 @@ class PlanResult:
     cost: dict[str, Any] = field(default_factory=dict)
     pods: dict[str, PodFacts] = field(default_factory=dict)
     seconds: float = 0.0
+    # The JSON ``cost`` block (camelCase), as the API and ``gang plan`` print it.
+    json_cost: dict[str, Any] = field(default_factory=dict)
 
 
 def pod_facts(snapshot: Snapshot, pod_keys: list[str]) -> dict[str, PodFacts]:
@@ -68,16 +70,49 @@ def plan_cost(plan: dict[str, Any], engine_result: EnginePlan) -> dict[str, Any]
     }
 
 
+# docs/design.md's cost order, then what the plan takes away: snake_case fact -> the JSON key of ``cost``.
+COST_KEYS = {
+    "pdb_violations": "pdbViolations",
+    "max_victim_priority": "maxVictimPriority",
+    "victim_priority_sum": "victimPrioritySum",
+    "victim_units": "victimUnits",
+    "evicted_pods": "evictedPods",
+    "evicted_gpus": "evictedGpus",
+    "lost_gpu_seconds": "lostGpuSeconds",
+}
+
+
+def cost_json(values: dict[str, Any]) -> dict[str, Any]:
+    """The ``cost`` object from snake_case values (a stored Plan's fields, or ``PlanResult.full_cost``)."""
+    return {key: values.get(fact) for fact, key in COST_KEYS.items()}
+
+
+def cost_block(plan: dict[str, Any], engine_result: EnginePlan, pods: dict[str, PodFacts]) -> dict[str, Any]:
+    """The one ``cost`` block of the API, the CLI (``gang plan``) and the ledger's plan rows."""
+    evictions = plan.get("evictions") or []
+    return cost_json(
+        {
+            **plan_cost(plan, engine_result),
+            "evicted_pods": len(evictions),
+            "evicted_gpus": sum(pods[p].gpus for p in evictions if p in pods),
+        }
+    )
+
+
 def compute(objects: list[KubeObject], podgroup: str, policy: str) -> PlanResult:
     """Plan in this process with the engine, timed."""
     started = time.perf_counter()
     snapshot = parse_snapshot(objects)
     result = engine_plan(snapshot, podgroup, policy=policy)
     seconds = time.perf_counter() - started
+    return result_of(snapshot, result, seconds)
+
+
+def result_of(snapshot: Snapshot, result: EnginePlan, seconds: float = 0.0) -> PlanResult:
+    """The engine's plan with its cost and the ledger's facts about each victim pod."""
     plan = result.to_dict()
-    return PlanResult(
-        plan, plan_cost(plan, result), pod_facts(snapshot, plan.get("evictions") or []), seconds
-    )
+    pods = pod_facts(snapshot, plan.get("evictions") or [])
+    return PlanResult(plan, plan_cost(plan, result), pods, seconds, cost_block(plan, result, pods))
 
 
 def reserve_room(objects: list[KubeObject], podgroup: str) -> list[KubeObject]:
