@@ -21,7 +21,8 @@ def test_anonymous_readers_are_refused_outside_the_demo(client, settings, one_re
     settings.DEMO = False
     path = f"/api/requests/{one_request.request.pk}/" if path == "detail" else path
     response = client.get(path)
-    assert response.status_code == 403
+    # v1's answer (these paths are its deprecated aliases): 401 offering Bearer and Basic, problem+json.
+    assert response.status_code == 401 and response["WWW-Authenticate"].startswith("Bearer")
     assert response.json()["detail"] == "Authentication credentials were not provided."
 
 
@@ -35,13 +36,13 @@ def test_in_the_demo_anyone_may_read_like_the_dashboard(client, settings, one_re
 def test_the_demo_rule_opens_reads_only(client, settings):
     settings.DEMO = True
     response = client.post("/api/plan/", {"podGroup": "team-a/train"}, content_type="application/json")
-    assert response.status_code == 403
+    assert response.status_code == 401
 
 
 def test_basic_and_session_authentication_both_work(client, settings, reader, one_request):
     settings.DEMO = False
     response = client.get("/api/requests/", **basic_auth("platform-team", "s3cret-enough"))
     assert response.status_code == 200 and response.json()["count"] == 1
-    assert client.get("/api/requests/", **basic_auth("platform-team", "wrong")).status_code == 403
+    assert client.get("/api/requests/", **basic_auth("platform-team", "wrong")).status_code == 401
     client.force_login(reader)
     assert client.get(f"/api/requests/{one_request.request.pk}/").json()["podGroup"] == "team-a/train"
