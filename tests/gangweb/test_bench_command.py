@@ -55,7 +55,7 @@ FLAGS = {
     "kube": {"--nodes", "--pods", "--evictions", "--json"},
     "execution": {"--victims", "--repeat", "--delay-ms", "--json"},
     "fanout": {"--nodes", "--parts", "--worker", "--json"},
-    "api": {"--requests", "--victims", "--repeat", "--json"},
+    "api": {"--requests", "--victims", "--podgroups", "--repeat", "--json"},
     "demo": {"--runs", "--json"},
 }
 
