@@ -1,14 +1,15 @@
 """The live cluster as rows: nodes with who holds their GPUs, PodGroups with their members.
 
 One reading of the cluster (``get_cluster().snapshot_objects()``, the dashboard's own path) is turned
-into a ``ClusterView`` and kept for ``GANGWEB_API_CLUSTER_CACHE_SECONDS`` (a list endpoint paged
-through 5,000 PodGroups must not relist the cluster for every page). PodGroups are read with the
+into a ``ClusterView`` and served for ``GANGWEB_API_CLUSTER_CACHE_SECONDS`` (a list endpoint paged
+through 5,000 PodGroups must not relist the cluster for every page), then read again in the background. PodGroups are read with the
 engine's own typed reader (``scheduler.engine.typed_objects.Group``) and GPUs counted by its rules
 (``gangweb.dashboard.picture.pod_gpus``), so the API, the page and the planner agree.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from gangweb.dashboard.picture import pod_gpus
 from scheduler.engine.resources import is_gpu, parse_resource_list
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
 from scheduler.preemption.runtime import get_cluster
+
+logger = logging.getLogger(__name__)
 
 PREEMPT, NEVER = "PreemptLowerPriority", "Never"
 SCHEDULED_CONDITIONS = ("PodGroupInitiallyScheduled", "PodScheduled")
@@ -44,28 +47,56 @@ class ClusterView:
 
 _cache_lock = threading.Lock()
 _cache: tuple[int, float, ClusterView] | None = None
+_refreshing = False
 
 
 def cluster_view() -> ClusterView:
-    """The cluster as rows, read at most once per ``GANGWEB_API_CLUSTER_CACHE_SECONDS``."""
-    global _cache
-    ttl = float(getattr(settings, "GANGWEB_API_CLUSTER_CACHE_SECONDS", 2.0))
+    """The cluster as rows. A reading younger than ``GANGWEB_API_CLUSTER_CACHE_SECONDS`` is served as it
+    is; an older one is still served while one background thread reads the cluster again (so no request
+    waits for a relist of 5,000 PodGroups). The first reading, and every one with the setting at 0, is
+    made on the caller's thread."""
+    global _refreshing
+    ttl = float(getattr(settings, "GANGWEB_API_CLUSTER_CACHE_SECONDS", 2))
     try:
         cluster = get_cluster()
     except Exception as exc:
         raise ClusterUnavailable(f"cannot reach the cluster: {exc}") from exc
     now = time.monotonic()
     with _cache_lock:
-        if _cache is not None and _cache[0] == id(cluster) and now - _cache[1] < ttl:
-            return _cache[2]
+        cached = _cache if _cache is not None and _cache[0] == id(cluster) and ttl > 0 else None
+        if cached is not None and now - cached[1] >= ttl and not _refreshing:
+            _refreshing = True
+            threading.Thread(
+                target=_refresh, args=(cluster,), name="gangweb-api-cluster", daemon=True
+            ).start()
+    if cached is not None:
+        return cached[2]
+    return _read(cluster)
+
+
+def _read(cluster) -> ClusterView:
+    global _cache
+    started = time.monotonic()
     try:
         objects = list(cluster.snapshot_objects())
     except Exception as exc:  # an unreachable API server is the server's problem, said in one line
         raise ClusterUnavailable(f"cannot read the cluster: {exc}") from exc
     view = build_view(objects, now=time.time())
     with _cache_lock:
-        _cache = (id(cluster), now, view)
+        _cache = (id(cluster), started, view)
     return view
+
+
+def _refresh(cluster) -> None:
+    global _refreshing
+    try:
+        _read(cluster)
+    except ClusterUnavailable:
+        logger.warning("cannot read the cluster for the API", exc_info=True)
+        with _cache_lock:  # the next request reads it on its own thread and says why
+            globals()["_cache"] = None
+    finally:
+        _refreshing = False
 
 
 def forget() -> None:

@@ -132,14 +132,20 @@ def ledger(scope: Scope, params=None) -> QuerySet:
 
 def verdicts(keys: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
     """``"ns/name" -> verdict`` for the given gangs, in two queries however many they are."""
-    keys = list(keys)
-    if not keys:
+    wanted = {f"{namespace}/{name}" for namespace, name in keys}
+    if not wanted:
         return {}
-    match = Q()
-    for namespace, name in keys:
-        match |= Q(namespace=namespace, name=name)
+    namespaces = {key.split("/", 1)[0] for key in wanted}
+    names = {key.split("/", 1)[1] for key in wanted}
     rows: dict[str, list[PreemptionRequest]] = {}
-    for request in PreemptionRequest.objects.filter(match).order_by("-created_at", "-id"):
+    candidates = PreemptionRequest.objects.filter(namespace__in=namespaces, name__in=names).order_by(
+        "-created_at", "-id"
+    )
+    for request in candidates.only(
+        "id", "namespace", "name", "state", "mode", "reason", "updated_at", "finished_at"
+    ):
+        if request.podgroup not in wanted:
+            continue
         found = rows.setdefault(request.podgroup, [])
         if len(found) <= RETRY_LOOKBACK:
             found.append(request)

@@ -40,7 +40,15 @@ def _stuck(view: ClusterView, now: float) -> list[str]:
 
 
 def pending(scope: Scope) -> list[dict[str, Any]]:
+    """The queue, worked out once per reading of the cluster (``cluster_view``), cut to ``scope``."""
     view = cluster_view()
+    rows = getattr(view, "_queue", None)
+    if rows is None:
+        rows = view._queue = _queue(view)
+    return [row for row in rows if scope.sees(row["namespace"])]
+
+
+def _queue(view: ClusterView) -> list[dict[str, Any]]:
     now = time.time()
     waiting = {k: g for k, g in view.groups.items() if g["state"] in WAITING_STATES}
     active = {
@@ -74,8 +82,6 @@ def pending(scope: Scope) -> list[dict[str, Any]]:
     rows = []
     for position, (key, stage) in enumerate(ordered, start=1):
         group = waiting[key]
-        if not scope.sees(group["namespace"]):
-            continue
         request = active.get(key)
         rows.append(
             {
