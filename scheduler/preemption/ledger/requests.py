@@ -191,6 +191,10 @@ def _finish_side_effects(request: PreemptionRequest) -> None:
         transaction.on_commit(lambda: metrics.ATTEMPTS.labels(result=result).inc())
 
 
+# How many finished requests of a gang say when its next one may open (the pause doubles up to 16x).
+RETRY_LOOKBACK = 5
+
+
 def cooling_down(namespace: str, name: str, *, pause_seconds: float) -> bool:
     """A gang whose last request finished moments ago waits before the next one (no request storms).
 
@@ -205,9 +209,6 @@ def cooling_down(namespace: str, name: str, *, pause_seconds: float) -> bool:
     )
     again = retry_at(recent, pause_seconds=pause_seconds)
     return again is not None and timezone.now() < again
-
-
-RETRY_LOOKBACK = 5
 
 
 def retry_at(recent: list[tuple[str, datetime]], *, pause_seconds: float) -> datetime | None:

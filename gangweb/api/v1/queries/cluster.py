@@ -22,6 +22,7 @@ from gangweb.access.scope import Scope
 from gangweb.dashboard.picture import pod_gpus
 from scheduler.engine.resources import is_gpu, parse_resource_list
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
+from scheduler.preemption import detection
 from scheduler.preemption.runtime import get_cluster
 
 logger = logging.getLogger(__name__)
@@ -43,6 +44,19 @@ class ClusterView:
     members: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     conditions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     objects: list[dict[str, Any]] = field(default_factory=list)
+    _stuck: list[str] | None = None
+
+    def stuck(self) -> list[str]:
+        """The gangs the next detection pass opens a request for (``scheduler.preemption.detection``), in
+        its order; worked out once per reading (a full snapshot parse: the background refresh does it)."""
+        if self._stuck is None:
+            self._stuck = [
+                g.key
+                for g in detection.unschedulable_gangs(
+                    self.objects, now=self.at, grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
+                )
+            ]
+        return self._stuck
 
 
 _cache_lock = threading.Lock()
@@ -90,7 +104,7 @@ def _read(cluster) -> ClusterView:
 def _refresh(cluster) -> None:
     global _refreshing
     try:
-        _read(cluster)
+        _read(cluster).stuck()
     except ClusterUnavailable:
         logger.warning("cannot read the cluster for the API", exc_info=True)
         with _cache_lock:  # the next request reads it on its own thread and says why

@@ -20,23 +20,9 @@ from django.conf import settings
 from gangweb.access.scope import Scope
 from gangweb.api.v1.queries.cluster import NEVER, ClusterView, cluster_view
 from gangweb.api.v1.queries.ledger import verdicts
-from scheduler.preemption import detection
 from scheduler.preemption.models import ACTIVE_REQUEST_STATES, PreemptionRequest
 
 WAITING_STATES = ("pending", "short")
-
-
-def _stuck(view: ClusterView, now: float) -> list[str]:
-    memo = getattr(view, "_stuck", None)
-    if memo is None:
-        memo = [
-            g.key
-            for g in detection.unschedulable_gangs(
-                view.objects, now=now, grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
-            )
-        ]
-        view._stuck = memo
-    return memo
 
 
 def pending(scope: Scope) -> list[dict[str, Any]]:
@@ -58,7 +44,7 @@ def _queue(view: ClusterView) -> list[dict[str, Any]]:
         )
         if r.podgroup in waiting
     }
-    stuck = [k for k in _stuck(view, now) if k in waiting and k not in active]
+    stuck = [k for k in view.stuck() if k in waiting and k not in active]
     rest = [k for k in waiting if k not in active and k not in stuck]
     verdict = verdicts(tuple(k.split("/", 1)) for k in stuck + rest)
     grace = settings.GANGWEB_PENDING_GRACE_SECONDS

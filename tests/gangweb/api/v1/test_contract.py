@@ -287,3 +287,21 @@ def test_actions_answer_501_until_the_approvals_module_exists(client, world):
     body = problem(client.post(f"/api/v1/requests/{pk}/approve/", **A_OPERATOR), 501)
     assert "scheduler.preemption.ledger.approvals" in body["detail"]
     problem(client.post(f"/api/v1/requests/{pk}/approve/", **A_VIEWER), 403)
+
+
+def test_a_session_post_needs_its_csrf_token(world, django_user_model):
+    from django.test import Client
+
+    django_user_model.objects.create_superuser("session-ops", password="pw-session-1")
+    browser = Client(enforce_csrf_checks=True)
+    browser.login(username="session-ops", password="pw-session-1")
+    body = {"podGroup": "team-a/train"}
+    assert (
+        "CSRF"
+        in problem(browser.post("/api/v1/simulate/", body, content_type="application/json"), 403)["detail"]
+    )
+    # What a page of the dashboard holds: the token in the cookie, sent back in X-CSRFToken.
+    token = "a" * 32
+    browser.cookies["csrftoken"] = token
+    answer = browser.post("/api/v1/simulate/", body, content_type="application/json", HTTP_X_CSRFTOKEN=token)
+    assert answer.status_code == 200, answer.content

@@ -30,8 +30,8 @@ def v1_routes() -> list[tuple[list[str], str, object]]:
 
 def methods(callback) -> set[str]:
     cls = callback.cls
-    if getattr(callback, "actions", None):
-        return {m.upper() for m in callback.actions}
+    if getattr(callback, "actions", None):  # HEAD is GET without a body (DRF adds it once served)
+        return {m.upper() for m in callback.actions} - {"HEAD", "OPTIONS"}
     return {m.upper() for m in ("get", "post") if hasattr(cls, m)}
 
 
