@@ -346,7 +346,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 # How long one reading of the live cluster serves the API's nodes/podgroups/pending/usage (seconds).
-GANGWEB_API_CLUSTER_CACHE_SECONDS = env_int("GANGWEB_API_CLUSTER_CACHE_SECONDS", 2)
+GANGWEB_API_CLUSTER_CACHE_SECONDS = env_int("GANGWEB_API_CLUSTER_CACHE_SECONDS", 5)
 # GPU usage over time: one sample this often (Celery beat, gangweb.sample_usage), six hours kept.
 GANGWEB_USAGE_SAMPLE_SECONDS = env_int("GANGWEB_USAGE_SAMPLE_SECONDS", 60)
 CELERY_BEAT_SCHEDULE["sample-usage"] = {

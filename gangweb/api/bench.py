@@ -11,7 +11,7 @@ Django's full middleware stack with a signed-in admin, each read a platform team
 makes, and ``POST /api/v1/simulate/`` on the small cluster of the settings (the simulated one by
 default). Printed per call: the first (cold) call, p50 and p99 milliseconds over ``--repeat`` more
 calls, and the response size. The cluster rows are rebuilt every ``GANGWEB_API_CLUSTER_CACHE_SECONDS``
-(2 s), so those rebuilds are in the p99.
+(5 s), so those rebuilds are in the p99.
 """
 
 from __future__ import annotations

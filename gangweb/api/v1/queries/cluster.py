@@ -70,7 +70,7 @@ def cluster_view() -> ClusterView:
     waits for a relist of 5,000 PodGroups). The first reading, and every one with the setting at 0, is
     made on the caller's thread."""
     global _refreshing
-    ttl = float(getattr(settings, "GANGWEB_API_CLUSTER_CACHE_SECONDS", 2))
+    ttl = float(getattr(settings, "GANGWEB_API_CLUSTER_CACHE_SECONDS", 5))
     try:
         cluster = get_cluster()
     except Exception as exc:
@@ -88,7 +88,7 @@ def cluster_view() -> ClusterView:
     return _read(cluster)
 
 
-def _read(cluster) -> ClusterView:
+def _read(cluster, *, warm: bool = False) -> ClusterView:
     global _cache
     started = time.monotonic()
     try:
@@ -96,6 +96,8 @@ def _read(cluster) -> ClusterView:
     except Exception as exc:  # an unreachable API server is the server's problem, said in one line
         raise ClusterUnavailable(f"cannot read the cluster: {exc}") from exc
     view = build_view(objects, now=time.time())
+    if warm:  # served only once the queue's snapshot parse is done too
+        view.stuck()
     with _cache_lock:
         _cache = (id(cluster), started, view)
     return view
@@ -104,7 +106,7 @@ def _read(cluster) -> ClusterView:
 def _refresh(cluster) -> None:
     global _refreshing
     try:
-        _read(cluster).stuck()
+        _read(cluster, warm=True)
     except ClusterUnavailable:
         logger.warning("cannot read the cluster for the API", exc_info=True)
         with _cache_lock:  # the next request reads it on its own thread and says why
