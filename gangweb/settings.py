@@ -111,6 +111,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "gangweb",
     "gangweb.dashboard",
@@ -342,8 +344,47 @@ REST_FRAMEWORK = {
         "gangweb.access.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # The API v1 (gangweb/api/v1/, docs/design.md "API v1"): pages, one error shape, the schema, throttles.
+    "DEFAULT_PAGINATION_CLASS": "gangweb.api.v1.params.Page",
     "PAGE_SIZE": 100,
+    "EXCEPTION_HANDLER": "gangweb.api.v1.problems.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # POST /api/v1/simulate costs an engine run per policy: per user, per process (the local cache).
+    "DEFAULT_THROTTLE_RATES": {"simulate": os.environ.get("GANGWEB_SIMULATE_RATE", "30/min")},
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "gangweb API",
+    "DESCRIPTION": "Gang scheduling on Kubernetes 1.37: the cluster, the preemption ledger, what-if plans "
+    "(docs/design.md, API v1). Errors are RFC 9457 application/problem+json.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "PREPROCESSING_HOOKS": ["gangweb.api.v1.schema.only_v1"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "gangweb.api.v1.schema.problems",
+    ],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "RequestStateEnum": "scheduler.preemption.models.RequestState",
+        "EvictionStateEnum": "scheduler.preemption.models.EvictionState",
+        "PlanSourceEnum": "scheduler.preemption.models.PlanSource",
+        "PodGroupStateEnum": "gangweb.api.v1.serializers.PODGROUP_STATES",
+        "SimulationSourceEnum": "gangweb.api.v1.serializers.SIMULATION_SOURCES",
+    },
+    # Served from the sidecar package: clusters are often air-gapped (no CDN).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+# How long one reading of the live cluster serves the API's nodes/podgroups/pending/usage (seconds).
+GANGWEB_API_CLUSTER_CACHE_SECONDS = env_int("GANGWEB_API_CLUSTER_CACHE_SECONDS", 5)
+# GPU usage over time: one sample this often (Celery beat, gangweb.sample_usage), six hours kept.
+GANGWEB_USAGE_SAMPLE_SECONDS = env_int("GANGWEB_USAGE_SAMPLE_SECONDS", 60)
+CELERY_BEAT_SCHEDULE["sample-usage"] = {
+    "task": "gangweb.sample_usage",
+    "schedule": float(GANGWEB_USAGE_SAMPLE_SECONDS),
+    "options": {"expires": float(GANGWEB_USAGE_SAMPLE_SECONDS)},
 }
 
 # --- Logging: one JSON object per line -------------------------------------------------------

@@ -16,6 +16,11 @@ from django.urls import include, path
 from admission import urls as admission_urls
 from gangweb import health, metrics
 from gangweb.access import views as access_views
+from gangweb.api.v1 import problems
+
+# Under /api/, Django's own 404 and 500 answer in the API's one error shape (RFC 9457).
+handler404 = problems.not_found
+handler500 = problems.server_error
 
 
 def demo_only(view):

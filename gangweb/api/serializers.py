@@ -6,29 +6,16 @@ the same whether it comes from the CLI, the API or the websocket.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from rest_framework import serializers
 
 from scheduler.engine import DEFAULT_POLICY, POLICIES
 from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest
+from scheduler.preemption.planning import COST_KEYS as COST_FIELDS
+from scheduler.preemption.planning import cost_json
 
-# docs/design.md's cost order, then what the plan takes away: model field -> JSON key.
-COST_FIELDS = {
-    "pdb_violations": "pdbViolations",
-    "max_victim_priority": "maxVictimPriority",
-    "victim_priority_sum": "victimPrioritySum",
-    "victim_units": "victimUnits",
-    "evicted_pods": "evictedPods",
-    "evicted_gpus": "evictedGpus",
-    "lost_gpu_seconds": "lostGpuSeconds",
-}
-
-
-def cost_json(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``cost`` object from snake_case values (a Plan row's fields, or ``planning.plan_cost``)."""
-    return {key: values.get(field) for field, key in COST_FIELDS.items()}
+__all__ = ["COST_FIELDS", "cost_json"]
 
 
 class EvictionSerializer(serializers.ModelSerializer):

@@ -38,6 +38,8 @@ class PlanResult:
     cost: dict[str, Any] = field(default_factory=dict)
     pods: dict[str, PodFacts] = field(default_factory=dict)
     seconds: float = 0.0
+    # The JSON ``cost`` block (camelCase), as the API and ``gang plan`` print it.
+    json_cost: dict[str, Any] = field(default_factory=dict)
 
 
 def pod_facts(snapshot: Snapshot, pod_keys: list[str]) -> dict[str, PodFacts]:
@@ -96,6 +98,35 @@ def reservation_overrides(cluster: WatchCache, podgroup: str) -> dict[tuple[str,
     return {("Pod", object_key(o)): o for o in reserve_room(reserved, podgroup, placements)}
 
 
+# docs/design.md's cost order, then what the plan takes away: snake_case fact -> the JSON key of ``cost``.
+COST_KEYS = {
+    "pdb_violations": "pdbViolations",
+    "max_victim_priority": "maxVictimPriority",
+    "victim_priority_sum": "victimPrioritySum",
+    "victim_units": "victimUnits",
+    "evicted_pods": "evictedPods",
+    "evicted_gpus": "evictedGpus",
+    "lost_gpu_seconds": "lostGpuSeconds",
+}
+
+
+def cost_json(values: dict[str, Any]) -> dict[str, Any]:
+    """The ``cost`` object from snake_case values (a stored Plan's fields, or ``PlanResult.full_cost``)."""
+    return {key: values.get(fact) for fact, key in COST_KEYS.items()}
+
+
+def cost_block(plan: dict[str, Any], engine_result: EnginePlan, pods: dict[str, PodFacts]) -> dict[str, Any]:
+    """The one ``cost`` block of the API, the CLI (``gang plan``) and the ledger's plan rows."""
+    evictions = plan.get("evictions") or []
+    return cost_json(
+        {
+            **plan_cost(plan, engine_result),
+            "evicted_pods": len(evictions),
+            "evicted_gpus": sum(pods[p].gpus for p in evictions if p in pods),
+        }
+    )
+
+
 def compute(objects: list[KubeObject] | View, podgroup: str, policy: str) -> PlanResult:
     """Plan in this process with the engine, timed (objects are parsed first; a ``View`` is planned on)."""
     started = time.perf_counter()
@@ -103,10 +134,20 @@ def compute(objects: list[KubeObject] | View, podgroup: str, policy: str) -> Pla
     snapshot = view.snapshot
     result = engine_plan(snapshot, podgroup, policy=policy)
     seconds = time.perf_counter() - started
-    plan = stamp_versions(result.to_dict(), view.resource_versions)
-    return PlanResult(
-        plan, plan_cost(plan, result), pod_facts(snapshot, plan.get("evictions") or []), seconds
-    )
+    return result_of(snapshot, result, seconds, view.resource_versions)
+
+
+def result_of(
+    snapshot: Snapshot,
+    result: EnginePlan,
+    seconds: float = 0.0,
+    resource_versions: dict[str, str] | None = None,
+) -> PlanResult:
+    """The engine's plan (stamped with the resourceVersions it was made at) with its cost and the ledger's
+    facts about each victim pod."""
+    plan = stamp_versions(result.to_dict(), resource_versions or {})
+    pods = pod_facts(snapshot, plan.get("evictions") or [])
+    return PlanResult(plan, plan_cost(plan, result), pods, seconds, cost_block(plan, result, pods))
 
 
 def stamp_versions(plan: dict[str, Any], versions: dict[str, str]) -> dict[str, Any]:

@@ -115,11 +115,12 @@ def test_decisions_lost_in_an_outage_are_reported_with_the_next_event():
 
 
 def test_gangweb_hands_the_webhook_its_publisher_at_startup():
-    """gangweb's AppConfig.ready() connects the dashboard's send; admission never imports gangweb itself."""
+    """gangweb's AppConfig.ready() connects the dashboard's send (keeping the decisions for the API on the
+    way); admission never imports gangweb itself."""
     from admission import runtime
-    from gangweb import events
+    from gangweb.api.v1.queries import decisions
 
-    assert runtime._publisher is events.send
+    assert runtime._publisher is decisions.keep_and_send
 
 
 def test_background_thread_publishes_through_the_connected_publisher(monkeypatch):

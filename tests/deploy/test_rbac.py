@@ -31,6 +31,7 @@ from admission.sources import SOURCES
 from admission.state import PodGroupCache
 from admission.tasks import ensure_podgroups
 from gangweb.access import kube
+from gangweb.access.grants import grant
 from gangweb.access.scope import scope_for
 from kubetestserver import KubeTestServer
 from kubetestserver.httpapi import parse_route
@@ -133,7 +134,8 @@ def web_calls(environment) -> set[Call]:
         picture = cluster_state()
         assert picture.get("racks") and not picture.get("note"), picture
         browser = Client()
-        browser.force_login(User.objects.create_user("platform", password="x"))
+        grant("platform", "viewer", all_namespaces=True)
+        browser.force_login(User.objects.get(username="platform"))
         answer = browser.post("/api/plan/", {"podGroup": "team-a/train"}, content_type="application/json")
         assert answer.status_code == 200, answer.content
         # A platform tool with a Kubernetes token (gangweb/access/kube.py): TokenReview, the RoleBindings that

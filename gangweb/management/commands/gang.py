@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from scheduler.engine import POLICIES, SnapshotError, load_snapshot, plan
 from scheduler.engine.policies import DEFAULT_POLICY
+from scheduler.preemption import planning
 
 from ._replay import replay_arguments, run_replay_command
 
@@ -93,6 +94,8 @@ class Command(BaseCommand):
             # the bounds of scheduler/engine/reading.py (regular files only, GANGWEB_SNAPSHOT_MAX_BYTES, aliases).
             snapshot = load_snapshot(sys.stdin.buffer if source == "-" else Path(source))
             result = plan(snapshot, options["podgroup"], options["policy"])
+            # The same ``cost`` block as the API (one function builds it: planning.cost_block).
+            output = {**result.to_dict(), "cost": planning.result_of(snapshot, result).json_cost}
         except SnapshotError as exc:
             self._fail(str(exc))
         except MemoryError:
@@ -103,7 +106,7 @@ class Command(BaseCommand):
             self._fail(
                 f"unexpected {type(exc).__name__}: {exc} (an engine bug; rerun with --debug for the traceback)"
             )
-        self.stdout.write(json.dumps(result.to_dict(), indent=2))
+        self.stdout.write(json.dumps(output, indent=2))
 
     @staticmethod
     def _fail(message: str):

@@ -26,6 +26,7 @@ from scheduler.preemption.ledger.requests import (
     open_request,
     record_plan,
     requeue_planning,
+    retry_at,
 )
 
 __all__ = [
@@ -46,4 +47,5 @@ __all__ = [
     "record_plan",
     "record_podgroup_created",
     "requeue_planning",
+    "retry_at",
 ]

@@ -7,7 +7,7 @@ commits.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -192,6 +192,10 @@ def _finish_side_effects(request: PreemptionRequest) -> None:
         transaction.on_commit(lambda: metrics.ATTEMPTS.labels(result=result).inc())
 
 
+# How many finished requests of a gang say when its next one may open (the pause doubles up to 16x).
+RETRY_LOOKBACK = 5
+
+
 def cooling_down(namespace: str, name: str, *, pause_seconds: float) -> bool:
     """A gang whose last request finished moments ago waits before the next one (no request storms).
 
@@ -202,14 +206,21 @@ def cooling_down(namespace: str, name: str, *, pause_seconds: float) -> bool:
         PreemptionRequest.objects.filter(namespace=namespace, name=name, finished_at__isnull=False)
         .exclude(state=RequestState.SUPERSEDED)
         .order_by("-finished_at")
-        .values_list("state", "finished_at")[:5]
+        .values_list("state", "finished_at")[:RETRY_LOOKBACK]
     )
+    again = retry_at(recent, pause_seconds=pause_seconds)
+    return again is not None and timezone.now() < again
+
+
+def retry_at(recent: list[tuple[str, datetime]], *, pause_seconds: float) -> datetime | None:
+    """When the gang may get its next request, from its last finished requests (newest first, superseded
+    ones left out, at most ``RETRY_LOOKBACK``); None when it never had one. The API shows it."""
     if not recent:
-        return False
+        return None
     misses = 0
     for state, _ in recent:
         if state not in (RequestState.INFEASIBLE, RequestState.FAILED):
             break
         misses += 1
     pause = pause_seconds * 2 ** max(0, misses - 1)
-    return timezone.now() - recent[0][1] < timedelta(seconds=pause)
+    return recent[0][1] + timedelta(seconds=pause)

@@ -63,7 +63,9 @@ def make_request(published, settings):
 
 @pytest.fixture
 def reader(django_user_model):
-    return django_user_model.objects.create_user("platform-team", password="s3cret-enough")
+    # Admin everywhere (``scope_for`` of a superuser) until ``manage.py access grant`` lands; then a
+    # viewer of every namespace: ``access grant platform-team --role viewer --all-namespaces``.
+    return django_user_model.objects.create_superuser("platform-team", password="s3cret-enough")
 
 
 def basic_auth(username: str, password: str) -> dict[str, str]:

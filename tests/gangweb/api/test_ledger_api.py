@@ -56,7 +56,7 @@ def test_requests_newest_first_and_filtered(api, two_requests):
     row = api.get("/api/requests/?namespace=team-b").json()["results"][0]
     assert row["podGroup"] == "team-b/train" and row["state"] == "failed" and row["mode"] == "enforce"
     assert "429" in row["reason"] and row["trigger"] == "test: pending for 45s"
-    assert row["finishedAt"] and row["url"].endswith(f"/api/requests/{refused.request.pk}/")
+    assert row["finishedAt"] and row["url"].endswith(f"/api/v1/requests/{refused.request.pk}/")
 
 
 @pytest.mark.parametrize(
@@ -71,7 +71,7 @@ def test_a_filter_that_cannot_match_is_a_400_naming_it(api, query, says):
     response = api.get(f"/api/requests/?{query}")
     assert response.status_code == 400
     name = query.split("=")[0]
-    assert says in response.json()[name][0]
+    assert says in response.json()["errors"][name][0]
 
 
 def test_a_request_carries_its_plans_and_their_evictions(api, two_requests):
@@ -164,7 +164,7 @@ def test_ledger_is_newest_first_and_since_gives_only_what_came_after(api, two_re
     assert set(ids(api.get(f"/api/ledger/?request={refused.request.pk}&limit=1000"))) == set(
         LedgerEntry.objects.filter(request=refused.request).values_list("id", flat=True)
     )
-    assert api.get("/api/ledger/?since=yesterday").json() == {"since": ["must be a whole number"]}
+    assert api.get("/api/ledger/?since=yesterday").json()["errors"] == {"since": ["must be a whole number"]}
 
 
 def test_the_ledger_endpoints_are_read_only(api, two_requests):
@@ -188,10 +188,12 @@ def test_pages_are_capped_at_a_thousand_rows(api, two_requests):
     total = LedgerEntry.objects.count()
     first = api.get("/api/ledger/?limit=2").json()
     assert first["count"] == total and len(first["results"]) == 2 and "offset=2" in first["next"]
-    # The page links show the limit actually applied.
-    assert "limit=1000&" in api.get("/api/ledger/?limit=1000000&offset=1").json()["previous"] + "&"
+    # A limit past the cap is a 400 naming it (v1), not a silently smaller page.
+    too_many = api.get("/api/ledger/?limit=1000000&offset=1")
+    assert too_many.status_code == 400 and list(too_many.json()["errors"]) == ["limit"]
+    assert "limit=1000&" in api.get("/api/ledger/?limit=1000&offset=1").json()["previous"] + "&"
 
 
 def test_the_api_root_lists_every_endpoint(api):
     body = api.get("/api/").json()
-    assert {"requests", "plans", "evictions", "ledger"} <= set(body)
+    assert {"request-list", "plan-list", "eviction-list", "ledger-list"} <= set(body)

@@ -122,8 +122,8 @@ def test_the_default_policy_is_gangweb(api, simulation):
 )
 def test_bad_input_is_a_400_that_says_what_is_wrong(api, simulation, body, field, says):
     response = api(body)
-    assert response.status_code == 400
-    assert says in response.json()[field][0]
+    assert response.status_code == 400 and response["Content-Type"] == "application/problem+json"
+    assert says in response.json()["errors"][field][0]
 
 
 def test_a_body_that_is_not_json_is_a_400(api, simulation):
@@ -149,4 +149,4 @@ def test_anonymous_callers_are_refused(client, settings, simulation):
     response = client.post(
         "/api/plan/", {"podGroup": waiting_gangs(simulation)[0]}, content_type="application/json"
     )
-    assert response.status_code == 401
+    assert response.status_code == 401 and "Basic" in response["WWW-Authenticate"]

@@ -66,8 +66,18 @@ def test_plan_prints_the_contract_json(tmp_path):
         "domain": None,
         "reason": data["reason"],
         "outcome": "preempt",
+        # The API's cost block (docs/design.md "API v1", "Cost"): one pod of priority 1 on 8 GPUs.
+        "cost": {
+            "pdbViolations": 0,
+            "maxVictimPriority": 1,
+            "victimPrioritySum": 1,
+            "victimUnits": 1,
+            "evictedPods": 1,
+            "evictedGpus": 8,
+            "lostGpuSeconds": data["cost"]["lostGpuSeconds"],
+        },
     }
-    assert list(data)[-1] == "outcome"  # after the docs/design.md keys, which keep their order
+    assert list(data)[-2:] == ["outcome", "cost"]  # after the docs/design.md keys, which keep their order
     assert data["reason"] and "\n" not in data["reason"]
 
 

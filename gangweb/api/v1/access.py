@@ -1,0 +1,62 @@
+"""Who reads and who acts: every v1 view is cut to its reader's ``Scope`` (gangweb/access/scope.py).
+
+``scope_of(request)`` is the one way a view finds it: an authentication class that already knows the
+scope (a Kubernetes identity checked by review) hands it over as ``request.auth``; anything else asks
+``scope_for``. In the demo, an anonymous reader is a viewer everywhere, exactly as the dashboard page
+is open to one (``live.dashboard_is_public``).
+"""
+
+from __future__ import annotations
+
+from rest_framework import exceptions
+from rest_framework.permissions import BasePermission
+
+from gangweb.access.scope import VIEWER, Scope, scope_for
+from gangweb.dashboard import live
+
+DEMO_READER = Scope(user="anonymous (demo)", everywhere=VIEWER)
+
+
+def scope_of(request) -> Scope:
+    cached = getattr(request, "_gangweb_scope", None)
+    if cached is not None:
+        return cached
+    auth = getattr(request, "auth", None)
+    scope = auth if isinstance(auth, Scope) else scope_for(request)
+    user = getattr(request, "user", None)
+    if (
+        not scope.authenticated
+        and not getattr(user, "is_authenticated", False)
+        and live.dashboard_is_public()
+    ):
+        scope = DEMO_READER
+    request._gangweb_scope = scope
+    return scope
+
+
+def _signed_in(request) -> bool:
+    user = getattr(request, "user", None)
+    return bool(getattr(user, "is_authenticated", False)) or isinstance(getattr(request, "auth", None), Scope)
+
+
+class Reads(BasePermission):
+    """A reader with a role somewhere; what it sees is cut by ``scope_of`` in every query."""
+
+    message = "your account has no role in any namespace"
+
+    def has_permission(self, request, view) -> bool:
+        scope = scope_of(request)
+        if scope.authenticated:
+            return True
+        if not _signed_in(request):
+            raise exceptions.NotAuthenticated()
+        return False
+
+
+class SignedIn(Reads):
+    """A signed-in reader with a role somewhere, even in the demo (POSTs that cost an engine run)."""
+
+    def has_permission(self, request, view) -> bool:
+        if not _signed_in(request):
+            raise exceptions.NotAuthenticated()
+        return super().has_permission(request, view)

@@ -1,0 +1,58 @@
+"""Query parameters: every one validated, and a page of at most ``MAX_LIMIT`` rows.
+
+``?limit=abc``, ``?offset=-1``, an unknown filter value (``?kind=nope``) or a parameter the endpoint
+does not know is a 400 naming the parameter, never a silently ignored value or an empty list. The value
+helpers are the ledger API's (``gangweb/api/filters.py``), so both read ``?a=x,y`` the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import LimitOffsetPagination
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+# Understood by every endpoint: the page, and DRF's own format switch (the browsable API).
+COMMON = frozenset({"limit", "offset", "format"})
+
+
+def _whole_number(params, name: str, *, default: int, least: int, most: int | None = None) -> int:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    if len(params.getlist(name)) > 1:
+        raise ValidationError({name: ["give it once"]})
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ValidationError({name: [f"{raw!r} is not a whole number"]}) from None
+    if value < least:
+        raise ValidationError({name: [f"must be at least {least}"]})
+    if most is not None and value > most:
+        raise ValidationError({name: [f"must be at most {most}"]})
+    return value
+
+
+class Page(LimitOffsetPagination):
+    """``{"count", "next", "previous", "results"}``; ``limit`` 1..1000 (default 100), ``offset`` >= 0."""
+
+    default_limit = DEFAULT_LIMIT
+    max_limit = MAX_LIMIT
+
+    def get_limit(self, request) -> int:
+        return _whole_number(request.query_params, "limit", default=DEFAULT_LIMIT, least=1, most=MAX_LIMIT)
+
+    def get_offset(self, request) -> int:
+        return _whole_number(request.query_params, "offset", default=0, least=0)
+
+
+def only_known(params, known: Iterable[str]) -> None:
+    """A 400 for a parameter the endpoint does not read (a typo must not widen the answer)."""
+    allowed = COMMON | set(known)
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        raise ValidationError(
+            {unknown[0]: [f"unknown parameter; this endpoint reads: {', '.join(sorted(allowed))}"]}
+        )

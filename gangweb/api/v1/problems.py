@@ -1,0 +1,131 @@
+"""One error shape for every 4xx/5xx of the API: RFC 9457 ``application/problem+json``.
+
+``{"type", "title", "status", "detail", "instance"}``, plus ``errors`` (``{parameter or field: [messages]}``)
+for validation failures. A 401 carries ``WWW-Authenticate`` offering Bearer and Basic. DRF views get it
+from ``exception_handler`` (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``); Django's own 404 and 500 under
+``/api/`` from ``not_found`` and ``server_error`` (``gangweb/urls.py`` handlers).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import Http404, JsonResponse
+from django.views import defaults
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+logger = logging.getLogger(__name__)
+
+CONTENT_TYPE = "application/problem+json"
+# Both ways in are offered: gangweb and Kubernetes tokens (Bearer), local users (Basic).
+AUTHENTICATE = 'Bearer realm="gangweb", Basic realm="gangweb"'
+TYPE_BASE = "https://gangweb.io/problems/"
+
+_TITLES = {
+    400: "invalid request",
+    401: "authentication required",
+    403: "forbidden",
+    404: "not found",
+    405: "method not allowed",
+    406: "not acceptable",
+    409: "conflict",
+    413: "request too large",
+    415: "unsupported media type",
+    429: "too many requests",
+    500: "internal error",
+    503: "service unavailable",
+}
+
+
+def problem(
+    status_code: int, detail: str, *, instance: str = "", errors: dict | None = None
+) -> dict[str, Any]:
+    title = _TITLES.get(status_code, "error")
+    body: dict[str, Any] = {
+        "type": TYPE_BASE + title.replace(" ", "-"),
+        "title": title,
+        "status": status_code,
+        "detail": detail,
+        "instance": instance,
+    }
+    if errors:
+        body["errors"] = errors
+    return body
+
+
+def _errors(data: Any) -> dict[str, list[str]]:
+    """DRF's error detail as ``{name: [messages]}`` (a bare list is the body's, ``non_field_errors``)."""
+    if isinstance(data, dict):
+        return {
+            str(key): [str(m) for m in (value if isinstance(value, list) else [value])]
+            if not isinstance(value, dict)
+            else [f"{k}: {v}" for k, v in _errors(value).items()]
+            for key, value in data.items()
+        }
+    if isinstance(data, list):
+        return {"non_field_errors": [str(m) for m in data]}
+    return {}
+
+
+def _summary(errors: dict[str, list[str]]) -> str:
+    return "; ".join(f"{name}: {' '.join(messages)}" for name, messages in errors.items())
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    request = context.get("request")
+    instance = request.get_full_path() if request is not None else ""
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        response = Response(problem(401, str(exc.detail), instance=instance), status=401)
+        response["WWW-Authenticate"] = AUTHENTICATE
+    elif isinstance(exc, exceptions.ValidationError | exceptions.ParseError) and not isinstance(
+        exc.detail, str
+    ):
+        errors = _errors(exc.detail)
+        response = Response(problem(400, _summary(errors), instance=instance, errors=errors), status=400)
+    else:
+        response = drf_exception_handler(exc, context)
+        if response is None:  # not an API exception: a bug. Logged, answered in the same shape.
+            logger.exception("API view failed", extra={"path": instance})
+            response = Response(
+                problem(500, "internal error; the server log has the details", instance=instance), status=500
+            )
+        else:
+            detail = response.data.get("detail") if isinstance(response.data, dict) else None
+            if detail is None:
+                errors = _errors(response.data)
+                response.data = problem(
+                    response.status_code, _summary(errors), instance=instance, errors=errors
+                )
+            else:
+                response.data = problem(response.status_code, str(detail), instance=instance)
+            if response.status_code == 401:
+                response["WWW-Authenticate"] = AUTHENTICATE
+    response.content_type = CONTENT_TYPE
+    return response
+
+
+def problem_response(status_code: int, detail: str, request=None) -> JsonResponse:
+    """A problem answered outside DRF (Django's 404/500 handlers)."""
+    instance = request.get_full_path() if request is not None else ""
+    return JsonResponse(
+        problem(status_code, detail, instance=instance), status=status_code, content_type=CONTENT_TYPE
+    )
+
+
+def _is_api(request) -> bool:
+    return request.path.startswith("/api/")
+
+
+def not_found(request, exception=None):
+    if _is_api(request):
+        return problem_response(status.HTTP_404_NOT_FOUND, f"no such path: {request.path}", request)
+    return defaults.page_not_found(request, exception or Http404())
+
+
+def server_error(request):
+    if _is_api(request):
+        return problem_response(500, "internal error; the server log has the details", request)
+    return defaults.server_error(request)

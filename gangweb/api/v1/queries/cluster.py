@@ -1,0 +1,330 @@
+"""The live cluster as rows: nodes with who holds their GPUs, PodGroups with their members.
+
+One reading of the cluster (``get_cluster().snapshot_objects()``, the dashboard's own path) is turned
+into a ``ClusterView`` and served for ``GANGWEB_API_CLUSTER_CACHE_SECONDS`` (a list endpoint paged
+through 5,000 PodGroups must not relist the cluster for every page), then read again in the background. PodGroups are read with the
+engine's own typed reader (``scheduler.engine.typed_objects.Group``) and GPUs counted by its rules
+(``gangweb.dashboard.picture.pod_gpus``), so the API, the page and the planner agree.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from rest_framework.exceptions import APIException
+
+from gangweb.access.scope import Scope
+from gangweb.dashboard.picture import pod_gpus
+from scheduler.engine.resources import is_gpu, parse_resource_list
+from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
+from scheduler.preemption import detection
+from scheduler.preemption.runtime import get_cluster
+
+logger = logging.getLogger(__name__)
+
+PREEMPT, NEVER = "PreemptLowerPriority", "Never"
+SCHEDULED_CONDITIONS = ("PodGroupInitiallyScheduled", "PodScheduled")
+
+
+class ClusterUnavailable(APIException):
+    status_code = 503
+    default_detail = "cannot read the cluster"
+
+
+@dataclass
+class ClusterView:
+    at: float
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # "ns/name" -> podgroup row
+    members: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    conditions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    _stuck: list[str] | None = None
+
+    def stuck(self) -> list[str]:
+        """The gangs the next detection pass opens a request for (``scheduler.preemption.detection``), in
+        its order; worked out once per reading (a full snapshot parse: the background refresh does it)."""
+        if self._stuck is None:
+            self._stuck = [
+                g.key
+                for g in detection.unschedulable_gangs(
+                    self.objects, now=self.at, grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
+                )
+            ]
+        return self._stuck
+
+
+_cache_lock = threading.Lock()
+_cache: tuple[int, float, ClusterView] | None = None
+_refreshing = False
+
+
+def cluster_view() -> ClusterView:
+    """The cluster as rows. A reading younger than ``GANGWEB_API_CLUSTER_CACHE_SECONDS`` is served as it
+    is; an older one is still served while one background thread reads the cluster again (so no request
+    waits for a relist of 5,000 PodGroups). The first reading, and every one with the setting at 0, is
+    made on the caller's thread."""
+    global _refreshing
+    ttl = float(getattr(settings, "GANGWEB_API_CLUSTER_CACHE_SECONDS", 5))
+    try:
+        cluster = get_cluster()
+    except Exception as exc:
+        raise ClusterUnavailable(f"cannot reach the cluster: {exc}") from exc
+    now = time.monotonic()
+    with _cache_lock:
+        cached = _cache if _cache is not None and _cache[0] == id(cluster) and ttl > 0 else None
+        if cached is not None and now - cached[1] >= ttl and not _refreshing:
+            _refreshing = True
+            threading.Thread(
+                target=_refresh, args=(cluster,), name="gangweb-api-cluster", daemon=True
+            ).start()
+    if cached is not None:
+        return cached[2]
+    return _read(cluster)
+
+
+def _read(cluster, *, warm: bool = False) -> ClusterView:
+    global _cache
+    started = time.monotonic()
+    try:
+        objects = list(cluster.snapshot_objects())
+    except Exception as exc:  # an unreachable API server is the server's problem, said in one line
+        raise ClusterUnavailable(f"cannot read the cluster: {exc}") from exc
+    view = build_view(objects, now=time.time())
+    if warm:  # served only once the queue's snapshot parse is done too
+        view.stuck()
+    with _cache_lock:
+        _cache = (id(cluster), started, view)
+    return view
+
+
+def _refresh(cluster) -> None:
+    global _refreshing
+    try:
+        _read(cluster, warm=True)
+    except ClusterUnavailable:
+        logger.warning("cannot read the cluster for the API", exc_info=True)
+        with _cache_lock:  # the next request reads it on its own thread and says why
+            globals()["_cache"] = None
+    finally:
+        _refreshing = False
+
+
+def forget() -> None:
+    global _cache
+    with _cache_lock:
+        _cache = None
+
+
+def _gpus(resources: Any) -> int:
+    try:
+        return sum(v for k, v in parse_resource_list(resources, "resources").items() if is_gpu(k))
+    except ValueError:
+        return 0
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _holds(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def build_view(objects: list[dict[str, Any]], *, now: float) -> ClusterView:
+    view = ClusterView(at=now, objects=objects)
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        by_kind.setdefault(obj.get("kind", ""), []).append(obj)
+    classes: dict[str, PriorityClass] = {}
+    for raw in by_kind.get("PriorityClass", []):
+        try:
+            pc = PriorityClass(raw)
+        except ValueError:
+            continue
+        classes[pc.name] = pc
+
+    held: dict[str, list[tuple[str, str, int]]] = {}  # node -> (namespace, gang name, gpus)
+    for pod in by_kind.get("Pod", []):
+        if not _holds(pod):
+            continue
+        meta, spec = _meta(pod), pod.get("spec") or {}
+        namespace = meta.get("namespace") or ""
+        group = (spec.get("schedulingGroup") or {}).get("podGroupName")
+        gpus = pod_gpus(pod)
+        node = spec.get("nodeName") or ""
+        if group:
+            view.members.setdefault(f"{namespace}/{group}", []).append(
+                {
+                    "namespace": namespace,
+                    "name": meta.get("name"),
+                    "node": node or None,
+                    "phase": (pod.get("status") or {}).get("phase") or "Pending",
+                    "gpus": gpus,
+                    "deleting": bool(meta.get("deletionTimestamp")),
+                    "createdAt": meta.get("creationTimestamp"),
+                }
+            )
+            view.conditions.setdefault(f"{namespace}/{group}", []).extend(
+                c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("status") == "False"
+            )
+        if node and gpus:
+            held.setdefault(node, []).append((namespace, group or meta.get("name") or "", gpus))
+
+    for raw in by_kind.get("PodGroup", []):
+        row = _group_row(raw, classes, view, now)
+        view.groups[f"{row['namespace']}/{row['name']}"] = row
+
+    for node in sorted(by_kind.get("Node", []), key=lambda n: _meta(n).get("name", "")):
+        row = _node_row(node, held.get(_meta(node).get("name"), []))
+        if row["gpus"] or row["allocatedGpus"]:
+            view.nodes.append(row)
+    return view
+
+
+def _group_row(raw: dict[str, Any], classes: dict[str, PriorityClass], view: ClusterView, now: float) -> dict:
+    meta = _meta(raw)
+    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+    key = f"{namespace}/{name}"
+    members = view.members.get(key, [])
+    placed = [m for m in members if m["node"]]
+    waiting = [m for m in members if not m["node"] and not m["deleting"]]
+    status_conditions = list((raw.get("status") or {}).get("conditions") or [])
+    view.conditions[key] = status_conditions + view.conditions.get(key, [])
+    row: dict[str, Any] = {
+        "namespace": namespace,
+        "name": name,
+        "podGroup": key,
+        "priorityClass": None,
+        "priority": 0,
+        "disruptionMode": "single",
+        "preemptionPolicy": PREEMPT,
+        "minCount": 1,
+        "pods": len(members),
+        "placedPods": len(placed),
+        "pendingPods": len(waiting),
+        "gpus": sum(m["gpus"] for m in members),
+        "placedGpus": sum(m["gpus"] for m in placed),
+        "topologyKey": None,
+        "createdAt": meta.get("creationTimestamp"),
+        "waitingSince": None,
+        "waitingSeconds": 0,
+        "invalid": None,
+    }
+    try:
+        group = Group(raw, "PodGroup")
+    except ValueError as exc:
+        row["invalid"] = str(exc)
+    else:
+        pc = classes.get(group.priority_class or "")
+        row["priorityClass"] = group.priority_class
+        row["priority"] = group.priority if group.priority is not None else (pc.value if pc else 0)
+        row["disruptionMode"] = group.disruption
+        row["preemptionPolicy"] = group.preemption_policy or (
+            pc.preemption_policy if pc and pc.preemption_policy else PREEMPT
+        )
+        row["minCount"] = group.min_count
+        row["topologyKey"] = group.topology_key
+    if waiting:
+        since = min(timestamp_or_none(m["createdAt"]) or now for m in waiting)
+        row["waitingSince"] = since
+        row["waitingSeconds"] = max(0, int(now - since))
+    row["state"] = _state(row)
+    row["reason"] = _reason(row, view.conditions[key])
+    return row
+
+
+def _state(row: dict[str, Any]) -> str:
+    if row["invalid"]:
+        return "invalid"
+    if not row["pods"]:
+        return "empty"
+    if row["placedPods"] >= row["minCount"]:
+        return "running" if not row["pendingPods"] else "running-partly"
+    return "pending" if not row["placedPods"] else "short"
+
+
+def _reason(row: dict[str, Any], conditions: list[dict[str, Any]]) -> str:
+    """The one sentence a person reads first: why this gang is where it is."""
+    state = row["state"]
+    if state == "invalid":
+        return f"the PodGroup cannot be read: {row['invalid']}"
+    if state == "empty":
+        return "no pods yet"
+    if state == "running":
+        return f"running: {row['placedPods']} pods on {row['placedGpus']} GPUs"
+    said = next(
+        (
+            c.get("message") or c.get("reason") or ""
+            for c in conditions
+            if c.get("type") in SCHEDULED_CONDITIONS and c.get("status") == "False"
+        ),
+        "",
+    )
+    need = row["minCount"] - row["placedPods"]
+    wants = f"waiting for {max(need, row['pendingPods'])} more pods ({row['gpus'] - row['placedGpus']} GPUs)"
+    if row["preemptionPolicy"] == NEVER:
+        wants += "; it never preempts"
+    return f"{wants}: {said}" if said else wants
+
+
+def _node_row(node: dict[str, Any], holders: list[tuple[str, str, int]]) -> dict[str, Any]:
+    meta, spec = _meta(node), node.get("spec") or {}
+    total = _gpus((node.get("status") or {}).get("allocatable"))
+    conditions = (node.get("status") or {}).get("conditions") or []
+    by_gang: dict[tuple[str, str], int] = {}
+    for namespace, gang, gpus in holders:
+        by_gang[(namespace, gang)] = by_gang.get((namespace, gang), 0) + gpus
+    allocated = sum(by_gang.values())
+    return {
+        "name": meta.get("name"),
+        "labels": meta.get("labels") or {},
+        "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+        "cordoned": bool(spec.get("unschedulable")),
+        "gpus": total,
+        "allocatedGpus": allocated,
+        "freeGpus": max(0, total - allocated),
+        "allocations": [
+            {"namespace": ns, "name": gang, "gpus": gpus, "otherNamespace": False}
+            for (ns, gang), gpus in sorted(by_gang.items())
+        ],
+    }
+
+
+# --- scoped reads --------------------------------------------------------------------------------
+
+
+def nodes(scope: Scope) -> list[dict[str, Any]]:
+    """Every node (nodes are the cluster's, not a tenant's); GPUs held in a namespace the reader does
+    not see are counted under "in use, other namespace", without names."""
+    rows = cluster_view().nodes
+    if scope.all_namespaces:
+        return rows
+    return [{**row, "allocations": _cut_allocations(row["allocations"], scope)} for row in rows]
+
+
+def _cut_allocations(allocations: list[dict[str, Any]], scope: Scope) -> list[dict[str, Any]]:
+    seen = [a for a in allocations if scope.sees(a["namespace"])]
+    hidden = sum(a["gpus"] for a in allocations if not scope.sees(a["namespace"]))
+    if hidden:
+        seen.append({"namespace": None, "name": None, "gpus": hidden, "otherNamespace": True})
+    return seen
+
+
+def podgroups(scope: Scope) -> list[dict[str, Any]]:
+    """The PodGroups the reader sees, by namespace then name."""
+    view = cluster_view()
+    return [view.groups[key] for key in sorted(view.groups) if scope.sees(view.groups[key]["namespace"])]
+
+
+def podgroup(scope: Scope, namespace: str, name: str) -> tuple[dict[str, Any], ClusterView] | None:
+    view = cluster_view()
+    row = view.groups.get(f"{namespace}/{name}")
+    if row is None or not scope.sees(namespace):
+        return None
+    return row, view

@@ -1,0 +1,194 @@
+"""The preemption ledger cut to a reader's scope: requests, plans, evictions, history, verdicts.
+
+A request, its plans and its history belong to the namespace of the gang that asked; an eviction row
+to the namespace of the pod it evicted (team A sees the pods it lost, whoever took them). Names of
+other namespaces inside a visible row are hidden by ``gangweb.api.v1.redact`` on the way out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Prefetch, Q, QuerySet
+from rest_framework.exceptions import ValidationError
+
+from gangweb.access.scope import Scope
+from gangweb.api import filters
+from scheduler.preemption.ledger.requests import RETRY_LOOKBACK, retry_at
+from scheduler.preemption.models import (
+    Eviction,
+    LedgerEntry,
+    Plan,
+    PreemptionRequest,
+    RequestState,
+)
+
+# Ledger kinds written by the pipeline (``kind`` filter); kinds found in the table count too, so a new
+# kind is never refused once written.
+KNOWN_KINDS = frozenset(
+    {
+        "budget.spent",
+        "eviction.dry_run",
+        "eviction.result",
+        "eviction.retry",
+        "execution.evicting",
+        "execution.recheck",
+        "execution.waiting",
+        "observed.preemption",
+        "plan.created",
+        "plan.fan_out",
+        "podgroup.created",
+        "request.opened",
+        "request.planning",
+        "request.requeued",
+        "request.executing",
+        "unit.partial",
+        *(f"request.{state}" for state in RequestState.values),
+    }
+)
+
+REQUEST_PARAMS = ("namespace", "podgroup", "state", "mode")
+PLAN_PARAMS = ("request", "outcome", "namespace")
+EVICTION_PARAMS = ("state", "pod", "node", "plan", "request", "namespace")
+LEDGER_PARAMS = ("since", "request", "kind", "podgroup", "namespace")
+
+
+def requests(scope: Scope, params=None, *, detail: bool = False) -> QuerySet:
+    queryset = scope.filter(PreemptionRequest.objects.order_by("-created_at", "-id"))
+    if detail:
+        evictions = Eviction.objects.select_related("plan").order_by("victim_unit", "namespace", "name")
+        plans = (
+            Plan.objects.select_related("request")
+            .order_by("created_at", "id")
+            .prefetch_related(Prefetch("pod_evictions", queryset=evictions))
+        )
+        queryset = queryset.prefetch_related(Prefetch("plans", queryset=plans))
+    return filters.filter_requests(queryset, params) if params is not None else queryset
+
+
+def plans(scope: Scope, params=None, *, detail: bool = False) -> QuerySet:
+    queryset = scope.filter(
+        Plan.objects.select_related("request").order_by("-created_at", "-id"), "request__namespace"
+    )
+    if detail:
+        queryset = queryset.prefetch_related(
+            Prefetch("pod_evictions", queryset=Eviction.objects.select_related("plan"))
+        )
+    if params is None:
+        return queryset
+    queryset = filters.filter_plans(queryset, params)
+    if namespaces := filters._values(params, "namespace"):
+        queryset = queryset.filter(request__namespace__in=namespaces)
+    if outcomes := filters._values(params, "outcome"):
+        match = Q()
+        for outcome in outcomes:
+            # "infeasible" matches every infeasible:<why>; the machine codes of docs/engine.md
+            if outcome not in ("fits", "preempt", "infeasible") and not outcome.startswith("infeasible:"):
+                raise ValidationError(
+                    {"outcome": [f"unknown outcome {outcome!r}; fits, preempt, infeasible[:<why>]"]}
+                )
+            match |= Q(outcome__startswith=outcome) if outcome == "infeasible" else Q(outcome=outcome)
+        queryset = queryset.filter(match)
+    return queryset
+
+
+def evictions(scope: Scope, params=None) -> QuerySet:
+    queryset = scope.filter(Eviction.objects.select_related("plan").order_by("-id"))
+    if params is None:
+        return queryset
+    queryset = filters.filter_evictions(queryset, params)
+    if namespaces := filters._values(params, "namespace"):
+        queryset = queryset.filter(namespace__in=namespaces)
+    return queryset
+
+
+def known_kinds() -> frozenset[str]:
+    return KNOWN_KINDS | set(LedgerEntry.objects.order_by().values_list("kind", flat=True).distinct())
+
+
+def ledger(scope: Scope, params=None) -> QuerySet:
+    queryset = LedgerEntry.objects.order_by("-id")
+    if not scope.all_namespaces:  # entries about no gang are the cluster's: all-namespace readers only
+        queryset = scope.filter(queryset).exclude(namespace="")
+    if params is None:
+        return queryset
+    kinds = filters._values(params, "kind")
+    if kinds:
+        known = known_kinds()
+        unknown = [k for k in kinds if k not in known]
+        if unknown:
+            raise ValidationError(
+                {"kind": [f"unknown kind {unknown[0]!r}; known: {', '.join(sorted(known))}"]}
+            )
+    if namespaces := filters._values(params, "namespace"):
+        queryset = queryset.filter(namespace__in=namespaces)
+    return filters.filter_ledger(queryset, params)
+
+
+# --- a gang's verdict: what gangweb last did for it, and when it tries again ----------------------
+
+
+def verdicts(keys: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    """``"ns/name" -> verdict`` for the given gangs, in two queries however many they are."""
+    wanted = {f"{namespace}/{name}" for namespace, name in keys}
+    if not wanted:
+        return {}
+    namespaces = {key.split("/", 1)[0] for key in wanted}
+    names = {key.split("/", 1)[1] for key in wanted}
+    rows: dict[str, list[PreemptionRequest]] = {}
+    candidates = PreemptionRequest.objects.filter(namespace__in=namespaces, name__in=names).order_by(
+        "-created_at", "-id"
+    )
+    for request in candidates.only(
+        "id", "namespace", "name", "state", "mode", "reason", "updated_at", "finished_at"
+    ):
+        if request.podgroup not in wanted:
+            continue
+        found = rows.setdefault(request.podgroup, [])
+        if len(found) <= RETRY_LOOKBACK:
+            found.append(request)
+    latest_ids = [found[0].pk for found in rows.values()]
+    outcomes: dict[int, str] = {}
+    for request_id, outcome in (
+        Plan.objects.filter(request_id__in=latest_ids)
+        .order_by("created_at", "id")
+        .values_list("request_id", "outcome")
+    ):
+        outcomes[request_id] = outcome
+    pause = settings.GANGWEB_REQUEST_COOLDOWN_SECONDS
+    out = {}
+    for key, found in rows.items():
+        last = found[0]
+        finished = [
+            (r.state, r.finished_at) for r in found if r.finished_at and r.state != RequestState.SUPERSEDED
+        ]
+        again = None if last.is_active else retry_at(finished[:RETRY_LOOKBACK], pause_seconds=pause)
+        out[key] = {
+            "request": last.pk,
+            "state": last.state,
+            "mode": last.mode,
+            "outcome": outcomes.get(last.pk) or None,
+            "reason": last.reason,
+            "at": last.updated_at,
+            "retryAt": again,
+        }
+    return out
+
+
+def history_of(namespace: str, name: str, member_pods: Iterable[str] = ()) -> dict[str, Any]:
+    """A gang's preemption history: the requests it opened (as preemptor) and the evictions of its pods
+    (as victim: its whole unit under ``disruptionMode: all``, else its current members by name), newest
+    first, at most 50 each."""
+    as_preemptor = list(
+        PreemptionRequest.objects.filter(namespace=namespace, name=name).order_by("-created_at", "-id")[:50]
+    )
+    unit = f"PodGroup {namespace}/{name}"
+    victim_rows = (
+        Eviction.objects.filter(namespace=namespace)
+        .filter(Q(victim_unit=unit) | Q(name__in=list(member_pods)))
+        .select_related("plan__request")
+        .order_by("-id")[:50]
+    )
+    return {"asPreemptor": as_preemptor, "asVictim": list(victim_rows)}

@@ -1,0 +1,93 @@
+"""GPUs by namespace and priority tier: now (from the live cluster) and over time (samples).
+
+A sample is taken every ``GANGWEB_USAGE_SAMPLE_SECONDS`` by the Celery beat task ``gangweb.sample_usage``
+(``gangweb/tasks.py``) and kept six hours (``store.USAGE``). A reader sees its own namespaces by name;
+every other namespace is added up into one row without a name, so the totals stay true.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gangweb.access.scope import Scope
+from gangweb.api.v1.queries.cluster import cluster_view
+from gangweb.api.v1.store import USAGE
+
+NO_CLASS = "(no priority class)"
+
+
+def _by_namespace_and_class(groups: list[dict[str, Any]]) -> dict[str, dict[str, list[int]]]:
+    """``{namespace: {class: [placed GPUs, waiting GPUs, priority]}}``."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for group in groups:
+        cell = out.setdefault(group["namespace"], {}).setdefault(
+            group["priorityClass"] or NO_CLASS, [0, 0, group["priority"]]
+        )
+        cell[0] += group["placedGpus"]
+        cell[1] += group["gpus"] - group["placedGpus"]
+    return out
+
+
+def _rows(table: dict[str, dict[str, list[int]]], scope: Scope) -> list[dict[str, Any]]:
+    rows, other = [], {}
+    for namespace in sorted(table):
+        for cls, (placed, waiting, priority) in sorted(table[namespace].items()):
+            if scope.sees(namespace):
+                rows.append(
+                    {
+                        "namespace": namespace,
+                        "priorityClass": cls,
+                        "priority": priority,
+                        "gpus": placed,
+                        "waitingGpus": waiting,
+                        "otherNamespace": False,
+                    }
+                )
+            else:
+                cell = other.setdefault(cls, [0, 0, priority])
+                cell[0] += placed
+                cell[1] += waiting
+    rows += [
+        {
+            "namespace": None,
+            "priorityClass": cls,
+            "priority": p,
+            "gpus": placed,
+            "waitingGpus": waiting,
+            "otherNamespace": True,
+        }
+        for cls, (placed, waiting, p) in sorted(other.items())
+    ]
+    return rows
+
+
+def sample() -> dict[str, Any]:
+    """One sample of the cluster now, as stored: ``{"at": epoch, "n": {ns: {class: [gpus, waiting, prio]}}}``."""
+    view = cluster_view()
+    return {"at": view.at, "n": _by_namespace_and_class(list(view.groups.values()))}
+
+
+def record_sample() -> dict[str, Any]:
+    taken = sample()
+    USAGE.push([taken])
+    return taken
+
+
+def usage(scope: Scope, *, points: int) -> dict[str, Any]:
+    now = sample()
+    rows = _rows(now["n"], scope)
+    view = cluster_view()
+    return {
+        "at": _iso(now["at"]),
+        "totalGpus": sum(n["gpus"] for n in view.nodes),
+        "allocatedGpus": sum(n["allocatedGpus"] for n in view.nodes),
+        "rows": rows,
+        "history": [
+            {"at": _iso(s["at"]), "rows": _rows(s.get("n") or {}, scope)} for s in USAGE.newest(points)
+        ],
+    }
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))

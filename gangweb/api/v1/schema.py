@@ -1,0 +1,34 @@
+"""The OpenAPI 3 document (drf-spectacular): v1 only, with the problem answers every operation may give."""
+
+from __future__ import annotations
+
+PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
+ERRORS = {
+    "400": "a parameter or the body is invalid (``errors`` names it)",
+    "401": "no or bad credentials (WWW-Authenticate: Bearer, Basic)",
+    "403": "your role or namespaces do not allow it",
+    "404": "not found, or not yours to see",
+    "429": "throttled (Retry-After)",
+    "503": "the cluster cannot be read",
+}
+
+
+def only_v1(endpoints, **kwargs):
+    """Deprecated paths (``/api/requests/``...) stay out of the document."""
+    return [e for e in endpoints if e[0].startswith("/api/v1/")]
+
+
+def problems(result, generator, request, public):
+    """Every operation: the problem+json answers, each with the ``Problem`` schema."""
+    result.setdefault("components", {}).setdefault("schemas", {})
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            responses = operation.setdefault("responses", {})
+            for code, text in ERRORS.items():
+                answer = responses.setdefault(code, {"description": text})
+                answer["content"] = {"application/problem+json": {"schema": PROBLEM_REF}}
+            for code, answer in responses.items():
+                if code.startswith(("4", "5")):
+                    answer["content"] = {"application/problem+json": {"schema": PROBLEM_REF}}
+                    answer.setdefault("description", ERRORS.get(code, "problem"))
+    return result

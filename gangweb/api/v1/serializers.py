@@ -1,0 +1,285 @@
+"""JSON shapes of the API v1. Ledger rows keep the shapes of the first API (``gangweb/api/serializers.py``)
+with links to v1 and the gang's ``namespace``/``name`` on every item; cluster rows are dicts built by
+``queries`` and described here for the schema (the schemathesis test holds the two together)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers as s
+
+from gangweb.api import serializers as ledger
+from scheduler.engine import DEFAULT_POLICY, POLICIES
+from scheduler.preemption.models import LedgerEntry
+
+
+class Eviction(ledger.EvictionSerializer):
+    url = s.HyperlinkedIdentityField(view_name="api:v1:eviction-detail")
+
+
+class Cost(s.Serializer):
+    pdbViolations = s.IntegerField()
+    maxVictimPriority = s.IntegerField(allow_null=True)
+    victimPrioritySum = s.IntegerField()
+    victimUnits = s.IntegerField()
+    evictedPods = s.IntegerField()
+    evictedGpus = s.IntegerField()
+    lostGpuSeconds = s.FloatField()
+
+
+class Plan(ledger.PlanSerializer):
+    url = s.HyperlinkedIdentityField(view_name="api:v1:plan-detail")
+    namespace = s.CharField(source="request.namespace", read_only=True)
+    name = s.CharField(source="request.name", read_only=True)
+    cost = s.SerializerMethodField()
+
+    class Meta(ledger.PlanSerializer.Meta):
+        fields = (
+            ledger.PlanSerializer.Meta.fields[:3]
+            + ["namespace", "name"]
+            + ledger.PlanSerializer.Meta.fields[3:]
+        )
+        read_only_fields = fields
+
+    def get_cost(self, plan) -> Cost:  # the annotation is the schema's
+        return super().get_cost(plan)
+
+
+class PlanDetail(Plan):
+    podEvictions = Eviction(source="pod_evictions", many=True, read_only=True)
+
+    class Meta(Plan.Meta):
+        fields = Plan.Meta.fields + ["podEvictions"]
+        read_only_fields = fields
+
+
+class Request(ledger.RequestSerializer):
+    url = s.HyperlinkedIdentityField(view_name="api:v1:request-detail")
+
+
+class RequestDetail(Request):
+    plans = PlanDetail(many=True, read_only=True)
+
+    class Meta(Request.Meta):
+        fields = Request.Meta.fields + ["plans"]
+        read_only_fields = fields
+
+
+class LedgerEntrySerializer(ledger.LedgerEntrySerializer):
+    namespace = s.CharField(read_only=True)
+    name = s.CharField(read_only=True)
+
+    class Meta(ledger.LedgerEntrySerializer.Meta):
+        model = LedgerEntry
+        fields = [
+            "id",
+            "kind",
+            "request",
+            "plan",
+            "namespace",
+            "name",
+            "podGroup",
+            "message",
+            "data",
+            "createdAt",
+        ]
+        read_only_fields = fields
+
+    def get_podGroup(self, entry) -> str | None:
+        return super().get_podGroup(entry)
+
+
+PODGROUP_STATES = ("running", "running-partly", "pending", "short", "empty", "invalid")
+SIMULATION_SOURCES = ("cluster", "snapshot")
+PENDING_STAGES = ("planning", "next", "later", "never")
+
+# --- cluster rows (dicts from queries/) ----------------------------------------------------------
+
+
+class Allocation(s.Serializer):
+    namespace = s.CharField(allow_null=True, help_text="null: in use, other namespace")
+    name = s.CharField(allow_null=True, help_text="the gang (PodGroup, or a lone pod)")
+    gpus = s.IntegerField()
+    otherNamespace = s.BooleanField()
+
+
+class Node(s.Serializer):
+    name = s.CharField()
+    labels = s.DictField(child=s.CharField())
+    ready = s.BooleanField()
+    cordoned = s.BooleanField()
+    gpus = s.IntegerField()
+    allocatedGpus = s.IntegerField()
+    freeGpus = s.IntegerField()
+    allocations = Allocation(many=True)
+
+
+class Verdict(s.Serializer):
+    request = s.IntegerField()
+    state = s.CharField()
+    mode = s.CharField()
+    outcome = s.CharField(allow_null=True, help_text="fits, preempt or infeasible:<why> (docs/engine.md)")
+    reason = s.CharField(allow_blank=True)
+    at = s.DateTimeField()
+    retryAt = s.DateTimeField(allow_null=True, help_text="when gangweb may open its next request")
+
+
+class PodGroup(s.Serializer):
+    namespace = s.CharField()
+    name = s.CharField()
+    podGroup = s.CharField()
+    state = s.ChoiceField(PODGROUP_STATES)
+    priority = s.IntegerField()
+    priorityClass = s.CharField(allow_null=True)
+    disruptionMode = s.CharField()
+    preemptionPolicy = s.CharField()
+    minCount = s.IntegerField()
+    pods = s.IntegerField()
+    placedPods = s.IntegerField()
+    pendingPods = s.IntegerField()
+    gpus = s.IntegerField()
+    placedGpus = s.IntegerField()
+    topologyKey = s.CharField(allow_null=True)
+    createdAt = s.CharField(allow_null=True)
+    waitingSeconds = s.IntegerField()
+    reason = s.CharField(help_text="the dominant reason, in plain words")
+    verdict = Verdict(allow_null=True)
+
+
+class Member(s.Serializer):
+    namespace = s.CharField()
+    name = s.CharField()
+    node = s.CharField(allow_null=True)
+    phase = s.CharField()
+    gpus = s.IntegerField()
+    deleting = s.BooleanField()
+
+
+class Condition(s.Serializer):
+    type = s.CharField()
+    status = s.CharField()
+    reason = s.CharField(required=False)
+    message = s.CharField(required=False)
+    lastTransitionTime = s.CharField(required=False)
+
+
+class Decision(s.Serializer):
+    uid = s.CharField(allow_null=True)
+    webhook = s.CharField(allow_null=True)
+    kind = s.CharField(allow_null=True)
+    namespace = s.CharField()
+    name = s.CharField()
+    operation = s.CharField(allow_null=True)
+    dryRun = s.BooleanField()
+    allowed = s.BooleanField()
+    message = s.CharField(allow_blank=True)
+    warnings = s.ListField(child=s.CharField())
+    podGroup = s.CharField(allow_null=True)
+    source = s.CharField(allow_null=True)
+    minCount = s.IntegerField(allow_null=True)
+    mode = s.CharField(allow_null=True)
+
+
+class PodGroupDetail(PodGroup):
+    members = Member(many=True)
+    conditions = Condition(many=True)
+    decisions = Decision(many=True)
+    asPreemptor = Request(many=True)
+    asVictim = Eviction(many=True)
+
+
+class Pending(s.Serializer):
+    position = s.IntegerField(allow_null=True, help_text="1 is served first; null: never served by gangweb")
+    stage = s.ChoiceField(PENDING_STAGES)
+    namespace = s.CharField()
+    name = s.CharField()
+    priority = s.IntegerField()
+    priorityClass = s.CharField(allow_null=True)
+    minCount = s.IntegerField()
+    pendingPods = s.IntegerField()
+    gpus = s.IntegerField()
+    waitingSeconds = s.IntegerField()
+    request = s.IntegerField(allow_null=True)
+    servedAt = s.CharField(allow_null=True)
+    reason = s.CharField()
+
+
+class UsageRow(s.Serializer):
+    namespace = s.CharField(allow_null=True, help_text="null: every namespace you do not see, added up")
+    priorityClass = s.CharField()
+    priority = s.IntegerField()
+    gpus = s.IntegerField()
+    waitingGpus = s.IntegerField()
+    otherNamespace = s.BooleanField()
+
+
+class UsageSample(s.Serializer):
+    at = s.CharField()
+    rows = UsageRow(many=True)
+
+
+class Usage(s.Serializer):
+    at = s.CharField()
+    totalGpus = s.IntegerField()
+    allocatedGpus = s.IntegerField()
+    rows = UsageRow(many=True)
+    history = UsageSample(many=True)
+
+
+class Problem(s.Serializer):
+    """RFC 9457 problem details."""
+
+    type = s.CharField()
+    title = s.CharField()
+    status = s.IntegerField()
+    detail = s.CharField()
+    instance = s.CharField(allow_blank=True)
+    errors = s.DictField(child=s.ListField(child=s.CharField()), required=False)
+
+
+# --- simulate ------------------------------------------------------------------------------------
+
+
+class SimulateBody(s.Serializer):
+    """``POST /api/v1/simulate``: a gang, one or more policies, and the live cluster or a snapshot."""
+
+    podGroup = s.CharField(max_length=507, help_text="NAMESPACE/NAME of the PodGroup to place")
+    policies = s.ListField(
+        child=s.ChoiceField(sorted(POLICIES)),
+        min_length=1,
+        max_length=len(POLICIES),
+        default=[DEFAULT_POLICY],
+    )
+    snapshot = s.JSONField(
+        required=False,
+        help_text="a snapshot in the docs/design.md contract (a List of objects, or a list); "
+        "absent: the live cluster",
+    )
+
+    def validate_podGroup(self, value: str) -> str:
+        return ledger.WhatIfSerializer().validate_podGroup(value)
+
+    def validate_policies(self, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise s.ValidationError("each policy once")
+        return value
+
+
+class SimulatedPlan(s.Serializer):
+    podGroup = s.CharField()
+    policy = s.CharField()
+    feasible = s.BooleanField()
+    victims = s.ListField(child=s.DictField())
+    evictions = s.ListField(child=s.CharField(allow_null=True))
+    placement = s.DictField(child=s.CharField())
+    domain = s.CharField(allow_null=True)
+    reason = s.CharField()
+    outcome = s.CharField()
+    cost = Cost()
+    planningSeconds = s.FloatField()
+
+
+class Simulation(s.Serializer):
+    podGroup = s.CharField()
+    namespace = s.CharField()
+    name = s.CharField()
+    source = s.ChoiceField(SIMULATION_SOURCES)
+    plans = SimulatedPlan(many=True)

@@ -1,0 +1,85 @@
+"""Short rolling histories the ledger does not keep: admission decisions and GPU-usage samples.
+
+A ``Recent`` is a capped list, newest first: in Redis (``LPUSH`` + ``LTRIM``, shared by every process)
+when ``REDIS_URL`` is set, else in this process (the demo, where the webhook, the sampler and the API
+share one). Writing never raises: these are views of the system, and Redis being down must cost the
+webhook or the sampler nothing but the entries themselves (counted in ``lost``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import deque
+from typing import Any
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+
+class Recent:
+    def __init__(self, name: str, maxlen: int) -> None:
+        self.key = f"gangweb:{name}"
+        self.maxlen = maxlen
+        self.lost = 0
+        self._memory: deque[str] = deque(maxlen=maxlen)
+        self._lock = threading.Lock()
+        self._client = None
+        self._client_url = ""
+
+    def _redis(self):
+        url = settings.REDIS_URL
+        if not url:
+            return None
+        with self._lock:
+            if self._client is None or self._client_url != url:
+                import redis
+
+                self._client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+                self._client_url = url
+            return self._client
+
+    def push(self, items: list[dict[str, Any]]) -> None:
+        """Add ``items`` (oldest first); the list keeps the newest ``maxlen``."""
+        if not items:
+            return
+        encoded = [json.dumps(item, separators=(",", ":"), default=str) for item in items]
+        try:
+            client = self._redis()
+            if client is None:
+                with self._lock:
+                    self._memory.extendleft(encoded)
+                return
+            pipe = client.pipeline()
+            pipe.lpush(self.key, *encoded)
+            pipe.ltrim(self.key, 0, self.maxlen - 1)
+            pipe.execute()
+        except Exception:
+            self.lost += len(items)
+            logger.warning("cannot keep recent %s", self.key, exc_info=self.lost == len(items))
+
+    def newest(self, count: int | None = None) -> list[dict[str, Any]]:
+        """Up to ``count`` entries, newest first."""
+        count = self.maxlen if count is None else min(count, self.maxlen)
+        client = self._redis()
+        if client is None:
+            with self._lock:
+                raw = list(self._memory)[:count]
+        else:
+            raw = client.lrange(self.key, 0, count - 1)
+        return [json.loads(item) for item in raw]
+
+    def clear(self) -> None:
+        client = self._redis()
+        if client is None:
+            with self._lock:
+                self._memory.clear()
+        else:
+            client.delete(self.key)
+
+
+DECISIONS = Recent("admission-decisions", 5000)
+# One sample a GANGWEB_USAGE_SAMPLE_SECONDS (60): six hours.
+USAGE = Recent("usage-samples", 360)

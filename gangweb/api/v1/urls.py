@@ -1,0 +1,30 @@
+"""``/api/v1/`` (docs/design.md "API v1"). Every route here is covered by the tenant-isolation test
+generated from this list (tests/gangweb/api/v1/test_isolation.py)."""
+
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from gangweb.api.v1.views import actions, cluster, ledger, root, simulate
+
+app_name = "v1"
+
+router = SimpleRouter()
+router.register("requests", ledger.RequestViewSet, basename="request")
+router.register("plans", ledger.PlanViewSet, basename="plan")
+router.register("evictions", ledger.EvictionViewSet, basename="eviction")
+router.register("ledger", ledger.LedgerEntryViewSet, basename="ledger")
+
+urlpatterns = [
+    path("", root.Root.as_view(), name="root"),
+    path("nodes/", cluster.Nodes.as_view(), name="nodes"),
+    path("podgroups/", cluster.PodGroups.as_view(), name="podgroups"),
+    path("podgroups/<str:namespace>/<str:name>/", cluster.PodGroupDetail.as_view(), name="podgroup-detail"),
+    path("pending/", cluster.PendingQueue.as_view(), name="pending"),
+    path("usage/", cluster.Usage.as_view(), name="usage"),
+    path("decisions/", cluster.Decisions.as_view(), name="decisions"),
+    path("simulate/", simulate.Simulate.as_view(), name="simulate"),
+    path("requests/<int:pk>/approve/", actions.Approve.as_view(), name="request-approve"),
+    path("requests/<int:pk>/reject/", actions.Reject.as_view(), name="request-reject"),
+    path("requests/<int:pk>/cancel/", actions.Cancel.as_view(), name="request-cancel"),
+    *router.urls,
+]

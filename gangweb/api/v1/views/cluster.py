@@ -1,0 +1,166 @@
+"""The live cluster, read through ``get_cluster`` (``queries/cluster.py``): nodes, PodGroups, the queue of
+waiting gangs, GPU usage, and the admission decisions."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.response import Response
+
+from gangweb.api import filters
+from gangweb.api.v1 import params, serializers
+from gangweb.api.v1.queries import cluster, decisions, ledger, pending, usage
+from gangweb.api.v1.views.base import V1View
+
+STATES = serializers.PODGROUP_STATES
+
+
+def _paged(serializer):
+    return serializer(many=True)
+
+
+class Nodes(V1View):
+    """GPUs per node: total, held by whom (names hidden for namespaces you do not see), free, cordoned."""
+
+    query_params = ("cordoned",)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "cordoned", bool, description="only cordoned (true) or schedulable (false) nodes"
+            )
+        ],
+        responses=_paged(serializers.Node),
+    )
+    def get(self, request):
+        rows = cluster.nodes(self.scope)
+        if (raw := request.query_params.get("cordoned")) is not None:
+            if raw not in ("true", "false"):
+                raise ValidationError({"cordoned": ["true or false"]})
+            rows = [r for r in rows if r["cordoned"] == (raw == "true")]
+        paginator, page = self.page(rows)
+        return paginator.get_paginated_response(page)
+
+
+class PodGroups(V1View):
+    """PodGroups with their state, priority, minCount against placed pods, waiting time, the dominant
+    reason in plain words, and gangweb's verdict (its last request, that request's outcome, when it retries)."""
+
+    query_params = ("namespace", "state")
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("namespace", str, description="only these namespaces (a,b)"),
+            OpenApiParameter("state", str, description=", ".join(STATES)),
+        ],
+        responses=_paged(serializers.PodGroup),
+    )
+    def get(self, request):
+        rows = cluster.podgroups(self.scope)
+        if namespaces := filters._values(request.query_params, "namespace"):
+            rows = [r for r in rows if r["namespace"] in namespaces]
+        if states := filters._choices(request.query_params, "state", STATES):
+            rows = [r for r in rows if r["state"] in states]
+        paginator, page = self.page(rows)
+        verdict = ledger.verdicts((r["namespace"], r["name"]) for r in page)
+        return paginator.get_paginated_response([_public(r, verdict.get(r["podGroup"])) for r in page])
+
+
+def _public(row: dict, verdict: dict | None) -> dict:
+    out = {k: v for k, v in row.items() if k not in ("invalid", "waitingSince", "labels")}
+    out["verdict"] = verdict
+    return out
+
+
+class PodGroupDetail(V1View):
+    """One PodGroup: its members and their nodes, conditions, admission decisions, and its preemption
+    history as preemptor and as victim."""
+
+    @extend_schema(responses=serializers.PodGroupDetail)
+    def get(self, request, namespace: str, name: str):
+        found = cluster.podgroup(self.scope, namespace, name)
+        if found is None:
+            raise NotFound(f"no PodGroup {namespace}/{name} that you may see")
+        row, view = found
+        members = sorted(view.members.get(row["podGroup"], []), key=lambda m: m["name"])
+        verdict = ledger.verdicts([(namespace, name)]).get(row["podGroup"])
+        history = ledger.history_of(namespace, name, [m["name"] for m in members])
+        context = {"request": request}
+        body = {
+            **_public(row, verdict),
+            "members": [
+                {k: m[k] for k in ("namespace", "name", "node", "phase", "gpus", "deleting")} for m in members
+            ],
+            "conditions": [
+                {
+                    k: c[k]
+                    for k in ("type", "status", "reason", "message", "lastTransitionTime")
+                    if c.get(k) is not None
+                }
+                for c in view.conditions.get(row["podGroup"], [])
+            ],
+            "decisions": decisions.decisions(self.scope, namespace=namespace, podgroup=name)[:50],
+            "asPreemptor": serializers.Request(history["asPreemptor"], many=True, context=context).data,
+            "asVictim": serializers.Eviction(history["asVictim"], many=True, context=context).data,
+        }
+        return Response(body)
+
+
+class PendingQueue(V1View):
+    """Waiting gangs in the order gangweb would serve them, with their position (docs/design.md "API v1")."""
+
+    query_params = ("namespace",)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("namespace", str, description="only these namespaces (a,b)")],
+        responses=_paged(serializers.Pending),
+    )
+    def get(self, request):
+        rows = pending.pending(self.scope)
+        if namespaces := filters._values(request.query_params, "namespace"):
+            rows = [r for r in rows if r["namespace"] in namespaces]
+        paginator, page = self.page(rows)
+        return paginator.get_paginated_response(page)
+
+
+class Usage(V1View):
+    """GPUs by namespace and priority tier, now and over the last samples (``points``, newest first)."""
+
+    query_params = ("points",)
+    pagination_class = None
+
+    @extend_schema(
+        parameters=[OpenApiParameter("points", int, description="how many past samples (0-360, default 60)")],
+        responses=serializers.Usage,
+    )
+    def get(self, request):
+        points = params._whole_number(request.query_params, "points", default=60, least=0, most=360)
+        return Response(usage.usage(self.scope, points=points))
+
+
+class Decisions(V1View):
+    """The admission webhook's latest decisions (the newest 5,000 kept), newest first."""
+
+    query_params = ("namespace", "allowed", "podgroup")
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("namespace", str, description="one namespace"),
+            OpenApiParameter("podgroup", str, description="NAMESPACE/NAME of the gang the pod was put in"),
+            OpenApiParameter("allowed", bool, description="only allowed (true) or refused (false)"),
+        ],
+        responses=_paged(serializers.Decision),
+    )
+    def get(self, request):
+        query = request.query_params
+        namespace = query.get("namespace") or None
+        gang = None
+        if keys := filters._object_keys(query, "podgroup"):
+            namespace, gang = keys[0]
+        rows = decisions.decisions(self.scope, namespace=namespace, podgroup=gang)
+        if (raw := query.get("allowed")) is not None:
+            if raw not in ("true", "false"):
+                raise ValidationError({"allowed": ["true or false"]})
+            rows = [r for r in rows if r["allowed"] == (raw == "true")]
+        paginator, page = self.page(rows)
+        return paginator.get_paginated_response(page)

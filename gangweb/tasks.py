@@ -1,0 +1,20 @@
+"""gangweb's own Celery tasks (the pipeline's are in scheduler/preemption/tasks.py)."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="gangweb.sample_usage", ignore_result=True)
+def sample_usage() -> None:
+    """One GPU-usage sample for ``/api/v1/usage`` (kept six hours)."""
+    from gangweb.api.v1.queries.usage import record_sample
+
+    try:
+        record_sample()
+    except Exception as exc:  # an unreadable cluster: the next beat tries again, one line in the log
+        logger.warning("cannot sample GPU usage", extra={"error": str(exc)})

@@ -1,0 +1,148 @@
+"""A small world of two tenants for the API v1 tests, and readers cut to one of them.
+
+Until ``manage.py access grant`` exists (the access half of issue 12), a per-namespace reader is made
+by ``ScopeHeader``: a test-only DRF authentication class that turns ``X-Test-Scope: team-a=viewer`` into
+that ``Scope`` as ``request.auth`` (the way a Kubernetes identity's authentication hands its scope to
+``gangweb.api.v1.access.scope_of``). Superusers are real users whose ``scope_for`` is admin everywhere.
+When the access models land, ``viewer_of`` becomes ``access grant USER --role ... --namespaces ...``.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from gangweb.access.scope import Scope
+from gangweb.api.v1 import store
+from gangweb.api.v1.queries import cluster as cluster_queries
+from gangweb.api.v1.queries import usage
+from gangweb.api.v1.views.base import V1
+from scheduler.preemption import runtime
+from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest
+from tests.scheduler.preemption.builders import FakeCluster, node, pod, podgroup, small_cluster
+
+# What a team-a reader must never read, anywhere in an answer.
+HIDDEN = ("team-b", "batch", "hidden-b")
+
+
+class _Named(AnonymousUser):
+    def __init__(self, name: str):
+        self.username = name
+
+    @property
+    def is_authenticated(self):
+        return True
+
+    def get_username(self):
+        return self.username
+
+
+class ScopeHeader(BaseAuthentication):
+    def authenticate(self, request):
+        raw = request.META.get("HTTP_X_TEST_SCOPE")
+        if not raw:
+            return None
+        roles = dict(part.split("=", 1) for part in raw.split(",") if part)
+        everywhere = roles.pop("*", None)
+        scope = Scope(user=f"test:{raw}", everywhere=everywhere, per_namespace=roles)
+        return _Named(scope.user), scope
+
+
+@pytest.fixture(autouse=True)
+def v1_settings(settings, monkeypatch):
+    settings.DEMO = False
+    settings.GANGWEB_API_CLUSTER_CACHE_SECONDS = 0
+    # DRF reads the rates once, at import: the tests (schemathesis above all) are not throttled.
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"simulate": "100000/min"})
+    monkeypatch.setattr(
+        V1, "authentication_classes", [ScopeHeader, *APIView.authentication_classes], raising=False
+    )
+    store.DECISIONS.clear()
+    store.USAGE.clear()
+    cluster_queries.forget()
+    yield
+    store.DECISIONS.clear()
+    store.USAGE.clear()
+    cluster_queries.forget()
+
+
+def as_scope(raw: str) -> dict[str, str]:
+    return {"HTTP_X_TEST_SCOPE": raw}
+
+
+A_VIEWER = as_scope("team-a=viewer")
+A_OPERATOR = as_scope("team-a=operator")
+
+
+def basic(username: str, password: str) -> dict[str, str]:
+    return {"HTTP_AUTHORIZATION": "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()}
+
+
+@pytest.fixture
+def admin(django_user_model):
+    django_user_model.objects.create_superuser("ops", password="s3cret-enough")
+    return basic("ops", "s3cret-enough")
+
+
+@dataclass
+class World:
+    requests: dict[str, PreemptionRequest]
+    plans: dict[str, Plan]
+    evictions: dict[str, Eviction]
+    entries: dict[str, LedgerEntry]
+    cluster: FakeCluster
+
+
+def world_objects() -> list[dict]:
+    """small_cluster for team-a (batch gangs hold node-0..3, team-a/train waits), plus team-b: a running
+    gang ``hidden-b`` on node-4 and a waiting one."""
+    objects = small_cluster("team-a")
+    objects += [node("node-4", rack="rack-2")]
+    objects += [podgroup("team-b", "hidden-b", min_count=1, priority=50)]
+    objects += [pod("team-b", "hidden-b-0", group="hidden-b", priority=50, node_name="node-4")]
+    objects += [podgroup("team-b", "waiting-b", min_count=1, priority=60, unschedulable=True)]
+    objects += [pod("team-b", "waiting-b-0", group="waiting-b", priority=60)]
+    return objects
+
+
+@pytest.fixture
+def world(make_request) -> World:
+    """Ledger rows of both teams made by the real pipeline, the two-tenant cluster, decisions, a sample."""
+    made = {"team-a": make_request("team-a"), "team-b": make_request("team-b", refuse=True)}
+    cluster = FakeCluster(world_objects())
+    runtime.set_cluster(cluster)
+    decisions = []
+    for namespace, gang in (("team-a", "train"), ("team-b", "waiting-b")):
+        decisions.append(
+            {
+                "uid": f"uid-{namespace}",
+                "webhook": "mutate",
+                "kind": "Pod",
+                "namespace": namespace,
+                "name": f"{gang}-0",
+                "operation": "CREATE",
+                "dryRun": False,
+                "allowed": True,
+                "message": f"put into PodGroup {namespace}/{gang}",
+                "warnings": [],
+                "podGroup": gang,
+                "source": "gangweb",
+                "minCount": 1,
+                "mode": "enforce",
+            }
+        )
+    store.DECISIONS.push(decisions)
+    usage.record_sample()
+    return World(
+        requests={ns: m.request for ns, m in made.items()},
+        plans={ns: m.plan for ns, m in made.items()},
+        evictions={ns: m.plan.pod_evictions.order_by("id").first() for ns, m in made.items()},
+        entries={ns: LedgerEntry.objects.filter(namespace=ns).order_by("id").first() for ns in made},
+        cluster=cluster,
+    )

@@ -1,0 +1,122 @@
+"""Tenant isolation over every v1 endpoint, generated from the URL conf: a reader of team-a never reads
+team-b's (or the victims' namespace's) objects, in lists, details, aggregates or actions.
+
+A new route under /api/v1/ is covered without a test of its own: lists and aggregates need nothing;
+a route with parameters needs one line in ``EXAMPLES`` (the test fails until it has one).
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from tests.gangweb.api.v1.conftest import A_OPERATOR, A_VIEWER, HIDDEN
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def v1_routes() -> list[tuple[list[str], str, object]]:
+    """(its parameters, name, callback) of every pattern under ``api:v1``."""
+
+    def walk(patterns, namespaces):
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                yield from walk(p.url_patterns, namespaces + ([p.namespace] if p.namespace else []))
+            elif isinstance(p, URLPattern) and namespaces == ["api", "v1"]:
+                yield sorted(p.pattern.regex.groupindex), p.name, p.callback
+
+    return list(walk(get_resolver().url_patterns, []))
+
+
+def methods(callback) -> set[str]:
+    cls = callback.cls
+    if getattr(callback, "actions", None):  # HEAD is GET without a body (DRF adds it once served)
+        return {m.upper() for m in callback.actions} - {"HEAD", "OPTIONS"}
+    return {m.upper() for m in ("get", "post") if hasattr(cls, m)}
+
+
+def url(name: str, kwargs: dict | None = None) -> str:
+    return reverse(f"api:v1:{name}", kwargs=kwargs)
+
+
+# route name -> team -> kwargs of an object of that team (None: the team-a reader has none to see).
+EXAMPLES = {
+    "request-detail": lambda w, team: {"pk": w.requests[team].pk},
+    "plan-detail": lambda w, team: {"pk": w.plans[team].pk},
+    "eviction-detail": lambda w, team: None if team == "team-a" else {"pk": w.evictions[team].pk},
+    "ledger-detail": lambda w, team: {"pk": w.entries[team].pk},
+    "podgroup-detail": lambda w, team: {
+        "namespace": team,
+        "name": "train" if team == "team-a" else "waiting-b",
+    },
+    "request-approve": lambda w, team: {"pk": w.requests[team].pk},
+    "request-reject": lambda w, team: {"pk": w.requests[team].pk},
+    "request-cancel": lambda w, team: {"pk": w.requests[team].pk},
+}
+POST_BODIES = {
+    "simulate": lambda team: {"podGroup": f"{team}/train" if team == "team-a" else "team-b/waiting-b"}
+}
+
+ROUTES = v1_routes()
+
+
+def assert_hides(response, asked: dict | None = None):
+    """Nothing of ``HIDDEN`` in the body, but what the reader asked for itself (a 404 names the path)."""
+    text = response.content.decode()
+    for value in (asked or {}).values():
+        text = text.replace(str(value), "")
+    for word in HIDDEN:
+        assert word not in text, f"{response.request['PATH_INFO']} shows {word!r}: {text[:2000]}"
+
+
+def test_the_v1_routes_are_found():
+    names = {name for _, name, _ in ROUTES}
+    assert {"nodes", "podgroups", "request-list", "simulate", "usage", "pending", "decisions"} <= names
+
+
+@pytest.mark.parametrize("params, name, callback", ROUTES, ids=[r[1] for r in ROUTES])
+def test_a_team_a_reader_never_reads_team_b(client, world, admin, params, name, callback):
+    has_params = bool(params)
+    route = url(name) if not has_params else name
+    if has_params:
+        assert name in EXAMPLES, f"add an EXAMPLES entry for the new route {name} ({params})"
+    for method in sorted(methods(callback)):
+        if method == "GET" and not has_params:
+            answer = client.get(route, **A_VIEWER)
+            assert answer.status_code == 200, answer.content
+            assert_hides(answer)
+            # The same endpoint for an admin does show team-b: the scope, not an empty cluster, hid it.
+            everything = client.get(route, **admin).content.decode()
+            if name not in ("", "root"):
+                assert any(word in everything for word in HIDDEN), (
+                    f"{route}: the world has nothing of team-b here"
+                )
+        elif method == "GET":
+            asked = EXAMPLES[name](world, "team-b")
+            hidden = client.get(url(name, asked), **A_VIEWER)
+            assert hidden.status_code == 404, hidden.content
+            assert_hides(hidden, asked)
+            own = EXAMPLES[name](world, "team-a")
+            if own is not None:
+                answer = client.get(url(name, own), **A_VIEWER)
+                assert answer.status_code == 200, answer.content
+                assert_hides(answer)
+        elif method == "POST" and name in POST_BODIES:
+            refused = client.post(
+                route, POST_BODIES[name]("team-b"), content_type="application/json", **A_VIEWER
+            )
+            assert refused.status_code == 403, refused.content
+            answer = client.post(
+                route, POST_BODIES[name]("team-a"), content_type="application/json", **A_VIEWER
+            )
+            assert answer.status_code == 200, answer.content
+            assert_hides(answer)
+        elif method == "POST":
+            asked = EXAMPLES[name](world, "team-b")
+            other = client.post(url(name, asked), **A_OPERATOR)
+            assert other.status_code == 404, other.content
+            assert_hides(other, asked)
+            viewer = client.post(url(name, EXAMPLES[name](world, "team-a")), **A_VIEWER)
+            assert viewer.status_code == 403, viewer.content
+        else:
+            pytest.fail(f"{route}: no isolation check for {method}")
