@@ -1,4 +1,7 @@
-"""Live events for browsers: one function to publish, one group name to subscribe to.
+"""Live events for browsers: one function to publish; each event goes to its topic's group.
+
+Every event is numbered in its topic and kept a while (``gangweb/dashboard/stream.py``) before it is
+sent to the topic's Channels group (``group_for``), so a browser that reconnects resumes where it was.
 
 Events are sent only after the surrounding database transaction commits, so a browser never sees
 a plan or an eviction that was rolled back. Publishing never raises: the dashboard is a view of
@@ -18,11 +21,19 @@ from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
+from gangweb.dashboard import stream
+
 logger = logging.getLogger(__name__)
 
-DASHBOARD_GROUP = "gangweb.dashboard"
+GROUP_PREFIX = "gangweb.live."
 # The consumer method Channels calls for these messages ("gangweb.event" -> gangweb_event).
 MESSAGE_TYPE = "gangweb.event"
+
+
+def group_for(topic: str) -> str:
+    return GROUP_PREFIX + topic
+
+
 SEND_TIMEOUT_SECONDS = 5
 
 # The ASGI server's event loop, once a websocket consumer has run in it. The in-memory channel layer's
@@ -67,24 +78,33 @@ class PublishFailed(Exception):
     """The channel layer did not take the event (Redis down, a send timed out)."""
 
 
-def send(event_type: str, payload: dict[str, Any]) -> None:
-    """Send now, outside any transaction's timing; raise ``PublishFailed`` when the layer refuses it.
+def send(event_type: str, payload: dict[str, Any]) -> int:
+    """Number, keep and send now, outside any transaction's timing; the event's sequence number in its
+    topic. Raises ``PublishFailed`` when the log or the layer refuses it.
 
-    For callers that count their own losses (the admission recorder); everyone else uses ``publish``."""
+    For callers that count their own losses (the admission recorder) or need the number (the live
+    map); everyone else uses ``publish``."""
+    topic = stream.topic_of(event_type)
+    message = {"type": event_type, "topic": topic, "at": time.time(), "payload": payload}
+    try:
+        seq = stream.append(topic, message)
+    except Exception as exc:
+        raise PublishFailed(f"{type(exc).__name__}: {exc}"[:300]) from exc
     layer = get_channel_layer()
     if layer is None:
-        return
-    message = {"type": MESSAGE_TYPE, "event": event_type, "at": time.time(), "payload": payload}
+        return seq
+    envelope = {"type": MESSAGE_TYPE, "message": {**message, "seq": seq}}
     loop = _target_loop(layer)
     try:
         if loop is not None and _running_loop() is not loop:
-            asyncio.run_coroutine_threadsafe(layer.group_send(DASHBOARD_GROUP, message), loop).result(
+            asyncio.run_coroutine_threadsafe(layer.group_send(group_for(topic), envelope), loop).result(
                 timeout=SEND_TIMEOUT_SECONDS
             )
         else:
-            async_to_sync(layer.group_send)(DASHBOARD_GROUP, message)
+            async_to_sync(layer.group_send)(group_for(topic), envelope)
     except Exception as exc:
         raise PublishFailed(f"{type(exc).__name__}: {exc}"[:300]) from exc
+    return seq
 
 
 class _Outage:

@@ -214,6 +214,13 @@ try:
 except ValueError:
     raise ImproperlyConfigured("GANGWEB_SIM_TICK_SECONDS must be a number of seconds") from None
 
+# --- Dashboard (docs/dashboard.md) ---------------------------------------------------------------
+# How often the GPU map of a real cluster is refreshed (the simulation refreshes it every tick).
+GANGWEB_MAP_REFRESH_SECONDS = env_int("GANGWEB_MAP_REFRESH_SECONDS", 5)
+# The overview chart's history: one sample at most this often, this many kept (2 days at a minute).
+GANGWEB_HISTORY_SECONDS = env_int("GANGWEB_HISTORY_SECONDS", 10 if DEMO else 60)
+GANGWEB_HISTORY_KEEP = env_int("GANGWEB_HISTORY_KEEP", 2880)
+
 # --- Modes (docs/design.md "Living beside kube-scheduler") ---------------------------------------
 GANGWEB_MODE = os.environ.get("GANGWEB_MODE", "enforce")
 if GANGWEB_MODE not in ("enforce", "observe"):

@@ -1,35 +1,65 @@
-"""Websocket ``ws/cluster/``: the whole picture on connect, then every dashboard event as it happens."""
+"""Websocket ``ws/live/``: the one live stream. A page subscribes to the topics it shows.
+
+Client -> server: ``{"type": "subscribe", "topics": {"map": 41, "ledger": null}, "backfill": {"ledger":
+30}}`` (per topic the last sequence number the page applied, or null for "from now"; ``backfill`` asks
+for the newest N of a topic subscribed from now), ``{"type": "unsubscribe", "topics": [...]}``,
+``{"type": "ping"}``.
+
+Server -> client: every event as ``{"type", "topic", "seq", "at", "payload"}`` cut to the reader's scope;
+``{"type": "subscribed", "topics": {topic: seq}}``; ``{"type": "resync", "topic", "seq"}`` when the topic's
+log no longer reaches back to what the page asked for (the page fetches its data again).
+
+Per topic the consumer delivers in sequence order, once: a message numbered at or below the last one
+delivered is a duplicate and is dropped; one that skips numbers (two publishers raced) is held until
+the missing ones arrive or, after ``GAP_WAIT`` seconds, they are read from the log. Messages the reader
+may not see are skipped on the server, so a page sees gaps in the numbers, never another team's news.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from gangweb.dashboard import live
-from gangweb.events import DASHBOARD_GROUP, bind_server_loop
+from gangweb.access.scope import Scope
+from gangweb.dashboard import live, scoping, stream
+from gangweb.events import bind_server_loop, group_for
 
 # Close code for "sign in first" (4000-4999 are the application's own).
 CLOSE_LOGIN_REQUIRED = 4401
+GAP_WAIT = 0.5
+MAX_BACKFILL = 200
 
 
-class ClusterConsumer(AsyncJsonWebsocketConsumer):
+class LiveConsumer(AsyncJsonWebsocketConsumer):
+    # --- who is reading (the access work hooks in here: role changes, sign-out) -------------------
+
+    def reader_scope(self) -> Scope:
+        return scoping.reader_scope(self.scope.get("user"), public=live.dashboard_is_public())
+
+    def visible(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        return scoping.cut_message(message, self.reader)
+
+    # --- connection --------------------------------------------------------------------------------
+
     async def connect(self):
-        user = self.scope.get("user")
-        if not live.dashboard_is_public() and not (user and user.is_authenticated):
+        self.reader = await sync_to_async(self.reader_scope)()
+        if not self.reader.authenticated:
             await self.close(code=CLOSE_LOGIN_REQUIRED)
             return
+        self.last: dict[str, int] = {}
+        self.held: dict[str, dict[int, dict[str, Any]]] = {}
+        self.order = asyncio.Lock()
         bind_server_loop(asyncio.get_running_loop())
-        await self.channel_layer.group_add(DASHBOARD_GROUP, self.channel_name)
         await self.accept()
         live.ensure_ticker()
-        await self._send_state()
 
     async def disconnect(self, code):
-        await self.channel_layer.group_discard(DASHBOARD_GROUP, self.channel_name)
+        for topic in list(getattr(self, "last", {})):
+            await self.channel_layer.group_discard(group_for(topic), self.channel_name)
 
     @classmethod
     async def decode_json(cls, text_data):
@@ -40,13 +70,93 @@ class ClusterConsumer(AsyncJsonWebsocketConsumer):
             return None
 
     async def receive_json(self, content, **kwargs):
-        # A browser that suspects it missed something (tab woke up) asks for the whole picture again.
-        if isinstance(content, dict) and content.get("type") == "refresh":
-            await self._send_state()
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        if kind == "subscribe" and isinstance(content.get("topics"), dict):
+            await self._subscribe(content["topics"], content.get("backfill") or {})
+        elif kind == "unsubscribe" and isinstance(content.get("topics"), list):
+            for topic in content["topics"]:
+                if self.last.pop(topic, None) is not None:
+                    await self.channel_layer.group_discard(group_for(topic), self.channel_name)
+        elif kind == "ping":
+            await self.send_json({"type": "pong"})
 
-    async def gangweb_event(self, message):
-        await self.send_json({"event": message["event"], "at": message["at"], "payload": message["payload"]})
+    async def _subscribe(self, topics: dict[str, Any], backfill: dict[str, Any]) -> None:
+        answered = {}
+        async with self.order:
+            for topic, after in topics.items():
+                if topic not in stream.TOPICS:
+                    continue
+                # Join first, then read the log: whatever is sent meanwhile is either in the log or
+                # arrives afterwards, and numbers already delivered are dropped as duplicates.
+                await self.channel_layer.group_add(group_for(topic), self.channel_name)
+                if isinstance(after, int) and after >= 0:
+                    missed = await sync_to_async(stream.since)(topic, after)
+                    if missed is None:
+                        self.last[topic] = await sync_to_async(stream.log().last)(topic)
+                        await self.send_json({"type": "resync", "topic": topic, "seq": self.last[topic]})
+                    else:
+                        self.last[topic] = after
+                        for message in missed:
+                            await self._deliver(topic, message)
+                else:
+                    self.last[topic] = await sync_to_async(stream.log().last)(topic)
+                    wanted = backfill.get(topic)
+                    if isinstance(wanted, int) and wanted > 0:
+                        recent = await sync_to_async(stream.latest)(topic, min(wanted, MAX_BACKFILL))
+                        for message in recent:
+                            message["backfill"] = True
+                            if (out := self.visible(message)) is not None:
+                                await self.send_json(out)
+                answered[topic] = self.last[topic]
+        await self.send_json({"type": "subscribed", "topics": answered})
 
-    async def _send_state(self):
-        state = await sync_to_async(live.cluster_state, thread_sensitive=True)()
-        await self.send_json({"event": live.STATE_EVENT, "at": time.time(), "payload": state})
+    # --- events ------------------------------------------------------------------------------------
+
+    async def gangweb_event(self, envelope):
+        message = envelope["message"]
+        topic = message.get("topic", "")
+        async with self.order:
+            if topic not in self.last:
+                return
+            seq = message["seq"]
+            if seq <= self.last[topic]:
+                return
+            if seq > self.last[topic] + 1:
+                self.held.setdefault(topic, {})[seq] = message
+                asyncio.get_running_loop().call_later(
+                    GAP_WAIT, lambda: asyncio.ensure_future(self._fill_gap(topic))
+                )
+                return
+            await self._deliver(topic, message)
+            await self._release_held(topic)
+
+    async def _deliver(self, topic: str, message: dict[str, Any]) -> None:
+        if message["seq"] <= self.last.get(topic, 0):
+            return
+        self.last[topic] = message["seq"]
+        out = self.visible(message)
+        if out is not None:
+            await self.send_json(out)
+
+    async def _release_held(self, topic: str) -> None:
+        held = self.held.get(topic) or {}
+        while self.last[topic] + 1 in held:
+            await self._deliver(topic, held.pop(self.last[topic] + 1))
+        for seq in [s for s in held if s <= self.last[topic]]:
+            del held[seq]
+
+    async def _fill_gap(self, topic: str) -> None:
+        async with self.order:
+            if not self.held.get(topic) or topic not in self.last:
+                return
+            missed = await sync_to_async(stream.since)(topic, self.last[topic])
+            if missed is None:
+                self.held[topic].clear()
+                self.last[topic] = await sync_to_async(stream.log().last)(topic)
+                await self.send_json({"type": "resync", "topic": topic, "seq": self.last[topic]})
+                return
+            for message in missed:
+                await self._deliver(topic, message)
+            await self._release_held(topic)

@@ -31,7 +31,6 @@ from scheduler.simulation.state import (
     stable_uid,
     upsert_condition,
 )
-from scheduler.simulation.summary import build_summary
 from scheduler.simulation.workload import WorkloadGenerator
 
 SCHEDULED = "PodGroupInitiallyScheduled"
@@ -283,10 +282,10 @@ class SimulatedCluster:
         with self._lock:
             return list(self._events)
 
-    def summary(self) -> dict[str, Any]:
-        """What the dashboard draws: racks of nodes with per-GPU owners, waiting gangs, totals."""
+    def device_holders(self) -> dict[str, list[str | None]]:
+        """Which pod holds which GPU index of each node (``HoldsDevices``): indices stay put while a pod runs."""
         with self._lock:
-            return build_summary(self._nodes, self._gangs, self._pods, self._now, self._tick_count)
+            return {node.name: list(node.slots) for node in self._nodes}
 
     # --- time ------------------------------------------------------------------------------
 

@@ -1,0 +1,114 @@
+"""Pictures and live messages cut to a reader's scope (``gangweb.access.scope.Scope``).
+
+Squares held by gangs of namespaces the reader does not see stay on the map, drawn as "in use, other
+namespace": the reader learns a GPU is taken, never by whom. Their gangs' rows, reasons and events
+are left out; totals about gangs count only the gangs the reader sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gangweb.access.scope import NOBODY, VIEWER, Scope, scope_for
+from gangweb.dashboard.picture import totals
+
+OTHER = "~"
+OTHER_ROW = {
+    "key": OTHER,
+    "other": True,
+    "label": "in use, other namespace",
+    "state": "other",
+    "priorityClass": "",
+    "tier": -1,
+    "shade": 0,
+}
+DEMO_SCOPE = Scope(user="demo visitor", everywhere=VIEWER)
+
+
+def reader_scope(request_or_user: Any, *, public: bool) -> Scope:
+    """The reader's scope; in the public demo an anonymous reader sees everything, read-only."""
+    scope = scope_for(request_or_user)
+    if scope.authenticated:
+        return scope
+    return DEMO_SCOPE if public else NOBODY
+
+
+def _namespace(key: str | None) -> str:
+    return (key or "").partition("/")[0]
+
+
+def cut_picture(picture: dict[str, Any], scope: Scope) -> dict[str, Any]:
+    if scope.all_namespaces:
+        return picture
+    rows, remap = [], {}
+    other_index = None
+    for i, gang in enumerate(picture["gangs"]):
+        if scope.sees(gang["namespace"]):
+            remap[i] = len(rows)
+            rows.append(gang)
+    if len(rows) < len(picture["gangs"]):
+        other_index = len(rows)
+        rows.append(dict(OTHER_ROW))
+    for i in range(len(picture["gangs"])):
+        remap.setdefault(i, other_index)
+    nodes = []
+    for node in picture["nodes"]:
+        cut = {**node, "gpus": [None if o is None else remap[o] for o in node["gpus"]]}
+        if "nominated" in node:
+            nominated = [
+                None if o is None or remap[o] == other_index else remap[o] for o in node["nominated"]
+            ]
+            cut["nominated"] = nominated
+        nodes.append(cut)
+    out = {**picture, "nodes": nodes, "gangs": rows}
+    out["totals"] = totals(out)
+    out["tiers"] = [] if other_index is not None else picture["tiers"]
+    return out
+
+
+def cut_delta(payload: dict[str, Any], scope: Scope) -> dict[str, Any]:
+    if scope.all_namespaces:
+        return payload
+
+    def owner(key: str | None) -> str | None:
+        return key if key is None or scope.sees(_namespace(key)) else OTHER
+
+    def nominee(key: str | None) -> str | None:
+        return key if key is None or scope.sees(_namespace(key)) else None
+
+    nodes = [
+        [
+            index,
+            [owner(k) for k in owners],
+            None if nominated is None else [nominee(k) for k in nominated],
+            *rest,
+        ]
+        for index, owners, nominated, *rest in payload.get("nodes", [])
+    ]
+    return {
+        **payload,
+        "nodes": nodes,
+        "gangs": [g for g in payload.get("gangs", []) if scope.sees(g["namespace"])],
+        "gone": [k for k in payload.get("gone", []) if scope.sees(_namespace(k))],
+        "totals": None,  # cluster totals would count other teams' gangs: the page counts its own
+        "tiers": None,
+    }
+
+
+def cut_message(message: dict[str, Any], scope: Scope) -> dict[str, Any] | None:
+    """``message`` as this reader may receive it, or None when nothing of it is theirs."""
+    if scope.all_namespaces:
+        return message
+    kind, payload = message.get("type", ""), message.get("payload") or {}
+    if kind == "map.delta":
+        return {**message, "payload": cut_delta(payload, scope)}
+    if kind == "map.reset":
+        return message
+    if kind == "admission.decisions":
+        mine = [d for d in payload.get("decisions", []) if scope.sees(d.get("namespace") or "")]
+        if not mine:
+            return None
+        return {**message, "payload": {"decisions": mine, "count": len(mine), "dropped": 0}}
+    key = payload.get("podGroup") or payload.get("pod") or ""
+    namespace = payload.get("namespace") or _namespace(key)
+    return message if namespace and scope.sees(namespace) else None
