@@ -9,10 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 pod``, ``2 pods``; ``many`` for irregular plurals."""
-    return f"{count} {word if count == 1 else (many or word + 's')}"
+from scheduler.words import plural
 
 
 def _room(free_per_node: list[int], pod_gpus: int) -> int:

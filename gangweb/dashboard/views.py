@@ -80,6 +80,8 @@ def data_urls() -> dict[str, str]:
         "live": "/ws/live/",
         "gangPage": reverse("dashboard:gang", args=["NS", "NAME"]),
         "logout": "/logout/",
+        # The API v1's approve mode (issue 12): POST, an operator's session with its CSRF token.
+        "requestAction": "/api/v1/requests/ID/ACTION",
     }
 
 
@@ -181,6 +183,7 @@ def gang_data(request, scope, namespace: str, name: str):
         "history": story,
         "decisions": admissions,
         "time": cut["time"],
+        "canOperate": scope.may("approve", namespace),
     }
 
 

@@ -145,6 +145,7 @@
           { label: "waiting", stroke: "hsl(28 85% 50%)", width: 2, dash: [4, 3] },
         ],
         axes: [{ stroke: text }, { stroke: text, label: "GPUs" }],
+        scales: { y: { range: (u, min, max) => [0, Math.max(max, 1)] } },
       },
       series,
       box,

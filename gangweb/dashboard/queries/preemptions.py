@@ -16,8 +16,8 @@ from django.db.models.functions import TruncHour
 from django.utils import timezone
 
 from gangweb.access.scope import Scope
-from gangweb.dashboard.reasons import plural
 from scheduler.preemption.models import Plan, PlanSource, PreemptionRequest, RequestState
+from scheduler.words import plural
 
 EXECUTED = {RequestState.SUCCEEDED, RequestState.EXECUTING}
 MAX_REQUESTS = 2000
@@ -66,28 +66,35 @@ def cards(scope: Scope, params: dict[str, str]) -> dict[str, Any]:
         runs: list[dict[str, Any]] = []
         for r in rows:
             last = runs[-1] if runs else None
+            plan = plans.get(r.pk)
+            # Retries that ended alike fold: same state and the same engine outcome (the reason's
+            # figures drift from one try to the next), or the same reason without a plan.
+            why = (plan.outcome if plan is not None and plan.outcome else "") or r.reason
+            executed = r.state in EXECUTED
             if (
                 last
                 and not last["executed"]
-                and r.state not in EXECUTED
-                and (last["state"], last["reason"]) == (r.state, r.reason)
+                and not executed
+                and (last["state"], last["why"]) == (r.state, why)
             ):
                 last["count"] += 1
                 last["until"] = r.created_at.isoformat()
                 last["lastRequest"] = r.pk
+                last["reason"] = r.reason
                 continue
             runs.append(
                 {
                     "state": r.state,
                     "reason": r.reason,
+                    "why": why,
                     "count": 1,
                     "since": r.created_at.isoformat(),
                     "until": r.created_at.isoformat(),
                     "firstRequest": r.pk,
                     "lastRequest": r.pk,
-                    "executed": r.state in EXECUTED,
+                    "executed": executed,
                     "mode": r.mode,
-                    "plan": _plan_summary(plans.get(r.pk)),
+                    "plan": _plan_summary(plan),
                 }
             )
         newest = rows[-1]
@@ -108,7 +115,6 @@ def cards(scope: Scope, params: dict[str, str]) -> dict[str, Any]:
                 "runs": runs[::-1],
             }
         )
-    out.sort(key=lambda c: (c["executed"] == 0, c["latestAt"]), reverse=False)
     out.sort(key=lambda c: c["latestAt"], reverse=True)
     out.sort(key=lambda c: c["executed"] == 0)
     return {"count": len(out), "results": out, "lostGpuHours": lost_over_time(scope)}

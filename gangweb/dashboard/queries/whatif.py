@@ -12,10 +12,10 @@ from typing import Any, BinaryIO
 
 from gangweb.access.scope import Scope
 from gangweb.dashboard.picture import build_picture
-from gangweb.dashboard.reasons import plural
 from scheduler.engine import POLICIES
 from scheduler.engine.reading import read_snapshot
 from scheduler.preemption import planning
+from scheduler.words import plural
 
 OTHER_GANG = "a gang of another namespace"
 
