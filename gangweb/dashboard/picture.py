@@ -152,7 +152,7 @@ def build_picture(
     domains: list[dict[str, Any]] = []
     node_rows: list[dict[str, Any]] = []
     placed_pods: dict[str, int] = {}
-    for domain in sorted(nodes_in, key=natural_key):
+    for domain in sorted(nodes_in, key=lambda d: (d == NO_DOMAIN, natural_key(d))):
         members = sorted(nodes_in[domain], key=lambda n: natural_key(_meta(n).get("name", "")))
         domains.append(
             {"name": domain, "zone": zone_of[domain], "first": len(node_rows), "count": len(members)}

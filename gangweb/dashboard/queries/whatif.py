@@ -12,7 +12,7 @@ from typing import Any, BinaryIO
 
 from gangweb.access.scope import Scope
 from gangweb.dashboard.picture import build_picture
-from scheduler.engine import POLICIES
+from scheduler.engine import DEFAULT_POLICY, POLICIES
 from scheduler.engine.reading import read_snapshot
 from scheduler.preemption import planning
 from scheduler.words import plural
@@ -83,7 +83,7 @@ def compare(
     row = next((g for g in picture["gangs"] if g["key"] == podgroup), None)
     pod_gpus = row["podGpus"] if row else 0
     plans = []
-    for name in policies or list(POLICIES):
+    for name in policies or sorted(POLICIES, key=lambda n: (n != DEFAULT_POLICY, n)):
         result = planning.compute(objects, podgroup, name)
         plan = result.plan
 
