@@ -103,6 +103,10 @@
     topics: new Map(), // topic -> {last, handler, backfill, onResync}
     retry: 500,
     updates: 0,
+    listeners: [], // [type, fn]: every delivered message of that type, after its topic's handler
+    on(type, fn) {
+      this.listeners.push([type, fn]);
+    },
     subscribe(topic, handler, options) {
       const o = options || {};
       this.topics.set(topic, { last: o.after ?? null, handler, backfill: o.backfill || 0, onResync: o.onResync });
@@ -165,6 +169,7 @@
       this.updates += 1;
       window.gangwebUpdates = this.updates;
       t.handler(message);
+      for (const [type, fn] of this.listeners) if (type === message.type) fn(message);
     },
   };
 

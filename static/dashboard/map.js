@@ -320,6 +320,27 @@
       }
     }
 
+    // Where device ``slot`` is drawn (CSS pixels), and the colour drawn there now: for tests and benches.
+    squareAt(slot) {
+      let lo = 0;
+      let hi = this.nodes.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (this.start[mid] <= slot) lo = mid;
+        else hi = mid - 1;
+      }
+      const j = slot - this.start[lo];
+      const [nx, ny] = this.nodeOrigin(lo);
+      return { node: lo, x: nx + 1 + (j % this.devCols) * this.geom.cell, y: ny + 1 + Math.floor(j / this.devCols) * this.geom.cell, size: this.geom.size };
+    }
+
+    pixel(slot) {
+      const r = this.squareAt(slot);
+      const dpr = window.devicePixelRatio || 1;
+      const d = this.ctx.getImageData(Math.floor((r.x + r.size / 2) * dpr), Math.floor((r.y + r.size / 2) * dpr), 1, 1).data;
+      return `${d[0]},${d[1]},${d[2]}`;
+    }
+
     setColourBy(mode) {
       this.colourBy = mode;
       this.gangColours = null;

@@ -96,7 +96,6 @@ def priority_class(name, value):
     }
 
 
-
 def owned(picture):
     return {n["name"]: sum(o is not None for o in n["gpus"]) for n in picture["nodes"]}
 
@@ -150,8 +149,12 @@ def test_reads_real_world_shapes():
     ]
     objects[-1]["status"]["nominatedNodeName"] = "gpu-b"
     objects.append(
-        {"kind": "ResourceSlice", "apiVersion": "resource.k8s.io/v1", "metadata": {"name": "s"},
-         "spec": {"nodeName": "gpu-c", "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}
+        {
+            "kind": "ResourceSlice",
+            "apiVersion": "resource.k8s.io/v1",
+            "metadata": {"name": "s"},
+            "spec": {"nodeName": "gpu-c", "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]},
+        }
     )
     before = copy.deepcopy(objects)
     picture = build_picture(objects, now=NOW, cluster="kube")
@@ -175,7 +178,12 @@ def test_reads_real_world_shapes():
     # DRA devices from the node's ResourceSlice, after its extended-resource GPUs.
     assert nodes["gpu-c"]["dra"] == [False, False, True, True] and len(nodes["gpu-c"]["gpus"]) == 4
     train = next(g for g in gangs if g["key"] == "team-a/train")
-    assert (train["priority"], train["tier"], train["disruption"], train["topology"]) == (1000, 0, "all", True)
+    assert (train["priority"], train["tier"], train["disruption"], train["topology"]) == (
+        1000,
+        0,
+        "all",
+        True,
+    )
     assert (train["pods"], train["placed"], train["gpus"], train["state"]) == (2, 2, 8, "running")
 
     assert picture["totals"] == {
@@ -237,10 +245,14 @@ def test_a_team_reader_sees_squares_of_other_teams_as_in_use_without_names():
 
 def test_a_delta_names_the_changed_nodes_and_cuts_to_the_scope():
     cluster = SimulatedCluster(nodes=16, seed=5, clock=SteppedClock())
-    old = build_picture(cluster.snapshot_objects(), now=cluster.now, cluster="s", holders=cluster.device_holders())
+    old = build_picture(
+        cluster.snapshot_objects(), now=cluster.now, cluster="s", holders=cluster.device_holders()
+    )
     for _ in range(10):
         cluster.tick()
-    new = build_picture(cluster.snapshot_objects(), now=cluster.now, cluster="s", holders=cluster.device_holders())
+    new = build_picture(
+        cluster.snapshot_objects(), now=cluster.now, cluster="s", holders=cluster.device_holders()
+    )
     delta = mapdelta.diff(old, new)
     changed = {entry[0] for entry in delta["nodes"]}
     assert changed == {i for i in range(16) if mapdelta.node_entry(old, i) != mapdelta.node_entry(new, i)}

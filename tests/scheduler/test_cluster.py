@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.cluster import BoundedCalls, Cluster, FreshSnapshots, ListsEvents, HoldsDevices
+from scheduler.cluster import BoundedCalls, Cluster, FreshSnapshots, HoldsDevices, ListsEvents
 
 ABILITIES = (FreshSnapshots, ListsEvents, BoundedCalls, HoldsDevices)
 
