@@ -323,6 +323,8 @@ REST_FRAMEWORK = {
 
 # --- Logging: one JSON object per line -------------------------------------------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
+# Celery says a line per task run (every few seconds in the demo): at WARNING unless asked for more.
+CELERY_LOG_LEVEL = os.environ.get("GANGWEB_CELERY_LOG_LEVEL", "WARNING").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -340,5 +342,7 @@ LOGGING = {
         "daphne": {"level": "WARNING"},
         "kubernetes": {"level": "WARNING"},
         "urllib3": {"level": "WARNING"},
+        "celery": {"level": CELERY_LOG_LEVEL},
+        "uvicorn.error": {"level": "WARNING"},
     },
 }

@@ -24,6 +24,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 
+from gangweb import metrics
 from gangweb.dashboard import history, mapdelta, stream
 from gangweb.dashboard.picture import build_picture
 from gangweb.events import PublishFailed, bind_server_loop, send
@@ -99,6 +100,7 @@ def refresh() -> dict[str, Any]:
             logger.info("map change not published; browsers resync on their next reconnect")
             seq = _current["seq"]
         _current["picture"], _current["seq"] = new, seq or _current["seq"]
+    metrics.observe_map(new["totals"])
     try:
         history.maybe_sample(new)
     except DatabaseError:
