@@ -1,4 +1,4 @@
-"""Read-path benchmark: how long the API and the timeline take on a filled ledger.
+"""Read-path benchmark: how long the API and the dashboard's data take on a filled ledger.
 
     python manage.py bench api [--requests 200] [--victims 64] [--repeat 20] [--json]
 
@@ -20,7 +20,7 @@ import time
 
 from scheduler.bench import at_least_one
 
-HELP = "the REST API's and the timeline's reads on a filled ledger; needs DATABASE_URL"
+HELP = "the REST API's and the dashboard's reads on a filled ledger; needs DATABASE_URL"
 BENCH_NAMESPACE = "gangweb-api-bench"
 BENCH_USER = "gangweb-api-bench"
 
@@ -157,19 +157,20 @@ def run(requests: int, victims: int, repeat: int) -> list[dict]:
     from django.db.models import Max
     from django.test import Client
 
-    from scheduler.cluster import Summarizes
+    from gangweb.dashboard import live
     from scheduler.preemption.models import LedgerEntry, PreemptionRequest
-    from scheduler.preemption.runtime import get_cluster
 
-    user, _ = get_user_model().objects.get_or_create(username=BENCH_USER)
+    # A superuser: every namespace, as the coordinator's scope rules read it until roles land.
+    user, _ = get_user_model().objects.get_or_create(
+        username=BENCH_USER, defaults={"is_superuser": True, "is_staff": True}
+    )
     try:
         ids = fill(requests, victims)
         client = Client()
         client.force_login(user)
         newest = LedgerEntry.objects.aggregate(top=Max("id"))["top"]
-        cluster = get_cluster()
-        state = cluster.summary() if isinstance(cluster, Summarizes) else {"pending": []}
-        waiting = [state["gangs"][row["gang"]]["podGroup"] for row in state["pending"]]
+        picture, _ = live.current()
+        waiting = [g["key"] for g in picture["gangs"] if g["state"] == "waiting"]
         calls = [
             ("GET /api/requests/", lambda: client.get("/api/requests/")),
             (
@@ -179,9 +180,10 @@ def run(requests: int, victims: int, repeat: int) -> list[dict]:
             ("GET /api/evictions/?state=evicted", lambda: client.get("/api/evictions/?state=evicted")),
             ("GET /api/ledger/", lambda: client.get("/api/ledger/")),
             ("GET /api/ledger/?since=<newest-50>", lambda: client.get(f"/api/ledger/?since={newest - 50}")),
-            ("GET /timeline/ (20 cards)", lambda: client.get("/timeline/")),
-            ("GET /timeline/requests/{id}/", lambda: client.get(f"/timeline/requests/{ids[-1]}/")),
-            ("GET / (picture + timeline)", lambda: client.get("/")),
+            ("GET /dashboard/data/preemptions", lambda: client.get("/dashboard/data/preemptions")),
+            ("GET /dashboard/data/gangs", lambda: client.get("/dashboard/data/gangs")),
+            ("GET /dashboard/data/picture", lambda: client.get("/dashboard/data/picture")),
+            ("GET / (the overview's shell)", lambda: client.get("/")),
         ]
         if waiting:
             calls.append(

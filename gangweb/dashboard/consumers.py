@@ -5,7 +5,8 @@ Client -> server: ``{"type": "subscribe", "topics": {"map": 41, "ledger": null},
 for the newest N of a topic subscribed from now), ``{"type": "unsubscribe", "topics": [...]}``,
 ``{"type": "ping"}``.
 
-Server -> client: every event as ``{"type", "topic", "seq", "at", "payload"}`` cut to the reader's scope;
+Server -> client: every event as ``{"type", "topic", "seq", "at", "payload"}`` cut to the reader's scope
+(several at once as ``{"type": "batch", "messages": [...]}``);
 ``{"type": "subscribed", "topics": {topic: seq}}``; ``{"type": "resync", "topic", "seq"}`` when the topic's
 log no longer reaches back to what the page asked for (the page fetches its data again).
 
@@ -26,12 +27,16 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from gangweb.access.scope import Scope
 from gangweb.dashboard import live, scoping, stream
-from gangweb.events import bind_server_loop, group_for
+from gangweb.dashboard.hub import hub
+from gangweb.events import bind_server_loop
 
 # Close code for "sign in first" (4000-4999 are the application's own).
 CLOSE_LOGIN_REQUIRED = 4401
 GAP_WAIT = 0.5
 MAX_BACKFILL = 200
+# Live messages go out in one frame per this many seconds at most (``{"type": "batch", "messages"}``
+# when there are several): 1,000 events a second are 20 frames, not 1,000.
+FLUSH_EVERY = 0.02
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
@@ -53,13 +58,16 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         self.last: dict[str, int] = {}
         self.held: dict[str, dict[int, dict[str, Any]]] = {}
         self.order = asyncio.Lock()
+        self.outbox: list[dict[str, Any]] = []
+        self.flushing: asyncio.TimerHandle | None = None
         bind_server_loop(asyncio.get_running_loop())
         await self.accept()
         live.ensure_ticker()
 
     async def disconnect(self, code):
-        for topic in list(getattr(self, "last", {})):
-            await self.channel_layer.group_discard(group_for(topic), self.channel_name)
+        if hasattr(self, "last"):
+            hub().unsubscribe(self)
+            self.last.clear()
 
     @classmethod
     async def decode_json(cls, text_data):
@@ -77,8 +85,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             await self._subscribe(content["topics"], content.get("backfill") or {})
         elif kind == "unsubscribe" and isinstance(content.get("topics"), list):
             for topic in content["topics"]:
-                if self.last.pop(topic, None) is not None:
-                    await self.channel_layer.group_discard(group_for(topic), self.channel_name)
+                self.last.pop(topic, None)  # the hub still hands it over; it is no longer delivered
         elif kind == "ping":
             await self.send_json({"type": "pong"})
 
@@ -90,7 +97,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                     continue
                 # Join first, then read the log: whatever is sent meanwhile is either in the log or
                 # arrives afterwards, and numbers already delivered are dropped as duplicates.
-                await self.channel_layer.group_add(group_for(topic), self.channel_name)
+                await hub().subscribe(topic, self)
                 if isinstance(after, int) and after >= 0:
                     missed = await sync_to_async(stream.since)(topic, after)
                     if missed is None:
@@ -108,14 +115,15 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                         for message in recent:
                             message["backfill"] = True
                             if (out := self.visible(message)) is not None:
-                                await self.send_json(out)
+                                self.outbox.append(out)
                 answered[topic] = self.last[topic]
+            await self._flush()
         await self.send_json({"type": "subscribed", "topics": answered})
 
     # --- events ------------------------------------------------------------------------------------
 
-    async def gangweb_event(self, envelope):
-        message = envelope["message"]
+    async def hub_message(self, message: dict[str, Any]) -> None:
+        """A message of a topic this process follows (``hub.py``), in the order the layer gave it."""
         topic = message.get("topic", "")
         async with self.order:
             if topic not in self.last:
@@ -138,7 +146,21 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         self.last[topic] = message["seq"]
         out = self.visible(message)
         if out is not None:
-            await self.send_json(out)
+            self.outbox.append(out)
+            if self.flushing is None:
+                self.flushing = asyncio.get_running_loop().call_later(
+                    FLUSH_EVERY, lambda: asyncio.ensure_future(self._flush())
+                )
+
+    async def _flush(self) -> None:
+        if self.flushing is not None:
+            self.flushing.cancel()
+            self.flushing = None
+        out, self.outbox = self.outbox, []
+        if len(out) == 1:
+            await self.send_json(out[0])
+        elif out:
+            await self.send_json({"type": "batch", "messages": out})
 
     async def _release_held(self, topic: str) -> None:
         held = self.held.get(topic) or {}
@@ -160,3 +182,4 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             for message in missed:
                 await self._deliver(topic, message)
             await self._release_held(topic)
+            await self._flush()

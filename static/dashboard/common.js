@@ -37,7 +37,8 @@
 
   async function getJSON(url, params) {
     const q = params ? "?" + new URLSearchParams(params).toString() : "";
-    const answer = await fetch(url + q, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    // No custom headers: a request the page preloads (the map's picture) must match to be reused.
+    const answer = await fetch(url + q, { credentials: "include", mode: "cors" });
     if (!answer.ok) throw new Error(`${url}: HTTP ${answer.status}`);
     return answer.json();
   }
@@ -148,6 +149,10 @@
       };
     },
     receive(message) {
+      if (message.type === "batch") {
+        for (const m of message.messages) this.receive(m);
+        return;
+      }
       if (message.type === "subscribed" || message.type === "pong") {
         for (const [name, seq] of Object.entries(message.topics || {})) {
           const t = this.topics.get(name);

@@ -140,6 +140,7 @@
         if (plan.height <= target) break;
       }
       this.geom = best;
+      this.placeNodes();
       const dpr = window.devicePixelRatio || 1;
       this.canvas.style.width = `${width}px`;
       this.canvas.style.height = `${best.height}px`;
@@ -175,10 +176,18 @@
     }
 
     nodeOrigin(i) {
-      const d = this.nodes[i].domain;
-      const b = this.geom.blocks[d];
-      const k = i - b.first;
-      return [b.x + (k % b.perRow) * this.geom.nodeW, b.y + b.label + Math.floor(k / b.perRow) * this.geom.nodeH, b];
+      return [this.nodeX[i], this.nodeY[i]];
+    }
+
+    placeNodes() {
+      this.nodeX = new Float32Array(this.nodes.length);
+      this.nodeY = new Float32Array(this.nodes.length);
+      for (const b of this.geom.blocks) {
+        for (let k = 0; k < b.count; k++) {
+          this.nodeX[b.first + k] = b.x + (k % b.perRow) * this.geom.nodeW;
+          this.nodeY[b.first + k] = b.y + b.label + Math.floor(k / b.perRow) * this.geom.nodeH;
+        }
+      }
     }
 
     // --- drawing ---------------------------------------------------------------------------------
@@ -236,22 +245,20 @@
       ctx.font = "11px system-ui, sans-serif";
       ctx.textBaseline = "top";
       for (const b of this.geom.blocks) if (b.label) ctx.fillText(b.name, b.x, b.y + 1, b.w);
-      // Squares batched by colour: one fillStyle per colour, not per square.
-      const batches = new Map();
+      // In device order: a gang's squares are mostly next to each other, so fillStyle changes per run.
       const size = this.geom.size;
+      const cell = this.geom.cell;
+      const cols = this.devCols;
+      const dim = this.highlight !== null;
+      let current = "";
       for (let i = 0; i < this.nodes.length; i++) {
-        const [nx, ny] = this.nodeOrigin(i);
+        const nx = this.nodeX[i] + 1;
+        const ny = this.nodeY[i] + 1;
         for (let s = this.start[i], j = 0; s < this.start[i + 1]; s++, j++) {
           const colour = this.squareColour(i, s);
-          let list = batches.get(colour);
-          if (!list) batches.set(colour, (list = []));
-          list.push(nx + 1 + (j % this.devCols) * this.geom.cell, ny + 1 + Math.floor(j / this.devCols) * this.geom.cell);
+          if (colour !== current) ctx.fillStyle = current = colour;
+          ctx.fillRect(nx + (j % cols) * cell, ny + ((j / cols) | 0) * cell, size, size);
         }
-      }
-      const dim = this.highlight !== null;
-      for (const [colour, list] of batches) {
-        ctx.fillStyle = colour;
-        for (let k = 0; k < list.length; k += 2) ctx.fillRect(list[k], list[k + 1], size, size);
       }
       if (dim) {
         // Dim everything, then draw the lit gang again on top.
@@ -259,10 +266,24 @@
         ctx.globalAlpha = 0.6;
         ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
         ctx.globalAlpha = 1;
+        ctx.fillStyle = this.colourOf(this.highlight);
+        for (let i = 0; i < this.nodes.length; i++) {
+          for (let s = this.start[i], j = 0; s < this.start[i + 1]; s++, j++) {
+            if (this.owner[s] === this.highlight) {
+              ctx.fillRect(this.nodeX[i] + 1 + (j % cols) * cell, this.nodeY[i] + 1 + ((j / cols) | 0) * cell, size, size);
+            }
+          }
+        }
       }
-      for (let i = 0; i < this.nodes.length; i++) this.decorate(i, dim);
+      for (let i = 0; i < this.nodes.length; i++) if (this.marked(i)) this.decorate(i, false);
       this.stats.draws += 1;
       this.stats.lastDrawMs = performance.now() - t0;
+    }
+
+    marked(i) {
+      if (this.flash.has(i) || i === this.focusNode) return true;
+      for (let s = this.start[i]; s < this.start[i + 1]; s++) if (this.dra[s] || this.nominated[s] !== FREE) return true;
+      return false;
     }
 
     squareColour(i, s) {

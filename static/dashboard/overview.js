@@ -14,6 +14,7 @@
   async function loadPicture() {
     buffered = buffered || [];
     const picture = await g.getJSON(g.urls.picture);
+    performance.mark("map-picture-fetched");
     map.setPicture(picture);
     g.live.setLast("map", picture.seq);
     const late = buffered.filter((m) => m.seq > picture.seq);

@@ -23,6 +23,8 @@
     box.replaceChildren();
     for (const c of d.results) {
       const card = el("article", "card" + (c.executed ? " executed" : ""));
+      card.dataset.key = c.key;
+      card.dataset.state = c.state;
       const h = el("h3");
       const a = el("a", "gang-link", c.key);
       a.href = g.gangUrl(c.namespace, c.name);

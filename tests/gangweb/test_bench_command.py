@@ -39,7 +39,7 @@ def test_one_help_lists_every_benchmark():
     parser, choices = subparsers()
     assert (
         list(choices)
-        == ["engine", "webhook", "kube", "execution", "fanout", "api", "demo"]
+        == ["engine", "webhook", "kube", "execution", "fanout", "api", "demo", "live", "map"]
         == list(BENCHMARKS)
     )
     listing = " ".join(parser.format_help().split())

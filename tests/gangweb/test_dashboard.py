@@ -44,7 +44,7 @@ async def subscribed(topics: dict, backfill: dict | None = None) -> tuple[Websoc
     await communicator.send_json_to({"type": "subscribe", "topics": topics, "backfill": backfill or {}})
     early = []
     while (message := await communicator.receive_json_from(timeout=10))["type"] != "subscribed":
-        early.append(message)
+        early.extend(message["messages"] if message["type"] == "batch" else [message])
     communicator.early = early
     return communicator, message["topics"]
 
@@ -62,6 +62,9 @@ async def _next_of(communicator: WebsocketCommunicator, kind: str, timeout: floa
     deadline = time.monotonic() + timeout
     while (left := deadline - time.monotonic()) > 0:
         message = await communicator.receive_json_from(timeout=left)
+        if message["type"] == "batch":
+            communicator.early = [*getattr(communicator, "early", []), *message["messages"]]
+            return await next_of(communicator, kind, max(left, 0.1))
         if message["type"] == kind:
             return message
     raise TimeoutError(kind)

@@ -24,10 +24,13 @@ FAST_SMALL_SIMULATION = {**EMBEDDED_DEFAULTS, "GANGWEB_SIM_NODES": "16", "GANGWE
 async def next_of(ws, kind: str, timeout: float = 10) -> dict:
     """The next message of type ``kind``, skipping others."""
     deadline = time.monotonic() + timeout
+    early = ws.__dict__.setdefault("early", [])
     while (remaining := deadline - time.monotonic()) > 0:
-        message = json.loads(await asyncio.wait_for(ws.recv(), remaining))
-        if message["type"] == kind:
-            return message
+        while early:
+            if (message := early.pop(0))["type"] == kind:
+                return message
+        frame = json.loads(await asyncio.wait_for(ws.recv(), remaining))
+        early.extend(frame["messages"] if frame["type"] == "batch" else [frame])
     raise TimeoutError(f"no {kind} in {timeout}s")
 
 

@@ -41,10 +41,11 @@ async def two_deltas(base_url: str) -> list[dict]:
         await ws.send(json.dumps({"type": "subscribe", "topics": {"map": None}}))
         out = []
         while len(out) < 2:
-            message = json.loads(await asyncio.wait_for(ws.recv(), 10))
-            if message["type"] == "map.delta":
-                out.append(message)
-        return out
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            for message in frame["messages"] if frame["type"] == "batch" else [frame]:
+                if message["type"] == "map.delta":
+                    out.append(message)
+        return out[:2]
 
 
 def test_demo_starts_serves_the_live_page_and_stops_cleanly(start_demo):
@@ -119,7 +120,8 @@ def test_the_demo_runs_gangwebs_pipeline_in_process(start_demo):
             while (
                 not {"plan.created", "gang.placed"} <= seen and asyncio.get_running_loop().time() < deadline
             ):
-                seen.add(json.loads(await asyncio.wait_for(ws.recv(), 10))["type"])
+                frame = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                seen.update(m["type"] for m in (frame["messages"] if frame["type"] == "batch" else [frame]))
         return seen
 
     seen = asyncio.run(pipeline_events())

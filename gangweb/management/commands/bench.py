@@ -30,10 +30,12 @@ BENCHMARKS = {
     "fanout": "scheduler.bench.fanout",
     "api": "gangweb.api.bench",
     "demo": "gangweb.demo_bench",
+    "live": "gangweb.dashboard.bench_live",
+    "map": "gangweb.dashboard.bench_map",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
-NEEDS_LEDGER = {"execution", "api"}
-NEEDS_REDIS = {"fanout"}
+NEEDS_LEDGER = {"execution", "api", "live"}
+NEEDS_REDIS = {"fanout", "live"}
 
 
 class _OneLineParser(CommandParser):
@@ -101,7 +103,7 @@ class Command(BaseCommand):
             except OperationalError as exc:
                 raise CommandError(f"cannot use the database: {str(exc).strip().splitlines()[-1]}") from None
         if benchmark in NEEDS_REDIS and not os.environ.get("REDIS_URL"):
-            raise CommandError("set REDIS_URL (the fan-out stashes the sub-snapshots in Redis)")
+            raise CommandError(f"set REDIS_URL (bench {benchmark} needs Redis)")
         django_options = {
             "verbosity",
             "settings",
