@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -29,6 +30,8 @@ from gangweb.access.scope import Scope
 from gangweb.dashboard import live, scoping, stream
 from gangweb.dashboard.hub import hub
 from gangweb.events import bind_server_loop
+
+logger = logging.getLogger(__name__)
 
 # Close code for "sign in first" (4000-4999 are the application's own).
 CLOSE_LOGIN_REQUIRED = 4401
@@ -65,9 +68,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         live.ensure_ticker()
 
     async def disconnect(self, code):
+        self.closed = True
         if hasattr(self, "last"):
             hub().unsubscribe(self)
             self.last.clear()
+            if self.flushing is not None:
+                self.flushing.cancel()
+                self.flushing = None
 
     @classmethod
     async def decode_json(cls, text_data):
@@ -149,14 +156,24 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             self.outbox.append(out)
             if self.flushing is None:
                 self.flushing = asyncio.get_running_loop().call_later(
-                    FLUSH_EVERY, lambda: asyncio.ensure_future(self._flush())
+                    FLUSH_EVERY, lambda: asyncio.ensure_future(self._flush_later())
                 )
+
+    async def _flush_later(self) -> None:
+        """The timer's flush: a socket that went away meanwhile is no error (it has nothing to miss)."""
+        try:
+            await self._flush()
+        except Exception as exc:  # the client left before its disconnect reached this consumer
+            self.closed = True
+            logger.debug("live frame not sent: %s", type(exc).__name__)
 
     async def _flush(self) -> None:
         if self.flushing is not None:
             self.flushing.cancel()
             self.flushing = None
         out, self.outbox = self.outbox, []
+        if getattr(self, "closed", False):
+            return
         if len(out) == 1:
             await self.send_json(out[0])
         elif out:
