@@ -323,8 +323,9 @@ REST_FRAMEWORK = {
 
 # --- Logging: one JSON object per line -------------------------------------------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
-# Celery says a line per task run (every few seconds in the demo): at WARNING unless asked for more.
-CELERY_LOG_LEVEL = os.environ.get("GANGWEB_CELERY_LOG_LEVEL", "WARNING").upper()
+# Celery says a line per task run (every few seconds in the demo, in its terminal): there at WARNING
+# unless asked for more; workers elsewhere log at their own --loglevel.
+CELERY_LOG_LEVEL = os.environ.get("GANGWEB_CELERY_LOG_LEVEL", "WARNING" if DEMO else LOG_LEVEL).upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
