@@ -4,7 +4,7 @@
 
 Clones this repository's HEAD into a temporary directory, then for each run starts
 ``python manage.py demo`` there with an empty data directory (so it migrates from scratch) and
-measures: the URL printed, the page served, the first ``cluster.state`` over the websocket. Uses this
+measures: the URL printed, the page served, the live stream's first answer (``ws/live/`` subscribed to the map). Uses this
 interpreter (the installed dependencies); installing them is ``make demo``'s bootstrap, not timed here.
 (Formerly ``manage.py demo_bench``, still an alias.)
 """
@@ -49,8 +49,9 @@ def _free_port() -> int:
 
 async def _first_state(base: str) -> None:
     address = base.removeprefix("http://")
-    async with websockets.connect(f"ws://{address}/ws/cluster/", origin=base) as ws:
-        while json.loads(await asyncio.wait_for(ws.recv(), 30))["event"] != "cluster.state":
+    async with websockets.connect(f"ws://{address}/ws/live/", origin=base) as ws:
+        await ws.send(json.dumps({"type": "subscribe", "topics": {"map": None}}))
+        while json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "subscribed":
             pass
 
 

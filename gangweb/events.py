@@ -1,4 +1,7 @@
-"""Live events for browsers: one function to publish, one group name to subscribe to.
+"""Live events for browsers: one function to publish; each event goes to its topic's group.
+
+Every event is numbered in its topic and kept a while (``gangweb/dashboard/stream.py``) before it is
+sent to the topic's Channels group (``group_for``), so a browser that reconnects resumes where it was.
 
 Events are sent only after the surrounding database transaction commits, so a browser never sees
 a plan or an eviction that was rolled back. Publishing never raises: the dashboard is a view of
@@ -19,12 +22,19 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
 from admission.recorder import PublishRefused
+from gangweb.dashboard import stream
 
 logger = logging.getLogger(__name__)
 
-DASHBOARD_GROUP = "gangweb.dashboard"
+GROUP_PREFIX = "gangweb.live."
 # The consumer method Channels calls for these messages ("gangweb.event" -> gangweb_event).
 MESSAGE_TYPE = "gangweb.event"
+
+
+def group_for(topic: str) -> str:
+    return GROUP_PREFIX + topic
+
+
 SEND_TIMEOUT_SECONDS = 5
 
 # The ASGI server's event loop, once a websocket consumer has run in it. The in-memory channel layer's
@@ -70,12 +80,20 @@ class PublishFailed(PublishRefused):
     the admission recorder counts it as an outage rather than a bug."""
 
 
-def send(event_type: str, payload: dict[str, Any]) -> None:
-    """Send now, outside any transaction's timing; raise ``PublishFailed`` when the layer refuses it.
+def send(event_type: str, payload: dict[str, Any]) -> int:
+    """Number, keep and send now, outside any transaction's timing; the event's sequence number in its
+    topic. Raises ``PublishFailed`` when the log or the layer refuses it.
 
-    For callers that count their own losses (the admission recorder); everyone else uses ``publish``."""
-    message = {"type": MESSAGE_TYPE, "event": event_type, "at": time.time(), "payload": payload}
-    send_to_group(DASHBOARD_GROUP, message)
+    For callers that count their own losses (the admission recorder) or need the number (the live
+    map); everyone else uses ``publish``."""
+    topic = stream.topic_of(event_type)
+    message = {"type": event_type, "topic": topic, "at": time.time(), "payload": payload}
+    try:
+        seq = stream.append(topic, message)
+    except Exception as exc:
+        raise PublishFailed(f"{type(exc).__name__}: {exc}"[:300]) from exc
+    send_to_group(group_for(topic), {"type": MESSAGE_TYPE, "message": {**message, "seq": seq}})
+    return seq
 
 
 def send_to_group(group: str, message: dict[str, Any]) -> None:

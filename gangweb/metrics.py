@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from django.http import HttpRequest, HttpResponse
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
 REQUEST_LATENCY = Histogram(
     "gangweb_http_request_duration_seconds",
@@ -22,12 +22,27 @@ REQUESTS_IN_ERROR = Counter(
 )
 
 
+# The GPU map's figures, set each time the live map refreshes (gangweb/dashboard/live.py), for Grafana.
+GPUS = Gauge("gangweb_gpus", "GPUs on the map, by state.", ["state"])
+WAITING_GANGS = Gauge("gangweb_waiting_gangs", "Gangs waiting for their minCount pods to be placed.")
+
+
+def observe_map(totals: dict) -> None:
+    GPUS.labels("allocated").set(totals.get("allocatedGpus", 0))
+    GPUS.labels("free").set(totals.get("freeGpus", 0))
+    GPUS.labels("cordoned").set(totals.get("cordonedGpus", 0))
+    WAITING_GANGS.set(totals.get("waitingGangs", 0))
+
+
 def _route(request: HttpRequest) -> str:
-    # The URL pattern, not the path: keeps label cardinality bounded.
+    # The URL's name ("dashboard:overview", "api:request-list"), not its path: one spelling for every
+    # route and bounded label cardinality. A route without a name falls back to its pattern.
     match = getattr(request, "resolver_match", None)
     if match is None:
         return "unmatched"
-    return match.route or match.view_name or "unknown"
+    if match.url_name:
+        return match.view_name
+    return match.route or "unknown"
 
 
 class RequestMetricsMiddleware:

@@ -15,6 +15,6 @@ class UnknownPathConsumer(AsyncWebsocketConsumer):
 
 
 websocket_urlpatterns = [
-    path("ws/cluster/", consumers.ClusterConsumer.as_asgi()),
+    path("ws/live/", consumers.LiveConsumer.as_asgi()),
     re_path(r"", UnknownPathConsumer.as_asgi()),
 ]

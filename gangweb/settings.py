@@ -225,6 +225,13 @@ try:
 except ValueError:
     raise ImproperlyConfigured("GANGWEB_SIM_TICK_SECONDS must be a number of seconds") from None
 
+# --- Dashboard (docs/dashboard.md) ---------------------------------------------------------------
+# How often the GPU map of a real cluster is refreshed (the simulation refreshes it every tick).
+GANGWEB_MAP_REFRESH_SECONDS = env_int("GANGWEB_MAP_REFRESH_SECONDS", 5)
+# The overview chart's history: one sample at most this often, this many kept (2 days at a minute).
+GANGWEB_HISTORY_SECONDS = env_int("GANGWEB_HISTORY_SECONDS", 10 if DEMO else 60)
+GANGWEB_HISTORY_KEEP = env_int("GANGWEB_HISTORY_KEEP", 2880)
+
 # --- Modes (docs/design.md "Living beside kube-scheduler") ---------------------------------------
 GANGWEB_MODES = ("enforce", "observe", "approve")
 GANGWEB_MODE = os.environ.get("GANGWEB_MODE", "enforce")
@@ -389,6 +396,9 @@ CELERY_BEAT_SCHEDULE["sample-usage"] = {
 
 # --- Logging: one JSON object per line -------------------------------------------------------
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
+# Celery says a line per task run (every few seconds in the demo, in its terminal): there at WARNING
+# unless asked for more; workers elsewhere log at their own --loglevel.
+CELERY_LOG_LEVEL = os.environ.get("GANGWEB_CELERY_LOG_LEVEL", "WARNING" if DEMO else LOG_LEVEL).upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -406,5 +416,7 @@ LOGGING = {
         "daphne": {"level": "WARNING"},
         "kubernetes": {"level": "WARNING"},
         "urllib3": {"level": "WARNING"},
+        "celery": {"level": CELERY_LOG_LEVEL},
+        "uvicorn.error": {"level": "WARNING"},
     },
 }

@@ -198,11 +198,14 @@ class BoundedCalls(Protocol):
 
 
 @runtime_checkable
-class Summarizes(Protocol):
-    """A cluster that draws its own dashboard picture (the simulation, which knows the GPU each pod holds);
-    the dashboard works the picture out from ``snapshot_objects`` for the others."""
+class HoldsDevices(Protocol):
+    """A cluster that knows which GPU index of a node each pod holds (the simulation). It says only what
+    holds what; the dashboard draws its own picture (``gangweb/dashboard/picture.py``) from the snapshot
+    and, for the other clusters, hands a node's GPUs to its pods in start order."""
 
-    def summary(self) -> dict[str, Any]: ...
+    def device_holders(self) -> dict[str, list[str | None]]:
+        """Node name -> one entry per GPU index: the ``namespace/name`` of the pod holding it, or None."""
+        ...
 
 
 def object_key(obj: KubeObject) -> str:

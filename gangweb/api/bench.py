@@ -1,4 +1,4 @@
-"""Read-path benchmark: how long the API (v1 and the deprecated paths) and the timeline take.
+"""Read-path benchmark: how long the API (v1 and the deprecated paths) and the dashboard's data take.
 
     python manage.py bench api [--requests 151] [--victims 64] [--podgroups 5000] [--repeat 100] [--json]
 
@@ -23,7 +23,7 @@ import time
 
 from scheduler.bench import at_least_one
 
-HELP = "the REST API's and the timeline's reads on a filled ledger; needs DATABASE_URL"
+HELP = "the REST API's and the dashboard's reads on a filled ledger; needs DATABASE_URL"
 BENCH_NAMESPACE = "gangweb-api-bench"
 BENCH_USER = "gangweb-api-bench"
 
@@ -228,7 +228,7 @@ def run(requests: int, victims: int, repeat: int, podgroups: int = 5000) -> list
     from django.test import Client
 
     from gangweb.access.grants import grant
-    from scheduler.cluster import Summarizes
+    from gangweb.dashboard import live
     from scheduler.preemption.models import LedgerEntry, PreemptionRequest
     from scheduler.preemption.runtime import get_cluster, set_cluster
 
@@ -240,8 +240,8 @@ def run(requests: int, victims: int, repeat: int, podgroups: int = 5000) -> list
         client = Client()
         client.force_login(user)
         newest = LedgerEntry.objects.aggregate(top=Max("id"))["top"]
-        state = own_cluster.summary() if isinstance(own_cluster, Summarizes) else {"pending": []}
-        waiting = [state["gangs"][row["gang"]]["podGroup"] for row in state["pending"]]
+        picture, _ = live.current()
+        waiting = [g["key"] for g in picture["gangs"] if g["state"] == "waiting"]
         simulate = [
             (
                 f"POST /api/v1/simulate/ 3 policies ({settings.GANGWEB_CLUSTER})",
@@ -284,8 +284,10 @@ def run(requests: int, victims: int, repeat: int, podgroups: int = 5000) -> list
             ("GET /api/evictions/?state=evicted", lambda: client.get("/api/evictions/?state=evicted")),
             ("GET /api/ledger/", lambda: client.get("/api/ledger/")),
             ("GET /api/ledger/?since=<newest-50>", lambda: client.get(f"/api/ledger/?since={newest - 50}")),
-            ("GET /timeline/ (20 cards)", lambda: client.get("/timeline/")),
-            ("GET /timeline/requests/{id}/", lambda: client.get(f"/timeline/requests/{ids[-1]}/")),
+            ("GET /dashboard/data/preemptions", lambda: client.get("/dashboard/data/preemptions")),
+            ("GET /dashboard/data/gangs", lambda: client.get("/dashboard/data/gangs")),
+            ("GET /dashboard/data/picture", lambda: client.get("/dashboard/data/picture")),
+            ("GET / (the overview's shell)", lambda: client.get("/")),
         ]
         return [{"call": name, **timed(call, repeat)} for name, call in calls] + rows
     finally:

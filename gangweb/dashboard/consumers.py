@@ -1,5 +1,19 @@
-"""Websocket ``ws/cluster/``: the whole picture on connect, then every dashboard event as it happens,
-each cut to the reader's scope (``gangweb/dashboard/scoping.py``).
+"""Websocket ``ws/live/``: the one live stream. A page subscribes to the topics it shows.
+
+Client -> server: ``{"type": "subscribe", "topics": {"map": 41, "ledger": null}, "backfill": {"ledger":
+30}}`` (per topic the last sequence number the page applied, or null for "from now"; ``backfill`` asks
+for the newest N of a topic subscribed from now), ``{"type": "unsubscribe", "topics": [...]}``,
+``{"type": "ping"}``.
+
+Server -> client: every event as ``{"type", "topic", "seq", "at", "payload"}`` cut to the reader's scope
+(several at once as ``{"type": "batch", "messages": [...]}``);
+``{"type": "subscribed", "topics": {topic: seq}}``; ``{"type": "resync", "topic", "seq"}`` when the topic's
+log no longer reaches back to what the page asked for (the page fetches its data again).
+
+Per topic the consumer delivers in sequence order, once: a message numbered at or below the last one
+delivered is a duplicate and is dropped; one that skips numbers (two publishers raced) is held until
+the missing ones arrive or, after ``GAP_WAIT`` seconds, they are read from the log. Messages the reader
+may not see are skipped on the server, so a page sees gaps in the numbers, never another team's news.
 
 A signed-in reader's socket also joins its session's and its user's groups (``gangweb.access.sessions``):
 signing out closes it (4401), a changed role or namespaces closes it so the page reconnects with the new
@@ -11,7 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
+import logging
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
@@ -21,39 +36,56 @@ from django.conf import settings
 from gangweb.access import sessions
 from gangweb.access.liveness import session_scope
 from gangweb.access.scope import DEMO_READER
-from gangweb.dashboard import live
-from gangweb.dashboard.scoping import cut_event, cut_state
-from gangweb.events import DASHBOARD_GROUP, bind_server_loop
+from gangweb.dashboard import live, scoping, stream
+from gangweb.dashboard.hub import hub
+from gangweb.events import bind_server_loop
+
+logger = logging.getLogger(__name__)
 
 # Close code for "sign in first" (4000-4999 are the application's own).
 CLOSE_LOGIN_REQUIRED = sessions.CLOSE_SIGNED_OUT
+GAP_WAIT = 0.5
+MAX_BACKFILL = 200
+# Live messages go out in one frame per this many seconds at most (``{"type": "batch", "messages"}``
+# when there are several): 1,000 events a second are 20 frames, not 1,000.
+FLUSH_EVERY = 0.02
 
 
-class ClusterConsumer(AsyncJsonWebsocketConsumer):
-    reader = None
+class LiveConsumer(AsyncJsonWebsocketConsumer):
+    # --- who is reading: the session's grant, re-read on a close message or every recheck -------
+
+    user_id: int | None = None
     groups_joined: tuple[str, ...] = ()
     _recheck: asyncio.Task | None = None
 
+    def visible(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        return scoping.cut_message(message, self.reader)
+
+    # --- connection --------------------------------------------------------------------------------
+
     async def connect(self):
         user = self.scope.get("user")
-        session = self.scope.get("session")
-        self.session_key = getattr(session, "session_key", None)
+        self.session_key = getattr(self.scope.get("session"), "session_key", None)
         if user is not None and user.is_authenticated:
             found = await database_sync_to_async(session_scope)(self.session_key)
             if found is None:
                 await self.close(code=CLOSE_LOGIN_REQUIRED)
                 return
             self.user_id, self.reader = found
-            groups = (
-                DASHBOARD_GROUP,
-                sessions.user_group(self.user_id),
-                sessions.session_group(self.session_key),
-            )
+            groups = (sessions.user_group(self.user_id), sessions.session_group(self.session_key))
         elif live.dashboard_is_public():
-            self.user_id, self.reader, groups = None, DEMO_READER, (DASHBOARD_GROUP,)
+            self.reader, groups = DEMO_READER, ()
         else:
             await self.close(code=CLOSE_LOGIN_REQUIRED)
             return
+        if not self.reader.authenticated:
+            await self.close(code=CLOSE_LOGIN_REQUIRED)
+            return
+        self.last: dict[str, int] = {}
+        self.held: dict[str, dict[int, dict[str, Any]]] = {}
+        self.order = asyncio.Lock()
+        self.outbox: list[dict[str, Any]] = []
+        self.flushing: asyncio.TimerHandle | None = None
         bind_server_loop(asyncio.get_running_loop())
         for group in groups:
             await self.channel_layer.group_add(group, self.channel_name)
@@ -62,31 +94,6 @@ class ClusterConsumer(AsyncJsonWebsocketConsumer):
         if self.user_id is not None:
             self._recheck = asyncio.get_running_loop().create_task(self._recheck_session())
         live.ensure_ticker()
-        await self._send_state()
-
-    async def disconnect(self, code):
-        if self._recheck is not None:
-            self._recheck.cancel()
-        for group in self.groups_joined:
-            await self.channel_layer.group_discard(group, self.channel_name)
-
-    @classmethod
-    async def decode_json(cls, text_data):
-        # Garbage from a client is ignored, not a server error that drops the socket.
-        try:
-            return json.loads(text_data)
-        except ValueError:
-            return None
-
-    async def receive_json(self, content, **kwargs):
-        # A browser that suspects it missed something (tab woke up) asks for the whole picture again.
-        if isinstance(content, dict) and content.get("type") == "refresh":
-            await self._send_state()
-
-    async def gangweb_event(self, message):
-        payload = cut_event(message["event"], message["payload"], self.reader)
-        if payload is not None:
-            await self.send_json({"event": message["event"], "at": message["at"], "payload": payload})
 
     async def access_close(self, message):
         """Sent by ``gangweb.access.sessions``: this socket's session ended or its scope changed."""
@@ -107,8 +114,140 @@ class ClusterConsumer(AsyncJsonWebsocketConsumer):
                     await self.close(code=sessions.CLOSE_SCOPE_CHANGED)
                     return
 
-    async def _send_state(self):
-        state = await sync_to_async(live.cluster_state, thread_sensitive=True)()
-        await self.send_json(
-            {"event": live.STATE_EVENT, "at": time.time(), "payload": cut_state(state, self.reader)}
-        )
+    async def disconnect(self, code):
+        self.closed = True
+        if self._recheck is not None:
+            self._recheck.cancel()
+        for group in self.groups_joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        if hasattr(self, "last"):
+            hub().unsubscribe(self)
+            self.last.clear()
+            if self.flushing is not None:
+                self.flushing.cancel()
+                self.flushing = None
+
+    @classmethod
+    async def decode_json(cls, text_data):
+        # Garbage from a client is ignored, not a server error that drops the socket.
+        try:
+            return json.loads(text_data)
+        except ValueError:
+            return None
+
+    async def receive_json(self, content, **kwargs):
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        if kind == "subscribe" and isinstance(content.get("topics"), dict):
+            await self._subscribe(content["topics"], content.get("backfill") or {})
+        elif kind == "unsubscribe" and isinstance(content.get("topics"), list):
+            for topic in content["topics"]:
+                self.last.pop(topic, None)  # the hub still hands it over; it is no longer delivered
+        elif kind == "ping":
+            await self.send_json({"type": "pong"})
+
+    async def _subscribe(self, topics: dict[str, Any], backfill: dict[str, Any]) -> None:
+        answered = {}
+        async with self.order:
+            for topic, after in topics.items():
+                if topic not in stream.TOPICS:
+                    continue
+                # Join first, then read the log: whatever is sent meanwhile is either in the log or
+                # arrives afterwards, and numbers already delivered are dropped as duplicates.
+                await hub().subscribe(topic, self)
+                if isinstance(after, int) and after >= 0:
+                    missed = await sync_to_async(stream.since)(topic, after)
+                    if missed is None:
+                        self.last[topic] = await sync_to_async(stream.log().last)(topic)
+                        await self.send_json({"type": "resync", "topic": topic, "seq": self.last[topic]})
+                    else:
+                        self.last[topic] = after
+                        for message in missed:
+                            await self._deliver(topic, message)
+                else:
+                    self.last[topic] = await sync_to_async(stream.log().last)(topic)
+                    wanted = backfill.get(topic)
+                    if isinstance(wanted, int) and wanted > 0:
+                        recent = await sync_to_async(stream.latest)(topic, min(wanted, MAX_BACKFILL))
+                        for message in recent:
+                            message["backfill"] = True
+                            if (out := self.visible(message)) is not None:
+                                self.outbox.append(out)
+                answered[topic] = self.last[topic]
+            await self._flush()
+        await self.send_json({"type": "subscribed", "topics": answered})
+
+    # --- events ------------------------------------------------------------------------------------
+
+    async def hub_message(self, message: dict[str, Any]) -> None:
+        """A message of a topic this process follows (``hub.py``), in the order the layer gave it."""
+        topic = message.get("topic", "")
+        async with self.order:
+            if topic not in self.last:
+                return
+            seq = message["seq"]
+            if seq <= self.last[topic]:
+                return
+            if seq > self.last[topic] + 1:
+                self.held.setdefault(topic, {})[seq] = message
+                asyncio.get_running_loop().call_later(
+                    GAP_WAIT, lambda: asyncio.ensure_future(self._fill_gap(topic))
+                )
+                return
+            await self._deliver(topic, message)
+            await self._release_held(topic)
+
+    async def _deliver(self, topic: str, message: dict[str, Any]) -> None:
+        if message["seq"] <= self.last.get(topic, 0):
+            return
+        self.last[topic] = message["seq"]
+        out = self.visible(message)
+        if out is not None:
+            self.outbox.append(out)
+            if self.flushing is None:
+                self.flushing = asyncio.get_running_loop().call_later(
+                    FLUSH_EVERY, lambda: asyncio.ensure_future(self._flush_later())
+                )
+
+    async def _flush_later(self) -> None:
+        """The timer's flush: a socket that went away meanwhile is no error (it has nothing to miss)."""
+        try:
+            await self._flush()
+        except Exception as exc:  # the client left before its disconnect reached this consumer
+            self.closed = True
+            logger.debug("live frame not sent: %s", type(exc).__name__)
+
+    async def _flush(self) -> None:
+        if self.flushing is not None:
+            self.flushing.cancel()
+            self.flushing = None
+        out, self.outbox = self.outbox, []
+        if getattr(self, "closed", False):
+            return
+        if len(out) == 1:
+            await self.send_json(out[0])
+        elif out:
+            await self.send_json({"type": "batch", "messages": out})
+
+    async def _release_held(self, topic: str) -> None:
+        held = self.held.get(topic) or {}
+        while self.last[topic] + 1 in held:
+            await self._deliver(topic, held.pop(self.last[topic] + 1))
+        for seq in [s for s in held if s <= self.last[topic]]:
+            del held[seq]
+
+    async def _fill_gap(self, topic: str) -> None:
+        async with self.order:
+            if not self.held.get(topic) or topic not in self.last:
+                return
+            missed = await sync_to_async(stream.since)(topic, self.last[topic])
+            if missed is None:
+                self.held[topic].clear()
+                self.last[topic] = await sync_to_async(stream.log().last)(topic)
+                await self.send_json({"type": "resync", "topic": topic, "seq": self.last[topic]})
+                return
+            for message in missed:
+                await self._deliver(topic, message)
+            await self._release_held(topic)
+            await self._flush()

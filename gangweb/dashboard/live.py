@@ -1,12 +1,14 @@
-"""The live side of the dashboard: the cluster picture, and the ticker that moves the simulation.
+"""The live GPU map: the current picture with its sequence number, refreshed by the ticker.
+
+Each refresh builds the picture (``picture.build_picture``) from the cluster's objects, publishes what
+changed as one ``map.delta`` on the ``map`` topic (``stream.py`` numbers it), keeps the picture with
+that number (``current``: what a page fetches first), and samples the chart's history.
 
 The ticker is an asyncio task on the ASGI server's own event loop, not a free-running thread. Each
-tick runs in Django's sync thread (``sync_to_async``), and ``gangweb.events.publish`` called from
-there hops back onto the server loop (asgiref routes ``async_to_sync`` to the loop that spawned the
-thread). That matters for ``InMemoryChannelLayer``: its queues are plain ``asyncio.Queue`` objects
-that belong to the server loop, and a send from a foreign thread's loop would neither be thread-safe
-nor wake the consumers. With channels-redis it also means one connection pool, not one per tick.
-
+tick runs in Django's sync thread (``sync_to_async``), and ``gangweb.events.send`` called from there
+hops back onto the server loop (asgiref routes ``async_to_sync`` to the loop that spawned the thread),
+which matters for ``InMemoryChannelLayer`` (its queues belong to the server loop). In the simulation
+a tick first moves the world one step; for a real cluster it only refreshes the picture.
 The ticker starts with the demo command and, in any ASGI server, when the first browser connects.
 """
 
@@ -14,25 +16,34 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import DatabaseError
 
-from gangweb.dashboard.picture import picture_from_objects
-from gangweb.events import bind_server_loop, publish
-from scheduler.cluster import Summarizes, current_objects
+from gangweb import metrics
+from gangweb.dashboard import history, mapdelta, stream
+from gangweb.dashboard.picture import build_picture
+from gangweb.events import PublishFailed, bind_server_loop, send
+from scheduler.cluster import HoldsDevices, current_objects
 from scheduler.preemption.runtime import get_cluster
 
 logger = logging.getLogger(__name__)
 
-STATE_EVENT = "cluster.state"
 _tickers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
+_lock = threading.Lock()
+_current: dict[str, Any] = {"picture": None, "seq": 0}
 
 
 def simulation_running() -> bool:
     return settings.GANGWEB_CLUSTER == "simulated" and settings.GANGWEB_SIM_TICK_SECONDS > 0
+
+
+def tick_interval() -> float:
+    return settings.GANGWEB_SIM_TICK_SECONDS if simulation_running() else settings.GANGWEB_MAP_REFRESH_SECONDS
 
 
 def dashboard_is_public() -> bool:
@@ -40,38 +51,85 @@ def dashboard_is_public() -> bool:
     return bool(settings.DEMO)
 
 
-def cluster_state() -> dict[str, Any]:
-    """The full picture a browser draws (the ``cluster.state`` payload)."""
+def read_picture() -> dict[str, Any]:
+    """A fresh picture of the cluster, or an empty one that says why there is none."""
     try:
         cluster = get_cluster()
-        if isinstance(cluster, Summarizes):
-            return cluster.summary()
-        return picture_from_objects(current_objects(cluster), now=time.time(), cluster=cluster.name)
+        holders = cluster.device_holders() if isinstance(cluster, HoldsDevices) else None
+        return build_picture(current_objects(cluster), now=time.time(), cluster=cluster.name, holders=holders)
     except Exception as exc:  # the page must load and say why, whatever the cluster does
         logger.warning("cannot read the cluster for the dashboard", exc_info=True)
-        return _empty_state(settings.GANGWEB_CLUSTER, f"cannot read the cluster: {exc}")
+        return empty_picture(settings.GANGWEB_CLUSTER, f"cannot read the cluster: {exc}")
 
 
-def _empty_state(name: str, note: str) -> dict[str, Any]:
-    return {
-        "cluster": name,
-        "time": "",
-        "tick": 0,
-        "racks": [],
-        "gangs": [],
-        "pending": [],
-        "tiers": [],
-        "totals": {},
-        "note": note,
-    }
+def empty_picture(name: str, note: str) -> dict[str, Any]:
+    picture = {"cluster": name, "time": time.time(), "domains": [], "nodes": [], "gangs": [], "tiers": []}
+    from gangweb.dashboard.picture import totals
+
+    return {**picture, "totals": totals(picture), "note": note}
+
+
+def current() -> tuple[dict[str, Any], int]:
+    """The latest picture and the ``map`` sequence number it includes (later deltas apply on top)."""
+    with _lock:
+        if _current["picture"] is not None:
+            return _current["picture"], _current["seq"]
+    picture = read_picture()
+    with _lock:
+        if _current["picture"] is None:
+            _current["picture"], _current["seq"] = picture, stream.log().last("map")
+        return _current["picture"], _current["seq"]
+
+
+def refresh() -> dict[str, Any]:
+    """Read the cluster, publish what changed, keep the new picture; returns it."""
+    new = read_picture()
+    with _lock:
+        old = _current["picture"]
+        delta = mapdelta.diff(old, new) if old is not None else None
+        try:
+            if delta is None:
+                seq = send("map.reset", {"time": new["time"]})
+            elif delta["nodes"] or delta["gangs"] or delta["gone"]:
+                seq = send("map.delta", delta)
+            else:
+                seq = _current["seq"]
+        except PublishFailed:
+            logger.info("map change not published; browsers resync on their next reconnect")
+            seq = _current["seq"]
+        _current["picture"], _current["seq"] = new, seq or _current["seq"]
+    metrics.observe_map(new["totals"])
+    try:
+        history.maybe_sample(new)
+    except DatabaseError:
+        logger.warning("cannot record the GPU history sample", exc_info=True)
+    return new
+
+
+def reset() -> None:
+    """Forget the kept picture (tests, a cluster swapped under the process)."""
+    with _lock:
+        _current["picture"], _current["seq"] = None, 0
 
 
 def tick_and_publish() -> list[dict[str, Any]]:
-    """Advance the simulation one step and send the new picture (with what changed) to browsers."""
+    """Advance the simulation one step (if it runs) and publish the map's change and the world's news."""
+    changes: list[dict[str, Any]] = []
     cluster = get_cluster()
-    changes = cluster.tick()
-    publish(STATE_EVENT, {**cluster.summary(), "changes": changes})
+    if simulation_running() and hasattr(cluster, "tick"):
+        changes = cluster.tick()
+    refresh()
+    for change in changes:
+        if change.get("type") in NEWS:
+            try:
+                send("cluster." + change["type"], change)
+            except PublishFailed:
+                break
     return changes
+
+
+# The simulated world's changes worth a line in the activity feed (ticks bind and finish many more).
+NEWS = {"gang-submitted", "gang-bound", "gang-restarted", "pod-evicted", "gang-abandoned", "event"}
 
 
 async def run_ticker(interval: float) -> None:
@@ -86,16 +144,16 @@ async def run_ticker(interval: float) -> None:
             # One bad tick must not stop the picture; the next one starts from the cluster's state.
             # The same failure every tick is logged once with its traceback, not every two seconds.
             if str(exc) != last_error:
-                logger.exception("simulation tick failed")
+                logger.exception("dashboard tick failed")
             last_error = str(exc)
         took = time.monotonic() - started
         if took > interval:
-            logger.warning("simulation tick slower than its interval", extra={"seconds": round(took, 3)})
+            logger.warning("dashboard tick slower than its interval", extra={"seconds": round(took, 3)})
 
 
 def ensure_ticker() -> asyncio.Task | None:
     """Start the ticker on the running loop unless it runs there already (call from async code)."""
-    if not simulation_running():
+    if tick_interval() <= 0:
         return None
     loop = asyncio.get_running_loop()
     bind_server_loop(loop)
@@ -103,7 +161,7 @@ def ensure_ticker() -> asyncio.Task | None:
         del _tickers[other]
     task = _tickers.get(loop)
     if task is None or task.done():
-        task = loop.create_task(run_ticker(settings.GANGWEB_SIM_TICK_SECONDS), name="gangweb-sim-ticker")
+        task = loop.create_task(run_ticker(tick_interval()), name="gangweb-map-ticker")
         _tickers[loop] = task
     return task
 

@@ -1,24 +1,44 @@
-"""The ``cluster.state`` picture built from any cluster's Kubernetes objects.
+"""The GPU map's picture, built from any cluster's Kubernetes objects. The dashboard owns this format.
 
-The simulated cluster draws its own picture (``SimulatedCluster.summary()``, with GPU indices that stay
-put while a pod runs). For a real cluster the API does not say which device a pod holds, so here each
-node's GPUs are handed out to its pods in start order; counts, owners and waiting gangs are exact.
-Same format either way, so the page does not care. Plain Python: no Django import.
+A cluster that knows which GPU index each pod holds (``scheduler.cluster.HoldsDevices``: the
+simulation) hands in ``holders``; for the others each node's GPUs go to its pods in start order
+(counts, owners and waiting gangs are exact, the index is not). Plain Python: no Django import.
+
+Format (``docs/dashboard.md`` has it in full): ``domains`` (topology domains: rack label, else zone,
+each a run of ``nodes``), ``nodes`` (``gpus``: one entry per device, the index of its gang in ``gangs``
+or ``None`` when free; ``nominated``/``dra`` only when some device is), ``gangs`` (one row per PodGroup
+or lone GPU pod, with the dominant reason of a waiting one worked out from this same picture),
+``tiers`` and ``totals``. Nodes are sorted by domain then name: an index names a node until the node
+set changes.
 """
 
 from __future__ import annotations
 
+import re
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
+from gangweb.dashboard.reasons import dominant_reason
 from scheduler import podstate
 from scheduler.engine.resources import is_gpu, parse_resource_list, pod_requests
 from scheduler.engine.typed_objects import timestamp_or_none
-from scheduler.simulation.state import rfc3339
-from scheduler.simulation.summary import gang_shade, state_totals
 
 RACK_LABELS = ("topology.gangweb.io/rack", "topology.kubernetes.io/zone")
 NO_CLASS = "(no priority class)"
+NO_DOMAIN = "all nodes"
+# Shades per colour: neighbouring gangs of one tier or team still look different.
+SHADES = 6
+
+
+def gang_shade(key: str) -> int:
+    """Which shade of its colour a gang is drawn in: stable across processes and restarts."""
+    return zlib.crc32(key.encode()) % SHADES
+
+
+def natural_key(text: str) -> list[Any]:
+    """``rack-2`` before ``rack-10``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
 def _gpus(resources: dict[str, Any] | None) -> int:
@@ -40,157 +60,239 @@ def pod_gpus(pod: dict[str, Any]) -> int:
     return sum(value for name, value in requests.items() if is_gpu(name))
 
 
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
 def _key(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace')}/{meta.get('name')}"
+    return f"{_meta(obj).get('namespace')}/{_meta(obj).get('name')}"
 
 
 def _ready(node: dict[str, Any]) -> bool:
-    if (node.get("spec") or {}).get("unschedulable"):
-        return False
     conditions = (node.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def picture_from_objects(objects: Iterable[dict[str, Any]], *, now: float, cluster: str) -> dict[str, Any]:
+def _dra_devices(slices: list[dict[str, Any]]) -> dict[str, int]:
+    """DRA devices per node from ResourceSlices (``spec.nodeName``, ``spec.devices``)."""
+    found: dict[str, int] = {}
+    for item in slices:
+        spec = item.get("spec") or {}
+        if spec.get("nodeName"):
+            found[spec["nodeName"]] = found.get(spec["nodeName"], 0) + len(spec.get("devices") or [])
+    return found
+
+
+class _Gangs:
+    """Gang membership and priority, worked out once from the pods and PodGroups."""
+
+    def __init__(self, by_kind: dict[str, list[dict[str, Any]]]) -> None:
+        self.groups = {_key(g): g for g in by_kind.get("PodGroup", [])}
+        classes = {
+            _meta(pc).get("name"): int(pc.get("value") or 0) for pc in by_kind.get("PriorityClass", [])
+        }
+        self.members: dict[str, list[dict[str, Any]]] = {}
+        for pod in by_kind.get("Pod", []):
+            if podstate.is_finished(pod):
+                continue
+            group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+            if group:
+                self.members.setdefault(f"{_meta(pod).get('namespace')}/{group}", []).append(pod)
+            elif pod_gpus(pod):
+                self.members.setdefault(_key(pod), []).append(pod)
+        self.priority: dict[str, tuple[str, int]] = {}
+        for key, pods in self.members.items():
+            spec = (self.groups.get(key) or {}).get("spec") or (pods[0].get("spec") or {})
+            name = spec.get("priorityClassName") or NO_CLASS
+            value = spec.get("priority")
+            self.priority[key] = (name, int(value if value is not None else classes.get(name, 0)))
+        self.classes = sorted(set(self.priority.values()), key=lambda p: (-p[1], p[0]))
+        self.order = sorted(self.members, key=lambda k: (-self.priority[k][1], k))
+        self.index = {key: i for i, key in enumerate(self.order)}
+
+
+def build_picture(
+    objects: Iterable[dict[str, Any]],
+    *,
+    now: float,
+    cluster: str,
+    holders: dict[str, list[str | None]] | None = None,
+) -> dict[str, Any]:
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
         by_kind.setdefault(obj.get("kind", ""), []).append(obj)
-    class_values = {
-        (pc.get("metadata") or {}).get("name"): int(pc.get("value") or 0)
-        for pc in by_kind.get("PriorityClass", [])
-    }
-    groups = {_key(g): g for g in by_kind.get("PodGroup", [])}
+    gangs = _Gangs(by_kind)
+    pod_gang = {_key(p): key for key, pods in gangs.members.items() for p in pods}
+    dra = _dra_devices(by_kind.get("ResourceSlice", []))
 
-    # Gangs: a PodGroup's pods, or a lone pod that asks for GPUs.
-    members: dict[str, list[dict[str, Any]]] = {}
-    for pod in by_kind.get("Pod", []):
-        if podstate.is_finished(pod):
-            continue
-        group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-        if group:
-            members.setdefault(f"{(pod.get('metadata') or {}).get('namespace')}/{group}", []).append(pod)
-        elif pod_gpus(pod):
-            members.setdefault(_key(pod), []).append(pod)
-
-    def priority_of(key: str) -> tuple[str, int]:
-        spec = (groups.get(key) or {}).get("spec") or (members[key][0].get("spec") or {})
-        name = spec.get("priorityClassName") or NO_CLASS
-        value = spec.get("priority")
-        return name, int(value if value is not None else class_values.get(name, 0))
-
-    priorities = {key: priority_of(key) for key in members}
-    classes = sorted({p for p in priorities.values()}, key=lambda p: (-p[1], p[0]))
-    tier_of = {name: i for i, (name, _) in enumerate(classes)}
-
-    gang_rows: list[dict[str, Any]] = []
-    gang_ids: dict[str, int] = {}
-    for key in sorted(members, key=lambda k: (-priorities[k][1], k)):
-        pods = members[key]
-        spec = (groups.get(key) or {}).get("spec") or {}
-        running = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
-        gang_ids[key] = len(gang_rows)
-        gang_rows.append(
-            {
-                "podGroup": key,
-                "priorityClass": priorities[key][0],
-                "priority": priorities[key][1],
-                "tier": tier_of[priorities[key][0]],
-                "shade": gang_shade(key),
-                "disruption": next(iter(spec.get("disruptionMode") or {"single": {}})),
-                "topology": bool((spec.get("schedulingConstraints") or {}).get("topology")),
-                "pods": len(pods),
-                "podGpus": max((pod_gpus(p) for p in pods), default=0),
-                "gpus": sum(pod_gpus(p) for p in pods),
-                "runningPods": len(running),
-                "state": "running" if running else "pending",
-            }
-        )
-
-    # Nodes with GPUs, grouped by rack (else zone); each node's GPUs go to its pods in start order.
-    on_node: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for key, pods in members.items():
+    on_node: dict[str, list[dict[str, Any]]] = {}
+    nominated_on: dict[str, list[dict[str, Any]]] = {}
+    for pods in gangs.members.values():
         for pod in pods:
-            node_name = (pod.get("spec") or {}).get("nodeName")
-            if node_name:
-                on_node.setdefault(node_name, []).append((key, pod))
-    racks: dict[str, dict[str, Any]] = {}
-    allocated_by_class: dict[str, int] = {}
-    total = 0
-    for node in sorted(by_kind.get("Node", []), key=lambda n: (n.get("metadata") or {}).get("name", "")):
-        meta = node.get("metadata") or {}
-        capacity = _gpus((node.get("status") or {}).get("allocatable"))
-        if capacity <= 0:
+            spec, status = pod.get("spec") or {}, pod.get("status") or {}
+            if spec.get("nodeName"):
+                on_node.setdefault(spec["nodeName"], []).append(pod)
+            elif status.get("nominatedNodeName"):
+                nominated_on.setdefault(status["nominatedNodeName"], []).append(pod)
+
+    nodes_in: dict[str, list[dict[str, Any]]] = {}
+    zone_of: dict[str, str] = {}
+    for node in by_kind.get("Node", []):
+        name = _meta(node).get("name", "")
+        if _gpus((node.get("status") or {}).get("allocatable")) + dra.get(name, 0) <= 0:
             continue
-        total += capacity
-        labels = meta.get("labels") or {}
-        rack_name = next((labels[label] for label in RACK_LABELS if labels.get(label)), "all nodes")
-        rack = racks.setdefault(
-            rack_name, {"name": rack_name, "zone": labels.get(RACK_LABELS[1], ""), "nodes": []}
+        labels = _meta(node).get("labels") or {}
+        domain = next((labels[label] for label in RACK_LABELS if labels.get(label)), NO_DOMAIN)
+        nodes_in.setdefault(domain, []).append(node)
+        zone_of.setdefault(domain, labels.get(RACK_LABELS[1], ""))
+
+    domains: list[dict[str, Any]] = []
+    node_rows: list[dict[str, Any]] = []
+    placed_pods: dict[str, int] = {}
+    for domain in sorted(nodes_in, key=lambda d: (d == NO_DOMAIN, natural_key(d))):
+        members = sorted(nodes_in[domain], key=lambda n: natural_key(_meta(n).get("name", "")))
+        domains.append(
+            {"name": domain, "zone": zone_of[domain], "first": len(node_rows), "count": len(members)}
         )
-        owners: list[int | None] = [None] * capacity
-        held: list[dict[str, Any]] = []
+        for node in members:
+            row = _node_row(node, len(domains) - 1, gangs, on_node, nominated_on, holders, pod_gang, dra, now)
+            node_rows.append(row)
+    for pods in on_node.values():
+        for pod in pods:
+            gang = pod_gang[_key(pod)]
+            placed_pods[gang] = placed_pods.get(gang, 0) + 1
+
+    gang_rows = [_gang_row(key, gangs, placed_pods.get(key, 0), now) for key in gangs.order]
+    picture = {
+        "cluster": cluster,
+        "time": now,
+        "domains": domains,
+        "nodes": node_rows,
+        "gangs": gang_rows,
+        "tiers": [{"priorityClass": name, "priority": value} for name, value in gangs.classes],
+    }
+    picture["totals"] = totals(picture)
+    picture["tiers"] = tiers(picture)
+    for row in gang_rows:
+        if row["state"] != "running":
+            row["reason"] = dominant_reason(row, picture)
+    return picture
+
+
+def _node_row(node, domain, gangs, on_node, nominated_on, holders, pod_gang, dra, now) -> dict[str, Any]:
+    name = _meta(node).get("name", "")
+    capacity = _gpus((node.get("status") or {}).get("allocatable"))
+    extra = dra.get(name, 0)
+    owners: list[int | None] = [None] * (capacity + extra)
+    known = (holders or {}).get(name)
+    if known is not None:
+        for i, pod_key in enumerate(known[: len(owners)]):
+            gang = pod_gang.get(pod_key) if pod_key else None
+            owners[i] = gangs.index[gang] if gang is not None else None
+    else:
         cursor = 0
         residents = sorted(
-            on_node.get(meta.get("name"), []),
-            key=lambda kp: (
-                timestamp_or_none((kp[1].get("status") or {}).get("startTime")) or now,
-                _key(kp[1]),
-            ),
+            on_node.get(name, []),
+            key=lambda p: (timestamp_or_none((p.get("status") or {}).get("startTime")) or now, _key(p)),
         )
-        for gang_key, pod in residents:
+        for pod in residents:
             count = min(pod_gpus(pod), capacity - cursor)
-            if count <= 0:
-                continue
-            indices = list(range(cursor, cursor + count))
-            for i in indices:
-                owners[i] = gang_ids[gang_key]
-            cursor += count
-            held.append({"pod": _key(pod), "gpus": indices})
-            name = priorities[gang_key][0]
-            allocated_by_class[name] = allocated_by_class.get(name, 0) + count
-        rack["nodes"].append({"name": meta.get("name"), "ready": _ready(node), "gpus": owners, "pods": held})
-
-    pending = []
-    for key, row in ((k, gang_rows[i]) for k, i in gang_ids.items()):
-        waiting = [p for p in members[key] if not (p.get("spec") or {}).get("nodeName")]
-        if row["state"] != "pending" or not waiting:
-            continue
-        since = min(
-            (timestamp_or_none((p.get("metadata") or {}).get("creationTimestamp")) or now) for p in waiting
-        )
-        conditions = list(((groups.get(key) or {}).get("status") or {}).get("conditions") or [])
-        conditions += [c for p in waiting for c in (p.get("status") or {}).get("conditions") or []]
-        reason = next(
-            (
-                c.get("message") or c.get("reason") or ""
-                for c in conditions
-                if c.get("type") in ("PodGroupInitiallyScheduled", "PodScheduled")
-                and c.get("status") == "False"
-            ),
-            "",
-        )
-        pending.append({"gang": gang_ids[key], "waitingSeconds": max(0, int(now - since)), "reason": reason})
-    pending.sort(key=lambda row: row["gang"])
-
-    allocated = sum(allocated_by_class.values())
-    return {
-        "cluster": cluster,
-        "time": rfc3339(now),
-        "tick": 0,
-        "tiers": [
-            {
-                "priorityClass": name,
-                "priority": value,
-                "disruption": "",
-                "allocatedGpus": allocated_by_class.get(name, 0),
-            }
-            for name, value in classes
-        ],
-        "gangs": gang_rows,
-        "racks": list(racks.values()),
-        "pending": pending,
-        "totals": state_totals(
-            sum(len(r["nodes"]) for r in racks.values()), total, allocated, gang_rows, pending
-        ),
+            for i in range(cursor, cursor + max(count, 0)):
+                owners[i] = gangs.index[pod_gang[_key(pod)]]
+            cursor += max(count, 0)
+    row: dict[str, Any] = {
+        "name": name,
+        "domain": domain,
+        "ready": _ready(node),
+        "cordoned": bool((node.get("spec") or {}).get("unschedulable")),
+        "gpus": owners,
     }
+    waiting = nominated_on.get(name, [])
+    if waiting:
+        nominated: list[int | None] = [None] * len(owners)
+        free = [i for i, owner in enumerate(owners) if owner is None]
+        for pod in waiting:
+            for i in free[: pod_gpus(pod)]:
+                nominated[i] = gangs.index[pod_gang[_key(pod)]]
+            free = free[pod_gpus(pod) :]
+        row["nominated"] = nominated
+    if extra:
+        row["dra"] = [False] * capacity + [True] * extra
+    return row
+
+
+def _gang_row(key: str, gangs: _Gangs, placed: int, now: float) -> dict[str, Any]:
+    pods = gangs.members[key]
+    group = gangs.groups.get(key) or {}
+    spec = group.get("spec") or {}
+    namespace, _, name = key.partition("/")
+    policy = spec.get("schedulingPolicy") or {}
+    min_count = int((policy.get("gang") or {}).get("minCount") or spec.get("minCount") or len(pods))
+    waiting = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
+    since = min(
+        (timestamp_or_none(_meta(p).get("creationTimestamp")) or now for p in waiting),
+        default=now,
+    )
+    tier = gangs.classes.index(gangs.priority[key])
+    # "partial": an elastic gang running with at least minCount pods while the rest wait.
+    state = "running" if not waiting else ("partial" if placed and placed >= min_count else "waiting")
+    return {
+        "key": key,
+        "namespace": namespace,
+        "name": name,
+        "priorityClass": gangs.priority[key][0],
+        "priority": gangs.priority[key][1],
+        "tier": tier,
+        "shade": gang_shade(key),
+        "disruption": next(iter(spec.get("disruptionMode") or {"single": {}})),
+        "topology": bool((spec.get("schedulingConstraints") or {}).get("topology")),
+        "pods": len(pods),
+        "placed": placed,
+        "minCount": min_count,
+        "podGpus": max((pod_gpus(p) for p in pods), default=0),
+        "gpus": sum(pod_gpus(p) for p in pods),
+        "state": state,
+        "waitingSeconds": max(0, int(now - since)) if waiting else 0,
+        "podGroup": bool(group),
+    }
+
+
+def totals(picture: dict[str, Any]) -> dict[str, int]:
+    """Headline figures of a picture: what the map shows, counted from the map."""
+    gpus = allocated = cordoned = nominated = free = 0
+    for node in picture["nodes"]:
+        unusable = node["cordoned"] or not node["ready"]
+        for i, owner in enumerate(node["gpus"]):
+            gpus += 1
+            if owner is not None:
+                allocated += 1
+            elif unusable:
+                cordoned += 1
+            else:
+                free += 1
+                if (node.get("nominated") or [None] * (i + 1))[i] is not None:
+                    nominated += 1
+    gangs = picture["gangs"]
+    waiting = [g for g in gangs if g["state"] == "waiting"]
+    return {
+        "nodes": len(picture["nodes"]),
+        "gpus": gpus,
+        "allocatedGpus": allocated,
+        "freeGpus": free,
+        "cordonedGpus": cordoned,
+        "nominatedGpus": nominated,
+        "runningGangs": sum(1 for g in gangs if g["state"] in ("running", "partial")),
+        "waitingGangs": len(waiting),
+        "waitingGpus": sum((g["minCount"] - g["placed"]) * g["podGpus"] for g in waiting),
+    }
+
+
+def tiers(picture: dict[str, Any]) -> list[dict[str, Any]]:
+    """GPUs allocated per priority class, counted from the map's squares."""
+    held: dict[str, int] = {}
+    for node in picture["nodes"]:
+        for owner in node["gpus"]:
+            if owner is not None:
+                name = picture["gangs"][owner].get("priorityClass", "")
+                held[name] = held.get(name, 0) + 1
+    return [{**t, "allocatedGpus": held.get(t["priorityClass"], 0)} for t in picture["tiers"]]

@@ -1,102 +1,113 @@
-"""The cluster picture and live events cut to a reader's scope (``gangweb.access.scope.Scope``).
+"""Pictures and live messages cut to a reader's scope (``gangweb.access.scope.Scope``).
 
-A reader who sees every namespace gets everything. Anyone else keeps the GPU map's shape (a square
-held by another tenant is "in use, other namespace": no gang, pod or namespace name), their own gangs
-in full, and no other tenant's waiting gangs. Events naming a namespace reach only readers who see it;
-events naming none are cluster aggregates, for all-namespace readers only (``cluster.state`` is cut
-instead of dropped).
+Squares held by gangs of namespaces the reader does not see stay on the map, drawn as "in use, other
+namespace": the reader learns a GPU is taken, never by whom. Their gangs' rows, reasons and events
+are left out; totals about gangs count only the gangs the reader sees.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gangweb.access.scope import Scope
+from gangweb.access.scope import DEMO_READER, NOBODY, Scope, scope_for
+from gangweb.dashboard.picture import totals
 
-OTHER = "in use, other namespace"
-STATE_EVENT = "cluster.state"
-DECISIONS_EVENT = "admission.decisions"
-EVICTION_EVENT = "eviction"
+OTHER = "~"
+OTHER_ROW = {
+    "key": OTHER,
+    "other": True,
+    "label": "in use, other namespace",
+    "state": "other",
+    "priorityClass": "",
+    "tier": -1,
+    "shade": 0,
+}
 
 
-def _namespace(key: str) -> str:
-    return key.partition("/")[0] if "/" in key else ""
+def reader_scope(request_or_user: Any, *, public: bool) -> Scope:
+    """The reader's scope; in the public demo an anonymous reader sees everything, read-only."""
+    scope = scope_for(request_or_user)
+    if scope.authenticated:
+        return scope
+    return DEMO_READER if public else NOBODY
 
 
-def cut_state(state: dict[str, Any], scope: Scope) -> dict[str, Any]:
+def _namespace(key: str | None) -> str:
+    return (key or "").partition("/")[0]
+
+
+def cut_picture(picture: dict[str, Any], scope: Scope) -> dict[str, Any]:
     if scope.all_namespaces:
-        return state
-    gangs = state.get("gangs") or []
-    visible = [scope.sees(_namespace(g.get("podGroup") or "")) for g in gangs]
-    cut_gangs = [
-        gang
-        if seen
-        else {
-            "podGroup": "",
-            "otherNamespace": True,
-            "label": OTHER,
-            "state": gang.get("state"),
-            "gpus": gang.get("gpus"),
-            "podGpus": gang.get("podGpus"),
-            "pods": gang.get("pods"),
-            "runningPods": gang.get("runningPods"),
-            "tier": gang.get("tier"),
-            "priority": gang.get("priority"),
-            "priorityClass": gang.get("priorityClass"),
-            "shade": 0,
-        }
-        for gang, seen in zip(gangs, visible, strict=True)
-    ]
-    racks = [
-        {
-            **rack,
-            "nodes": [
-                {
-                    **node,
-                    "pods": [p for p in node.get("pods") or [] if scope.sees(_namespace(p.get("pod") or ""))],
-                }
-                for node in rack.get("nodes") or []
-            ],
-        }
-        for rack in state.get("racks") or []
-    ]
-    pending = [
-        p for p in state.get("pending") or [] if 0 <= p.get("gang", -1) < len(visible) and visible[p["gang"]]
-    ]
-    cut = {**state, "gangs": cut_gangs, "racks": racks, "pending": pending}
-    cut.pop("changes", None)  # the simulation's change list names pods of every namespace
-    return cut
+        return picture
+    rows, remap = [], {}
+    other_index = None
+    for i, gang in enumerate(picture["gangs"]):
+        if scope.sees(gang["namespace"]):
+            remap[i] = len(rows)
+            rows.append(gang)
+    if len(rows) < len(picture["gangs"]):
+        other_index = len(rows)
+        rows.append(dict(OTHER_ROW))
+    for i in range(len(picture["gangs"])):
+        remap.setdefault(i, other_index)
+    nodes = []
+    for node in picture["nodes"]:
+        cut = {**node, "gpus": [None if o is None else remap[o] for o in node["gpus"]]}
+        if "nominated" in node:
+            nominated = [
+                None if o is None or remap[o] == other_index else remap[o] for o in node["nominated"]
+            ]
+            cut["nominated"] = nominated
+        nodes.append(cut)
+    out = {**picture, "nodes": nodes, "gangs": rows}
+    out["totals"] = totals(out)
+    out["tiers"] = [] if other_index is not None else picture["tiers"]
+    return out
 
 
-def event_namespace(payload: dict[str, Any]) -> str | None:
-    """The namespace an event is about, None for cluster aggregates."""
-    if payload.get("namespace"):
-        return str(payload["namespace"])
-    for key in ("podGroup", "pod", "preemptor"):
-        value = payload.get(key)
-        if isinstance(value, str) and "/" in value:
-            return _namespace(value)
-    return None
-
-
-def cut_event(event: str, payload: dict[str, Any], scope: Scope) -> dict[str, Any] | None:
-    """The payload this reader may get, or None to drop the event."""
-    if event == STATE_EVENT:
-        return cut_state(payload, scope)
+def cut_delta(payload: dict[str, Any], scope: Scope) -> dict[str, Any]:
     if scope.all_namespaces:
         return payload
-    if event == DECISIONS_EVENT:
-        decisions = [d for d in payload.get("decisions") or [] if scope.sees(d.get("namespace") or "")]
-        return {**payload, "decisions": decisions, "count": len(decisions)} if decisions else None
-    if event == EVICTION_EVENT and isinstance(payload.get("pod"), str):
-        victim_seen = scope.sees(_namespace(payload["pod"]))
-        preemptor_seen = scope.sees(_namespace(payload.get("podGroup") or ""))
-        if victim_seen and not preemptor_seen:
-            return {**payload, "podGroup": "", "request": None, "plan": None, "preemptor": OTHER}
-        if preemptor_seen and not victim_seen:
-            return {**payload, "pod": "", "victimUnit": "", "node": payload.get("node"), "victim": OTHER}
-        return payload if victim_seen else None
-    namespace = event_namespace(payload)
-    if namespace is None or not scope.sees(namespace):
-        return None
-    return payload
+
+    def owner(key: str | None) -> str | None:
+        return key if key is None or scope.sees(_namespace(key)) else OTHER
+
+    def nominee(key: str | None) -> str | None:
+        return key if key is None or scope.sees(_namespace(key)) else None
+
+    nodes = [
+        [
+            index,
+            [owner(k) for k in owners],
+            None if nominated is None else [nominee(k) for k in nominated],
+            *rest,
+        ]
+        for index, owners, nominated, *rest in payload.get("nodes", [])
+    ]
+    return {
+        **payload,
+        "nodes": nodes,
+        "gangs": [g for g in payload.get("gangs", []) if scope.sees(g["namespace"])],
+        "gone": [k for k in payload.get("gone", []) if scope.sees(_namespace(k))],
+        "totals": None,  # cluster totals would count other teams' gangs: the page counts its own
+        "tiers": None,
+    }
+
+
+def cut_message(message: dict[str, Any], scope: Scope) -> dict[str, Any] | None:
+    """``message`` as this reader may receive it, or None when nothing of it is theirs."""
+    if scope.all_namespaces:
+        return message
+    kind, payload = message.get("type", ""), message.get("payload") or {}
+    if kind == "map.delta":
+        return {**message, "payload": cut_delta(payload, scope)}
+    if kind == "map.reset":
+        return message
+    if kind == "admission.decisions":
+        mine = [d for d in payload.get("decisions", []) if scope.sees(d.get("namespace") or "")]
+        if not mine:
+            return None
+        return {**message, "payload": {"decisions": mine, "count": len(mine), "dropped": 0}}
+    key = payload.get("podGroup") or payload.get("pod") or ""
+    namespace = payload.get("namespace") or _namespace(key)
+    return message if namespace and scope.sees(namespace) else None

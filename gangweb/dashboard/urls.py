@@ -1,12 +1,24 @@
+"""The dashboard's pages (paths are the contract of issue 13) and the JSON they read."""
+
 from django.urls import path
 
 from gangweb.dashboard import views
 
 app_name = "dashboard"
 urlpatterns = [
-    path("", views.cluster, name="cluster"),
-    path("timeline/", views.timeline_list, name="timeline"),
-    path("timeline/requests/<int:request_id>/", views.timeline_card, name="timeline-card"),
+    path("", views.overview_page, name="overview"),
+    path("gangs/", views.gangs_page, name="gangs"),
+    path("gangs/<str:namespace>/<str:name>/", views.gang_page, name="gang"),
+    path("preemptions/", views.preemptions_page, name="preemptions"),
+    path("what-if/", views.whatif_page, name="what-if"),
+    path("decisions/", views.decisions_page, name="decisions"),
+    path("dashboard/data/picture", views.picture_data, name="data-picture"),
+    path("dashboard/data/overview", views.overview_data, name="data-overview"),
+    path("dashboard/data/gangs", views.gangs_data, name="data-gangs"),
+    path("dashboard/data/gangs/<str:namespace>/<str:name>", views.gang_data, name="data-gang"),
+    path("dashboard/data/preemptions", views.preemptions_data, name="data-preemptions"),
+    path("dashboard/data/decisions", views.decisions_data, name="data-decisions"),
+    path("dashboard/data/what-if", views.what_if_data, name="data-what-if"),
     path("replay/", views.replay_page, name="replay"),
     path("replay/<str:name>", views.replay_plot, name="replay-plot"),
 ]

@@ -1,57 +1,229 @@
-"""The dashboard's pages. The picture is drawn by static/dashboard/cluster.js from ``cluster.state``."""
+"""The dashboard's pages (server-side shells) and the JSON they fetch, all cut to the reader's scope.
 
+Each page renders its frame and a first copy of its data; ``static/dashboard/<page>.js`` fetches the
+JSON endpoints in ``data_urls`` (``gangweb/dashboard/urls.py``) and follows the live stream. The data
+functions live in ``gangweb/dashboard/queries/`` so the API v1 can serve the same answers.
+"""
+
+from __future__ import annotations
+
+import json
 import logging
+from collections.abc import Callable
+from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.db import DatabaseError
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
 from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
 
-from gangweb.access.scope import scope_for
-from gangweb.dashboard import live, replay, timeline
-from gangweb.dashboard.scoping import cut_state
+from gangweb.access.scope import Scope
+from gangweb.dashboard import history, live, replay, scoping, stream
+from gangweb.dashboard.queries import decisions, gangs, overview, preemptions, whatif
+from scheduler.engine import SnapshotError
 
 logger = logging.getLogger(__name__)
+UPLOAD_LIMIT = 64 * 2**20
 
 
-def _may_look(request: HttpRequest) -> bool:
-    return live.dashboard_is_public() or request.user.is_authenticated
+def reader(request: HttpRequest) -> Scope:
+    return scoping.reader_scope(request, public=live.dashboard_is_public())
 
 
-def cluster(request: HttpRequest) -> HttpResponse:
-    if not _may_look(request):
-        return redirect_to_login(request.get_full_path())
-    # The first picture comes with the page, so it draws before the websocket is even open.
-    scope = scope_for(request)
-    state = cut_state(live.cluster_state(), scope)
-    return render(request, "dashboard/cluster.html", {"state": state, "timeline": _timeline(scope)})
+def page(template: str, title: str, nav: str):
+    def decorate(view: Callable):
+        @wraps(view)
+        def shell(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            scope = reader(request)
+            if not scope.authenticated:
+                return redirect_to_login(request.get_full_path())
+            context = {"title": title, "nav": nav, "scope": scope, "data_urls": data_urls()}
+            try:
+                context["approvals"] = overview.waiting_approvals(scope)
+            except DatabaseError:
+                context["approvals"] = []
+            context.update(view(request, scope, *args, **kwargs) or {})
+            return render(request, template, context)
+
+        return shell
+
+    return decorate
 
 
-def _timeline(scope) -> dict:
-    try:
-        return {"cards": timeline.latest_cards(scope=scope), "legend": timeline.EVICTION_LEGEND, "note": ""}
-    except DatabaseError as exc:  # the picture is still worth showing without the ledger
-        logger.warning("cannot read the ledger for the timeline", exc_info=True)
-        return {"cards": [], "legend": timeline.EVICTION_LEGEND, "note": f"cannot read the ledger: {exc}"}
+def data(view: Callable):
+    @wraps(view)
+    def answer(request: HttpRequest, *args, **kwargs) -> JsonResponse:
+        scope = reader(request)
+        if not scope.authenticated:
+            return JsonResponse({"detail": "sign in first"}, status=403)
+        try:
+            return JsonResponse(view(request, scope, *args, **kwargs))
+        except DatabaseError as exc:
+            logger.warning("dashboard data: cannot read the ledger", exc_info=True)
+            return JsonResponse({"detail": f"cannot read the ledger: {exc}"}, status=503)
+
+    return answer
 
 
-def timeline_list(request: HttpRequest) -> HttpResponse:
-    """The latest cards alone, re-fetched by static/dashboard/timeline.js after the websocket reconnects."""
-    if not _may_look(request):
-        return HttpResponseForbidden("sign in first")
-    return render(
-        request, "dashboard/_timeline_list.html", {"cards": timeline.latest_cards(scope=scope_for(request))}
+def data_urls() -> dict[str, str]:
+    """The JSON each page reads (point these at /api/v1/ once it serves the same)."""
+    return {
+        "picture": reverse("dashboard:data-picture"),
+        "overview": reverse("dashboard:data-overview"),
+        "gangs": reverse("dashboard:data-gangs"),
+        "gang": reverse("dashboard:data-gang", args=["NS", "NAME"]),
+        "preemptions": reverse("dashboard:data-preemptions"),
+        "decisions": reverse("dashboard:data-decisions"),
+        "whatIf": reverse("dashboard:data-what-if"),
+        "live": "/ws/live/",
+        "gangPage": reverse("dashboard:gang", args=["NS", "NAME"]),
+        "logout": "/logout/",
+        # The API v1's approve mode (issue 12): POST, an operator's session with its CSRF token.
+        "requestAction": "/api/v1/requests/ID/ACTION/",
+    }
+
+
+# --- pages ---------------------------------------------------------------------------------------
+
+
+@page("dashboard/overview.html", "Overview", "overview")
+def overview_page(request, scope):
+    return {}
+
+
+@page("dashboard/gangs.html", "Gangs", "gangs")
+def gangs_page(request, scope):
+    return {}
+
+
+@page("dashboard/gang.html", "Gang", "gangs")
+def gang_page(request, scope, namespace: str, name: str):
+    return {"namespace": namespace, "name": name, "visible": scope.sees(namespace)}
+
+
+@page("dashboard/preemptions.html", "Preemptions", "preemptions")
+def preemptions_page(request, scope):
+    return {}
+
+
+@page("dashboard/whatif.html", "What if?", "what-if")
+def whatif_page(request, scope):
+    return {}
+
+
+@page("dashboard/decisions.html", "Admission decisions", "decisions")
+def decisions_page(request, scope):
+    return {}
+
+
+# --- data ----------------------------------------------------------------------------------------
+
+
+@require_GET
+@data
+def picture_data(request, scope):
+    picture, seq = live.current()
+    return {**scoping.cut_picture(picture, scope), "seq": seq}
+
+
+@require_GET
+@data
+def overview_data(request, scope):
+    return {
+        "preemptions": overview.preemption_figures(scope),
+        "history": history.series(scope),
+        "approvals": overview.waiting_approvals(scope),
+    }
+
+
+@require_GET
+@data
+def gangs_data(request, scope):
+    picture, seq = live.current()
+    return {**gangs.gang_rows(scoping.cut_picture(picture, scope), scope, request.GET.dict()), "seq": seq}
+
+
+@require_GET
+@data
+def gang_data(request, scope, namespace: str, name: str):
+    if not scope.sees(namespace):
+        return {"detail": "not found", "found": False}
+    picture, _ = live.current()
+    key = f"{namespace}/{name}"
+    row = next((g for g in picture["gangs"] if g["key"] == key), None)
+    cut = scoping.cut_picture(picture, scope)
+    nodes = sorted(
+        {
+            n["name"]
+            for n in picture["nodes"]
+            for o in n["gpus"]
+            if o is not None and picture["gangs"][o]["key"] == key
+        }
     )
+    pods, conditions = gangs.members(whatif.live_objects(), namespace, name)
+    story = gangs.history(namespace, name)
+    for row_ in story["asVictim"]:
+        if not scope.sees(row_["by"].partition("/")[0]):
+            row_["by"] = whatif.OTHER_GANG
+    found = gangs.verdicts([(namespace, name)], scope).get(key)
+    admissions = [
+        d
+        for d in decisions.decisions(scope)["results"]
+        if d["podGroup"] in (key, name) and d["namespace"] == namespace
+    ]
+    return {
+        "found": row is not None or bool(story["asPreemptor"]),
+        "gang": row,
+        "verdict": found,
+        "nodes": nodes,
+        "pods": pods,
+        "conditions": conditions,
+        "history": story,
+        "decisions": admissions,
+        "time": cut["time"],
+        "canOperate": scope.may("approve", namespace),
+    }
 
 
-def timeline_card(request: HttpRequest, request_id: int) -> HttpResponse:
-    """One request's timeline card, re-fetched by static/dashboard/timeline.js when an event names it."""
-    if not _may_look(request):
-        return HttpResponseForbidden("sign in first")
-    card = timeline.request_card(request_id, scope=scope_for(request))
-    if card is None:
-        raise Http404(f"no preemption request {request_id}")
-    return render(request, "dashboard/_timeline_request.html", {"card": card})
+@require_GET
+@data
+def preemptions_data(request, scope):
+    return {**preemptions.cards(scope, request.GET.dict()), "seq": stream.log().last("ledger")}
+
+
+@require_GET
+@data
+def decisions_data(request, scope):
+    return {**decisions.decisions(scope), "seq": stream.log().last("decisions")}
+
+
+@require_POST
+@data
+def what_if_data(request, scope):
+    """Multipart ``snapshot`` (a dump; else the live cluster) and ``podGroup``; without ``podGroup``
+    only the dump's gangs are listed. Nothing is executed or recorded."""
+    upload = request.FILES.get("snapshot")
+    podgroup = request.POST.get("podGroup") or ""
+    if not podgroup and request.content_type == "application/json":
+        podgroup = (json.loads(request.body or b"{}") or {}).get("podGroup", "")
+    try:
+        if upload is not None:
+            if upload.size > UPLOAD_LIMIT:
+                return {"error": f"the file is {upload.size} bytes; at most {UPLOAD_LIMIT} are read"}
+            objects = whatif.read_upload(upload)
+            listed = whatif.gangs_of(objects)
+            if not podgroup:
+                return {"gangs": listed}
+            return {"gangs": listed, **whatif.compare(objects, podgroup, None)}
+        if not podgroup:
+            return {"gangs": whatif.gangs_of(whatif.live_objects(), scope)}
+        if not scope.sees(podgroup.partition("/")[0]):
+            return {"error": f"no gang {podgroup} that you may see"}
+        return whatif.compare_live(podgroup, scope)
+    except SnapshotError as exc:
+        return {"error": str(exc)}
 
 
 def replay_page(request: HttpRequest) -> HttpResponse:
@@ -59,13 +231,13 @@ def replay_page(request: HttpRequest) -> HttpResponse:
 
     A simulation of a synthetic workload on the trace's cluster: no tenant's objects, so every reader sees it.
     """
-    if not _may_look(request):
+    if not reader(request).authenticated:
         return redirect_to_login(request.get_full_path())
     return render(request, "dashboard/replay.html", replay.latest())
 
 
 def replay_plot(request: HttpRequest, name: str) -> HttpResponse:
-    if not _may_look(request):
+    if not reader(request).authenticated:
         return HttpResponseForbidden("sign in first")
     path = replay.plot_path(name)
     if path is None:

@@ -32,7 +32,6 @@ from scheduler.simulation.state import (
     stable_uid,
     upsert_condition,
 )
-from scheduler.simulation.summary import build_summary
 from scheduler.simulation.workload import WorkloadGenerator
 
 SCHEDULED = "PodGroupInitiallyScheduled"
@@ -296,16 +295,10 @@ class SimulatedCluster:
         with self._lock:
             return list(self._events)
 
-    def summary(self) -> dict[str, Any]:
-        """What the dashboard draws: racks of nodes with per-GPU owners, waiting gangs, totals."""
+    def device_holders(self) -> dict[str, list[str | None]]:
+        """Which pod holds which GPU index of each node (``HoldsDevices``): indices stay put while a pod runs."""
         with self._lock:
-            summary = build_summary(self._nodes, self._gangs, self._pods, self._now, self._tick_count)
-            if self.devices == "dra":  # each GPU slot is a DRA device: the map names it
-                for rack in summary.get("racks", []):
-                    for node in rack["nodes"]:
-                        node["draDevices"] = [f"gpu-{i}" for i in range(len(node["gpus"]))]
-            summary["devices"] = self.devices
-            return summary
+            return {node.name: list(node.slots) for node in self._nodes}
 
     # --- time ------------------------------------------------------------------------------
 

@@ -188,7 +188,8 @@ def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypa
     assert (
         "reach the dashboard again" in ended.getMessage() and "6 decisions were dropped" in ended.getMessage()
     )
-    [message] = layer.sent
+    [envelope] = layer.sent
+    message = envelope["message"]  # numbered in its topic, in the envelope gangweb.events sends
     assert message["payload"]["dropped"] == 6 and message["payload"]["decisions"][0]["uid"] == "up"
 
 

@@ -4,7 +4,7 @@ in the rendered deploy/ must allow every call and grant nothing else (but the PE
 
 Scenarios per process (ServiceAccount gangweb-<process>):
 - webhook: the PodGroup list + watch `webhook serve` runs (admission.runtime.podgroup_watch);
-- web: the dashboard's cluster picture (gangweb.dashboard.live.cluster_state), the what-if plan
+- web: the dashboard's cluster picture (gangweb.dashboard.live.read_picture), the what-if plan
   (POST /api/plan/), through the Cluster that scheduler.preemption.runtime builds from the environment, and
   an API request with a Kubernetes token (TokenReview, RoleBindings, SubjectAccessReview);
 - worker: detection in enforce and observe mode (kube-scheduler's Preempted events), planning, the executor
@@ -126,13 +126,13 @@ def _eventually(predicate, timeout: float = 30.0) -> bool:
 
 
 def web_calls(environment) -> set[Call]:
-    from gangweb.dashboard.live import cluster_state
+    from gangweb.dashboard.live import read_picture
 
     with KubeTestServer() as server:
         server.load(small_cluster())
         environment(server)
-        picture = cluster_state()
-        assert picture.get("racks") and not picture.get("note"), picture
+        picture = read_picture()
+        assert picture.get("nodes") and not picture.get("note"), picture
         browser = Client()
         grant("platform", "viewer", all_namespaces=True)
         browser.force_login(User.objects.get(username="platform"))

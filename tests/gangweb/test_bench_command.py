@@ -40,7 +40,7 @@ def test_one_help_lists_every_benchmark():
     parser, choices = subparsers()
     assert (
         list(choices)
-        == ["engine", "webhook", "kube", "execution", "fanout", "watch", "api", "demo"]
+        == ["engine", "webhook", "kube", "execution", "fanout", "watch", "api", "demo", "live", "map"]
         == list(BENCHMARKS)
     )
     listing = " ".join(parser.format_help().split())

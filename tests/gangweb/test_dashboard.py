@@ -1,8 +1,8 @@
-"""The first dashboard page and its websocket, in process (Channels communicator, Django test client)."""
+"""The dashboard's pages, their JSON and the live stream ``ws/live/``, in process (Channels communicator,
+Django test client)."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
@@ -11,11 +11,13 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.db import connection, connections
 
+from gangweb.access.scope import VIEWER, Scope
 from gangweb.asgi import application
-from gangweb.dashboard import live
-from gangweb.events import publish
+from gangweb.dashboard import live, scoping, stream
+from gangweb.events import publish, send
 
 ORIGIN = [(b"origin", b"http://127.0.0.1")]
+PAGES = ["/", "/gangs/", "/gangs/team-a/job/", "/preemptions/", "/what-if/", "/decisions/"]
 # The auth middleware of the websocket stack closes stale connections, so even a socket touches the DB layer.
 pytestmark = [pytest.mark.usefixtures("small_simulation"), pytest.mark.django_db(transaction=True)]
 
@@ -23,133 +25,297 @@ pytestmark = [pytest.mark.usefixtures("small_simulation"), pytest.mark.django_db
 @pytest.fixture(autouse=True)
 async def close_sync_thread_connections():
     """Publishing opens a connection in asgiref's sync thread; close it so the test DB can be dropped."""
+    live.reset()
     yield
+    live.reset()
     await sync_to_async(connections.close_all)()
 
 
 async def connected() -> WebsocketCommunicator:
-    communicator = WebsocketCommunicator(application, "/ws/cluster/", headers=ORIGIN)
+    communicator = WebsocketCommunicator(application, "/ws/live/", headers=ORIGIN)
     ok, _ = await communicator.connect()
     assert ok
     return communicator
 
 
-def assert_is_a_state(message: dict, nodes: int = 16) -> dict:
-    assert message["event"] == "cluster.state"
-    state = message["payload"]
-    assert sum(len(rack["nodes"]) for rack in state["racks"]) == nodes
-    assert state["totals"]["gpus"] == nodes * 8
-    return state
-
-
-async def test_whole_picture_on_connect_then_a_fresh_one_each_tick():
+async def subscribed(topics: dict, backfill: dict | None = None) -> tuple[WebsocketCommunicator, dict]:
+    """A socket subscribed to ``topics``; what the server resent before its answer is read again first."""
     communicator = await connected()
-    first = assert_is_a_state(await communicator.receive_json_from(timeout=5))
-    assert [rack["name"] for rack in first["racks"]] == ["rack-0", "rack-1"]
-    assert all(len(node["gpus"]) == 8 for rack in first["racks"] for node in rack["nodes"])
+    await communicator.send_json_to({"type": "subscribe", "topics": topics, "backfill": backfill or {}})
+    early = []
+    while (message := await communicator.receive_json_from(timeout=10))["type"] != "subscribed":
+        early.extend(message["messages"] if message["type"] == "batch" else [message])
+    communicator.early = early
+    return communicator, message["topics"]
 
-    changes = await sync_to_async(live.tick_and_publish)()
-    update = assert_is_a_state(await communicator.receive_json_from(timeout=5))
-    assert update["tick"] == first["tick"] + 1
-    assert update["changes"] == changes
+
+async def next_of(communicator: WebsocketCommunicator, kind: str, timeout: float = 10) -> dict:
+    early = getattr(communicator, "early", [])
+    while early:
+        message = early.pop(0)
+        if message["type"] == kind:
+            return message
+    return await _next_of(communicator, kind, timeout)
+
+
+async def _next_of(communicator: WebsocketCommunicator, kind: str, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        message = await communicator.receive_json_from(timeout=left)
+        if message["type"] == "batch":
+            communicator.early = [*getattr(communicator, "early", []), *message["messages"]]
+            return await next_of(communicator, kind, max(left, 0.1))
+        if message["type"] == kind:
+            return message
+    raise TimeoutError(kind)
+
+
+async def test_a_map_change_arrives_as_a_small_numbered_delta():
+    picture, _ = await sync_to_async(live.current)()
+    communicator, topics = await subscribed({"map": None})
+    from scheduler.preemption.runtime import get_cluster
+
+    cluster = get_cluster()
+    deltas = []
+    for _ in range(40):  # until a square on the map moved
+        await sync_to_async(cluster.tick)()
+        await sync_to_async(live.refresh)()
+        if live.current()[1] > topics["map"] + len(deltas):
+            deltas.append(await next_of(communicator, "map.delta"))
+            if deltas[-1]["payload"]["nodes"]:
+                break
+    assert [d["seq"] for d in deltas] == list(range(topics["map"] + 1, topics["map"] + 1 + len(deltas)))
+    assert all(d["topic"] == "map" for d in deltas)
+    payload = deltas[-1]["payload"]
+    assert payload["nodes"] and all(len(entry[1]) == 8 for entry in payload["nodes"])
+    assert len(payload["nodes"]) < len(picture["nodes"]) or len(picture["nodes"]) <= 16
     await communicator.disconnect()
 
 
-async def test_other_dashboard_events_reach_the_browser_too():
-    communicator = await connected()
-    await communicator.receive_json_from(timeout=5)
+async def test_ledger_events_reach_the_subscribers_of_their_topic_only():
+    ledger, _ = await subscribed({"ledger": None})
+    decisions, _ = await subscribed({"decisions": None})
     await sync_to_async(publish)("plan.created", {"podGroup": "team-a/big", "reason": "evict two pods"})
-    message = await communicator.receive_json_from(timeout=5)
-    assert message["event"] == "plan.created"
+    message = await next_of(ledger, "plan.created")
     assert message["payload"] == {"podGroup": "team-a/big", "reason": "evict two pods"}
+    assert await decisions.receive_nothing(timeout=0.3)
+    await ledger.disconnect()
+    await decisions.disconnect()
+
+
+async def test_a_reconnect_resumes_after_the_last_number_without_loss_or_duplicate():
+    first, topics = await subscribed({"ledger": None})
+    seen = []
+    await sync_to_async(publish)("plan.created", {"podGroup": "team-a/a", "n": 1})
+    seen.append(await next_of(first, "plan.created"))
+    await first.disconnect()
+    # Offline: two more events happen.
+    for n in (2, 3):
+        await sync_to_async(publish)("plan.created", {"podGroup": "team-a/a", "n": n})
+    again, _ = await subscribed({"ledger": seen[-1]["seq"]})
+    await sync_to_async(publish)("plan.created", {"podGroup": "team-a/a", "n": 4})
+    for _ in range(3):
+        seen.append(await next_of(again, "plan.created"))
+    assert [m["payload"]["n"] for m in seen] == [1, 2, 3, 4]
+    assert [m["seq"] for m in seen] == list(range(topics["ledger"] + 1, topics["ledger"] + 5))
+    assert await again.receive_nothing(timeout=0.3), "nothing twice"
+    await again.disconnect()
+
+
+async def test_a_reader_that_missed_more_than_the_log_keeps_is_told_to_resync(monkeypatch):
+    monkeypatch.setitem(stream.KEEP, "activity", 3)
+    start = await sync_to_async(stream.log().last)("activity")
+    for n in range(6):
+        await sync_to_async(send)("cluster.gang-bound", {"podGroup": "team-a/x", "n": n})
+    communicator, _ = await subscribed({"activity": start})
+    message = await next_of(communicator, "resync")
+    assert message["topic"] == "activity" and message["seq"] == start + 6
     await communicator.disconnect()
 
 
-async def test_garbage_is_ignored_and_refresh_resends_the_picture():
+async def test_the_activity_feed_is_backfilled_on_load():
+    for n in range(3):
+        await sync_to_async(send)("cluster.gang-submitted", {"podGroup": f"team-a/g{n}", "gpus": 8})
+    communicator, _ = await subscribed({"activity": None}, {"activity": 2})
+    got = [await next_of(communicator, "cluster.gang-submitted") for _ in range(2)]
+    assert [m["payload"]["podGroup"] for m in got] == ["team-a/g1", "team-a/g2"]
+    assert all(m["backfill"] for m in got)
+    await communicator.disconnect()
+
+
+async def test_a_team_reader_gets_no_other_teams_news(monkeypatch):
+    team_a = Scope(user="alice", per_namespace={"team-a": VIEWER})
+    monkeypatch.setattr(scoping, "reader_scope", lambda user, public: team_a)
+    communicator, _ = await subscribed({"ledger": None, "decisions": None})
+    await sync_to_async(publish)("plan.created", {"podGroup": "team-b/secret", "reason": "b"})
+    await sync_to_async(send)(
+        "admission.decisions",
+        {
+            "decisions": [{"namespace": "team-b", "name": "p"}, {"namespace": "team-a", "name": "q"}],
+            "count": 2,
+        },
+    )
+    await sync_to_async(publish)("plan.created", {"podGroup": "team-a/mine", "reason": "a"})
+    decisions = await next_of(communicator, "admission.decisions")
+    assert [d["name"] for d in decisions["payload"]["decisions"]] == ["q"]
+    plan = await next_of(communicator, "plan.created")
+    assert plan["payload"]["podGroup"] == "team-a/mine"
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
+
+
+async def test_garbage_is_ignored_and_ping_answers():
     communicator = await connected()
-    await communicator.receive_json_from(timeout=5)
     await communicator.send_to(text_data="this is not json")
     await communicator.send_json_to(["not", "a", "request"])
+    await communicator.send_json_to({"type": "subscribe", "topics": "map"})
     assert await communicator.receive_nothing(timeout=0.3)
-    await communicator.send_json_to({"type": "refresh"})
-    assert_is_a_state(await communicator.receive_json_from(timeout=5))
+    await communicator.send_json_to({"type": "ping"})
+    assert (await communicator.receive_json_from(timeout=5))["type"] == "pong"
     await communicator.disconnect()
 
 
 async def test_the_socket_needs_a_login_outside_the_demo(settings):
     settings.DEMO = False
-    communicator = WebsocketCommunicator(application, "/ws/cluster/", headers=ORIGIN)
+    communicator = WebsocketCommunicator(application, "/ws/live/", headers=ORIGIN)
     ok, code = await communicator.connect()
     assert not ok
     assert code == 4401
 
 
-async def test_the_ticker_runs_once_per_loop_and_publishes(settings):
+async def test_the_ticker_runs_once_per_loop_and_publishes_deltas(settings):
     settings.GANGWEB_SIM_TICK_SECONDS = 0.05
-    communicator = await connected()  # connecting starts the ticker
+    communicator, topics = await subscribed({"map": None})  # connecting starts the ticker
     try:
-        first = assert_is_a_state(await communicator.receive_json_from(timeout=5))
         assert live.ensure_ticker() is live.ensure_ticker()
-        ticks = []
-        for _ in range(3):
-            ticks.append(assert_is_a_state(await communicator.receive_json_from(timeout=5))["tick"])
-        assert ticks == sorted(ticks) and ticks[0] > first["tick"]
+        seqs = [(await next_of(communicator, "map.delta"))["seq"] for _ in range(3)]
+        assert seqs == sorted(seqs) and seqs[0] > topics["map"] and len(set(seqs)) == 3
     finally:
         await live.stop_ticker()
         await communicator.disconnect()
 
 
-def test_the_page_carries_the_first_picture(client):
-    response = client.get("/")
-    assert response.status_code == 200
-    html = response.content.decode()
-    assert "/static/dashboard/cluster.js" in html and "/static/dashboard/cluster.css" in html
-    start = html.index('<script id="initial-state" type="application/json">') + len(
-        '<script id="initial-state" type="application/json">'
-    )
-    state = json.loads(html[start : html.index("</script>", start)])
-    assert sum(len(rack["nodes"]) for rack in state["racks"]) == 16
-    assert f'id="stat-allocated">{state["totals"]["allocatedGpus"]}<' in html
-    assert 'href="/login/?next=/"' in html  # the demo's anonymous reader may sign in
-
-
-def test_the_page_sends_anonymous_users_to_the_login_outside_the_demo(client, settings):
-    settings.DEMO = False
-    response = client.get("/")
-    assert response.status_code == 302
-    assert response["Location"].startswith("/login/?next=/")
-
-
-def test_signed_in_users_see_the_page_outside_the_demo(admin_client, settings):
-    settings.DEMO = False
-    response = admin_client.get("/")
-    assert response.status_code == 200
-    assert b"initial-state" in response.content and b"admin" in response.content
-
-
 async def test_events_published_from_a_plain_thread_arrive_promptly():
     # The eviction workers of the pipeline publish from their own threads, outside any event loop.
-    communicator = await connected()
-    await communicator.receive_json_from(timeout=5)
+    communicator, _ = await subscribed({"ledger": None})
     sent = threading.Event()
 
     def evictor_thread():
         try:
-            publish("eviction", {"pod": "team-a/worker-0", "state": "evicted"})
+            publish("eviction", {"podGroup": "team-a/big", "pod": "team-a/worker-0", "state": "evicted"})
             sent.set()
         finally:
             connection.close()  # as the pipeline's eviction threads do
 
     started = time.monotonic()
     threading.Thread(target=evictor_thread).start()
-    message = await communicator.receive_json_from(timeout=10)
-    assert message["event"] == "eviction" and message["payload"]["pod"] == "team-a/worker-0"
-    # A send that does not wake the server loop is seen only when the loop wakes for something else,
-    # here the receive's 10 s timeout; an ordinary wake-up takes milliseconds, a loaded machine's a few
-    # hundred. The bound tells the two apart without betting on the machine being quiet.
+    message = await next_of(communicator, "eviction")
+    assert message["payload"]["pod"] == "team-a/worker-0"
+    # A send that does not wake the server loop is seen only when the loop wakes for something else;
+    # an ordinary wake-up takes milliseconds, a loaded machine's a few hundred.
     assert time.monotonic() - started < 5.0
     assert sent.wait(timeout=5)
     await communicator.disconnect()
+
+
+# --- pages and their JSON ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_renders_its_shell(client, path):
+    response = client.get(path)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="data-urls"' in html and "/static/dashboard/common.js" in html
+    assert 'aria-current="page"' in html
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_the_pages_send_anonymous_users_to_the_login_outside_the_demo(client, settings, path):
+    settings.DEMO = False
+    response = client.get(path)
+    assert response.status_code == 302
+    assert "next=" in response["Location"]
+
+
+def test_the_header_names_the_signed_in_user_and_offers_sign_out(client, django_user_model, settings):
+    settings.DEMO = False
+    user = django_user_model.objects.create_superuser(
+        "ops", "ops@example.com", "pw", first_name="Olga", last_name="Ops"
+    )
+    client.force_login(user)
+    html = client.get("/").content.decode()
+    assert "Olga Ops" in html and "admin admin" not in html
+    assert 'action="/logout/"' in html and "Sign out" in html
+
+
+def test_the_picture_json_carries_its_sequence_number(client):
+    picture = client.get("/dashboard/data/picture").json()
+    assert len(picture["nodes"]) == 16 and picture["totals"]["gpus"] == 128
+    assert isinstance(picture["seq"], int)
+
+
+def test_the_gangs_json_filters_sorts_and_agrees_with_the_map(client):
+    everything = client.get("/dashboard/data/gangs").json()
+    picture = client.get("/dashboard/data/picture").json()
+    assert everything["count"] == len(picture["gangs"])
+    waiting = client.get("/dashboard/data/gangs", {"state": "waiting", "sort": "priority"}).json()
+    assert waiting["count"] == picture["totals"]["waitingGangs"] > 0
+    assert [g["priority"] for g in waiting["results"]] == sorted(
+        (g["priority"] for g in waiting["results"]), reverse=True
+    )
+    assert all(g["reason"].startswith("needs ") for g in waiting["results"])
+    one = waiting["results"][0]
+    found = client.get("/dashboard/data/gangs", {"q": one["name"]}).json()
+    assert one["key"] in [g["key"] for g in found["results"]]
+
+
+def test_one_gangs_json(client):
+    key = client.get("/dashboard/data/gangs", {"state": "waiting"}).json()["results"][0]["key"]
+    namespace, name = key.split("/")
+    detail = client.get(f"/dashboard/data/gangs/{namespace}/{name}").json()
+    assert detail["found"] and detail["gang"]["key"] == key
+    assert len(detail["pods"]) == detail["gang"]["pods"]
+    assert any(c["type"] == "PodGroupInitiallyScheduled" for c in detail["conditions"])
+
+
+def test_the_what_if_json_plans_with_three_policies_and_executes_nothing(client):
+    from scheduler.preemption.runtime import get_cluster
+
+    key = client.get("/dashboard/data/gangs", {"state": "waiting", "sort": "priority"}).json()["results"][0][
+        "key"
+    ]
+    before = get_cluster().snapshot_objects()
+    answer = client.post("/dashboard/data/what-if", {"podGroup": key}).json()
+    assert [p["policy"] for p in answer["plans"]] == ["gangweb", "kep5710", "legacy"]
+    assert get_cluster().snapshot_objects() == before
+    for plan in answer["plans"]:
+        if plan["feasible"] and plan["evictedPods"]:
+            assert any("victim" in s for n in plan["map"] for s in n["squares"])
+            assert " 1 pods" not in plan["summary"] and " 1 units" not in plan["summary"]
+
+
+def test_the_what_if_json_reads_an_uploaded_dump(client, tmp_path):
+    import yaml
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from scheduler.simulation import SimulatedCluster
+
+    cluster = SimulatedCluster(nodes=16, seed=11)
+    dump = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": cluster.snapshot_objects()}).encode()
+    listed = client.post(
+        "/dashboard/data/what-if", {"snapshot": SimpleUploadedFile("dump.yaml", dump)}
+    ).json()
+    waiting = [g["key"] for g in listed["gangs"] if g["state"] == "waiting"]
+    assert waiting
+    answer = client.post(
+        "/dashboard/data/what-if", {"snapshot": SimpleUploadedFile("dump.yaml", dump), "podGroup": waiting[0]}
+    ).json()
+    assert len(answer["plans"]) == 3
+    bad = client.post(
+        "/dashboard/data/what-if", {"snapshot": SimpleUploadedFile("x.yaml", b"{: nope")}
+    ).json()
+    assert "error" in bad
 
 
 def test_the_page_says_why_when_the_cluster_cannot_be_read(client, settings, monkeypatch, tmp_path):
@@ -159,6 +325,6 @@ def test_the_page_says_why_when_the_cluster_cannot_be_read(client, settings, mon
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     settings.GANGWEB_CLUSTER = "kube"
     reset_cluster()
-    response = client.get("/")
-    assert response.status_code == 200
-    assert "cannot read the cluster" in response.content.decode()
+    live.reset()
+    assert client.get("/").status_code == 200
+    assert "cannot read the cluster" in client.get("/dashboard/data/picture").json()["note"]

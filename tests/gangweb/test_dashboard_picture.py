@@ -1,4 +1,5 @@
-"""The dashboard picture of a cluster that is not simulated, built from its Kubernetes objects."""
+"""The GPU map's picture (gangweb/dashboard/picture.py): from any cluster's objects, with the simulation's
+device holders or by start order, cut to a reader's scope, and its deltas."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import time
 
 import pytest
 
-from gangweb.dashboard.picture import picture_from_objects
+from gangweb.access.scope import VIEWER, Scope
+from gangweb.dashboard import mapdelta, scoping
+from gangweb.dashboard.picture import build_picture
 from scheduler.simulation import SimulatedCluster, SteppedClock
 
 CREATED = "2027-01-15T08:00:00Z"
@@ -93,34 +96,38 @@ def priority_class(name, value):
     }
 
 
+def owned(picture):
+    return {n["name"]: sum(o is not None for o in n["gpus"]) for n in picture["nodes"]}
+
+
 @pytest.mark.parametrize("ticks", [0, 40])
-def test_agrees_with_the_simulated_clusters_own_picture(ticks):
+def test_holders_and_start_order_draw_the_same_counts(ticks):
+    """The simulation says which GPU each pod holds; without that the picture counts the same."""
     cluster = SimulatedCluster(nodes=32, seed=3, clock=SteppedClock())
     for _ in range(ticks):
         cluster.tick()
-    own = cluster.summary()
-    built = picture_from_objects(cluster.snapshot_objects(), now=cluster.now, cluster="simulated")
-    for key in ("gpus", "allocatedGpus", "freeGpus", "runningGangs", "pendingGangs", "pendingGpus", "nodes"):
-        assert built["totals"][key] == own["totals"][key], key
-
-    def per_node(picture):
-        return {
-            n["name"]: sum(o is not None for o in n["gpus"]) for r in picture["racks"] for n in r["nodes"]
-        }
-
-    def waiting(picture):
-        return sorted(picture["gangs"][p["gang"]]["podGroup"] for p in picture["pending"])
-
-    assert per_node(built) == per_node(own)
-    assert [r["name"] for r in built["racks"]] == [r["name"] for r in own["racks"]]
-    assert waiting(built) == waiting(own)
-
-    def waited(picture):
-        return {picture["gangs"][p["gang"]]["podGroup"]: p["waitingSeconds"] for p in picture["pending"]}
-
-    assert waited(built) == waited(own)
-    own_tiers = {t["priorityClass"]: t["allocatedGpus"] for t in own["tiers"] if t["allocatedGpus"]}
-    assert {t["priorityClass"]: t["allocatedGpus"] for t in built["tiers"] if t["allocatedGpus"]} == own_tiers
+    objects = cluster.snapshot_objects()
+    held = build_picture(objects, now=cluster.now, cluster="simulated", holders=cluster.device_holders())
+    counted = build_picture(objects, now=cluster.now, cluster="simulated")
+    assert held["totals"] == counted["totals"]
+    assert owned(held) == owned(counted)
+    assert [d["name"] for d in held["domains"]] == [f"rack-{i}" for i in range(4)]
+    assert held["totals"]["allocatedGpus"] == cluster.allocated_gpus
+    # Every square names the gang whose pod the simulation says holds it.
+    pod_gang = {
+        f"{p['metadata']['namespace']}/{p['metadata']['name']}": f"{p['metadata']['namespace']}/"
+        + p["spec"]["schedulingGroup"]["podGroupName"]
+        for p in objects
+        if p["kind"] == "Pod"
+    }
+    holders = cluster.device_holders()
+    for node in held["nodes"]:
+        for i, owner in enumerate(node["gpus"]):
+            expected = pod_gang.get(holders[node["name"]][i]) if holders[node["name"]][i] else None
+            assert (held["gangs"][owner]["key"] if owner is not None else None) == expected
+    waiting = [g for g in held["gangs"] if g["state"] == "waiting"]
+    assert held["totals"]["waitingGangs"] == len(waiting) and all(g["reason"] for g in waiting)
+    json.dumps(held)
 
 
 def test_reads_real_world_shapes():
@@ -136,68 +143,137 @@ def test_reads_real_world_shapes():
         pod("train-1", 4, "gpu-a", group="train", start="2027-01-15T08:05:00Z"),
         pod("notebook", 2, "gpu-b", priority_class="low", start="2027-01-15T07:00:00Z", limits_only=True),
         pod("done", 2, "gpu-b", phase="Succeeded"),
-        podgroup(
-            "eval",
-            "low",
-            2,
-            mode="single",
-            conditions=[
-                {
-                    "type": "PodGroupInitiallyScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "message": "0/4 nodes are available",
-                }
-            ],
-        ),
+        podgroup("eval", "low", 2, mode="single"),
         pod("eval-0", 1, group="eval"),
         pod("eval-1", 1, group="eval"),
     ]
+    objects[-1]["status"]["nominatedNodeName"] = "gpu-b"
+    objects.append(
+        {
+            "kind": "ResourceSlice",
+            "apiVersion": "resource.k8s.io/v1",
+            "metadata": {"name": "s"},
+            "spec": {"nodeName": "gpu-c", "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]},
+        }
+    )
     before = copy.deepcopy(objects)
-    picture = picture_from_objects(objects, now=NOW, cluster="kube")
+    picture = build_picture(objects, now=NOW, cluster="kube")
     assert objects == before, "the cluster's objects are read, never changed"
     json.dumps(picture)
 
-    nodes = {n["name"]: n for r in picture["racks"] for n in r["nodes"]}
+    nodes = {n["name"]: n for n in picture["nodes"]}
     assert set(nodes) == {"gpu-a", "gpu-b", "gpu-c"}  # a node without GPUs is not drawn
-    assert [r["name"] for r in picture["racks"]] == [
-        "zone-1",
-        "all nodes",
-    ]  # no rack label: zone, then one group
-    assert (nodes["gpu-a"]["ready"], nodes["gpu-b"]["ready"], nodes["gpu-c"]["ready"]) == (False, True, False)
+    # No rack label: the zone, then one domain for the rest.
+    assert [(d["name"], d["count"]) for d in picture["domains"]] == [("zone-1", 2), ("all nodes", 1)]
+    assert [n["name"] for n in picture["nodes"]] == ["gpu-a", "gpu-b", "gpu-c"]
+    assert (nodes["gpu-a"]["cordoned"], nodes["gpu-c"]["ready"]) == (True, False)
 
     gangs = picture["gangs"]
-    owners_b = [gangs[o]["podGroup"] if o is not None else None for o in nodes["gpu-b"]["gpus"]]
+    owners_b = [gangs[o]["key"] if o is not None else None for o in nodes["gpu-b"]["gpus"]]
     # The pod that started first holds the first GPUs; the finished pod holds none.
     assert owners_b == ["team-a/notebook"] * 2 + ["team-a/train"] * 4 + [None] * 2
-    train = next(g for g in gangs if g["podGroup"] == "team-a/train")
+    # The waiting pod nominated to gpu-b is drawn on a free square there.
+    nominated = [gangs[o]["key"] if o is not None else None for o in nodes["gpu-b"]["nominated"]]
+    assert nominated == [None] * 6 + ["team-a/eval", None]
+    # DRA devices from the node's ResourceSlice, after its extended-resource GPUs.
+    assert nodes["gpu-c"]["dra"] == [False, False, True, True] and len(nodes["gpu-c"]["gpus"]) == 4
+    train = next(g for g in gangs if g["key"] == "team-a/train")
     assert (train["priority"], train["tier"], train["disruption"], train["topology"]) == (
         1000,
         0,
         "all",
         True,
     )
-    assert (train["pods"], train["gpus"], train["runningPods"], train["state"]) == (2, 8, 2, "running")
+    assert (train["pods"], train["placed"], train["gpus"], train["state"]) == (2, 2, 8, "running")
 
     assert picture["totals"] == {
         "nodes": 3,
-        "gpus": 14,
+        "gpus": 16,
         "allocatedGpus": 10,
-        "freeGpus": 4,
+        "freeGpus": 2,  # gpu-a is cordoned and gpu-c not ready: their free GPUs are not free to use
+        "cordonedGpus": 4,
+        "nominatedGpus": 1,
         "runningGangs": 2,
-        "pendingGangs": 1,
-        "pendingGpus": 2,
+        "waitingGangs": 1,
+        "waitingGpus": 2,
     }
-    [waiting] = picture["pending"]
-    assert gangs[waiting["gang"]]["podGroup"] == "team-a/eval"
-    assert waiting["reason"] == "0/4 nodes are available"
+    waiting = next(g for g in gangs if g["key"] == "team-a/eval")
     assert waiting["waitingSeconds"] == 600  # since its pods were created
+    # Counted from the same picture: gpu-b has the 2 free GPUs its 2 pods of 1 GPU need.
+    assert waiting["reason"] == "needs 2 \u00d7 1 GPU; there is room now: waiting to be bound"
     assert [(t["priorityClass"], t["allocatedGpus"]) for t in picture["tiers"]] == [("high", 8), ("low", 2)]
 
 
+def test_the_reason_agrees_with_the_free_squares():
+    objects = [
+        priority_class("high", 1000),
+        node("n1", 8, {"topology.gangweb.io/rack": "r1"}),
+        node("n2", 8, {"topology.gangweb.io/rack": "r2"}),
+        pod("a", 6, "n1", start=CREATED),
+        pod("b", 5, "n2", start=CREATED),
+        podgroup("big", "high", 2, topology=True),
+        pod("big-0", 4, group="big"),
+        pod("big-1", 4, group="big"),
+        podgroup("wide", "high", 1),
+        pod("wide-0", 6, group="wide"),
+    ]
+    picture = build_picture(objects, now=NOW, cluster="kube")
+    rows = {g["key"]: g for g in picture["gangs"]}
+    assert picture["totals"]["freeGpus"] == 5
+    assert rows["team-a/big"]["reason"] == (
+        "needs 2 \u00d7 4 GPUs in one rack; the best rack (r2) has no room (3 GPUs free there)"
+    )
+    assert rows["team-a/wide"]["reason"] == "needs 1 \u00d7 6 GPUs; only 5 GPUs free in the cluster"
+
+
+def test_a_team_reader_sees_squares_of_other_teams_as_in_use_without_names():
+    cluster = SimulatedCluster(nodes=16, seed=5)
+    picture = build_picture(cluster.snapshot_objects(), now=cluster.now, cluster="simulated")
+    namespaces = sorted({g["namespace"] for g in picture["gangs"]})
+    mine = namespaces[0]
+    cut = scoping.cut_picture(picture, Scope(user="a", per_namespace={mine: VIEWER}))
+    text = json.dumps(cut)
+    for other in namespaces[1:]:
+        assert other not in text
+    assert cut["gangs"][-1]["label"] == "in use, other namespace"
+    assert cut["totals"]["allocatedGpus"] == picture["totals"]["allocatedGpus"], "squares stay taken"
+    assert owned(cut) == owned(picture)
+    assert cut["totals"]["waitingGangs"] == sum(
+        1 for g in picture["gangs"] if g["state"] == "waiting" and g["namespace"] == mine
+    )
+
+
+def test_a_delta_names_the_changed_nodes_and_cuts_to_the_scope():
+    cluster = SimulatedCluster(nodes=16, seed=5, clock=SteppedClock())
+    old = build_picture(
+        cluster.snapshot_objects(), now=cluster.now, cluster="s", holders=cluster.device_holders()
+    )
+    for _ in range(10):
+        cluster.tick()
+    new = build_picture(
+        cluster.snapshot_objects(), now=cluster.now, cluster="s", holders=cluster.device_holders()
+    )
+    delta = mapdelta.diff(old, new)
+    changed = {entry[0] for entry in delta["nodes"]}
+    assert changed == {i for i in range(16) if mapdelta.node_entry(old, i) != mapdelta.node_entry(new, i)}
+    assert changed, "ten ticks move something"
+    # Applying the delta to the old picture's keys gives the new picture's keys.
+    for index, owners, *_ in delta["nodes"]:
+        assert owners == mapdelta.node_entry(new, index)[1]
+    mine = new["gangs"][0]["namespace"]
+    cut = scoping.cut_delta(delta, Scope(user="a", per_namespace={mine: VIEWER}))
+    keys = {k for _, owners, *_ in cut["nodes"] for k in owners if k}
+    assert keys <= {k for k in keys if k == scoping.OTHER or k.startswith(mine + "/")}
+    assert all(g["namespace"] == mine for g in cut["gangs"])
+    # A node set that changed is no delta: browsers fetch the picture again.
+    smaller = {**new, "nodes": new["nodes"][:-1]}
+    assert mapdelta.diff(old, smaller) is None
+
+
 @pytest.mark.django_db
-def test_the_page_draws_a_real_api_server_cluster(client, settings, tmp_path):
+def test_the_picture_of_a_real_api_server_cluster(client, settings, tmp_path):
     """GANGWEB_CLUSTER=kube through the official client against the local API test server."""
+    from gangweb.dashboard import live
     from kubetestserver import KubeTestServer
     from scheduler.kube import KubeCluster
     from scheduler.preemption import runtime
@@ -208,23 +284,13 @@ def test_the_page_draws_a_real_api_server_cluster(client, settings, tmp_path):
     with KubeTestServer() as server:
         server.load(simulated.snapshot_objects())
         runtime.set_cluster(KubeCluster.from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig")))
+        live.reset()
         try:
-            response = client.get("/")
+            state = client.get("/dashboard/data/picture").json()
         finally:
             runtime.reset_cluster()
-    assert response.status_code == 200
-    html = response.content.decode()
-    start = html.index('type="application/json">') + len('type="application/json">')
-    state = json.loads(html[start : html.index("</script>", start)])
-    own = simulated.summary()
-    assert state["cluster"] == "kubernetes"  # drawn from the API's objects, not the simulation's own view
-    assert state["totals"]["allocatedGpus"] == own["totals"]["allocatedGpus"] > 0
-    assert state["totals"]["pendingGangs"] == own["totals"]["pendingGangs"]
-    assert sum(len(r["nodes"]) for r in state["racks"]) == 16
-    assert abs(time.time() - datetime_seconds(state["time"])) < 60
-
-
-def datetime_seconds(value: str) -> float:
-    from datetime import datetime
-
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            live.reset()
+    assert state["cluster"] == "kubernetes"  # drawn from the API's objects
+    assert state["totals"]["allocatedGpus"] == simulated.allocated_gpus > 0
+    assert len(state["nodes"]) == 16
+    assert abs(time.time() - state["time"]) < 60

@@ -9,68 +9,63 @@ import re
 import subprocess
 import sys
 import time
-from datetime import datetime
 
 import httpx
 import pytest
 import websockets
 
-from gangweb.events import DASHBOARD_GROUP, MESSAGE_TYPE
+from gangweb.events import MESSAGE_TYPE, group_for
 from tests.conftest import ROOT
 from tests.gangweb.conftest import EMBEDDED_DEFAULTS
 
 FAST_SMALL_SIMULATION = {**EMBEDDED_DEFAULTS, "GANGWEB_SIM_NODES": "16", "GANGWEB_SIM_TICK_SECONDS": "0.3"}
 
 
-async def next_state(ws, timeout: float = 10) -> dict:
-    """The next ``cluster.state`` payload, skipping other dashboard events."""
+async def next_of(ws, kind: str, timeout: float = 10) -> dict:
+    """The next message of type ``kind``, skipping others."""
     deadline = time.monotonic() + timeout
+    early = ws.__dict__.setdefault("early", [])
     while (remaining := deadline - time.monotonic()) > 0:
-        message = json.loads(await asyncio.wait_for(ws.recv(), remaining))
-        if message["event"] == "cluster.state":
-            return message["payload"]
-    raise TimeoutError(f"no cluster.state in {timeout}s")
+        while early:
+            if (message := early.pop(0))["type"] == kind:
+                return message
+        frame = json.loads(await asyncio.wait_for(ws.recv(), remaining))
+        early.extend(frame["messages"] if frame["type"] == "batch" else [frame])
+    raise TimeoutError(f"no {kind} in {timeout}s")
 
 
-def clock(state: dict) -> datetime:
-    """The simulated cluster's time (RFC 3339, whole seconds: ticks within one second share it)."""
-    return datetime.fromisoformat(state["time"].replace("Z", "+00:00"))
+async def map_deltas(address: str, count: int, headers: dict | None = None) -> tuple[dict, list[dict]]:
+    """The picture over HTTP, then ``count`` live map deltas that follow it."""
+    picture = httpx.get(f"http://{address}/dashboard/data/picture", headers=headers or {}, timeout=10).json()
+    async with websockets.connect(
+        f"ws://{address}/ws/live/", origin=f"http://{address}", additional_headers=headers or {}
+    ) as ws:
+        await ws.send(json.dumps({"type": "subscribe", "topics": {"map": picture["seq"]}}))
+        deltas = [await next_of(ws, "map.delta") for _ in range(count)]
+    return picture, deltas
 
 
-async def watch_until_the_clock_moves(address: str, updates: int, timeout: float = 60) -> list[dict]:
-    """The picture on connect, then at least ``updates`` ticks and as many more as it takes for the
-    simulated clock to show a later second. Ticks come every 0.3 s but the clock reads whole seconds,
-    so any fixed number of ticks may all fall within the second the picture showed."""
-    deadline = time.monotonic() + timeout
-    async with websockets.connect(f"ws://{address}/ws/cluster/", origin=f"http://{address}") as ws:
-        states = [await next_state(ws)]
-        while len(states) <= updates or clock(states[-1]) == clock(states[0]):
-            states.append(await next_state(ws, timeout=deadline - time.monotonic()))
-        return states
-
-
-def test_daphne_streams_the_picture_then_live_updates(asgi_server):
+def test_daphne_serves_the_picture_then_live_deltas(asgi_server):
     address = asgi_server(env=FAST_SMALL_SIMULATION)
     page = httpx.get(f"http://{address}/", timeout=10)
-    assert page.status_code == 200 and 'id="initial-state"' in page.text
-    assert httpx.get(f"http://{address}/static/dashboard/cluster.js", timeout=10).status_code == 200
+    assert page.status_code == 200 and 'id="gpu-map"' in page.text
+    for asset in ("dashboard/map.js", "dashboard/common.js", "vendor/uplot-1.6.32/uPlot.iife.min.js"):
+        assert httpx.get(f"http://{address}/static/{asset}", timeout=10).status_code == 200, asset
 
-    states = asyncio.run(watch_until_the_clock_moves(address, updates=3))
-    first = states[0]
-    assert sum(len(rack["nodes"]) for rack in first["racks"]) == 16
-    assert "changes" not in first  # the picture on connect is the whole state, not a tick
-    ticks = [s["tick"] for s in states[1:]]
-    assert ticks == sorted(set(ticks)) and ticks[0] > first["tick"]
-    assert all("changes" in s for s in states[1:])
-    times = [clock(s) for s in states]
-    assert times == sorted(times) and times[-1] > times[0]  # the simulated clock moves, never back
+    picture, deltas = asyncio.run(map_deltas(address, 3))
+    assert len(picture["nodes"]) == 16
+    seqs = [d["seq"] for d in deltas]
+    # Resumed from the picture's number: nothing skipped between it and the first delta, none twice.
+    assert seqs[0] <= picture["seq"] + 2 and seqs == sorted(set(seqs))
+    times = [d["payload"]["time"] for d in deltas]
+    assert times == sorted(times)
 
 
 def test_a_foreign_origin_cannot_open_the_stream(asgi_server):
     address = asgi_server(env=FAST_SMALL_SIMULATION)
 
     async def attempt():
-        async with websockets.connect(f"ws://{address}/ws/cluster/", origin="http://evil.example"):
+        async with websockets.connect(f"ws://{address}/ws/live/", origin="http://evil.example"):
             pass
 
     with pytest.raises(websockets.exceptions.InvalidStatus):
@@ -124,7 +119,7 @@ def test_with_redis_events_from_another_process_reach_the_browser(asgi_server, r
     address = asgi_server(env=env)
 
     async def anonymous():
-        async with websockets.connect(f"ws://{address}/ws/cluster/", origin=f"http://{address}"):
+        async with websockets.connect(f"ws://{address}/ws/live/", origin=f"http://{address}"):
             pass
 
     with pytest.raises(websockets.exceptions.InvalidStatus):
@@ -133,30 +128,29 @@ def test_with_redis_events_from_another_process_reach_the_browser(asgi_server, r
 
     async def scenario():
         async with websockets.connect(
-            f"ws://{address}/ws/cluster/", origin=f"http://{address}", additional_headers={"Cookie": cookie}
+            f"ws://{address}/ws/live/", origin=f"http://{address}", additional_headers={"Cookie": cookie}
         ) as ws:
-            first = await next_state(ws)
-            update = await next_state(ws)  # the server's own ticker publishing through Redis
-            assert update["tick"] > first["tick"]
-            # Another process (a Celery worker, say) publishes to the same group through Redis.
-            layer = RedisChannelLayer(hosts=[redis_url])
+            await ws.send(json.dumps({"type": "subscribe", "topics": {"map": None, "ledger": None}}))
+            await next_of(ws, "subscribed")
+            await next_of(ws, "map.delta")  # the server's own ticker publishing through Redis
+            # Another process (a Celery worker, say) publishes through the same Redis, numbered in its topic.
+            from gangweb.dashboard import stream
+
             marker = f"from-test-{time.time_ns()}"
+            message = {
+                "type": "plan.created",
+                "topic": "ledger",
+                "at": time.time(),
+                "payload": {"reason": marker},
+            }
+            seq = stream.RedisLog(redis_url).append("ledger", message)
+            layer = RedisChannelLayer(hosts=[redis_url])
             await layer.group_send(
-                DASHBOARD_GROUP,
-                {
-                    "type": MESSAGE_TYPE,
-                    "event": "plan.created",
-                    "at": time.time(),
-                    "payload": {"reason": marker},
-                },
+                group_for("ledger"), {"type": MESSAGE_TYPE, "message": {**message, "seq": seq}}
             )
             try:
-                deadline = time.monotonic() + 10
-                while time.monotonic() < deadline:
-                    message = json.loads(await asyncio.wait_for(ws.recv(), 10))
-                    if message["event"] == "plan.created" and message["payload"].get("reason") == marker:
-                        return True
-                return False
+                got = await next_of(ws, "plan.created")
+                return got["payload"]["reason"] == marker and got["seq"] == seq
             finally:
                 await layer.close_pools()
 

@@ -35,10 +35,17 @@ def admin_login(base_url: str, password: str) -> httpx.Response:
         )
 
 
-async def two_states(base_url: str) -> list[dict]:
+async def two_deltas(base_url: str) -> list[dict]:
     address = base_url.removeprefix("http://")
-    async with websockets.connect(f"ws://{address}/ws/cluster/", origin=base_url) as ws:
-        return [json.loads(await asyncio.wait_for(ws.recv(), 10))["payload"] for _ in range(2)]
+    async with websockets.connect(f"ws://{address}/ws/live/", origin=base_url) as ws:
+        await ws.send(json.dumps({"type": "subscribe", "topics": {"map": None}}))
+        out = []
+        while len(out) < 2:
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            for message in frame["messages"] if frame["type"] == "batch" else [frame]:
+                if message["type"] == "map.delta":
+                    out.append(message)
+        return out[:2]
 
 
 def test_demo_starts_serves_the_live_page_and_stops_cleanly(start_demo):
@@ -47,13 +54,14 @@ def test_demo_starts_serves_the_live_page_and_stops_cleanly(start_demo):
 
     page = httpx.get(f"{demo.base_url}/", timeout=10)
     assert page.status_code == 200
-    assert 'id="initial-state"' in page.text and "GPUs allocated" in page.text
+    assert 'id="gpu-map"' in page.text and "GPUs allocated" in page.text
     assert httpx.get(f"{demo.base_url}/healthz", timeout=10).json() == {"status": "ok"}
-    assert httpx.get(f"{demo.base_url}/static/dashboard/cluster.css", timeout=10).status_code == 200
+    assert httpx.get(f"{demo.base_url}/static/dashboard/dashboard.css", timeout=10).status_code == 200
 
-    states = asyncio.run(two_states(demo.base_url))
-    assert sum(len(r["nodes"]) for r in states[0]["racks"]) == 64  # the embedded default cluster
-    assert states[1]["tick"] > states[0]["tick"]  # the demo's own ticker moves the simulation
+    picture = httpx.get(f"{demo.base_url}/dashboard/data/picture", timeout=10).json()
+    assert len(picture["nodes"]) == 64  # the embedded default cluster
+    deltas = asyncio.run(two_deltas(demo.base_url))
+    assert deltas[1]["seq"] > deltas[0]["seq"]  # the demo's own ticker moves the simulation
 
     landed = admin_login(demo.base_url, demo.password)
     assert landed.url.path == "/admin/" and "Site administration" in landed.text
@@ -106,12 +114,14 @@ def test_the_demo_runs_gangwebs_pipeline_in_process(start_demo):
     async def pipeline_events() -> set[str]:
         seen: set[str] = set()
         address = demo.base_url.removeprefix("http://")
-        async with websockets.connect(f"ws://{address}/ws/cluster/", origin=demo.base_url) as ws:
+        async with websockets.connect(f"ws://{address}/ws/live/", origin=demo.base_url) as ws:
+            await ws.send(json.dumps({"type": "subscribe", "topics": {"ledger": None}}))
             deadline = asyncio.get_running_loop().time() + 40
             while (
                 not {"plan.created", "gang.placed"} <= seen and asyncio.get_running_loop().time() < deadline
             ):
-                seen.add(json.loads(await asyncio.wait_for(ws.recv(), 10))["event"])
+                frame = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                seen.update(m["type"] for m in (frame["messages"] if frame["type"] == "batch" else [frame]))
         return seen
 
     seen = asyncio.run(pipeline_events())
@@ -162,7 +172,8 @@ def test_stops_cleanly_while_a_browser_is_still_watching(start_demo):
     address = demo.base_url.removeprefix("http://")
 
     async def watch_while_stopping() -> str:
-        async with websockets.connect(f"ws://{address}/ws/cluster/", origin=demo.base_url) as ws:
+        async with websockets.connect(f"ws://{address}/ws/live/", origin=demo.base_url) as ws:
+            await ws.send(json.dumps({"type": "subscribe", "topics": {"map": None}}))
             await asyncio.wait_for(ws.recv(), 10)
             demo.proc.send_signal(signal.SIGTERM)
             try:

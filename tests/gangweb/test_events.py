@@ -44,7 +44,7 @@ def test_an_outage_is_logged_once_at_each_end_and_never_raises(layer, caplog):
     assert "not reaching the dashboard" in started.getMessage() and "6379" in started.getMessage()
     assert not started.exc_info and not ended.exc_info  # no tracebacks
     assert "again" in ended.getMessage() and "20 events were dropped" in ended.getMessage()
-    assert [m["payload"]["n"] for m in layer.sent] == [20, 21]
+    assert [m["message"]["payload"]["n"] for m in layer.sent] == [20, 21]
 
 
 def test_send_raises_for_callers_that_count_their_losses(layer):

@@ -111,3 +111,23 @@ def test_a_websocket_to_an_unknown_path_is_refused_not_a_server_error(asgi_serve
     with pytest.raises(websockets.InvalidStatus) as refused:
         asyncio.run(connect())
     assert refused.value.response.status_code == 403
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("small_simulation")
+def test_metrics_name_every_route_the_same_way_and_gauge_the_map(client):
+    from gangweb.dashboard import live
+
+    live.reset()
+    client.get("/")
+    client.get("/dashboard/data/gangs")
+    client.get("/api/requests/")
+    live.refresh()
+    text = client.get("/metrics").content.decode()
+    for route in ("dashboard:overview", "dashboard:data-gangs", "api:request-list"):
+        assert f'route="{route}"' in text, route
+    assert 'route="api/requests/$"' not in text
+    picture, _ = live.current()
+    assert f'gangweb_gpus{{state="allocated"}} {float(picture["totals"]["allocatedGpus"])}' in text
+    assert f"gangweb_waiting_gangs {float(picture['totals']['waitingGangs'])}" in text
+    live.reset()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.cluster import BoundedCalls, Cluster, FreshSnapshots, ListsEvents, Summarizes
+from scheduler.cluster import BoundedCalls, Cluster, FreshSnapshots, HoldsDevices, ListsEvents
 
-ABILITIES = (FreshSnapshots, ListsEvents, BoundedCalls, Summarizes)
+ABILITIES = (FreshSnapshots, ListsEvents, BoundedCalls, HoldsDevices)
 
 
 @pytest.fixture
@@ -30,12 +30,12 @@ def test_the_kube_adapter_relists_lists_events_and_bounds_its_calls(kube_cluster
     assert kube_cluster.request_timeout == sum(kube_cluster.timeout)
 
 
-def test_the_simulation_draws_its_own_picture():
+def test_the_simulation_says_which_pod_holds_which_gpu():
     from scheduler.simulation import SimulatedCluster
 
     simulated = SimulatedCluster(nodes=8, seed=1)
     assert isinstance(simulated, Cluster)
-    assert abilities(simulated) == {Summarizes}
+    assert abilities(simulated) == {HoldsDevices}
 
 
 def test_a_plain_cluster_has_none_of_them():

@@ -31,10 +31,12 @@ BENCHMARKS = {
     "watch": "scheduler.bench.watch",
     "api": "gangweb.api.bench",
     "demo": "gangweb.demo_bench",
+    "live": "gangweb.dashboard.bench_live",
+    "map": "gangweb.dashboard.bench_map",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
-NEEDS_LEDGER = {"execution", "api", "watch"}
-NEEDS_REDIS = {"watch"}
+NEEDS_LEDGER = {"execution", "api", "watch", "live"}
+NEEDS_REDIS = {"watch", "live"}
 
 
 class _OneLineParser(CommandParser):
@@ -102,7 +104,7 @@ class Command(BaseCommand):
             except OperationalError as exc:
                 raise CommandError(f"cannot use the database: {str(exc).strip().splitlines()[-1]}") from None
         if benchmark in NEEDS_REDIS and not os.environ.get("REDIS_URL"):
-            raise CommandError(f"set REDIS_URL (bench {benchmark} runs Celery tasks through Redis)")
+            raise CommandError(f"set REDIS_URL (bench {benchmark} needs Redis)")
         django_options = {
             "verbosity",
             "settings",

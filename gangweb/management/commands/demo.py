@@ -138,7 +138,10 @@ class Command(BaseCommand):
             sock.bind((host, port))
         except OSError as exc:
             sock.close()
-            raise CommandError(f"cannot listen on {host}:{port} ({exc.strerror}); try --port") from None
+            raise CommandError(
+                f"cannot listen on {host}:{port} ({exc.strerror}); try another port: "
+                f"GANGWEB_PORT={port + 1} make demo (or manage.py demo --port {port + 1})"
+            ) from None
         sock.listen(128)
         sock.set_inheritable(True)
         return sock

@@ -36,6 +36,7 @@ from scheduler.preemption.execution.evictor import (
 from scheduler.preemption.execution.recheck import read_fresh, recheck, recheck_reads
 from scheduler.preemption.models import Eviction, EvictionState, Plan, PlanSource, RequestState
 from scheduler.preemption.planning import fresh_objects, reservation_overrides, reserve_room
+from scheduler.words import plural
 
 logger = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ def _evict_all(calls: Calls, plan: Plan, retry: RetryPolicy) -> Outcome:
     if not broken:
         evicted = sum(len(m) for m in by_unit.values())
         reason = (
-            f"evicted {evicted} pods in {len(by_unit)} units; the gang fits now"
+            f"evicted {plural(evicted, 'pod')} in {plural(len(by_unit), 'unit')}; the gang fits now"
             if evicted
             else "the gang fits without evicting anyone"
         )
@@ -227,7 +228,7 @@ def _evict_all(calls: Calls, plan: Plan, retry: RetryPolicy) -> Outcome:
                 plan=plan,
                 data={"unit": unit, "evicted": done, "left": left},
             )
-    reason = f"{len(broken)} victim units could not be fully evicted: {', '.join(sorted(broken))}"
+    reason = f"{plural(len(broken), 'victim unit')} could not be fully evicted: {', '.join(sorted(broken))}"
     ledger.finish(request.pk, RequestState.FAILED, reason)
     _condition(cluster, plan, "False", "EvictionFailed", reason)
     return Outcome(RequestState.FAILED, reason)

@@ -32,6 +32,7 @@ from scheduler.preemption.models import (
     RequestState,
 )
 from scheduler.preemption.planning import PodFacts
+from scheduler.words import plural
 
 
 def open_request(
@@ -137,7 +138,8 @@ def record_plan(
                 )
             note(
                 "plan.created",
-                f"plan {stored.pk}: {len(stored.evictions)} pods in {stored.victim_units} units; {stored.reason}",
+                f"plan {stored.pk}: {plural(len(stored.evictions), 'pod')} in {plural(stored.victim_units, 'unit')}; "
+                f"{stored.reason}",
                 request=request,
                 plan=stored,
                 data={"plan": stored.as_gang_plan(), "plannedBy": planned_by},

@@ -31,18 +31,18 @@ def test_a_non_staff_user_signs_in_and_lands_where_they_were_going(viewer):
     client = Client(enforce_csrf_checks=True)
     page = client.get("/")
     assert page.status_code == 302 and page["Location"] == "/login/?next=/"
-    form = client.get("/login/?next=/timeline/")
+    form = client.get("/login/?next=/preemptions/")
     assert form.status_code == 200 and b"Sign in" in form.content and b"/admin/" not in form.content
     response = client.post(
         "/login/",
         {
             "username": "vera",
             "password": "a long password for vera",
-            "next": "/timeline/",
+            "next": "/preemptions/",
             "csrfmiddlewaretoken": csrf_of(form),
         },
     )
-    assert response.status_code == 302 and response["Location"] == "/timeline/"
+    assert response.status_code == 302 and response["Location"] == "/preemptions/"
     page = client.get("/")
     assert page.status_code == 200 and b"vera" in page.content and b'action="/logout/"' in page.content
 
@@ -99,10 +99,10 @@ def test_session_posts_to_the_api_need_the_csrf_token(viewer):
     assert response.status_code == 403 and "CSRF" in response.json()["detail"]
 
 
-def test_a_scoped_reader_sees_only_their_namespaces_on_the_timeline(viewer, make_request):
+def test_a_scoped_reader_sees_only_their_namespaces_on_the_preemptions_page(viewer, make_request):
     make_request("team-a", execute_it=False)
     make_request("team-b", execute_it=False)
     client = Client()
     client.force_login(viewer)
-    html = client.get("/timeline/").content.decode()
-    assert "team-a/" in html and "team-b/" not in html
+    text = client.get("/dashboard/data/preemptions").content.decode()
+    assert "team-a" in text and "team-b" not in text

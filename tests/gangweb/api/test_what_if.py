@@ -46,8 +46,10 @@ def api(client, reader, settings):
 
 
 def waiting_gangs(cluster: SimulatedCluster) -> list[str]:
-    state = cluster.summary()
-    return [state["gangs"][row["gang"]]["podGroup"] for row in state["pending"]]
+    from gangweb.dashboard.picture import build_picture
+
+    picture = build_picture(cluster.snapshot_objects(), now=cluster.now, cluster="simulated")
+    return [g["key"] for g in picture["gangs"] if g["state"] == "waiting"]
 
 
 def pod_gpus(cluster: SimulatedCluster) -> dict[str, int]:

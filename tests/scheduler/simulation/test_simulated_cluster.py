@@ -47,7 +47,7 @@ def test_timestamps_follow_the_wall_clock_by_default():
         parse_time(p["status"]["startTime"]) for p in of_kind(objects, "Pod") if p["spec"].get("nodeName")
     ]
     assert stamps and max(stamps) <= time.time()
-    assert abs(parse_time(cluster.summary()["time"]) - before) < 5
+    assert abs(cluster.now - before) < 5
 
 
 def parse_time(value: str) -> float:
@@ -178,49 +178,38 @@ def test_running_pods_fit_their_nodes_and_gangs_keep_their_rules():
                 assert len({racks[p["spec"]["nodeName"]] for p in bound}) == 1, f"{key} spans racks"
 
 
-def test_summary_agrees_with_the_snapshot():
+def free_gpus(cluster: SimulatedCluster) -> int:
+    return sum(owner is None for slots in cluster.device_holders().values() for owner in slots)
+
+
+def waiting_podgroups(objects: list[dict]) -> list[dict]:
+    return [
+        g
+        for g in of_kind(objects, "PodGroup")
+        if not any(p["spec"].get("nodeName") for p in pods_of(objects, object_key(g)))
+    ]
+
+
+def test_device_holders_agree_with_the_snapshot():
     cluster = advanced(ticks=25)
-    summary, objects = cluster.summary(), cluster.snapshot_objects()
-    requested = sum(
-        int(p["spec"]["containers"][0]["resources"]["requests"][GPU])
-        for p in of_kind(objects, "Pod")
-        if p["spec"].get("nodeName")
-    )
-    totals = summary["totals"]
-    assert totals["gpus"] == 512
-    assert totals["allocatedGpus"] == requested == 512 - totals["freeGpus"]
-    assert sum(t["allocatedGpus"] for t in summary["tiers"]) == requested
-    node_rows = [n for rack in summary["racks"] for n in rack["nodes"]]
-    assert len(summary["racks"]) == 8 and len(node_rows) == 64
-    # Every GPU square names a gang that really has a pod on that node, and the pod holds that many GPUs.
-    pods = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in of_kind(objects, "Pod")}
-    for row in node_rows:
-        for owner in filter(lambda o: o is not None, row["gpus"]):
-            gang = summary["gangs"][owner]
-            assert any(p["spec"].get("nodeName") == row["name"] for p in pods_of(objects, gang["podGroup"]))
-        for held in row["pods"]:
-            pod = pods[held["pod"]]
-            assert pod["spec"]["nodeName"] == row["name"]
-            assert len(held["gpus"]) == int(pod["spec"]["containers"][0]["resources"]["requests"][GPU])
-        assert sum(len(h["gpus"]) for h in row["pods"]) == sum(o is not None for o in row["gpus"])
-    pending_groups = {summary["gangs"][p["gang"]]["podGroup"] for p in summary["pending"]}
-    unbound = {
-        key
-        for key in (
-            f"{g['metadata']['namespace']}/{g['metadata']['name']}" for g in of_kind(objects, "PodGroup")
-        )
-        if not any(p["spec"].get("nodeName") for p in pods_of(objects, key))
-    }
-    assert pending_groups == unbound
-    assert totals["pendingGangs"] == len(unbound)
-    json.dumps(summary)  # what the websocket sends must be JSON
+    holders, objects = cluster.device_holders(), cluster.snapshot_objects()
+    assert len(holders) == 64 and all(len(slots) == 8 for slots in holders.values())
+    bound = {object_key(p): p for p in of_kind(objects, "Pod") if p["spec"].get("nodeName")}
+    held: Counter = Counter()
+    for node, slots in holders.items():
+        for owner in filter(None, slots):
+            assert bound[owner]["spec"]["nodeName"] == node, f"{owner} holds a GPU of a node it is not on"
+            held[owner] += 1
+    for key, pod in bound.items():
+        assert held[key] == int(pod["spec"]["containers"][0]["resources"]["requests"][GPU]), key
+    json.dumps(holders)
 
 
 def test_the_generator_keeps_the_cluster_moving():
     cluster = SimulatedCluster(nodes=64, seed=7)
     kinds = Counter(change["type"] for _ in range(300) for change in cluster.tick())
     assert kinds["gang-submitted"] > 10 and kinds["gang-bound"] > 10 and kinds["gang-finished"] > 10
-    assert 0.6 < cluster.summary()["totals"]["allocatedGpus"] / 512 <= 1
+    assert 0.6 < (512 - free_gpus(cluster)) / 512 <= 1
 
 
 # --- the write paths of the Cluster protocol ------------------------------------------------
@@ -296,12 +285,12 @@ def test_eviction_frees_the_gpus_and_the_controller_recreates_the_gang():
     )
     key = object_key(group)
     members = pods_of(objects, key)
-    free_before = cluster.summary()["totals"]["freeGpus"]
+    free_before = free_gpus(cluster)
     for pod in members:
         assert cluster.evict(pod["metadata"]["namespace"], pod["metadata"]["name"]).code == 201
         assert cluster.get_pod(pod["metadata"]["namespace"], pod["metadata"]["name"]) is None
     gpus = sum(int(p["spec"]["containers"][0]["resources"]["requests"][GPU]) for p in members)
-    assert cluster.summary()["totals"]["freeGpus"] == free_before + gpus
+    assert free_gpus(cluster) == free_before + gpus
     changes = cluster.tick()
     assert {"type": "pod-evicted", "podGroup": key}.items() <= changes[0].items()
     assert any(c["type"] == "gang-restarted" and c["podGroup"] == key for c in changes)
@@ -372,10 +361,11 @@ def test_conditions_and_events_are_recorded():
 def test_a_plan_replayed_on_the_simulation_places_the_waiting_gang():
     engine = pytest.importorskip("scheduler.engine")
     cluster = SimulatedCluster(nodes=64, seed=7)
-    summary = cluster.summary()
-    assert summary["pending"], "seed 7 starts with gangs waiting"
-    waiting = max((summary["gangs"][p["gang"]] for p in summary["pending"]), key=lambda g: g["priority"])
-    plan = engine.plan(engine.parse_snapshot(cluster.snapshot_objects()), waiting["podGroup"]).to_dict()
+    objects = cluster.snapshot_objects()
+    pending = waiting_podgroups(objects)
+    assert pending, "seed 7 starts with gangs waiting"
+    waiting = {"podGroup": object_key(max(pending, key=lambda g: g["spec"]["priority"]))}
+    plan = engine.plan(engine.parse_snapshot(objects), waiting["podGroup"]).to_dict()
     assert plan["feasible"] and plan["evictions"]
     for key in plan["evictions"]:
         assert cluster.evict(*split_key(key), dry_run=True).ok
@@ -396,11 +386,12 @@ def test_concurrent_callers_see_a_consistent_cluster():
 
     def reader():
         for _ in range(100):
-            summary = cluster.summary()
-            owned = sum(
-                1 for rack in summary["racks"] for n in rack["nodes"] for o in n["gpus"] if o is not None
-            )
-            assert owned == summary["totals"]["allocatedGpus"]
+            # One read is one moment: no pod holds GPUs on two nodes at once.
+            nodes_of: dict[str, set[str]] = defaultdict(set)
+            for node, slots in cluster.device_holders().items():
+                for owner in filter(None, slots):
+                    nodes_of[owner].add(node)
+            assert all(len(nodes) == 1 for nodes in nodes_of.values())
 
     def evictor():
         for _ in range(50):

@@ -1,0 +1,215 @@
+// gangweb dashboard, shared by every page: theme, formatting, JSON fetches and the live stream.
+// Every string from the server goes through textContent, never innerHTML.
+(function () {
+  "use strict";
+
+  const urls = JSON.parse(document.getElementById("data-urls").textContent);
+  const $ = (id) => document.getElementById(id);
+
+  function el(tag, className, text) {
+    const e = document.createElement(tag);
+    if (className) e.className = className;
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  }
+
+  function plural(n, word, many) {
+    return `${n} ${n === 1 ? word : many || word + "s"}`;
+  }
+
+  function duration(seconds) {
+    seconds = Math.max(0, Math.round(seconds));
+    if (seconds < 60) return `${seconds}s`;
+    const m = Math.floor(seconds / 60);
+    return m < 60 ? `${m}m` : `${Math.floor(m / 60)}h ${m % 60}m`;
+  }
+
+  function clock(iso) {
+    if (!iso) return "";
+    const d = typeof iso === "number" ? new Date(iso * 1000) : new Date(iso);
+    return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  }
+
+  function csrf() {
+    const input = document.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  async function getJSON(url, params) {
+    const q = params ? "?" + new URLSearchParams(params).toString() : "";
+    // No custom headers: a request the page preloads (the map's picture) must match to be reused.
+    const answer = await fetch(url + q, { credentials: "include", mode: "cors" });
+    if (!answer.ok) throw new Error(`${url}: HTTP ${answer.status}`);
+    return answer.json();
+  }
+
+  async function postForm(url, form) {
+    const answer = await fetch(url, {
+      method: "POST",
+      body: form,
+      headers: { "X-CSRFToken": csrf(), Accept: "application/json" },
+      credentials: "same-origin",
+    });
+    if (!answer.ok) throw new Error(`${url}: HTTP ${answer.status}`);
+    return answer.json();
+  }
+
+  function gangUrl(namespace, name) {
+    return urls.gangPage.replace("NS", encodeURIComponent(namespace)).replace("NAME", encodeURIComponent(name));
+  }
+
+  // --- colours: hue per tier or per namespace, lightness per gang shade -----------------------------
+
+  const TIER_HUES = [350, 28, 205, 150, 270, 55];
+  function hashHue(text) {
+    let h = 2166136261;
+    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+    return ((h >>> 0) % 360);
+  }
+  function gangColour(gang, by) {
+    if (!gang || gang.other) return null;
+    const hue = by === "namespace" ? hashHue(gang.namespace || "") : TIER_HUES[(gang.tier || 0) % TIER_HUES.length];
+    const dark = document.documentElement.dataset.resolvedTheme === "dark";
+    const light = (dark ? 44 : 34) + (gang.shade || 0) * 5;
+    return `hsl(${hue} 70% ${light}%)`;
+  }
+
+  // --- theme ------------------------------------------------------------------------------------
+
+  const themeListeners = [];
+  function resolveTheme() {
+    const chosen = document.documentElement.dataset.theme;
+    const dark = chosen ? chosen === "dark" : matchMedia("(prefers-color-scheme: dark)").matches;
+    document.documentElement.dataset.resolvedTheme = dark ? "dark" : "light";
+    themeListeners.forEach((f) => f());
+  }
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", resolveTheme);
+  resolveTheme();
+  const toggle = $("theme-toggle");
+  if (toggle) {
+    toggle.addEventListener("click", () => {
+      const next = document.documentElement.dataset.resolvedTheme === "dark" ? "light" : "dark";
+      document.documentElement.dataset.theme = next;
+      localStorage.setItem("gangweb-theme", next);
+      resolveTheme();
+    });
+  }
+
+  // --- the live stream ----------------------------------------------------------------------------
+  // One socket per page. subscribe(topic, handler, {after, backfill, onResync}); the client keeps the
+  // last sequence number applied per topic, drops what it has seen, and resumes from there on reconnect.
+
+  const live = {
+    socket: null,
+    topics: new Map(), // topic -> {last, handler, backfill, onResync}
+    retry: 500,
+    updates: 0,
+    listeners: [], // [type, fn]: every delivered message of that type, after its topic's handler
+    on(type, fn) {
+      this.listeners.push([type, fn]);
+    },
+    subscribe(topic, handler, options) {
+      const o = options || {};
+      this.topics.set(topic, { last: o.after ?? null, handler, backfill: o.backfill || 0, onResync: o.onResync });
+      if (this.socket && this.socket.readyState === 1) this.sendSubscribe([topic]);
+    },
+    setLast(topic, seq) {
+      const t = this.topics.get(topic);
+      if (t) t.last = seq;
+    },
+    sendSubscribe(names) {
+      const topics = {};
+      const backfill = {};
+      for (const name of names) {
+        const t = this.topics.get(name);
+        topics[name] = t.last;
+        if (t.last === null && t.backfill) backfill[name] = t.backfill;
+      }
+      this.socket.send(JSON.stringify({ type: "subscribe", topics, backfill }));
+    },
+    connect() {
+      const scheme = location.protocol === "https:" ? "wss" : "ws";
+      const socket = new WebSocket(`${scheme}://${location.host}${urls.live}`);
+      this.socket = socket;
+      setConn("connecting", "connecting…");
+      socket.onopen = () => {
+        this.retry = 500;
+        setConn("live", "live");
+        if (this.topics.size) this.sendSubscribe([...this.topics.keys()]);
+      };
+      socket.onmessage = (e) => this.receive(JSON.parse(e.data));
+      socket.onclose = (e) => {
+        if (e.code === 4401 || e.code === 4403) {
+          setConn("closed", "signed out");
+          return;
+        }
+        setConn("offline", "reconnecting…");
+        setTimeout(() => this.connect(), this.retry);
+        this.retry = Math.min(this.retry * 2, 10000);
+      };
+    },
+    receive(message) {
+      if (message.type === "batch") {
+        for (const m of message.messages) this.receive(m);
+        return;
+      }
+      if (message.type === "subscribed" || message.type === "pong") {
+        for (const [name, seq] of Object.entries(message.topics || {})) {
+          const t = this.topics.get(name);
+          if (t && t.last === null) t.last = seq;
+        }
+        return;
+      }
+      const t = this.topics.get(message.topic);
+      if (!t) return;
+      if (message.type === "resync") {
+        t.last = message.seq;
+        if (t.onResync) t.onResync(message.seq);
+        return;
+      }
+      if (!message.backfill) {
+        if (t.last !== null && message.seq <= t.last) return; // seen already
+        t.last = message.seq;
+      }
+      this.updates += 1;
+      window.gangwebUpdates = this.updates;
+      t.handler(message);
+      for (const [type, fn] of this.listeners) if (type === message.type) fn(message);
+    },
+  };
+
+  function setConn(state, label) {
+    const conn = $("conn");
+    if (!conn) return;
+    conn.dataset.state = state;
+    conn.querySelector(".label").textContent = label;
+  }
+
+  // The header's waiting approvals, on every page.
+  function showApprovals(list) {
+    const a = $("approvals");
+    if (!a) return;
+    a.hidden = !list.length;
+    a.textContent = plural(list.length, "waiting approval");
+  }
+
+  // Filters in the URL: read them into a form, write the form back into the URL.
+  function formToURL(form) {
+    const params = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (v) params.set(k, v);
+    history.replaceState(null, "", params.toString() ? `?${params}` : location.pathname);
+    return Object.fromEntries(params);
+  }
+  function urlToForm(form) {
+    const params = new URLSearchParams(location.search);
+    for (const field of form.elements) if (field.name && params.has(field.name)) field.value = params.get(field.name);
+    return Object.fromEntries(params);
+  }
+
+  window.gangweb = {
+    urls, $, el, plural, duration, clock, getJSON, postForm, gangUrl, gangColour, live,
+    showApprovals, formToURL, urlToForm, onTheme: (f) => themeListeners.push(f),
+  };
+  window.gangwebUpdates = 0;
+  window.addEventListener("load", () => live.connect());
+})();

@@ -1,0 +1,201 @@
+// Overview: the GPU map, headline figures, the history chart, waiting gangs and the activity feed.
+(function () {
+  "use strict";
+  const g = window.gangweb;
+  const { $, el, plural } = g;
+  const MAX_ACTIVITY = 60;
+
+  const map = new GpuMap($("gpu-map"));
+  window.gangwebMap = map;
+  let buffered = null; // deltas that arrive while the picture is being fetched again
+
+  // --- the map and what is counted from it -----------------------------------------------------
+
+  async function loadPicture() {
+    buffered = buffered || [];
+    const picture = await g.getJSON(g.urls.picture);
+    performance.mark("map-picture-fetched");
+    map.setPicture(picture);
+    g.live.setLast("map", picture.seq);
+    const late = buffered.filter((m) => m.seq > picture.seq);
+    buffered = null;
+    late.forEach((m) => map.applyDelta(m.payload));
+    $("map-note").textContent = picture.note || "";
+    $("map-note").hidden = !picture.note;
+    showFigures();
+    renderLegend();
+    return picture;
+  }
+
+  function onMap(message) {
+    if (message.type === "map.reset") return loadPicture();
+    if (buffered) return buffered.push(message);
+    map.applyDelta(message.payload);
+    if (message.payload.time) map.picture.time = message.payload.time;
+    showFigures();
+  }
+
+  function counted() {
+    let allocated = 0;
+    let free = 0;
+    for (let i = 0; i < map.nodes.length; i++) {
+      for (let s = map.start[i]; s < map.start[i + 1]; s++) {
+        if (map.owner[s] !== -1) allocated += 1;
+        else if (!map.cordoned[i]) free += 1;
+      }
+    }
+    const waiting = map.gangs.filter((r) => r.state === "waiting");
+    return { allocated, free, waiting };
+  }
+
+  function showFigures() {
+    const c = counted();
+    $("fig-allocated").textContent = c.allocated.toLocaleString();
+    $("fig-free").textContent = c.free.toLocaleString();
+    $("fig-waiting").textContent = c.waiting.length;
+    const gpus = c.waiting.reduce((n, r) => n + (r.minCount - r.placed) * r.podGpus, 0);
+    $("fig-waiting-lbl").textContent = `${c.waiting.length === 1 ? "gang" : "gangs"} waiting · ${plural(gpus, "GPU")}`;
+    $("map-time").textContent = map.picture.time ? `at ${g.clock(map.picture.time)}` : "";
+    renderPending(c.waiting);
+  }
+
+  function renderPending(waiting) {
+    const list = $("pending");
+    list.replaceChildren();
+    waiting.sort((a, b) => b.priority - a.priority || b.waitingSeconds - a.waitingSeconds);
+    for (const row of waiting.slice(0, 12)) {
+      const li = el("li");
+      const a = el("a", "gang-link", row.key);
+      a.href = g.gangUrl(row.namespace, row.name);
+      const sw = el("span", "swatch");
+      sw.style.background = g.gangColour(row, map.colourBy);
+      li.append(sw, a, el("span", "meta", ` ${row.priorityClass} · waiting ${g.duration(row.waitingSeconds)}`));
+      li.append(el("div", "reason", row.reason || ""));
+      li.addEventListener("mouseenter", () => map.setHighlight(map.keyIndex.get(row.key), null));
+      li.addEventListener("mouseleave", () => map.setHighlight(null, null));
+      list.appendChild(li);
+    }
+    $("pending-empty").hidden = waiting.length > 0;
+  }
+
+  function renderLegend() {
+    const legend = $("legend");
+    legend.replaceChildren();
+    const add = (colour, label, cls) => {
+      const li = el("li");
+      const sw = el("span", "swatch" + (cls ? " " + cls : ""));
+      if (colour) sw.style.background = colour;
+      li.append(sw, el("span", "", label));
+      legend.appendChild(li);
+    };
+    if (map.colourBy === "tier") {
+      for (const t of map.picture.tiers || []) add(g.gangColour({ tier: map.picture.tiers.indexOf(t), shade: 1 }, "tier"), `${t.priorityClass} (${Number(t.priority).toLocaleString()})`);
+    } else {
+      const namespaces = [...new Set(map.gangs.filter((r) => r.namespace && !r.other).map((r) => r.namespace))].sort();
+      for (const ns of namespaces) add(g.gangColour({ namespace: ns, shade: 1 }, "namespace"), ns);
+    }
+    add(null, "free", "free");
+    add(null, "nominated", "nominated");
+    add(null, "cordoned / not ready", "cordoned");
+    add(null, "in use, other namespace", "other");
+    add(null, "DRA device", "dra");
+  }
+
+  for (const button of document.querySelectorAll("[data-colour]")) {
+    button.addEventListener("click", () => {
+      for (const b of document.querySelectorAll("[data-colour]")) b.setAttribute("aria-pressed", String(b === button));
+      map.setColourBy(button.dataset.colour);
+      renderLegend();
+      showFigures();
+    });
+  }
+
+  // --- headline figures from the ledger, and the chart -------------------------------------------
+
+  let chart = null;
+  async function loadOverview() {
+    const data = await g.getJSON(g.urls.overview);
+    const p = data.preemptions;
+    $("fig-pre-hour").textContent = p.hour.preemptions;
+    $("fig-pre-hour-lbl").textContent = `${p.hour.preemptions === 1 ? "preemption" : "preemptions"}, last hour · ${p.hour.lostGpuHours} GPU-h lost`;
+    $("fig-pre-day").textContent = p.day.preemptions;
+    $("fig-pre-day-lbl").textContent = `${p.day.preemptions === 1 ? "preemption" : "preemptions"}, last day · ${p.day.lostGpuHours} GPU-h lost`;
+    g.showApprovals(data.approvals);
+    drawChart(data.history);
+  }
+
+  function drawChart(h) {
+    const box = $("chart");
+    $("chart-empty").hidden = h.t.length > 0;
+    const series = [h.t, h.allocated, h.idle, h.waiting];
+    const width = Math.max(240, box.clientWidth);
+    if (chart) {
+      chart.setData(series);
+      return;
+    }
+    if (!h.t.length || !window.uPlot) return;
+    const text = getComputedStyle(document.documentElement).getPropertyValue("--muted").trim();
+    chart = new uPlot(
+      {
+        width,
+        height: 200,
+        series: [
+          {},
+          { label: "allocated", stroke: "hsl(205 70% 45%)", fill: "hsla(205 70% 45% / .15)", width: 2 },
+          { label: "idle", stroke: "hsl(150 50% 40%)", width: 2 },
+          { label: "waiting", stroke: "hsl(28 85% 50%)", width: 2, dash: [4, 3] },
+        ],
+        axes: [{ stroke: text }, { stroke: text, label: "GPUs" }],
+        scales: { y: { range: (u, min, max) => [0, Math.max(max, 1)] } },
+      },
+      series,
+      box,
+    );
+    new ResizeObserver(() => chart.setSize({ width: Math.max(240, box.clientWidth), height: 200 })).observe(box);
+  }
+
+  // --- activity -----------------------------------------------------------------------------------
+
+  function describe(m) {
+    const p = m.payload || {};
+    switch (m.type) {
+      case "request.opened": return `${p.podGroup} waits: gangweb opened request #${p.request}`;
+      case "plan.created": return `plan for ${p.podGroup}: ${p.reason || p.state}`;
+      case "eviction": return p.state === "evicted" ? `evicted ${p.pod} for ${p.podGroup}` : null;
+      case "gang.placed": return `${p.podGroup} placed: its pods were bound`;
+      case "request.finished": return `request #${p.request} for ${p.podGroup} ${p.state}${p.reason ? ": " + p.reason : ""}`;
+      case "request.failed": return `request #${p.request} for ${p.podGroup} failed: ${p.reason}`;
+      case "observed.preemption": return `kube-scheduler preempted for ${p.podGroup}`;
+      case "cluster.gang-submitted": return `${p.podGroup} submitted (${plural(p.gpus, "GPU")}, ${p.priorityClass})`;
+      case "cluster.gang-bound": return `${p.podGroup} bound`;
+      case "cluster.pod-evicted": return `${p.pod} evicted from ${p.node}`;
+      case "cluster.gang-restarted": return `${p.podGroup} restarted (attempt ${p.attempt})`;
+      case "cluster.gang-abandoned": return `${p.podGroup} gave up waiting`;
+      case "cluster.event": return `${p.reason}: ${p.message}`;
+      default: return null;
+    }
+  }
+
+  function addActivity(m) {
+    const text = describe(m);
+    if (!text) return;
+    const li = el("li", m.type.replace(/\W/g, "-"));
+    li.append(el("time", "", g.clock(m.at)), el("span", "", " " + text));
+    $("activity").prepend(li);
+    while ($("activity").children.length > MAX_ACTIVITY) $("activity").lastChild.remove();
+  }
+
+  let refreshSoon = null;
+  function onLedger(m) {
+    addActivity(m);
+    if (!refreshSoon) refreshSoon = setTimeout(() => { refreshSoon = null; loadOverview(); }, 1000);
+  }
+
+  loadPicture().then((picture) => {
+    g.live.subscribe("map", onMap, { after: picture.seq, onResync: () => loadPicture() });
+  });
+  g.live.subscribe("ledger", onLedger, { backfill: 30 });
+  g.live.subscribe("activity", addActivity, { backfill: 30 });
+  loadOverview();
+  setInterval(loadOverview, 30000);
+})();
