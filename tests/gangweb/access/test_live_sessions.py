@@ -15,9 +15,7 @@ import time
 import httpx
 import pytest
 import websockets
-from channels_redis.core import RedisChannelLayer
 
-from gangweb.events import DASHBOARD_GROUP, MESSAGE_TYPE
 from tests.conftest import ROOT
 from tests.gangweb.conftest import EMBEDDED_DEFAULTS
 
@@ -92,13 +90,15 @@ class Browser:
 
     def socket(self):
         return websockets.connect(
-            f"ws://{self.address}/ws/cluster/",
+            f"ws://{self.address}/ws/live/",
             origin=f"http://{self.address}",
             additional_headers={"Cookie": self.cookie()},
         )
 
 
 async def first_message(ws) -> dict:
+    """Subscribe to the ledger topic from now; the server's answer."""
+    await ws.send(json.dumps({"type": "subscribe", "topics": {"ledger": None}}))
     return json.loads(await asyncio.wait_for(ws.recv(), 20))
 
 
@@ -122,7 +122,7 @@ def test_signing_out_closes_the_open_tab_within_seconds(server):
 
     async def scenario():
         async with browser.socket() as ws:
-            assert (await first_message(ws))["event"] == "cluster.state"
+            assert (await first_message(ws))["type"] == "subscribed"
             await asyncio.to_thread(browser.sign_out)
             signed_out = time.monotonic()
             code = await close_code(ws, CLOSE_WITHIN)
@@ -166,41 +166,26 @@ def test_a_role_change_closes_the_socket_and_the_reconnect_has_the_new_scope(ser
     assert code == 4403 and took < CLOSE_WITHIN, (code, took)
 
     async def scoped_stream():
-        layer = RedisChannelLayer(hosts=[broker])
-        try:
-            async with browser.socket() as ws:
-                await first_message(ws)
-                marker = f"m-{time.time_ns()}"
-                for podgroup in ("team-c/hidden", "team-b/shown", "team-a/shown"):
-                    payload = {"podGroup": podgroup, "reason": marker}
-                    await layer.group_send(
-                        DASHBOARD_GROUP,
-                        {
-                            "type": MESSAGE_TYPE,
-                            "event": "request.opened",
-                            "at": time.time(),
-                            "payload": payload,
-                        },
-                    )
-                await layer.group_send(
-                    DASHBOARD_GROUP,
-                    {
-                        "type": MESSAGE_TYPE,
-                        "event": "plan.created",
-                        "at": time.time(),
-                        "payload": {"reason": marker},
-                    },
-                )
-                seen: list[str] = []
-                deadline = time.monotonic() + 15
-                while len(seen) < 2 and time.monotonic() < deadline:
-                    message = json.loads(await asyncio.wait_for(ws.recv(), 15))
-                    if message["payload"].get("reason") == marker:
+        async with browser.socket() as ws:
+            await first_message(ws)
+            marker = f"m-{time.time_ns()}"
+            # Published the way the pipeline does (gangweb.events.send), by a process of the server's own.
+            script = (
+                "from gangweb.events import send\n"
+                f"for pg in ('team-c/hidden', 'team-b/shown', 'team-a/shown'):\n"
+                f"    send('request.opened', {{'podGroup': pg, 'reason': '{marker}'}})\n"
+                f"send('plan.created', {{'reason': '{marker}'}})\n"
+            )
+            await asyncio.to_thread(manage, run_env, "shell", "-c", script)
+            seen: list[str] = []
+            deadline = time.monotonic() + 15
+            while len(seen) < 2 and time.monotonic() < deadline:
+                frame = json.loads(await asyncio.wait_for(ws.recv(), 15))
+                for message in frame.get("messages", [frame]):
+                    if (message.get("payload") or {}).get("reason") == marker:
                         seen.append(message["payload"].get("podGroup", "(no namespace)"))
-                # anything else for the marker would have come in the same order, before team-a's
-                return seen
-        finally:
-            await layer.close_pools()
+            # anything else for the marker would have come in the same order, before team-a's
+            return seen
 
     # team-c is not hers, and an event naming no namespace is a cluster aggregate: neither arrives.
     assert asyncio.run(scoped_stream()) == ["team-b/shown", "team-a/shown"]
