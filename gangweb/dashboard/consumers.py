@@ -35,7 +35,6 @@ from django.conf import settings
 
 from gangweb.access import sessions
 from gangweb.access.liveness import session_scope
-from gangweb.access.scope import DEMO_READER
 from gangweb.dashboard import live, scoping, stream
 from gangweb.dashboard.hub import hub
 from gangweb.events import bind_server_loop
@@ -73,11 +72,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                 return
             self.user_id, self.reader = found
             groups = (sessions.user_group(self.user_id), sessions.session_group(self.session_key))
-        elif live.dashboard_is_public():
-            self.reader, groups = DEMO_READER, ()
-        else:
-            await self.close(code=CLOSE_LOGIN_REQUIRED)
-            return
+        else:  # the public demo's anonymous reader, or nobody
+            self.reader = await sync_to_async(scoping.reader_scope)(user, public=live.dashboard_is_public())
+            groups = ()
         if not self.reader.authenticated:
             await self.close(code=CLOSE_LOGIN_REQUIRED)
             return
