@@ -34,11 +34,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from . import at_least_one
+from . import at_least_one, trials
 
 HELP = "watch caches: LISTs after start-up (idle, churn), unschedulable to first eviction, memory, updates"
 
@@ -63,23 +62,6 @@ def _rss_kib(pid: int) -> int:
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(p) for p in path.read_text().split()] if path.exists() else []
-
-
-def _request(url: str, method: str, body: Any, content_type: str) -> None:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method=method)
-    req.add_header("Content-Type", content_type)
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        resp.read()
-
-
-def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise RuntimeError(f"timed out waiting for {what}")
 
 
 def incremental(objects: list[dict[str, Any]], events: int = 2000, seed: int = 1) -> dict[str, Any]:
@@ -138,7 +120,7 @@ def incremental(objects: list[dict[str, Any]], events: int = 2000, seed: int = 1
 
 def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     from kubetestserver import TestServerProcess
-    from scheduler.engine.synthetic import NAMESPACE, PREEMPTORS, preemptor_name, synthetic_cluster
+    from scheduler.engine.synthetic import synthetic_cluster
 
     objects = synthetic_cluster(nodes)
     for obj in objects:  # the trials set the condition themselves
@@ -150,6 +132,8 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
         "objects": len(objects),
     }
     figures.update(incremental(objects))
+    expected = trials.expected_evictions(objects)
+    _clean_ledger()  # an earlier size's (or run's) requests for the same gangs are not this size's answers
     snapshot_file = tmp / f"cluster-{nodes}.json"
     snapshot_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
     server = TestServerProcess(tmp / f"kubeconfig-{nodes}", load=snapshot_file, bookmark_interval=5.0)
@@ -181,7 +165,7 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
         from scheduler.kube.resources import SNAPSHOT_RESOURCES
 
         kinds = len(SNAPSHOT_RESOURCES)
-        _wait(
+        trials.wait(
             lambda: len({e["path"] for e in control.requests(method="GET") if _is_list(e)}) >= kinds,
             900,
             f"the worker's first LIST of each kind (worker log {log_path})",
@@ -212,7 +196,7 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
         while time.monotonic() - began < options.churn_seconds:
             target = running[sent % len(running)]["metadata"]
             url = f"{server.url}/api/v1/namespaces/{target['namespace']}/pods/{target['name']}"
-            _request(
+            trials.request(
                 url, "PATCH", {"metadata": {"labels": {"churn": str(sent)}}}, "application/merge-patch+json"
             )
             sent += 1
@@ -224,46 +208,7 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
         figures["lists_after_startup_churn"] = len([e for e in churn if _is_list(e)])
         figures["calls_per_min_churn"] = round(len(churn) * 60 / options.churn_seconds, 1)
 
-        latencies: list[float] = []
-        skipped: list[str] = []
-        for gpus, _, _ in PREEMPTORS:
-            name = preemptor_name(gpus).split("/")[1]
-            control.clear_requests()
-            url = (
-                f"{server.url}/apis/scheduling.k8s.io/v1beta1/namespaces/{NAMESPACE}/podgroups/{name}/status"
-            )
-            condition = {
-                "type": "PodGroupInitiallyScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": "bench",
-                "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            }
-            t0 = time.time()
-            _request(url, "PATCH", {"status": {"conditions": [condition]}}, "application/merge-patch+json")
-
-            def outcome(name=name):
-                evictions = [
-                    e["time"]
-                    for e in control.requests("/eviction", method="POST")
-                    if "dryRun" not in (e["query"] or "") and e["code"] in (200, 201)
-                ]
-                if evictions:
-                    return ("evicted", min(evictions))
-                done = _finished_without_eviction(name)
-                return ("none", done) if done else None
-
-            kind, value = _wait(outcome, 120, f"the first eviction for {name} (worker log {log_path})")
-            if kind == "evicted":
-                latencies.append(value - t0)
-            else:
-                skipped.append(f"{name}: {value}")
-            time.sleep(5)  # let the execution finish before the next trial
-        figures["trials_without_eviction"] = skipped
-        figures["unschedulable_to_first_eviction_s"] = [round(x, 3) for x in latencies]
-        figures["unschedulable_to_first_eviction_p50_s"] = (
-            round(statistics.median(latencies), 3) if latencies else None
-        )
+        figures.update(trials.run_trials(server.url, control, objects, expected, str(log_path)))
     finally:
         worker.terminate()
         try:
@@ -272,27 +217,6 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
             worker.kill()
         server.stop()
     return figures
-
-
-def _finished_without_eviction(name: str) -> str:
-    """The reason of the gang's request when it ended without evicting anyone (e.g. it fits as it is)."""
-    from scheduler.engine.synthetic import NAMESPACE
-    from scheduler.preemption.models import PreemptionRequest, RequestState
-
-    done = (
-        PreemptionRequest.objects.filter(namespace=NAMESPACE, name=name)
-        .exclude(
-            state__in=[
-                RequestState.PENDING,
-                RequestState.PLANNING,
-                RequestState.PLANNED,
-                RequestState.EXECUTING,
-            ]
-        )
-        .order_by("-id")
-        .first()
-    )
-    return f"{done.state}: {done.reason}" if done else ""
 
 
 def _clean_ledger() -> None:

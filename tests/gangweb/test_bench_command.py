@@ -122,16 +122,24 @@ def test_old_spellings_still_show_in_their_commands_help():
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)
 def test_watch_benchmark_prints_the_contract_keys():
-    """The acceptance contract of ``bench watch``: one JSON object with the LIST counts and the latency."""
+    """The acceptance contract of ``bench watch``: one JSON object with the LIST counts and the latency.
+
+    Two sizes in one run: each size's trials are answered by its own worker's requests and evictions (a
+    finished request of the first size once made every trial of the second "fit" at once), and the
+    real worker, planning on its watch cache, evicts exactly the pods the in-process plan names."""
     if not os.environ.get("DATABASE_URL", "").startswith("postgres") or not os.environ.get("REDIS_URL"):
         pytest.skip("bench watch needs DATABASE_URL (PostgreSQL) and REDIS_URL")
     result = manage(
-        "bench", "watch", "--nodes", "200", "--idle-seconds", "3", "--churn-seconds", "3", "--json"
+        "bench", "watch", "--nodes", "240", "300", "--idle-seconds", "3", "--churn-seconds", "3", "--json"
     )
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads(result.stdout)
     assert figures["lists_after_startup_idle"] == 0 and figures["lists_after_startup_churn"] == 0
     assert figures["churn_changes_per_s"] > 50
     assert figures["unschedulable_to_first_eviction_p50_s"] > 0 and figures["plan_equals_fresh_parse"]
+    assert [s["nodes"] for s in figures["sizes"]] == [240, 300]
+    for size in figures["sizes"]:
+        assert size["trials_not_matching_in_process_plan"] == [], size
+        assert len(size["unschedulable_to_first_eviction_s"]) >= 2, size

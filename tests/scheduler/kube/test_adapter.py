@@ -102,7 +102,7 @@ def test_reconnects_after_the_server_restarts(server, cluster):
     reflector = cluster.reflector(PODS)
     server.restart()
     server.store.create(PODS, pod("after-restart"))
-    assert cluster.wait_for(lambda objs: "after-restart" in names(objs, "Pod"), 10)
+    assert cluster.wait_for(lambda objs: "after-restart" in names(objs, "Pod"), 60)
     assert reflector.failures + reflector.watches >= 2
 
 

@@ -138,3 +138,28 @@ def test_one_list_per_kind_over_a_long_run(server, cluster):
         time.sleep(0.02)
     converged(server, cluster)
     assert len(lists(server)) == len(SNAPSHOT_RESOURCES)
+
+
+@pytest.mark.timeout(400)
+def test_a_paged_start_up_list_of_a_synthetic_cluster_plans_like_a_fresh_parse(server, cluster):
+    """The start-up list spans several pages of ``LIST_PAGE_SIZE``; the cache holds every object of every
+    page, and the live snapshot plans the benchmark's three preemptors exactly like a fresh parse of the
+    server's objects (what ``bench watch`` compares its real worker's evictions against)."""
+    from scheduler.engine.synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
+    from scheduler.kube.apis import LIST_PAGE_SIZE
+
+    server.store.validator = None
+    server.load(synthetic_cluster(600))
+    assert sum(1 for o in server.store.dump() if o["kind"] == "Pod") > 2 * LIST_PAGE_SIZE
+    cluster.start(timeout=120)
+    pod_pages = [p for p in lists(server) if p.endswith("/pods")]
+    assert len(pod_pages) >= 3  # first page + continues
+    converged(server, cluster, timeout=120)
+    live = cluster.live_snapshot().snapshot()
+    fresh = parse_snapshot(list(server_objects(server).values()))
+    outcomes = set()
+    for gpus, _, _ in PREEMPTORS:
+        mine, theirs = plan(live, preemptor_name(gpus)).to_dict(), plan(fresh, preemptor_name(gpus)).to_dict()
+        assert mine == theirs
+        outcomes.add(mine["outcome"])
+    assert "preempt" in outcomes  # the comparison covers evictions, not only "fits"
