@@ -27,6 +27,24 @@ export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gangweb}
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/15}"
 export GANGWEB_REQUIRE_SERVICES=1
 
+# The benchmark tests run `manage.py bench ...` on DATABASE_URL itself (they migrate it): make sure it exists.
+.venv/bin/python - <<'PY'
+import os
+
+import dj_database_url
+import psycopg
+
+cfg = dj_database_url.parse(os.environ["DATABASE_URL"])
+if cfg["ENGINE"].endswith("postgresql"):
+    with psycopg.connect(
+        host=cfg["HOST"] or "127.0.0.1", port=cfg["PORT"] or 5432, user=cfg["USER"] or "postgres",
+        password=cfg["PASSWORD"] or None, dbname="postgres", autocommit=True,
+    ) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (cfg["NAME"],)).fetchone():
+            conn.execute(f'CREATE DATABASE "{cfg["NAME"]}"')
+            print(f"==> created database {cfg['NAME']}")
+PY
+
 # The habits first (seconds): lint, format, and the import contracts of docs/ARCHITECTURE.md.
 echo "==> ruff check, ruff format --check, lint-imports"
 .venv/bin/ruff check --quiet .

@@ -24,6 +24,7 @@ class Recent:
         self.key = f"gangweb:{name}"
         self.maxlen = maxlen
         self.lost = 0
+        self.failing = False
         self._memory: deque[str] = deque(maxlen=maxlen)
         self._lock = threading.Lock()
         self._client = None
@@ -56,9 +57,22 @@ class Recent:
             pipe.lpush(self.key, *encoded)
             pipe.ltrim(self.key, 0, self.maxlen - 1)
             pipe.execute()
-        except Exception:
+        except Exception as exc:
+            first = not self.failing
+            self.failing = True
             self.lost += len(items)
-            logger.warning("cannot keep recent %s", self.key, exc_info=self.lost == len(items))
+            if first:  # one warning an outage (Redis down is one, not a bug: no traceback for it)
+                from redis.exceptions import ConnectionError as RedisDown
+                from redis.exceptions import TimeoutError as RedisSlow
+
+                logger.warning(
+                    "cannot keep recent %s (%s); counting what is lost until Redis answers again",
+                    self.key,
+                    str(exc)[:300] or type(exc).__name__,
+                    exc_info=not isinstance(exc, (RedisDown, RedisSlow)),
+                )
+        else:
+            self.failing = False
 
     def newest(self, count: int | None = None) -> list[dict[str, Any]]:
         """Up to ``count`` entries, newest first."""
