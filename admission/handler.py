@@ -60,36 +60,21 @@ class Decision(NamedTuple):
         warnings: list[str],
         gang: Gang | None = None,
     ) -> Decision:
-        name = request.object_name()
-        if gang is None:
-            return cls(
-                request.uid,
-                webhook,
-                request.kind,
-                request.namespace,
-                name,
-                request.operation,
-                request.dry_run,
-                allowed,
-                message,
-                tuple(warnings),
-            )
-        return cls(
+        common = (
             request.uid,
             webhook,
             request.kind,
             request.namespace,
-            name,
+            request.object_name(),
             request.operation,
             request.dry_run,
             allowed,
             message,
             tuple(warnings),
-            gang.name,
-            gang.source,
-            gang.min_count,
-            gang.mode,
         )
+        if gang is None:
+            return cls(*common)
+        return cls(*common, gang.name, gang.source, gang.min_count, gang.mode)
 
     def as_event(self) -> dict[str, Any]:
         event: dict[str, Any] = {
