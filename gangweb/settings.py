@@ -16,36 +16,10 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from gangweb.env import env_bool, env_choice, env_float, env_int, env_list, env_namespace_map
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("GANGWEB_VAR_DIR", BASE_DIR / "var"))
-
-
-def env_bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {value!r}")
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return [item.strip() for item in value.split(",") if item.strip()]
-
-
-def env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
 
 
 # pytest imports settings before any test code can set variables; tests still get a key (their own).
@@ -207,23 +181,16 @@ CELERY_TASK_TRACK_STARTED = True
 
 # --- Cluster --------------------------------------------------------------------------------
 # "simulated" (the demo default) or "kube" (KUBECONFIG or in-cluster service account).
-GANGWEB_CLUSTER = os.environ.get("GANGWEB_CLUSTER", "kube" if (KUBECONFIG or IN_CLUSTER) else "simulated")
-if GANGWEB_CLUSTER not in ("simulated", "kube"):
-    raise ImproperlyConfigured(f"GANGWEB_CLUSTER must be 'simulated' or 'kube', got {GANGWEB_CLUSTER!r}")
+GANGWEB_CLUSTER = env_choice(
+    "GANGWEB_CLUSTER", ("simulated", "kube"), "kube" if (KUBECONFIG or IN_CLUSTER) else None
+)
 # Where the dashboard's replay page (/replay/) finds the latest `gang replay --plots DIR` run.
 GANGWEB_REPLAY_DIR = Path(os.environ.get("GANGWEB_REPLAY_DIR", VAR_DIR / "replay"))
 GANGWEB_SIM_NODES = env_int("GANGWEB_SIM_NODES", 64)
 GANGWEB_SIM_SEED = env_int("GANGWEB_SIM_SEED", 7)
 # GPUs of the simulated cluster: the nvidia.com/gpu extended resource, or DRA devices (ResourceSlices, claims).
-GANGWEB_SIM_DEVICES = os.environ.get("GANGWEB_SIM_DEVICES", "extended")
-if GANGWEB_SIM_DEVICES not in ("extended", "dra"):
-    raise ImproperlyConfigured(
-        f"GANGWEB_SIM_DEVICES must be 'extended' or 'dra', got {GANGWEB_SIM_DEVICES!r}"
-    )
-try:
-    GANGWEB_SIM_TICK_SECONDS = float(os.environ.get("GANGWEB_SIM_TICK_SECONDS", "2"))
-except ValueError:
-    raise ImproperlyConfigured("GANGWEB_SIM_TICK_SECONDS must be a number of seconds") from None
+GANGWEB_SIM_DEVICES = env_choice("GANGWEB_SIM_DEVICES", ("extended", "dra"))
+GANGWEB_SIM_TICK_SECONDS = env_float("GANGWEB_SIM_TICK_SECONDS", 2.0)
 
 # --- Dashboard (docs/dashboard.md) ---------------------------------------------------------------
 # How often the GPU map of a real cluster is refreshed (the simulation refreshes it every tick).
@@ -234,24 +201,7 @@ GANGWEB_HISTORY_KEEP = env_int("GANGWEB_HISTORY_KEEP", 2880)
 
 # --- Modes (docs/design.md "Living beside kube-scheduler") ---------------------------------------
 GANGWEB_MODES = ("enforce", "observe", "approve")
-GANGWEB_MODE = os.environ.get("GANGWEB_MODE", "enforce")
-if GANGWEB_MODE not in GANGWEB_MODES:
-    raise ImproperlyConfigured(
-        f"GANGWEB_MODE must be 'enforce', 'observe' or 'approve', got {GANGWEB_MODE!r}"
-    )
-
-
-def env_namespace_map(name: str, allowed: tuple[str, ...]) -> dict[str, str]:
-    """``team-a=x,team-b=y`` per-namespace overrides, each value one of ``allowed``."""
-    result: dict[str, str] = {}
-    for item in env_list(name, []):
-        namespace, sep, value = item.partition("=")
-        if not sep or not namespace or value not in allowed:
-            raise ImproperlyConfigured(
-                f"{name} entries look like 'team-a={allowed[-1]}' with one of {'/'.join(allowed)}, got {item!r}"
-            )
-        result[namespace] = value
-    return result
+GANGWEB_MODE = env_choice("GANGWEB_MODE", GANGWEB_MODES)
 
 
 GANGWEB_NAMESPACE_MODES = env_namespace_map("GANGWEB_NAMESPACE_MODES", GANGWEB_MODES)
@@ -260,11 +210,7 @@ GANGWEB_APPROVAL_TIMEOUT_SECONDS = env_int("GANGWEB_APPROVAL_TIMEOUT_SECONDS", 3
 GANGWEB_NAMESPACE = os.environ.get("GANGWEB_NAMESPACE", "gangweb-system")
 # Admission webhook (docs/admission.md): disruption mode of the PodGroups it builds (default, and per
 # namespace as "team-a=single,team-b=all"), extra namespaces it never touches.
-GANGWEB_DISRUPTION_MODE = os.environ.get("GANGWEB_DISRUPTION_MODE", "all")
-if GANGWEB_DISRUPTION_MODE not in ("all", "single"):
-    raise ImproperlyConfigured(
-        f"GANGWEB_DISRUPTION_MODE must be 'all' or 'single', got {GANGWEB_DISRUPTION_MODE!r}"
-    )
+GANGWEB_DISRUPTION_MODE = env_choice("GANGWEB_DISRUPTION_MODE", ("all", "single"))
 GANGWEB_NAMESPACE_DISRUPTION_MODES = env_namespace_map(
     "GANGWEB_NAMESPACE_DISRUPTION_MODES", ("all", "single")
 )
@@ -278,11 +224,7 @@ GANGWEB_LOCK_TTL_SECONDS = env_int("GANGWEB_LOCK_TTL_SECONDS", 45)
 GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS = env_int("GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS", 15)
 # Disruption budgets in enforce mode (docs/pipeline.md, "Disruption budgets"): "respect" never executes a
 # plan that a PDB forbids; "delete" removes victims like kube-scheduler does (DELETE, budgets best effort).
-GANGWEB_PDB_POLICY = os.environ.get("GANGWEB_PDB_POLICY", "respect")
-if GANGWEB_PDB_POLICY not in ("respect", "delete"):
-    raise ImproperlyConfigured(
-        f"GANGWEB_PDB_POLICY must be 'respect' or 'delete', got {GANGWEB_PDB_POLICY!r}"
-    )
+GANGWEB_PDB_POLICY = env_choice("GANGWEB_PDB_POLICY", ("respect", "delete"))
 GANGWEB_REQUEST_COOLDOWN_SECONDS = env_int("GANGWEB_REQUEST_COOLDOWN_SECONDS", 60)
 # 0 = off: measured slower than one task at 5,000 and 20,000 nodes (docs/pipeline.md, "Planning").
 # With GANGWEB_CLUSTER=kube, each process that reads the cluster keeps one watch cache per kind (listed once,

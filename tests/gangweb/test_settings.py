@@ -175,7 +175,14 @@ def test_allowed_hosts_debug_and_modes_come_from_the_environment(tmp_path):
     "env, message",
     [
         ({"DEBUG": "maybe"}, "DEBUG must be a boolean"),
-        ({"GANGWEB_MODE": "chaos"}, "GANGWEB_MODE must be"),
+        (
+            {"GANGWEB_MODE": "chaos"},
+            "GANGWEB_MODE must be one of 'enforce', 'observe', 'approve', got 'chaos'",
+        ),
+        ({"GANGWEB_CLUSTER": "k8s"}, "GANGWEB_CLUSTER must be one of 'simulated', 'kube'"),
+        ({"GANGWEB_PDB_POLICY": "ignore"}, "GANGWEB_PDB_POLICY must be one of 'respect', 'delete'"),
+        ({"GANGWEB_SIM_DEVICES": "mig"}, "GANGWEB_SIM_DEVICES must be one of 'extended', 'dra'"),
+        ({"GANGWEB_DISRUPTION_MODE": "some"}, "GANGWEB_DISRUPTION_MODE must be one of 'all', 'single'"),
         ({"GANGWEB_NAMESPACE_MODES": "team-a:observe"}, "GANGWEB_NAMESPACE_MODES entries"),
         ({"GANGWEB_SIM_NODES": "many"}, "GANGWEB_SIM_NODES must be an integer"),
         ({"GANGWEB_NAMESPACE_DISRUPTION_MODES": "team-a=some"}, "GANGWEB_NAMESPACE_DISRUPTION_MODES entries"),

@@ -1,0 +1,71 @@
+"""Reading gangweb's settings from the environment: each reader names the variable in its error.
+
+``gangweb/settings.py`` is the only caller; a bad value stops the process at start-up with
+``ImproperlyConfigured`` naming the variable and what it accepts, never a default in its place.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {value!r}")
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from None
+
+
+def env_choice(name: str, allowed: tuple[str, ...], default: str | None = None) -> str:
+    """One of ``allowed``; unset means ``default`` (the first allowed value when none is given)."""
+    value = os.environ.get(name) or (allowed[0] if default is None else default)
+    if value not in allowed:
+        choices = ", ".join(f"'{choice}'" for choice in allowed)
+        raise ImproperlyConfigured(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def env_namespace_map(name: str, allowed: tuple[str, ...]) -> dict[str, str]:
+    """``team-a=x,team-b=y`` per-namespace overrides, each value one of ``allowed``."""
+    result: dict[str, str] = {}
+    for item in env_list(name, []):
+        namespace, sep, value = item.partition("=")
+        if not sep or not namespace or value not in allowed:
+            raise ImproperlyConfigured(
+                f"{name} entries look like 'team-a={allowed[-1]}' with one of {'/'.join(allowed)}, got {item!r}"
+            )
+        result[namespace] = value
+    return result
