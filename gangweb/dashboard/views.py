@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from gangweb.access.scope import Scope
 from gangweb.dashboard import history, live, replay, scoping, stream
 from gangweb.dashboard.queries import decisions, gangs, overview, preemptions, whatif
-from scheduler.engine import SnapshotError
+from scheduler.engine import DUMP_COMMAND, SnapshotError
 
 logger = logging.getLogger(__name__)
 UPLOAD_LIMIT = 64 * 2**20
@@ -110,7 +110,7 @@ def preemptions_page(request, scope):
 
 @page("dashboard/whatif.html", "What if?", "what-if")
 def whatif_page(request, scope):
-    return {}
+    return {"dump_command": DUMP_COMMAND}
 
 
 @page("dashboard/decisions.html", "Admission decisions", "decisions")

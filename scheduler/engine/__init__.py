@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .entry import best_plan, can_shard, domain_shards, plan
     from .policies import DEFAULT_POLICY, POLICIES
     from .reading import read_snapshot
-    from .snapshot import Snapshot, load_snapshot, parse_snapshot
+    from .snapshot import DUMP_COMMAND, Snapshot, load_snapshot, parse_snapshot
 
 _HOMES = {
     "Plan": ".contract",
@@ -37,6 +37,7 @@ _HOMES = {
     "POLICIES": ".policies",
     "DEFAULT_POLICY": ".policies",
     "read_snapshot": ".reading",
+    "DUMP_COMMAND": ".snapshot",
     "Snapshot": ".snapshot",
     "load_snapshot": ".snapshot",
     "parse_snapshot": ".snapshot",
@@ -44,6 +45,7 @@ _HOMES = {
 
 __all__ = [
     "DEFAULT_POLICY",
+    "DUMP_COMMAND",
     "POLICIES",
     "Plan",
     "Snapshot",

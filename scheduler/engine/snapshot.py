@@ -40,6 +40,13 @@ _PARSERS = {
     "ResourceClaimTemplate": ResourceClaimTemplate,
 }
 
+# The snapshot contract (docs/design.md "Snapshot files"): the one command that dumps every kind above. README,
+# docs/design.md and the what-if page print it; tests/scheduler/engine/test_dump_command.py holds them to it.
+DUMP_COMMAND = (
+    "kubectl get nodes,pods,podgroups,compositepodgroups,workloads,pdb,priorityclasses,"
+    "resourceclaims,resourceclaimtemplates,resourceslices,deviceclasses -A -o yaml"
+)
+
 
 def load_snapshot(source: str | os.PathLike | BinaryIO) -> Snapshot:
     """Read a snapshot from a file path, a binary stream (standard input) or the text itself (JSON or YAML),

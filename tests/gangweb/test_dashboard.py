@@ -15,6 +15,7 @@ from gangweb.access.scope import VIEWER, Scope
 from gangweb.asgi import application
 from gangweb.dashboard import live, scoping, stream
 from gangweb.events import publish, send
+from scheduler.engine import DUMP_COMMAND
 
 ORIGIN = [(b"origin", b"http://127.0.0.1")]
 PAGES = ["/", "/gangs/", "/gangs/team-a/job/", "/preemptions/", "/what-if/", "/decisions/"]
@@ -228,6 +229,10 @@ def test_every_page_renders_its_shell(client, path):
     html = response.content.decode()
     assert 'id="data-urls"' in html and "/static/dashboard/common.js" in html
     assert 'aria-current="page"' in html
+
+
+def test_the_what_if_page_prints_the_snapshot_contracts_dump_command(client):
+    assert f"<code>{DUMP_COMMAND}</code>" in client.get("/what-if/").content.decode()
 
 
 @pytest.mark.parametrize("path", PAGES)
