@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scheduler.words import plural
+
 from .errors import SnapshotError
 from .placement import node_mask, topology_domains, unavailable_nodes
 from .typed_objects import NEVER
@@ -99,7 +101,7 @@ class Preemptor:
             return None
         need = f"minCount {self.min_count}" if self.is_gang else "at least one pod"
         return (
-            f"no node is usable for {len(shut_out)} of {len(self.pending)} pending pod(s), so the group "
+            f"no node is usable for {len(shut_out)} of {plural(len(self.pending), 'pending pod')}, so the group "
             f"cannot reach {need} whatever is evicted: {unavailable_nodes(snap, snap.pods[shut_out[0]])}"
         )
 

@@ -18,6 +18,8 @@ from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
+from scheduler.words import plural
+
 from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .errors import SnapshotError, object_label
 from .reading import read_snapshot, snapshot_documents
@@ -237,7 +239,7 @@ class Snapshot:
                 self.pods_by_node[node].append(i)
         if missing_nodes:
             self.warnings.append(
-                f"{missing_nodes} pod(s) are bound to nodes missing from the snapshot and were ignored"
+                f"{plural(missing_nodes, 'pod is', 'pods are')} bound to nodes missing from the snapshot and were ignored"
             )
         self.pod_req = req
         self.pod_node = node_of

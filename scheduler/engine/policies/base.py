@@ -5,6 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+from scheduler.words import plural
+
 from ..contract import Plan
 from ..evaluation import Problem
 from ..preemptor import Domain
@@ -27,7 +29,9 @@ class PreemptionPolicy(ABC):
         notes = []
         affinity = gang.pod_affinity_users()
         if affinity:
-            notes.append(f"inter-pod affinity of {len(affinity)} pod(s) (e.g. {affinity[0]}) was ignored")
+            notes.append(
+                f"inter-pod affinity of {plural(len(affinity), 'pod')} (e.g. {affinity[0]}) was ignored"
+            )
         claims = gang.device_problems()
         if claims is not None:
             notes.extend(claims.notes)
@@ -38,7 +42,7 @@ class PreemptionPolicy(ABC):
                     self.name,
                     ok,
                     (
-                        f"no pending pods; {len(gang.running)} pod(s) already run"
+                        f"no pending pods; {plural(len(gang.running), 'pod')} already running"
                         + ("" if ok else f", fewer than minCount {gang.min_count}")
                     ),
                     why="too-few-pods",
@@ -68,7 +72,7 @@ class PreemptionPolicy(ABC):
             placed = fitting.placed
             where = f" in {gang.group.topology_key}={fitting.domain.name}" if fitting.domain.name else ""
             if placed == len(gang.pending):
-                reason = f"all {placed} pending pod(s) fit{where} without preemption"
+                reason = f"all {plural(placed, 'pending pod')} fit{where} without preemption"
             else:
                 reason = (
                     f"{placed} of {len(gang.pending)} pending pods fit{where} without preemption, enough for "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scheduler.words import plural
+
 from ..evaluation import Candidate, Problem
 
 
@@ -14,7 +16,7 @@ def _where(problem: Problem, candidate: Candidate) -> str:
 def describe_choice(problem: Problem, candidate: Candidate, how: str) -> str:
     gang, units = problem.gang, problem.units.units
     victims = [units[u] for u in candidate.victims]
-    placed = f"{candidate.placed} of {len(gang.pending)} pending pod(s)"
+    placed = f"{candidate.placed} of {plural(len(gang.pending), 'pending pod')}"
     if not victims:
         return f"{placed} fit{_where(problem, candidate)} once room is made; no victim is needed ({how})"
     pods = sum(len(v.pods) for v in victims)
@@ -23,11 +25,12 @@ def describe_choice(problem: Problem, candidate: Candidate, how: str) -> str:
     top = max(v.priority for v in victims)
     violations = candidate.cost.pdb_violations if candidate.cost else 0
     parts = [
-        f"evicting {len(victims)} victim unit(s) ({groups} whole group(s), {pods} pod(s), {gpus} GPU(s); "
+        f"evicting {plural(len(victims), 'victim unit')} ({plural(groups, 'whole group')}, {plural(pods, 'pod')}, "
+        f"{plural(gpus, 'GPU')}; "
         f"highest priority {top} < {gang.priority}) places {placed}{_where(problem, candidate)}"
     ]
     if violations:
-        parts.append(f"{violations} pod(s) exceed their PodDisruptionBudget")
+        parts.append(f"{plural(violations, 'pod exceeds', 'pods exceed')} their PodDisruptionBudget")
     parts.append(how)
     return "; ".join(parts)
 
@@ -39,6 +42,6 @@ def describe_infeasible(problem: Problem, most_placed: int) -> str:
     key = gang.group.topology_key
     where = f" in any one {key} value" if key else ""
     return (
-        f"even with all {problem.eligible_count} lower-priority victim unit(s) evicted only {most_placed} of "
-        f"{len(gang.pending)} pending pod(s) fit{where}{running}, short of {need}"
+        f"even with all {plural(problem.eligible_count, 'lower-priority victim unit')} evicted only {most_placed} "
+        f"of {plural(len(gang.pending), 'pending pod')} fit{where}{running}, short of {need}"
     )

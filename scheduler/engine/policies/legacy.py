@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from scheduler.words import plural
+
 from ..contract import NO_VICTIM_COST, NO_VICTIM_PRIORITY, Cost, Plan, Victim
 from ..evaluation import Candidate, Problem
 from ..placement import fit_columns, least_allocated_scores, node_mask, ports_conflict
@@ -226,11 +228,11 @@ class LegacyPolicy(PreemptionPolicy):
         candidate = Candidate(domain, assignments, [], NO_VICTIM_COST, "legacy")
         where = f" in {gang.group.topology_key}={domain.name}" if domain.name is not None else ""
         reason = (
-            f"per-pod preemption evicted {len(victims)} pod(s) and placed {len(assignments)} of "
-            f"{len(gang.pending)} pending pod(s){where}"
+            f"per-pod preemption evicted {plural(len(victims), 'pod')} and placed {len(assignments)} of "
+            f"{plural(len(gang.pending), 'pending pod')}{where}"
         )
         if broken:
-            reason += f"; it left {broken} gang(s) partly evicted, their {idle_gpus} remaining GPU(s) idle"
+            reason += f"; it left {plural(broken, 'gang')} partly evicted, their {plural(idle_gpus, 'remaining GPU')} idle"
         if not feasible:
             reason += f"; the group is still short of {'minCount ' + str(gang.min_count) if gang.is_gang else 'one pod'}"
         plan = problem.plan(

@@ -43,7 +43,7 @@ def test_kep5710_is_stuck_with_the_first_rack_gangweb_takes_the_cheap_one():
     assert ours["evictions"] == ["ml/sweep-0", "ml/sweep-1", "web/serve-0", "web/serve-1"]
     assert {v["priority"] for v in ours["victims"]} == {100}
     assert sorted(ours["placement"].values()) == ["gpu-4", "gpu-5", "gpu-6", "gpu-7"]
-    assert "kep5710 would evict 1 unit(s), highest priority 500" in ours["reason"]
+    assert "kep5710 would evict 1 unit, highest priority 500" in ours["reason"]
 
 
 def test_a_tighter_budget_makes_the_dear_rack_the_cheaper_plan():

@@ -11,7 +11,7 @@ from scheduler.engine.builders import node, pdb, pod, podgroup
 from scheduler.engine.subsnapshot import SnapshotCutter, parse_cut
 from scheduler.engine.synthetic import NAMESPACE, preemptor_name, synthetic_cluster
 
-COUNTS = re.compile(r"cheapest of \d+ candidate plan\(s\) over \d+ domain\(s\)")
+COUNTS = re.compile(r"cheapest of \d+ candidate plans? over \d+ domains?")
 
 
 def entangled_cluster(nodes: int, seed: int) -> list[dict]:
@@ -82,7 +82,7 @@ def test_each_shard_plans_the_same_on_its_cut_and_the_merge_is_the_in_process_pl
     if merged["domain"] != in_process.domain:
         # The one way the fan-out departs from one process: the in-process walk gave up (PATIENCE
         # domains in a row without a better plan) before the domain where a shard found a cheaper one.
-        evaluated = int(re.search(r"over (\d+) domain\(s\)", in_process.reason).group(1))
+        evaluated = int(re.search(r"over (\d+) domains?", in_process.reason).group(1))
         ranked = domain_shards(whole, podgroup_name, 1)[0]
         assert ranked.index(merged["domain"]) >= evaluated
         assert best_plan([in_process, merged_plan]) is merged_plan and merged_plan.rank < in_process.rank

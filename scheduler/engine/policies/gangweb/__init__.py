@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from scheduler.words import plural
+
 from ...contract import Plan
 from ...evaluation import Candidate, Problem
 from ...preemptor import Domain
@@ -54,10 +56,10 @@ class GangwebPolicy(PreemptionPolicy):
         if not workable:
             return problem.plan(self.name, False, describe_infeasible(problem, kep_most), why="no-room")
         best = improve(problem, min(workable, key=Candidate.rank), workable)
-        how = f"{best.how}; cheapest of {len(workable)} candidate plan(s) over {evaluated} domain(s)"
+        how = f"{best.how}; cheapest of {plural(len(workable), 'candidate plan')} over {plural(evaluated, 'domain')}"
         if kep is not None and best is not kep and best.rank() < kep.rank():
             how += (
-                f" (kep5710 would evict {len(kep.victims)} unit(s), "
+                f" (kep5710 would evict {plural(len(kep.victims), 'unit')}, "
                 f"highest priority {kep.cost.highest_victim_priority})"
             )
         return problem.plan(self.name, True, describe_choice(problem, best, how), best)
