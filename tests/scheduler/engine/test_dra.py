@@ -85,51 +85,42 @@ def test_a_claim_shared_with_a_pod_that_stays_frees_nothing():
     assert not result.feasible and result.evictions == []
 
 
-def test_a_claim_reserved_for_a_podgroup_frees_when_the_whole_group_goes():
-    objects = _cluster(nodes=("n1",)) + [
-        podgroup("low", namespace="ml", priority=10, mode="all", min_count=2)
-    ]
-    objects += [
-        dra.claim(
-            "low-shared",
-            namespace="ml",
-            devices=[("n1", f"gpu-{i}") for i in range(4)],
-            node="n1",
-            reserved_for=[("PodGroup", "low")],
-        )
-    ]
-    for i in range(2):
-        objects.append(
-            dra.with_claims(
-                pod(f"low-{i}", namespace="ml", node="n1", group="low", priority=10),
-                [{"name": "gpus", "resourceClaimName": "low-shared"}],
+@pytest.fixture
+def podgroup_holding_a_claim():
+    """n1's four devices held by one claim reserved for PodGroup ml/low (two running pods, priority 10)
+    in the given disruption mode, and a one-pod gang ml/new that needs them."""
+
+    def build(mode):
+        objects = _cluster(nodes=("n1",)) + [
+            podgroup("low", namespace="ml", priority=10, mode=mode, min_count=2),
+            dra.claim(
+                "low-shared",
+                namespace="ml",
+                devices=[("n1", f"gpu-{i}") for i in range(4)],
+                node="n1",
+                reserved_for=[("PodGroup", "low")],
+            ),
+        ]
+        for i in range(2):
+            objects.append(
+                dra.with_claims(
+                    pod(f"low-{i}", namespace="ml", node="n1", group="low", priority=10),
+                    [{"name": "gpus", "resourceClaimName": "low-shared"}],
+                )
             )
-        )
-    objects += _gang(count=1)
-    result = plan(parse_snapshot(objects), "ml/new")
+        return parse_snapshot(objects + _gang(count=1))
+
+    return build
+
+
+def test_a_claim_reserved_for_a_podgroup_frees_when_the_whole_group_goes(podgroup_holding_a_claim):
+    result = plan(podgroup_holding_a_claim("all"), "ml/new")
     assert result.outcome == "preempt" and result.evictions == ["ml/low-0", "ml/low-1"]
     assert [v.kind for v in result.victims] == ["PodGroup"]
 
 
-def test_a_claim_reserved_for_a_podgroup_of_single_pods_stays_when_one_pod_goes():
-    objects = _cluster(nodes=("n1",)) + [podgroup("low", namespace="ml", priority=10, min_count=2)]
-    objects += [
-        dra.claim(
-            "low-shared",
-            namespace="ml",
-            devices=[("n1", f"gpu-{i}") for i in range(4)],
-            node="n1",
-            reserved_for=[("PodGroup", "low")],
-        )
-    ]
-    for i in range(2):
-        objects.append(
-            dra.with_claims(
-                pod(f"low-{i}", namespace="ml", node="n1", group="low", priority=10),
-                [{"name": "gpus", "resourceClaimName": "low-shared"}],
-            )
-        )
-    result = plan(parse_snapshot(objects + _gang(count=1)), "ml/new")
+def test_a_claim_reserved_for_a_podgroup_of_single_pods_stays_when_one_pod_goes(podgroup_holding_a_claim):
+    result = plan(podgroup_holding_a_claim("single"), "ml/new")
     assert not result.feasible  # two units share the claim: no single eviction frees it
 
 
