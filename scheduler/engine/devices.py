@@ -24,6 +24,7 @@ import numpy as np
 
 from .cel import CelError, evaluate
 from .dra import ALL_DEVICES, ClaimRef, ClaimSpec, Device, DeviceClass, Request, ResourceClaim
+from .extended import ExtendedResources
 from .resources import is_gpu_device
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class DeviceIndex:
         self.notes: dict[str, list[str]] = {}  # per pod or group key: what was not modelled
         self.cel_errors: dict[tuple, str] = {}
         self._matchers: dict[tuple, Matcher] = {}
+        self._class_matchers: dict[str, Matcher] = {}
         self.devices = self._current_devices(parsed["ResourceSlice"].values())
         self.device_at = {d.key: i for i, d in enumerate(self.devices)}
         self.local = self._local_nodes()
@@ -78,6 +80,7 @@ class DeviceIndex:
                 if i is not None:
                     self.holder.setdefault(i, claim)
         self.pending_needs: dict[int, list[Request]] = {}
+        self.extended = ExtendedResources(self)  # extended resources some pod requests, served by DRA
 
     # -- devices -------------------------------------------------------------------------------
     @staticmethod
@@ -136,6 +139,15 @@ class DeviceIndex:
             error = self.cel_errors.get((expression, found.class_name))
             if error:
                 return found  # the note is added by the caller through cel_note
+        return found
+
+    def class_matcher(self, class_name: str) -> Matcher:
+        """The devices a DeviceClass's own selectors match (no column: ``extended.py``'s resources)."""
+        found = self._class_matchers.get(class_name)
+        if found is None:
+            expressions = tuple(s.expression for s in self.classes[class_name].selectors)
+            found = self._class_matchers[class_name] = Matcher(class_name, expressions, False, "")
+            self._evaluate(found)
         return found
 
     def _evaluate(self, matcher: Matcher) -> None:
@@ -215,14 +227,10 @@ class DeviceIndex:
         snap = self.snapshot
         wanted: set[str] = {GPU_COLUMN}
         shared_needed: set[str] = set()
-        extended = {c.extended_resource: c.name for c in self.classes.values() if c.extended_resource}
         for i, pod in enumerate(snap.pods):
-            if extended and not pod.node_name and pod.active:
-                for name in sorted(set(pod.requests) & set(extended)):
-                    self.notes.setdefault(pod.key, []).append(
-                        f"{name} is requested, which DeviceClass {extended[name]} also serves from DRA devices: "
-                        "only nodes that advertise it count"
-                    )
+            if self.extended.notes and not pod.node_name and pod.active:
+                for name in sorted(set(pod.requests) & set(self.extended.notes)):
+                    self.notes.setdefault(pod.key, []).append(self.extended.notes[name])
             if pod.node_name or not pod.active or not pod.claim_refs:
                 continue
             notes = self.notes.setdefault(pod.key, [])
@@ -275,7 +283,9 @@ class DeviceIndex:
     # -- capacity ------------------------------------------------------------------------------
     def node_capacity(self, alloc: np.ndarray, index: Mapping[str, int]) -> None:
         local = self.local >= 0
-        self._add_per_node(alloc[:, index[GPU_COLUMN]], local & self.gpu & self.usable)
+        gpus = local & self.gpu & self.usable & ~self.extended.gpu_devices  # those count in their own column
+        self._add_per_node(alloc[:, index[GPU_COLUMN]], gpus)
+        self.extended.node_capacity(alloc, index, self.local)
         for m in self._matchers.values():
             column = alloc[:, index[m.column]]
             self._add_per_node(column, local & m.matches & self.usable)
@@ -292,6 +302,10 @@ class DeviceIndex:
         usage charged to nobody (held for good), per node."""
         snap = self.snapshot
         fixed = np.zeros((len(snap.nodes), len(index)), dtype=np.int64)
+        extended = self.extended
+        # With GPUs served as an extended resource, dra/gpu no longer holds every GPU device of a node:
+        # pending pods then ask only their matcher columns (their own GPU figure is not needed).
+        count_pending_gpus = not extended.gpu_devices.any()
         for pod_idx, needs in self.pending_needs.items():
             for request in needs:
                 if request is None:
@@ -302,8 +316,10 @@ class DeviceIndex:
                     req[pod_idx, index[matcher.column]] += 1
                 else:
                     req[pod_idx, index[matcher.column]] += request.count
-                    if matcher.gpu_only:
+                    if matcher.gpu_only and count_pending_gpus:
                         req[pod_idx, index[GPU_COLUMN]] += request.count
+        if extended.served:
+            extended.drop_claimed_requests(self, req, node_of, index)
         held_by: dict[str, int | None] = {}
         matchers = list(self._matchers.values())
         for device, claim in self.holder.items():
@@ -313,8 +329,10 @@ class DeviceIndex:
             if claim.key not in held_by:
                 held_by[claim.key] = self.charged_pod(claim, node, node_of)
             row = req[held_by[claim.key]] if held_by[claim.key] is not None else fixed[node]
-            if self.gpu[device]:
+            if self.gpu[device] and not extended.gpu_devices[device]:
                 row[index[GPU_COLUMN]] += 1
+            if extended.served:
+                extended.charge_device(device, row, index)
             for m in matchers:
                 if m.matches[device]:
                     row[index[m.column]] += 1

@@ -475,20 +475,3 @@ def test_a_podgroup_claim_held_by_higher_priority_units_blocks_the_gang():
     result = plan(parse_snapshot(_group_claim_case(low_priority=500)), "ml/new")
     assert result.outcome == "infeasible:device-claim"
     assert "needs 6 device(s)" in result.reason and "2 free, 0 held by lower-priority units" in result.reason
-
-
-def test_an_extended_resource_a_device_class_serves_is_named_as_not_modelled():
-    objects = [
-        dra.device_class(extended_resource="nvidia.com/gpu"),
-        node("n1", gpus=0),
-        dra.resource_slice("n1", 8),
-    ]
-    objects += [
-        podgroup("g", namespace="ml", priority=100, min_count=1),
-        pod("g-0", namespace="ml", group="g", gpus=1, priority=100),
-    ]
-    result = plan(parse_snapshot(objects), "ml/g")
-    assert (
-        not result.feasible
-        and "nvidia.com/gpu is requested, which DeviceClass gpu.nvidia.com" in result.reason
-    )
