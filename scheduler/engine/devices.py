@@ -26,6 +26,7 @@ from .cel import CelError, evaluate
 from .dra import ALL_DEVICES, ClaimRef, ClaimSpec, Device, DeviceClass, Request, ResourceClaim
 from .extended import ExtendedResources
 from .resources import is_gpu_device
+from .sharedpools import mark_shared, reach_capacity
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -45,7 +46,7 @@ def has_dra(parsed: Mapping[str, Mapping]) -> bool:
 class Matcher:
     """One distinct device request shape: class, selectors, mode; its column and matching devices."""
 
-    __slots__ = ("all_mode", "class_name", "column", "expressions", "gpu_only", "matches")
+    __slots__ = ("all_mode", "class_name", "column", "expressions", "gpu_only", "matches", "shared")
 
     def __init__(self, class_name: str, expressions: tuple[str, ...], all_mode: bool, column: str) -> None:
         self.class_name, self.expressions, self.all_mode, self.column = (
@@ -56,6 +57,7 @@ class Matcher:
         )
         self.matches: np.ndarray = np.zeros(0, dtype=bool)  # per device
         self.gpu_only = False
+        self.shared = False  # served from pools shared by several nodes (sharedpools.py)
 
 
 class DeviceIndex:
@@ -102,13 +104,15 @@ class DeviceIndex:
         snap = self.snapshot
         out = np.full(len(self.devices), -1, dtype=np.int64)
         cache: dict[int, list[int]] = {}
+        everywhere = list(range(len(snap.nodes)))
+        self.reach: dict[int, list[int]] = {}  # device -> the nodes that reach it, for shared-pool devices
         for i, device in enumerate(self.devices):
             kind, value = device.scope
             if kind == "node":
                 out[i] = snap.node_index.get(value, -1)
                 continue
             if kind == "all":
-                reach = list(range(len(snap.nodes)))
+                reach = everywhere
             else:
                 reach = cache.get(id(value))
                 if reach is None:
@@ -118,6 +122,8 @@ class DeviceIndex:
                         if any(t.matches(node.name, node.labels) for t in value)
                     ]
             out[i] = reach[0] if len(reach) == 1 else (-2 if reach else -1)
+            if len(reach) > 1:
+                self.reach[i] = reach
         return out
 
     # -- matchers ------------------------------------------------------------------------------
@@ -135,11 +141,7 @@ class DeviceIndex:
             column = f"{prefix}{request.class_name}" + (f"#{same_class}" if same_class else "")
             found = self._matchers[key] = Matcher(request.class_name, expressions, key[2], column)
             self._evaluate(found)
-        for expression in found.expressions:
-            error = self.cel_errors.get((expression, found.class_name))
-            if error:
-                return found  # the note is added by the caller through cel_note
-        return found
+        return found  # a CEL error's note is added by the caller through cel_note
 
     def class_matcher(self, class_name: str) -> Matcher:
         """The devices a DeviceClass's own selectors match (no column: ``extended.py``'s resources)."""
@@ -266,8 +268,9 @@ class DeviceIndex:
                     note = self.cel_note(matcher)
                     if note:
                         notes.append(f"{label}: {note}")
-                    if (self.local[matcher.matches] == -2).any():
-                        notes.append(f"{label}: devices of pools shared by several nodes are not counted")
+                    shared_note = mark_shared(self, matcher)
+                    if shared_note:
+                        notes.append(f"{label}: {shared_note}")
                     needs.append(request)
                     wanted.add(matcher.column)
             if needs:
@@ -289,6 +292,8 @@ class DeviceIndex:
         for m in self._matchers.values():
             column = alloc[:, index[m.column]]
             self._add_per_node(column, local & m.matches & self.usable)
+            if m.shared:
+                column += reach_capacity(self, m)
             if m.all_mode:
                 np.minimum(column, 1, out=column)
 
@@ -316,7 +321,7 @@ class DeviceIndex:
                     req[pod_idx, index[matcher.column]] += 1
                 else:
                     req[pod_idx, index[matcher.column]] += request.count
-                    if matcher.gpu_only and count_pending_gpus:
+                    if matcher.gpu_only and count_pending_gpus and not matcher.shared:
                         req[pod_idx, index[GPU_COLUMN]] += request.count
         if extended.served:
             extended.drop_claimed_requests(self, req, node_of, index)
