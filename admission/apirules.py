@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from admission.claims import check_group_claims
 from admission.names import is_dns1123_label
 
 MAX_TEMPLATES = 8
 MAX_TOPOLOGY_CONSTRAINTS = 1
-MAX_RESOURCE_CLAIMS = 4
 PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
 # Fields the API fixes at creation (PodGroup spec and PodGroupTemplate); minCount stays mutable.
 IMMUTABLE_PODGROUP_FIELDS = (
@@ -81,37 +81,10 @@ def check_group_spec(spec: dict[str, Any], where: str) -> list[str]:
                 problems.append(
                     f"{where}.schedulingConstraints.topology[{index}].key is missing; name a node label"
                 )
-    problems += _check_claims(spec.get("resourceClaims"), where)
+    problems += check_group_claims(spec.get("resourceClaims"), where)
     policy_name = spec.get("preemptionPolicy")
     if policy_name is not None and policy_name not in PREEMPTION_POLICIES:
         problems.append(f"{where}.preemptionPolicy is {policy_name!r}; use Never or PreemptLowerPriority")
-    return problems
-
-
-def _check_claims(claims: Any, where: str) -> list[str]:
-    if not isinstance(claims, list):
-        return []
-    problems = []
-    if len(claims) > MAX_RESOURCE_CLAIMS:
-        problems.append(
-            f"{where}.resourceClaims has {len(claims)} entries; at most {MAX_RESOURCE_CLAIMS} are allowed"
-        )
-    seen: set[str] = set()
-    for index, claim in enumerate(claims):
-        claim, at = _dict(claim), f"{where}.resourceClaims[{index}]"
-        name = claim.get("name")
-        if not is_dns1123_label(name):
-            problems.append(f"{at}.name is {name!r}; use a DNS label (lowercase letters, digits, '-', <= 63)")
-        elif name in seen:
-            problems.append(f"{at}.name {name!r} is used twice; give each claim its own name")
-        else:
-            seen.add(name)
-        sources = [key for key in ("resourceClaimName", "resourceClaimTemplateName") if claim.get(key)]
-        if len(sources) != 1:
-            problems.append(
-                f"{at} sets {' and '.join(sources) or 'neither source'}; set exactly one of "
-                "resourceClaimName or resourceClaimTemplateName"
-            )
     return problems
 
 

@@ -18,6 +18,8 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta, Struct, field
 
+from admission.claims import make_entry
+
 # A resource.Quantity is a string on the wire; numbers are accepted as clients write them in manifests.
 Quantity = str | int | float
 # The map of a pod without labels (or annotations): shared, never written.
@@ -90,6 +92,19 @@ def resource_requirements(resources: msgspec.Raw) -> ResourceRequirements:
         return _NO_RESOURCES
 
 
+class PodResourceClaim(Struct, gc=False):
+    """An entry of ``spec.resourceClaims`` (DRA): compared with the PodGroup's (``admission.claims``)."""
+
+    name: str = ""
+    resourceClaimName: str | None = None
+    resourceClaimTemplateName: str | None = None
+
+    @property
+    def entry(self) -> tuple[str, str, str] | None:
+        """(name, claim, template) as ``admission.claims`` compares them; None when it is malformed."""
+        return make_entry(self.name, self.resourceClaimName, self.resourceClaimTemplateName)
+
+
 class PodSpec(Struct, gc=False):
     schedulingGroup: SchedulingGroup | None = None
     priority: Int32 | None = None
@@ -97,6 +112,7 @@ class PodSpec(Struct, gc=False):
     schedulerName: str | None = None
     preemptionPolicy: str | None = None
     containers: list[Container] | None = None
+    resourceClaims: list[PodResourceClaim] | None = None
 
     @property
     def group_name(self) -> str:

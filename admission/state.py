@@ -19,6 +19,8 @@ from typing import Any
 
 import msgspec
 
+from admission.claims import ClaimEntry, group_entries
+
 GangKey = tuple[str, str]  # (namespace, PodGroup name)
 
 
@@ -27,6 +29,8 @@ class PodGroupFacts(msgspec.Struct, frozen=True, gc=False):
 
     priority: int | None
     priority_class: str
+    # spec.resourceClaims (KEP-5729), the well-formed entries: what a member's entries are compared with.
+    claims: tuple[ClaimEntry, ...] = ()
 
 
 def podgroup_facts(podgroup: dict[str, Any]) -> PodGroupFacts:
@@ -36,6 +40,7 @@ def podgroup_facts(podgroup: dict[str, Any]) -> PodGroupFacts:
     return PodGroupFacts(
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
         priority_class=priority_class if isinstance(priority_class, str) else "",
+        claims=group_entries(spec.get("resourceClaims")),
     )
 
 

@@ -13,6 +13,7 @@ import msgspec
 
 from admission import labels as L
 from admission.apirules import check_podgroup, check_workload
+from admission.claims import pod_claim_findings
 from admission.controllers import controller_problems
 from admission.inference import gang_of
 from admission.mutate import pod_scope
@@ -108,6 +109,13 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, podgroups:
                 f"{podgroup.priority_class or '(the PodGroup’s)'} on the pod template so the gang has one priority"  # noqa: RUF001
             ],
         )
+    if podgroup.claims and spec.resourceClaims:
+        problems, warnings = pod_claim_findings(
+            [c.entry for c in spec.resourceClaims], group, podgroup.claims
+        )
+        if problems:
+            return _deny(_subject(request), problems, warnings)
+        return Verdict(warnings=warnings)
     return Verdict()
 
 

@@ -24,7 +24,9 @@ import numpy as np
 
 from .cel import CelError, evaluate
 from .dra import ALL_DEVICES, ClaimRef, ClaimSpec, Device, DeviceClass, Request, ResourceClaim
+from .extended import ExtendedResources
 from .resources import is_gpu_device
+from .sharedpools import mark_shared, reach_capacity
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -44,7 +46,7 @@ def has_dra(parsed: Mapping[str, Mapping]) -> bool:
 class Matcher:
     """One distinct device request shape: class, selectors, mode; its column and matching devices."""
 
-    __slots__ = ("all_mode", "class_name", "column", "expressions", "gpu_only", "matches")
+    __slots__ = ("all_mode", "class_name", "column", "expressions", "gpu_only", "matches", "shared")
 
     def __init__(self, class_name: str, expressions: tuple[str, ...], all_mode: bool, column: str) -> None:
         self.class_name, self.expressions, self.all_mode, self.column = (
@@ -55,6 +57,7 @@ class Matcher:
         )
         self.matches: np.ndarray = np.zeros(0, dtype=bool)  # per device
         self.gpu_only = False
+        self.shared = False  # served from pools shared by several nodes (sharedpools.py)
 
 
 class DeviceIndex:
@@ -66,6 +69,7 @@ class DeviceIndex:
         self.notes: dict[str, list[str]] = {}  # per pod or group key: what was not modelled
         self.cel_errors: dict[tuple, str] = {}
         self._matchers: dict[tuple, Matcher] = {}
+        self._class_matchers: dict[str, Matcher] = {}
         self.devices = self._current_devices(parsed["ResourceSlice"].values())
         self.device_at = {d.key: i for i, d in enumerate(self.devices)}
         self.local = self._local_nodes()
@@ -78,6 +82,7 @@ class DeviceIndex:
                 if i is not None:
                     self.holder.setdefault(i, claim)
         self.pending_needs: dict[int, list[Request]] = {}
+        self.extended = ExtendedResources(self)  # extended resources some pod requests, served by DRA
 
     # -- devices -------------------------------------------------------------------------------
     @staticmethod
@@ -99,13 +104,15 @@ class DeviceIndex:
         snap = self.snapshot
         out = np.full(len(self.devices), -1, dtype=np.int64)
         cache: dict[int, list[int]] = {}
+        everywhere = list(range(len(snap.nodes)))
+        self.reach: dict[int, list[int]] = {}  # device -> the nodes that reach it, for shared-pool devices
         for i, device in enumerate(self.devices):
             kind, value = device.scope
             if kind == "node":
                 out[i] = snap.node_index.get(value, -1)
                 continue
             if kind == "all":
-                reach = list(range(len(snap.nodes)))
+                reach = everywhere
             else:
                 reach = cache.get(id(value))
                 if reach is None:
@@ -115,6 +122,8 @@ class DeviceIndex:
                         if any(t.matches(node.name, node.labels) for t in value)
                     ]
             out[i] = reach[0] if len(reach) == 1 else (-2 if reach else -1)
+            if len(reach) > 1:
+                self.reach[i] = reach
         return out
 
     # -- matchers ------------------------------------------------------------------------------
@@ -132,10 +141,15 @@ class DeviceIndex:
             column = f"{prefix}{request.class_name}" + (f"#{same_class}" if same_class else "")
             found = self._matchers[key] = Matcher(request.class_name, expressions, key[2], column)
             self._evaluate(found)
-        for expression in found.expressions:
-            error = self.cel_errors.get((expression, found.class_name))
-            if error:
-                return found  # the note is added by the caller through cel_note
+        return found  # a CEL error's note is added by the caller through cel_note
+
+    def class_matcher(self, class_name: str) -> Matcher:
+        """The devices a DeviceClass's own selectors match (no column: ``extended.py``'s resources)."""
+        found = self._class_matchers.get(class_name)
+        if found is None:
+            expressions = tuple(s.expression for s in self.classes[class_name].selectors)
+            found = self._class_matchers[class_name] = Matcher(class_name, expressions, False, "")
+            self._evaluate(found)
         return found
 
     def _evaluate(self, matcher: Matcher) -> None:
@@ -215,14 +229,10 @@ class DeviceIndex:
         snap = self.snapshot
         wanted: set[str] = {GPU_COLUMN}
         shared_needed: set[str] = set()
-        extended = {c.extended_resource: c.name for c in self.classes.values() if c.extended_resource}
         for i, pod in enumerate(snap.pods):
-            if extended and not pod.node_name and pod.active:
-                for name in sorted(set(pod.requests) & set(extended)):
-                    self.notes.setdefault(pod.key, []).append(
-                        f"{name} is requested, which DeviceClass {extended[name]} also serves from DRA devices: "
-                        "only nodes that advertise it count"
-                    )
+            if self.extended.notes and not pod.node_name and pod.active:
+                for name in sorted(set(pod.requests) & set(self.extended.notes)):
+                    self.notes.setdefault(pod.key, []).append(self.extended.notes[name])
             if pod.node_name or not pod.active or not pod.claim_refs:
                 continue
             notes = self.notes.setdefault(pod.key, [])
@@ -258,8 +268,9 @@ class DeviceIndex:
                     note = self.cel_note(matcher)
                     if note:
                         notes.append(f"{label}: {note}")
-                    if (self.local[matcher.matches] == -2).any():
-                        notes.append(f"{label}: devices of pools shared by several nodes are not counted")
+                    shared_note = mark_shared(self, matcher)
+                    if shared_note:
+                        notes.append(f"{label}: {shared_note}")
                     needs.append(request)
                     wanted.add(matcher.column)
             if needs:
@@ -275,10 +286,14 @@ class DeviceIndex:
     # -- capacity ------------------------------------------------------------------------------
     def node_capacity(self, alloc: np.ndarray, index: Mapping[str, int]) -> None:
         local = self.local >= 0
-        self._add_per_node(alloc[:, index[GPU_COLUMN]], local & self.gpu & self.usable)
+        gpus = local & self.gpu & self.usable & ~self.extended.gpu_devices  # those count in their own column
+        self._add_per_node(alloc[:, index[GPU_COLUMN]], gpus)
+        self.extended.node_capacity(alloc, index, self.local)
         for m in self._matchers.values():
             column = alloc[:, index[m.column]]
             self._add_per_node(column, local & m.matches & self.usable)
+            if m.shared:
+                column += reach_capacity(self, m)
             if m.all_mode:
                 np.minimum(column, 1, out=column)
 
@@ -292,6 +307,10 @@ class DeviceIndex:
         usage charged to nobody (held for good), per node."""
         snap = self.snapshot
         fixed = np.zeros((len(snap.nodes), len(index)), dtype=np.int64)
+        extended = self.extended
+        # With GPUs served as an extended resource, dra/gpu no longer holds every GPU device of a node:
+        # pending pods then ask only their matcher columns (their own GPU figure is not needed).
+        count_pending_gpus = not extended.gpu_devices.any()
         for pod_idx, needs in self.pending_needs.items():
             for request in needs:
                 if request is None:
@@ -302,8 +321,10 @@ class DeviceIndex:
                     req[pod_idx, index[matcher.column]] += 1
                 else:
                     req[pod_idx, index[matcher.column]] += request.count
-                    if matcher.gpu_only:
+                    if matcher.gpu_only and count_pending_gpus and not matcher.shared:
                         req[pod_idx, index[GPU_COLUMN]] += request.count
+        if extended.served:
+            extended.drop_claimed_requests(self, req, node_of, index)
         held_by: dict[str, int | None] = {}
         matchers = list(self._matchers.values())
         for device, claim in self.holder.items():
@@ -313,8 +334,10 @@ class DeviceIndex:
             if claim.key not in held_by:
                 held_by[claim.key] = self.charged_pod(claim, node, node_of)
             row = req[held_by[claim.key]] if held_by[claim.key] is not None else fixed[node]
-            if self.gpu[device]:
+            if self.gpu[device] and not extended.gpu_devices[device]:
                 row[index[GPU_COLUMN]] += 1
+            if extended.served:
+                extended.charge_device(device, row, index)
             for m in matchers:
                 if m.matches[device]:
                     row[index[m.column]] += 1

@@ -107,15 +107,29 @@ def claim(
     devices: list[tuple[str, str]] | None = None,
     node: str | None = None,
     reserved_for: list[tuple[str, str]] | None = None,
+    extended_for: str | None = None,
 ) -> dict[str, Any]:
     """A claim; ``devices`` [(pool, device)] allocated (on ``node``), reserved for [(kind, name)]
-    consumers (``Pod`` or ``PodGroup``)."""
+    consumers (``Pod`` or ``PodGroup``). ``extended_for``: the claim kube-scheduler writes for a pod
+    whose extended resource a DeviceClass serves (annotated, owned by the pod, reserved for it)."""
     body: dict[str, Any] = {
         "apiVersion": API,
         "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace, "uid": f"uid-claim-{namespace}-{name}"},
         "spec": claim_spec(requests),
     }
+    if extended_for:
+        body["metadata"]["annotations"] = {"resource.kubernetes.io/extended-resource-claim": "true"}
+        body["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": extended_for,
+                "uid": f"uid-{namespace}-{extended_for}",
+                "controller": True,
+            }
+        ]
+        reserved_for = reserved_for or [("Pod", extended_for)]
     status: dict[str, Any] = {}
     if devices:
         status["allocation"] = {

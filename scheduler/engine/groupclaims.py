@@ -1,7 +1,7 @@
 """PodGroup-level claims (KEP-5729): whether they can be allocated, and plans for gangs whose claims
 need devices that lower-priority units hold.
 
-The units whose claims free those devices (``devices.group_claim_needs``) are evicted first: the policy
+The units whose claims free those devices (``group_claim_needs``) are evicted first: the policy
 plans on a *view* of the snapshot without them (their pods gone, their claims' devices free), and the
 plan it finds gets them as victims too, its cost counted on the whole victim set. The view shares
 everything else with the snapshot, which it never changes.
@@ -39,10 +39,13 @@ class GroupClaims:
         self.freed: list[str] = []  # "N device(s) for claim 'x'" per claim that needs evictions
 
 
-def group_claim_needs(index: DeviceIndex, group, priority: int) -> GroupClaims:
-    """A claim already allocated is fine; one to be created needs, for every request, free devices or
-    devices held by claims of single lower-priority units (evicted first, least important first);
-    else it blocks, saying how many devices are free and how many lower-priority consumers hold."""
+def group_claim_needs(index: DeviceIndex, group, priority: int, pending: list[int] = ()) -> GroupClaims:
+    """A PodGroup claim already allocated is fine; one to be created needs, for every request, free devices
+    or devices held by claims of single lower-priority units (evicted first, least important first); so do
+    the requests the ``pending`` pods' own claims make of pools shared by several nodes (``sharedpools``).
+    Otherwise it blocks, saying how many devices are free and how many lower-priority consumers hold."""
+    from .sharedpools import pending_shared_needs
+
     out = GroupClaims()
     taken = np.zeros(len(index.devices), dtype=bool)
     freeable = _freeable_claims(index, priority)
@@ -66,31 +69,55 @@ def group_claim_needs(index: DeviceIndex, group, priority: int) -> GroupClaims:
             note = index.cel_note(matcher)
             if note:
                 out.notes.append(f"{label}: {note}")
-            free = index.free_devices(matcher.matches) & ~taken
             wanted = int(matcher.matches.sum()) if request.mode == ALL_DEVICES else request.count
-            wanted = max(wanted, 1)
-            chosen = list(np.flatnonzero(free)[:wanted])
-            units: list[int] = []
-            for unit, devices in freeable:
-                if len(chosen) >= wanted:
-                    break
-                usable = [d for d in devices if matcher.matches[d] and not taken[d] and index.usable[d]]
-                if usable:
-                    chosen += usable[: wanted - len(chosen)]
-                    units.append(unit)
-            if len(chosen) < wanted:
-                lower = sum(len([d for d in ds if matcher.matches[d]]) for _, ds in freeable)
-                out.blocked = (
-                    f"PodGroup claim {ref.name!r} ({label}) needs {wanted} device(s) of DeviceClass "
-                    f"{request.class_name} for request {request.name!r}: {int(free.sum())} free, {lower} held by "
-                    "lower-priority units that evicting would free"
-                )
+            if not _take(
+                index,
+                out,
+                taken,
+                freeable,
+                matcher.matches,
+                max(wanted, 1),
+                request,
+                (
+                    f"PodGroup claim {ref.name!r} ({label})",
+                    f"PodGroup claim {ref.name!r}",
+                ),
+            ):
                 return out
-            taken[chosen] = True
-            if units:
-                out.freeing += [u for u in units if u not in out.freeing]
-                out.freed.append(f"{len(chosen) - int(free.sum())} device(s) for PodGroup claim {ref.name!r}")
+    for _matcher, request, devices, wanted, pods in pending_shared_needs(index, list(pending)):
+        shared = f"pools shared by several nodes ({pods} pending pod(s)' own claims)"
+        if not _take(index, out, taken, freeable, devices, wanted, request, (shared, shared)):
+            return out
     return out
+
+
+def _take(
+    index, out: GroupClaims, taken, freeable, devices, wanted: int, request, what: tuple[str, str]
+) -> bool:
+    """Take ``wanted`` of the ``devices`` (a mask): free ones, then those lower-priority units hold (recorded
+    in ``out.freeing``). False, with ``out.blocked`` said, when there are too few."""
+    free = index.free_devices(devices) & ~taken
+    chosen = list(np.flatnonzero(free)[:wanted])
+    units: list[int] = []
+    for unit, held in freeable:
+        if len(chosen) >= wanted:
+            break
+        usable = [d for d in held if devices[d] and not taken[d] and index.usable[d]]
+        if usable:
+            chosen += usable[: wanted - len(chosen)]
+            units.append(unit)
+    if len(chosen) < wanted:
+        lower = sum(len([d for d in held if devices[d]]) for _, held in freeable)
+        out.blocked = (
+            f"{what[0]} needs {wanted} device(s) of DeviceClass {request.class_name} for request "
+            f"{request.name!r}: {int(free.sum())} free, {lower} held by lower-priority units that evicting would free"
+        )
+        return False
+    taken[chosen] = True
+    if units:
+        out.freeing += [u for u in units if u not in out.freeing]
+        out.freed.append(f"{len(chosen) - int(free.sum())} device(s) for {what[1]}")
+    return True
 
 
 def _freeable_claims(index: DeviceIndex, priority: int) -> list[tuple[int, list[int]]]:
@@ -153,7 +180,7 @@ def plan_freeing(policy: PreemptionPolicy, problem: Problem, claims: GroupClaims
     found.cost = victim_cost(snapshot.units, chosen)
     freed = "; ".join(claims.freed)
     found.reason = (
-        f"the PodGroup's claims need {freed}, so {len(claims.freeing)} unit(s) are evicted for them first; "
+        f"the gang's claims need {freed}, so {len(claims.freeing)} unit(s) are evicted for them first; "
         f"after that: {found.reason}"
     )
     return found

@@ -86,8 +86,13 @@ class Preemptor:
 
         notes = notes_for(index, [self.snapshot.pods[p].key for p in self.pending])
         found = GroupClaims()
-        if self.group.claim_refs and self.pending:
-            found = group_claim_needs(index, self.group, self.priority)
+        shared = any(
+            r is not None and index.matcher(r, "").shared
+            for p in self.pending
+            for r in index.pending_needs.get(p, ())
+        )
+        if self.pending and (self.group.claim_refs or shared):
+            found = group_claim_needs(index, self.group, self.priority, self.pending)
         found.notes = notes + [n for n in found.notes if n not in notes]
         return found
 

@@ -60,7 +60,11 @@ PODGROUP = {
     "apiVersion": "scheduling.k8s.io/v1beta1",
     "kind": "PodGroup",
     "metadata": {"name": "trainer", "namespace": "ml-team"},
-    "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}, "priorityClassName": "batch-high"},
+    "spec": {
+        "schedulingPolicy": {"gang": {"minCount": 4}},
+        "priorityClassName": "batch-high",
+        "resourceClaims": [{"name": "imex-channel", "resourceClaimTemplateName": "imex-channel"}],
+    },
 }
 WORKLOAD = {
     "apiVersion": "scheduling.k8s.io/v1beta1",
@@ -144,6 +148,7 @@ OBJECT_PATHS = [
     ("spec", "schedulingPolicy"),
     ("spec", "template"),
     ("spec", "replicatedJobs"),
+    ("spec", "resourceClaims"),
 ]
 
 
@@ -158,6 +163,9 @@ def well_formed(draw) -> dict:
             obj["spec"]["schedulingGroup"] = {
                 "podGroupName": draw(st.sampled_from(["trainer", "resnet-train", "x"]))
             }
+        if draw(st.booleans()):  # DRA: an entry of the PodGroup's (KEP-5729), or a near miss
+            template = draw(st.sampled_from(["imex-channel", "imex-v2"]))
+            obj["spec"]["resourceClaims"] = [{"name": "imex-channel", "resourceClaimTemplateName": template}]
     elif what == "podgroup":
         obj, kind = fresh("podgroup"), ("scheduling.k8s.io", "v1beta1", "PodGroup")
     elif what == "workload":

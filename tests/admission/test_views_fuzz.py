@@ -247,6 +247,7 @@ def mangled_pods(draw):
                     ("spec", "priority"),
                     ("spec", "schedulerName"),
                     ("spec", "containers"),
+                    ("spec", "resourceClaims"),
                 ]
             ),
             min_size=1,

@@ -10,8 +10,10 @@ from scheduler.engine.builders import node, pod, podgroup
 TEMPLATE_REF = [{"name": "gpus", "resourceClaimTemplateName": "gpus"}]
 
 
-def _held(name, on, devices, *, priority=10, group=None, namespace="ml", consumers=None, claim=None):
-    """A running pod and the claim holding ``devices`` of node ``on`` for it."""
+def _held(
+    name, on, devices, *, priority=10, group=None, namespace="ml", consumers=None, claim=None, pool=None
+):
+    """A running pod and the claim holding ``devices`` of node ``on`` (or of ``pool``) for it."""
     claim = claim or f"{name}-gpus"
     return [
         dra.with_claims(
@@ -21,7 +23,7 @@ def _held(name, on, devices, *, priority=10, group=None, namespace="ml", consume
         dra.claim(
             claim,
             namespace=namespace,
-            devices=[(on, f"gpu-{i}") for i in devices],
+            devices=[(pool or on, f"gpu-{i}") for i in devices],
             node=on,
             reserved_for=consumers or [("Pod", name)],
         ),
@@ -85,51 +87,42 @@ def test_a_claim_shared_with_a_pod_that_stays_frees_nothing():
     assert not result.feasible and result.evictions == []
 
 
-def test_a_claim_reserved_for_a_podgroup_frees_when_the_whole_group_goes():
-    objects = _cluster(nodes=("n1",)) + [
-        podgroup("low", namespace="ml", priority=10, mode="all", min_count=2)
-    ]
-    objects += [
-        dra.claim(
-            "low-shared",
-            namespace="ml",
-            devices=[("n1", f"gpu-{i}") for i in range(4)],
-            node="n1",
-            reserved_for=[("PodGroup", "low")],
-        )
-    ]
-    for i in range(2):
-        objects.append(
-            dra.with_claims(
-                pod(f"low-{i}", namespace="ml", node="n1", group="low", priority=10),
-                [{"name": "gpus", "resourceClaimName": "low-shared"}],
+@pytest.fixture
+def podgroup_holding_a_claim():
+    """n1's four devices held by one claim reserved for PodGroup ml/low (two running pods, priority 10)
+    in the given disruption mode, and a one-pod gang ml/new that needs them."""
+
+    def build(mode):
+        objects = _cluster(nodes=("n1",)) + [
+            podgroup("low", namespace="ml", priority=10, mode=mode, min_count=2),
+            dra.claim(
+                "low-shared",
+                namespace="ml",
+                devices=[("n1", f"gpu-{i}") for i in range(4)],
+                node="n1",
+                reserved_for=[("PodGroup", "low")],
+            ),
+        ]
+        for i in range(2):
+            objects.append(
+                dra.with_claims(
+                    pod(f"low-{i}", namespace="ml", node="n1", group="low", priority=10),
+                    [{"name": "gpus", "resourceClaimName": "low-shared"}],
+                )
             )
-        )
-    objects += _gang(count=1)
-    result = plan(parse_snapshot(objects), "ml/new")
+        return parse_snapshot(objects + _gang(count=1))
+
+    return build
+
+
+def test_a_claim_reserved_for_a_podgroup_frees_when_the_whole_group_goes(podgroup_holding_a_claim):
+    result = plan(podgroup_holding_a_claim("all"), "ml/new")
     assert result.outcome == "preempt" and result.evictions == ["ml/low-0", "ml/low-1"]
     assert [v.kind for v in result.victims] == ["PodGroup"]
 
 
-def test_a_claim_reserved_for_a_podgroup_of_single_pods_stays_when_one_pod_goes():
-    objects = _cluster(nodes=("n1",)) + [podgroup("low", namespace="ml", priority=10, min_count=2)]
-    objects += [
-        dra.claim(
-            "low-shared",
-            namespace="ml",
-            devices=[("n1", f"gpu-{i}") for i in range(4)],
-            node="n1",
-            reserved_for=[("PodGroup", "low")],
-        )
-    ]
-    for i in range(2):
-        objects.append(
-            dra.with_claims(
-                pod(f"low-{i}", namespace="ml", node="n1", group="low", priority=10),
-                [{"name": "gpus", "resourceClaimName": "low-shared"}],
-            )
-        )
-    result = plan(parse_snapshot(objects + _gang(count=1)), "ml/new")
+def test_a_claim_reserved_for_a_podgroup_of_single_pods_stays_when_one_pod_goes(podgroup_holding_a_claim):
+    result = plan(podgroup_holding_a_claim("single"), "ml/new")
     assert not result.feasible  # two units share the claim: no single eviction frees it
 
 
@@ -228,11 +221,7 @@ def test_mixed_clusters_keep_extended_resource_gpus_and_dra_devices_apart():
     assert classic.evictions == ["ml/ext-low"] and classic.placement == {"ml/classic-0": "ext"}
 
 
-def test_devices_of_pools_shared_by_several_nodes_are_not_counted_and_the_reason_says_so():
-    objects = [dra.device_class(), node("n1", gpus=0), node("n2", gpus=0)]
-    objects += [dra.resource_slice(None, 4, allNodes=True, pool="fabric")] + _gang(count=1, gpus=1)
-    result = plan(parse_snapshot(objects), "ml/new")
-    assert not result.feasible and "pools shared by several nodes are not counted" in result.reason
+def test_a_node_selector_that_picks_one_node_makes_its_devices_that_nodes():
     one = [dra.device_class(), node("n1", gpus=0), node("n2", gpus=0)]
     one += [
         dra.resource_slice(
@@ -398,19 +387,24 @@ from hypothesis import strategies as st  # noqa: E402
 def dra_clusters(draw):
     nodes = [f"n{i}" for i in range(draw(st.integers(1, 4)))]
     objects = [dra.device_class()]
+    fabric = draw(st.booleans())  # the GPUs sit in one pool every node reaches instead of on the nodes
     sizes = {}
     for n in nodes:
-        sizes[n] = draw(st.integers(0, 8))
+        sizes[n] = 0 if fabric else draw(st.integers(0, 8))
         objects += [node(n, gpus=0), dra.resource_slice(n, sizes[n])]
     free = {n: list(range(sizes[n])) for n in nodes}
+    if fabric:
+        free["fabric"] = list(range(draw(st.integers(0, 12))))
+        objects.append(dra.resource_slice(None, len(free["fabric"]), allNodes=True, pool="fabric"))
     for i in range(draw(st.integers(0, 8))):
         n = draw(st.sampled_from(nodes))
-        take = draw(st.integers(0, len(free[n])))
-        held, free[n] = free[n][:take], free[n][take:]
+        pool = "fabric" if fabric else n
+        take = draw(st.integers(0, len(free[pool])))
+        held, free[pool] = free[pool][:take], free[pool][take:]
         priority = draw(st.sampled_from([10, 50, 200]))
         shared = i > 0 and draw(st.booleans())
         consumers = [("Pod", f"low-{i}")] + ([("Pod", f"low-{i - 1}")] if shared else [])
-        objects += _held(f"low-{i}", n, held, priority=priority, consumers=consumers)
+        objects += _held(f"low-{i}", n, held, priority=priority, consumers=consumers, pool=pool)
     gang = _gang(count=draw(st.integers(1, 3)), gpus=draw(st.integers(1, 4)))
     if draw(st.booleans()):  # one claim for the whole group (KEP-5729) instead of one per pod
         for obj in gang:
@@ -431,21 +425,23 @@ def _replay(objects, result):
             results = c["status"].get("allocation", {}).get("devices", {}).get("results", [])
             held |= {(r["pool"], r["device"]) for r in results}
     slices = {
-        o["spec"]["nodeName"]: [d["name"] for d in o["spec"]["devices"]]
+        o["spec"].get("nodeName") or o["spec"]["pool"]["name"]: [d["name"] for d in o["spec"]["devices"]]
         for o in objects
         if o["kind"] == "ResourceSlice"
     }
+    shared = [("fabric", d) for d in slices.pop("fabric", []) if ("fabric", d) not in held]
     wanted = next(o for o in objects if o["kind"] == "ResourceClaimTemplate")["spec"]["spec"]["devices"][
         "requests"
     ][0]["exactly"]["count"]
     given_out = set()
     group = next(o for o in objects if o["kind"] == "PodGroup" and o["metadata"]["name"] == "new")
     if group["spec"].get("resourceClaims"):  # the group's one claim: any devices, on any node
-        available = [(n, d) for n, names in slices.items() for d in names if (n, d) not in held]
+        available = [(n, d) for n, names in slices.items() for d in names if (n, d) not in held] + shared
         assert len(available) >= wanted, f"the group claim needs {wanted}, {len(available)} free"
         return
     for pod_key, n in result.placement.items():
         available = [(n, d) for d in slices.get(n, []) if (n, d) not in held and (n, d) not in given_out]
+        available += [d for d in shared if d not in given_out]  # a pool every node reaches
         assert len(available) >= wanted, f"{pod_key} on {n}: {len(available)} free device(s), needs {wanted}"
         given_out |= set(available[:wanted])
 
@@ -475,7 +471,7 @@ def test_a_podgroup_claim_held_by_lower_priority_units_evicts_them_first():
     assert result.outcome == "preempt"
     assert result.evictions == ["ml/low-0"]  # 2 free on n2 + 4 freed on n1 = 6
     assert result.reason.startswith(
-        "the PodGroup's claims need 4 device(s) for PodGroup claim 'domain', so 1 unit(s) are evicted for them first"
+        "the gang's claims need 4 device(s) for PodGroup claim 'domain', so 1 unit(s) are evicted for them first"
     )
     assert result.cost.highest_victim_priority == 10
 
@@ -484,20 +480,3 @@ def test_a_podgroup_claim_held_by_higher_priority_units_blocks_the_gang():
     result = plan(parse_snapshot(_group_claim_case(low_priority=500)), "ml/new")
     assert result.outcome == "infeasible:device-claim"
     assert "needs 6 device(s)" in result.reason and "2 free, 0 held by lower-priority units" in result.reason
-
-
-def test_an_extended_resource_a_device_class_serves_is_named_as_not_modelled():
-    objects = [
-        dra.device_class(extended_resource="nvidia.com/gpu"),
-        node("n1", gpus=0),
-        dra.resource_slice("n1", 8),
-    ]
-    objects += [
-        podgroup("g", namespace="ml", priority=100, min_count=1),
-        pod("g-0", namespace="ml", group="g", gpus=1, priority=100),
-    ]
-    result = plan(parse_snapshot(objects), "ml/g")
-    assert (
-        not result.feasible
-        and "nvidia.com/gpu is requested, which DeviceClass gpu.nvidia.com" in result.reason
-    )

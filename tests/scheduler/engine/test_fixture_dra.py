@@ -22,3 +22,20 @@ def test_the_gang_takes_the_dra_nodes_by_evicting_the_sweep_and_spares_the_exten
     assert result.evictions == ["ml/sweep-0", "ml/sweep-1"] and result.evicted_gpus == 16
     assert result.placement == {"ml/train-0": "dra-1", "ml/train-1": "dra-2"}
     assert result.lost_gpu_seconds > 0
+
+
+MIXED = ROOT / "tests" / "fixtures" / "engine" / "dra-extended.yaml"
+
+
+def test_every_object_of_the_mixed_fixture_is_valid_for_kubernetes_1_37():
+    for obj in yaml.safe_load(MIXED.read_text())["items"]:
+        kubernetes_validate.utils.validate(obj, "1.37.0", strict=True)
+
+
+def test_nvidia_gpu_requests_take_a_dra_node_and_the_plugin_node_but_not_the_critical_pods_gpus():
+    snap = load_snapshot(MIXED)
+    assert snap.gpus(snap.alloc).tolist() == [8, 8, 8]  # dra-1, dra-2 (devices), plugin-1 (nvidia.com/gpu)
+    result = plan(snap, "ml/train")
+    assert result.outcome == "preempt"
+    assert result.evictions == ["ml/sweep-0", "ml/sweep-1"] and result.evicted_gpus == 16
+    assert result.placement == {"ml/train-0": "dra-1", "ml/train-1": "plugin-1"}
