@@ -1,18 +1,17 @@
 """The web process's heap, settled once its code is loaded (``settle``, called by ``gangweb.asgi``).
 
 A full collection of the cyclic garbage collector walks every object the process holds, and most of
-them are the code: Django, DRF, drf-spectacular, gangweb's modules, the URL conf. Measured in
-``bench api`` (2026-12-01, load average 7-8): 144,000 objects after loading the URL conf, one full
-collection 145 ms of CPU; 80,000 with that code frozen. One such collection landed in about one
-answer in a hundred of the ledger lists (``plans``, ``evictions``, ``ledger?kind=``: p99 300 ms to
-1.3 s while p50 was 26-53 ms; gc.callbacks bracketed the whole difference; docs/api.md).
+them are code: Django, DRF, drf-spectacular, gangweb's modules, the URL conf. Measured on this machine
+(2026-12-01, load average 7, thread CPU time of one ``gc.collect()``): 107,000 objects after
+``django.setup()``, 98 ms; 144,000 once the URL conf is loaded, 145 ms; 222,000 with ``bench api``'s
+5,000-PodGroup cluster beside it, 230 ms. Frozen, the code is out of every later collection's sight.
 
 ``settle`` imports everything a request would (the URL conf and what it names), collects once and
-freezes the result (``gc.freeze``: out of every later collection's sight, still freed by reference
-counting), and lets the young generation grow to 10,000 objects before a collection, as the webhook
-server does (``admission/server.py``): answers build and drop thousands of objects, and each
-collection in the middle of one promotes the live ones towards the old generation, whose growth
-triggers the next full collection.
+freezes the result (``gc.freeze``: still freed by reference counting, never scanned again), and lets
+the young generation grow to 10,000 objects before a collection, the thresholds of the webhook server
+(``admission/server.py``; not measured apart here). What made the API's answers slow once in a
+hundred was garbage in reference cycles, which only the collector frees: ``gangweb.api.v1.views.base``
+no longer leaves any behind worth the name (docs/api.md, "Measured").
 """
 
 from __future__ import annotations
