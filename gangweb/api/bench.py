@@ -1,6 +1,7 @@
 """Read-path benchmark: how long the API (v1 and the deprecated paths) and the dashboard's data take.
 
-    python manage.py bench api [--requests 151] [--victims 64] [--podgroups 5000] [--repeat 100] [--json]
+    python manage.py bench api [--requests 151] [--victims 64] [--podgroups 5000] [--repeat 100]
+                               [--gc settled|default] [--json]
 
 Writes ``--requests`` finished requests, each with one plan of ``--victims`` evicted pods and the
 history a real execution leaves (133 entries each at 64 victims: 151 requests are 20,083 ledger rows),
@@ -10,13 +11,15 @@ The live cluster is an in-memory one of ``--podgroups`` gangs (two 2-GPU pods ea
 Django's full middleware stack with a signed-in admin, each read a platform team or the dashboard
 makes, and ``POST /api/v1/simulate/`` on the small cluster of the settings (the simulated one by
 default). Printed per call: the first (cold) call, p50 and p99 milliseconds over ``--repeat`` more
-calls, and the response size. The cluster rows are rebuilt every ``GANGWEB_API_CLUSTER_CACHE_SECONDS``
+calls, the same per call in the thread's CPU time, the garbage collector's milliseconds by generation, and
+the response size. The cluster rows are rebuilt every ``GANGWEB_API_CLUSTER_CACHE_SECONDS``
 (5 s), so those rebuilds are in the p99.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import time
@@ -199,24 +202,58 @@ class BenchCluster:
         return self.objects
 
 
+class _Collections:
+    """Milliseconds spent in the cyclic garbage collector, per generation, while it is entered."""
+
+    def __init__(self):
+        self.ms = [0.0, 0.0, 0.0]
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.ms[info["generation"]] += (time.perf_counter() - self._started) * 1000
+
+    def __enter__(self):
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self)
+
+
+def _p99(samples: list[float]) -> float:
+    return samples[min(len(samples) - 1, int(0.99 * len(samples)))]
+
+
 def timed(call, repeat: int) -> dict:
-    """p50/p99 over ``repeat`` warm calls; the first (cold: imports, template loading) is reported apart."""
+    """p50/p99 over ``repeat`` warm calls; the first (cold: imports, template loading) is reported apart.
+    Beside the wall-clock figures: the thread's CPU time per call (what a busy machine's other
+    processes do not add) and the milliseconds the garbage collector took in all the calls together,
+    by generation (a full collection, generation 2, walks the whole heap)."""
     started = time.perf_counter()
     call()
     first = (time.perf_counter() - started) * 1000
-    samples, size = [], 0
-    for _ in range(repeat):
-        started = time.perf_counter()
-        response = call()
-        samples.append((time.perf_counter() - started) * 1000)
-        if response.status_code >= 400:
-            raise SystemExit(f"error: {response.status_code} {response.content[:300]!r}")
-        size = len(response.content)
+    samples, cpu, size = [], [], 0
+    with _Collections() as collections:
+        for _ in range(repeat):
+            started, cpu_started = time.perf_counter(), time.thread_time()
+            response = call()
+            samples.append((time.perf_counter() - started) * 1000)
+            cpu.append((time.thread_time() - cpu_started) * 1000)
+            if response.status_code >= 400:
+                raise SystemExit(f"error: {response.status_code} {response.content[:300]!r}")
+            size = len(response.content)
     samples.sort()
+    cpu.sort()
     return {
         "first_ms": round(first, 1),
         "p50_ms": round(statistics.median(samples), 1),
-        "p99_ms": round(samples[min(len(samples) - 1, int(0.99 * len(samples)))], 1),
+        "p99_ms": round(_p99(samples), 1),
+        "cpu_p50_ms": round(statistics.median(cpu), 1),
+        "cpu_p99_ms": round(_p99(cpu), 1),
+        "gc_ms": [round(ms, 1) for ms in collections.ms],
         "bytes": size,
     }
 
@@ -301,11 +338,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--victims", type=at_least_one, default=64)
     parser.add_argument("--podgroups", type=at_least_one, default=5000)
     parser.add_argument("--repeat", type=at_least_one, default=100)
+    parser.add_argument(
+        "--gc",
+        choices=("settled", "default"),
+        default="settled",
+        help="settled: the heap as gangweb.asgi leaves it (gangweb.heap.settle); default: Python's own",
+    )
     parser.add_argument("--json", action="store_true")
 
 
 def handle(args: argparse.Namespace) -> int:
     from django.test.utils import override_settings
+
+    from gangweb.heap import settle
+
+    if args.gc == "settled":
+        settle()  # as gangweb.asgi does before the server's first request
 
     with override_settings(ALLOWED_HOSTS=["testserver"]):  # Django's in-process client
         rows = run(args.requests, args.victims, args.repeat, args.podgroups)
@@ -318,6 +366,7 @@ def handle(args: argparse.Namespace) -> int:
                     "victims": args.victims,
                     "podgroups": args.podgroups,
                     "repeat": args.repeat,
+                    "gc": args.gc,
                     "rows": rows,
                 }
             )
@@ -327,9 +376,14 @@ def handle(args: argparse.Namespace) -> int:
         f"ledger: {args.requests} requests x {args.victims} evicted pods ({args.requests * (2 * args.victims + 5):,}"
         f" ledger rows); cluster: {args.podgroups:,} PodGroups; {args.repeat} calls each (simulate: a tenth)"
     )
-    print(f"{'call':<48} {'first ms':>9} {'p50 ms':>8} {'p99 ms':>8} {'bytes':>9}")
+    print(
+        f"{'call':<48} {'first ms':>9} {'p50 ms':>8} {'p99 ms':>8} {'cpu p50':>8} {'cpu p99':>8}"
+        f" {'gc ms (gen 0/1/2)':>20} {'bytes':>9}"
+    )
     for row in rows:
+        collected = "/".join(f"{ms:g}" for ms in row["gc_ms"])
         print(
-            f"{row['call']:<48} {row['first_ms']:>9} {row['p50_ms']:>8} {row['p99_ms']:>8} {row['bytes']:>9}"
+            f"{row['call']:<48} {row['first_ms']:>9} {row['p50_ms']:>8} {row['p99_ms']:>8}"
+            f" {row['cpu_p50_ms']:>8} {row['cpu_p99_ms']:>8} {collected:>20} {row['bytes']:>9}"
         )
     return 0

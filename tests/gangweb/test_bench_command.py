@@ -57,7 +57,7 @@ FLAGS = {
     "execution": {"--victims", "--repeat", "--delay-ms", "--json"},
     "fanout": {"--nodes", "--parts", "--json"},
     "watch": {"--nodes", "--idle-seconds", "--churn-seconds", "--churn-rate", "--json"},
-    "api": {"--requests", "--victims", "--podgroups", "--repeat", "--json"},
+    "api": {"--requests", "--victims", "--podgroups", "--repeat", "--gc", "--json"},
     "demo": {"--runs", "--json"},
 }
 

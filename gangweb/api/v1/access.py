@@ -1,9 +1,9 @@
 """Who reads and who acts: every v1 view is cut to its reader's ``Scope`` (gangweb/access/scope.py).
 
-``scope_of(request)`` is the one way a view finds it: an authentication class that already knows the
-scope (a Kubernetes identity checked by review) hands it over as ``request.auth``; anything else asks
-``scope_for``. In the demo, an anonymous reader is a viewer everywhere, exactly as the dashboard page
-is open to one (``live.dashboard_is_public``).
+``scope_of(request)`` is the one way a view finds it: ``scope_for`` of whoever the authentication classes
+found (a gangweb token's, a Basic login's or a session's local user, a Kubernetes identity checked by
+review), kept for the rest of the request. In the demo, an anonymous reader is a viewer everywhere,
+exactly as the dashboard page is open to one (``live.dashboard_is_public``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ def scope_of(request) -> Scope:
     cached = getattr(request, "_gangweb_scope", None)
     if cached is not None:
         return cached
-    auth = getattr(request, "auth", None)
-    scope = auth if isinstance(auth, Scope) else scope_for(request)
+    scope = scope_for(request)
     user = getattr(request, "user", None)
     if (
         not scope.authenticated
@@ -36,7 +35,7 @@ def scope_of(request) -> Scope:
 
 def _signed_in(request) -> bool:
     user = getattr(request, "user", None)
-    return bool(getattr(user, "is_authenticated", False)) or isinstance(getattr(request, "auth", None), Scope)
+    return bool(getattr(user, "is_authenticated", False))
 
 
 class Reads(BasePermission):

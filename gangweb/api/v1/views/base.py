@@ -11,6 +11,32 @@ from gangweb.api.v1.problems import AUTHENTICATE
 from gangweb.api.v1.redact import redact
 
 
+def _drop_data(response):
+    """After the answer is written: DRF's Response sits in a reference cycle (its renderer context names
+    the view, the view the response), which would keep ``data``, every row of the answer, alive until the
+    cyclic collector comes by. The bytes are written; the rows may go (see ``released``)."""
+    response.data = None
+
+
+def released(serializer):
+    """``serializer.data`` as a plain list or dict, the serializer made to let go of it and of its rows.
+
+    A DRF serializer is a reference cycle (each field points at its parent, ``data`` at the
+    serializer), so whatever it holds, the page of model instances with their decoded JSON and the
+    answer built from them, outlived the request until the cyclic garbage collector found it. At a
+    100-plan page (500 KB) that was tens of thousands of objects an answer, promoted through the
+    collector's generations and walked again by each collection: the one-in-a-hundred 300-500 ms
+    answers of ``plans``, ``evictions`` and ``ledger?kind=`` (bench api, docs/api.md). Released, the
+    rows die by reference counting when the answer has been written; the cycle left is the few
+    field objects."""
+    data = serializer.data
+    for held in (serializer, getattr(serializer, "child", None)):  # many=True: the child holds the rows too
+        if held is not None:
+            held.instance, held._args = None, ()
+            held.__dict__.pop("_data", None)
+    return list(data) if isinstance(data, list) else dict(data)
+
+
 class V1:
     """Mixed into APIView and GenericViewSet alike."""
 
@@ -36,6 +62,8 @@ class V1:
         data = getattr(response, "data", None)
         if response.status_code < 400 and isinstance(data, dict | list):
             response.data = redact(data, scope_of(request))
+        if hasattr(response, "add_post_render_callback"):
+            response.add_post_render_callback(_drop_data)
         return response
 
     def page(self, rows):

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from gangweb.api import filters
 from gangweb.api.v1 import params, serializers
 from gangweb.api.v1.queries import cluster, decisions, ledger, pending, usage
-from gangweb.api.v1.views.base import V1View
+from gangweb.api.v1.views.base import V1View, released
 
 STATES = serializers.PODGROUP_STATES
 
@@ -100,8 +100,8 @@ class PodGroupDetail(V1View):
                 for c in view.conditions.get(row["podGroup"], [])
             ],
             "decisions": decisions.decisions(self.scope, namespace=namespace, podgroup=name)[:50],
-            "asPreemptor": serializers.Request(history["asPreemptor"], many=True, context=context).data,
-            "asVictim": serializers.Eviction(history["asVictim"], many=True, context=context).data,
+            "asPreemptor": released(serializers.Request(history["asPreemptor"], many=True, context=context)),
+            "asVictim": released(serializers.Eviction(history["asVictim"], many=True, context=context)),
         }
         return Response(body)
 

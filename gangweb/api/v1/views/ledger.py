@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, viewsets
+from rest_framework.response import Response
 
 from gangweb.api.v1 import serializers
 from gangweb.api.v1.queries import ledger as q
-from gangweb.api.v1.views.base import V1
+from gangweb.api.v1.views.base import V1, released
 
 
 def _p(name: str, text: str, kind=str) -> OpenApiParameter:
@@ -21,6 +22,14 @@ class LedgerViewSet(V1, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     def rows(self, params, detail: bool):
         raise NotImplementedError
+
+    # DRF's list and retrieve, with the serializer released (``released``: its rows die with the answer).
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(released(self.get_serializer(page, many=True)))
+
+    def retrieve(self, request, *args, **kwargs):
+        return Response(released(self.get_serializer(self.get_object())))
 
 
 NAMESPACE = _p("namespace", "only these namespaces (a,b)")

@@ -1,28 +1,24 @@
 """A small world of two tenants for the API v1 tests, and readers cut to one of them.
 
-Until ``manage.py access grant`` exists (the access half of issue 12), a per-namespace reader is made
-by ``ScopeHeader``: a test-only DRF authentication class that turns ``X-Test-Scope: team-a=viewer`` into
-that ``Scope`` as ``request.auth`` (the way a Kubernetes identity's authentication hands its scope to
-``gangweb.api.v1.access.scope_of``). Superusers are real users whose ``scope_for`` is admin everywhere.
-When the access models land, ``viewer_of`` becomes ``access grant USER --role ... --namespaces ...``.
+The readers are real: a user made by ``manage.py access grant USER --role ROLE --namespaces team-a``
+and a token printed by ``manage.py access token USER``, sent as ``Authorization: Bearer gwt_...``, so
+every request goes through the product's own authentication classes (``gangweb.access.authentication``)
+and ``scope_for``. The admin is a superuser signing in with Basic (admin everywhere without a grant).
 """
 
 from __future__ import annotations
 
 import base64
+import io
 from dataclasses import dataclass
 
 import pytest
-from django.contrib.auth.models import AnonymousUser
-from rest_framework.authentication import BaseAuthentication
+from django.core.management import call_command
 from rest_framework.throttling import ScopedRateThrottle
-from rest_framework.views import APIView
 
-from gangweb.access.scope import Scope
 from gangweb.api.v1 import store
 from gangweb.api.v1.queries import cluster as cluster_queries
 from gangweb.api.v1.queries import usage
-from gangweb.api.v1.views.base import V1
 from scheduler.preemption import runtime
 from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest
 from tests.scheduler.preemption.builders import FakeCluster, node, pod, podgroup, small_cluster
@@ -31,38 +27,12 @@ from tests.scheduler.preemption.builders import FakeCluster, node, pod, podgroup
 HIDDEN = ("team-b", "batch", "hidden-b")
 
 
-class _Named(AnonymousUser):
-    def __init__(self, name: str):
-        self.username = name
-
-    @property
-    def is_authenticated(self):
-        return True
-
-    def get_username(self):
-        return self.username
-
-
-class ScopeHeader(BaseAuthentication):
-    def authenticate(self, request):
-        raw = request.META.get("HTTP_X_TEST_SCOPE")
-        if not raw:
-            return None
-        roles = dict(part.split("=", 1) for part in raw.split(",") if part)
-        everywhere = roles.pop("*", None)
-        scope = Scope(user=f"test:{raw}", everywhere=everywhere, per_namespace=roles)
-        return _Named(scope.user), scope
-
-
 @pytest.fixture(autouse=True)
 def v1_settings(settings, monkeypatch):
     settings.DEMO = False
     settings.GANGWEB_API_CLUSTER_CACHE_SECONDS = 0
     # DRF reads the rates once, at import: the tests (schemathesis above all) are not throttled.
     monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"simulate": "100000/min"})
-    monkeypatch.setattr(
-        V1, "authentication_classes", [ScopeHeader, *APIView.authentication_classes], raising=False
-    )
     store.DECISIONS.clear()
     store.USAGE.clear()
     cluster_queries.forget()
@@ -72,12 +42,27 @@ def v1_settings(settings, monkeypatch):
     cluster_queries.forget()
 
 
-def as_scope(raw: str) -> dict[str, str]:
-    return {"HTTP_X_TEST_SCOPE": raw}
+def token_reader(username: str, role: str, *where: str) -> dict[str, str]:
+    """``access grant USERNAME --role ROLE WHERE...`` then ``access token USERNAME``: the test client's
+    headers of that user (``Authorization: Bearer gwt_...``)."""
+    call_command("access", "grant", username, "--role", role, *where, stdout=io.StringIO())
+    printed = io.StringIO()
+    call_command("access", "token", username, stdout=printed)
+    token = printed.getvalue().strip()
+    assert token.startswith("gwt_"), token
+    return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
 
 
-A_VIEWER = as_scope("team-a=viewer")
-A_OPERATOR = as_scope("team-a=operator")
+@pytest.fixture
+def a_viewer(db) -> dict[str, str]:
+    """A viewer of team-a only."""
+    return token_reader("viewer-a", "viewer", "--namespaces", "team-a")
+
+
+@pytest.fixture
+def a_operator(db) -> dict[str, str]:
+    """An operator of team-a only."""
+    return token_reader("operator-a", "operator", "--namespaces", "team-a")
 
 
 def basic(username: str, password: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ from django.urls import reverse
 from scheduler.engine import parse_snapshot, plan
 from scheduler.preemption import planning
 from scheduler.preemption.models import LedgerEntry, PreemptionRequest
-from tests.gangweb.api.v1.conftest import A_OPERATOR, A_VIEWER, world_objects
+from tests.gangweb.api.v1.conftest import world_objects
 from tests.gangweb.api.v1.test_isolation import ROUTES
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -134,12 +134,12 @@ def test_a_deprecated_detail_links_its_own_successor(client, admin, world):
     assert response.json()["url"].endswith(f"/api/v1/requests/{pk}/")
 
 
-def test_nodes_say_who_holds_the_gpus_and_hide_other_namespaces(client, admin, world):
+def test_nodes_say_who_holds_the_gpus_and_hide_other_namespaces(client, admin, world, a_viewer):
     rows = {r["name"]: r for r in client.get("/api/v1/nodes/", **admin).json()["results"]}
     assert rows["node-4"]["allocations"] == [
         {"namespace": "team-b", "name": "hidden-b", "gpus": 8, "otherNamespace": False}
     ]
-    seen = {r["name"]: r for r in client.get("/api/v1/nodes/", **A_VIEWER).json()["results"]}
+    seen = {r["name"]: r for r in client.get("/api/v1/nodes/", **a_viewer).json()["results"]}
     assert seen["node-4"]["allocations"] == [
         {"namespace": None, "name": None, "gpus": 8, "otherNamespace": True}
     ]
@@ -147,8 +147,8 @@ def test_nodes_say_who_holds_the_gpus_and_hide_other_namespaces(client, admin, w
     assert not seen["node-4"]["cordoned"] and seen["node-4"]["gpus"] == 8
 
 
-def test_podgroups_carry_state_reason_and_gangwebs_verdict(client, admin, world):
-    body = client.get("/api/v1/podgroups/?namespace=team-a", **A_VIEWER).json()
+def test_podgroups_carry_state_reason_and_gangwebs_verdict(client, admin, world, a_viewer):
+    body = client.get("/api/v1/podgroups/?namespace=team-a", **a_viewer).json()
     [train] = body["results"]
     assert (train["namespace"], train["name"], train["state"]) == ("team-a", "train", "pending")
     assert train["minCount"] == 2 and train["placedPods"] == 0 and train["priority"] == 100
@@ -158,8 +158,8 @@ def test_podgroups_carry_state_reason_and_gangwebs_verdict(client, admin, world)
     assert verdict["outcome"] == "preempt" and verdict["retryAt"]
 
 
-def test_a_podgroups_page_has_members_decisions_and_history(client, world):
-    body = client.get("/api/v1/podgroups/team-a/train/", **A_VIEWER).json()
+def test_a_podgroups_page_has_members_decisions_and_history(client, world, a_viewer):
+    body = client.get("/api/v1/podgroups/team-a/train/", **a_viewer).json()
     assert [m["name"] for m in body["members"]] == ["train-0", "train-1"]
     assert {c["type"] for c in body["conditions"]} >= {"PodGroupInitiallyScheduled", "PodScheduled"}
     assert [d["uid"] for d in body["decisions"]] == ["uid-team-a"]
@@ -167,7 +167,7 @@ def test_a_podgroups_page_has_members_decisions_and_history(client, world):
     assert body["asVictim"] == []
 
 
-def test_pending_lists_waiting_gangs_in_serving_order(client, admin, world):
+def test_pending_lists_waiting_gangs_in_serving_order(client, admin, world, a_viewer):
     """team-b/waiting-b never had a request: the next detection pass opens one. team-a/train's request
     just finished, so it waits for the pause between two requests (``ledger.retry_at``)."""
     rows = client.get("/api/v1/pending/", **admin).json()["results"]
@@ -176,12 +176,12 @@ def test_pending_lists_waiting_gangs_in_serving_order(client, admin, world):
         ("team-a", "train", "later"),
     ]
     assert [r["position"] for r in rows] == [1, 2] and rows[1]["servedAt"] and rows[0]["servedAt"] is None
-    mine = client.get("/api/v1/pending/", **A_VIEWER).json()["results"]
+    mine = client.get("/api/v1/pending/", **a_viewer).json()["results"]
     assert [(r["name"], r["position"], r["priority"]) for r in mine] == [("train", 2, 100)]
 
 
-def test_usage_is_by_namespace_and_tier_with_others_added_up(client, admin, world):
-    body = client.get("/api/v1/usage/", **A_VIEWER).json()
+def test_usage_is_by_namespace_and_tier_with_others_added_up(client, admin, world, a_viewer):
+    body = client.get("/api/v1/usage/", **a_viewer).json()
     assert body["totalGpus"] == 40 and body["allocatedGpus"] == 40
     mine = [r for r in body["rows"] if not r["otherNamespace"]]
     assert [(r["namespace"], r["gpus"], r["waitingGpus"]) for r in mine] == [("team-a", 0, 16)]
@@ -189,10 +189,10 @@ def test_usage_is_by_namespace_and_tier_with_others_added_up(client, admin, worl
     assert len(body["history"]) == 1 and body["history"][0]["rows"] == body["rows"]
 
 
-def test_simulate_plans_side_by_side_and_records_nothing(client, world):
+def test_simulate_plans_side_by_side_and_records_nothing(client, world, a_viewer):
     before = (PreemptionRequest.objects.count(), LedgerEntry.objects.count(), list(world.cluster.calls))
     body = {"podGroup": "team-a/train", "policies": ["gangweb", "kep5710", "legacy"]}
-    answer = client.post("/api/v1/simulate/", body, content_type="application/json", **A_VIEWER).json()
+    answer = client.post("/api/v1/simulate/", body, content_type="application/json", **a_viewer).json()
     assert answer["source"] == "cluster" and [p["policy"] for p in answer["plans"]] == body["policies"]
     snapshot = parse_snapshot(world_objects())
     for row in answer["plans"]:
@@ -278,14 +278,14 @@ def test_gang_plan_prints_the_same_cost_block_as_the_api(client, admin, world, t
     assert cli["cost"] == api["plans"][0]["cost"] and cli["cost"]["evictedGpus"] == 16
 
 
-def test_actions_map_the_pipelines_answers_onto_http(client, world):
+def test_actions_map_the_pipelines_answers_onto_http(client, world, a_viewer, a_operator):
     """scheduler/preemption/actions.py decides; the view answers 403 for a viewer, 404 for another tenant's
     request, 409 for a request not awaiting approval (these were made in enforce mode)."""
     pk = world.requests["team-a"].pk
-    problem(client.post(f"/api/v1/requests/{pk}/approve/", **A_VIEWER), 403)
-    body = problem(client.post(f"/api/v1/requests/{pk}/approve/", **A_OPERATOR), 409)
+    problem(client.post(f"/api/v1/requests/{pk}/approve/", **a_viewer), 403)
+    body = problem(client.post(f"/api/v1/requests/{pk}/approve/", **a_operator), 409)
     assert "awaiting approval" in body["detail"]
-    problem(client.post(f"/api/v1/requests/{world.requests['team-b'].pk}/reject/", **A_OPERATOR), 404)
+    problem(client.post(f"/api/v1/requests/{world.requests['team-b'].pk}/reject/", **a_operator), 404)
 
 
 def test_a_session_post_needs_its_csrf_token(world, django_user_model):

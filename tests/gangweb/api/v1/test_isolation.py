@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from tests.gangweb.api.v1.conftest import A_OPERATOR, A_VIEWER, HIDDEN
+from tests.gangweb.api.v1.conftest import HIDDEN
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,14 +75,16 @@ def test_the_v1_routes_are_found():
 
 
 @pytest.mark.parametrize("params, name, callback", ROUTES, ids=[r[1] for r in ROUTES])
-def test_a_team_a_reader_never_reads_team_b(client, world, admin, params, name, callback):
+def test_a_team_a_reader_never_reads_team_b(
+    client, world, admin, a_viewer, a_operator, params, name, callback
+):
     has_params = bool(params)
     route = url(name) if not has_params else name
     if has_params:
         assert name in EXAMPLES, f"add an EXAMPLES entry for the new route {name} ({params})"
     for method in sorted(methods(callback)):
         if method == "GET" and not has_params:
-            answer = client.get(route, **A_VIEWER)
+            answer = client.get(route, **a_viewer)
             assert answer.status_code == 200, answer.content
             assert_hides(answer)
             # The same endpoint for an admin does show team-b: the scope, not an empty cluster, hid it.
@@ -93,30 +95,30 @@ def test_a_team_a_reader_never_reads_team_b(client, world, admin, params, name, 
                 )
         elif method == "GET":
             asked = EXAMPLES[name](world, "team-b")
-            hidden = client.get(url(name, asked), **A_VIEWER)
+            hidden = client.get(url(name, asked), **a_viewer)
             assert hidden.status_code == 404, hidden.content
             assert_hides(hidden, asked)
             own = EXAMPLES[name](world, "team-a")
             if own is not None:
-                answer = client.get(url(name, own), **A_VIEWER)
+                answer = client.get(url(name, own), **a_viewer)
                 assert answer.status_code == 200, answer.content
                 assert_hides(answer)
         elif method == "POST" and name in POST_BODIES:
             refused = client.post(
-                route, POST_BODIES[name]("team-b"), content_type="application/json", **A_VIEWER
+                route, POST_BODIES[name]("team-b"), content_type="application/json", **a_viewer
             )
             assert refused.status_code == 403, refused.content
             answer = client.post(
-                route, POST_BODIES[name]("team-a"), content_type="application/json", **A_VIEWER
+                route, POST_BODIES[name]("team-a"), content_type="application/json", **a_viewer
             )
             assert answer.status_code == 200, answer.content
             assert_hides(answer)
         elif method == "POST":
             asked = EXAMPLES[name](world, "team-b")
-            other = client.post(url(name, asked), **A_OPERATOR)
+            other = client.post(url(name, asked), **a_operator)
             assert other.status_code == 404, other.content
             assert_hides(other, asked)
-            viewer = client.post(url(name, EXAMPLES[name](world, "team-a")), **A_VIEWER)
+            viewer = client.post(url(name, EXAMPLES[name](world, "team-a")), **a_viewer)
             assert viewer.status_code == 403, viewer.content
         else:
             pytest.fail(f"{route}: no isolation check for {method}")
