@@ -14,7 +14,7 @@ from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
 from scheduler.preemption import fanout, ledger, planning, runtime
 from scheduler.preemption.models import LedgerEntry, Plan, PreemptionRequest, RequestState
 from scheduler.preemption.tasks import plan_domains, plan_request
-from tests.scheduler.engine.test_subsnapshot import entangled_cluster
+from tests.scheduler.engine.entangled import entangled_cluster
 from tests.scheduler.preemption.builders import FakeCluster
 
 pytestmark = pytest.mark.django_db(transaction=True)
