@@ -9,6 +9,12 @@ memoised until the next change, so a plan made after any event stream equals the
 indexes with a few raw objects replaced or removed (reservations, the re-check's fresh reads) without
 touching the live state.
 
+An event that leaves the engine's view as it was (a PodGroup's status conditions, a pod's resourceVersion:
+the typed object compares equal) keeps the indexed snapshot: the Unschedulable condition that starts a
+preemption does not make its plan re-index 20,000 nodes. ``local(nodes, podgroup, overrides)`` indexes only
+the given nodes, the pods on them and the group's own pods (with every group, budget and priority class):
+the re-check's question "does the gang fit on its planned nodes once the victims are gone" in milliseconds.
+
 A malformed object is kept out and named: ``snapshot()`` raises its ``SnapshotError`` (the message a
 fresh parse would give) until the object is fixed or deleted. Kinds the engine does not read are ignored,
 so the kinds a watch cache holds are its own business (a new kind is a new parser in ``snapshot._PARSERS``).
@@ -35,6 +41,20 @@ def raw_key(obj: Mapping[str, Any]) -> str:
     return f"{namespace}/{name}" if namespace else str(name)
 
 
+def same(a: Any, b: Any) -> bool:
+    """Whether two typed objects say the same to the engine (their slots compare equal; an attribute
+    without ``__eq__`` compares by identity, so doubt counts as a change)."""
+    if type(a) is not type(b):
+        return False
+    slots = getattr(type(a), "__slots__", None)
+    if slots is None:
+        return a == b
+    try:
+        return all(getattr(a, s, None) == getattr(b, s, None) for s in slots)
+    except Exception:  # a comparison that raises: a change
+        return False
+
+
 def parse_one(obj: Mapping[str, Any]) -> tuple[str, Any]:
     """(key, typed object) of one raw object of a kind the engine reads; SnapshotError when malformed."""
     kind = obj.get("kind")
@@ -54,6 +74,9 @@ class LiveSnapshot:
         self._errors: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
         self._built: Snapshot | None = None
+        # Pod keys by node name and by "namespace/podgroup" (for ``local``).
+        self._on_node: dict[str, set[str]] = {}
+        self._in_group: dict[str, set[str]] = {}
         self.version = 0  # changes applied so far
         self.events = 0
         for obj in objects:
@@ -70,24 +93,52 @@ class LiveSnapshot:
         ident = (kind, raw_key(obj))
         with self._lock:
             self.events += 1
-            self._remove(ident)
+            item = None
             if event_type != "DELETED":
                 try:
                     key, item = parse_one(obj)
                 except SnapshotError as exc:
+                    self._remove(ident)
                     self._errors[ident] = str(exc)
-                else:
-                    self._parsed[kind][key] = item
-                    self._keys[ident] = key
+                    self.version += 1
+                    self._built = None
+                    return True
+                old_key = self._keys.get(ident)
+                if old_key == key and ident not in self._errors and same(self._parsed[kind].get(key), item):
+                    return False  # nothing the engine reads changed: the indexed snapshot still holds
+            self._remove(ident)
+            if item is not None:
+                self._parsed[kind][key] = item
+                self._keys[ident] = key
+                if kind == "Pod":
+                    self._index_pod(key, item, add=True)
             self.version += 1
             self._built = None
         return True
+
+    def _index_pod(self, key: str, pod: Any, *, add: bool) -> None:
+        for index, name in (
+            (self._on_node, pod.node_name),
+            (self._in_group, f"{pod.namespace}/{pod.group_name}" if pod.group_name else None),
+        ):
+            if not name:
+                continue
+            if add:
+                index.setdefault(name, set()).add(key)
+            else:
+                keys = index.get(name)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[name]
 
     def _remove(self, ident: tuple[str, str]) -> None:
         self._errors.pop(ident, None)
         key = self._keys.pop(ident, None)
         if key is not None:
-            self._parsed[ident[0]].pop(key, None)
+            item = self._parsed[ident[0]].pop(key, None)
+            if ident[0] == "Pod" and item is not None:
+                self._index_pod(key, item, add=False)
 
     # ----- reading
     def counts(self) -> dict[str, int]:
@@ -118,3 +169,49 @@ class LiveSnapshot:
                 if self.version == version:
                     self._built = built
         return built
+
+    def local(
+        self,
+        nodes: Iterable[str],
+        podgroup: str,
+        overrides: Mapping[tuple[str, str], KubeObject | None] | None = None,
+    ) -> Snapshot | None:
+        """A ``Snapshot`` of only ``nodes`` (plus the nodes ``podgroup``'s own pods run on), the pods bound
+        to them and the group's pods, with every PodGroup, CompositePodGroup, budget, priority class and
+        Workload; ``overrides`` as in ``snapshot``. A gang that fits there without evictions fits in the
+        whole cluster (more nodes only add room). None when the cluster has DRA objects: devices are
+        shared across nodes (slices, claims), so only the whole snapshot answers."""
+        from .devices import has_dra
+
+        with self._lock:
+            if self._errors:
+                raise SnapshotError(next(iter(sorted(self._errors.values()))))
+            if has_dra(self._parsed):
+                return None
+            members = set(self._in_group.get(podgroup, ()))
+            pods = self._parsed["Pod"]
+            wanted = set(nodes) | {pods[k].node_name for k in members if pods[k].node_name}
+            keys = set(members)
+            for name in wanted:
+                keys |= self._on_node.get(name, set())
+            parsed = {
+                kind: (dict(items) if kind not in ("Node", "Pod") else {})
+                for kind, items in self._parsed.items()
+            }
+            parsed["Node"] = {n: self._parsed["Node"][n] for n in wanted if n in self._parsed["Node"]}
+            parsed["Pod"] = {k: pods[k] for k in keys}
+            raw_keys = dict(self._keys)
+        group_ns, _, group_name = podgroup.partition("/")
+        for (kind, key), obj in (overrides or {}).items():
+            current = raw_keys.get((kind, key))
+            if current is not None:
+                parsed[kind].pop(current, None)
+            if obj is None:
+                continue
+            typed_key, item = parse_one(obj)
+            if kind == "Pod" and not (
+                item.node_name in wanted or (item.namespace == group_ns and item.group_name == group_name)
+            ):
+                continue  # elsewhere in the cluster: not part of this cut
+            parsed[kind][typed_key] = item
+        return Snapshot(parsed)
