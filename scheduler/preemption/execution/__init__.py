@@ -15,6 +15,7 @@ new request is sent, and once a real eviction has started the plan is finished r
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -121,18 +122,25 @@ def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: 
 def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcome | None:
     request, cluster = plan.request, calls.cluster
     calls.ready()
+    began = time.perf_counter()
+    seconds: dict[str, float] = {}
     if isinstance(cluster, WatchCache):
         # Only what must be exact, read afresh by name; the engine's check on the cache once it holds the reads.
         reads = read_fresh(cluster, plan, rows, budgets=calls.remove == EVICT)
+        seconds["reads"] = time.perf_counter() - began
         if not cluster.wait_for_versions(reads.versions, timeout=30.0):
             raise ClusterError(f"the watch cache did not reach {reads.versions} in 30 s")
+        seconds["catch_up"] = time.perf_counter() - began - seconds["reads"]
         objects = reads.objects()
         overrides = reservation_overrides(cluster, request.podgroup)
         verdict = recheck_reads(reads, cluster.live_snapshot(), overrides, plan, rows)
     else:
         objects = fresh_objects(cluster)
         verdict = recheck(reserve_room(objects, request.podgroup), plan, rows)
-    ledger.note("execution.recheck", verdict.reason, plan=plan, data={"ok": verdict.ok})
+    seconds["total"] = time.perf_counter() - began
+    # How long each part took (the benchmark's timeline reads it: docs/kube.md, "Figures").
+    timing = {key: round(value, 4) for key, value in seconds.items()}
+    ledger.note("execution.recheck", verdict.reason, plan=plan, data={"ok": verdict.ok, "seconds": timing})
     if not verdict.ok:
         ledger.fail_unstarted_evictions(plan.pk, f"not evicted: {verdict.reason}")
         reason = f"plan is stale, nothing evicted: {verdict.reason}"

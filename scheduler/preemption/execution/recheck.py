@@ -89,10 +89,16 @@ def read_fresh(cluster: Any, stored_plan: Any, evictions: list[Any], *, budgets:
     versions: dict[str, str] = {}
     if budgets:
         for namespace in sorted({e.pod.partition("/")[0] for e in evictions}):
-            items, version = cluster.read_fresh("PodDisruptionBudget", namespace)
+            # The list's own resourceVersion is the store's newest, which the budgets' watch reaches only at
+            # their next change or bookmark (a minute on a real API server; 1-4 s of each re-check in
+            # bench watch): the cache catches up to the budgets read, as it does to the pods.
+            items, _listed_at = cluster.read_fresh("PodDisruptionBudget", namespace)
             listed += items
-            versions["poddisruptionbudgets"] = _highest(versions.get("poddisruptionbudgets", ""), version)
-    for plural, objs in (("pods", read.values()), ("podgroups", [podgroup])):
+    for plural, objs in (
+        ("pods", read.values()),
+        ("podgroups", [podgroup]),
+        ("poddisruptionbudgets", listed),
+    ):
         for obj in objs:
             if obj is not None:
                 version = (obj.get("metadata") or {}).get("resourceVersion") or ""

@@ -17,6 +17,7 @@ from scheduler.preemption.execution import execute
 from scheduler.preemption.execution.evictor import RetryPolicy
 from scheduler.preemption.models import LedgerEntry, RequestState
 from tests.scheduler.preemption.builders import pod, small_cluster
+from tests.scheduler.preemption.test_budgets import budgeted_cluster
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,3 +84,23 @@ def test_a_pod_bound_into_the_planned_room_after_planning_supersedes_the_plan_wi
     assert "nothing evicted" in outcome.reason
     assert eviction_calls(server) == []  # not even a dry run
     assert all(server.store.try_get(PODS, *v.split("/")) is not None for v in VICTIMS)
+
+
+def test_the_re_check_does_not_wait_for_a_bookmark_of_the_budgets_watch(tmp_path):
+    """The budgets' LIST answers with the store's newest resourceVersion; the cache catches up to the budgets
+    read, not to that (which the budgets' watch reaches only at their next change or bookmark: on 3607a07
+    every re-check waited for one, and without one in 30 s the execution failed and retried)."""
+    with KubeTestServer(bookmark_interval=3600) as server:
+        server.load(budgeted_cluster())
+        cluster = KubeCluster.from_kubeconfig(server.write_kubeconfig(tmp_path / "kc"), timeout=(2.0, 5.0))
+        cluster.start()
+        try:
+            server.store.create(PODS, pod("other", "unrelated", group=None, priority=1, gpus=0))  # newer rv
+            assert cluster.wait_for(lambda objs: any(o["metadata"]["name"] == "unrelated" for o in objs))
+            request, _ = plan_on_cache(cluster)
+            outcome = execute(request.pk, cluster, retry=FAST)
+        finally:
+            cluster.close()
+    assert outcome.state == RequestState.SUCCEEDED, outcome.reason
+    recheck = LedgerEntry.objects.get(request=request, kind="execution.recheck")
+    assert recheck.data["ok"] is True
