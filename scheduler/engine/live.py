@@ -19,12 +19,19 @@ A malformed object is kept out and named: ``snapshot()`` raises its ``SnapshotEr
 fresh parse would give) until the object is fixed or deleted. Kinds the engine does not read are ignored,
 so the kinds a watch cache holds are its own business (a new kind is a new parser in ``snapshot._PARSERS``).
 
+``keep_indexed(quiet)`` indexes in the background once no event has come for ``quiet`` seconds after a
+change, so the plan that follows a quiet moment finds the snapshot ready (a preemption's trigger, the
+PodGroup's Unschedulable condition, is not a change: see above). A caller asking while that index is being
+built waits for it instead of building a second one. Under constant churn nothing is ever quiet and a plan
+indexes when it asks, as without it.
+
 Thread-safe: events come from one informer thread per kind, snapshots are taken from another.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -73,7 +80,12 @@ class LiveSnapshot:
         self._keys: dict[tuple[str, str], str] = {}  # (kind, raw key) -> typed key
         self._errors: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._built: Snapshot | None = None
+        self._building: int | None = None  # the version an index is being built for (without overrides)
+        self._last_change = 0.0
+        self._indexer: threading.Thread | None = None
+        self._stop = False
         # Pod keys by node name and by "namespace/podgroup" (for ``local``).
         self._on_node: dict[str, set[str]] = {}
         self._in_group: dict[str, set[str]] = {}
@@ -100,8 +112,7 @@ class LiveSnapshot:
                 except SnapshotError as exc:
                     self._remove(ident)
                     self._errors[ident] = str(exc)
-                    self.version += 1
-                    self._built = None
+                    self._changed_now()
                     return True
                 old_key = self._keys.get(ident)
                 if old_key == key and ident not in self._errors and same(self._parsed[kind].get(key), item):
@@ -112,9 +123,14 @@ class LiveSnapshot:
                 self._keys[ident] = key
                 if kind == "Pod":
                     self._index_pod(key, item, add=True)
-            self.version += 1
-            self._built = None
+            self._changed_now()
         return True
+
+    def _changed_now(self) -> None:
+        self.version += 1
+        self._built = None
+        self._last_change = time.monotonic()
+        self._changed.notify_all()
 
     def _index_pod(self, key: str, pod: Any, *, add: bool) -> None:
         for index, name in (
@@ -151,24 +167,77 @@ class LiveSnapshot:
         with self._lock:
             if self._errors:
                 raise SnapshotError(next(iter(sorted(self._errors.values()))))
+            while not overrides and self._built is None and self._building == self.version:
+                self._changed.wait()  # the background index of this very version: wait, do not build twice
             if not overrides and self._built is not None:
                 return self._built
             version = self.version
+            if not overrides:
+                self._building = version
             parsed = {kind: dict(items) for kind, items in self._parsed.items()}
             keys = dict(self._keys)
-        for (kind, key), obj in (overrides or {}).items():
-            current = keys.get((kind, key))
-            if current is not None:
-                parsed[kind].pop(current, None)
-            if obj is not None:
-                typed_key, item = parse_one(obj)
-                parsed[kind][typed_key] = item
-        built = Snapshot(parsed)
-        if not overrides:
-            with self._lock:
-                if self.version == version:
-                    self._built = built
+        built = None
+        try:
+            for (kind, key), obj in (overrides or {}).items():
+                current = keys.get((kind, key))
+                if current is not None:
+                    parsed[kind].pop(current, None)
+                if obj is not None:
+                    typed_key, item = parse_one(obj)
+                    parsed[kind][typed_key] = item
+            built = Snapshot(parsed)
+        finally:
+            if not overrides:
+                with self._lock:
+                    if self._building == version:
+                        self._building = None
+                    if built is not None and self.version == version:
+                        self._built = built
+                    self._changed.notify_all()
         return built
+
+    def ready(self) -> bool:
+        """Whether the indexed snapshot of the current objects is built (``snapshot()`` returns it at once)."""
+        with self._lock:
+            return self._built is not None
+
+    # ----- background indexing
+    def keep_indexed(self, quiet: float = 0.25) -> None:
+        """Index in a daemon thread whenever ``quiet`` seconds have passed without an event since a change."""
+        with self._lock:
+            if self._indexer is not None:
+                return
+            self._stop = False
+            self._indexer = threading.Thread(
+                target=self._index_loop, args=(quiet,), daemon=True, name="live-index"
+            )
+        self._indexer.start()
+
+    def stop_indexing(self) -> None:
+        with self._lock:
+            self._stop = True
+            self._changed.notify_all()
+            indexer, self._indexer = self._indexer, None
+        if indexer is not None and indexer is not threading.current_thread():
+            indexer.join(timeout=5)
+
+    def _index_loop(self, quiet: float) -> None:
+        failed = -1  # a version whose index raised: wait for the next change instead of retrying it
+        while True:
+            with self._lock:
+                while not self._stop and (self._built is not None or self._errors or self.version == failed):
+                    self._changed.wait()
+                if self._stop:
+                    return
+                left = self._last_change + quiet - time.monotonic()
+                version = self.version
+            if left > 0:
+                time.sleep(left)
+                continue
+            try:
+                self.snapshot()
+            except Exception:  # the caller that asks next gets the error itself
+                failed = version
 
     def local(
         self,

@@ -210,3 +210,31 @@ def test_a_gang_that_fits_on_its_planned_nodes_fits_in_the_whole_cluster(seed, e
         assert whole.feasible and not whole.evictions, (local.reason, whole.reason)
     if events == 0:
         assert local.feasible and not local.evictions, local.reason
+
+
+def test_the_background_index_is_ready_after_a_quiet_moment_and_plans_like_a_fresh_parse():
+    import time
+
+    objects = {ident(o): o for o in copy.deepcopy(BASE)}
+    live = LiveSnapshot(objects.values())
+    live.keep_indexed(quiet=0.05)
+    try:
+        deadline = time.monotonic() + 60  # generous: a loaded 2-core machine
+        while not live.ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert live.ready()
+        extra = pod(
+            "late",
+            namespace=NAMESPACE,
+            node=next(o for o in BASE if o["kind"] == "Node")["metadata"]["name"],
+            gpus=1,
+            priority=100,
+        )
+        live.apply("ADDED", extra)
+        objects[ident(extra)] = extra
+        while not live.ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert live.ready()
+        assert plans(live.snapshot()) == plans(parse_snapshot(list(objects.values())))
+    finally:
+        live.stop_indexing()
