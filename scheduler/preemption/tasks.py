@@ -62,12 +62,14 @@ def replan(request: PreemptionRequest, trigger: str) -> int | None:
 
 
 @shared_task(name="scheduler.detect_unschedulable_gangs", ignore_result=True)
-def detect_unschedulable_gangs() -> dict:
-    """Open one request per gang that stays unschedulable; record what kube-scheduler preempted."""
+def detect_unschedulable_gangs(podgroup: str | None = None) -> dict:
+    """Open one request per gang that stays unschedulable (only ``podgroup``'s: the watch trigger's pass);
+    record what kube-scheduler preempted."""
     try:
         objects = current_objects(get_cluster())
+        judged = objects if podgroup is None else detection.gang_objects(objects, podgroup)
         stuck = detection.unschedulable_gangs(
-            objects, now=time.time(), grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
+            judged, now=time.time(), grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
         )
     except (ClusterError, SnapshotError) as exc:
         # The next beat tries again; one line in the log, not a traceback every ten seconds.

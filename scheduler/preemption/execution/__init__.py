@@ -15,6 +15,7 @@ new request is sent, and once a real eviction has started the plan is finished r
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -198,8 +199,19 @@ def _evict_all(calls: Calls, plan: Plan, retry: RetryPolicy) -> Outcome:
         resuming = any(r.state in STARTED_STATES for r in every)
         message = f"{'resuming: ' if resuming else ''}evicting {len(rows)} pods for plan {plan.pk}"
         ledger.note("execution.evicting", message, plan=plan, data={"pods": [r.pod for r in rows]})
-        _condition(cluster, plan, "True", "Evicting", message)
-    in_threads(rows, lambda row: evict(calls, row, request.podgroup, plan.pk, retry), calls.lease)
+    # The condition is informative: set beside the evictions, not before them (a read and a patch, 0.1 s
+    # before the first eviction in bench watch).
+    marking = None
+    if rows:
+        marking = threading.Thread(
+            target=_condition, args=(cluster, plan, "True", "Evicting", message), daemon=True
+        )
+        marking.start()
+    try:
+        in_threads(rows, lambda row: evict(calls, row, request.podgroup, plan.pk, retry), calls.lease)
+    finally:
+        if marking is not None:
+            marking.join()
 
     by_unit: dict[str, list[Eviction]] = defaultdict(list)
     for row in plan.pod_evictions.all():
