@@ -1,4 +1,4 @@
-"""A synthetic cluster whose victims reach far beyond one rack (shared by the engine's and the fan-out's tests)."""
+"""A synthetic cluster whose victims reach far beyond one rack (shared by the engine's tests)."""
 
 from __future__ import annotations
 
