@@ -230,8 +230,6 @@ GANGWEB_REQUEST_COOLDOWN_SECONDS = env_int("GANGWEB_REQUEST_COOLDOWN_SECONDS", 6
 # With GANGWEB_CLUSTER=kube, each process that reads the cluster keeps one watch cache per kind (listed once,
 # then watched; docs/kube.md "Watch cache"). 0: every read lists afresh, as before.
 GANGWEB_WATCH = env_bool("GANGWEB_WATCH", True)
-GANGWEB_FANOUT_MIN_NODES = env_int("GANGWEB_FANOUT_MIN_NODES", 0)
-GANGWEB_FANOUT_PARTS = env_int("GANGWEB_FANOUT_PARTS", 4)
 GANGWEB_DETECT_INTERVAL_SECONDS = env_int("GANGWEB_DETECT_INTERVAL_SECONDS", 10)
 # Pods wait (PreEnqueue) until the PodGroup they name exists: ensure missing ones often (admission/tasks.py,
 # docs/admission.md).

@@ -1,4 +1,4 @@
-"""The pipeline's benchmarks, run by ``python manage.py bench engine|kube|execution|fanout``.
+"""The pipeline's benchmarks, run by ``python manage.py bench engine|kube|execution|watch``.
 
 Scaffolding, not product: nothing in the pipeline imports these modules, and they may run the product against
 the Kubernetes API test server (``kubetestserver``), which product code never imports (``tests/test_layering.py``).

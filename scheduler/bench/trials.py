@@ -98,7 +98,59 @@ def _settled(name: str, since: datetime) -> bool:
     return rows.exists() and not rows.filter(state__in=_active_states()).exists()
 
 
-def _trial(base: str, control: Any, name: str, log: str) -> tuple[str, Any, list[str]]:
+# The ledger entries that mark a trial's phases, in the order they happen (docs/kube.md, "Figures").
+PHASES = (
+    ("request.opened", "detected"),  # the watch event, the trigger's enqueue and the detection pass
+    ("request.planning", "planning"),
+    ("plan.created", "planned"),
+    ("request.executing", "executing"),  # the plan persisted and the execution task started
+    ("execution.recheck", "rechecked"),
+    ("eviction.dry_run", "dry_runs_done"),  # the last one
+    ("execution.evicting", "evicting"),
+)
+
+
+def timeline(name: str, since: datetime, t0: float, first_eviction: float) -> dict[str, Any]:
+    """Seconds from the condition's PATCH to each phase of the trial's first request (ledger timestamps),
+    the re-check's own parts, and the first real eviction the server answered."""
+    from django.db.models import Q
+
+    from scheduler.preemption.models import LedgerEntry
+
+    first = _requests(name, since).order_by("id").first()
+    if first is None:
+        return {}
+    entries = LedgerEntry.objects.filter(Q(request=first) | Q(plan__request=first)).order_by(
+        "created_at", "id"
+    )
+    out: dict[str, Any] = {}
+    for entry in entries:
+        label = dict(PHASES).get(entry.kind)
+        if label is None or (label in out and label != "dry_runs_done"):
+            continue
+        out[label] = round(entry.created_at.timestamp() - t0, 3)
+        if entry.kind == "execution.recheck":
+            out["recheck_parts"] = (entry.data or {}).get("seconds", {})
+    out["first_eviction"] = round(first_eviction, 3)
+    return out
+
+
+def phase_medians(timelines: list[dict[str, Any]]) -> dict[str, float]:
+    """Per phase, the median of the seconds it took after the phase before it."""
+    labels = [label for _, label in PHASES] + ["first_eviction"]
+    out = {}
+    for before, after in zip(["start", *labels], labels):
+        steps = [
+            t[after] - t.get(before, 0.0)
+            for t in timelines
+            if after in t and (before == "start" or before in t)
+        ]
+        if steps:
+            out[f"{before}->{after}"] = round(statistics.median(steps), 3)
+    return out
+
+
+def _trial(base: str, control: Any, name: str, log: str) -> tuple[str, Any, list[str], dict[str, Any]]:
     """One preemptor's trial: ("evicted", seconds to the first eviction) or ("none", how its request
     ended), and the pods evicted for it, once its requests have ended and the gang is marked scheduled."""
     control.clear_requests()
@@ -114,10 +166,11 @@ def _trial(base: str, control: Any, name: str, log: str) -> tuple[str, Any, list
         return ("none", f"{done.state}: {done.reason}") if done else None
 
     kind, value = wait(outcome, 120, f"the first eviction for {name} (worker log {log})")
+    phases = timeline(name, since, t0, value) if kind == "evicted" else {}
     wait(lambda: _settled(name, since), FINISH_TIMEOUT, f"the end of {name}'s request (worker log {log})")
     _set_condition(base, name, "True")  # scheduled, as kube-scheduler would report it
     wait(lambda: _settled(name, since), FINISH_TIMEOUT, f"the end of {name}'s requests (worker log {log})")
-    return kind, value, sorted({key for _, key in _evicted(control)})
+    return kind, value, sorted({key for _, key in _evicted(control)}), phases
 
 
 def run_trials(
@@ -130,10 +183,12 @@ def run_trials(
     latencies: list[float] = []
     skipped: list[str] = []
     mismatches: list[str] = []
+    timelines: list[dict[str, Any]] = []
     for name, wanted in expected.items():
-        kind, value, evicted = _trial(base, control, name, log)
+        kind, value, evicted, phases = _trial(base, control, name, log)
         if kind == "evicted":
             latencies.append(value)
+            timelines.append(phases)
         else:
             skipped.append(f"{name}: {value}")
         if evicted != wanted:
@@ -148,6 +203,8 @@ def run_trials(
         "trials_without_eviction": skipped,
         "trials_not_matching_in_process_plan": mismatches,
         "unschedulable_to_first_eviction_s": [round(x, 3) for x in latencies],
+        "first_eviction_timelines_s": timelines,
+        "first_eviction_phase_p50_s": phase_medians(timelines),
         "unschedulable_to_first_eviction_p50_s": (
             round(statistics.median(latencies), 3) if latencies else None
         ),

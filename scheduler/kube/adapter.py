@@ -28,7 +28,7 @@ from ..cluster import ClusterError, ClusterEvent, EvictionResult, KubeObject, ve
 from ..engine.live import LiveSnapshot
 from . import writes
 from .apis import list_raw, read_json, stamp
-from .informer import Listener, Reflector
+from .informer import Listener, Reflector, ReflectorsByReason
 from .resources import EVENTS_V1, PODS, SNAPSHOT_RESOURCES, Resource
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,8 @@ class KubeCluster:
         }
         self._started = False
         self._changed = threading.Condition()
+        # Events by reason (observe mode's Preempted ones), listed once and then watched, from the first read.
+        self._events = ReflectorsByReason(EVENTS_V1, namespace, watch_timeout, timeout)
         # The engine's parsed view of the same cache, kept from the same events (docs/kube.md, "Watch cache").
         self.live = LiveSnapshot()
         self._listeners.append(lambda type_, _resource, obj: self.live.apply(type_, obj))
@@ -98,6 +100,7 @@ class KubeCluster:
             self._watch_client = self._new_client(len(self.resources) + 2)
             for reflector in self._reflectors.values():
                 reflector.use_client(self._watch_client)
+            self._events.use_client(self._watch_client)
         return self.api_client
 
     def rest_client(self) -> client.ApiClient:
@@ -139,10 +142,13 @@ class KubeCluster:
         return cls.from_kubeconfig(os.environ.get("KUBECONFIG"), **kwargs)
 
     # ----- informers
-    def start(self, *, wait: bool = True, timeout: float = 30.0) -> KubeCluster:
+    def start(self, *, wait: bool = True, timeout: float = 30.0, index: bool = False) -> KubeCluster:
         """Start the informers; with ``wait``, return once every kind is listed (ClusterError after
-        ``timeout``, informers stopped again)."""
+        ``timeout``, informers stopped again). ``index``: the live snapshot indexes itself in the background
+        after each quiet moment (``LiveSnapshot.keep_indexed``), for processes that plan."""
         self._api()
+        if index:
+            self.live.keep_indexed()
         for reflector in self._reflectors.values():
             reflector.start()
         self._started = True
@@ -154,6 +160,8 @@ class KubeCluster:
         return self
 
     def stop(self) -> None:
+        self.live.stop_indexing()
+        self._events.stop()
         for reflector in self._reflectors.values():
             reflector.stop()
         self._started = False
@@ -288,8 +296,13 @@ class KubeCluster:
             return [], ""
 
     def list_events(self, *, reason: str | None = None, namespace: str | None = None) -> list[KubeObject]:
-        """``events.k8s.io/v1`` Events as the API server has them now, optionally of one reason (observe
-        mode reads kube-scheduler's ``Preempted`` events this way)."""
+        """``events.k8s.io/v1`` Events, optionally of one reason (observe mode reads kube-scheduler's
+        ``Preempted`` events this way). Once started, from a watch cache of that reason (field selector),
+        listed at the first call and then watched like the snapshot kinds, never relisted on a timer; the
+        objects are the cache's own (read-only). Not started, or for another namespace: listed now."""
+        if self._started and namespace in (None, self.namespace):
+            self._api()  # a forked child's own pools first
+            return self._events.objects(self._watch_client, reason, self.sync_timeout)
         api = client.EventsV1Api(self._api())
         selector = f"reason={reason}" if reason else None
         try:

@@ -113,8 +113,10 @@ def list_raw(
     *,
     namespace: str | None = None,
     timeout: float | tuple[float, float] = 30.0,
+    field_selector: str | None = None,
 ) -> tuple[list[dict], str]:
-    """Every object of ``resource`` (paged), stamped with apiVersion/kind, and the list resourceVersion."""
+    """Every object of ``resource`` (paged; of ``field_selector`` only), stamped with apiVersion/kind, and the
+    list resourceVersion."""
     fn = list_function(api_client, resource, namespace)
     items: list[dict] = []
     token: str | None = None
@@ -127,6 +129,8 @@ def list_raw(
         }
         if token:
             kwargs["_continue"] = token
+        if field_selector:
+            kwargs["field_selector"] = field_selector
         page = read_json(fn(**kwargs))
         meta = page.get("metadata") or {}
         resource_version = resource_version or meta.get("resourceVersion", "")

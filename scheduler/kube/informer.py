@@ -20,6 +20,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from ..cluster import ClusterError
 from .apis import list_function, list_raw, stamp
 from .resources import Resource
 
@@ -44,8 +45,10 @@ class Reflector:
         request_timeout: tuple[float, float] = (5.0, 30.0),
         backoff: tuple[float, float] = (0.2, 10.0),
         listener: Listener | None = None,
+        field_selector: str | None = None,
     ):
         self.resource = resource
+        self._field_selector = field_selector
         self._api_client = api_client
         self._namespace = namespace
         self._watch_timeout = watch_timeout
@@ -147,7 +150,11 @@ class Reflector:
 
     def relist(self) -> None:
         items, resource_version = list_raw(
-            self._api_client, self.resource, namespace=self._namespace, timeout=self._request_timeout
+            self._api_client,
+            self.resource,
+            namespace=self._namespace,
+            timeout=self._request_timeout,
+            field_selector=self._field_selector,
         )
         fresh = {object_key(o): o for o in items}
         with self._lock:
@@ -175,7 +182,9 @@ class Reflector:
         # (deserialize=False trips over them), so the stream is read here, line by line.
         fn = list_function(self._api_client, self.resource, self._namespace)
         self.watches += 1
+        selector = {"field_selector": self._field_selector} if self._field_selector else {}
         response = fn(
+            **selector,
             watch=True,
             resource_version=self.resource_version or None,
             allow_watch_bookmarks=True,
@@ -226,3 +235,52 @@ class Reflector:
             self._listener(str(type_), self.resource, obj)
         if new_version:  # after the listener: its view holds everything up to resource_version
             self.resource_version = new_version
+
+
+class ReflectorsByReason:
+    """One ``Reflector`` of ``resource`` per ``reason=`` field selector, started at its first read (the kube
+    adapter's Events: observe mode reads kube-scheduler's ``Preempted`` ones, and only then)."""
+
+    def __init__(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        watch_timeout: int,
+        request_timeout: tuple[float, float],
+    ) -> None:
+        self.resource, self._namespace = resource, namespace
+        self._watch_timeout, self._request_timeout = watch_timeout, request_timeout
+        self._lock = threading.Lock()
+        self.reflectors: dict[str | None, Reflector] = {}
+
+    def objects(self, api_client: client.ApiClient, reason: str | None, timeout: float) -> list[dict]:
+        """The cached objects of that reason (listed and watched from the first call; waits for the sync)."""
+        with self._lock:
+            reflector = self.reflectors.get(reason)
+            if reflector is None:
+                reflector = Reflector(
+                    api_client,
+                    self.resource,
+                    namespace=self._namespace,
+                    watch_timeout=self._watch_timeout,
+                    request_timeout=self._request_timeout,
+                    field_selector=f"reason={reason}" if reason else None,
+                )
+                self.reflectors[reason] = reflector
+                reflector.start()
+        if not reflector.synced.wait(timeout):
+            raise ClusterError(
+                f"{self.resource.plural} watch ({reason or 'every reason'}) not synced in {timeout:g}s"
+            )
+        return reflector.objects()
+
+    def use_client(self, api_client: client.ApiClient) -> None:
+        with self._lock:
+            for reflector in self.reflectors.values():
+                reflector.use_client(api_client)
+
+    def stop(self) -> None:
+        with self._lock:
+            reflectors, self.reflectors = list(self.reflectors.values()), {}
+        for reflector in reflectors:
+            reflector.stop()

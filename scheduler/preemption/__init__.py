@@ -2,7 +2,7 @@
 requests, plans and evictions, with a durable ledger in the database (docs/pipeline.md).
 
 ``models`` and ``ledger`` (every ledger write), ``detection`` and ``planning`` (pure steps around the
-engine), ``fanout`` (planning spread over Celery workers), ``execution/`` (re-check, budgets, dry runs,
+engine), ``execution/`` (re-check, budgets, dry runs,
 evictions), ``locks`` (per-node Redis leases), ``observe`` (what kube-scheduler preempted), ``tasks``
 (Celery, thin), ``runtime`` (the configured cluster and the namespace modes), ``events`` (live events,
 through the publisher gangweb hands in at startup), ``metrics`` and ``admin``.

@@ -173,7 +173,7 @@ class Plan(models.Model):
     evicted_gpus = models.IntegerField(default=0)
     lost_gpu_seconds = models.FloatField(default=0.0)
     planning_seconds = models.FloatField(default=0.0)
-    # "single" (one task) or "fan-out:N" (N topology domains planned in parallel).
+    # "single" (one task); "fan-out:N" on plans made before the fan-out was removed (2026-12, docs/pipeline.md).
     planned_by = models.CharField(max_length=40, blank=True, default="")
     # The watch cache's resourceVersion per plural the plan was made at (docs/design.md); {} = a fresh list.
     resource_versions = models.JSONField(default=dict, blank=True)

@@ -1,6 +1,6 @@
 """Running the engine for a preemption request, and the facts the ledger keeps about a plan.
 
-Celery tasks stay thin: they call ``compute`` (or, on large clusters, ``scheduler.preemption.fanout``) and then
+Celery tasks stay thin: they call ``compute`` and then
 ``scheduler.preemption.ledger.record_plan``.
 """
 

@@ -56,7 +56,9 @@ def _build_cluster() -> Cluster:
     read = float(settings.GANGWEB_KUBE_REQUEST_TIMEOUT_SECONDS)
     cluster = KubeCluster.from_environment(timeout=(min(5.0, read), read))
     if settings.GANGWEB_WATCH:
-        cluster.start(wait=False)  # readers wait for the sync (KubeCluster.sync_timeout)
+        # Readers wait for the sync (KubeCluster.sync_timeout). Indexed in the background after each quiet
+        # moment: a plan on 20,000 nodes then finds its snapshot ready instead of spending 1.4 s indexing.
+        cluster.start(wait=False, index=True)
     return cluster
 
 

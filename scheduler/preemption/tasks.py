@@ -14,7 +14,7 @@ import random
 import time
 from datetime import timedelta
 
-from celery import chord, shared_task
+from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
 from django.conf import settings
@@ -25,7 +25,6 @@ from scheduler.cluster import ClusterError, current_objects
 from scheduler.engine import SnapshotError
 from scheduler.preemption import (
     detection,
-    fanout,
     ledger,
     locks,
     metrics,
@@ -62,12 +61,14 @@ def replan(request: PreemptionRequest, trigger: str) -> int | None:
 
 
 @shared_task(name="scheduler.detect_unschedulable_gangs", ignore_result=True)
-def detect_unschedulable_gangs() -> dict:
-    """Open one request per gang that stays unschedulable; record what kube-scheduler preempted."""
+def detect_unschedulable_gangs(podgroup: str | None = None) -> dict:
+    """Open one request per gang that stays unschedulable (only ``podgroup``'s: the watch trigger's pass);
+    record what kube-scheduler preempted."""
     try:
         objects = current_objects(get_cluster())
+        judged = objects if podgroup is None else detection.gang_objects(objects, podgroup)
         stuck = detection.unschedulable_gangs(
-            objects, now=time.time(), grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
+            judged, now=time.time(), grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
         )
     except (ClusterError, SnapshotError) as exc:
         # The next beat tries again; one line in the log, not a traceback every ten seconds.
@@ -99,22 +100,8 @@ def plan_request(self, request_id: int) -> None:
     request = ledger.begin_planning(request_id)
     if request is None:
         return
-    started = time.time()
     try:
         view = planning.current_view(get_cluster(), request.podgroup)
-        shards = fanout.shards_for(view, request.podgroup, request.policy)
-        if shards:
-            ledger.note(
-                "plan.fan_out",
-                f"planning {sum(map(len, shards))} topology domains in {len(shards)} parallel tasks",
-                request=request,
-                data={"shards": shards, "resourceVersions": view.resource_versions},
-            )
-            versions = view.resource_versions
-            chord(plan_domains.s(request.podgroup, request.policy, shard, versions) for shard in shards)(
-                merge_domain_plans.s(request_id, started)
-            )
-            return
         result = planning.compute(view, request.podgroup, request.policy)
     except SnapshotError as exc:
         # Not transient: the group is gone or the snapshot is malformed; say so instead of retrying.
@@ -165,17 +152,6 @@ def after_plan(request_id: int, result: planning.PlanResult, *, planned_by: str)
             approvals.await_approval(request_id, deadline)
         else:
             after_commit(execute_plan, request_id)
-
-
-@shared_task(name="scheduler.plan_domains")
-def plan_domains(podgroup: str, policy: str, domains: list, versions: dict) -> dict:
-    """One shard of a fanned-out plan, on this worker's own cache (its result goes to ``merge_domain_plans``)."""
-    return fanout.plan_shard(fanout.shard_view(get_cluster(), podgroup, versions), podgroup, policy, domains)
-
-
-@shared_task(name="scheduler.merge_domain_plans", ignore_result=True)
-def merge_domain_plans(payloads: list[dict], request_id: int, started: float) -> None:
-    after_plan(request_id, fanout.merge(payloads, started), planned_by=f"fan-out:{len(payloads)}")
 
 
 # Idempotent (see scheduler.preemption.execution): a redelivered message resumes instead of repeating.

@@ -2,8 +2,8 @@
 
 Each process whose cluster is a watch cache (``runtime.get_cluster``) listens to PodGroup events. When
 kube-scheduler sets ``PodGroupInitiallyScheduled=False`` on a group (a new condition, or a new
-``lastTransitionTime``), a detection pass (``scheduler.detect_unschedulable_gangs``, which reads the same
-cache) is enqueued at once instead of waiting for the next beat. Every worker process watches, so the
+``lastTransitionTime``), a detection pass for that gang (``scheduler.detect_unschedulable_gangs`` with
+``podgroup``, which reads the same cache) is enqueued at once instead of waiting for the next beat. Every worker process watches, so the
 enqueue is claimed once per transition in Redis (``SET NX``, an hour); without Redis (the demo) each
 process enqueues its own, which detection's one-active-request rule makes harmless. The beat stays as
 the safety net (pending pods past the grace period, a missed event).
@@ -58,7 +58,7 @@ def on_event(event_type: str, resource: Any, obj: dict | None) -> None:
             return
         from scheduler.preemption.tasks import detect_unschedulable_gangs
 
-        detect_unschedulable_gangs.apply_async()
+        detect_unschedulable_gangs.apply_async(kwargs={"podgroup": key})
         last_trigger[key] = time.monotonic()
         logger.info("PodGroup %s turned unschedulable: detection enqueued from the watch event", key)
     except Exception:  # the beat's pass still finds it

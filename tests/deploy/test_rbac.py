@@ -210,6 +210,8 @@ def worker_calls(environment, settings, monkeypatch) -> set[Call]:
         settings.GANGWEB_NAMESPACE_MODES = {"team-a": "observe"}
         assert detect_unschedulable_gangs.apply().get()["observed"]
         settings.GANGWEB_NAMESPACE_MODES = {}
+        events_watch = ("events.k8s.io", "events", "watch")
+        assert _eventually(lambda: events_watch in calls(server)), "the Preempted events are never watched"
         found |= calls(server)
 
     # The PodGroup ensurer over every gang source's pod: owner reads and PodGroup creation.
@@ -272,6 +274,7 @@ def test_each_process_is_granted_exactly_the_calls_its_code_makes(exercised):
         ("", "pods/eviction", "create"),
         ("", "pods", "delete"),
         ("events.k8s.io", "events", "list"),
+        ("events.k8s.io", "events", "watch"),
     } <= exercised["worker"]
     assert ("jobset.x-k8s.io", "jobsets", "get") in exercised["worker"]
     assert ("", "nodes", "list") in exercised["web"]

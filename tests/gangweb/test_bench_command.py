@@ -40,7 +40,7 @@ def test_one_help_lists_every_benchmark():
     parser, choices = subparsers()
     assert (
         list(choices)
-        == ["engine", "webhook", "kube", "execution", "fanout", "watch", "api", "demo", "live", "map"]
+        == ["engine", "webhook", "kube", "execution", "watch", "api", "demo", "live", "map"]
         == list(BENCHMARKS)
     )
     listing = " ".join(parser.format_help().split())
@@ -55,7 +55,6 @@ FLAGS = {
     "webhook": {"--connections", "--duration", "--slice", "--warmup", "--workers", "--clients", "--json"},
     "kube": {"--nodes", "--pods", "--evictions", "--json"},
     "execution": {"--victims", "--repeat", "--delay-ms", "--json"},
-    "fanout": {"--nodes", "--parts", "--json"},
     "watch": {"--nodes", "--idle-seconds", "--churn-seconds", "--churn-rate", "--json"},
     "api": {"--requests", "--victims", "--podgroups", "--repeat", "--gc", "--json"},
     "demo": {"--runs", "--json"},

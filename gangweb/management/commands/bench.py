@@ -27,7 +27,6 @@ BENCHMARKS = {
     "webhook": "admission.bench",
     "kube": "scheduler.bench.kube",
     "execution": "scheduler.bench.execution",
-    "fanout": "scheduler.bench.fanout",
     "watch": "scheduler.bench.watch",
     "api": "gangweb.api.bench",
     "demo": "gangweb.demo_bench",

@@ -118,11 +118,6 @@ class PreemptionPolicy(ABC):
         ``walks_domains``)."""
         return []
 
-    def anchor_domains(self, problem: Problem) -> list[str]:
-        """Domain values every fan-out shard must hold besides its own: those this policy decides over
-        the whole cluster, whatever the shard."""
-        return []
-
     @staticmethod
     def _finish(plan: Plan, notes: list[str]) -> Plan:
         if notes:

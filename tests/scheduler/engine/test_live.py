@@ -65,6 +65,13 @@ def random_event(rng: random.Random, objects: dict, serial: int):
             kind = "MODIFIED"
         else:
             kind = "DELETED"
+    elif choice < 0.95 and groups:  # a PodGroup's status changed: nothing the engine reads
+        obj = copy.deepcopy(rng.choice(groups))
+        obj.setdefault("status", {})["conditions"] = [
+            {"type": "PodGroupInitiallyScheduled", "status": "False", "lastTransitionTime": f"t{serial}"}
+        ]
+        obj["metadata"]["resourceVersion"] = str(10_000 + serial)
+        kind = "MODIFIED"
     elif groups:  # a PodGroup's priority changed
         obj = copy.deepcopy(rng.choice(groups))
         obj["spec"]["priority"] = rng.choice((100, 200, 300, 400))
@@ -126,3 +133,108 @@ def test_a_malformed_object_is_named_until_it_is_fixed_or_deleted():
         live.snapshot()
     live.apply("DELETED", bad)
     assert live.snapshot().pods
+
+
+def test_an_event_the_engine_does_not_read_keeps_the_indexed_snapshot():
+    live = LiveSnapshot(copy.deepcopy(BASE))
+    first = live.snapshot()
+    group = copy.deepcopy(next(o for o in BASE if o["kind"] == "PodGroup"))
+    group.setdefault("status", {})["conditions"] = [{"type": "PodGroupInitiallyScheduled", "status": "False"}]
+    group["metadata"]["resourceVersion"] = "999999"
+    assert live.apply("MODIFIED", group) is False
+    assert live.snapshot() is first
+    running = copy.deepcopy(next(o for o in BASE if o["kind"] == "Pod" and o["spec"].get("nodeName")))
+    running["metadata"].setdefault("labels", {})["churn"] = "1"  # labels are read (budgets' selectors)
+    assert live.apply("MODIFIED", running) is True
+    assert live.snapshot() is not first
+
+
+def as_terminating(obj):
+    return {**obj, "metadata": {**obj["metadata"], "deletionTimestamp": "1970-01-01T00:00:00Z"}}
+
+
+def after_victims(live, objects, made, local):
+    """The plan for the same gang with ``made``'s victims terminating: on the plan's nodes only, or whole."""
+    overrides = {("Pod", key): as_terminating(objects[("Pod", key)]) for key in made.evictions}
+    if local:
+        nodes = set(made.placement.values()) | {
+            objects[("Pod", k)]["spec"]["nodeName"] for k in made.evictions
+        }
+        return plan(live.local(nodes, made.pod_group, overrides), made.pod_group)
+    return plan(live.snapshot(overrides), made.pod_group)
+
+
+def test_the_local_snapshot_holds_the_nodes_asked_their_pods_and_the_groups_own_pods():
+    objects = {ident(o): o for o in copy.deepcopy(BASE)}
+    live = LiveSnapshot(objects.values())
+    made = plan(live.snapshot(), preemptor_name(64))
+    assert made.feasible and made.evictions
+    nodes = set(made.placement.values())
+    local = live.local(nodes, made.pod_group)
+    assert {n.name for n in local.nodes} == nodes
+    whole = live.snapshot()
+    on_nodes = {p.key for p in whole.pods if p.node_name in nodes}
+    members = {whole.pods[i].key for i in whole.group_members[made.pod_group]}
+    assert {p.key for p in local.pods} == on_nodes | members
+    assert set(local.groups) == set(whole.groups)
+    checked = after_victims(live, objects, made, local=True)
+    assert checked.feasible and not checked.evictions, checked.reason
+    # A pod bound meanwhile into the planned room: the check on the plan's nodes sees it.
+    node = sorted(nodes)[0]
+    live.apply("ADDED", pod("newcomer", namespace=NAMESPACE, node=node, gpus=8, priority=10**6))
+    again = after_victims(live, objects, made, local=True)
+    assert not (again.feasible and not again.evictions)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), events=st.integers(0, 40))
+def test_a_gang_that_fits_on_its_planned_nodes_fits_in_the_whole_cluster(seed, events):
+    """The re-check's local question never says yes where the whole snapshot says no; right after the
+    plan (no events) it says yes."""
+    rng = random.Random(seed)
+    objects = {ident(o): o for o in copy.deepcopy(BASE)}
+    live = LiveSnapshot(objects.values())
+    made = plan(live.snapshot(), preemptor_name(rng.choice((8, 64))))
+    if not made.feasible or not made.evictions:
+        return
+    for serial in range(events):
+        live.apply(*random_event(rng, objects, serial))
+    if (
+        any(("Pod", key) not in objects for key in made.evictions)
+        or made.pod_group not in live.snapshot().groups
+    ):
+        return  # a victim or the gang is gone: the re-check's cheap checks answer before the engine's
+    local = after_victims(live, objects, made, local=True)
+    whole = after_victims(live, objects, made, local=False)
+    if local.feasible and not local.evictions:
+        assert whole.feasible and not whole.evictions, (local.reason, whole.reason)
+    if events == 0:
+        assert local.feasible and not local.evictions, local.reason
+
+
+def test_the_background_index_is_ready_after_a_quiet_moment_and_plans_like_a_fresh_parse():
+    import time
+
+    objects = {ident(o): o for o in copy.deepcopy(BASE)}
+    live = LiveSnapshot(objects.values())
+    live.keep_indexed(quiet=0.05)
+    try:
+        deadline = time.monotonic() + 60  # generous: a loaded 2-core machine
+        while not live.ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert live.ready()
+        extra = pod(
+            "late",
+            namespace=NAMESPACE,
+            node=next(o for o in BASE if o["kind"] == "Node")["metadata"]["name"],
+            gpus=1,
+            priority=100,
+        )
+        live.apply("ADDED", extra)
+        objects[ident(extra)] = extra
+        while not live.ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert live.ready()
+        assert plans(live.snapshot()) == plans(parse_snapshot(list(objects.values())))
+    finally:
+        live.stop_indexing()

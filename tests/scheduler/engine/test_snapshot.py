@@ -337,3 +337,17 @@ def test_a_broken_document_in_a_json_stream_is_named_by_line():
     )
     with pytest.raises(SnapshotError, match="not valid YAML/JSON at line 2, column 17: Expecting ','"):
         load_snapshot(text + "\n")
+
+
+def test_pods_on_nodes_missing_from_a_snapshot_are_ignored_with_a_warning():
+    objects = [
+        node("n1", labels={"rack": "a"}),
+        node("n2", labels={"rack": "b"}),
+        podgroup("job", mode="all", priority=10),
+        pod("job-0", node="n1", gpus=8, group="job"),
+        pod("job-1", node="n2", gpus=8, group="job"),
+    ]
+    without_n2 = parse_snapshot([o for o in objects if o["metadata"]["name"] != "n2"])
+    assert [len(u.pods) for u in without_n2.units.units] == [1]
+    assert "bound to nodes missing from the snapshot" in without_n2.warnings[0]
+    assert [len(u.pods) for u in parse_snapshot(objects).units.units] == [2]

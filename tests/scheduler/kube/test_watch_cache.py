@@ -9,7 +9,7 @@ import pytest
 
 from scheduler.cluster import WatchCache, current_objects
 from scheduler.engine import parse_snapshot, plan
-from scheduler.kube.resources import PODS, SNAPSHOT_RESOURCES
+from scheduler.kube.resources import EVENTS_V1, PODS, SNAPSHOT_RESOURCES
 
 from .objects import pod
 
@@ -46,7 +46,7 @@ def converged(server, cluster, timeout: float = 30.0) -> None:
 
 
 def lists(server) -> list[str]:
-    plurals = tuple("/" + r.plural for r in SNAPSHOT_RESOURCES)
+    plurals = tuple("/" + r.plural for r in (*SNAPSHOT_RESOURCES, EVENTS_V1))
     return [
         r["path"]
         for r in server.requests(method="GET")
@@ -125,19 +125,47 @@ def test_a_burst_of_ten_thousand_events_converges_exactly(server, cluster):
     )
 
 
+def preempted_event(i: int, reason: str = "Preempted") -> dict:
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": f"victim-{i}.{reason.lower()}", "namespace": "default"},
+        "eventTime": "2026-11-30T08:05:00.000000Z",
+        "reportingController": "default-scheduler",
+        "reportingInstance": "default-scheduler-a",
+        "action": "Preempting",
+        "reason": reason,
+        "type": "Normal",
+        "note": "Preempted by podgroup 1234 on node cluster",
+        "regarding": {"kind": "Pod", "namespace": "default", "name": f"victim-{i}", "apiVersion": "v1"},
+    }
+
+
 def test_one_list_per_kind_over_a_long_run(server, cluster):
+    """Observe mode's Preempted Events too: listed at the first read, then watched (field selector)."""
     cluster.start()
     deadline = time.monotonic() + 8
     i = 0
     while time.monotonic() < deadline:  # reads, changes, dropped streams, bookmarks: never a list
         server.store.create(PODS, pod(f"long-{i}"))
         current_objects(cluster)
+        cluster.list_events(reason="Preempted")
+        if i % 10 == 0:
+            server.store.create(EVENTS_V1, preempted_event(i))
+            server.store.create(EVENTS_V1, preempted_event(i, reason="Scheduled"))  # not this watch's
         if i % 20 == 0:
             server.drop_watches()
         i += 1
         time.sleep(0.02)
     converged(server, cluster)
-    assert len(lists(server)) == len(SNAPSHOT_RESOURCES)
+    want = sorted(o["metadata"]["name"] for o in server.store.dump() if o.get("reason") == "Preempted")
+    got: list[str] = []
+    until = time.monotonic() + 30
+    while got != want and time.monotonic() < until:
+        got = sorted(e["metadata"]["name"] for e in cluster.list_events(reason="Preempted"))
+        time.sleep(0.05)
+    assert got == want and len(want) > 1
+    assert len(lists(server)) == len(SNAPSHOT_RESOURCES) + 1  # + the Events of reason Preempted, once
 
 
 @pytest.mark.timeout(400)

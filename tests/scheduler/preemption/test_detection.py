@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from scheduler.preemption.detection import unschedulable_gangs
+from scheduler.preemption.detection import gang_objects, unschedulable_gangs
 from tests.scheduler.preemption.builders import T0, T1, node, pod, podgroup, small_cluster
 
 START = datetime.fromisoformat(T1.replace("Z", "+00:00")).timestamp()  # the preemptor pods' creation
@@ -71,3 +71,13 @@ def test_running_and_terminating_pods_are_not_pending():
     leaving["metadata"]["deletionTimestamp"] = T0
     objects.append(leaving)
     assert stuck(objects, after=100) == []
+
+
+def test_the_watch_triggers_pass_judges_one_gang_as_the_full_pass_does():
+    objects = small_cluster() + small_cluster(preemptor_ns="team-b")
+    assert [key for key, _ in stuck(objects, after=1)] == ["team-a/train", "team-b/train"]
+    one = gang_objects(objects, "team-b/train")
+    assert {o["kind"] for o in one} <= {"Pod", "PodGroup", "PriorityClass"}
+    assert sorted(o["metadata"]["name"] for o in one if o["kind"] == "Pod") == ["train-0", "train-1"]
+    assert stuck(one, after=1) == [s for s in stuck(objects, after=1) if s[0] == "team-b/train"]
+    assert stuck(gang_objects(objects, "team-b/nothing"), after=1) == []

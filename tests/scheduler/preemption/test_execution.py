@@ -42,7 +42,10 @@ def test_execution_evicts_every_victim_once_and_marks_them(cluster, planned_requ
     assert {(e.related_kind, e.related_namespace, e.related_name) for e in cluster.events} == {
         ("PodGroup", "team-a", "train")
     }
-    assert ("team-a/train", PREEMPTION_CONDITION, "False", "VictimsEvicted") in cluster.podgroup_conditions
+    assert [c[2:] for c in cluster.podgroup_conditions if c[1] == PREEMPTION_CONDITION] == [
+        ("True", "Evicting"),  # set beside the evictions, always before the end
+        ("False", "VictimsEvicted"),
+    ]
     assert set(plan.pod_evictions.values_list("state", flat=True)) == {EvictionState.EVICTED}
     request.refresh_from_db()
     assert request.state == RequestState.SUCCEEDED and request.finished_at

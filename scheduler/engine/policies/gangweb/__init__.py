@@ -21,7 +21,7 @@ from ...evaluation import Candidate, Problem
 from ...preemptor import Domain
 from ..base import PreemptionPolicy
 from ..explain import describe_choice, describe_infeasible
-from ..kep5710 import Kep5710Policy, kep5710_candidate
+from ..kep5710 import kep5710_candidate
 from .candidates import improve
 from .domainrank import rank_domains
 from .walk import evaluate_domains
@@ -36,12 +36,6 @@ class GangwebPolicy(PreemptionPolicy):
 
     def ranked_domains(self, problem: Problem, domains: Sequence[Domain]) -> list[Domain]:
         return rank_domains(problem, domains)[0]
-
-    def anchor_domains(self, problem: Problem) -> list[str]:
-        # The kep5710 plan names the domain where the gang fits without preemption when it does, and
-        # otherwise the domain its evaluator chose; this policy's plan consults both walks.
-        chosen = Kep5710Policy().plan(problem).domain
-        return [chosen] if chosen is not None else []
 
     def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
         kep, kep_most = kep5710_candidate(problem, domains)

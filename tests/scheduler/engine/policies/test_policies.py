@@ -424,7 +424,7 @@ def test_legacy_with_running_pods_stays_in_their_domain():
 def test_gangweb_keeps_walking_domains_while_its_best_plan_breaks_a_budget():
     """Domain ranking cannot see PDB budgets: on this cluster the first eight domains all break one,
     and the first plan that breaks none sits in the 22nd (found by planning every domain alone)."""
-    from tests.scheduler.engine.test_subsnapshot import entangled_cluster
+    from tests.scheduler.engine.entangled import entangled_cluster
 
     snap = parse_snapshot(entangled_cluster(1024, 8))
     result = plan(snap, preemptor_name(64), "gangweb")
