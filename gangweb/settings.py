@@ -178,7 +178,14 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+            # redis-py's default read timeout (5 s) equals channels-redis's blocking pop (5 s): an idle
+            # socket's receive raised TimeoutError under load and the consumer died (bench live: 2 of 20
+            # sockets in 10 s). Reads wait longer than the pop.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "capacity": 1000,
+                "expiry": 30,
+            },
         }
     }
 else:
