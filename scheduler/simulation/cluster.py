@@ -17,10 +17,12 @@ from scheduler.cluster import ClusterEvent, EvictionResult, KubeObject
 from scheduler.simulation import dra as sim_dra
 from scheduler.simulation import objects
 from scheduler.simulation.catalog import TIERS
-from scheduler.simulation.state import condition, rfc3339, stable_uid, upsert_condition
+from scheduler.simulation.state import SimGang, condition, rfc3339, stable_uid, upsert_condition
 from scheduler.simulation.world import MAX_PENDING_GANGS, MAX_WAIT_TICKS, World
 
 PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
+# The condition gangweb's execution sets on the PodGroup it evicts for (scheduler/preemption/execution/).
+PREEMPTION_CONDITION = "gangweb.io/Preemption"
 
 
 class SimulatedCluster(World):
@@ -164,6 +166,13 @@ class SimulatedCluster(World):
             ):
                 gang.resource_version = self._next_rv()
 
+    def submit(self, gang: SimGang) -> None:
+        """A gang that arrives now from outside the workload generator (the demo's scene, ``scene.py``)."""
+        with self._lock:
+            gang.created, gang.queued_tick = self._now, self._tick_count
+            self._submit(gang)
+            self._changes.append(self._change("gang-submitted", gang))
+
     # --- reading, for the dashboard --------------------------------------------------------
 
     def events(self) -> list[ClusterEvent]:
@@ -236,13 +245,22 @@ class SimulatedCluster(World):
 
     def _bind_pending(self) -> None:
         waiting = [g for g in self._gangs.values() if any(not p.running for p in self._gang_pods(g.key))]
-        waiting.sort(key=lambda g: (-g.tier.value, g.queued, g.key))
+        # Within a tier, a gang gangweb has just evicted for goes first: the room was made for it (what a
+        # nominated node is to kube-scheduler), and an earlier gang of its tier must not take it.
+        waiting.sort(key=lambda g: (-g.tier.value, not _room_made_for(g), g.queued, g.key))
         for gang in waiting:
             bound = self._try_bind(gang)
             if bound:
                 self._changes.append(self._change("gang-bound", gang, pods=bound))
             elif gang.started is None:
                 self._mark_unschedulable(gang)
+
+
+def _room_made_for(gang: SimGang) -> bool:
+    return any(
+        c["type"] == PREEMPTION_CONDITION and c["reason"] in ("Evicting", "VictimsEvicted")
+        for c in gang.conditions
+    )
 
 
 def _uid_conflict(wanted: str, actual: str) -> str:
