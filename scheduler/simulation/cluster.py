@@ -115,6 +115,8 @@ class SimulatedCluster(World):
                     dry_run,
                 )
             if not dry_run:
+                if self._evicting_for is not None and pod.node is not None:
+                    self._reserved[pod.node] = (self._evicting_for, self._tick_count)
                 self._delete_pod(pod)
                 self._changes.append(self._change("pod-evicted", gang, pod=pod.key, node=pod.node))
             return EvictionResult(namespace, name, 201, "", dry_run)
@@ -161,6 +163,8 @@ class SimulatedCluster(World):
         """Upsert a PodGroup status condition; a PodGroup already gone is left alone."""
         with self._lock:
             gang = self._gangs.get(f"{namespace}/{name}")
+            if type_ == PREEMPTION_CONDITION:  # gangweb evicts for this gang until the next condition
+                self._evicting_for = gang.key if gang is not None and reason == "Evicting" else None
             if gang is not None and upsert_condition(
                 gang.conditions, condition(type_, status, reason, message, self._now)
             ):

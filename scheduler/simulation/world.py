@@ -30,6 +30,7 @@ SCHEDULED = "PodGroupInitiallyScheduled"
 MAX_WAIT_TICKS = 240
 MAX_PENDING_GANGS = 8
 INITIAL_WAITING_GANGS = 3
+RESERVE_TICKS = 15
 # Mean GPU-ticks of a submitted gang (from the catalog's tier mix), used to set an arrival rate that
 # keeps the cluster a little over-subscribed: some gangs always wait, as on real clusters.
 _MEAN_GANG_GPU_TICKS = 1950
@@ -70,6 +71,10 @@ class World:
         # 85 % allocated, most nodes are full, and scanning them all per gang was the other quadratic).
         self._index_of = {n.name: i for i, n in enumerate(self._nodes)}
         self._room = list(range(nodes))
+        # Nodes gangweb freed for a gang (node -> gang key, tick): what a nominated node is to kube-scheduler.
+        # Others may not bind there while that gang waits, for RESERVE_TICKS (``SimulatedCluster.evict``).
+        self._reserved: dict[str, tuple[str, int]] = {}
+        self._evicting_for: str | None = None
         self._node_by_name = {n.name: n for n in self._nodes}
         self._gangs: dict[str, SimGang] = {}
         self._pods: dict[str, SimPod] = {}
@@ -221,6 +226,9 @@ class World:
         # A node without a free GPU fits no pod that asks for one; a gang with pods running is pinned to
         # their racks, which the binder reads off the nodes, so it is offered every node.
         offered = self._nodes if running or gang.pod_gpus < 1 else [self._nodes[i] for i in self._room]
+        if self._reserved:
+            held = self._held_for_others(gang.key)
+            offered = [n for n in offered if n.name not in held] if held else offered
         placement = first_fit(gang, pending, running, offered) if pending else None
         if not placement:
             return None
@@ -243,6 +251,14 @@ class World:
         )
         gang.resource_version = self._next_rv()
         return sorted(placement)
+
+    def _held_for_others(self, gang_key: str) -> set[str]:
+        """Nodes reserved for another gang that still waits (stale reservations are dropped here)."""
+        for node, (key, tick) in list(self._reserved.items()):
+            other = self._gangs.get(key)
+            if other is None or other.started is not None or self._tick_count - tick > RESERVE_TICKS:
+                del self._reserved[node]
+        return {node for node, (key, _) in self._reserved.items() if key != gang_key}
 
     def _mark_unschedulable(self, gang: SimGang) -> None:
         free = self.total_gpus - self.allocated_gpus
