@@ -152,7 +152,14 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+            # redis-py's default read timeout (5 s) equals channels-redis's blocking pop (5 s): an idle
+            # socket's receive raised TimeoutError under load and the consumer died (bench live: 2 of 20
+            # sockets in 10 s). Reads wait longer than the pop.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "capacity": 1000,
+                "expiry": 30,
+            },
         }
     }
 else:
@@ -187,6 +194,9 @@ GANGWEB_CLUSTER = env_choice(
 # Where the dashboard's replay page (/replay/) finds the latest `gang replay --plots DIR` run.
 GANGWEB_REPLAY_DIR = Path(os.environ.get("GANGWEB_REPLAY_DIR", VAR_DIR / "replay"))
 GANGWEB_SIM_NODES = env_int("GANGWEB_SIM_NODES", 64)
+# The demo's scripted scene (scheduler/simulation/scene.py): this many seconds after the server is up, a
+# top-tier gang arrives that only fits once gangweb evicts lower-priority gangs; 0 = no scene.
+GANGWEB_DEMO_SCENE_SECONDS = float(os.environ.get("GANGWEB_DEMO_SCENE_SECONDS", "20"))
 GANGWEB_SIM_SEED = env_int("GANGWEB_SIM_SEED", 7)
 # GPUs of the simulated cluster: the nvidia.com/gpu extended resource, or DRA devices (ResourceSlices, claims).
 GANGWEB_SIM_DEVICES = env_choice("GANGWEB_SIM_DEVICES", ("extended", "dra"))

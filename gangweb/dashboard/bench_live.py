@@ -39,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--publishers", type=at_least_one, default=1, help="publishing threads sharing the rate (default 1)"
     )
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="publish with gangweb.events.send, waiting for each event's number (default: publish, as the pipeline does)",
+    )
     parser.add_argument("--json", action="store_true", dest="as_json", help="one JSON object, no table")
 
 
@@ -57,6 +62,15 @@ def _session_cookie() -> str:
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.save()
     return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
+
+
+def _cpu_seconds(pid: int | None = None) -> float:
+    """User + system CPU seconds of this process, or of process ``pid`` (Linux /proc)."""
+    if pid is None:
+        times = os.times()
+        return times.user + times.system
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _free_port() -> int:
@@ -95,8 +109,10 @@ async def _wait_listening(port: int, timeout: float = 60) -> None:
     raise RuntimeError(f"the ASGI server did not listen on {port} in {timeout}s")
 
 
-def _publish(rate: int, seconds: int, run: str, part: int = 0, parts: int = 1) -> dict:
-    from gangweb.events import send
+def _publish(rate: int, seconds: int, run: str, part: int = 0, parts: int = 1, wait: bool = False) -> dict:
+    from gangweb.events import publish, send
+
+    publisher = send if wait else publish
 
     total = rate * seconds
     started = time.perf_counter()
@@ -106,12 +122,18 @@ def _publish(rate: int, seconds: int, run: str, part: int = 0, parts: int = 1) -
         if (ahead := due - time.perf_counter()) > 0:
             time.sleep(ahead)
         try:
-            send("bench.live", {"run": run, "n": n, "t": time.time()})
+            publisher("bench.live", {"run": run, "n": n, "t": time.time()})
         except Exception:
             failed += 1
     took = time.perf_counter() - started
     mine = len(range(part, total, parts))
-    return {"sent": mine - failed, "failed": failed, "seconds": took}
+    return {"sent": mine - failed, "failed": failed, "seconds": took, "cpu": time.thread_time()}
+
+
+def _warm_up(run: str) -> None:
+    from gangweb.events import send
+
+    send("bench.warm-up", {"run": run})
 
 
 async def _client(port: int, cookie: str, run: str, got: list, ready: asyncio.Event, count: list) -> None:
@@ -134,6 +156,8 @@ async def _client(port: int, cookie: str, run: str, got: list, ready: asyncio.Ev
             arrived = time.time()
             for message in frame["messages"] if frame.get("type") == "batch" else [frame]:
                 payload = message.get("payload") or {}
+                if message.get("type") == "resync":
+                    count[1] += 1
                 if message.get("type") != "bench.live" or payload.get("run") != run:
                     continue
                 got.append((arrived - payload["t"], payload["n"] in seen))
@@ -148,7 +172,7 @@ async def _measure(options: argparse.Namespace, cookie: str) -> dict:
     try:
         await _wait_listening(port)
         got: list[tuple[float, bool]] = []
-        connected = [0]
+        connected = [0, 0]  # subscribed clients, resyncs received
         ready = asyncio.Event()
         tasks = [
             asyncio.create_task(_client(port, cookie, run, got, ready, connected))
@@ -166,10 +190,13 @@ async def _measure(options: argparse.Namespace, cookie: str) -> dict:
         parts: list[dict] = []
 
         def publisher(part: int) -> None:
-            parts.append(_publish(options.rate, options.seconds, run, part, options.publishers))
+            parts.append(_publish(options.rate, options.seconds, run, part, options.publishers, options.wait))
             if len(parts) == options.publishers:
                 done.set()
 
+        # The publisher's loop, Redis connections and scripts are made by its first send, not timed.
+        await asyncio.to_thread(_warm_up, run)
+        cpu_before = (_cpu_seconds(server.pid), _cpu_seconds(), time.monotonic())
         for part in range(options.publishers):
             threading.Thread(target=publisher, args=(part,), daemon=True).start()
         while not done.is_set():
@@ -185,6 +212,14 @@ async def _measure(options: argparse.Namespace, cookie: str) -> dict:
         settle = time.monotonic() + 10
         while len(got) < expected and time.monotonic() < settle:
             await asyncio.sleep(0.1)
+        wall = time.monotonic() - cpu_before[2]
+        # Where the CPU went, in % of one core over publishing + settling (2 cores: 200 % in all).
+        result.update(
+            serverCpuPct=round(100 * (_cpu_seconds(server.pid) - cpu_before[0]) / wall),
+            benchCpuPct=round(100 * (_cpu_seconds() - cpu_before[1]) / wall),
+            publisherCpuPct=round(100 * sum(p["cpu"] for p in parts) / wall),
+        )
+        resyncs = connected[1]
     finally:
         for task in tasks:
             task.cancel()
@@ -208,12 +243,17 @@ async def _measure(options: argparse.Namespace, cookie: str) -> dict:
         "expected": expected,
         "lost": expected - (len(got) - dup),
         "duplicates": dup,
+        "resyncs": resyncs,
         "p50Ms": pct(0.50),
         "p90Ms": pct(0.90),
         "p99Ms": pct(0.99),
         "maxMs": round(latencies[-1], 1) if latencies else 0.0,
         "meanMs": round(statistics.fmean(latencies), 1) if latencies else 0.0,
         "goalP99Ms": GOAL_P99_MS,
+        "serverCpuPct": result["serverCpuPct"],
+        "benchCpuPct": result["benchCpuPct"],
+        "publisherCpuPct": result["publisherCpuPct"],
+        "load1": round(os.getloadavg()[0], 2),
     }
 
 

@@ -94,6 +94,12 @@ def cut_delta(payload: dict[str, Any], scope: Scope) -> dict[str, Any]:
     }
 
 
+def cut_key(scope: Scope) -> str:
+    """Equal for two scopes exactly when ``cut_message`` cuts every message the same for both (it reads
+    only which namespaces a scope sees): the live hub encodes a message once per key."""
+    return "*" if scope.all_namespaces else ",".join(sorted(scope.per_namespace))
+
+
 def cut_message(message: dict[str, Any], scope: Scope) -> dict[str, Any] | None:
     """``message`` as this reader may receive it, or None when nothing of it is theirs."""
     if scope.all_namespaces:

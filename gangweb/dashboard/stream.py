@@ -4,16 +4,21 @@ A browser subscribes to the topics its page shows and remembers the last sequenc
 per topic. After a reconnect it asks for what came after; the server answers from this log, or, when
 the log no longer reaches back that far, tells it to resync (fetch the page's data again). The log is
 a bounded Redis list per topic (``REDIS_URL``; every process shares it) or, without Redis (the
-one-process demo), a deque in this process. Numbers are assigned with the append, atomically.
+one-process demo), a deque in this process. Numbers are assigned with the append, atomically, and the
+same step sends the batch on the topic's feed (Redis pub/sub; in one process, the followers' queues),
+which each server process follows once (``hub.py``).
 
 The same log backfills a page on load (the activity feed, the admission decisions).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import threading
 from collections import deque
+from collections.abc import AsyncIterator
 from functools import lru_cache
 from typing import Any
 
@@ -42,32 +47,76 @@ TOPIC_OF = {event: topic for topic, events in TOPICS.items() for event in events
 KEEP = {"map": 300, "ledger": 2000, "decisions": 500, "activity": 500}
 PREFIX = "gangweb:live:"
 
-# INCR the topic's number, append "<seq> <json>", trim to the bound, in one step.
+# Per topic (KEYS: its number's key, its list's key, its feed's channel; ARGV: its bound, its count, then
+# that many bodies): raise the number by the count, append "<seq> <json>" for each, trim to the bound and
+# PUBLISH "<first seq> [<json>, ...]" on the feed; returns the first numbers. One round trip for a whole
+# batch of events, whatever its topics: numbered, kept and sent together (gangweb.events batches them).
 _APPEND = """
-local seq = redis.call('INCR', KEYS[1])
-redis.call('RPUSH', KEYS[2], seq .. ' ' .. ARGV[1])
-redis.call('LTRIM', KEYS[2], -tonumber(ARGV[2]), -1)
-return seq
+local firsts, a = {}, 1
+for k = 1, #KEYS, 3 do
+  local keep, n = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  local first = redis.call('INCRBY', KEYS[k], n) - n + 1
+  local items, bodies = {}, {}
+  for j = 0, n - 1 do
+    bodies[j + 1] = ARGV[a + 2 + j]
+    items[j + 1] = (first + j) .. ' ' .. bodies[j + 1]
+  end
+  redis.call('RPUSH', KEYS[k + 1], unpack(items))
+  redis.call('LTRIM', KEYS[k + 1], -keep, -1)
+  redis.call('PUBLISH', KEYS[k + 2], first .. ' [' .. table.concat(bodies, ',') .. ']')
+  firsts[#firsts + 1] = first
+  a = a + 2 + n
+end
+return firsts
 """
+# Lua's unpack() is bounded by its C stack (~8,000 values): gangweb.events sends at most this many at once.
+MAX_BATCH = 500
 
 
 def topic_of(event_type: str) -> str:
     return TOPIC_OF.get(event_type, "activity")
 
 
+def _numbered(first: int, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**m, "seq": first + i} for i, m in enumerate(messages)]
+
+
 class MemoryLog:
+    """The one-process log: its feed hands each batch to the followers' loops."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._seq: dict[str, int] = {}
         self._items: dict[str, deque[tuple[int, str]]] = {}
+        self._followers: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Queue]]] = {}
+
+    def append_many(self, batches: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+        firsts = {}
+        with self._lock:
+            for topic, messages in batches.items():
+                first = self._seq.get(topic, 0) + 1
+                self._seq[topic] = first + len(messages) - 1
+                items = self._items.setdefault(topic, deque(maxlen=KEEP.get(topic, 500)))
+                items.extend((first + i, json.dumps(m)) for i, m in enumerate(messages))
+                firsts[topic] = first
+                for loop, queue in self._followers.get(topic, ()):
+                    with contextlib.suppress(RuntimeError):  # that loop is closed: its follower is gone
+                        loop.call_soon_threadsafe(queue.put_nowait, _numbered(first, messages))
+        return firsts
+
+    @contextlib.asynccontextmanager
+    async def feed(self, topic: str) -> AsyncIterator[asyncio.Queue]:
+        follower = (asyncio.get_running_loop(), asyncio.Queue())
+        with self._lock:
+            self._followers.setdefault(topic, set()).add(follower)
+        try:
+            yield follower[1]
+        finally:
+            with self._lock:
+                self._followers[topic].discard(follower)
 
     def append(self, topic: str, message: dict[str, Any]) -> int:
-        with self._lock:
-            seq = self._seq.get(topic, 0) + 1
-            self._seq[topic] = seq
-            items = self._items.setdefault(topic, deque(maxlen=KEEP.get(topic, 500)))
-            items.append((seq, json.dumps(message)))
-            return seq
+        return self.append_many({topic: [message]})[topic]
 
     def last(self, topic: str) -> int:
         return self._seq.get(topic, 0)
@@ -81,17 +130,59 @@ class RedisLog:
     def __init__(self, url: str) -> None:
         import redis
 
+        self._url = url
         self._redis = redis.Redis.from_url(url, socket_timeout=5)
         self._append = self._redis.register_script(_APPEND)
 
+    def append_many(self, batches: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+        """Each topic's messages numbered consecutively and kept, in one round trip; each topic's first
+        number. The script assigns the numbers; the stored text starts with one (a body's "seq" is not read)."""
+        keys: list[str] = []
+        args: list[Any] = []
+        for topic, messages in batches.items():
+            keys += [PREFIX + topic + ":seq", PREFIX + topic, PREFIX + topic + ":feed"]
+            args += [KEEP.get(topic, 500), len(messages), *(json.dumps(m) for m in messages)]
+        firsts = self._append(keys=keys, args=args)
+        return {topic: int(first) for topic, first in zip(batches, firsts, strict=True)}
+
     def append(self, topic: str, message: dict[str, Any]) -> int:
-        # The script assigns the number; the stored text starts with it (its body's "seq" is not read).
-        body = json.dumps(message)
-        keys = [PREFIX + topic + ":seq", PREFIX + topic]
-        return int(self._append(keys=keys, args=[body, KEEP.get(topic, 500)]))
+        return self.append_many({topic: [message]})[topic]
 
     def last(self, topic: str) -> int:
         return int(self._redis.get(PREFIX + topic + ":seq") or 0)
+
+    @contextlib.asynccontextmanager
+    async def feed(self, topic: str) -> AsyncIterator[asyncio.Queue]:
+        """A queue of the topic's batches as published, from the moment this is entered (subscribed
+        and confirmed by Redis); a lost connection ends the feed (``follow`` starts another)."""
+        import redis.asyncio
+
+        client = redis.asyncio.Redis.from_url(self._url, socket_timeout=None, socket_connect_timeout=5)
+        pubsub = client.pubsub()
+        queue: asyncio.Queue = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for item in pubsub.listen():
+                    if item.get("type") == "message":
+                        first, _, bodies = item["data"].decode().partition(" ")
+                        queue.put_nowait(_numbered(int(first), json.loads(bodies)))
+            finally:
+                queue.put_nowait(None)
+
+        try:
+            await pubsub.subscribe(PREFIX + topic + ":feed")
+            while ((await pubsub.get_message(timeout=5)) or {}).get("type") != "subscribe":
+                pass  # until Redis confirms: from now on every batch reaches this feed
+            task = asyncio.get_running_loop().create_task(pump())
+            try:
+                yield queue
+            finally:
+                task.cancel()
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+                await client.aclose()
 
     def entries(self, topic: str) -> list[tuple[int, str]]:
         out = []
@@ -111,8 +202,15 @@ def log() -> MemoryLog | RedisLog:
     return _log_for(settings.REDIS_URL)
 
 
-def append(topic: str, message: dict[str, Any]) -> int:
-    return log().append(topic, message)
+def append_many(batches: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+    """Each topic's messages numbered in order, kept and sent on the topic's feed; each topic's first number."""
+    return log().append_many(batches)
+
+
+def feed(topic: str) -> contextlib.AbstractAsyncContextManager[asyncio.Queue]:
+    """``async with feed(topic) as queue``: every batch appended from now on, numbered, as a list; ``None``
+    when the feed broke (a lost Redis connection: whatever came meanwhile is in the log)."""
+    return log().feed(topic)
 
 
 def since(topic: str, after: int) -> list[dict[str, Any]] | None:

@@ -25,12 +25,14 @@ def first_fit(
     needed = max(0, gang.min_count - len(running))
     candidates = [n for n in nodes if n.ready]
     if gang.topology:
-        racks = sorted({n.rack for n in candidates})
-        pinned = {n.rack for n in nodes for p in running if p.node == n.name}
-        if pinned:
-            racks = [r for r in racks if r in pinned]
+        by_rack: dict[str, list[SimNode]] = {}
+        for node in candidates:  # one pass, in the nodes' order (a pass per rack was quadratic)
+            by_rack.setdefault(node.rack, []).append(node)
+        held = {p.node for p in running}
+        pinned = {n.rack for n in nodes if n.name in held}
+        racks = sorted(r for r in by_rack if not pinned or r in pinned)
         for rack in racks:
-            placement = _fill([n for n in candidates if n.rack == rack], pending, _demand(gang), needed)
+            placement = _fill(by_rack[rack], pending, _demand(gang), needed)
             if placement is not None:
                 return placement
         return None
@@ -51,15 +53,22 @@ def _fill(
 ) -> dict[str, str] | None:
     free: dict[str, list[int]] = {}  # filled as nodes are visited
     placement: dict[str, str] = {}
+    # Every pod asks the same, and a node's room only shrinks: the nodes before the one the last pod
+    # took did not fit it and fit no later pod, so each pod's search starts where the last one ended.
+    start = 0
     for pod in pending:
-        for node in nodes:
+        for at in range(start, len(nodes)):
+            node = nodes[at]
             room = free.get(node.name)
             if room is None:
                 room = free[node.name] = _free(node, len(demand))
             if all(have >= want for have, want in zip(room, demand)):
                 free[node.name] = [have - want for have, want in zip(room, demand)]
                 placement[pod.key] = node.name
+                start = at
                 break
+        else:
+            break  # no node fits this pod, so none fits the ones after it
     if len(placement) < needed or not placement:
         return None
     return placement

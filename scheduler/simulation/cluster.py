@@ -5,151 +5,28 @@ workload generator, a first-fit binder standing in for kube-scheduler, controlle
 and recreate evicted pods. The world only moves in ``tick()``: the same seed and the same calls give
 the same gangs, pods and placements (and, with a ``SteppedClock``, byte-identical objects). All
 public methods take one lock: Celery tasks, the ticker and websocket consumers call in from
-different threads.
+different threads. The world's state, its building and its placing are ``world.py``.
 """
 
 from __future__ import annotations
 
 import copy
-import math
-import random
-import threading
-from collections import deque
 from typing import Any
 
 from scheduler.cluster import ClusterEvent, EvictionResult, KubeObject
 from scheduler.simulation import dra as sim_dra
 from scheduler.simulation import objects
-from scheduler.simulation.binder import first_fit
-from scheduler.simulation.catalog import NODES_PER_RACK, RACKS_PER_ZONE, TIERS
-from scheduler.simulation.clock import SteppedClock, WallClock
-from scheduler.simulation.state import (
-    SimGang,
-    SimNode,
-    SimPod,
-    condition,
-    rfc3339,
-    stable_uid,
-    upsert_condition,
-)
-from scheduler.simulation.workload import WorkloadGenerator
+from scheduler.simulation.catalog import TIERS
+from scheduler.simulation.state import SimGang, condition, rfc3339, stable_uid, upsert_condition
+from scheduler.simulation.world import MAX_PENDING_GANGS, MAX_WAIT_TICKS, World
 
-SCHEDULED = "PodGroupInitiallyScheduled"
 PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
-# Pending gangs are dropped by their owners after this many ticks, which keeps the queue bounded.
-MAX_WAIT_TICKS = 240
-MAX_PENDING_GANGS = 8
-INITIAL_WAITING_GANGS = 3
-# Mean GPU-ticks of a submitted gang (from the catalog's tier mix), used to set an arrival rate that
-# keeps the cluster a little over-subscribed: some gangs always wait, as on real clusters.
-_MEAN_GANG_GPU_TICKS = 1950
-_TARGET_DEMAND = 1.3
+# The condition gangweb's execution sets on the PodGroup it evicts for (scheduler/preemption/execution/).
+PREEMPTION_CONDITION = "gangweb.io/Preemption"
 
 
-class SimulatedCluster:
+class SimulatedCluster(World):
     name = "simulated"
-
-    def __init__(
-        self,
-        nodes: int = 64,
-        seed: int = 7,
-        *,
-        fill: float = 0.85,
-        clock: WallClock | SteppedClock | None = None,
-        devices: str = "extended",
-    ) -> None:
-        """``clock`` dates the objects: the wall clock by default, ``SteppedClock()`` for identical snapshots.
-        ``devices``: GPUs as the ``nvidia.com/gpu`` extended resource, or ``"dra"`` (``simulation/dra.py``)."""
-        if nodes < 1:
-            raise ValueError(f"a simulated cluster needs at least one node, got {nodes}")
-        if devices not in sim_dra.DEVICES:
-            raise ValueError(
-                f"simulated devices must be one of {', '.join(sim_dra.DEVICES)}, got {devices!r}"
-            )
-        self.devices = devices
-        self.seed = seed
-        self._lock = threading.RLock()
-        self._rng = random.Random(seed)
-        self._workload = WorkloadGenerator(self._rng)
-        self._clock = clock or WallClock()
-        self._now = self._clock.start()
-        self._started_at = self._now
-        self._tick_count = 0
-        self._resource_version = 0
-        self._nodes = [self._new_node(i) for i in range(nodes)]
-        self._node_by_name = {n.name: n for n in self._nodes}
-        self._gangs: dict[str, SimGang] = {}
-        self._pods: dict[str, SimPod] = {}
-        self._changes: list[dict[str, Any]] = []
-        self._events: deque[ClusterEvent] = deque(maxlen=500)
-        # Objects written through ``create_object`` (PodGroups the ensurer creates, owners tests add), kept
-        # as given and shown in snapshots; the simulated world itself does not act on them.
-        self._created: dict[tuple[str, str, str, str], KubeObject] = {}
-        self._arrival_rate = _TARGET_DEMAND * self.total_gpus / _MEAN_GANG_GPU_TICKS
-        self._fill(fill)
-
-    # --- construction ----------------------------------------------------------------------
-
-    def _next_rv(self) -> int:
-        self._resource_version += 1
-        return self._resource_version
-
-    def _new_node(self, index: int) -> SimNode:
-        rack, slot = divmod(index, NODES_PER_RACK)
-        zone = "abcdefghijklmnopqrstuvwxyz"[(rack // RACKS_PER_ZONE) % 26]
-        return SimNode(
-            name=f"gpu-r{rack}-n{slot:02d}",
-            rack=f"rack-{rack}",
-            zone=f"zone-{zone}",
-            created=self._now - 30 * 86400,
-            resource_version=self._next_rv(),
-        )
-
-    def _fill(self, fill: float) -> None:
-        """Start from a busy cluster: gangs already running at staggered ages, and a few that wait.
-
-        Gangs keep arriving until the cluster is ``fill`` allocated and the first few no longer fit:
-        those wait from the start, the situation gangweb exists for.
-        """
-        for _ in range(20 * len(self._nodes)):
-            if (
-                self.allocated_gpus >= fill * self.total_gpus
-                and len(self._waiting()) >= INITIAL_WAITING_GANGS
-            ):
-                break
-            waited = self._rng.randint(1, 20)
-            gang = self._workload.new_gang(self._ticks_ago(waited), -waited, self.total_gpus)
-            self._submit(gang)
-            if self._try_bind(gang) is not None:
-                # Back-date the start so the initial gangs finish at different times.
-                gang.started_tick = -self._rng.randint(0, int(gang.run_ticks * 0.9))
-                gang.started = gang.created = self._ticks_ago(-gang.started_tick)
-                gang.queued, gang.queued_tick = gang.created, gang.started_tick
-                for pod in self._gang_pods(gang.key):
-                    pod.started = pod.created = gang.started
-            elif (
-                len(self._waiting()) <= INITIAL_WAITING_GANGS
-                and self.allocated_gpus >= fill * self.total_gpus
-            ):
-                self._mark_unschedulable(gang)
-            else:
-                self._drop(gang)
-        self._changes.clear()
-
-    @property
-    def total_gpus(self) -> int:
-        return sum(len(n.slots) for n in self._nodes)
-
-    @property
-    def allocated_gpus(self) -> int:
-        return sum(len(n.slots) - n.free_gpus for n in self._nodes)
-
-    @property
-    def now(self) -> float:
-        return self._now
-
-    def _ticks_ago(self, ticks: int) -> float:
-        return float(int(self._now - ticks * self._clock.seconds_per_tick))
 
     # --- Cluster protocol ------------------------------------------------------------------
 
@@ -238,6 +115,8 @@ class SimulatedCluster:
                     dry_run,
                 )
             if not dry_run:
+                if self._evicting_for is not None and pod.node is not None:
+                    self._reserved[pod.node] = (self._evicting_for, self._tick_count)
                 self._delete_pod(pod)
                 self._changes.append(self._change("pod-evicted", gang, pod=pod.key, node=pod.node))
             return EvictionResult(namespace, name, 201, "", dry_run)
@@ -284,10 +163,19 @@ class SimulatedCluster:
         """Upsert a PodGroup status condition; a PodGroup already gone is left alone."""
         with self._lock:
             gang = self._gangs.get(f"{namespace}/{name}")
+            if type_ == PREEMPTION_CONDITION:  # gangweb evicts for this gang until the next condition
+                self._evicting_for = gang.key if gang is not None and reason == "Evicting" else None
             if gang is not None and upsert_condition(
                 gang.conditions, condition(type_, status, reason, message, self._now)
             ):
                 gang.resource_version = self._next_rv()
+
+    def submit(self, gang: SimGang) -> None:
+        """A gang that arrives now from outside the workload generator (the demo's scene, ``scene.py``)."""
+        with self._lock:
+            gang.created, gang.queued_tick = self._now, self._tick_count
+            self._submit(gang)
+            self._changes.append(self._change("gang-submitted", gang))
 
     # --- reading, for the dashboard --------------------------------------------------------
 
@@ -361,7 +249,9 @@ class SimulatedCluster:
 
     def _bind_pending(self) -> None:
         waiting = [g for g in self._gangs.values() if any(not p.running for p in self._gang_pods(g.key))]
-        waiting.sort(key=lambda g: (-g.tier.value, g.queued, g.key))
+        # Within a tier, a gang gangweb has just evicted for goes first: the room was made for it (what a
+        # nominated node is to kube-scheduler), and an earlier gang of its tier must not take it.
+        waiting.sort(key=lambda g: (-g.tier.value, not _room_made_for(g), g.queued, g.key))
         for gang in waiting:
             bound = self._try_bind(gang)
             if bound:
@@ -369,108 +259,12 @@ class SimulatedCluster:
             elif gang.started is None:
                 self._mark_unschedulable(gang)
 
-    # --- mechanics -------------------------------------------------------------------------
 
-    def _poisson(self, rate: float) -> int:
-        # Knuth's method: fine for the small rates used here.
-        limit, k, p = math.exp(-rate), 0, self._rng.random()
-        while p > limit:
-            k += 1
-            p *= self._rng.random()
-        return k
-
-    def _change(self, type_: str, gang: SimGang, **extra: Any) -> dict[str, Any]:
-        return {
-            "type": type_,
-            "podGroup": gang.key,
-            "priorityClass": gang.tier.priority_class,
-            "priority": gang.tier.value,
-            "gpus": gang.gpus,
-            **extra,
-        }
-
-    def _waiting(self) -> list[SimGang]:
-        return [g for g in self._gangs.values() if g.started is None]
-
-    def _gang_pods(self, gang_key: str) -> list[SimPod]:
-        return [p for p in self._pods.values() if p.gang_key == gang_key]
-
-    def _healthy(self, gang: SimGang) -> int:
-        return sum(1 for p in self._gang_pods(gang.key) if p.running)
-
-    def _submit(self, gang: SimGang) -> None:
-        gang.queued = gang.created
-        gang.resource_version = self._next_rv()
-        self._gangs[gang.key] = gang
-        for index in range(gang.size):
-            self._new_pod(gang, index, created=gang.created)
-
-    def _new_pod(self, gang: SimGang, index: int, created: float | None = None) -> SimPod:
-        name = f"{gang.name}-{index}" if gang.attempt == 0 else f"{gang.name}-r{gang.attempt}-{index}"
-        pod = SimPod(
-            gang.namespace,
-            name,
-            gang.key,
-            index,
-            created=self._now if created is None else created,
-            resource_version=self._next_rv(),
-        )
-        self._pods[pod.key] = pod
-        return pod
-
-    def _delete_pod(self, pod: SimPod) -> None:
-        if pod.node is not None:
-            self._node_by_name[pod.node].release(pod.key)
-        self._pods.pop(pod.key, None)
-
-    def _drop(self, gang: SimGang) -> None:
-        for pod in self._gang_pods(gang.key):
-            self._delete_pod(pod)
-        self._gangs.pop(gang.key, None)
-
-    def _try_bind(self, gang: SimGang) -> list[str] | None:
-        """Bind what fits of the gang's pending pods; the bound pod keys, or None."""
-        pods = self._gang_pods(gang.key)
-        pending = sorted((p for p in pods if not p.running), key=lambda p: p.index)
-        running = [p for p in pods if p.running]
-        placement = first_fit(gang, pending, running, self._nodes) if pending else None
-        if not placement:
-            return None
-        for pod in pending:
-            node_name = placement.get(pod.key)
-            if node_name is None:
-                continue
-            pod.gpu_slots = self._node_by_name[node_name].take(pod.key, gang.pod_gpus)
-            pod.node, pod.started = node_name, self._now
-            pod.conditions = [condition("PodScheduled", "True", "", "", self._now)]
-            pod.resource_version = self._next_rv()
-        if gang.started is None:
-            gang.started, gang.started_tick = self._now, self._tick_count
-        upsert_condition(
-            gang.conditions,
-            condition(SCHEDULED, "True", "Scheduled", "all pods of the gang are bound", self._now),
-        )
-        gang.resource_version = self._next_rv()
-        return sorted(placement)
-
-    def _mark_unschedulable(self, gang: SimGang) -> None:
-        free = self.total_gpus - self.allocated_gpus
-        where = "in any one rack" if gang.topology else "in the cluster"
-        why = (
-            f"only {free} GPUs free"
-            if free < gang.min_count * gang.pod_gpus
-            else f"{free} GPUs free but fragmented"
-        )
-        message = f"{gang.min_count} pods of {gang.pod_gpus} nvidia.com/gpu each do not fit {where} ({why})"
-        if upsert_condition(
-            gang.conditions, condition(SCHEDULED, "False", "Unschedulable", message, self._now)
-        ):
-            gang.resource_version = self._next_rv()
-        for pod in self._gang_pods(gang.key):
-            if not pod.running and upsert_condition(
-                pod.conditions, condition("PodScheduled", "False", "Unschedulable", message, self._now)
-            ):
-                pod.resource_version = self._next_rv()
+def _room_made_for(gang: SimGang) -> bool:
+    return any(
+        c["type"] == PREEMPTION_CONDITION and c["reason"] in ("Evicting", "VictimsEvicted")
+        for c in gang.conditions
+    )
 
 
 def _uid_conflict(wanted: str, actual: str) -> str:

@@ -66,7 +66,7 @@ class SimNode:
 
     @property
     def free_gpus(self) -> int:
-        return sum(1 for owner in self.slots if owner is None)
+        return self.slots.count(None)
 
     def take(self, pod_key: str, count: int) -> list[int]:
         taken = [i for i, owner in enumerate(self.slots) if owner is None][:count]

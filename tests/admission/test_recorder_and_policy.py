@@ -144,16 +144,17 @@ def test_no_publisher_connected_counts_the_decisions_lost(monkeypatch):
     assert dropped("publish_failed") == before + 1
 
 
-class _Layer:
-    """A channel layer whose Redis is down (``broken``) or up."""
+class _Log:
+    """The live stream's topic log (``gangweb.dashboard.stream``) with its Redis down (``broken``) or up."""
 
     def __init__(self):
         self.broken, self.sent = True, []
 
-    async def group_send(self, group, message):
+    def append_many(self, batches):
         if self.broken:
             raise ConnectionRefusedError("[Errno 111] Connect call failed ('127.0.0.1', 6379)")
-        self.sent.append(message)
+        self.sent.append(batches)
+        return {topic: 1 for topic in batches}
 
 
 def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypatch, caplog):
@@ -162,8 +163,8 @@ def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypa
     long as Redis was down)."""
     from gangweb.events import send
 
-    layer = _Layer()
-    monkeypatch.setattr("gangweb.events.get_channel_layer", lambda: layer)
+    layer = _Log()
+    monkeypatch.setattr("gangweb.dashboard.stream.append_many", layer.append_many)
     recorder = DecisionRecorder(send, interval=3600)
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
     caplog.set_level(logging.DEBUG)
@@ -188,18 +189,20 @@ def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypa
     assert (
         "reach the dashboard again" in ended.getMessage() and "6 decisions were dropped" in ended.getMessage()
     )
-    [envelope] = layer.sent
-    message = envelope["message"]  # numbered in its topic, in the envelope gangweb.events sends
+    [batch] = layer.sent
+    [message] = batch["decisions"]  # in its topic, as gangweb.events numbers and keeps it
     assert message["payload"]["dropped"] == 6 and message["payload"]["decisions"][0]["uid"] == "up"
 
 
 def test_other_senders_keep_their_warnings(monkeypatch, caplog):
     """Only the recorder's own sends are kept from the log: the pipeline's failed events still warn."""
-    from gangweb.events import publish
+    from gangweb import events
 
-    monkeypatch.setattr("gangweb.events.get_channel_layer", lambda: _Layer())
+    monkeypatch.setattr("gangweb.dashboard.stream.append_many", _Log().append_many)
+    monkeypatch.setattr(events, "_outage", events._Outage())  # a fresh outage: its first warning
     caplog.set_level(logging.WARNING)
-    publish("preemption.planned", {"id": 1})
+    events.publish("preemption.planned", {"id": 1})
+    assert events.flush()
     assert [record.name for record in caplog.records] == ["gangweb.events"]
 
 

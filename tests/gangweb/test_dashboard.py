@@ -219,6 +219,28 @@ async def test_events_published_from_a_plain_thread_arrive_promptly():
     await communicator.disconnect()
 
 
+async def test_a_burst_arrives_complete_in_order_and_numbered_once():
+    # 300 events published as fast as a thread can: they leave in batches, and each socket gets every
+    # one, in order, with consecutive numbers (the frames carry several at once).
+    first, topics = await subscribed({"ledger": None})
+    second, _ = await subscribed({"ledger": None})
+
+    def burst():
+        try:
+            for n in range(300):
+                publish("eviction", {"podGroup": "team-a/burst", "n": n})
+        finally:
+            connection.close()
+
+    threading.Thread(target=burst).start()
+    for communicator in (first, second):
+        got = [await next_of(communicator, "eviction", timeout=30) for _ in range(300)]
+        assert [m["payload"]["n"] for m in got] == list(range(300))
+        assert [m["seq"] for m in got] == list(range(topics["ledger"] + 1, topics["ledger"] + 301))
+        assert await communicator.receive_nothing(timeout=0.3), "nothing twice"
+        await communicator.disconnect()
+
+
 # --- pages and their JSON ------------------------------------------------------------------------
 
 

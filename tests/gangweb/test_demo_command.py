@@ -130,6 +130,39 @@ def test_the_demo_runs_gangwebs_pipeline_in_process(start_demo):
     assert "Traceback" not in demo.stderr()
 
 
+def test_the_demo_stages_its_scene_a_preemption_for_a_top_tier_gang(start_demo):
+    """The scripted scene (scheduler/simulation/scene.py): the gang arrives, gangweb plans and evicts for
+    it, and its request succeeds once the gang is placed; the banner is still the last thing printed."""
+    demo = start_demo(
+        env={
+            "GANGWEB_SIM_TICK_SECONDS": "0.5",
+            "GANGWEB_DETECT_INTERVAL_SECONDS": "1",
+            "GANGWEB_DEMO_SCENE_SECONDS": "1",
+        }
+    )
+    wanted = "team-llm/scene-serve"
+
+    async def scene_events() -> list[str]:
+        seen: list[str] = []
+        address = demo.base_url.removeprefix("http://")
+        async with websockets.connect(f"ws://{address}/ws/live/", origin=demo.base_url) as ws:
+            await ws.send(json.dumps({"type": "subscribe", "topics": {"ledger": None}}))
+            deadline = asyncio.get_running_loop().time() + 90  # generous: a loaded 2-core machine
+            while "gang.placed" not in seen and asyncio.get_running_loop().time() < deadline:
+                frame = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                for message in frame["messages"] if frame["type"] == "batch" else [frame]:
+                    if (message.get("payload") or {}).get("podGroup") == wanted:
+                        seen.append(message["type"])
+        return seen
+
+    seen = asyncio.run(scene_events())
+    assert seen[0] == "request.opened" and "plan.created" in seen and "gang.placed" in seen, seen
+    printed = [line.strip() for line in demo.lines if line.strip()]
+    assert printed[-1].startswith("stop:"), f"the banner is the last thing printed: {printed[-3:]}"
+    assert demo.stop(signal.SIGTERM) == 0
+    assert "Traceback" not in demo.stderr()
+
+
 def test_an_impossible_simulation_is_a_one_line_error(tmp_path):
     result = subprocess.run(
         [sys.executable, "manage.py", "demo", "--port", str(free_port())],

@@ -35,6 +35,7 @@ from django.utils.module_loading import autodiscover_modules
 
 from gangweb.dashboard import live
 from scheduler.preemption.runtime import get_cluster
+from scheduler.simulation import SimulatedCluster, scene
 
 ADMIN_USERNAME = "admin"
 logger = logging.getLogger(__name__)
@@ -179,10 +180,13 @@ class Command(BaseCommand):
         ticker = live.ensure_ticker()
         beat = asyncio.create_task(self._beat_in_process()) if settings.CELERY_TASK_ALWAYS_EAGER else None
         announcer = asyncio.create_task(self._announce_when_up(server, base, login, ticker is not None))
+        scene = asyncio.create_task(self._scene_when_up(server)) if ticker is not None else None
         try:
             await server.serve(sockets=[listener])
         finally:
             announcer.cancel()
+            if scene is not None:
+                scene.cancel()
             if beat is not None:
                 beat.cancel()
             await live.stop_ticker()
@@ -210,6 +214,21 @@ class Command(BaseCommand):
                     await sync_to_async(task.apply, thread_sensitive=True)()
                 except Exception:
                     logger.exception("in-process beat task failed", extra={"task": name})
+
+    async def _scene_when_up(self, server: uvicorn.Server) -> None:
+        """The scripted scene (``scheduler/simulation/scene.py``) at a known time, so the first minute shows a
+        whole preemption: nothing is printed (the banner stays the terminal's last lines); the map and
+        the activity feed show it."""
+        delay = float(settings.GANGWEB_DEMO_SCENE_SECONDS)
+        if delay <= 0:
+            return
+        while not server.started:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(delay)
+        cluster = get_cluster()
+        if isinstance(cluster, SimulatedCluster):
+            gang = await sync_to_async(scene.stage, thread_sensitive=True)(cluster)
+            logger.debug("demo scene staged: %s", gang and gang.key)
 
     async def _announce_when_up(self, server: uvicorn.Server, base: str, login: str, ticking: bool) -> None:
         while not server.started:
