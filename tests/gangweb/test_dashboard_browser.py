@@ -9,14 +9,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.gangweb.conftest import grant_user, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -183,53 +181,11 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
     assert not page.errors, page.errors
 
 
-def test_a_team_reader_sees_no_other_teams_names(start_demo, browser_page, tmp_path):
-    """Needs the access work's ``manage.py access grant`` and ``/login/`` (issue 12)."""
-    env = {**os.environ, "GANGWEB_VAR_DIR": str(tmp_path / "var"), "DATABASE_URL": "", "REDIS_URL": ""}
-    listed = subprocess.run(
-        [sys.executable, "manage.py", "help", "access"], cwd=ROOT, env=env, capture_output=True
-    )
-    if listed.returncode != 0:
-        pytest.skip("needs `manage.py access grant` and /login/ from the access work (issue 12)")
-    demo = start_demo(env={"GANGWEB_DEMO": "1"}, var_dir=tmp_path / "var")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "access",
-            "grant",
-            "alice",
-            "--role",
-            "viewer",
-            "--namespaces",
-            "team-llm",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        input="alice-pw\nalice-pw\n",
-    )
-    assert done.returncode == 0, done.stderr
-    subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "shell",
-            "-c",
-            "from django.contrib.auth.models import User; u = User.objects.get(username='alice');"
-            " u.set_password('alice-pw'); u.save()",
-        ],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+def test_a_team_reader_sees_no_other_teams_names(start_demo, browser_page):
+    demo = start_demo()
+    grant_user(demo.var_dir, "alice", "alice-pw-31", "--role", "viewer", "--namespaces", "team-llm")
     page = browser_page
-    page.goto(demo.base_url + "/login/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-pw")
-    page.click("button[type=submit], input[type=submit]")
+    sign_in(page, demo.base_url, "alice", "alice-pw-31")
     for path in PAGES.values():
         page.goto(demo.base_url + path)
         page.wait_for_load_state("networkidle")
