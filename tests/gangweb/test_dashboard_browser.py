@@ -229,3 +229,36 @@ def test_admission_decisions_reach_the_decisions_page_live(start_demo, browser_p
     page.reload()
     page.wait_for_function("document.querySelectorAll('#decisions tr').length >= 2", timeout=20_000)
     assert not page.errors, page.errors
+
+
+def test_dra_devices_are_named_on_hover_and_mig_partitions_drawn_inside_their_gpu(start_demo, browser_page):
+    page = browser_page
+    demo = start_demo(env={"GANGWEB_SIM_DEVICES": "dra"})
+    page.goto(demo.base_url + "/")
+    page.wait_for_function(
+        "window.gangwebMap && window.gangwebMap.stats.firstPaintMs !== null", timeout=30_000
+    )
+    page.mouse.move(0, 0)
+    found = page.evaluate(
+        "(() => { const m = window.gangwebMap; const i = m.nodes.findIndex((n) => n.name === 'gpu-r0-n07');"
+        " const s = m.start[i]; const r = (k) => m.squareAt(s + k);"
+        " return {i, whole: r(0), parts: [6, 7, 8, 9].map(r), names: [0, 6].map((k) => m.devName[s + k])}; })()"
+    )
+    assert found["i"] >= 0 and found["names"] == ["gpu-0", "gpu-6-mig-9-0-4"]
+    whole, parts = found["whole"], found["parts"]
+    assert all(p["size"] < whole["size"] for p in parts), "a partition is drawn smaller than a GPU"
+    first, second = parts[0], parts[1]  # GPU 6's two partitions: side by side inside one cell
+    assert first["y"] == second["y"] and 0 < second["x"] - first["x"] < whole["size"]
+    assert parts[2]["x"] - first["x"] >= whole["size"], "GPU 7's partitions are in the next cell"
+
+    box = page.locator("#gpu-map").bounding_box()
+
+    def hover(square: dict) -> str:
+        middle = square["size"] / 2
+        page.mouse.move(box["x"] + square["x"] + middle, box["y"] + square["y"] + middle)
+        page.wait_for_selector("#tooltip:not([hidden])", timeout=10_000)
+        return page.inner_text("#tooltip")
+
+    assert "gpu-r0-n07" in hover(whole) and "gpu-0 (DRA device)" in hover(whole)
+    assert "gpu-6-mig-9-4-4 (MIG 3g.40gb of GPU 6): free" in hover(second)
+    assert not page.errors, page.errors
