@@ -154,3 +154,30 @@ def test_a_viewer_sees_no_approve_button_and_is_refused_when_trying(start_demo, 
     assert api(page, demo.base_url, f"requests/{request['id']}/")["state"] == "awaiting_approval"
     assert api(page, demo.base_url, f"ledger/?request={request['id']}&kind=request.approved")["count"] == 0
     assert not page.errors, page.errors
+
+
+def test_the_page_session_simulates_through_the_api_with_its_csrf_token_and_not_without(
+    start_demo, browser_page
+):
+    """``POST /api/v1/simulate/`` from a page: DRF's session authentication, CSRF enforced."""
+    page = browser_page
+    demo = start_demo()
+    grant_user(demo.var_dir, "sim", "sim-pw-31", "--role", "viewer", "--all-namespaces")
+    sign_in(page, demo.base_url, "sim", "sim-pw-31")
+    waiting = [g for g in api(page, demo.base_url, "podgroups/?state=pending&limit=50")["results"]]
+    assert waiting, "the demo starts with gangs waiting"
+    post = """async ([key, withToken]) => {
+      const input = document.querySelector("input[name=csrfmiddlewaretoken]");
+      const headers = {"Content-Type": "application/json", Accept: "application/json"};
+      if (withToken) headers["X-CSRFToken"] = input.value;
+      const r = await fetch("/api/v1/simulate/", {method: "POST", headers, credentials: "same-origin",
+        body: JSON.stringify({podGroup: key, policies: ["gangweb", "kep5710", "legacy"]})});
+      return {status: r.status, body: await r.json()};
+    }"""
+    refused = page.evaluate(post, [waiting[0]["podGroup"], False])
+    assert refused["status"] == 403 and "CSRF" in refused["body"]["detail"], refused
+    answered = page.evaluate(post, [waiting[0]["podGroup"], True])
+    assert answered["status"] == 200, answered
+    assert [p["policy"] for p in answered["body"]["plans"]] == ["gangweb", "kep5710", "legacy"]
+    assert all("cost" in p for p in answered["body"]["plans"])
+    assert not page.errors, page.errors
