@@ -49,7 +49,12 @@ def test_a_user_signs_in_lands_on_the_overview_and_signs_out(start_demo, browser
     demo = start_demo()
     grant_user(demo.var_dir, "vera", "vera-pw-31", "--role", "viewer", "--all-namespaces")
 
+    broken: list[str] = []
+    page.on("response", lambda r: broken.append(f"{r.status} {r.url}") if r.status >= 400 else None)
     page.goto(demo.base_url + "/login/")
+    page.wait_for_load_state("networkidle")
+    assert not broken, f"the sign-in page loads all it links: {broken}"
+    assert page.evaluate("getComputedStyle(document.querySelector('.signin-card')).display") == "flex"
     page.get_by_label("User name").fill("vera")
     page.get_by_label("Password").fill("not her password")
     page.get_by_role("button", name="Sign in").click()

@@ -173,11 +173,14 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
     page.click("#run-whatif")
     page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
     page.screenshot(path=str(out / "gang.png"), full_page=True)
+    page.goto(demo.base_url + "/login/")
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(out / "login.png"), full_page=True)
     page.set_viewport_size({"width": 420, "height": 900})
     page.goto(demo.base_url + "/")
     page.wait_for_timeout(2_000)
     page.screenshot(path=str(out / "overview-420px.png"), full_page=True)
-    assert len(list(out.glob("*.png"))) >= 8
+    assert len(list(out.glob("*.png"))) >= 9
     assert not page.errors, page.errors
 
 
