@@ -158,6 +158,15 @@ def test_a_viewer_sees_no_approve_button_and_is_refused_when_trying(start_demo, 
     assert answer["type"].startswith("application/problem+json") and answer["body"]["status"] == 403
     assert api(page, demo.base_url, f"requests/{request['id']}/")["state"] == "awaiting_approval"
     assert api(page, demo.base_url, f"ledger/?request={request['id']}&kind=request.approved")["count"] == 0
+    # Every page's header counts the waiting approvals and links to them.
+    page.reload()
+    page.click("#approvals")
+    page.wait_for_url("**/preemptions/?state=awaiting_approval", timeout=30_000)
+    page.wait_for_selector("#cards [data-state='awaiting_approval']", timeout=30_000)
+    assert (
+        page.eval_on_selector_all("#cards [data-state]", "cards => cards.map(c => c.dataset.state)")
+        == ["awaiting_approval"] * page.locator("#cards [data-state]").count()
+    )
     assert not page.errors, page.errors
 
 
