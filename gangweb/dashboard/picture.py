@@ -6,7 +6,8 @@ simulation) hands in ``holders``; for the others each node's GPUs go to its pods
 
 Format (``docs/dashboard.md`` has it in full): ``domains`` (topology domains: rack label, else zone,
 each a run of ``nodes``), ``nodes`` (``gpus``: one entry per device, the index of its gang in ``gangs``
-or ``None`` when free; ``nominated``/``dra`` only when some device is), ``gangs`` (one row per PodGroup
+or ``None`` when free; ``nominated``/``dra`` only when some device is; DRA devices' ``devices`` names and
+``mig`` ``[parent GPU index, profile]`` of MIG partitions), ``gangs`` (one row per PodGroup
 or lone GPU pod, with the dominant reason of a waiting one worked out from this same picture),
 ``tiers`` and ``totals``. Nodes are sorted by domain then name: an index names a node until the node
 set changes.
@@ -73,13 +74,22 @@ def _ready(node: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _dra_devices(slices: list[dict[str, Any]]) -> dict[str, int]:
-    """DRA devices per node from ResourceSlices (``spec.nodeName``, ``spec.devices``)."""
-    found: dict[str, int] = {}
+def _dra_devices(slices: list[dict[str, Any]]) -> dict[str, list[tuple[str, list[Any] | None]]]:
+    """DRA devices per node from ResourceSlices (``spec.nodeName``, ``spec.devices``), in their order: each
+    its name and, for a MIG partition (the NVIDIA driver's ``type: mig``), ``[parent GPU index, profile]``."""
+    found: dict[str, list[tuple[str, list[Any] | None]]] = {}
     for item in slices:
         spec = item.get("spec") or {}
-        if spec.get("nodeName"):
-            found[spec["nodeName"]] = found.get(spec["nodeName"], 0) + len(spec.get("devices") or [])
+        if not spec.get("nodeName"):
+            continue
+        for device in spec.get("devices") or []:
+            attributes = {k.rpartition("/")[2]: v for k, v in (device.get("attributes") or {}).items()}
+            kind = (attributes.get("type") or {}).get("string")
+            mig = None
+            if kind == "mig":
+                parent = (attributes.get("parentIndex") or {}).get("int")
+                mig = [parent, (attributes.get("profile") or {}).get("string") or "MIG"]
+            found.setdefault(spec["nodeName"], []).append((str(device.get("name", "")), mig))
     return found
 
 
@@ -139,7 +149,7 @@ def build_picture(
     zone_of: dict[str, str] = {}
     for node in by_kind.get("Node", []):
         name = _meta(node).get("name", "")
-        if _gpus((node.get("status") or {}).get("allocatable")) + dra.get(name, 0) <= 0:
+        if _gpus((node.get("status") or {}).get("allocatable")) + len(dra.get(name, [])) <= 0:
             continue
         labels = _meta(node).get("labels") or {}
         domain = next((labels[label] for label in RACK_LABELS if labels.get(label)), NO_DOMAIN)
@@ -182,7 +192,8 @@ def build_picture(
 def _node_row(node, domain, gangs, on_node, nominated_on, holders, pod_gang, dra, now) -> dict[str, Any]:
     name = _meta(node).get("name", "")
     capacity = _gpus((node.get("status") or {}).get("allocatable"))
-    extra = dra.get(name, 0)
+    devices = dra.get(name, [])
+    extra = len(devices)
     owners: list[int | None] = [None] * (capacity + extra)
     known = (holders or {}).get(name)
     if known is not None:
@@ -218,6 +229,9 @@ def _node_row(node, domain, gangs, on_node, nominated_on, holders, pod_gang, dra
         row["nominated"] = nominated
     if extra:
         row["dra"] = [False] * capacity + [True] * extra
+        row["devices"] = [None] * capacity + [device for device, _ in devices]
+        if any(mig for _, mig in devices):
+            row["mig"] = [None] * capacity + [mig for _, mig in devices]
     return row
 
 
@@ -259,10 +273,14 @@ def _gang_row(key: str, gangs: _Gangs, placed: int, now: float) -> dict[str, Any
 
 def totals(picture: dict[str, Any]) -> dict[str, int]:
     """Headline figures of a picture: what the map shows, counted from the map."""
-    gpus = allocated = cordoned = nominated = free = 0
+    gpus = allocated = cordoned = nominated = free = partitions = 0
     for node in picture["nodes"]:
         unusable = node["cordoned"] or not node["ready"]
+        mig = node.get("mig") or ()
         for i, owner in enumerate(node["gpus"]):
+            if i < len(mig) and mig[i] is not None:
+                partitions += 1  # a MIG partition is drawn, not counted as a GPU
+                continue
             gpus += 1
             if owner is not None:
                 allocated += 1
@@ -274,7 +292,7 @@ def totals(picture: dict[str, Any]) -> dict[str, int]:
                     nominated += 1
     gangs = picture["gangs"]
     waiting = [g for g in gangs if g["state"] == "waiting"]
-    return {
+    out = {
         "nodes": len(picture["nodes"]),
         "gpus": gpus,
         "allocatedGpus": allocated,
@@ -285,6 +303,9 @@ def totals(picture: dict[str, Any]) -> dict[str, int]:
         "waitingGangs": len(waiting),
         "waitingGpus": sum((g["minCount"] - g["placed"]) * g["podGpus"] for g in waiting),
     }
+    if partitions:
+        out["migPartitions"] = partitions  # MIG partitions drawn, not counted as GPUs
+    return out
 
 
 def tiers(picture: dict[str, Any]) -> list[dict[str, Any]]:

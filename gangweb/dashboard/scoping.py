@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gangweb.access.scope import DEMO_READER, NOBODY, Scope, scope_for
+from gangweb.api.v1.redact import redact
 from gangweb.dashboard.picture import totals
 
 OTHER = "~"
@@ -116,4 +117,7 @@ def cut_message(message: dict[str, Any], scope: Scope) -> dict[str, Any] | None:
         return {**message, "payload": {"decisions": mine, "count": len(mine), "dropped": 0}}
     key = payload.get("podGroup") or payload.get("pod") or ""
     namespace = payload.get("namespace") or _namespace(key)
-    return message if namespace and scope.sees(namespace) else None
+    if not (namespace and scope.sees(namespace)):
+        return None
+    # A visible event may still name another tenant's pods (the victims of this team's preemption).
+    return {**message, "payload": redact(payload, scope)}

@@ -82,6 +82,7 @@ def data_urls() -> dict[str, str]:
         "logout": "/logout/",
         # The API v1's approve mode (issue 12): POST, an operator's session with its CSRF token.
         "requestAction": "/api/v1/requests/ID/ACTION/",
+        "request": "/api/v1/requests/ID/",
     }
 
 

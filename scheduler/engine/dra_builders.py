@@ -45,6 +45,30 @@ def gpu_device(
     }
 
 
+def mig_device(
+    parent: int, start: int, node: str, *, profile: str = "3g.40gb", profile_id: int = 9, size: int = 4
+) -> dict[str, Any]:
+    """One MIG partition of GPU ``parent`` as the NVIDIA driver publishes it once the GPU is in MIG mode: a
+    device of its own, ``type`` ``mig``, named after its parent, profile and placement (the whole GPU is
+    then no longer published). ``start``/``size`` are its placement in memory slices (8 on an H100)."""
+    parent_uuid = f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{node}/{parent}/gpu')}"
+    return {
+        "name": f"gpu-{parent}-mig-{profile_id}-{start}-{size}",
+        "attributes": {
+            "type": {"string": "mig"},
+            "profile": {"string": profile},
+            "productName": {"string": "NVIDIA H100 80GB HBM3"},
+            "uuid": {"string": f"MIG-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{node}/{parent}/{start}')}"},
+            "parentUUID": {"string": parent_uuid},
+            "parentIndex": {"int": parent},
+            "driverVersion": {"version": "580.65.6"},
+            "cudaComputeCapability": {"version": "9.0.0"},
+            "resource.kubernetes.io/pcieRoot": {"string": f"pci0000:{parent:02x}"},
+        },
+        "capacity": {"memory": {"value": f"{10 * size}Gi"}, "multiprocessors": {"value": str(15 * size)}},
+    }
+
+
 def resource_slice(
     node: str | None, gpus: int = 8, *, devices: list | None = None, generation: int = 1, **scope: Any
 ) -> dict[str, Any]:

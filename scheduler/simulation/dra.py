@@ -2,18 +2,32 @@
 ResourceSlices in the NVIDIA DRA driver's shape (``gpu.nvidia.com``: productName, uuid, memory) and held
 through ResourceClaims the way kube-scheduler allocates them: a claim per pod from the gang's
 ResourceClaimTemplate, allocated to the very devices (slots) the binder gave the pod and reserved for it.
-Nodes then advertise no ``nvidia.com/gpu``; pods ask through ``spec.resourceClaims``."""
+Nodes then advertise no ``nvidia.com/gpu``; pods ask through ``spec.resourceClaims``.
+
+A few nodes (the last of every other rack) run their last ``MIG_GPUS`` GPUs in MIG mode, each split
+into two ``3g.40gb`` partitions the driver publishes as devices of type ``mig``: the DeviceClass selects
+``type == 'gpu'`` only and no simulated gang asks for a partition, so they stay free; such a node has
+``GPUS_PER_NODE - MIG_GPUS`` whole GPUs (slots) for the binder and the engine alike."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from scheduler.engine import dra_builders as dra
-from scheduler.simulation.catalog import GPU, GPU_PRODUCT
+from scheduler.simulation.catalog import GPU, GPU_PRODUCT, GPUS_PER_NODE, NODES_PER_RACK
 from scheduler.simulation.state import SimNode, SimPod
 
 DEVICES = ("extended", "dra")
 CLAIM = "gpus"
+MIG_GPUS = 2
+MIG_PLACEMENTS = (0, 4)  # two 3g.40gb partitions of 4 memory slices each
+
+
+def whole_gpus(node_index: int, mig: bool) -> int:
+    """Whole GPUs of the simulation's node ``node_index``: fewer on its MIG nodes."""
+    rack, slot = divmod(node_index, NODES_PER_RACK)
+    partitioned = mig and slot == NODES_PER_RACK - 1 and rack % 2 == 0
+    return GPUS_PER_NODE - MIG_GPUS if partitioned else GPUS_PER_NODE
 
 
 def template_name(pod_gpus: int) -> str:
@@ -29,6 +43,11 @@ def node_as_dra(obj: dict[str, Any]) -> dict[str, Any]:
 
 def node_slice(node: SimNode) -> dict[str, Any]:
     devices = [dra.gpu_device(i, node.name, product=GPU_PRODUCT) for i in range(len(node.slots))]
+    devices += [
+        dra.mig_device(parent, start, node.name)
+        for parent in range(len(node.slots), GPUS_PER_NODE)
+        for start in MIG_PLACEMENTS
+    ]
     return dra.resource_slice(node.name, devices=devices)
 
 

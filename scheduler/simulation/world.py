@@ -46,9 +46,11 @@ class World:
         fill: float = 0.85,
         clock: WallClock | SteppedClock | None = None,
         devices: str = "extended",
+        mig: bool = True,
     ) -> None:
         """``clock`` dates the objects: the wall clock by default, ``SteppedClock()`` for identical snapshots.
-        ``devices``: GPUs as the ``nvidia.com/gpu`` extended resource, or ``"dra"`` (``simulation/dra.py``)."""
+        ``devices``: GPUs as the ``nvidia.com/gpu`` extended resource, or ``"dra"`` (``simulation/dra.py``;
+        with ``mig`` a few of its nodes have GPUs in MIG mode)."""
         if nodes < 1:
             raise ValueError(f"a simulated cluster needs at least one node, got {nodes}")
         if devices not in sim_dra.DEVICES:
@@ -56,6 +58,7 @@ class World:
                 f"simulated devices must be one of {', '.join(sim_dra.DEVICES)}, got {devices!r}"
             )
         self.devices = devices
+        self._mig = mig and devices == "dra"
         self.seed = seed
         self._lock = threading.RLock()
         self._rng = random.Random(seed)
@@ -100,6 +103,7 @@ class World:
             name=f"gpu-r{rack}-n{slot:02d}",
             rack=f"rack-{rack}",
             zone=f"zone-{zone}",
+            slots=[None] * sim_dra.whole_gpus(index, self._mig),
             created=self._now - 30 * 86400,
             resource_version=self._next_rv(),
         )

@@ -58,12 +58,27 @@
     for (const id of ["approve", "reject"]) $(id).hidden = !d.canOperate;
   }
   async function act(action) {
-    const form = new FormData();
-    await g.postForm(g.urls.requestAction.replace("ID", waiting.request).replace("ACTION", action), form);
+    try {
+      await g.postForm(g.urls.requestAction.replace("ID", waiting.request).replace("ACTION", action), new FormData());
+    } catch (err) {
+      $("approval-text").textContent = `${action} refused: ${err.message}`;
+    }
     load();
   }
-  $("approve").addEventListener("click", () => {
-    $("confirm-text").textContent = `This evicts what request #${waiting.request} planned: ${waiting.reason}. Evictions cannot be undone.`;
+  // What the plan evicts, read from the API (names of namespaces the reader does not see are hidden).
+  function evictionText(request) {
+    const plan = (request.plans || []).filter((p) => p.feasible).pop();
+    const rows = plan ? plan.podEvictions || [] : [];
+    if (!rows.length) return `Request #${request.id} has no eviction planned.`;
+    const gpus = rows.reduce((n, r) => n + (r.gpus || 0), 0);
+    const named = rows.filter((r) => r.pod).map((r) => `${r.pod} on ${r.node} (${g.plural(r.gpus, "GPU")})`);
+    const hidden = rows.length - named.length;
+    const others = hidden ? `${named.length ? "; and " : ""}${g.plural(hidden, "pod")} of other namespaces` : "";
+    return `Approving request #${request.id} evicts ${g.plural(rows.length, "pod")} (${g.plural(gpus, "GPU")}): ${named.join(", ")}${others}. Evictions cannot be undone.`;
+  }
+  $("approve").addEventListener("click", async () => {
+    const request = await g.getJSON(g.urls.request.replace("ID", waiting.request));
+    $("confirm-text").textContent = evictionText(request);
     $("confirm").showModal();
   });
   $("confirm").addEventListener("close", () => {

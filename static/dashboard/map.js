@@ -76,6 +76,7 @@
         (n.dra || []).forEach((d, j) => (this.dra[s + j] = d ? 1 : 0));
         this.cordoned[i] = n.cordoned || !n.ready ? 1 : 0;
       });
+      this.placeDevices(nodes, total);
       this.gangColours = null;
       this.layout();
       this.drawAll();
@@ -83,6 +84,62 @@
         this.stats.firstPaintMs = performance.now();
         performance.mark("map-first-paint");
       }
+    }
+
+    // Each device gets a cell of its node's grid; the MIG partitions of one GPU share its cell, drawn as
+    // sub-squares. ``devName``/``mig`` keep what a DRA ResourceSlice says about each device.
+    placeDevices(nodes, total) {
+      this.cellOf = new Int16Array(total);
+      this.partOf = new Uint8Array(total);
+      this.partsOf = new Uint8Array(total).fill(1);
+      this.devName = new Array(total).fill(null);
+      this.mig = new Array(total).fill(null);
+      this.maxCells = 1;
+      this.anyMig = false; // without MIG a device's cell is its index: the full draw keeps its arithmetic
+      nodes.forEach((n, i) => {
+        const s0 = this.start[i];
+        const parents = new Map(); // parent GPU index -> [cell, slots]
+        let cells = 0;
+        n.gpus.forEach((_, j) => {
+          const s = s0 + j;
+          this.devName[s] = (n.devices || [])[j] || null;
+          const m = (n.mig || [])[j];
+          if (m) {
+            this.mig[s] = m;
+            let group = parents.get(m[0]);
+            if (!group) parents.set(m[0], (group = [cells++, []]));
+            this.cellOf[s] = group[0];
+            this.partOf[s] = group[1].length;
+            group[1].push(s);
+          } else this.cellOf[s] = cells++;
+        });
+        for (const [, slots] of parents.values()) for (const s of slots) this.partsOf[s] = slots.length;
+        this.maxCells = Math.max(this.maxCells, cells);
+        if (parents.size) this.anyMig = true;
+      });
+    }
+
+    // Where device ``s`` of node ``i`` is drawn: its cell, or its part of the cell for a MIG partition.
+    rect(i, s) {
+      const c = this.cellOf[s];
+      const cell = this.geom.cell;
+      let x = this.nodeX[i] + 1 + (c % this.devCols) * cell;
+      let y = this.nodeY[i] + 1 + ((c / this.devCols) | 0) * cell;
+      let size = this.geom.size;
+      const parts = this.partsOf[s];
+      if (parts > 1) {
+        const k = Math.ceil(Math.sqrt(parts));
+        const sub = size / k;
+        x += (this.partOf[s] % k) * sub;
+        y += ((this.partOf[s] / k) | 0) * sub;
+        size = Math.max(1, sub - (size >= 6 ? 1 : 0));
+      }
+      // One array reused, not one per device: a full draw asks 40,000 times at 5,000 nodes.
+      const r = this.scratch || (this.scratch = [0, 0, 0]);
+      r[0] = x;
+      r[1] = y;
+      r[2] = size;
+      return r;
     }
 
     indexOf(key) {
@@ -129,7 +186,7 @@
     layout() {
       const width = Math.max(200, this.canvas.parentElement.clientWidth);
       const domains = this.picture.domains;
-      const maxDevices = Math.max(1, ...this.picture.nodes.map((n) => n.gpus.length).slice(0, 2000));
+      const maxDevices = this.maxCells;
       this.devCols = maxDevices <= 4 ? maxDevices : Math.ceil(maxDevices / 2);
       this.devRows = Math.ceil(maxDevices / this.devCols);
       const target = Math.max(420, window.innerHeight * 1.1);
@@ -246,18 +303,21 @@
       ctx.textBaseline = "top";
       for (const b of this.geom.blocks) if (b.label) ctx.fillText(b.name, b.x, b.y + 1, b.w);
       // In device order: a gang's squares are mostly next to each other, so fillStyle changes per run.
+      const dim = this.highlight !== null;
+      let current = "";
       const size = this.geom.size;
       const cell = this.geom.cell;
       const cols = this.devCols;
-      const dim = this.highlight !== null;
-      let current = "";
       for (let i = 0; i < this.nodes.length; i++) {
         const nx = this.nodeX[i] + 1;
         const ny = this.nodeY[i] + 1;
         for (let s = this.start[i], j = 0; s < this.start[i + 1]; s++, j++) {
           const colour = this.squareColour(i, s);
           if (colour !== current) ctx.fillStyle = current = colour;
-          ctx.fillRect(nx + (j % cols) * cell, ny + ((j / cols) | 0) * cell, size, size);
+          if (this.anyMig) {
+            const r = this.rect(i, s);
+            ctx.fillRect(r[0], r[1], r[2], r[2]);
+          } else ctx.fillRect(nx + (j % cols) * cell, ny + ((j / cols) | 0) * cell, size, size);
         }
       }
       if (dim) {
@@ -268,9 +328,10 @@
         ctx.globalAlpha = 1;
         ctx.fillStyle = this.colourOf(this.highlight);
         for (let i = 0; i < this.nodes.length; i++) {
-          for (let s = this.start[i], j = 0; s < this.start[i + 1]; s++, j++) {
+          for (let s = this.start[i]; s < this.start[i + 1]; s++) {
             if (this.owner[s] === this.highlight) {
-              ctx.fillRect(this.nodeX[i] + 1 + (j % cols) * cell, this.nodeY[i] + 1 + ((j / cols) | 0) * cell, size, size);
+              const r = this.rect(i, s);
+              ctx.fillRect(r[0], r[1], r[2], r[2]);
             }
           }
         }
@@ -295,13 +356,11 @@
     drawNode(i) {
       const ctx = this.ctx;
       const [nx, ny] = this.nodeOrigin(i);
-      const size = this.geom.size;
       ctx.fillStyle = this.colours.bg;
       ctx.fillRect(nx, ny, this.geom.nodeW, this.geom.nodeH);
       const dim = this.highlight !== null;
-      for (let s = this.start[i], j = 0; s < this.start[i + 1]; s++, j++) {
-        const x = nx + 1 + (j % this.devCols) * this.geom.cell;
-        const y = ny + 1 + Math.floor(j / this.devCols) * this.geom.cell;
+      for (let s = this.start[i]; s < this.start[i + 1]; s++) {
+        const [x, y, size] = this.rect(i, s);
         ctx.fillStyle = this.squareColour(i, s);
         ctx.globalAlpha = dim && this.owner[s] !== this.highlight ? 0.4 : 1;
         ctx.fillRect(x, y, size, size);
@@ -315,11 +374,9 @@
     decorate(i, dim) {
       const ctx = this.ctx;
       const [nx, ny] = this.nodeOrigin(i);
-      const size = this.geom.size;
       const flashing = this.flash.has(i);
-      for (let s = this.start[i], j = 0; s < this.start[i + 1]; s++, j++) {
-        const x = nx + 1 + (j % this.devCols) * this.geom.cell;
-        const y = ny + 1 + Math.floor(j / this.devCols) * this.geom.cell;
+      for (let s = this.start[i]; s < this.start[i + 1]; s++) {
+        const [x, y, size] = this.rect(i, s);
         if (dim && this.owner[s] === this.highlight) {
           ctx.fillStyle = this.colourOf(this.owner[s]);
           ctx.fillRect(x, y, size, size);
@@ -350,9 +407,8 @@
         if (this.start[mid] <= slot) lo = mid;
         else hi = mid - 1;
       }
-      const j = slot - this.start[lo];
-      const [nx, ny] = this.nodeOrigin(lo);
-      return { node: lo, x: nx + 1 + (j % this.devCols) * this.geom.cell, y: ny + 1 + Math.floor(j / this.devCols) * this.geom.cell, size: this.geom.size };
+      const r = this.rect(lo, slot);
+      return { node: lo, x: r[0], y: r[1], size: r[2] };
     }
 
     pixel(slot) {
@@ -385,10 +441,17 @@
         const [nx, ny] = this.nodeOrigin(i);
         const dc = Math.min(this.devCols - 1, Math.floor((x - nx - 1) / this.geom.cell));
         const dr = Math.floor((y - ny - 1) / this.geom.cell);
-        const j = dr * this.devCols + dc;
-        const s = this.start[i] + j;
-        if (j < 0 || s >= this.start[i + 1]) return { node: i, device: null };
-        return { node: i, device: j, slot: s };
+        const c = dr * this.devCols + dc;
+        let found = -1;
+        for (let s = this.start[i]; s < this.start[i + 1] && c >= 0; s++) {
+          if (this.cellOf[s] !== c) continue;
+          const [sx, sy, size] = this.rect(i, s);
+          const inside = x >= sx && x < sx + size + 1 && y >= sy && y < sy + size + 1;
+          if (found < 0 || inside) found = s; // a MIG cell: the partition under the pointer, else its first
+          if (inside) break;
+        }
+        if (found < 0) return { node: i, device: null };
+        return { node: i, device: found - this.start[i], slot: found };
       }
       return null;
     }
@@ -400,16 +463,19 @@
       const lines = [`${node.name} · ${domain}${this.cordoned[h.node] ? " · cordoned" : ""}`];
       if (h.device === null) return lines.join("\n");
       const o = this.owner[h.slot];
-      const dra = this.dra[h.slot] ? " (DRA device)" : "";
+      const m = this.mig[h.slot];
+      const name = this.devName[h.slot];
+      const what = m ? `MIG ${m[1]} of GPU ${m[0]}` : this.dra[h.slot] ? "DRA device" : "";
+      const label = name ? `${name}${what ? ` (${what})` : ""}` : `GPU ${h.device}${what ? ` (${what})` : ""}`;
       if (o === FREE) {
         const n = this.nominated[h.slot];
-        if (n !== FREE && this.gangs[n] && !this.gangs[n].other) lines.push(`GPU ${h.device}${dra}: free, nominated for ${this.gangs[n].key}`);
-        else lines.push(`GPU ${h.device}${dra}: ${this.cordoned[h.node] ? "unusable (node cordoned or not ready)" : "free"}`);
+        if (n !== FREE && this.gangs[n] && !this.gangs[n].other) lines.push(`${label}: free, nominated for ${this.gangs[n].key}`);
+        else lines.push(`${label}: ${this.cordoned[h.node] ? "unusable (node cordoned or not ready)" : "free"}`);
       } else {
         const gang = this.gangs[o];
-        if (!gang || gang.other) lines.push(`GPU ${h.device}${dra}: in use, other namespace`);
+        if (!gang || gang.other) lines.push(`${label}: in use, other namespace`);
         else {
-          lines.push(`GPU ${h.device}${dra}: ${gang.key}`);
+          lines.push(`${label}: ${gang.key}`);
           if (gang.priorityClass) lines.push(`${gang.priorityClass} (priority ${Number(gang.priority).toLocaleString()}) · ${g.plural(gang.gpus, "GPU")}`);
         }
       }

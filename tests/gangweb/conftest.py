@@ -120,3 +120,34 @@ def start_demo(tmp_path):
         if demo.proc.poll() is None:
             demo.proc.kill()
             demo.proc.wait(timeout=10)
+
+
+def grant_user(var_dir: Path, user: str, password: str, *grant: str) -> None:
+    """``manage.py access grant USER ...`` on the demo's database (its var dir), then the user's password
+    set as ``manage.py changepassword`` would (the grant creates users without one)."""
+    env = {**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(var_dir)}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "access", "grant", user, *grant],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(("created user", "updated user", "unchanged")), done.stdout
+    code = (
+        "from django.contrib.auth.models import User; u = User.objects.get(username="
+        f"{user!r}); u.set_password({password!r}); u.save()"
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+
+
+def sign_in(page, base_url: str, user: str, password: str) -> None:
+    """Through the real /login/ page, as a person would; returns once the page after it has loaded."""
+    page.goto(base_url + "/login/")
+    page.get_by_label("User name").fill(user)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_selector(f"#who:text-is('{user}')", timeout=30_000)

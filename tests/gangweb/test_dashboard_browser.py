@@ -9,14 +9,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.gangweb.conftest import grant_user, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -175,61 +173,22 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
     page.click("#run-whatif")
     page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
     page.screenshot(path=str(out / "gang.png"), full_page=True)
+    page.goto(demo.base_url + "/login/")
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(out / "login.png"), full_page=True)
     page.set_viewport_size({"width": 420, "height": 900})
     page.goto(demo.base_url + "/")
     page.wait_for_timeout(2_000)
     page.screenshot(path=str(out / "overview-420px.png"), full_page=True)
-    assert len(list(out.glob("*.png"))) >= 8
+    assert len(list(out.glob("*.png"))) >= 9
     assert not page.errors, page.errors
 
 
-def test_a_team_reader_sees_no_other_teams_names(start_demo, browser_page, tmp_path):
-    """Needs the access work's ``manage.py access grant`` and ``/login/`` (issue 12)."""
-    env = {**os.environ, "GANGWEB_VAR_DIR": str(tmp_path / "var"), "DATABASE_URL": "", "REDIS_URL": ""}
-    listed = subprocess.run(
-        [sys.executable, "manage.py", "help", "access"], cwd=ROOT, env=env, capture_output=True
-    )
-    if listed.returncode != 0:
-        pytest.skip("needs `manage.py access grant` and /login/ from the access work (issue 12)")
-    demo = start_demo(env={"GANGWEB_DEMO": "1"}, var_dir=tmp_path / "var")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "access",
-            "grant",
-            "alice",
-            "--role",
-            "viewer",
-            "--namespaces",
-            "team-llm",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        input="alice-pw\nalice-pw\n",
-    )
-    assert done.returncode == 0, done.stderr
-    subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "shell",
-            "-c",
-            "from django.contrib.auth.models import User; u = User.objects.get(username='alice');"
-            " u.set_password('alice-pw'); u.save()",
-        ],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+def test_a_team_reader_sees_no_other_teams_names(start_demo, browser_page):
+    demo = start_demo()
+    grant_user(demo.var_dir, "alice", "alice-pw-31", "--role", "viewer", "--namespaces", "team-llm")
     page = browser_page
-    page.goto(demo.base_url + "/login/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-pw")
-    page.click("button[type=submit], input[type=submit]")
+    sign_in(page, demo.base_url, "alice", "alice-pw-31")
     for path in PAGES.values():
         page.goto(demo.base_url + path)
         page.wait_for_load_state("networkidle")
@@ -272,4 +231,37 @@ def test_admission_decisions_reach_the_decisions_page_live(start_demo, browser_p
     # A reload is backfilled from the stream's log: nothing lost on load.
     page.reload()
     page.wait_for_function("document.querySelectorAll('#decisions tr').length >= 2", timeout=20_000)
+    assert not page.errors, page.errors
+
+
+def test_dra_devices_are_named_on_hover_and_mig_partitions_drawn_inside_their_gpu(start_demo, browser_page):
+    page = browser_page
+    demo = start_demo(env={"GANGWEB_SIM_DEVICES": "dra"})
+    page.goto(demo.base_url + "/")
+    page.wait_for_function(
+        "window.gangwebMap && window.gangwebMap.stats.firstPaintMs !== null", timeout=30_000
+    )
+    page.mouse.move(0, 0)
+    found = page.evaluate(
+        "(() => { const m = window.gangwebMap; const i = m.nodes.findIndex((n) => n.name === 'gpu-r0-n07');"
+        " const s = m.start[i]; const r = (k) => m.squareAt(s + k);"
+        " return {i, whole: r(0), parts: [6, 7, 8, 9].map(r), names: [0, 6].map((k) => m.devName[s + k])}; })()"
+    )
+    assert found["i"] >= 0 and found["names"] == ["gpu-0", "gpu-6-mig-9-0-4"]
+    whole, parts = found["whole"], found["parts"]
+    assert all(p["size"] < whole["size"] for p in parts), "a partition is drawn smaller than a GPU"
+    first, second = parts[0], parts[1]  # GPU 6's two partitions: side by side inside one cell
+    assert first["y"] == second["y"] and 0 < second["x"] - first["x"] < whole["size"]
+    assert parts[2]["x"] - first["x"] >= whole["size"], "GPU 7's partitions are in the next cell"
+
+    box = page.locator("#gpu-map").bounding_box()
+
+    def hover(square: dict) -> str:
+        middle = square["size"] / 2
+        page.mouse.move(box["x"] + square["x"] + middle, box["y"] + square["y"] + middle)
+        page.wait_for_selector("#tooltip:not([hidden])", timeout=10_000)
+        return page.inner_text("#tooltip")
+
+    assert "gpu-r0-n07" in hover(whole) and "gpu-0 (DRA device)" in hover(whole)
+    assert "gpu-6-mig-9-4-4 (MIG 3g.40gb of GPU 6): free" in hover(second)
     assert not page.errors, page.errors

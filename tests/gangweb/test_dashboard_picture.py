@@ -294,3 +294,46 @@ def test_the_picture_of_a_real_api_server_cluster(client, settings, tmp_path):
     assert state["totals"]["allocatedGpus"] == simulated.allocated_gpus > 0
     assert len(state["nodes"]) == 16
     assert abs(time.time() - state["time"]) < 60
+
+
+def test_dra_devices_are_drawn_by_name_and_mig_partitions_as_parts_of_their_gpu():
+    cluster = SimulatedCluster(nodes=16, seed=7, clock=SteppedClock(), devices="dra")
+    for _ in range(5):
+        cluster.tick()
+    objects = cluster.snapshot_objects()
+    picture = build_picture(objects, now=cluster.now, cluster="simulated", holders=cluster.device_holders())
+    slices = {s["spec"]["nodeName"]: s["spec"]["devices"] for s in objects if s["kind"] == "ResourceSlice"}
+    nodes = {n["name"]: n for n in picture["nodes"]}
+    for name, node in nodes.items():
+        assert node["devices"] == [d["name"] for d in slices[name]], "each square named as its slice says"
+        assert all(node["dra"])
+    partitioned = {name: n for name, n in nodes.items() if "mig" in n}
+    assert sorted(partitioned) == ["gpu-r0-n07"], "the last node of every other rack runs MIG"
+    node = partitioned["gpu-r0-n07"]
+    assert node["devices"][:6] == [f"gpu-{i}" for i in range(6)] and node["mig"][:6] == [None] * 6
+    assert node["mig"][6:] == [[6, "3g.40gb"], [6, "3g.40gb"], [7, "3g.40gb"], [7, "3g.40gb"]]
+    assert node["devices"][6] == "gpu-6-mig-9-0-4"
+    assert node["gpus"][6:] == [None] * 4, "no simulated gang asks for a partition"
+    # The binder holds only whole GPUs there, and the figures count GPUs, not partitions.
+    assert len(cluster.device_holders()["gpu-r0-n07"]) == 6
+    assert picture["totals"]["gpus"] == 15 * 8 + 6 and picture["totals"]["migPartitions"] == 4
+    held = sum(1 for n in nodes.values() for o in n["gpus"] if o is not None)
+    assert picture["totals"]["allocatedGpus"] == held
+
+
+def test_a_teams_event_reaches_it_without_the_names_of_other_teams_victims():
+    team = Scope(user="alice", per_namespace={"team-llm": VIEWER})
+    payload = {
+        "namespace": "team-llm",
+        "podGroup": "team-llm/pretrain-0039",
+        "pod": "research/train-0009-3",
+        "message": "evicted research/train-0009-3 for team-llm/pretrain-0039",
+        "victims": [{"namespace": "research", "name": "train-0009", "pods": ["research/train-0009-3"]}],
+    }
+    message = {"type": "eviction.result", "topic": "ledger", "seq": 4, "payload": payload}
+    cut = scoping.cut_message(message, team)
+    assert "research" not in json.dumps(cut)
+    assert cut["payload"]["podGroup"] == "team-llm/pretrain-0039" and cut["seq"] == 4
+    assert cut["payload"]["victims"][0]["otherNamespace"] is True
+    assert scoping.cut_message(message, Scope(user="r", per_namespace={"research": VIEWER})) is None
+    assert scoping.cut_message(message, Scope(user="admin", everywhere=VIEWER)) == message

@@ -12,8 +12,10 @@ from scheduler.simulation.catalog import GPU
 
 
 def twins(ticks: int = 30) -> tuple[SimulatedCluster, SimulatedCluster]:
+    # The same hardware on both: no GPU of the DRA twin in MIG mode.
     pair = tuple(
-        SimulatedCluster(nodes=32, seed=7, clock=SteppedClock(), devices=d) for d in ("extended", "dra")
+        SimulatedCluster(nodes=32, seed=7, clock=SteppedClock(), devices=d, mig=False)
+        for d in ("extended", "dra")
     )
     for _ in range(ticks):
         for cluster in pair:

@@ -45,6 +45,11 @@ KNOWN_KINDS = frozenset(
         "request.requeued",
         "request.executing",
         "unit.partial",
+        # approve mode's decisions (scheduler/preemption/ledger/approvals.py)
+        "request.approved",
+        "request.approval_refused",
+        "request.cancelled",
+        "request.finished",
         *(f"request.{state}" for state in RequestState.values),
     }
 )

@@ -81,6 +81,9 @@ def test_a_filter_that_cannot_match_is_a_400_not_an_empty_list(client, admin, pa
 def test_a_known_kind_filters_and_new_kinds_are_known_once_written(client, admin, world):
     rows = client.get("/api/v1/ledger/?kind=plan.created", **admin).json()["results"]
     assert rows and {r["kind"] for r in rows} == {"plan.created"}
+    # approve mode's decisions are known before the first one is written: none yet is an empty list
+    for kind in ("request.approved", "request.approval_refused", "request.cancelled", "request.expired"):
+        assert client.get(f"/api/v1/ledger/?kind={kind}", **admin).json()["count"] == 0, kind
     LedgerEntry.objects.create(kind="request.approved", message="x", namespace="team-a", name="train")
     assert client.get("/api/v1/ledger/?kind=request.approved", **admin).json()["count"] == 1
 
