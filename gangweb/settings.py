@@ -165,7 +165,8 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+# The in-memory broker names its host, or kombu warns "No hostname was supplied" (after the demo's banner).
+CELERY_BROKER_URL = REDIS_URL or "memory://localhost//"
 CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
 # Without a broker the demo runs tasks in-process; with Redis they go to real workers.
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL

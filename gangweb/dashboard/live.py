@@ -132,8 +132,14 @@ def tick_and_publish() -> list[dict[str, Any]]:
 NEWS = {"gang-submitted", "gang-bound", "gang-restarted", "pod-evicted", "gang-abandoned", "event"}
 
 
+# A slow tick is said once, then at most this often with how many there were (a loaded demo machine is slow
+# every tick: a line every two seconds would bury the terminal's banner).
+SLOW_TICK_REPORT_SECONDS = 600.0
+
+
 async def run_ticker(interval: float) -> None:
     last_error = ""
+    slow, reported = 0, -SLOW_TICK_REPORT_SECONDS
     while True:
         await asyncio.sleep(interval)
         started = time.monotonic()
@@ -148,7 +154,13 @@ async def run_ticker(interval: float) -> None:
             last_error = str(exc)
         took = time.monotonic() - started
         if took > interval:
-            logger.warning("dashboard tick slower than its interval", extra={"seconds": round(took, 3)})
+            slow += 1
+            if started - reported >= SLOW_TICK_REPORT_SECONDS:
+                logger.warning(
+                    "dashboard tick slower than its interval",
+                    extra={"seconds": round(took, 3), "interval": interval, "slowTicks": slow},
+                )
+                slow, reported = 0, started
 
 
 def ensure_ticker() -> asyncio.Task | None:

@@ -69,7 +69,7 @@ def test_no_variables_means_the_embedded_demo(tmp_path):
     assert s["engine"] == "django.db.backends.sqlite3"
     assert s["db_name"].startswith(str(tmp_path))
     assert s["layer"] == "channels.layers.InMemoryChannelLayer"
-    assert s["broker"] == "memory://" and s["eager"] is True
+    assert s["broker"] == "memory://localhost//" and s["eager"] is True
     assert s["debug"] is False and s["demo"] is True
     assert s["cluster"] == "simulated" and s["mode"] == "enforce"
     assert "localhost" in s["hosts"]
