@@ -1,12 +1,12 @@
 // The GPU map on one <canvas>: one square per device, nodes as small grids, grouped by topology domain.
 // Built for 5,000 nodes x 8 GPUs: devices live in typed arrays, a full draw batches squares by colour,
-// and a delta redraws only the nodes it names (inside one animation frame).
+// and a delta redraws only the nodes it names (inside one animation frame). This file holds the data and the
+// drawing; map-geometry.js where each square is, map-pointer.js hover, click and keys (loaded before it).
 (function () {
   "use strict";
   const g = window.gangweb;
 
-  const FREE = -1;
-  const GAP = 1;
+  const FREE = g.MAP_FREE;
 
   function cssVar(name) {
     return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -86,62 +86,6 @@
       }
     }
 
-    // Each device gets a cell of its node's grid; the MIG partitions of one GPU share its cell, drawn as
-    // sub-squares. ``devName``/``mig`` keep what a DRA ResourceSlice says about each device.
-    placeDevices(nodes, total) {
-      this.cellOf = new Int16Array(total);
-      this.partOf = new Uint8Array(total);
-      this.partsOf = new Uint8Array(total).fill(1);
-      this.devName = new Array(total).fill(null);
-      this.mig = new Array(total).fill(null);
-      this.maxCells = 1;
-      this.anyMig = false; // without MIG a device's cell is its index: the full draw keeps its arithmetic
-      nodes.forEach((n, i) => {
-        const s0 = this.start[i];
-        const parents = new Map(); // parent GPU index -> [cell, slots]
-        let cells = 0;
-        n.gpus.forEach((_, j) => {
-          const s = s0 + j;
-          this.devName[s] = (n.devices || [])[j] || null;
-          const m = (n.mig || [])[j];
-          if (m) {
-            this.mig[s] = m;
-            let group = parents.get(m[0]);
-            if (!group) parents.set(m[0], (group = [cells++, []]));
-            this.cellOf[s] = group[0];
-            this.partOf[s] = group[1].length;
-            group[1].push(s);
-          } else this.cellOf[s] = cells++;
-        });
-        for (const [, slots] of parents.values()) for (const s of slots) this.partsOf[s] = slots.length;
-        this.maxCells = Math.max(this.maxCells, cells);
-        if (parents.size) this.anyMig = true;
-      });
-    }
-
-    // Where device ``s`` of node ``i`` is drawn: its cell, or its part of the cell for a MIG partition.
-    rect(i, s) {
-      const c = this.cellOf[s];
-      const cell = this.geom.cell;
-      let x = this.nodeX[i] + 1 + (c % this.devCols) * cell;
-      let y = this.nodeY[i] + 1 + ((c / this.devCols) | 0) * cell;
-      let size = this.geom.size;
-      const parts = this.partsOf[s];
-      if (parts > 1) {
-        const k = Math.ceil(Math.sqrt(parts));
-        const sub = size / k;
-        x += (this.partOf[s] % k) * sub;
-        y += ((this.partOf[s] / k) | 0) * sub;
-        size = Math.max(1, sub - (size >= 6 ? 1 : 0));
-      }
-      // One array reused, not one per device: a full draw asks 40,000 times at 5,000 nodes.
-      const r = this.scratch || (this.scratch = [0, 0, 0]);
-      r[0] = x;
-      r[1] = y;
-      r[2] = size;
-      return r;
-    }
-
     indexOf(key) {
       if (key === null) return FREE;
       let i = this.keyIndex.get(key);
@@ -174,76 +118,12 @@
       this.stats.lastUpdateMs = performance.now() - t0;
     }
 
-    // --- layout: domains as blocks that flow in rows; a node is a grid of its devices ---------------
+    // --- layout (map-geometry.js): domains as blocks that flow in rows; a node is a grid of its devices
 
     resize() {
       if (this.picture) {
         this.layout();
         this.drawAll();
-      }
-    }
-
-    layout() {
-      const width = Math.max(200, this.canvas.parentElement.clientWidth);
-      const domains = this.picture.domains;
-      const maxDevices = this.maxCells;
-      this.devCols = maxDevices <= 4 ? maxDevices : Math.ceil(maxDevices / 2);
-      this.devRows = Math.ceil(maxDevices / this.devCols);
-      const target = Math.max(420, window.innerHeight * 1.1);
-      let best = null;
-      for (let size = 9; size >= 2; size--) {
-        const plan = this.planLayout(width, size, domains);
-        best = plan;
-        if (plan.height <= target) break;
-      }
-      this.geom = best;
-      this.placeNodes();
-      const dpr = window.devicePixelRatio || 1;
-      this.canvas.style.width = `${width}px`;
-      this.canvas.style.height = `${best.height}px`;
-      this.canvas.width = Math.round(width * dpr);
-      this.canvas.height = Math.round(best.height * dpr);
-      this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    }
-
-    planLayout(width, size, domains) {
-      const cell = size + GAP;
-      const nodeW = this.devCols * cell + 2;
-      const nodeH = this.devRows * cell + 2;
-      const label = size >= 4 ? 14 : 0;
-      const margin = size >= 4 ? 10 : 5;
-      const blocks = [];
-      let x = 0;
-      let y = 0;
-      let rowH = 0;
-      for (const d of domains) {
-        const perRow = Math.max(1, Math.min(d.count, 8, Math.floor(width / nodeW)));
-        const w = perRow * nodeW;
-        const h = label + Math.ceil(d.count / perRow) * nodeH;
-        if (x > 0 && x + w > width) {
-          x = 0;
-          y += rowH + margin;
-          rowH = 0;
-        }
-        blocks.push({ x, y, w, h, perRow, first: d.first, count: d.count, name: d.name, label });
-        x += w + margin;
-        rowH = Math.max(rowH, h);
-      }
-      return { size, cell, nodeW, nodeH, blocks, height: Math.max(60, y + rowH + 2) };
-    }
-
-    nodeOrigin(i) {
-      return [this.nodeX[i], this.nodeY[i]];
-    }
-
-    placeNodes() {
-      this.nodeX = new Float32Array(this.nodes.length);
-      this.nodeY = new Float32Array(this.nodes.length);
-      for (const b of this.geom.blocks) {
-        for (let k = 0; k < b.count; k++) {
-          this.nodeX[b.first + k] = b.x + (k % b.perRow) * this.geom.nodeW;
-          this.nodeY[b.first + k] = b.y + b.label + Math.floor(k / b.perRow) * this.geom.nodeH;
-        }
       }
     }
 
@@ -398,19 +278,6 @@
       }
     }
 
-    // Where device ``slot`` is drawn (CSS pixels), and the colour drawn there now: for tests and benches.
-    squareAt(slot) {
-      let lo = 0;
-      let hi = this.nodes.length - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if (this.start[mid] <= slot) lo = mid;
-        else hi = mid - 1;
-      }
-      const r = this.rect(lo, slot);
-      return { node: lo, x: r[0], y: r[1], size: r[2] };
-    }
-
     pixel(slot) {
       const r = this.squareAt(slot);
       const dpr = window.devicePixelRatio || 1;
@@ -424,121 +291,9 @@
       this.drawAll();
     }
 
-    // --- pointer and keyboard ----------------------------------------------------------------------
-
-    hit(e) {
-      if (!this.geom) return null;
-      const r = this.canvas.getBoundingClientRect();
-      const x = e.clientX - r.left;
-      const y = e.clientY - r.top;
-      for (const b of this.geom.blocks) {
-        if (x < b.x || x >= b.x + b.w || y < b.y + b.label || y >= b.y + b.h) continue;
-        const col = Math.floor((x - b.x) / this.geom.nodeW);
-        const row = Math.floor((y - b.y - b.label) / this.geom.nodeH);
-        const k = row * b.perRow + col;
-        if (k >= b.count) return null;
-        const i = b.first + k;
-        const [nx, ny] = this.nodeOrigin(i);
-        const dc = Math.min(this.devCols - 1, Math.floor((x - nx - 1) / this.geom.cell));
-        const dr = Math.floor((y - ny - 1) / this.geom.cell);
-        const c = dr * this.devCols + dc;
-        let found = -1;
-        for (let s = this.start[i]; s < this.start[i + 1] && c >= 0; s++) {
-          if (this.cellOf[s] !== c) continue;
-          const [sx, sy, size] = this.rect(i, s);
-          const inside = x >= sx && x < sx + size + 1 && y >= sy && y < sy + size + 1;
-          if (found < 0 || inside) found = s; // a MIG cell: the partition under the pointer, else its first
-          if (inside) break;
-        }
-        if (found < 0) return { node: i, device: null };
-        return { node: i, device: found - this.start[i], slot: found };
-      }
-      return null;
-    }
-
-    describe(h) {
-      const node = this.picture.nodes[h.node] ? this.nodes[h.node] : null;
-      if (!node) return "";
-      const domain = this.picture.domains[node.domain].name;
-      const lines = [`${node.name} · ${domain}${this.cordoned[h.node] ? " · cordoned" : ""}`];
-      if (h.device === null) return lines.join("\n");
-      const o = this.owner[h.slot];
-      const m = this.mig[h.slot];
-      const name = this.devName[h.slot];
-      const what = m ? `MIG ${m[1]} of GPU ${m[0]}` : this.dra[h.slot] ? "DRA device" : "";
-      const label = name ? `${name}${what ? ` (${what})` : ""}` : `GPU ${h.device}${what ? ` (${what})` : ""}`;
-      if (o === FREE) {
-        const n = this.nominated[h.slot];
-        if (n !== FREE && this.gangs[n] && !this.gangs[n].other) lines.push(`${label}: free, nominated for ${this.gangs[n].key}`);
-        else lines.push(`${label}: ${this.cordoned[h.node] ? "unusable (node cordoned or not ready)" : "free"}`);
-      } else {
-        const gang = this.gangs[o];
-        if (!gang || gang.other) lines.push(`${label}: in use, other namespace`);
-        else {
-          lines.push(`${label}: ${gang.key}`);
-          if (gang.priorityClass) lines.push(`${gang.priorityClass} (priority ${Number(gang.priority).toLocaleString()}) · ${g.plural(gang.gpus, "GPU")}`);
-        }
-      }
-      return lines.join("\n");
-    }
-
-    hover(e) {
-      const h = this.hit(e);
-      const o = h && h.device !== null ? this.owner[h.slot] : FREE;
-      const row = o !== FREE ? this.gangs[o] : null;
-      this.setHighlight(row && !row.other ? o : null, h ? { text: this.describe(h), x: e.clientX, y: e.clientY } : null);
-      this.canvas.style.cursor = row && !row.other ? "pointer" : "default";
-    }
-
-    setHighlight(gang, tip) {
-      const tooltip = document.getElementById("tooltip");
-      if (tip && tip.text) {
-        tooltip.textContent = tip.text;
-        tooltip.hidden = false;
-        const w = tooltip.offsetWidth;
-        tooltip.style.left = `${Math.min(tip.x + 12, window.innerWidth - w - 8)}px`;
-        tooltip.style.top = `${tip.y + 14}px`;
-      } else tooltip.hidden = true;
-      if (gang !== this.highlight) {
-        this.highlight = gang;
-        this.drawAll();
-        if (this.options.onHighlight) this.options.onHighlight(gang === null ? null : this.gangs[gang]);
-      }
-    }
-
-    click(e) {
-      const h = this.hit(e);
-      if (!h || h.device === null) return;
-      const row = this.gangs[this.owner[h.slot]];
-      if (row && !row.other && row.namespace) location.href = g.gangUrl(row.namespace, row.name);
-    }
-
-    key(e) {
-      if (!this.nodes || !this.nodes.length) return;
-      const moves = { ArrowRight: 1, ArrowLeft: -1 };
-      let i = this.focusNode < 0 ? 0 : this.focusNode;
-      const b = this.geom.blocks[this.nodes[i].domain];
-      if (moves[e.key]) i += moves[e.key];
-      else if (e.key === "ArrowDown") i += b.perRow;
-      else if (e.key === "ArrowUp") i -= b.perRow;
-      else if (e.key === "Enter" && this.focusNode >= 0) {
-        const s = this.start[i];
-        const o = [...this.owner.subarray(s, this.start[i + 1])].find((x) => x !== FREE && !this.gangs[x].other);
-        if (o !== undefined) location.href = g.gangUrl(this.gangs[o].namespace, this.gangs[o].name);
-        return;
-      } else return;
-      e.preventDefault();
-      const before = this.focusNode;
-      this.focusNode = Math.max(0, Math.min(this.nodes.length - 1, i));
-      if (before >= 0) this.drawNode(before);
-      this.drawNode(this.focusNode);
-      const held = [...this.owner.subarray(this.start[this.focusNode], this.start[this.focusNode + 1])];
-      const summary = document.getElementById("map-summary");
-      const free = held.filter((x) => x === FREE).length;
-      summary.textContent = `${this.nodes[this.focusNode].name}: ${g.plural(free, "GPU")} free of ${held.length}`;
-      this.canvas.setAttribute("aria-label", `GPU map. ${summary.textContent}`);
-    }
   }
 
+  // Where things are and what is under the pointer (map-geometry.js); the pointer and keyboard (map-pointer.js).
+  Object.assign(GpuMap.prototype, g.mapGeometry, g.mapPointer);
   window.GpuMap = GpuMap;
 })();

@@ -48,7 +48,9 @@ def test_daphne_serves_the_picture_then_live_deltas(asgi_server):
     address = asgi_server(env=FAST_SMALL_SIMULATION)
     page = httpx.get(f"http://{address}/", timeout=10)
     assert page.status_code == 200 and 'id="gpu-map"' in page.text
-    for asset in ("dashboard/map.js", "dashboard/common.js", "vendor/uplot-1.6.32/uPlot.iife.min.js"):
+    scripts = re.findall(r'<script src="/static/([^"]+)"', page.text)
+    assert {"dashboard/map.js", "dashboard/map-geometry.js", "dashboard/common.js"} <= set(scripts)
+    for asset in scripts:
         assert httpx.get(f"http://{address}/static/{asset}", timeout=10).status_code == 200, asset
 
     picture, deltas = asyncio.run(map_deltas(address, 3))

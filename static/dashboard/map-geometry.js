@@ -1,0 +1,175 @@
+// The GPU map's geometry, mixed into GpuMap (map.js): where each node and device is drawn, how domains flow
+// in rows on the canvas's width, and which device lies under a point. Loaded before map.js.
+(function () {
+  "use strict";
+  const g = window.gangweb;
+
+  const FREE = -1; // a device no gang holds (owner/nominated arrays)
+  const GAP = 1;
+  g.MAP_FREE = FREE;
+
+  g.mapGeometry = {
+    // Each device gets a cell of its node's grid; the MIG partitions of one GPU share its cell, drawn as
+    // sub-squares. ``devName``/``mig`` keep what a DRA ResourceSlice says about each device.
+    placeDevices(nodes, total) {
+      this.cellOf = new Int16Array(total);
+      this.partOf = new Uint8Array(total);
+      this.partsOf = new Uint8Array(total).fill(1);
+      this.devName = new Array(total).fill(null);
+      this.mig = new Array(total).fill(null);
+      this.maxCells = 1;
+      this.anyMig = false; // without MIG a device's cell is its index: the full draw keeps its arithmetic
+      nodes.forEach((n, i) => {
+        const s0 = this.start[i];
+        const parents = new Map(); // parent GPU index -> [cell, slots]
+        let cells = 0;
+        n.gpus.forEach((_, j) => {
+          const s = s0 + j;
+          this.devName[s] = (n.devices || [])[j] || null;
+          const m = (n.mig || [])[j];
+          if (m) {
+            this.mig[s] = m;
+            let group = parents.get(m[0]);
+            if (!group) parents.set(m[0], (group = [cells++, []]));
+            this.cellOf[s] = group[0];
+            this.partOf[s] = group[1].length;
+            group[1].push(s);
+          } else this.cellOf[s] = cells++;
+        });
+        for (const [, slots] of parents.values()) for (const s of slots) this.partsOf[s] = slots.length;
+        this.maxCells = Math.max(this.maxCells, cells);
+        if (parents.size) this.anyMig = true;
+      });
+    },
+
+    // Where device ``s`` of node ``i`` is drawn: its cell, or its part of the cell for a MIG partition.
+    rect(i, s) {
+      const c = this.cellOf[s];
+      const cell = this.geom.cell;
+      let x = this.nodeX[i] + 1 + (c % this.devCols) * cell;
+      let y = this.nodeY[i] + 1 + ((c / this.devCols) | 0) * cell;
+      let size = this.geom.size;
+      const parts = this.partsOf[s];
+      if (parts > 1) {
+        const k = Math.ceil(Math.sqrt(parts));
+        const sub = size / k;
+        x += (this.partOf[s] % k) * sub;
+        y += ((this.partOf[s] / k) | 0) * sub;
+        size = Math.max(1, sub - (size >= 6 ? 1 : 0));
+      }
+      // One array reused, not one per device: a full draw asks 40,000 times at 5,000 nodes.
+      const r = this.scratch || (this.scratch = [0, 0, 0]);
+      r[0] = x;
+      r[1] = y;
+      r[2] = size;
+      return r;
+    },
+
+    layout() {
+      const width = Math.max(200, this.canvas.parentElement.clientWidth);
+      const domains = this.picture.domains;
+      const maxDevices = this.maxCells;
+      this.devCols = maxDevices <= 4 ? maxDevices : Math.ceil(maxDevices / 2);
+      this.devRows = Math.ceil(maxDevices / this.devCols);
+      const target = Math.max(420, window.innerHeight * 1.1);
+      let best = null;
+      for (let size = 9; size >= 2; size--) {
+        const plan = this.planLayout(width, size, domains);
+        best = plan;
+        if (plan.height <= target) break;
+      }
+      this.geom = best;
+      this.placeNodes();
+      const dpr = window.devicePixelRatio || 1;
+      this.canvas.style.width = `${width}px`;
+      this.canvas.style.height = `${best.height}px`;
+      this.canvas.width = Math.round(width * dpr);
+      this.canvas.height = Math.round(best.height * dpr);
+      this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    },
+
+    planLayout(width, size, domains) {
+      const cell = size + GAP;
+      const nodeW = this.devCols * cell + 2;
+      const nodeH = this.devRows * cell + 2;
+      const label = size >= 4 ? 14 : 0;
+      const margin = size >= 4 ? 10 : 5;
+      const blocks = [];
+      let x = 0;
+      let y = 0;
+      let rowH = 0;
+      for (const d of domains) {
+        const perRow = Math.max(1, Math.min(d.count, 8, Math.floor(width / nodeW)));
+        const w = perRow * nodeW;
+        const h = label + Math.ceil(d.count / perRow) * nodeH;
+        if (x > 0 && x + w > width) {
+          x = 0;
+          y += rowH + margin;
+          rowH = 0;
+        }
+        blocks.push({ x, y, w, h, perRow, first: d.first, count: d.count, name: d.name, label });
+        x += w + margin;
+        rowH = Math.max(rowH, h);
+      }
+      return { size, cell, nodeW, nodeH, blocks, height: Math.max(60, y + rowH + 2) };
+    },
+
+    nodeOrigin(i) {
+      return [this.nodeX[i], this.nodeY[i]];
+    },
+
+    placeNodes() {
+      this.nodeX = new Float32Array(this.nodes.length);
+      this.nodeY = new Float32Array(this.nodes.length);
+      for (const b of this.geom.blocks) {
+        for (let k = 0; k < b.count; k++) {
+          this.nodeX[b.first + k] = b.x + (k % b.perRow) * this.geom.nodeW;
+          this.nodeY[b.first + k] = b.y + b.label + Math.floor(k / b.perRow) * this.geom.nodeH;
+        }
+      }
+    },
+
+    // Where device ``slot`` is drawn (CSS pixels), and the colour drawn there now: for tests and benches.
+    squareAt(slot) {
+      let lo = 0;
+      let hi = this.nodes.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (this.start[mid] <= slot) lo = mid;
+        else hi = mid - 1;
+      }
+      const r = this.rect(lo, slot);
+      return { node: lo, x: r[0], y: r[1], size: r[2] };
+    },
+
+    hit(e) {
+      if (!this.geom) return null;
+      const r = this.canvas.getBoundingClientRect();
+      const x = e.clientX - r.left;
+      const y = e.clientY - r.top;
+      for (const b of this.geom.blocks) {
+        if (x < b.x || x >= b.x + b.w || y < b.y + b.label || y >= b.y + b.h) continue;
+        const col = Math.floor((x - b.x) / this.geom.nodeW);
+        const row = Math.floor((y - b.y - b.label) / this.geom.nodeH);
+        const k = row * b.perRow + col;
+        if (k >= b.count) return null;
+        const i = b.first + k;
+        const [nx, ny] = this.nodeOrigin(i);
+        const dc = Math.min(this.devCols - 1, Math.floor((x - nx - 1) / this.geom.cell));
+        const dr = Math.floor((y - ny - 1) / this.geom.cell);
+        const c = dr * this.devCols + dc;
+        let found = -1;
+        for (let s = this.start[i]; s < this.start[i + 1] && c >= 0; s++) {
+          if (this.cellOf[s] !== c) continue;
+          const [sx, sy, size] = this.rect(i, s);
+          const inside = x >= sx && x < sx + size + 1 && y >= sy && y < sy + size + 1;
+          if (found < 0 || inside) found = s; // a MIG cell: the partition under the pointer, else its first
+          if (inside) break;
+        }
+        if (found < 0) return { node: i, device: null };
+        return { node: i, device: found - this.start[i], slot: found };
+      }
+      return null;
+    },
+  };
+})();
