@@ -1,5 +1,9 @@
 """Victim units, importance order and PDB budget consumption (KEP-5710 section 3.3)."""
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from scheduler.engine import parse_snapshot
 from scheduler.engine.builders import node, pdb, pod, podgroup
 
@@ -126,3 +130,66 @@ def test_pdb_selectors_nil_matches_nothing_empty_matches_all_and_disrupted_pods_
     disrupted["status"]["disruptedPods"] = {"a": "2026-07-01T00:00:00Z"}
     snap = parse_snapshot([node("n1"), pod("a", node="n1"), pod("b", node="n1"), disrupted])
     assert [snap.pods[p].name for p in snap.units.pod_pdbs] == ["b"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.randoms(use_true_random=False))
+def test_units_hold_the_sums_of_their_own_pods_on_each_node(rng):
+    """Whatever the cluster, each unit's figures are those of its own pods (the index builds them in numpy)."""
+    nodes = [node(f"n{i}", gpus=8) for i in range(rng.randint(1, 6))]
+    groups = [
+        podgroup(f"g{i}", mode=rng.choice(["all", "single"]), priority=rng.choice([1, 5, 9]), min_count=1)
+        for i in range(rng.randint(0, 4))
+    ]
+    pods = []
+    for i in range(rng.randint(0, 25)):
+        names = [g["metadata"]["name"] for g in groups] + ["missing"]  # a group not in the snapshot too
+        group = rng.choice(names) if rng.random() < 0.7 else None
+        hour = rng.choice([None, "01", "05", "11"])
+        pods.append(
+            pod(
+                f"p{i}",
+                node=rng.choice(nodes)["metadata"]["name"] if rng.random() < 0.8 else None,
+                gpus=rng.choice([0, 1, 2, 4]),
+                cpu=str(rng.randint(1, 4)),
+                group=group,
+                priority=rng.choice([1, 5, 9]),
+                start=f"2026-07-01T{hour}:00:00Z" if hour else None,
+                uid=f"uid-{rng.randrange(1000):03d}-{i}",
+            )
+        )
+    snap = parse_snapshot(nodes + groups + pods)
+    index = snap.units
+    gpus = snap.gpus(snap.pod_req).tolist()
+    assert sorted(p for u in index.units for p in u.pods) == snap.bound.tolist()
+    for unit in index.units:
+        assert unit.pods == sorted(unit.pods) and index.pod_unit[unit.pods].tolist() == [unit.index] * len(
+            unit.pods
+        )
+        assert unit.gpus == sum(gpus[p] for p in unit.pods)
+        pod_ = snap.pods[unit.pods[0]]
+        group = snap.group_of(pod_)
+        assert unit.priority == (snap.effective_group_priority(group) if group else pod_.priority)
+        starts = [snap.pods[p].start_time for p in unit.pods if snap.pods[p].start_time is not None]
+        assert unit.earliest_start == (min(starts) if starts else None)
+        assert unit.tiebreak == min(snap.pods[p].uid for p in unit.pods)
+        lost = [gpus[p] * (snap.now - t) for p in unit.pods if (t := snap.pods[p].start_time) is not None]
+        assert unit.gpu_seconds == pytest.approx(sum(lost))
+        by_node: dict[int, list[int]] = {}
+        for p in unit.pods:  # in the order the unit's pods first reach each node
+            by_node.setdefault(int(snap.pod_node[p]), []).append(p)
+        assert list(unit.node_req) == list(by_node) == list(unit.node_req_t)
+        for n, members in by_node.items():
+            assert (
+                unit.node_req[n].tolist()
+                == list(unit.node_req_t[n])
+                == snap.pod_req[members].sum(axis=0).tolist()
+            )
+            assert unit.index in index.node_units[n]
+    assert [u.importance_key() for u in index.units] == sorted(u.importance_key() for u in index.units)
+    rows = list(zip(index.entry_node.tolist(), index.entry_unit.tolist()))
+    assert rows == sorted((n, u.index) for u in index.units for n in u.node_req)
+    for n in range(len(snap.nodes)):
+        span = slice(index.entry_start[n], index.entry_start[n + 1])
+        assert index.entry_unit[span].tolist() == index.node_units[n] == sorted(index.node_units[n])
+        assert index.entry_req[span].sum(axis=0).tolist() == snap.used[n].tolist()
