@@ -26,6 +26,7 @@ LEFT_OUT = {
     "GANGWEB_CELERY_LOG_LEVEL": "defaults to LOG_LEVEL outside the demo (WARNING only in the demo)",
     "GANGWEB_HOST": "`manage.py demo` only",
     "GANGWEB_PORT": "`manage.py demo` only",
+    "GANGWEB_DEMO_SCENE_SECONDS": "`manage.py demo` only (when its scripted preemption scene starts)",
     "GANGWEB_ADMIN_PASSWORD": "`manage.py demo` only (its own SQLite); create users with `manage.py createsuperuser`",
     "GANGWEB_SNAPSHOT_MAX_BYTES": "`gang plan` on the command line only; its default (256 MiB) holds 50,000 nodes",
     "GANGWEB_REPLAY_DIR": "`gang replay --plots` output for the /replay/ page; its default under GANGWEB_VAR_DIR is empty",
