@@ -47,7 +47,9 @@ def test_the_pages_filters_sort_and_search(client, admin):
     assert waiting and all(r["state"] in WAITING.split(",") for r in waiting)
     assert [r["priority"] for r in waiting] == sorted((r["priority"] for r in waiting), reverse=True)
     longest = rows(client, admin, sort="waiting")
-    assert [r["waitingSeconds"] for r in longest] == sorted((r["waitingSeconds"] for r in longest), reverse=True)
+    assert [r["waitingSeconds"] for r in longest] == sorted(
+        (r["waitingSeconds"] for r in longest), reverse=True
+    )
     biggest = rows(client, admin, sort="gpus")
     assert [r["gpus"] for r in biggest] == sorted((r["gpus"] for r in biggest), reverse=True)
     one = waiting[0]
