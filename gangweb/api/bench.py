@@ -322,7 +322,10 @@ def run(requests: int, victims: int, repeat: int, podgroups: int = 5000) -> list
             ("GET /api/ledger/", lambda: client.get("/api/ledger/")),
             ("GET /api/ledger/?since=<newest-50>", lambda: client.get(f"/api/ledger/?since={newest - 50}")),
             ("GET /dashboard/data/preemptions", lambda: client.get("/dashboard/data/preemptions")),
-            ("GET /dashboard/data/gangs", lambda: client.get("/dashboard/data/gangs")),
+            (
+                "GET /api/v1/podgroups/?sort=waiting&limit=1000 (the /gangs/ page)",
+                lambda: client.get("/api/v1/podgroups/?sort=waiting&limit=1000"),
+            ),
             ("GET /dashboard/data/picture", lambda: client.get("/dashboard/data/picture")),
             ("GET / (the overview's shell)", lambda: client.get("/")),
         ]

@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterable
 from typing import Any
 
-from gangweb.dashboard.reasons import dominant_reason
+from gangweb.dashboard.reasons import Room, dominant_reason
 from scheduler import podstate
 from scheduler.engine.resources import is_gpu, parse_resource_list, pod_requests
 from scheduler.engine.typed_objects import timestamp_or_none
@@ -183,9 +183,10 @@ def build_picture(
     }
     picture["totals"] = totals(picture)
     picture["tiers"] = tiers(picture)
+    room = Room(picture)
     for row in gang_rows:
         if row["state"] != "running":
-            row["reason"] = dominant_reason(row, picture)
+            row["reason"] = dominant_reason(row, picture, room)
     return picture
 
 

@@ -14,7 +14,6 @@ urlpatterns = [
     path("decisions/", views.decisions_page, name="decisions"),
     path("dashboard/data/picture", views.picture_data, name="data-picture"),
     path("dashboard/data/overview", views.overview_data, name="data-overview"),
-    path("dashboard/data/gangs", views.gangs_data, name="data-gangs"),
     path("dashboard/data/gangs/<str:namespace>/<str:name>", views.gang_data, name="data-gang"),
     path("dashboard/data/preemptions", views.preemptions_data, name="data-preemptions"),
     path("dashboard/data/decisions", views.decisions_data, name="data-decisions"),

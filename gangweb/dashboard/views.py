@@ -72,7 +72,8 @@ def data_urls() -> dict[str, str]:
     return {
         "picture": reverse("dashboard:data-picture"),
         "overview": reverse("dashboard:data-overview"),
-        "gangs": reverse("dashboard:data-gangs"),
+        "podgroups": reverse("api:v1:podgroups"),
+        "usage": reverse("api:v1:usage"),
         "gang": reverse("dashboard:data-gang", args=["NS", "NAME"]),
         "preemptions": reverse("dashboard:data-preemptions"),
         "decisions": reverse("dashboard:data-decisions"),
@@ -137,13 +138,6 @@ def overview_data(request, scope):
         "history": history.series(scope),
         "approvals": overview.waiting_approvals(scope),
     }
-
-
-@require_GET
-@data
-def gangs_data(request, scope):
-    picture, seq = live.current()
-    return {**gangs.gang_rows(scoping.cut_picture(picture, scope), scope, request.GET.dict()), "seq": seq}
 
 
 @require_GET

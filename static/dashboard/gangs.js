@@ -1,9 +1,12 @@
-// /gangs/: every gang with its state, reason and gangweb's verdict; filters live in the URL.
+// /gangs/: every PodGroup as /api/v1/podgroups/ serves it (state, the map's reason, gangweb's verdict);
+// the filters are the API's parameters and live in the page's URL.
 (function () {
   "use strict";
   const g = window.gangweb;
   const { $, el } = g;
   const form = $("filters");
+  const NAMES = new Set(Array.from(form.elements, (f) => f.name).filter(Boolean));
+  const STATES = { "running-partly": "partly placed", pending: "waiting", short: "short of minCount" };
   let first = true;
 
   function cell(row, label, content) {
@@ -17,7 +20,7 @@
 
   function verdictText(v) {
     if (!v) return "no request";
-    const next = v.nextRetry ? `, next try ${g.clock(v.nextRetry)}` : "";
+    const next = v.retryAt ? `, next try ${g.clock(v.retryAt)}` : "";
     return `#${v.request} ${v.state}${next}${v.reason ? ": " + v.reason : ""}`;
   }
 
@@ -28,31 +31,54 @@
     select.value = keep;
   }
 
+  // The namespaces and priority classes the reader sees, from usage/ (one row per namespace and class).
+  async function loadOptions() {
+    const usage = await g.getJSON(g.urls.usage, { points: 0 });
+    const seen = usage.rows.filter((r) => !r.otherNamespace);
+    options($("f-namespace"), [...new Set(seen.map((r) => r.namespace))].sort());
+    options($("f-class"), [...new Set(seen.map((r) => r.priorityClass))]);
+  }
+
+  function fromURL() {
+    const all = g.urlToForm(form);
+    return Object.fromEntries(Object.entries(all).filter(([k, v]) => NAMES.has(k) && v));
+  }
+
   async function load() {
-    const params = first ? g.urlToForm(form) : g.formToURL(form);
-    const data = await g.getJSON(g.urls.gangs, params);
-    options($("f-namespace"), data.namespaces);
-    options($("f-class"), data.priorityClasses);
+    const params = first ? fromURL() : g.formToURL(form);
+    let data;
+    try {
+      if (first) await loadOptions();
+      data = await g.getJSON(g.urls.podgroups, { ...params, limit: 1000 });
+    } catch (err) {
+      $("count").textContent = "";
+      $("gangs").querySelector("tbody").replaceChildren();
+      $("empty").textContent = `Cannot list the gangs: ${err.message}`;
+      $("empty").hidden = false;
+      return;
+    }
     if (first) g.urlToForm(form);
     first = false;
-    $("count").textContent = g.plural(data.count, "gang");
+    const shown = data.results.length;
+    $("count").textContent = g.plural(data.count, "gang") + (shown < data.count ? `, the first ${shown} shown` : "");
     const body = $("gangs").querySelector("tbody");
     body.replaceChildren();
     for (const r of data.results) {
       const tr = el("tr");
-      const a = el("a", "gang-link", r.key);
+      const a = el("a", "gang-link", r.podGroup);
       a.href = g.gangUrl(r.namespace, r.name);
       cell(tr, "Gang", a);
-      cell(tr, "State", el("span", `state ${r.state}`, r.state === "partial" ? "partly placed" : r.state));
-      cell(tr, "Priority", `${r.priorityClass} (${Number(r.priority).toLocaleString()})`);
-      cell(tr, "Disruption", r.disruption);
-      cell(tr, "Placed / min", `${r.placed} / ${r.minCount} of ${g.plural(r.pods, "pod")} × ${g.plural(r.podGpus, "GPU")}`);
+      cell(tr, "State", el("span", `state ${r.state}`, STATES[r.state] || r.state));
+      cell(tr, "Priority", `${r.priorityClass || "(no priority class)"} (${Number(r.priority).toLocaleString()})`);
+      cell(tr, "Disruption", r.disruptionMode);
+      cell(tr, "Placed / min", `${r.placedPods} / ${r.minCount} of ${g.plural(r.pods, "pod")}, ${g.plural(r.gpus, "GPU")}`);
       cell(tr, "Waiting", r.state === "running" ? "" : g.duration(r.waitingSeconds));
-      cell(tr, "Why it waits", r.reason || "").className = "reason-cell";
+      cell(tr, "Why it waits", r.state === "running" ? "" : r.reason).className = "reason-cell";
       cell(tr, "gangweb", verdictText(r.verdict)).className = "reason-cell";
       body.append(tr);
     }
-    $("empty").hidden = data.results.length > 0;
+    $("empty").textContent = "No gang matches.";
+    $("empty").hidden = shown > 0;
   }
 
   let soon = null;

@@ -282,23 +282,8 @@ def test_the_picture_json_carries_its_sequence_number(client):
     assert isinstance(picture["seq"], int)
 
 
-def test_the_gangs_json_filters_sorts_and_agrees_with_the_map(client):
-    everything = client.get("/dashboard/data/gangs").json()
-    picture = client.get("/dashboard/data/picture").json()
-    assert everything["count"] == len(picture["gangs"])
-    waiting = client.get("/dashboard/data/gangs", {"state": "waiting", "sort": "priority"}).json()
-    assert waiting["count"] == picture["totals"]["waitingGangs"] > 0
-    assert [g["priority"] for g in waiting["results"]] == sorted(
-        (g["priority"] for g in waiting["results"]), reverse=True
-    )
-    assert all(g["reason"].startswith("needs ") for g in waiting["results"])
-    one = waiting["results"][0]
-    found = client.get("/dashboard/data/gangs", {"q": one["name"]}).json()
-    assert one["key"] in [g["key"] for g in found["results"]]
-
-
 def test_one_gangs_json(client):
-    key = client.get("/dashboard/data/gangs", {"state": "waiting"}).json()["results"][0]["key"]
+    key = client.get("/api/v1/podgroups/", {"state": "pending,short"}).json()["results"][0]["podGroup"]
     namespace, name = key.split("/")
     detail = client.get(f"/dashboard/data/gangs/{namespace}/{name}").json()
     assert detail["found"] and detail["gang"]["key"] == key
@@ -309,9 +294,9 @@ def test_one_gangs_json(client):
 def test_the_what_if_json_plans_with_three_policies_and_executes_nothing(client):
     from scheduler.preemption.runtime import get_cluster
 
-    key = client.get("/dashboard/data/gangs", {"state": "waiting", "sort": "priority"}).json()["results"][0][
-        "key"
-    ]
+    key = client.get("/api/v1/podgroups/", {"state": "pending,short", "sort": "priority"}).json()["results"][
+        0
+    ]["podGroup"]
     before = get_cluster().snapshot_objects()
     answer = client.post("/dashboard/data/what-if", {"podGroup": key}).json()
     assert [p["policy"] for p in answer["plans"]] == ["gangweb", "kep5710", "legacy"]

@@ -101,9 +101,9 @@ def test_the_map_draws_the_cluster_and_a_preemption_repaints_its_victims(start_d
 def test_the_what_if_shows_three_plans_side_by_side(start_demo, browser_page):
     page = browser_page
     demo = start_demo()
-    waiting = json_of(demo.base_url + "/dashboard/data/gangs?state=waiting&sort=priority")["results"]
+    waiting = json_of(demo.base_url + "/api/v1/podgroups/?state=pending,short&sort=priority")["results"]
     assert waiting, "the demo starts with gangs waiting"
-    page.goto(demo.base_url + f"/gangs/{waiting[0]['key']}/")
+    page.goto(demo.base_url + f"/gangs/{waiting[0]['podGroup']}/")
     page.click("#run-whatif")
     page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
     assert page.locator("#plans .plan").evaluate_all("cards => cards.map(c => c.dataset.policy)") == [
@@ -119,10 +119,42 @@ def test_the_what_if_shows_three_plans_side_by_side(start_demo, browser_page):
     assert not page.errors, page.errors
 
 
+def test_the_gangs_page_reads_the_api_and_its_url_keeps_the_filters(start_demo, browser_page):
+    page = browser_page
+    demo = start_demo()
+    page.goto(demo.base_url + "/gangs/?state=pending%2Cshort&sort=priority")
+    page.wait_for_selector("#gangs tbody tr", timeout=30_000)
+    assert page.locator("select[name=state]").input_value() == "pending,short"
+    assert page.locator("select[name=sort]").input_value() == "priority"
+    shown = page.locator("#gangs tbody tr td[data-label=Gang]").all_inner_texts()
+    served = json_of(demo.base_url + "/api/v1/podgroups/?state=pending,short&sort=priority&limit=1000")
+    keys = [r["podGroup"] for r in served["results"]]
+    # The demo moves on between the two reads: the page's rows are the API's, in the API's order.
+    assert shown and set(shown) & set(keys), (shown, keys)
+    assert (
+        page.locator("#gangs tbody tr td[data-label='Why it waits']")
+        .first.inner_text()
+        .startswith(("needs ", "waiting for "))
+    )
+    page.select_option("select[name=sort]", "name")
+    page.wait_for_function("location.search.includes('sort=name')", timeout=10_000)
+    assert "state=pending%2Cshort" in page.evaluate("location.search")
+    page.wait_for_function(
+        "(() => { const t = [...document.querySelectorAll('#gangs tbody td[data-label=Gang]')]"
+        ".map((c) => c.textContent.split('/')); return t.length > 0 && t.every((k, i) => i === 0 ||"
+        " t[i - 1][0] < k[0] || (t[i - 1][0] === k[0] && t[i - 1][1] <= k[1])); })()",
+        timeout=10_000,
+    )
+    page.goto(demo.base_url + "/gangs/?sort=nope")
+    page.wait_for_selector("#empty:not([hidden])", timeout=10_000)
+    assert "HTTP 400" in page.inner_text("#empty")
+    assert not page.errors, page.errors
+
+
 def test_every_page_fits_420_px_without_horizontal_overflow(start_demo, browser_page):
     page = browser_page
     demo = start_demo()
-    key = json_of(demo.base_url + "/dashboard/data/gangs")["results"][0]["key"]
+    key = json_of(demo.base_url + "/api/v1/podgroups/")["results"][0]["podGroup"]
     page.set_viewport_size({"width": 420, "height": 900})
     for path in [*PAGES.values(), f"/gangs/{key}/"]:
         page.goto(demo.base_url + path)
@@ -167,8 +199,8 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
         page.goto(demo.base_url + path)
         page.wait_for_load_state("networkidle")
         page.screenshot(path=str(out / f"{name}.png"), full_page=True)
-    key = json_of(demo.base_url + "/dashboard/data/gangs?state=waiting&sort=priority")["results"]
-    key = (key or json_of(demo.base_url + "/dashboard/data/gangs")["results"])[0]["key"]
+    key = json_of(demo.base_url + "/api/v1/podgroups/?state=pending,short&sort=priority")["results"]
+    key = (key or json_of(demo.base_url + "/api/v1/podgroups/")["results"])[0]["podGroup"]
     page.goto(demo.base_url + f"/gangs/{key}/")
     page.click("#run-whatif")
     page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)

@@ -1,8 +1,6 @@
-"""Every gang on the map with gangweb's verdict beside it, and one gang's whole story.
-
-The rows come from the live map's picture (so the reason agrees with the squares) and, for gangweb's
-verdict, from the ledger: the gang's latest preemption request, its state and reason, and when it is
-tried again (the request cooldown after an unsuccessful one).
+"""One gang's whole story for its page (``dashboard/data/gangs/<ns>/<name>``): members, history, and
+gangweb's verdict from the ledger (its latest request, state and reason, and when it is tried again).
+The list of every gang is ``/api/v1/podgroups/`` (``gangweb/api/v1/queries/cluster.py``).
 """
 
 from __future__ import annotations
@@ -17,13 +15,6 @@ from gangweb.access.scope import Scope
 from scheduler.preemption.models import Eviction, PreemptionRequest, RequestState
 
 RETRIED = {RequestState.INFEASIBLE, RequestState.FAILED, RequestState.SUPERSEDED}
-SORTS = {
-    "waiting": lambda g: -g["waitingSeconds"],
-    "priority": lambda g: -g["priority"],
-    "gpus": lambda g: -g["gpus"],
-    "name": lambda g: g["key"],
-}
-STATES = ("waiting", "partial", "running")
 
 
 def verdicts(keys: list[tuple[str, str]], scope: Scope) -> dict[str, dict[str, Any]]:
@@ -53,30 +44,6 @@ def verdicts(keys: list[tuple[str, str]], scope: Scope) -> dict[str, dict[str, A
             "nextRetry": (done + cooldown).isoformat() if request.state in RETRIED and done else None,
         }
     return out
-
-
-def gang_rows(picture: dict[str, Any], scope: Scope, params: dict[str, str]) -> dict[str, Any]:
-    rows = [g for g in picture["gangs"] if not g.get("other") and scope.sees(g["namespace"])]
-    namespaces = sorted({g["namespace"] for g in rows})
-    state, namespace = params.get("state", ""), params.get("namespace", "")
-    tier, search = params.get("priorityClass", ""), params.get("q", "").strip().lower()
-    if state:
-        rows = [g for g in rows if g["state"] == state]
-    if namespace:
-        rows = [g for g in rows if g["namespace"] == namespace]
-    if tier:
-        rows = [g for g in rows if g["priorityClass"] == tier]
-    if search:
-        rows = [g for g in rows if search in g["key"].lower()]
-    rows.sort(key=SORTS.get(params.get("sort", ""), SORTS["waiting"]))
-    found = verdicts([(g["namespace"], g["name"]) for g in rows], scope)
-    return {
-        "count": len(rows),
-        "results": [{**g, "verdict": found.get(g["key"])} for g in rows],
-        "namespaces": namespaces,
-        "priorityClasses": [t["priorityClass"] for t in picture.get("tiers", [])],
-        "time": picture["time"],
-    }
 
 
 def members(objects: list[dict[str, Any]], namespace: str, name: str) -> tuple[list, list]:

@@ -4,7 +4,9 @@ One reading of the cluster (``get_cluster().snapshot_objects()``, the dashboard'
 into a ``ClusterView`` and served for ``GANGWEB_API_CLUSTER_CACHE_SECONDS`` (a list endpoint paged
 through 5,000 PodGroups must not relist the cluster for every page), then read again in the background. PodGroups are read with the
 engine's own typed reader (``scheduler.engine.typed_objects.Group``) and GPUs counted by its rules
-(``gangweb.dashboard.picture.pod_gpus``), so the API, the page and the planner agree.
+(``gangweb.dashboard.picture.pod_gpus``), so the API, the page and the planner agree. A waiting gang's
+reason is the GPU map's (``gangweb.dashboard.reasons``, counted from a picture of this same reading), not
+the words of its Unschedulable condition, which kube-scheduler wrote at another moment.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from django.conf import settings
 from rest_framework.exceptions import APIException
 
 from gangweb.access.scope import Scope
-from gangweb.dashboard.picture import pod_gpus
+from gangweb.dashboard.picture import build_picture, pod_gpus
 from scheduler.engine.resources import is_gpu, parse_resource_list
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
 from scheduler.preemption import detection
@@ -28,7 +30,6 @@ from scheduler.preemption.runtime import get_cluster
 logger = logging.getLogger(__name__)
 
 PREEMPT, NEVER = "PreemptLowerPriority", "Never"
-SCHEDULED_CONDITIONS = ("PodGroupInitiallyScheduled", "PodScheduled")
 
 
 class ClusterUnavailable(APIException):
@@ -176,8 +177,10 @@ def build_view(objects: list[dict[str, Any]], *, now: float) -> ClusterView:
         if node and gpus:
             held.setdefault(node, []).append((namespace, group or meta.get("name") or "", gpus))
 
+    # The map's reasons, counted from a picture of this same reading (one way: the page's and the API's).
+    mapped = {g["key"]: g.get("reason") for g in build_picture(objects, now=now, cluster="")["gangs"]}
     for raw in by_kind.get("PodGroup", []):
-        row = _group_row(raw, classes, view, now)
+        row = _group_row(raw, classes, view, now, mapped)
         view.groups[f"{row['namespace']}/{row['name']}"] = row
 
     for node in sorted(by_kind.get("Node", []), key=lambda n: _meta(n).get("name", "")):
@@ -187,7 +190,13 @@ def build_view(objects: list[dict[str, Any]], *, now: float) -> ClusterView:
     return view
 
 
-def _group_row(raw: dict[str, Any], classes: dict[str, PriorityClass], view: ClusterView, now: float) -> dict:
+def _group_row(
+    raw: dict[str, Any],
+    classes: dict[str, PriorityClass],
+    view: ClusterView,
+    now: float,
+    mapped: dict[str, str | None],
+) -> dict:
     meta = _meta(raw)
     namespace, name = meta.get("namespace") or "", meta.get("name") or ""
     key = f"{namespace}/{name}"
@@ -235,7 +244,7 @@ def _group_row(raw: dict[str, Any], classes: dict[str, PriorityClass], view: Clu
         row["waitingSince"] = since
         row["waitingSeconds"] = max(0, int(now - since))
     row["state"] = _state(row)
-    row["reason"] = _reason(row, view.conditions[key])
+    row["reason"] = _reason(row, mapped.get(key))
     return row
 
 
@@ -249,8 +258,9 @@ def _state(row: dict[str, Any]) -> str:
     return "pending" if not row["placedPods"] else "short"
 
 
-def _reason(row: dict[str, Any], conditions: list[dict[str, Any]]) -> str:
-    """The one sentence a person reads first: why this gang is where it is."""
+def _reason(row: dict[str, Any], mapped: str | None) -> str:
+    """The one sentence a person reads first: why this gang is where it is. A waiting gang's is the
+    map's dominant reason (``gangweb.dashboard.reasons.dominant_reason``)."""
     state = row["state"]
     if state == "invalid":
         return f"the PodGroup cannot be read: {row['invalid']}"
@@ -258,19 +268,8 @@ def _reason(row: dict[str, Any], conditions: list[dict[str, Any]]) -> str:
         return "no pods yet"
     if state == "running":
         return f"running: {row['placedPods']} pods on {row['placedGpus']} GPUs"
-    said = next(
-        (
-            c.get("message") or c.get("reason") or ""
-            for c in conditions
-            if c.get("type") in SCHEDULED_CONDITIONS and c.get("status") == "False"
-        ),
-        "",
-    )
-    need = row["minCount"] - row["placedPods"]
-    wants = f"waiting for {max(need, row['pendingPods'])} more pods ({row['gpus'] - row['placedGpus']} GPUs)"
-    if row["preemptionPolicy"] == NEVER:
-        wants += "; it never preempts"
-    return f"{wants}: {said}" if said else wants
+    # No "it never preempts": gangweb's own gangs carry preemptionPolicy Never (docs/design.md "Modes").
+    return mapped or f"waiting for {max(row['minCount'] - row['placedPods'], row['pendingPods'])} more pods"
 
 
 def _node_row(node: dict[str, Any], holders: list[tuple[str, str, int]]) -> dict[str, Any]:

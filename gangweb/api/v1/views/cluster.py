@@ -13,6 +13,14 @@ from gangweb.api.v1.queries import cluster, decisions, ledger, pending, usage
 from gangweb.api.v1.views.base import V1View, released
 
 STATES = serializers.PODGROUP_STATES
+NO_CLASS = "(no priority class)"  # as ``usage/`` names a gang without one
+# ``?sort=``: the /gangs/ page's orders; each ends in namespace/name so a page boundary is stable.
+SORTS = {
+    "name": lambda r: (r["namespace"], r["name"]),
+    "waiting": lambda r: (-r["waitingSeconds"], r["namespace"], r["name"]),
+    "priority": lambda r: (-r["priority"], r["namespace"], r["name"]),
+    "gpus": lambda r: (-r["gpus"], r["namespace"], r["name"]),
+}
 
 
 def _paged(serializer):
@@ -46,21 +54,43 @@ class PodGroups(V1View):
     """PodGroups with their state, priority, minCount against placed pods, waiting time, the dominant
     reason in plain words, and gangweb's verdict (its last request, that request's outcome, when it retries)."""
 
-    query_params = ("namespace", "state")
+    query_params = ("namespace", "state", "priorityClass", "q", "sort")
 
     @extend_schema(
         parameters=[
             OpenApiParameter("namespace", str, description="only these namespaces (a,b)"),
             OpenApiParameter("state", str, description=", ".join(STATES)),
+            OpenApiParameter(
+                "priorityClass", str, description=f"only these priority classes (a,b; {NO_CLASS!r} for none)"
+            ),
+            OpenApiParameter("q", str, description="NAMESPACE/NAME contains this (any case)"),
+            OpenApiParameter(
+                "sort",
+                str,
+                enum=list(SORTS),
+                description="name (namespace, name; the default), waiting (longest first), priority or gpus "
+                "(highest first)",
+            ),
         ],
         responses=_paged(serializers.PodGroup),
     )
     def get(self, request):
+        query = request.query_params
         rows = cluster.podgroups(self.scope)
-        if namespaces := filters._values(request.query_params, "namespace"):
+        if namespaces := filters._values(query, "namespace"):
             rows = [r for r in rows if r["namespace"] in namespaces]
-        if states := filters._choices(request.query_params, "state", STATES):
+        if states := filters._choices(query, "state", STATES):
             rows = [r for r in rows if r["state"] in states]
+        if classes := filters._values(query, "priorityClass"):
+            rows = [r for r in rows if (r["priorityClass"] or NO_CLASS) in classes]
+        if len(query.getlist("q")) > 1 or len(query.getlist("sort")) > 1:
+            raise ValidationError({"q" if len(query.getlist("q")) > 1 else "sort": ["give it once"]})
+        if search := query.get("q", "").strip().lower():
+            rows = [r for r in rows if search in r["podGroup"].lower()]
+        if (order := query.get("sort")) is not None:
+            if order not in SORTS:
+                raise ValidationError({"sort": [f"unknown value {order!r}; choose from: {', '.join(SORTS)}"]})
+            rows = sorted(rows, key=SORTS[order])
         paginator, page = self.page(rows)
         verdict = ledger.verdicts((r["namespace"], r["name"]) for r in page)
         return paginator.get_paginated_response([_public(r, verdict.get(r["podGroup"])) for r in page])
