@@ -140,7 +140,15 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "gangweb.sqlite3",
-            "OPTIONS": {"timeout": 20},
+            # The demo's process writes from its tasks while `manage.py access grant` and others write
+            # beside it: IMMEDIATE takes the write lock at BEGIN, so a busy writer waits out the timeout
+            # instead of failing at once with "database is locked" (a read upgraded to a write mid-way),
+            # and WAL lets the pages read while a task writes.
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
