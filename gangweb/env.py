@@ -30,23 +30,21 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 def env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+    return _number(name, default, int, "an integer")
 
 
 def env_float(name: str, default: float) -> float:
+    return _number(name, default, float, "a number")
+
+
+def _number(name, default, kind, what):
     value = os.environ.get(name)
     if value is None or value == "":
         return default
     try:
-        return float(value)
+        return kind(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from None
+        raise ImproperlyConfigured(f"{name} must be {what}, got {value!r}") from None
 
 
 def env_choice(name: str, allowed: tuple[str, ...], default: str | None = None) -> str:
