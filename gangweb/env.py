@@ -7,8 +7,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
+
+T = TypeVar("T", int, float)
 
 
 def env_bool(name: str, default: bool = False) -> bool:
@@ -37,7 +41,7 @@ def env_float(name: str, default: float) -> float:
     return _number(name, default, float, "a number")
 
 
-def _number(name, default, kind, what):
+def _number(name: str, default: T, kind: Callable[[str], T], what: str) -> T:
     value = os.environ.get(name)
     if value is None or value == "":
         return default
