@@ -22,7 +22,7 @@ from .errors import SnapshotError
 
 if TYPE_CHECKING:
     from .contract import Plan, Victim
-    from .entry import best_plan, can_shard, domain_shards, plan
+    from .entry import plan
     from .policies import DEFAULT_POLICY, POLICIES
     from .reading import read_snapshot
     from .snapshot import DUMP_COMMAND, Snapshot, load_snapshot, parse_snapshot
@@ -31,9 +31,6 @@ _HOMES = {
     "Plan": ".contract",
     "Victim": ".contract",
     "plan": ".entry",
-    "best_plan": ".entry",
-    "can_shard": ".entry",
-    "domain_shards": ".entry",
     "POLICIES": ".policies",
     "DEFAULT_POLICY": ".policies",
     "read_snapshot": ".reading",
@@ -51,9 +48,6 @@ __all__ = [
     "Snapshot",
     "SnapshotError",
     "Victim",
-    "best_plan",
-    "can_shard",
-    "domain_shards",
     "load_snapshot",
     "parse_snapshot",
     "plan",

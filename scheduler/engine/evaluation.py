@@ -66,7 +66,6 @@ class Problem:
         self.has_ports = any(snapshot.pods[p].host_ports for p in gang.pending)
         self._free_removed: np.ndarray | None = None
         self._levels: list[int] | None = None
-        self.only_domains: set | None = None  # set by a fan-out shard: gangweb walks only these
         self.excluded: frozenset[int] = frozenset()  # units this variant of the problem may not evict
         self.reprieve_filter_factory: Callable[[], ReprieveFilter] | None = None
 

@@ -170,7 +170,6 @@ def plan_freeing(policy: PreemptionPolicy, problem: Problem, claims: GroupClaims
     snapshot, gang = problem.snapshot, problem.gang
     view = without_units(snapshot, claims.freeing)
     inner = Problem(view, Preemptor(view, gang.key))
-    inner.only_domains = problem.only_domains
     found = policy.plan(inner)
     if not found.feasible:
         return found

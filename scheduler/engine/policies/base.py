@@ -21,8 +21,6 @@ class PreemptionPolicy(ABC):
     # Evicts whole victim units, so its plans are graded against the brute-force optimum (quality.py);
     # False for a group-unaware policy kept for comparison.
     atomic: bool = True
-    # Plans domain by domain and honours ``plan(..., domains=)``: a fan-out may deal its domains out.
-    walks_domains: bool = False
 
     def plan(self, problem: Problem) -> Plan:
         gang = problem.gang
@@ -112,11 +110,6 @@ class PreemptionPolicy(ABC):
             if problem.gang.succeeds(len(assignments)):
                 return problem.candidate(domain, assignments, [], "no preemption")
         return None
-
-    def ranked_domains(self, problem: Problem, domains: Sequence[Domain]) -> list[Domain]:
-        """The domains this policy would walk, in its order, for a fan-out to deal out (none unless
-        ``walks_domains``)."""
-        return []
 
     @staticmethod
     def _finish(plan: Plan, notes: list[str]) -> Plan:

@@ -32,17 +32,11 @@ MAX_DOMAINS = 64  # domains evaluated per plan at most, most promising first
 class GangwebPolicy(PreemptionPolicy):
     name = "gangweb"
     summary = "cheapest of several placements per topology domain; never worse than kep5710"
-    walks_domains = True
-
-    def ranked_domains(self, problem: Problem, domains: Sequence[Domain]) -> list[Domain]:
-        return rank_domains(problem, domains)[0]
 
     def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
         kep, kep_most = kep5710_candidate(problem, domains)
         candidates = [kep] if kep is not None else []
         viable, bounds = rank_domains(problem, domains)
-        if problem.only_domains is not None:  # one shard of a fan-out: kep5710 still sees everything
-            viable = [d for d in viable if d.name in problem.only_domains]
         viable = viable[:MAX_DOMAINS]
         found, evaluated = evaluate_domains(problem, viable, bounds, seed=kep)
         candidates += found

@@ -8,7 +8,7 @@ breaks a PDB).
 Domains are evaluated in this process, one after the other. A forked process pool was tried and
 removed: on the 2-core benchmark machine it never paid (20,000 nodes, 64 domains: 65 ms pooled
 against 53 ms in process; docs/engine.md), a domain being a few ms of work, less than shipping its
-results back. Spreading domains over machines is the fan-out's job (``domain_shards``).
+results back. Spreading them over Celery workers never paid either (docs/pipeline.md, "Planning").
 """
 
 from __future__ import annotations

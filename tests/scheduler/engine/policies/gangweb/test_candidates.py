@@ -82,23 +82,6 @@ def test_gangweb_domains_are_independent_and_the_cheapest_wins():
     assert kep.feasible and kep.cost >= ours.cost
 
 
-def test_fan_out_shards_recombine_into_the_in_process_plan():
-    from scheduler.engine import best_plan, domain_shards
-    from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
-
-    snap = parse_snapshot(synthetic_cluster(640, seed=11))
-    group = preemptor_name(64)
-    whole = plan(snap, group)
-    shards = domain_shards(snap, group, 3)
-    assert len(shards) == 3 and sum(len(s) for s in shards) > 1
-    assert len({d for s in shards for d in s}) == sum(len(s) for s in shards)
-    combined = best_plan([plan(snap, group, domains=shard) for shard in shards])
-    kep = plan(snap, group, "kep5710")
-    assert combined.feasible and combined.rank <= kep.rank
-    everything = [d for s in shards for d in s]
-    assert plan(snap, group, domains=everything).to_dict() == whole.to_dict()
-
-
 def test_cost_aware_evicts_the_pod_holding_a_wanted_host_port():
     ported = {
         "containers": [
