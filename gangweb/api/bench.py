@@ -323,10 +323,15 @@ def run(requests: int, victims: int, repeat: int, podgroups: int = 5000) -> list
             ("GET /api/ledger/?since=<newest-50>", lambda: client.get(f"/api/ledger/?since={newest - 50}")),
             ("GET /dashboard/data/preemptions", lambda: client.get("/dashboard/data/preemptions")),
             (
-                "GET /api/v1/podgroups/?sort=waiting&limit=1000 (the /gangs/ page)",
+                "GET /api/v1/podgroups/?sort=waiting (the /gangs/ page, 100 a page)",
+                lambda: client.get("/api/v1/podgroups/?sort=waiting"),
+            ),
+            (
+                "GET /api/v1/podgroups/?sort=waiting&limit=1000",
                 lambda: client.get("/api/v1/podgroups/?sort=waiting&limit=1000"),
             ),
-            ("GET /dashboard/data/picture", lambda: client.get("/dashboard/data/picture")),
+            ("GET /api/v1/map/ (the overview's map)", lambda: client.get("/api/v1/map/")),
+            ("GET /api/v1/overview/", lambda: client.get("/api/v1/overview/")),
             ("GET / (the overview's shell)", lambda: client.get("/")),
         ]
         return [{"call": name, **timed(call, repeat)} for name, call in calls] + rows
