@@ -31,6 +31,17 @@
     return [...groups.values()].sort((a, b) => (a.outcome === "denied" ? 0 : 1) - (b.outcome === "denied" ? 0 : 1));
   }
 
+  // The PodGroup's conditions and its pods' (v1 lists each pod's), alike ones said once with a count.
+  function folded(conditions) {
+    const seen = new Map();
+    for (const c of conditions) {
+      const text = `${c.type}=${c.status}${c.reason ? " (" + c.reason + ")" : ""}${c.message ? ": " + c.message : ""}`;
+      if (seen.has(text)) seen.get(text).count += 1;
+      else seen.set(text, { text, count: 1 });
+    }
+    return [...seen.values()];
+  }
+
   // The PodGroup as /api/v1/podgroups/{namespace}/{name}/ serves it; a gang no longer in the cluster
   // (a 404) keeps its requests, from /api/v1/requests/.
   async function load() {
@@ -56,7 +67,8 @@
     }
     add("priority", `${r.priorityClass || "(no priority class)"} (${Number(r.priority).toLocaleString()})`);
     add("disruption", r.disruptionMode);
-    add("placed", `${r.placedPods} of ${g.plural(r.pods, "pod")} (min ${r.minCount}), ${g.plural(r.gpus, "GPU")}`);
+    const each = Math.max(0, ...r.members.map((m) => m.gpus));
+    add("placed", `${r.placedPods} of ${g.plural(r.pods, "pod")} (min ${r.minCount}), ${g.plural(r.gpus, "GPU")}${r.pods > 1 ? ` (${each} each)` : ""}`);
     if (r.state !== "running") add("waiting", `${g.duration(r.waitingSeconds)}: ${r.reason}`);
     add("nodes", r.nodes.join(", ") || "none");
     if (r.nominatedNodes.length) add("nominated", r.nominatedNodes.join(", "));
@@ -69,7 +81,7 @@
       tr.append(el("td", "", p.name), el("td", "", p.node || "pending"), el("td", "", p.deleting ? `${p.phase} (deleting)` : p.phase));
       body.append(tr);
     }
-    list("conditions", r.conditions, (c) => `${c.type}=${c.status}${c.reason ? " (" + c.reason + ")" : ""}${c.message ? ": " + c.message : ""}`);
+    list("conditions", folded(r.conditions), (c) => `${c.text}${c.count > 1 ? ` (× ${c.count})` : ""}`);
     list("as-preemptor", r.asPreemptor, (x) => `#${x.id} ${x.state} ${g.clock(x.createdAt)}${x.reason ? ": " + x.reason : ""}`);
     list("as-victim", r.preemptedBy, (x) => `${g.clock(x.at)} for ${x.otherNamespace ? "a gang of another namespace" : `${x.namespace}/${x.name}`}: evicted ${g.plural(x.evictedPods, "pod")} of ${x.pods} (${g.plural(x.gpus, "GPU")}), request #${x.request} ${x.state}`);
     list("decisions", grouped(r.decisions), (x) => `${x.webhook} ${x.outcome} ×${x.count}${x.reason ? ": " + x.reason : ""}`);

@@ -84,7 +84,8 @@
 
   // The first rows for the filters (a refresh keeps as many rows as are shown, up to v1's 1,000).
   async function load(keep) {
-    const params = first ? fromURL() : g.formToURL(form);
+    // First the URL's filters; the sort the form shows (its first choice) when the URL names none.
+    const params = first ? { sort: form.elements.sort.value, ...fromURL() } : g.formToURL(form);
     const limit = keep ? Math.min(1000, Math.max(PAGE, Math.ceil(shown / PAGE) * PAGE)) : PAGE;
     let data;
     try {
