@@ -195,7 +195,7 @@ def measure(base: str, nodes: int, gpus: int, runs: int) -> dict:
             for run in range(runs):
                 page = browser.new_page(viewport={"width": 1600, "height": 1000})
                 page.route(
-                    "**/dashboard/data/picture",
+                    "**/api/v1/map/",
                     lambda route: route.fulfill(body=body, content_type="application/json"),
                 )
                 page.goto(base + "/")

@@ -16,6 +16,9 @@ from gangweb.dashboard.picture import totals
 OTHER = "~"
 OTHER_ROW = {
     "key": OTHER,
+    "namespace": None,  # the API's "in use, other namespace": no names (docs/design.md "API v1", Scope)
+    "name": None,
+    "otherNamespace": True,
     "other": True,
     "label": "in use, other namespace",
     "state": "other",

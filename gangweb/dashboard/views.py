@@ -20,8 +20,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from gangweb.access.scope import Scope
-from gangweb.dashboard import history, live, replay, scoping, stream
-from gangweb.dashboard.queries import decisions, gangs, overview, preemptions, whatif
+from gangweb.dashboard import live, replay, scoping, stream
+from gangweb.dashboard.queries import decisions, overview, preemptions, whatif
 from scheduler.engine import DUMP_COMMAND, SnapshotError
 
 logger = logging.getLogger(__name__)
@@ -68,13 +68,15 @@ def data(view: Callable):
 
 
 def data_urls() -> dict[str, str]:
-    """The JSON each page reads (point these at /api/v1/ once it serves the same)."""
+    """The JSON each page reads: /api/v1/, but for the ``dashboard/data/`` endpoints v1 does not serve yet
+    (docs/dashboard.md)."""
     return {
-        "picture": reverse("dashboard:data-picture"),
-        "overview": reverse("dashboard:data-overview"),
+        "map": reverse("api:v1:map"),
+        "overview": reverse("api:v1:overview"),
         "podgroups": reverse("api:v1:podgroups"),
         "usage": reverse("api:v1:usage"),
-        "gang": reverse("dashboard:data-gang", args=["NS", "NAME"]),
+        "gang": reverse("api:v1:podgroup-detail", args=["NS", "NAME"]),
+        "requests": reverse("api:v1:request-list"),
         "preemptions": reverse("dashboard:data-preemptions"),
         "decisions": reverse("dashboard:data-decisions"),
         "whatIf": reverse("dashboard:data-what-if"),
@@ -102,7 +104,12 @@ def gangs_page(request, scope):
 
 @page("dashboard/gang.html", "Gang", "gangs")
 def gang_page(request, scope, namespace: str, name: str):
-    return {"namespace": namespace, "name": name, "visible": scope.sees(namespace)}
+    return {
+        "namespace": namespace,
+        "name": name,
+        "visible": scope.sees(namespace),
+        "can_operate": scope.may("approve", namespace),
+    }
 
 
 @page("dashboard/preemptions.html", "Preemptions", "preemptions")
@@ -121,65 +128,6 @@ def decisions_page(request, scope):
 
 
 # --- data ----------------------------------------------------------------------------------------
-
-
-@require_GET
-@data
-def picture_data(request, scope):
-    picture, seq = live.current()
-    return {**scoping.cut_picture(picture, scope), "seq": seq}
-
-
-@require_GET
-@data
-def overview_data(request, scope):
-    return {
-        "preemptions": overview.preemption_figures(scope),
-        "history": history.series(scope),
-        "approvals": overview.waiting_approvals(scope),
-    }
-
-
-@require_GET
-@data
-def gang_data(request, scope, namespace: str, name: str):
-    if not scope.sees(namespace):
-        return {"detail": "not found", "found": False}
-    picture, _ = live.current()
-    key = f"{namespace}/{name}"
-    row = next((g for g in picture["gangs"] if g["key"] == key), None)
-    cut = scoping.cut_picture(picture, scope)
-    nodes = sorted(
-        {
-            n["name"]
-            for n in picture["nodes"]
-            for o in n["gpus"]
-            if o is not None and picture["gangs"][o]["key"] == key
-        }
-    )
-    pods, conditions = gangs.members(whatif.live_objects(), namespace, name)
-    story = gangs.history(namespace, name)
-    for row_ in story["asVictim"]:
-        if not scope.sees(row_["by"].partition("/")[0]):
-            row_["by"] = whatif.OTHER_GANG
-    found = gangs.verdicts([(namespace, name)], scope).get(key)
-    admissions = [
-        d
-        for d in decisions.decisions(scope)["results"]
-        if d["podGroup"] in (key, name) and d["namespace"] == namespace
-    ]
-    return {
-        "found": row is not None or bool(story["asPreemptor"]),
-        "gang": row,
-        "verdict": found,
-        "nodes": nodes,
-        "pods": pods,
-        "conditions": conditions,
-        "history": story,
-        "decisions": admissions,
-        "time": cut["time"],
-        "canOperate": scope.may("approve", namespace),
-    }
 
 
 @require_GET

@@ -39,7 +39,7 @@
     const q = params ? "?" + new URLSearchParams(params).toString() : "";
     // No custom headers: a request the page preloads (the map's picture) must match to be reused.
     const answer = await fetch(url + q, { credentials: "include", mode: "cors" });
-    if (!answer.ok) throw new Error(`${url}: HTTP ${answer.status}`);
+    if (!answer.ok) throw Object.assign(new Error(`${url}: HTTP ${answer.status}`), { status: answer.status });
     return answer.json();
   }
 

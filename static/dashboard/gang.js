@@ -15,47 +15,87 @@
     if (!rows.length) ul.append(el("li", "empty", "none"));
   }
 
+  const STATES = { "running-partly": "partly placed", pending: "waiting", short: "short of minCount", empty: "no pods yet", invalid: "unreadable" };
+  const canOperate = root.dataset.canOperate === "true";
+
+  // Admission decisions alike counted together (as /decisions/ groups them): webhook and outcome, and
+  // a denial's reason; denials first, else newest first.
+  function grouped(decisions) {
+    const groups = new Map();
+    for (const d of decisions) {
+      const reason = d.allowed ? "" : d.message;
+      const key = `${d.webhook}\u0000${d.allowed}\u0000${reason}`;
+      if (groups.has(key)) groups.get(key).count += 1;
+      else groups.set(key, { webhook: d.webhook, outcome: d.allowed ? "allowed" : "denied", reason, count: 1 });
+    }
+    return [...groups.values()].sort((a, b) => (a.outcome === "denied" ? 0 : 1) - (b.outcome === "denied" ? 0 : 1));
+  }
+
+  // The PodGroup's conditions and its pods' (v1 lists each pod's), alike ones said once with a count.
+  function folded(conditions) {
+    const seen = new Map();
+    for (const c of conditions) {
+      const text = `${c.type}=${c.status}${c.reason ? " (" + c.reason + ")" : ""}${c.message ? ": " + c.message : ""}`;
+      if (seen.has(text)) seen.get(text).count += 1;
+      else seen.set(text, { text, count: 1 });
+    }
+    return [...seen.values()];
+  }
+
+  // The PodGroup as /api/v1/podgroups/{namespace}/{name}/ serves it; a gang no longer in the cluster
+  // (a 404) keeps its requests, from /api/v1/requests/.
   async function load() {
-    const d = await g.getJSON(url);
-    const r = d.gang;
+    let r = null;
+    try {
+      r = await g.getJSON(url);
+    } catch (err) {
+      if (err.status !== 404) throw err;
+    }
     $("missing").hidden = !!r;
-    $("state").textContent = r ? (r.state === "partial" ? "partly placed" : r.state) : "gone";
+    $("state").textContent = r ? STATES[r.state] || r.state : "gone";
     $("state").className = `state ${r ? r.state : ""}`;
     const facts = $("facts");
     facts.replaceChildren();
     const add = (k, v) => facts.append(el("dt", "", k), el("dd", "", v));
-    if (r) {
-      add("priority", `${r.priorityClass} (${Number(r.priority).toLocaleString()})`);
-      add("disruption", r.disruption);
-      add("placed", `${r.placed} of ${g.plural(r.pods, "pod")} (min ${r.minCount}), ${g.plural(r.podGpus, "GPU")} each`);
-      if (r.state !== "running") add("waiting", `${g.duration(r.waitingSeconds)}: ${r.reason}`);
-      add("nodes", d.nodes.join(", ") || "none");
+    if (!r) {
+      const requests = await g.getJSON(g.urls.requests, { podgroup: `${namespace}/${name}`, limit: 50 });
+      add("gangweb", requests.results.length ? `request #${requests.results[0].id} ${requests.results[0].state}` : "no request");
+      for (const id of ["members", "conditions", "as-victim", "decisions"]) $(id).replaceChildren();
+      list("as-preemptor", requests.results, (x) => `#${x.id} ${x.state} ${g.clock(x.createdAt)}${x.reason ? ": " + x.reason : ""}`);
+      showApproval(null);
+      return;
     }
-    const v = d.verdict;
-    add("gangweb", v ? `request #${v.request} ${v.state}${v.nextRetry ? `, next try ${g.clock(v.nextRetry)}` : ""}${v.reason ? ": " + v.reason : ""}` : "no request");
+    add("priority", `${r.priorityClass || "(no priority class)"} (${Number(r.priority).toLocaleString()})`);
+    add("disruption", r.disruptionMode);
+    const each = Math.max(0, ...r.members.map((m) => m.gpus));
+    add("placed", `${r.placedPods} of ${g.plural(r.pods, "pod")} (min ${r.minCount}), ${g.plural(r.gpus, "GPU")}${r.pods > 1 ? ` (${each} each)` : ""}`);
+    if (r.state !== "running") add("waiting", `${g.duration(r.waitingSeconds)}: ${r.reason}`);
+    add("nodes", r.nodes.join(", ") || "none");
+    if (r.nominatedNodes.length) add("nominated", r.nominatedNodes.join(", "));
+    const v = r.verdict;
+    add("gangweb", v ? `request #${v.request} ${v.state}${v.retryAt ? `, next try ${g.clock(v.retryAt)}` : ""}${v.reason ? ": " + v.reason : ""}` : "no request");
     const body = $("members");
     body.replaceChildren();
-    for (const p of d.pods) {
+    for (const p of r.members) {
       const tr = el("tr");
-      tr.append(el("td", "", p.name), el("td", "", p.node || (p.nominatedNode ? `(nominated ${p.nominatedNode})` : "pending")), el("td", "", p.phase));
+      tr.append(el("td", "", p.name), el("td", "", p.node || "pending"), el("td", "", p.deleting ? `${p.phase} (deleting)` : p.phase));
       body.append(tr);
     }
-    list("conditions", d.conditions, (c) => `${c.type}=${c.status}${c.reason ? " (" + c.reason + ")" : ""}${c.message ? ": " + c.message : ""}`);
-    list("as-preemptor", d.history.asPreemptor, (x) => `#${x.id} ${x.state} ${g.clock(x.createdAt)}${x.reason ? ": " + x.reason : ""}`);
-    list("as-victim", d.history.asVictim, (x) => `${g.clock(x.at)} for ${x.by}: evicted ${g.plural(x.evicted, "pod")} of ${x.pods} (${g.plural(x.gpus, "GPU")}), request #${x.request} ${x.state}`);
-    list("decisions", d.decisions, (x) => `${x.webhook} ${x.outcome} ×${x.count}${x.reason ? ": " + x.reason : ""}`);
-    showApproval(d);
+    list("conditions", folded(r.conditions), (c) => `${c.text}${c.count > 1 ? ` (× ${c.count})` : ""}`);
+    list("as-preemptor", r.asPreemptor, (x) => `#${x.id} ${x.state} ${g.clock(x.createdAt)}${x.reason ? ": " + x.reason : ""}`);
+    list("as-victim", r.preemptedBy, (x) => `${g.clock(x.at)} for ${x.otherNamespace ? "a gang of another namespace" : `${x.namespace}/${x.name}`}: evicted ${g.plural(x.evictedPods, "pod")} of ${x.pods} (${g.plural(x.gpus, "GPU")}), request #${x.request} ${x.state}`);
+    list("decisions", grouped(r.decisions), (x) => `${x.webhook} ${x.outcome} ×${x.count}${x.reason ? ": " + x.reason : ""}`);
+    showApproval(v);
   }
 
   // Approve mode: an operator approves or rejects the waiting plan, after naming what it evicts.
   let waiting = null;
-  function showApproval(d) {
-    const v = d.verdict;
+  function showApproval(v) {
     waiting = v && v.mode === "approve" && ["planned", "awaiting_approval"].includes(v.state) ? v : null;
     $("approval").hidden = !waiting;
     if (!waiting) return;
     $("approval-text").textContent = `Request #${v.request}: ${v.reason}`;
-    for (const id of ["approve", "reject"]) $(id).hidden = !d.canOperate;
+    for (const id of ["approve", "reject"]) $(id).hidden = !canOperate;
   }
   async function act(action) {
     try {

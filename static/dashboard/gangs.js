@@ -1,5 +1,5 @@
 // /gangs/: every PodGroup as /api/v1/podgroups/ serves it (state, the map's reason, gangweb's verdict);
-// the filters are the API's parameters and live in the page's URL.
+// the filters are the API's parameters and live in the page's URL; 100 rows a page, "Show more" follows `next`.
 (function () {
   "use strict";
   const g = window.gangweb;
@@ -44,26 +44,12 @@
     return Object.fromEntries(Object.entries(all).filter(([k, v]) => NAMES.has(k) && v));
   }
 
-  async function load() {
-    const params = first ? fromURL() : g.formToURL(form);
-    let data;
-    try {
-      if (first) await loadOptions();
-      data = await g.getJSON(g.urls.podgroups, { ...params, limit: 1000 });
-    } catch (err) {
-      $("count").textContent = "";
-      $("gangs").querySelector("tbody").replaceChildren();
-      $("empty").textContent = `Cannot list the gangs: ${err.message}`;
-      $("empty").hidden = false;
-      return;
-    }
-    if (first) g.urlToForm(form);
-    first = false;
-    const shown = data.results.length;
-    $("count").textContent = g.plural(data.count, "gang") + (shown < data.count ? `, the first ${shown} shown` : "");
-    const body = $("gangs").querySelector("tbody");
-    body.replaceChildren();
-    for (const r of data.results) {
+  const PAGE = 100;
+  let next = null; // v1's link to the page after the rows shown
+  let shown = 0;
+
+  function addRows(body, results) {
+    for (const r of results) {
       const tr = el("tr");
       const a = el("a", "gang-link", r.podGroup);
       a.href = g.gangUrl(r.namespace, r.name);
@@ -77,21 +63,72 @@
       cell(tr, "gangweb", verdictText(r.verdict)).className = "reason-cell";
       body.append(tr);
     }
+  }
+
+  function showCount(data) {
+    shown = $("gangs").querySelector("tbody").children.length;
+    next = data.next;
+    $("count").textContent = g.plural(data.count, "gang") + (shown < data.count ? `, ${shown} shown` : "");
+    $("more").hidden = !next;
     $("empty").textContent = "No gang matches.";
     $("empty").hidden = shown > 0;
   }
 
+  function failed(err) {
+    $("count").textContent = "";
+    $("gangs").querySelector("tbody").replaceChildren();
+    $("more").hidden = true;
+    $("empty").textContent = `Cannot list the gangs: ${err.message}`;
+    $("empty").hidden = false;
+  }
+
+  // The first rows for the filters (a refresh keeps as many rows as are shown, up to v1's 1,000).
+  async function load(keep) {
+    // First the URL's filters; the sort the form shows (its first choice) when the URL names none.
+    const params = first ? { sort: form.elements.sort.value, ...fromURL() } : g.formToURL(form);
+    const limit = keep ? Math.min(1000, Math.max(PAGE, Math.ceil(shown / PAGE) * PAGE)) : PAGE;
+    let data;
+    try {
+      if (first) await loadOptions();
+      data = await g.getJSON(g.urls.podgroups, { ...params, limit });
+    } catch (err) {
+      return failed(err);
+    }
+    if (first) g.urlToForm(form);
+    first = false;
+    const body = $("gangs").querySelector("tbody");
+    body.replaceChildren();
+    addRows(body, data.results);
+    showCount(data);
+  }
+
+  // "Show more": the next page, as v1's ``next`` link names it (the same filters, the next offset).
+  $("more").addEventListener("click", async () => {
+    if (!next) return;
+    const button = $("more");
+    button.disabled = true;
+    try {
+      const data = await g.getJSON(next);
+      addRows($("gangs").querySelector("tbody"), data.results);
+      showCount(data);
+    } catch (err) {
+      failed(err);
+    } finally {
+      button.disabled = false;
+    }
+  });
+
   let soon = null;
   const later = () => {
     clearTimeout(soon);
-    soon = setTimeout(load, 250);
+    soon = setTimeout(() => load(false), 250);
   };
   form.addEventListener("input", later);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
-    load();
+    load(false);
   });
-  load();
+  load(false);
   // The list follows the map and the ledger, at most every few seconds.
   let stale = false;
   const mark = () => (stale = true);
@@ -100,7 +137,7 @@
   setInterval(() => {
     if (stale) {
       stale = false;
-      load();
+      load(true);
     }
   }, 4000);
 })();

@@ -13,7 +13,7 @@
 
   async function loadPicture() {
     buffered = buffered || [];
-    const picture = await g.getJSON(g.urls.picture);
+    const picture = await g.getJSON(g.urls.map);
     performance.mark("map-picture-fetched");
     map.setPicture(picture);
     g.live.setLast("map", picture.seq);
@@ -115,13 +115,21 @@
   let chart = null;
   async function loadOverview() {
     const data = await g.getJSON(g.urls.overview);
-    const p = data.preemptions;
-    $("fig-pre-hour").textContent = p.hour.preemptions;
-    $("fig-pre-hour-lbl").textContent = `${p.hour.preemptions === 1 ? "preemption" : "preemptions"}, last hour · ${p.hour.lostGpuHours} GPU-h lost`;
-    $("fig-pre-day").textContent = p.day.preemptions;
-    $("fig-pre-day-lbl").textContent = `${p.day.preemptions === 1 ? "preemption" : "preemptions"}, last day · ${p.day.lostGpuHours} GPU-h lost`;
-    g.showApprovals(data.approvals);
-    drawChart(data.history);
+    const figure = (id, p, span) => {
+      $(id).textContent = p.preemptions;
+      $(`${id}-lbl`).textContent = `${p.preemptions === 1 ? "preemption" : "preemptions"}, last ${span} · ${p.lostGpuHours} GPU-h lost`;
+    };
+    figure("fig-pre-hour", data.lastHour, "hour");
+    figure("fig-pre-day", data.lastDay, "day");
+    g.showApprovals(data.awaitingApproval);
+    const h = { t: [], allocated: [], idle: [], waiting: [] };
+    for (const s of data.history) {
+      h.t.push(Date.parse(s.at) / 1000);
+      h.allocated.push(s.allocatedGpus);
+      h.idle.push(s.idleGpus);
+      h.waiting.push(s.waitingGpus);
+    }
+    drawChart(h);
   }
 
   function drawChart(h) {

@@ -277,7 +277,7 @@ def test_the_header_names_the_signed_in_user_and_offers_sign_out(client, django_
 
 
 def test_the_picture_json_carries_its_sequence_number(client):
-    picture = client.get("/dashboard/data/picture").json()
+    picture = client.get("/api/v1/map/").json()
     assert len(picture["nodes"]) == 16 and picture["totals"]["gpus"] == 128
     assert isinstance(picture["seq"], int)
 
@@ -285,10 +285,11 @@ def test_the_picture_json_carries_its_sequence_number(client):
 def test_one_gangs_json(client):
     key = client.get("/api/v1/podgroups/", {"state": "pending,short"}).json()["results"][0]["podGroup"]
     namespace, name = key.split("/")
-    detail = client.get(f"/dashboard/data/gangs/{namespace}/{name}").json()
-    assert detail["found"] and detail["gang"]["key"] == key
-    assert len(detail["pods"]) == detail["gang"]["pods"]
+    detail = client.get(f"/api/v1/podgroups/{namespace}/{name}/").json()
+    assert detail["podGroup"] == key and len(detail["members"]) == detail["pods"]
     assert any(c["type"] == "PodGroupInitiallyScheduled" for c in detail["conditions"])
+    on_map = next(g for g in client.get("/api/v1/map/").json()["gangs"] if g["key"] == key)
+    assert (detail["tier"], detail["shade"]) == (on_map["tier"], on_map["shade"])
 
 
 def test_the_what_if_json_plans_with_three_policies_and_executes_nothing(client):
@@ -339,4 +340,4 @@ def test_the_page_says_why_when_the_cluster_cannot_be_read(client, settings, mon
     reset_cluster()
     live.reset()
     assert client.get("/").status_code == 200
-    assert "cannot read the cluster" in client.get("/dashboard/data/picture").json()["note"]
+    assert "cannot read the cluster" in client.get("/api/v1/map/").json()["note"]

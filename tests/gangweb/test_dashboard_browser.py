@@ -11,6 +11,7 @@ import os
 import signal
 import urllib.request
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -148,6 +149,68 @@ def test_the_gangs_page_reads_the_api_and_its_url_keeps_the_filters(start_demo, 
     page.goto(demo.base_url + "/gangs/?sort=nope")
     page.wait_for_selector("#empty:not([hidden])", timeout=10_000)
     assert "HTTP 400" in page.inner_text("#empty")
+    assert not page.errors, page.errors
+
+
+def test_the_gangs_page_shows_a_page_at_a_time_and_more_on_request(start_demo, browser_page):
+    """The page asks v1 for one page (100 rows; 5 here, the request rewritten, as the demo has fewer
+    gangs) and "Show more" follows v1's ``next``: the same filters, the rows after."""
+    page = browser_page
+    demo = start_demo()
+    asked = []
+
+    def five_a_page(route):
+        query = parse_qs(urlsplit(route.request.url).query)
+        asked.append(query)
+        if query.get("limit") == ["100"]:
+            return route.continue_(url=route.request.url.replace("limit=100", "limit=5"))
+        route.continue_()
+
+    page.route("**/api/v1/podgroups/?*", five_a_page)
+    # Without a sort in the URL the rows come in the order the form shows.
+    page.goto(demo.base_url + "/gangs/")
+    page.wait_for_selector("#gangs tbody tr", timeout=30_000)
+    shown = page.locator("select[name=sort]").input_value()
+    assert asked[0]["sort"] == [shown] == ["waiting"], asked[0]
+    asked.clear()
+    page.goto(demo.base_url + "/gangs/?sort=name")
+    page.wait_for_selector("#gangs tbody tr", timeout=30_000)
+    assert (asked[0]["limit"], asked[0]["sort"]) == (["100"], ["name"])
+    assert page.locator("#gangs tbody tr").count() == 5
+    assert page.locator("#more").is_visible()
+    page.click("#more")
+    page.wait_for_function("document.querySelectorAll('#gangs tbody tr').length === 10", timeout=10_000)
+    assert (asked[-1]["limit"], asked[-1]["offset"], asked[-1]["sort"]) == (["5"], ["5"], ["name"])
+    keys = [k.split("/") for k in page.locator("#gangs tbody td[data-label=Gang]").all_inner_texts()]
+    assert len({tuple(k) for k in keys}) == 10 and keys == sorted(keys), keys
+    assert ", 10 shown" in page.inner_text("#count")
+    assert page.evaluate("location.search") == "?sort=name"
+    assert not page.errors, page.errors
+
+
+def test_the_gang_page_reads_its_podgroup_from_the_api(start_demo, browser_page):
+    page = browser_page
+    demo = start_demo()
+    running = json_of(demo.base_url + "/api/v1/podgroups/?state=running&sort=gpus")["results"][0]
+    detail = json_of(demo.base_url + f"/api/v1/podgroups/{running['podGroup']}/")
+    assert detail["nodes"]
+    page.goto(demo.base_url + f"/gangs/{running['podGroup']}/")
+    page.wait_for_selector("#members tr", timeout=30_000)
+    facts = dict(
+        zip(
+            page.locator("#facts dt").all_inner_texts(),
+            page.locator("#facts dd").all_inner_texts(),
+            strict=True,
+        )
+    )
+    assert facts["nodes"] == ", ".join(detail["nodes"])
+    assert facts["disruption"] == detail["disruptionMode"]
+    assert page.locator("#members tr").count() == len(detail["members"])
+    assert page.inner_text("#state") == "running"
+    # A gang the cluster does not have (any more): said so, its requests kept, no error.
+    page.goto(demo.base_url + "/gangs/team-llm/no-such-gang/")
+    page.wait_for_selector("#missing:not([hidden])", timeout=10_000)
+    assert page.inner_text("#state") == "gone"
     assert not page.errors, page.errors
 
 

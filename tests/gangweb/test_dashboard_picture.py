@@ -286,7 +286,7 @@ def test_the_picture_of_a_real_api_server_cluster(client, settings, tmp_path):
         runtime.set_cluster(KubeCluster.from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig")))
         live.reset()
         try:
-            state = client.get("/dashboard/data/picture").json()
+            state = client.get("/api/v1/map/").json()
         finally:
             runtime.reset_cluster()
             live.reset()

@@ -35,7 +35,7 @@ async def next_of(ws, kind: str, timeout: float = 10) -> dict:
 
 async def map_deltas(address: str, count: int, headers: dict | None = None) -> tuple[dict, list[dict]]:
     """The picture over HTTP, then ``count`` live map deltas that follow it."""
-    picture = httpx.get(f"http://{address}/dashboard/data/picture", headers=headers or {}, timeout=10).json()
+    picture = httpx.get(f"http://{address}/api/v1/map/", headers=headers or {}, timeout=10).json()
     async with websockets.connect(
         f"ws://{address}/ws/live/", origin=f"http://{address}", additional_headers=headers or {}
     ) as ws:

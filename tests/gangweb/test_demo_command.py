@@ -58,7 +58,7 @@ def test_demo_starts_serves_the_live_page_and_stops_cleanly(start_demo):
     assert httpx.get(f"{demo.base_url}/healthz", timeout=10).json() == {"status": "ok"}
     assert httpx.get(f"{demo.base_url}/static/dashboard/dashboard.css", timeout=10).status_code == 200
 
-    picture = httpx.get(f"{demo.base_url}/dashboard/data/picture", timeout=10).json()
+    picture = httpx.get(f"{demo.base_url}/api/v1/map/", timeout=10).json()
     assert len(picture["nodes"]) == 64  # the embedded default cluster
     deltas = asyncio.run(two_deltas(demo.base_url))
     assert deltas[1]["seq"] > deltas[0]["seq"]  # the demo's own ticker moves the simulation

@@ -120,11 +120,11 @@ def test_metrics_name_every_route_the_same_way_and_gauge_the_map(client):
 
     live.reset()
     client.get("/")
-    client.get("/dashboard/data/gangs/team-a/job")
+    client.get("/api/v1/map/")
     client.get("/api/v1/requests/")
     live.refresh()
     text = client.get("/metrics").content.decode()
-    for route in ("dashboard:overview", "dashboard:data-gang", "api:v1:request-list"):
+    for route in ("dashboard:overview", "api:v1:map", "api:v1:request-list"):
         assert f'route="{route}"' in text, route
     assert 'route="api/requests/$"' not in text
     picture, _ = live.current()

@@ -4,7 +4,7 @@ generated from this list (tests/gangweb/api/v1/test_isolation.py)."""
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from gangweb.api.v1.views import actions, cluster, ledger, root, simulate
+from gangweb.api.v1.views import actions, cluster, ledger, pages, root, simulate
 
 app_name = "v1"
 
@@ -17,6 +17,8 @@ router.register("ledger", ledger.LedgerEntryViewSet, basename="ledger")
 urlpatterns = [
     path("", root.Root.as_view(), name="root"),
     path("nodes/", cluster.Nodes.as_view(), name="nodes"),
+    path("map/", pages.Map.as_view(), name="map"),
+    path("overview/", pages.Overview.as_view(), name="overview"),
     path("podgroups/", cluster.PodGroups.as_view(), name="podgroups"),
     path("podgroups/<str:namespace>/<str:name>/", cluster.PodGroupDetail.as_view(), name="podgroup-detail"),
     path("pending/", cluster.PendingQueue.as_view(), name="pending"),

@@ -1,5 +1,5 @@
 """The dashboard's ledger views (gangweb/dashboard/queries/): preemption cards with retries folded,
-headline figures, a gang's history, the bounded chart history; each cut to the reader's scope."""
+headline figures, the bounded chart history; each cut to the reader's scope."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.utils import timezone
 from gangweb.access.scope import ADMIN, VIEWER, Scope
 from gangweb.dashboard import history
 from gangweb.dashboard.models import GpuSample
-from gangweb.dashboard.queries import gangs, overview, preemptions
+from gangweb.dashboard.queries import overview, preemptions
 from scheduler.preemption.models import Plan, PreemptionRequest, RequestState
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("small_simulation")]
@@ -89,16 +89,6 @@ def test_headline_figures_count_executions_and_lost_gpu_hours(make_request):
     )
     figures = overview.preemption_figures(EVERYONE)
     assert (figures["hour"]["preemptions"], figures["day"]["preemptions"]) == (0, 1)
-
-
-def test_a_victims_history_names_who_preempted_it(make_request):
-    done = make_request("team-a")
-    victim = done.plan.pod_evictions.first().victim_unit.split(" ", 1)[1]
-    namespace, name = victim.split("/")
-    story = gangs.history(namespace, name)
-    [row] = story["asVictim"]
-    assert row["by"] == "team-a/train" and row["evicted"] >= 1
-    assert gangs.history("team-a", "train")["asPreemptor"][0]["state"] == "succeeded"
 
 
 def test_the_chart_history_is_sampled_and_kept_to_its_bound(settings):

@@ -8,8 +8,9 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from gangweb.api import filters
-from gangweb.api.v1 import params, serializers
+from gangweb.api.v1 import page_serializers, params, serializers
 from gangweb.api.v1.queries import cluster, decisions, ledger, pending, usage
+from gangweb.api.v1.views import pages
 from gangweb.api.v1.views.base import V1View, released
 
 STATES = serializers.PODGROUP_STATES
@@ -103,10 +104,10 @@ def _public(row: dict, verdict: dict | None) -> dict:
 
 
 class PodGroupDetail(V1View):
-    """One PodGroup: its members and their nodes, conditions, admission decisions, and its preemption
-    history as preemptor and as victim."""
+    """One PodGroup: its members and their nodes, conditions, admission decisions, its preemption
+    history as preemptor and as victim (also grouped per preemptor), and how the GPU map shows it."""
 
-    @extend_schema(responses=serializers.PodGroupDetail)
+    @extend_schema(responses=page_serializers.PodGroupPage)
     def get(self, request, namespace: str, name: str):
         found = cluster.podgroup(self.scope, namespace, name)
         if found is None:
@@ -132,6 +133,8 @@ class PodGroupDetail(V1View):
             "decisions": decisions.decisions(self.scope, namespace=namespace, podgroup=name)[:50],
             "asPreemptor": released(serializers.Request(history["asPreemptor"], many=True, context=context)),
             "asVictim": released(serializers.Eviction(history["asVictim"], many=True, context=context)),
+            "preemptedBy": pages.preempted_by(history["asVictim"]),
+            **pages.gang_on_map(self.scope, row["podGroup"]),
         }
         return Response(body)
 

@@ -11,6 +11,8 @@ from gangweb.api.v1.views.base import V1View
 
 LISTS = (
     "nodes",
+    "map",
+    "overview",
     "podgroups",
     "pending",
     "usage",

@@ -19,6 +19,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from gangweb.api.v1 import store
 from gangweb.api.v1.queries import cluster as cluster_queries
 from gangweb.api.v1.queries import usage
+from gangweb.dashboard import history, live
 from scheduler.preemption import runtime
 from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest
 from tests.scheduler.preemption.builders import FakeCluster, node, pod, podgroup, small_cluster
@@ -36,10 +37,12 @@ def v1_settings(settings, monkeypatch):
     store.DECISIONS.clear()
     store.USAGE.clear()
     cluster_queries.forget()
+    live.reset()
     yield
     store.DECISIONS.clear()
     store.USAGE.clear()
     cluster_queries.forget()
+    live.reset()
 
 
 def token_reader(username: str, role: str, *where: str) -> dict[str, str]:
@@ -98,7 +101,8 @@ def world_objects() -> list[dict]:
 
 @pytest.fixture
 def world(make_request) -> World:
-    """Ledger rows of both teams made by the real pipeline, the two-tenant cluster, decisions, a sample."""
+    """Ledger rows of both teams made by the real pipeline, the two-tenant cluster, decisions, a usage
+    sample and a sample of the GPU map's history."""
     made = {"team-a": make_request("team-a"), "team-b": make_request("team-b", refuse=True)}
     cluster = FakeCluster(world_objects())
     runtime.set_cluster(cluster)
@@ -124,6 +128,8 @@ def world(make_request) -> World:
         )
     store.DECISIONS.push(decisions)
     usage.record_sample()
+    live.reset()  # the GPU map (map/, overview/) of this cluster, and one sample of the overview's chart
+    history.maybe_sample(live.current()[0], force=True)
     return World(
         requests={ns: m.request for ns, m in made.items()},
         plans={ns: m.plan for ns, m in made.items()},

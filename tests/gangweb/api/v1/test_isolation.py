@@ -2,7 +2,8 @@
 team-b's (or the victims' namespace's) objects, in lists, details, aggregates or actions.
 
 A new route under /api/v1/ is covered without a test of its own: lists and aggregates need nothing;
-a route with parameters needs one line in ``EXAMPLES`` (the test fails until it has one).
+a route with parameters needs one line in ``EXAMPLES`` (the test fails until it has one), and an
+aggregate without any name in it one line in ``NAMELESS`` saying what the scope leaves out.
 """
 
 from __future__ import annotations
@@ -53,6 +54,14 @@ EXAMPLES = {
     "request-reject": lambda w, team: {"pk": w.requests[team].pk},
     "request-cancel": lambda w, team: {"pk": w.requests[team].pk},
 }
+# Aggregates that name nobody (so no name can leak, and none shows that the cut happened): what the
+# admin's answer counts beyond the team-a reader's. (reader's body, admin's body) -> True when cut.
+NAMELESS = {
+    "overview": lambda mine, everything: (
+        mine["totals"]["waitingGangs"] < everything["totals"]["waitingGangs"]
+        and mine["history"][-1]["allocatedGpus"] < everything["history"][-1]["allocatedGpus"]
+    ),
+}
 POST_BODIES = {
     "simulate": lambda team: {"podGroup": f"{team}/train" if team == "team-a" else "team-b/waiting-b"}
 }
@@ -89,7 +98,11 @@ def test_a_team_a_reader_never_reads_team_b(
             assert_hides(answer)
             # The same endpoint for an admin does show team-b: the scope, not an empty cluster, hid it.
             everything = client.get(route, **admin).content.decode()
-            if name not in ("", "root"):
+            if name in NAMELESS:
+                assert NAMELESS[name](answer.json(), client.get(route, **admin).json()), (
+                    f"{route}: the team-a reader's figures count as much as the admin's"
+                )
+            elif name not in ("", "root"):
                 assert any(word in everything for word in HIDDEN), (
                     f"{route}: the world has nothing of team-b here"
                 )

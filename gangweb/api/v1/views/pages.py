@@ -1,0 +1,129 @@
+"""What the dashboard's pages draw, as API v1 answers: the GPU map in its own format (``map/``), the
+overview's headline figures and chart (``overview/``), and the map's view of one gang that its page
+shows beside ``podgroups/{namespace}/{name}/`` (``gang_on_map``, ``preempted_by``).
+
+The map is the live picture (``gangweb.dashboard.live.current``: the one the ticker keeps and the
+``map`` topic's deltas apply to), cut to the reader exactly as the stream cuts its deltas
+(``gangweb.dashboard.scoping``): squares of gangs in namespaces the reader does not see are drawn as
+"in use, other namespace", one nameless row.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+
+from gangweb.access.scope import Scope
+from gangweb.api.v1 import page_serializers, params
+from gangweb.api.v1.views.base import V1View
+from gangweb.dashboard import history, live, scoping
+from gangweb.dashboard.queries import overview
+
+
+def _map(scope: Scope) -> dict[str, Any]:
+    picture, seq = live.current()
+    return {**scoping.cut_picture(picture, scope), "seq": seq}
+
+
+class Map(V1View):
+    """The GPU map: nodes by topology domain, the gang holding each device (an index into ``gangs``),
+    gangs with their tier, shade, state and reason, and the ``map`` sequence number the live stream
+    (``ws/live/``) continues from."""
+
+    pagination_class = None
+
+    @extend_schema(responses=page_serializers.Map)
+    def get(self, request):
+        return Response(_map(self.scope))
+
+
+class Overview(V1View):
+    """Headline figures (the map's totals; preemptions and GPU-hours lost in the last hour and day),
+    the allocated / idle / waiting GPUs over time, and the plans waiting for approval."""
+
+    query_params = ("points",)
+    pagination_class = None
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "points",
+                int,
+                description="how many past samples, newest kept (0-GANGWEB_HISTORY_KEEP, default 720)",
+            )
+        ],
+        responses=page_serializers.Overview,
+    )
+    def get(self, request):
+        points = params._whole_number(
+            request.query_params, "points", default=720, least=0, most=settings.GANGWEB_HISTORY_KEEP
+        )
+        scope = self.scope
+        picture = _map(scope)
+        figures = overview.preemption_figures(scope)
+        series = history.series(scope, limit=points) if points else {"t": []}
+        samples = [
+            {
+                "at": datetime.fromtimestamp(t, UTC).isoformat(),
+                "allocatedGpus": series["allocated"][i],
+                "idleGpus": series["idle"][i],
+                "waitingGpus": series["waiting"][i],
+            }
+            for i, t in enumerate(series["t"])
+        ]
+        return Response(
+            {
+                "totals": picture["totals"],
+                "lastHour": figures["hour"],
+                "lastDay": figures["day"],
+                "history": samples,
+                "awaitingApproval": overview.waiting_approvals(scope),
+            }
+        )
+
+
+def gang_on_map(scope: Scope, key: str) -> dict[str, Any]:
+    """The gang as the map shows it to this reader: its tier and shade, the nodes where it holds GPUs
+    and those nominated for its waiting pods."""
+    picture = _map(scope)
+    index = next((i for i, g in enumerate(picture["gangs"]) if g["key"] == key), None)
+    if index is None:
+        return {"tier": None, "shade": None, "nodes": [], "nominatedNodes": []}
+    row = picture["gangs"][index]
+    held = [n["name"] for n in picture["nodes"] if index in n["gpus"]]
+    nominated = [n["name"] for n in picture["nodes"] if index in (n.get("nominated") or ())]
+    return {"tier": row["tier"], "shade": row["shade"], "nodes": held, "nominatedNodes": nominated}
+
+
+def preempted_by(evictions) -> list[dict[str, Any]]:
+    """``asVictim``'s eviction rows (newest first) grouped per preemptor's request: one row a request,
+    each pod counted once however many of its plans chose it."""
+    rows: dict[int, dict[str, Any]] = {}
+    pods: dict[int, dict[str, tuple[int, bool]]] = {}
+    for e in evictions:
+        request = e.plan.request
+        row = rows.setdefault(
+            request.pk,
+            {
+                "request": request.pk,
+                "namespace": request.namespace,
+                "name": request.name,
+                "otherNamespace": False,
+                "state": request.state,
+                "at": e.created_at,
+            },
+        )
+        row["at"] = max(row["at"], e.created_at)
+        seen = pods.setdefault(request.pk, {})
+        gpus, evicted = seen.get(e.name, (0, False))
+        seen[e.name] = (max(gpus, e.gpus), evicted or e.state == "evicted")
+    for pk, row in rows.items():
+        row["pods"] = len(pods[pk])
+        row["evictedPods"] = sum(1 for _, evicted in pods[pk].values() if evicted)
+        row["gpus"] = sum(gpus for gpus, _ in pods[pk].values())
+        row["at"] = row["at"].isoformat()
+    return sorted(rows.values(), key=lambda r: r["at"], reverse=True)
