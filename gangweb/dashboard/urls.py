@@ -15,9 +15,6 @@ urlpatterns = [
     path("dashboard/data/picture", views.picture_data, name="data-picture"),
     path("dashboard/data/overview", views.overview_data, name="data-overview"),
     path("dashboard/data/gangs/<str:namespace>/<str:name>", views.gang_data, name="data-gang"),
-    path("dashboard/data/preemptions", views.preemptions_data, name="data-preemptions"),
-    path("dashboard/data/decisions", views.decisions_data, name="data-decisions"),
-    path("dashboard/data/what-if", views.what_if_data, name="data-what-if"),
     path("replay/", views.replay_page, name="replay"),
     path("replay/<str:name>", views.replay_plot, name="replay-plot"),
 ]

@@ -7,7 +7,6 @@ functions live in ``gangweb/dashboard/queries/`` so the API v1 can serve the sam
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from functools import wraps
@@ -17,15 +16,14 @@ from django.db import DatabaseError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from gangweb.access.scope import Scope
-from gangweb.dashboard import history, live, replay, scoping, stream
-from gangweb.dashboard.queries import decisions, gangs, overview, preemptions, whatif
-from scheduler.engine import DUMP_COMMAND, SnapshotError
+from gangweb.dashboard import history, live, replay, scoping
+from gangweb.dashboard.queries import decisions, gangs, overview, whatif
+from scheduler.engine import DUMP_COMMAND
 
 logger = logging.getLogger(__name__)
-UPLOAD_LIMIT = 64 * 2**20
 
 
 def reader(request: HttpRequest) -> Scope:
@@ -75,9 +73,13 @@ def data_urls() -> dict[str, str]:
         "podgroups": reverse("api:v1:podgroups"),
         "usage": reverse("api:v1:usage"),
         "gang": reverse("dashboard:data-gang", args=["NS", "NAME"]),
-        "preemptions": reverse("dashboard:data-preemptions"),
-        "decisions": reverse("dashboard:data-decisions"),
-        "whatIf": reverse("dashboard:data-what-if"),
+        # /preemptions/, /decisions/ and What if? (the lab and a gang page's) read the API v1
+        "preemptions": reverse("api:v1:preemptions"),
+        "lostGpuHours": reverse("api:v1:preemptions-lost"),
+        "decisionGroups": reverse("api:v1:decision-groups"),
+        "simulate": reverse("api:v1:simulate"),
+        "simulatePodGroups": reverse("api:v1:simulate-podgroups"),
+        "login": reverse("login"),
         "live": "/ws/live/",
         "gangPage": reverse("dashboard:gang", args=["NS", "NAME"]),
         "logout": "/logout/",
@@ -180,45 +182,6 @@ def gang_data(request, scope, namespace: str, name: str):
         "time": cut["time"],
         "canOperate": scope.may("approve", namespace),
     }
-
-
-@require_GET
-@data
-def preemptions_data(request, scope):
-    return {**preemptions.cards(scope, request.GET.dict()), "seq": stream.log().last("ledger")}
-
-
-@require_GET
-@data
-def decisions_data(request, scope):
-    return {**decisions.decisions(scope), "seq": stream.log().last("decisions")}
-
-
-@require_POST
-@data
-def what_if_data(request, scope):
-    """Multipart ``snapshot`` (a dump; else the live cluster) and ``podGroup``; without ``podGroup``
-    only the dump's gangs are listed. Nothing is executed or recorded."""
-    upload = request.FILES.get("snapshot")
-    podgroup = request.POST.get("podGroup") or ""
-    if not podgroup and request.content_type == "application/json":
-        podgroup = (json.loads(request.body or b"{}") or {}).get("podGroup", "")
-    try:
-        if upload is not None:
-            if upload.size > UPLOAD_LIMIT:
-                return {"error": f"the file is {upload.size} bytes; at most {UPLOAD_LIMIT} are read"}
-            objects = whatif.read_upload(upload)
-            listed = whatif.gangs_of(objects)
-            if not podgroup:
-                return {"gangs": listed}
-            return {"gangs": listed, **whatif.compare(objects, podgroup, None)}
-        if not podgroup:
-            return {"gangs": whatif.gangs_of(whatif.live_objects(), scope)}
-        if not scope.sees(podgroup.partition("/")[0]):
-            return {"error": f"no gang {podgroup} that you may see"}
-        return whatif.compare_live(podgroup, scope)
-    except SnapshotError as exc:
-        return {"error": str(exc)}
 
 
 def replay_page(request: HttpRequest) -> HttpResponse:

@@ -54,8 +54,15 @@ EXAMPLES = {
     "request-cancel": lambda w, team: {"pk": w.requests[team].pk},
 }
 POST_BODIES = {
-    "simulate": lambda team: {"podGroup": f"{team}/train" if team == "team-a" else "team-b/waiting-b"}
+    "simulate": lambda team: {
+        "podGroup": f"{team}/train" if team == "team-a" else "team-b/waiting-b",
+        "maps": True,
+    }
 }
+# POSTs that name no object: their answer is cut to the reader, like a list's.
+POST_LISTS = {"simulate-podgroups": {}}
+# Aggregates that name nothing (so an admin's answer cannot show team-b either): where their scope is tested.
+NAMELESS = {"preemptions-lost": "tests/gangweb/api/v1/test_grouped.py (the readers' own lost GPU-hours)"}
 
 ROUTES = v1_routes()
 
@@ -72,6 +79,7 @@ def assert_hides(response, asked: dict | None = None):
 def test_the_v1_routes_are_found():
     names = {name for _, name, _ in ROUTES}
     assert {"nodes", "podgroups", "request-list", "simulate", "usage", "pending", "decisions"} <= names
+    assert {"preemptions", "preemptions-lost", "decision-groups", "simulate-podgroups"} <= names
 
 
 @pytest.mark.parametrize("params, name, callback", ROUTES, ids=[r[1] for r in ROUTES])
@@ -89,7 +97,7 @@ def test_a_team_a_reader_never_reads_team_b(
             assert_hides(answer)
             # The same endpoint for an admin does show team-b: the scope, not an empty cluster, hid it.
             everything = client.get(route, **admin).content.decode()
-            if name not in ("", "root"):
+            if name not in ("", "root", *NAMELESS):
                 assert any(word in everything for word in HIDDEN), (
                     f"{route}: the world has nothing of team-b here"
                 )
@@ -103,6 +111,12 @@ def test_a_team_a_reader_never_reads_team_b(
                 answer = client.get(url(name, own), **a_viewer)
                 assert answer.status_code == 200, answer.content
                 assert_hides(answer)
+        elif method == "POST" and name in POST_LISTS:
+            answer = client.post(route, POST_LISTS[name], content_type="application/json", **a_viewer)
+            assert answer.status_code == 200, answer.content
+            assert_hides(answer)
+            everything = client.post(route, POST_LISTS[name], content_type="application/json", **admin)
+            assert any(word in everything.content.decode() for word in HIDDEN), everything.content
         elif method == "POST" and name in POST_BODIES:
             refused = client.post(
                 route, POST_BODIES[name]("team-b"), content_type="application/json", **a_viewer
