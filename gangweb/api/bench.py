@@ -321,7 +321,19 @@ def run(requests: int, victims: int, repeat: int, podgroups: int = 5000) -> list
             ("GET /api/evictions/?state=evicted", lambda: client.get("/api/evictions/?state=evicted")),
             ("GET /api/ledger/", lambda: client.get("/api/ledger/")),
             ("GET /api/ledger/?since=<newest-50>", lambda: client.get(f"/api/ledger/?since={newest - 50}")),
-            ("GET /dashboard/data/preemptions", lambda: client.get("/dashboard/data/preemptions")),
+            (
+                "GET /api/v1/preemptions/?limit=1000 (the /preemptions/ page)",
+                lambda: client.get("/api/v1/preemptions/?limit=1000"),
+            ),
+            (
+                "GET /api/v1/preemptions/lost-gpu-hours/",
+                lambda: client.get("/api/v1/preemptions/lost-gpu-hours/"),
+            ),
+            (
+                "GET /api/v1/decisions/groups/?limit=1000",
+                lambda: client.get("/api/v1/decisions/groups/?limit=1000"),
+            ),
+            ("GET /api/v1/decisions/summary/", lambda: client.get("/api/v1/decisions/summary/")),
             (
                 "GET /api/v1/podgroups/?sort=waiting&limit=1000 (the /gangs/ page)",
                 lambda: client.get("/api/v1/podgroups/?sort=waiting&limit=1000"),

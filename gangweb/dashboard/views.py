@@ -77,8 +77,11 @@ def data_urls() -> dict[str, str]:
         "preemptions": reverse("api:v1:preemptions"),
         "lostGpuHours": reverse("api:v1:preemptions-lost"),
         "decisionGroups": reverse("api:v1:decision-groups"),
+        "decisionSummary": reverse("api:v1:decision-summary"),
         "simulate": reverse("api:v1:simulate"),
         "simulatePodGroups": reverse("api:v1:simulate-podgroups"),
+        # not a URL: simulate's ``policies`` for What if?, every policy, the default first
+        "whatIfPolicies": ",".join(whatif.POLICY_ORDER),
         "login": reverse("login"),
         "live": "/ws/live/",
         "gangPage": reverse("dashboard:gang", args=["NS", "NAME"]),

@@ -15,14 +15,13 @@ SQUARES = ("free", "held", "victim", "placed", "victim placed")
 MAP_GANG_STATES = ("running", "partial", "waiting")  # the GPU map's (docs/dashboard.md)
 
 
-def paged(item: s.Serializer, name: str, **extra: s.Field) -> type[s.Serializer]:
-    """A page of ``item`` (``{"count", "next", "previous", "results"}``) plus ``extra`` figures."""
+def paged(item: s.Serializer, name: str) -> type[s.Serializer]:
+    """A page of ``item``: ``{"count", "next", "previous", "results"}``."""
     fields = {
         "count": s.IntegerField(),
         "next": s.URLField(allow_null=True),
         "previous": s.URLField(allow_null=True),
         "results": item,
-        **extra,
     }
     return type(name, (s.Serializer,), fields)
 
@@ -104,13 +103,15 @@ class SourceCount(s.Serializer):
     count = s.IntegerField()
 
 
-DecisionGroups = paged(
-    DecisionGroup(many=True),
-    "DecisionGroups",
-    decisions=s.IntegerField(help_text="decisions over every group, not only this page"),
-    denied=s.IntegerField(),
-    bySource=SourceCount(many=True, help_text="decisions by the source their gang was inferred from"),
-)
+DecisionGroups = paged(DecisionGroup(many=True), "DecisionGroups")
+
+
+class DecisionSummary(s.Serializer):
+    decisions = s.IntegerField()
+    denied = s.IntegerField()
+    bySource = SourceCount(
+        many=True, help_text="decisions by the source their gang was inferred from, most first"
+    )
 
 
 # --- /api/v1/simulate/ -----------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ urlpatterns = [
     path("preemptions/", grouped.Preemptions.as_view(), name="preemptions"),
     path("preemptions/lost-gpu-hours/", grouped.LostGpuHours.as_view(), name="preemptions-lost"),
     path("decisions/groups/", grouped.DecisionGroups.as_view(), name="decision-groups"),
+    path("decisions/summary/", grouped.DecisionSummary.as_view(), name="decision-summary"),
     path("simulate/podgroups/", simulate.SimulatePodGroups.as_view(), name="simulate-podgroups"),
     path("requests/<int:pk>/approve/", actions.Approve.as_view(), name="request-approve"),
     path("requests/<int:pk>/reject/", actions.Reject.as_view(), name="request-reject"),

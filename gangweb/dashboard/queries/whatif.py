@@ -13,11 +13,13 @@ from typing import Any
 
 from gangweb.access.scope import Scope
 from gangweb.dashboard.picture import build_picture
-from scheduler.engine import POLICIES
+from scheduler.engine import DEFAULT_POLICY, POLICIES
 from scheduler.preemption import planning
 from scheduler.words import plural
 
 OTHER_GANG = "a gang of another namespace"
+# What if? plans with every policy, side by side, the default first.
+POLICY_ORDER = tuple(sorted(POLICIES, key=lambda n: (n != DEFAULT_POLICY, n)))
 
 
 def flatten(documents: list[Any]) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """Grouped answers, as the dashboard's pages draw them: the ledger one card per gang with its retries
-folded and the GPU-hours lost per hour (/preemptions/), the admission decisions grouped (/decisions/).
+folded and the GPU-hours lost per hour (/preemptions/), the admission decisions grouped and counted
+(/decisions/).
 The grouping is ``gangweb/dashboard/queries/``'s; these views read the parameters and page the rows."""
 
 from __future__ import annotations
@@ -71,14 +72,25 @@ class LostGpuHours(V1View):
 
 class DecisionGroups(V1View):
     """The kept admission decisions (``decisions/``) grouped by webhook, outcome, gang and reason, denials
-    first, then the most recent; with the decisions counted, the denials and the counts by gang source."""
+    first, then the most recent."""
 
     query_params = kept.PARAMS
 
     @extend_schema(parameters=DECISION_PARAMETERS, responses=summaries.DecisionGroups)
     def get(self, request):
+        rows = grouping.grouped(kept.asked(self.scope, request.query_params))["results"]
+        paginator, page = self.page(rows)
+        return paginator.get_paginated_response(page)
+
+
+class DecisionSummary(V1View):
+    """The kept admission decisions counted: how many, how many denied, and by the source each gang was
+    inferred from (most first); the same parameters as ``decisions/``."""
+
+    query_params = kept.PARAMS
+    pagination_class = None
+
+    @extend_schema(parameters=DECISION_PARAMETERS, responses=summaries.DecisionSummary)
+    def get(self, request):
         answer = grouping.grouped(kept.asked(self.scope, request.query_params))
-        paginator, page = self.page(answer.pop("results"))
-        response = paginator.get_paginated_response(page)
-        response.data.update(answer)
-        return response
+        return Response({k: answer[k] for k in ("decisions", "denied", "bySource")})

@@ -60,12 +60,11 @@ class Simulating(V1View):
             )
         data = request.data
         upload = request.FILES.get("snapshot") if hasattr(request, "FILES") else None
-        if upload is not None:
-            data = {k: v for k, v in data.items() if k != "snapshot"}
-            if "policies" in request.data and hasattr(request.data, "getlist"):
-                data["policies"] = [
-                    p for raw in request.data.getlist("policies") for p in raw.split(",") if p
-                ]
+        if hasattr(data, "getlist"):  # multipart: a form's fields, ``policies`` as a,b or repeated
+            form = {k: v for k, v in data.items() if k != "policies" and not (upload and k == "snapshot")}
+            if "policies" in data:
+                form["policies"] = [p for raw in data.getlist("policies") for p in raw.split(",") if p]
+            data = form
         body = serializer(data=data)
         body.is_valid(raise_exception=True)
         return body.validated_data, upload

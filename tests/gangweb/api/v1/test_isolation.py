@@ -62,7 +62,10 @@ POST_BODIES = {
 # POSTs that name no object: their answer is cut to the reader, like a list's.
 POST_LISTS = {"simulate-podgroups": {}}
 # Aggregates that name nothing (so an admin's answer cannot show team-b either): where their scope is tested.
-NAMELESS = {"preemptions-lost": "tests/gangweb/api/v1/test_grouped.py (the readers' own lost GPU-hours)"}
+NAMELESS = {
+    "preemptions-lost": "tests/gangweb/api/v1/test_grouped.py (a reader's own lost GPU-hours)",
+    "decision-summary": "tests/gangweb/api/v1/test_grouped.py (a reader's own decisions counted)",
+}
 
 ROUTES = v1_routes()
 
@@ -79,7 +82,8 @@ def assert_hides(response, asked: dict | None = None):
 def test_the_v1_routes_are_found():
     names = {name for _, name, _ in ROUTES}
     assert {"nodes", "podgroups", "request-list", "simulate", "usage", "pending", "decisions"} <= names
-    assert {"preemptions", "preemptions-lost", "decision-groups", "simulate-podgroups"} <= names
+    assert {"preemptions", "preemptions-lost", "decision-groups", "decision-summary"} <= names
+    assert "simulate-podgroups" in names
 
 
 @pytest.mark.parametrize("params, name, callback", ROUTES, ids=[r[1] for r in ROUTES])
