@@ -26,6 +26,7 @@ def infeasible(namespace: str, name: str, count: int, reason: str = "short of mi
             name=name,
             state=RequestState.INFEASIBLE,
             reason=f"{reason} ({20 + i} victims)",
+            finished_at=timezone.now(),  # a finished try: the verdict's retry time counts from it
         )
         Plan.objects.create(
             request=request, policy="gangweb", outcome="infeasible:short", reason=request.reason
