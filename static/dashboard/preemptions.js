@@ -59,15 +59,26 @@
     drawLost(lost);
   }
 
+  // Every hour of the range, 0 where nothing was lost (the API leaves those out): one bar an hour wide.
+  function hourly(lost) {
+    const byHour = new Map(lost.points.map((p) => [Math.floor(Date.parse(p.at) / 3600000), p.lostGpuHours]));
+    const last = Math.floor(Date.now() / 3600000);
+    const t = [], v = [];
+    for (let h = last - lost.days * 24 + 1; h <= last; h++) {
+      t.push(h * 3600);
+      v.push(byHour.get(h) || 0);
+    }
+    return [t, v];
+  }
+
   function drawLost(lost) {
-    const t = lost.points.map((p) => Date.parse(p.at) / 1000);
-    $("lost-empty").hidden = t.length > 0;
-    const data = [t, lost.points.map((p) => p.lostGpuHours)];
+    $("lost-empty").hidden = lost.points.length > 0;
+    const data = hourly(lost);
     if (chart) return chart.setData(data);
-    if (!t.length || !window.uPlot) return;
+    if (!lost.points.length || !window.uPlot) return;
     const box = $("lost-chart");
     const now = Date.now() / 1000;
-    chart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - lost.days * 86400, now + 1800] } }, series: [{}, { label: "GPU-hours lost", stroke: "hsl(350 70% 50%)", fill: "hsla(350 70% 50% / .2)", paths: uPlot.paths.bars({ size: [0.6] }) }] }, data, box);
+    chart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - lost.days * 86400, now + 1800] } }, series: [{}, { label: "GPU-hours lost", stroke: "hsl(350 70% 50%)", fill: "hsla(350 70% 50% / .2)", paths: uPlot.paths.bars({ size: [0.6] }), points: { show: false } }] }, data, box);
   }
 
   let soon = null;

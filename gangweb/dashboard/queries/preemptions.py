@@ -4,7 +4,7 @@
 
 A run is consecutive requests of one gang that ended the same way for the same reason ("infeasible x
 7 since 08:13, next try 08:29"); an executed preemption is never folded. Cards with an execution come
-first, then the most recent. A card's ``retryAt`` is the gang's verdict's (``/api/v1/podgroups/``).
+first, then the most recent. A retried card's ``retryAt`` is the gang's verdict's (``/api/v1/podgroups/``).
 """
 
 from __future__ import annotations
@@ -106,7 +106,9 @@ def cards(
             )
         newest = rows[-1]
         namespace, _, name = key.partition("/")
-        again = (verdict.get(key) or {}).get("retryAt")
+        # a gang that failed or was infeasible is retried: when, the verdict says (as /gangs/ shows it)
+        retried = newest.state in (RequestState.INFEASIBLE, RequestState.FAILED)
+        again = (verdict.get(key) or {}).get("retryAt") if retried else None
         out.append(
             {
                 "namespace": namespace,

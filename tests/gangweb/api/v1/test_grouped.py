@@ -38,6 +38,7 @@ def test_one_card_per_gang_retries_folded_executions_first(client, world, admin,
     assert body["results"][0]["podGroup"] == "team-a/train", "the executed preemption comes first"
     executed = cards["team-a/train"]
     assert (executed["namespace"], executed["name"], executed["executed"]) == ("team-a", "train", 1)
+    assert executed["retryAt"] is None, "a gang placed is not retried"
     plan = executed["runs"][0]["plan"]
     assert plan["evictedPods"] == world.plans["team-a"].evicted_pods
     assert " 1 pods" not in plan["summary"] and " 1 units" not in plan["summary"]
