@@ -12,9 +12,6 @@ urlpatterns = [
     path("preemptions/", views.preemptions_page, name="preemptions"),
     path("what-if/", views.whatif_page, name="what-if"),
     path("decisions/", views.decisions_page, name="decisions"),
-    path("dashboard/data/preemptions", views.preemptions_data, name="data-preemptions"),
-    path("dashboard/data/decisions", views.decisions_data, name="data-decisions"),
-    path("dashboard/data/what-if", views.what_if_data, name="data-what-if"),
     path("replay/", views.replay_page, name="replay"),
     path("replay/<str:name>", views.replay_plot, name="replay-plot"),
 ]

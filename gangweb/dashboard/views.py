@@ -7,25 +7,22 @@ functions live in ``gangweb/dashboard/queries/`` so the API v1 can serve the sam
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.db import DatabaseError
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
 
 from gangweb.access.scope import Scope
-from gangweb.dashboard import live, replay, scoping, stream
-from gangweb.dashboard.queries import decisions, overview, preemptions, whatif
-from scheduler.engine import DUMP_COMMAND, SnapshotError
+from gangweb.dashboard import live, replay, scoping
+from gangweb.dashboard.queries import overview, whatif
+from scheduler.engine import DUMP_COMMAND
 
 logger = logging.getLogger(__name__)
-UPLOAD_LIMIT = 64 * 2**20
 
 
 def reader(request: HttpRequest) -> Scope:
@@ -52,24 +49,8 @@ def page(template: str, title: str, nav: str):
     return decorate
 
 
-def data(view: Callable):
-    @wraps(view)
-    def answer(request: HttpRequest, *args, **kwargs) -> JsonResponse:
-        scope = reader(request)
-        if not scope.authenticated:
-            return JsonResponse({"detail": "sign in first"}, status=403)
-        try:
-            return JsonResponse(view(request, scope, *args, **kwargs))
-        except DatabaseError as exc:
-            logger.warning("dashboard data: cannot read the ledger", exc_info=True)
-            return JsonResponse({"detail": f"cannot read the ledger: {exc}"}, status=503)
-
-    return answer
-
-
 def data_urls() -> dict[str, str]:
-    """The JSON each page reads: /api/v1/, but for the ``dashboard/data/`` endpoints v1 does not serve yet
-    (docs/dashboard.md)."""
+    """What each page reads: the API v1 (docs/dashboard.md), the live stream, and the page paths."""
     return {
         "map": reverse("api:v1:map"),
         "overview": reverse("api:v1:overview"),
@@ -77,9 +58,16 @@ def data_urls() -> dict[str, str]:
         "usage": reverse("api:v1:usage"),
         "gang": reverse("api:v1:podgroup-detail", args=["NS", "NAME"]),
         "requests": reverse("api:v1:request-list"),
-        "preemptions": reverse("dashboard:data-preemptions"),
-        "decisions": reverse("dashboard:data-decisions"),
-        "whatIf": reverse("dashboard:data-what-if"),
+        # /preemptions/, /decisions/ and What if? (the lab and a gang page's) read the API v1
+        "preemptions": reverse("api:v1:preemptions"),
+        "lostGpuHours": reverse("api:v1:preemptions-lost"),
+        "decisionGroups": reverse("api:v1:decision-groups"),
+        "decisionSummary": reverse("api:v1:decision-summary"),
+        "simulate": reverse("api:v1:simulate"),
+        "simulatePodGroups": reverse("api:v1:simulate-podgroups"),
+        # not a URL: simulate's ``policies`` for What if?, every policy, the default first
+        "whatIfPolicies": ",".join(whatif.POLICY_ORDER),
+        "login": reverse("login"),
         "live": "/ws/live/",
         "gangPage": reverse("dashboard:gang", args=["NS", "NAME"]),
         "logout": "/logout/",
@@ -125,48 +113,6 @@ def whatif_page(request, scope):
 @page("dashboard/decisions.html", "Admission decisions", "decisions")
 def decisions_page(request, scope):
     return {}
-
-
-# --- data ----------------------------------------------------------------------------------------
-
-
-@require_GET
-@data
-def preemptions_data(request, scope):
-    return {**preemptions.cards(scope, request.GET.dict()), "seq": stream.log().last("ledger")}
-
-
-@require_GET
-@data
-def decisions_data(request, scope):
-    return {**decisions.decisions(scope), "seq": stream.log().last("decisions")}
-
-
-@require_POST
-@data
-def what_if_data(request, scope):
-    """Multipart ``snapshot`` (a dump; else the live cluster) and ``podGroup``; without ``podGroup``
-    only the dump's gangs are listed. Nothing is executed or recorded."""
-    upload = request.FILES.get("snapshot")
-    podgroup = request.POST.get("podGroup") or ""
-    if not podgroup and request.content_type == "application/json":
-        podgroup = (json.loads(request.body or b"{}") or {}).get("podGroup", "")
-    try:
-        if upload is not None:
-            if upload.size > UPLOAD_LIMIT:
-                return {"error": f"the file is {upload.size} bytes; at most {UPLOAD_LIMIT} are read"}
-            objects = whatif.read_upload(upload)
-            listed = whatif.gangs_of(objects)
-            if not podgroup:
-                return {"gangs": listed}
-            return {"gangs": listed, **whatif.compare(objects, podgroup, None)}
-        if not podgroup:
-            return {"gangs": whatif.gangs_of(whatif.live_objects(), scope)}
-        if not scope.sees(podgroup.partition("/")[0]):
-            return {"error": f"no gang {podgroup} that you may see"}
-        return whatif.compare_live(podgroup, scope)
-    except SnapshotError as exc:
-        return {"error": str(exc)}
 
 
 def replay_page(request: HttpRequest) -> HttpResponse:

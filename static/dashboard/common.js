@@ -50,8 +50,21 @@
       headers: { "X-CSRFToken": csrf(), Accept: "application/json" },
       credentials: "same-origin",
     });
-    if (!answer.ok) throw new Error(`${url}: HTTP ${answer.status}`);
+    if (!answer.ok) throw await refusal(url, answer);
     return answer.json();
+  }
+
+  // An API v1 refusal (RFC 9457 problem+json) in one line: its detail, and each field's first message.
+  async function refusal(url, answer) {
+    let text = `${url}: HTTP ${answer.status}`;
+    try {
+      const p = await answer.json();
+      const fields = Object.entries(p.errors || {}).map(([k, v]) => `${k}: ${[].concat(v)[0]}`);
+      text = fields.length ? fields.join("; ") : p.detail || text;
+    } catch (_) { /* not JSON: the status says it */ }
+    const err = new Error(text);
+    err.status = answer.status;
+    return err;
   }
 
   function gangUrl(namespace, name) {

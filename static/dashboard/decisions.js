@@ -1,23 +1,34 @@
-// /decisions/: admission decisions grouped, denials first with their reason, counts by source.
+// /decisions/: admission decisions grouped, denials first with their reason, counts by source
+// (GET /api/v1/decisions/groups/ and decisions/summary/).
 (function () {
   "use strict";
   const g = window.gangweb;
   const { $, el } = g;
 
+  const EMPTY = $("empty").textContent;
+
   async function load() {
-    const d = await g.getJSON(g.urls.decisions);
-    $("count").textContent = `${g.plural(d.count, "decision")}, ${d.denied} denied`;
+    let d, sum;
+    try {
+      [d, sum] = await Promise.all([g.getJSON(g.urls.decisionGroups, { limit: 1000 }), g.getJSON(g.urls.decisionSummary)]);
+    } catch (err) {
+      $("decisions").replaceChildren();
+      $("empty").textContent = `Cannot list the decisions: ${err.message}`;
+      $("empty").hidden = false;
+      return;
+    }
+    $("count").textContent = `${g.plural(sum.decisions, "decision")}, ${sum.denied} denied`;
     const src = $("sources");
     src.replaceChildren();
-    for (const [name, n] of Object.entries(d.bySource)) src.append(el("li", "", `${name}: ${n}`));
-    if (!Object.keys(d.bySource).length) src.append(el("li", "empty", "no gang inferred yet"));
+    for (const s of sum.bySource) src.append(el("li", "", `${s.source}: ${s.count}`));
+    if (!sum.bySource.length) src.append(el("li", "empty", "no gang inferred yet"));
     const body = $("decisions");
     body.replaceChildren();
     for (const r of d.results) {
       const tr = el("tr", r.outcome);
       const cells = [
-        ["Webhook", r.webhook], ["Outcome", r.outcome], ["Gang", r.podGroup ? `${r.namespace}/${r.podGroup}` : r.namespace],
-        ["Reason", r.reason], ["Pods", `${r.count} (${r.names.join(", ")}${r.count > r.names.length ? ", …" : ""})`], ["Latest", g.clock(r.latest)],
+        ["Webhook", r.webhook], ["Outcome", r.outcome], ["Gang", r.podGroup || r.namespace],
+        ["Reason", r.reason], ["Pods", `${r.count} (${r.pods.join(", ")}${r.count > r.pods.length ? ", …" : ""})`], ["Latest", g.clock(r.latest)],
       ];
       for (const [label, text] of cells) {
         const td = el("td", label === "Outcome" ? `state ${r.outcome === "denied" ? "failed" : "succeeded"}` : "", text);
@@ -26,6 +37,7 @@
       }
       body.append(tr);
     }
+    $("empty").textContent = EMPTY;
     $("empty").hidden = d.results.length > 0;
   }
   load();

@@ -1,4 +1,4 @@
-// /gangs/<namespace>/<name>/: the gang now, its history, and What if?
+// /gangs/<namespace>/<name>/: the gang now, its history (What if? is gang-whatif.js)
 (function () {
   "use strict";
   const g = window.gangweb;
@@ -125,22 +125,6 @@
     if ($("confirm").returnValue === "ok") act("approve");
   });
   $("reject").addEventListener("click", () => act("reject"));
-
-  $("run-whatif").addEventListener("click", async () => {
-    const button = $("run-whatif");
-    button.disabled = true;
-    button.textContent = "planning…";
-    try {
-      const form = new FormData();
-      form.set("podGroup", `${namespace}/${name}`);
-      const d = await g.postForm(g.urls.whatIf, form);
-      if (d.error) $("plans").replaceChildren(el("p", "error", d.error));
-      else window.gangwebPlans.render($("plans"), d.plans);
-    } finally {
-      button.disabled = false;
-      button.textContent = "Plan it now with each policy";
-    }
-  });
 
   load();
   let stale = false;

@@ -1,8 +1,35 @@
-// Plans side by side (gang page and what-if lab): each policy's victims, cost and a small map.
+// What if? (gang page and what-if lab): POST /api/v1/simulate/ with every policy and their small maps,
+// then the plans side by side, each with its victims, cost and map. Nothing is executed.
 (function () {
   "use strict";
   const g = window.gangweb;
   const { el } = g;
+
+  // simulate/ (or simulate/podgroups/) with the page's session and CSRF token; `form` a FormData.
+  // A refusal throws an Error saying why; 401 (the demo lets anyone read, not plan) says to sign in.
+  async function ask(url, form) {
+    try {
+      return await g.postForm(url, form);
+    } catch (err) {
+      if (err.status === 401) err.message = "What if? runs the engine: sign in to plan";
+      throw err;
+    }
+  }
+
+  function simulate(podGroup, snapshot) {
+    const form = new FormData();
+    form.set("podGroup", podGroup);
+    form.set("policies", g.urls.whatIfPolicies);
+    form.set("maps", "true");
+    if (snapshot) form.set("snapshot", snapshot);
+    return ask(g.urls.simulate, form);
+  }
+
+  function podGroups(snapshot) {
+    const form = new FormData();
+    if (snapshot) form.set("snapshot", snapshot);
+    return ask(g.urls.simulatePodGroups, form);
+  }
 
   function miniMap(nodes) {
     const box = el("div", "mini-map");
@@ -19,6 +46,12 @@
     return box;
   }
 
+  function victimText(v) {
+    // A victim of a namespace the reader does not see has no names (docs/design.md "Scope").
+    const who = v.name ? `${v.namespace}/${v.name}` : "a gang of another namespace";
+    return `${who} · ${g.plural((v.pods || []).length, "pod")} · priority ${Number(v.priority).toLocaleString()}`;
+  }
+
   function render(container, plans) {
     container.replaceChildren();
     const best = plans.find((p) => p.feasible);
@@ -32,20 +65,20 @@
         const facts = el("dl", "facts");
         const add = (k, v) => facts.append(el("dt", "", k), el("dd", "", v));
         add("outcome", p.victims.length ? p.summary : "fits without evicting anything");
-        add("lost", `${p.lostGpuHours} GPU-hours`);
+        add("lost", `${(p.cost.lostGpuSeconds / 3600).toFixed(1)} GPU-hours`);
         if (p.domain) add("domain", p.domain);
-        add("placed", g.plural(p.placedPods, "pod"));
+        add("placed", g.plural(Object.keys(p.placement).length, "pod"));
         card.append(facts);
         if (p.victims.length) {
           const ul = el("ul", "victims");
-          for (const v of p.victims) ul.append(el("li", "", `${v.unit} · ${g.plural(v.pods, "pod")} · priority ${Number(v.priority).toLocaleString()}`));
+          for (const v of p.victims) ul.append(el("li", "", victimText(v)));
           card.append(ul);
         }
-        if (p.map.length) card.append(miniMap(p.map));
+        if ((p.map || []).length) card.append(miniMap(p.map));
       }
       container.append(card);
     }
   }
 
-  window.gangwebPlans = { render };
+  window.gangwebPlans = { render, simulate, podGroups };
 })();

@@ -1,9 +1,12 @@
 // /preemptions/: the ledger grouped by gang, retries folded, executions first; lost GPU-hours per hour.
+// Both from the API v1 (preemptions/, preemptions/lost-gpu-hours/); the filters are its parameters.
 (function () {
   "use strict";
   const g = window.gangweb;
   const { $, el } = g;
   const form = $("filters");
+  const NAMES = new Set(Array.from(form.elements, (f) => f.name).filter(Boolean));
+  const EMPTY = $("empty").textContent;
   let first = true;
   let chart = null;
 
@@ -14,22 +17,35 @@
     return `${run.state}${times}${since}${run.reason ? ": " + run.reason : ""}`;
   }
 
+  function fail(err) {
+    $("count").textContent = "";
+    $("cards").replaceChildren();
+    $("empty").textContent = `Cannot list the preemptions: ${err.message}`;
+    $("empty").hidden = false;
+  }
+
   async function load() {
     const params = first ? g.urlToForm(form) : g.formToURL(form);
     first = false;
-    const d = await g.getJSON(g.urls.preemptions, params);
+    const query = Object.fromEntries(Object.entries(params).filter(([k, v]) => NAMES.has(k) && v));
+    let d, lost;
+    try {
+      [d, lost] = await Promise.all([g.getJSON(g.urls.preemptions, { ...query, limit: 1000 }), g.getJSON(g.urls.lostGpuHours)]);
+    } catch (err) {
+      return fail(err);
+    }
     $("count").textContent = `${g.plural(d.count, "gang")}`;
     const box = $("cards");
     box.replaceChildren();
     for (const c of d.results) {
       const card = el("article", "card" + (c.executed ? " executed" : ""));
-      card.dataset.key = c.key;
+      card.dataset.key = c.podGroup;
       card.dataset.state = c.state;
       const h = el("h3");
-      const a = el("a", "gang-link", c.key);
+      const a = el("a", "gang-link", c.podGroup);
       a.href = g.gangUrl(c.namespace, c.name);
       h.append(a);
-      const next = c.nextRetry ? `, next try ${g.clock(c.nextRetry)}` : "";
+      const next = c.retryAt ? `, next try ${g.clock(c.retryAt)}` : "";
       const summary = `${g.plural(c.requests, "request")}, ${c.executed} executed · now ${c.state}${next}`;
       card.append(h, el("div", "hint", summary));
       const runs = el("ol", "runs");
@@ -38,18 +54,31 @@
       card.append(runs);
       box.append(card);
     }
+    $("empty").textContent = EMPTY;
     $("empty").hidden = d.results.length > 0;
-    drawLost(d.lostGpuHours);
+    drawLost(lost);
   }
 
-  function drawLost(h) {
-    $("lost-empty").hidden = h.t.length > 0;
-    const data = [h.t, h.lostGpuHours];
+  // Every hour of the range, 0 where nothing was lost (the API leaves those out): one bar an hour wide.
+  function hourly(lost) {
+    const byHour = new Map(lost.points.map((p) => [Math.floor(Date.parse(p.at) / 3600000), p.lostGpuHours]));
+    const last = Math.floor(Date.now() / 3600000);
+    const t = [], v = [];
+    for (let h = last - lost.days * 24 + 1; h <= last; h++) {
+      t.push(h * 3600);
+      v.push(byHour.get(h) || 0);
+    }
+    return [t, v];
+  }
+
+  function drawLost(lost) {
+    $("lost-empty").hidden = lost.points.length > 0;
+    const data = hourly(lost);
     if (chart) return chart.setData(data);
-    if (!h.t.length || !window.uPlot) return;
+    if (!lost.points.length || !window.uPlot) return;
     const box = $("lost-chart");
     const now = Date.now() / 1000;
-    chart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - 2 * 86400, now + 1800] } }, series: [{}, { label: "GPU-hours lost", stroke: "hsl(350 70% 50%)", fill: "hsla(350 70% 50% / .2)", paths: uPlot.paths.bars({ size: [0.6] }) }] }, data, box);
+    chart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - lost.days * 86400, now + 1800] } }, series: [{}, { label: "GPU-hours lost", stroke: "hsl(350 70% 50%)", fill: "hsla(350 70% 50% / .2)", paths: uPlot.paths.bars({ size: [0.6] }), points: { show: false } }] }, data, box);
   }
 
   let soon = null;

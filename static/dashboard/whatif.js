@@ -1,8 +1,10 @@
 // /what-if/: a dump (or the live cluster), a gang, the three policies' plans. Nothing is executed.
+// POST /api/v1/simulate/podgroups/ lists the gangs one may plan, POST /api/v1/simulate/ plans (plans.js).
 (function () {
   "use strict";
   const g = window.gangweb;
-  const { $, el } = g;
+  const { $ } = g;
+  const lab = window.gangwebPlans;
   let useLive = false;
 
   function error(text) {
@@ -10,43 +12,45 @@
     $("error").hidden = !text;
   }
 
+  function snapshot() {
+    const file = $("snapshot").files[0];
+    return file && !useLive ? file : null;
+  }
+
   function fillGangs(gangs) {
     const select = $("podgroup");
-    select.replaceChildren(new Option(gangs.length ? "pick a gang…" : "no gang in it", ""));
-    for (const x of gangs) select.add(new Option(`${x.key} (${x.state}, ${x.priorityClass}, ${g.plural(x.gpus, "GPU")})`, x.key));
+    select.replaceChildren(new Option(gangs.length ? "pick a gang…" : "no gang in it that you may plan", ""));
+    for (const x of gangs) select.add(new Option(`${x.podGroup} (${x.state}, ${x.priorityClass}, ${g.plural(x.gpus, "GPU")})`, x.podGroup));
     const firstWaiting = gangs.find((x) => x.state !== "running");
-    if (firstWaiting) select.value = firstWaiting.key;
+    if (firstWaiting) select.value = firstWaiting.podGroup;
   }
 
-  async function ask(withGang) {
-    const form = new FormData();
-    const file = $("snapshot").files[0];
-    if (file && !useLive) form.set("snapshot", file);
-    if (withGang) form.set("podGroup", $("podgroup").value);
-    const d = await g.postForm(g.urls.whatIf, form);
-    error(d.error);
-    return d;
+  async function listGangs() {
+    error("");
+    try {
+      fillGangs((await lab.podGroups(snapshot())).podGroups);
+    } catch (exc) {
+      error(exc.message);
+    }
   }
 
-  $("snapshot").addEventListener("change", async () => {
+  $("snapshot").addEventListener("change", () => {
     useLive = false;
-    const d = await ask(false);
-    if (d.gangs) fillGangs(d.gangs);
+    listGangs();
   });
-  $("use-live").addEventListener("click", async () => {
+  $("use-live").addEventListener("click", () => {
     useLive = true;
-    const d = await ask(false);
-    if (d.gangs) fillGangs(d.gangs);
+    listGangs();
   });
   $("lab").addEventListener("submit", async (e) => {
     e.preventDefault();
     if (!$("podgroup").value) return error("pick a gang first");
+    error("");
     $("plan").disabled = true;
     try {
-      const d = await ask(true);
-      if (d.plans) window.gangwebPlans.render($("plans"), d.plans);
+      lab.render($("plans"), (await lab.simulate($("podgroup").value, snapshot())).plans);
     } catch (exc) {
-      error(String(exc));
+      error(exc.message);
     } finally {
       $("plan").disabled = false;
     }

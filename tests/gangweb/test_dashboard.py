@@ -292,45 +292,6 @@ def test_one_gangs_json(client):
     assert (detail["tier"], detail["shade"]) == (on_map["tier"], on_map["shade"])
 
 
-def test_the_what_if_json_plans_with_three_policies_and_executes_nothing(client):
-    from scheduler.preemption.runtime import get_cluster
-
-    key = client.get("/api/v1/podgroups/", {"state": "pending,short", "sort": "priority"}).json()["results"][
-        0
-    ]["podGroup"]
-    before = get_cluster().snapshot_objects()
-    answer = client.post("/dashboard/data/what-if", {"podGroup": key}).json()
-    assert [p["policy"] for p in answer["plans"]] == ["gangweb", "kep5710", "legacy"]
-    assert get_cluster().snapshot_objects() == before
-    for plan in answer["plans"]:
-        if plan["feasible"] and plan["evictedPods"]:
-            assert any("victim" in s for n in plan["map"] for s in n["squares"])
-            assert " 1 pods" not in plan["summary"] and " 1 units" not in plan["summary"]
-
-
-def test_the_what_if_json_reads_an_uploaded_dump(client, tmp_path):
-    import yaml
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
-    from scheduler.simulation import SimulatedCluster
-
-    cluster = SimulatedCluster(nodes=16, seed=11)
-    dump = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": cluster.snapshot_objects()}).encode()
-    listed = client.post(
-        "/dashboard/data/what-if", {"snapshot": SimpleUploadedFile("dump.yaml", dump)}
-    ).json()
-    waiting = [g["key"] for g in listed["gangs"] if g["state"] == "waiting"]
-    assert waiting
-    answer = client.post(
-        "/dashboard/data/what-if", {"snapshot": SimpleUploadedFile("dump.yaml", dump), "podGroup": waiting[0]}
-    ).json()
-    assert len(answer["plans"]) == 3
-    bad = client.post(
-        "/dashboard/data/what-if", {"snapshot": SimpleUploadedFile("x.yaml", b"{: nope")}
-    ).json()
-    assert "error" in bad
-
-
 def test_the_page_says_why_when_the_cluster_cannot_be_read(client, settings, monkeypatch, tmp_path):
     from scheduler.preemption.runtime import reset_cluster
 

@@ -14,7 +14,9 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import yaml
 
+from scheduler.simulation import SimulatedCluster
 from tests.gangweb.conftest import grant_user, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -104,7 +106,15 @@ def test_the_what_if_shows_three_plans_side_by_side(start_demo, browser_page):
     demo = start_demo()
     waiting = json_of(demo.base_url + "/api/v1/podgroups/?state=pending,short&sort=priority")["results"]
     assert waiting, "the demo starts with gangs waiting"
-    page.goto(demo.base_url + f"/gangs/{waiting[0]['podGroup']}/")
+    gang_page = demo.base_url + f"/gangs/{waiting[0]['podGroup']}/"
+    # The demo's pages are open to anyone; planning runs the engine (POST /api/v1/simulate/), so it asks
+    # for a login, and says so.
+    page.goto(gang_page)
+    page.click("#run-whatif")
+    page.wait_for_selector("#plans .error:has-text('sign in to plan')", timeout=30_000)
+    grant_user(demo.var_dir, "planner", "planner-pw-31", "--role", "viewer", "--all-namespaces")
+    sign_in(page, demo.base_url, "planner", "planner-pw-31")
+    page.goto(gang_page)
     page.click("#run-whatif")
     page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
     assert page.locator("#plans .plan").evaluate_all("cards => cards.map(c => c.dataset.policy)") == [
@@ -112,11 +122,31 @@ def test_the_what_if_shows_three_plans_side_by_side(start_demo, browser_page):
         "kep5710",
         "legacy",
     ]
+    feasible = page.locator("#plans .plan:not(:has(p.error))").count()
+    assert page.locator("#plans .mini-map").count() == feasible, "each feasible plan draws its small map"
     page.goto(demo.base_url + "/what-if/")
     page.click("#use-live")
     page.wait_for_function("document.querySelector('#podgroup').options.length > 1", timeout=30_000)
     page.click("#plan")
     page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
+    # An uploaded dump: its gangs listed, then its plans (the demo's own cluster, dumped as kubectl would)
+    dump = yaml.safe_dump(
+        {"apiVersion": "v1", "kind": "List", "items": SimulatedCluster(nodes=16, seed=11).snapshot_objects()}
+    )
+    page.evaluate(
+        "document.querySelector('#podgroup').replaceChildren(); document.querySelector('#plans').replaceChildren()"
+    )
+    page.set_input_files(
+        "#snapshot", files=[{"name": "dump.yaml", "mimeType": "application/yaml", "buffer": dump.encode()}]
+    )
+    page.wait_for_function("document.querySelector('#podgroup').value !== ''", timeout=30_000)
+    page.click("#plan")
+    page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
+    page.set_input_files(
+        "#snapshot", files=[{"name": "bad.yaml", "mimeType": "application/yaml", "buffer": b"{: nope"}]
+    )
+    page.wait_for_selector("#error:not([hidden])", timeout=30_000)
+    assert "snapshot" in page.inner_text("#error")
     assert not page.errors, page.errors
 
 
@@ -262,12 +292,6 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
         page.goto(demo.base_url + path)
         page.wait_for_load_state("networkidle")
         page.screenshot(path=str(out / f"{name}.png"), full_page=True)
-    key = json_of(demo.base_url + "/api/v1/podgroups/?state=pending,short&sort=priority")["results"]
-    key = (key or json_of(demo.base_url + "/api/v1/podgroups/")["results"])[0]["podGroup"]
-    page.goto(demo.base_url + f"/gangs/{key}/")
-    page.click("#run-whatif")
-    page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
-    page.screenshot(path=str(out / "gang.png"), full_page=True)
     page.goto(demo.base_url + "/login/")
     page.wait_for_load_state("networkidle")
     page.screenshot(path=str(out / "login.png"), full_page=True)
@@ -275,6 +299,16 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
     page.goto(demo.base_url + "/")
     page.wait_for_timeout(2_000)
     page.screenshot(path=str(out / "overview-420px.png"), full_page=True)
+    # What if? plans with the engine: signed in (the demo lets anyone read, not plan).
+    page.set_viewport_size({"width": 1400, "height": 900})
+    grant_user(demo.var_dir, "planner", "planner-pw-31", "--role", "viewer", "--all-namespaces")
+    sign_in(page, demo.base_url, "planner", "planner-pw-31")
+    key = json_of(demo.base_url + "/api/v1/podgroups/?state=pending,short&sort=priority")["results"]
+    key = (key or json_of(demo.base_url + "/api/v1/podgroups/")["results"])[0]["podGroup"]
+    page.goto(demo.base_url + f"/gangs/{key}/")
+    page.click("#run-whatif")
+    page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
+    page.screenshot(path=str(out / "gang.png"), full_page=True)
     assert len(list(out.glob("*.png"))) >= 9
     assert not page.errors, page.errors
 

@@ -176,6 +176,7 @@ class Decision(s.Serializer):
     source = s.CharField(allow_null=True)
     minCount = s.IntegerField(allow_null=True)
     mode = s.CharField(allow_null=True)
+    at = s.CharField(allow_null=True, help_text="when gangweb kept it (ISO 8601)")
 
 
 class PodGroupDetail(PodGroup):

@@ -4,7 +4,7 @@ generated from this list (tests/gangweb/api/v1/test_isolation.py)."""
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from gangweb.api.v1.views import actions, cluster, ledger, pages, root, simulate
+from gangweb.api.v1.views import actions, cluster, grouped, ledger, pages, root, simulate
 
 app_name = "v1"
 
@@ -25,6 +25,12 @@ urlpatterns = [
     path("usage/", cluster.Usage.as_view(), name="usage"),
     path("decisions/", cluster.Decisions.as_view(), name="decisions"),
     path("simulate/", simulate.Simulate.as_view(), name="simulate"),
+    # the dashboard's grouped answers and the what-if lab (gangweb/api/v1/views/grouped.py, simulate.py)
+    path("preemptions/", grouped.Preemptions.as_view(), name="preemptions"),
+    path("preemptions/lost-gpu-hours/", grouped.LostGpuHours.as_view(), name="preemptions-lost"),
+    path("decisions/groups/", grouped.DecisionGroups.as_view(), name="decision-groups"),
+    path("decisions/summary/", grouped.DecisionSummary.as_view(), name="decision-summary"),
+    path("simulate/podgroups/", simulate.SimulatePodGroups.as_view(), name="simulate-podgroups"),
     path("requests/<int:pk>/approve/", actions.Approve.as_view(), name="request-approve"),
     path("requests/<int:pk>/reject/", actions.Reject.as_view(), name="request-reject"),
     path("requests/<int:pk>/cancel/", actions.Cancel.as_view(), name="request-cancel"),

@@ -1,53 +1,59 @@
-"""Admission decisions, from the live stream's log of ``admission.decisions`` (the newest ones kept):
-grouped by what was decided, denials with their reason, counts by gang source."""
+"""Admission decisions grouped (``GET /api/v1/decisions/groups/``, the /decisions/ page): by webhook,
+outcome, gang and reason (a denial's message), denials first, with counts by the source each gang was
+inferred from. The rows are the kept decisions of ``/api/v1/decisions/`` (``gangweb.api.v1.queries.
+decisions``, the newest 5,000), already cut to the reader's scope."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gangweb.access.scope import Scope
-from gangweb.dashboard import stream
+from gangweb.api.v1.queries import decisions as kept
+
+# The pods a group names (the rest are counted).
+NAMED_PODS = 5
 
 
-def decisions(scope: Scope, limit: int = 500) -> dict[str, Any]:
-    rows = []
-    for message in stream.latest("decisions", limit):
-        for d in (message.get("payload") or {}).get("decisions", []):
-            if scope.sees(d.get("namespace") or ""):
-                rows.append({**d, "at": message.get("at")})
+def grouped(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``rows`` (v1 decision rows, newest first) grouped: ``results`` (denied first, then the most recent),
+    ``decisions`` and ``denied`` counted over every row, ``bySource`` ``[{source, count}]`` most first."""
     groups: dict[tuple, dict[str, Any]] = {}
     sources: dict[str, int] = {}
     for d in rows:
-        outcome = "allowed" if d.get("allowed") else "denied"
-        key = (
-            d.get("webhook"),
-            outcome,
-            d.get("message") if outcome == "denied" else "",
-            d.get("podGroup") or "",
-        )
-        group = groups.setdefault(
-            key,
-            {
-                "webhook": d.get("webhook"),
+        outcome = "allowed" if d["allowed"] else "denied"
+        gang = d.get("podGroup") or None
+        reason = d["message"] if outcome == "denied" else ""
+        key = (d["webhook"], outcome, reason, d["namespace"], gang)
+        group = groups.get(key)
+        if group is None:  # rows come newest first: the first one seen is the latest
+            group = groups[key] = {
+                "webhook": d["webhook"],
                 "outcome": outcome,
-                "reason": key[2],
-                "podGroup": key[3],
-                "namespace": d.get("namespace"),
+                "reason": reason,
+                "namespace": d["namespace"],
+                "name": gang,
+                "podGroup": f"{d['namespace']}/{gang}" if gang else None,
                 "count": 0,
-                "latest": None,
-                "names": [],
-            },
-        )
+                "latest": d.get("at"),
+                "pods": [],
+            }
         group["count"] += 1
-        group["latest"] = d.get("at")
-        if len(group["names"]) < 5:
-            group["names"].append(d.get("name"))
+        if len(group["pods"]) < NAMED_PODS:
+            group["pods"].append(d["name"])
         if d.get("source"):
             sources[d["source"]] = sources.get(d["source"], 0) + 1
-    ordered = sorted(groups.values(), key=lambda g: (g["outcome"] != "denied", -(g["latest"] or 0)))
+    # Groups were met newest first; a stable sort puts the denials ahead and keeps that order.
+    ordered = sorted(groups.values(), key=lambda g: g["outcome"] != "denied")
     return {
-        "count": len(rows),
-        "denied": sum(1 for d in rows if not d.get("allowed")),
-        "bySource": dict(sorted(sources.items(), key=lambda kv: -kv[1])),
+        "decisions": len(rows),
+        "denied": sum(1 for d in rows if not d["allowed"]),
+        "bySource": [
+            {"source": k, "count": n} for k, n in sorted(sources.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
         "results": ordered,
     }
+
+
+def decisions(scope: Scope, **only: str | None) -> dict[str, Any]:
+    """The reader's kept decisions grouped (``only``: ``namespace``, ``podgroup`` as in ``kept.decisions``)."""
+    return grouped(kept.decisions(scope, **only))

@@ -1,21 +1,24 @@
-"""The ledger grouped by gang: one card per gang, its retries folded into runs.
+"""The ledger grouped by gang: one card per gang, its retries folded into runs (``GET
+/api/v1/preemptions/``, the /preemptions/ page), and the GPU-hours lost per hour
+(``GET /api/v1/preemptions/lost-gpu-hours/``).
 
 A run is consecutive requests of one gang that ended the same way for the same reason ("infeasible x
 7 since 08:13, next try 08:29"); an executed preemption is never folded. Cards with an execution come
-first, then the most recent.
+first, then the most recent. A retried card's ``retryAt`` is the gang's verdict's (``/api/v1/podgroups/``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
 from gangweb.access.scope import Scope
+from gangweb.api.v1.queries.ledger import verdicts
 from scheduler.preemption.models import Plan, PlanSource, PreemptionRequest, RequestState
 from scheduler.words import plural
 
@@ -30,9 +33,9 @@ def _plan_summary(plan: Plan | None) -> dict[str, Any] | None:
         "policy": plan.policy,
         "feasible": plan.feasible,
         "domain": plan.domain,
-        "pods": plan.evicted_pods,
-        "gpus": plan.evicted_gpus,
-        "units": plan.victim_units,
+        "evictedPods": plan.evicted_pods,
+        "evictedGpus": plan.evicted_gpus,
+        "victimUnits": plan.victim_units,
         "lostGpuHours": round(plan.lost_gpu_seconds / 3600, 1),
         "summary": (
             f"evicted {plural(plan.evicted_pods, 'pod')} in {plural(plan.victim_units, 'unit')}, "
@@ -42,24 +45,28 @@ def _plan_summary(plan: Plan | None) -> dict[str, Any] | None:
     }
 
 
-def cards(scope: Scope, params: dict[str, str]) -> dict[str, Any]:
+def cards(
+    scope: Scope, *, namespaces: Iterable[str] = (), gang: str = "", states: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """One card per gang of the newest ``MAX_REQUESTS`` requests the reader sees (of these namespaces,
+    a name containing ``gang`` in any case, a request in one of these states), executions first."""
     queryset = scope.filter(PreemptionRequest.objects.all())
-    if params.get("namespace"):
-        queryset = queryset.filter(namespace=params["namespace"])
-    if params.get("gang"):
-        queryset = queryset.filter(name__icontains=params["gang"])
-    if params.get("state"):
-        queryset = queryset.filter(state=params["state"])
+    if namespaces := list(namespaces):
+        queryset = queryset.filter(namespace__in=namespaces)
+    if gang:
+        queryset = queryset.filter(name__icontains=gang)
+    if states := list(states):
+        queryset = queryset.filter(state__in=states)
     requests = list(queryset.order_by("-created_at", "-id")[:MAX_REQUESTS])
     plans: dict[int, Plan] = {}
     for plan in Plan.objects.filter(request__in=[r.pk for r in requests], source=PlanSource.ENGINE).order_by(
         "id"
     ):
         plans[plan.request_id] = plan
-    cooldown = timedelta(seconds=settings.GANGWEB_REQUEST_COOLDOWN_SECONDS)
     by_gang: dict[str, list[PreemptionRequest]] = {}
     for request in requests:
         by_gang.setdefault(f"{request.namespace}/{request.name}", []).append(request)
+    verdict = verdicts(tuple(key.split("/", 1)) for key in by_gang)
     out = []
     for key, rows in by_gang.items():
         rows.sort(key=lambda r: (r.created_at, r.pk))
@@ -98,29 +105,31 @@ def cards(scope: Scope, params: dict[str, str]) -> dict[str, Any]:
                 }
             )
         newest = rows[-1]
-        done = newest.finished_at or newest.updated_at
         namespace, _, name = key.partition("/")
+        # a gang that failed or was infeasible is retried: when, the verdict says (as /gangs/ shows it)
+        retried = newest.state in (RequestState.INFEASIBLE, RequestState.FAILED)
+        again = (verdict.get(key) or {}).get("retryAt") if retried else None
         out.append(
             {
                 "namespace": namespace,
                 "name": name,
-                "key": key,
+                "podGroup": key,
                 "requests": len(rows),
                 "executed": sum(1 for r in rows if r.state in EXECUTED),
                 "state": newest.state,
                 "latestAt": newest.created_at.isoformat(),
-                "nextRetry": (done + cooldown).isoformat()
-                if newest.state in (RequestState.INFEASIBLE, RequestState.FAILED)
-                else None,
+                "retryAt": again.isoformat() if again is not None else None,
                 "runs": runs[::-1],
             }
         )
     out.sort(key=lambda c: c["latestAt"], reverse=True)
     out.sort(key=lambda c: c["executed"] == 0)
-    return {"count": len(out), "results": out, "lostGpuHours": lost_over_time(scope)}
+    return out
 
 
-def lost_over_time(scope: Scope, days: int = 2) -> dict[str, list]:
+def lost_over_time(scope: Scope, days: int = 2) -> list[dict[str, Any]]:
+    """GPU-hours lost per hour to the preemptions the reader sees executed (the preemptor's namespace)
+    in the last ``days``, oldest first: ``[{"at", "lostGpuHours"}]``, hours without one left out."""
     since = timezone.now() - timedelta(days=days)
     done = scope.filter(
         PreemptionRequest.objects.filter(state=RequestState.SUCCEEDED, finished_at__gte=since)
@@ -132,7 +141,4 @@ def lost_over_time(scope: Scope, days: int = 2) -> dict[str, list]:
         .annotate(seconds=Sum("lost_gpu_seconds"))
         .order_by("hour")
     )
-    return {
-        "t": [round(r["hour"].timestamp()) for r in rows],
-        "lostGpuHours": [round(r["seconds"] / 3600, 2) for r in rows],
-    }
+    return [{"at": r["hour"].isoformat(), "lostGpuHours": round(r["seconds"] / 3600, 2)} for r in rows]

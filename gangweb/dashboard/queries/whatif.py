@@ -1,23 +1,25 @@
-"""What if? The three policies' plans for one gang, side by side, each with a small map of its victims.
+"""What if? for the lab and a gang page: the gangs of a dump, and what ``POST /api/v1/simulate/`` adds to
+each plan for them (a line on the policy, a summary in counted words, a small map of its nodes).
 
-On the live cluster (with the room gangweb just freed held for the gangs it freed it for, as the
-pipeline plans) or on an uploaded ``kubectl get ... -o yaml`` dump (the snapshot contract of
-docs/design.md, read within the same bounds as ``gang plan``). Nothing is executed or recorded.
+The plans themselves are ``simulate``'s (``gangweb/api/v1/views/simulate.py``), on the live cluster or an
+uploaded ``kubectl get ... -o yaml`` dump (the snapshot contract of docs/design.md). Nothing is executed
+or recorded.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, BinaryIO
+from typing import Any
 
 from gangweb.access.scope import Scope
 from gangweb.dashboard.picture import build_picture
 from scheduler.engine import DEFAULT_POLICY, POLICIES
-from scheduler.engine.reading import read_snapshot
 from scheduler.preemption import planning
 from scheduler.words import plural
 
 OTHER_GANG = "a gang of another namespace"
+# What if? plans with every policy, side by side, the default first.
+POLICY_ORDER = tuple(sorted(POLICIES, key=lambda n: (n != DEFAULT_POLICY, n)))
 
 
 def flatten(documents: list[Any]) -> list[dict[str, Any]]:
@@ -33,19 +35,44 @@ def flatten(documents: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def read_upload(stream: BinaryIO) -> list[dict[str, Any]]:
-    """Objects of an uploaded dump; ``SnapshotError`` says what is wrong with it."""
-    return flatten(read_snapshot(stream))
+def picture_of(objects: list[Any]) -> dict[str, Any]:
+    """The GPU map's picture of a snapshot's (or the live cluster's) objects, for the small maps."""
+    return build_picture(flatten(objects), now=time.time(), cluster="what-if")
 
 
-def gangs_of(objects: list[dict[str, Any]], scope: Scope | None = None) -> list[dict[str, Any]]:
-    picture = build_picture(objects, now=time.time(), cluster="upload")
-    rows = [g for g in picture["gangs"] if scope is None or scope.sees(g["namespace"])]
+def gangs_of(objects: list[Any], scope: Scope) -> list[dict[str, Any]]:
+    """The gangs of ``objects`` the reader may simulate: waiting first, then by priority (the lab's list)."""
+    rows = [g for g in picture_of(objects)["gangs"] if scope.may("simulate", g["namespace"])]
     rows.sort(key=lambda g: (g["state"] == "running", -g["priority"], g["key"]))
     return [
-        {"key": g["key"], "state": g["state"], "priorityClass": g["priorityClass"], "gpus": g["gpus"]}
+        {
+            "namespace": g["namespace"],
+            "name": g["name"],
+            "podGroup": g["key"],
+            "state": g["state"],
+            "priority": g["priority"],
+            "priorityClass": g["priorityClass"],
+            "gpus": g["gpus"],
+        }
         for g in rows
     ]
+
+
+def about(policy: str) -> str:
+    return getattr(POLICIES.get(policy), "summary", "")
+
+
+def summary(plan: dict[str, Any], facts: dict) -> str:
+    pods, units = len(plan.get("evictions") or []), len(plan.get("victims") or [])
+    gpus = sum(f.gpus for f in facts.values())
+    return f"evicts {plural(pods, 'pod')} in {plural(units, 'unit')}, {plural(gpus, 'GPU')}"
+
+
+def small_map(picture: dict[str, Any], plan: dict[str, Any], facts: dict) -> list[dict]:
+    """The nodes ``plan`` evicts on or places on, each GPU a square: ``free``, ``held``, ``victim``,
+    ``placed`` (on a free GPU) or ``victim placed``."""
+    row = next((g for g in picture["gangs"] if g["key"] == plan.get("podGroup")), None)
+    return _small_map(picture, plan, facts, row["podGpus"] if row else 0)
 
 
 def _small_map(picture: dict[str, Any], plan: dict[str, Any], facts: dict, pod_gpus: int) -> list[dict]:
@@ -76,56 +103,7 @@ def _small_map(picture: dict[str, Any], plan: dict[str, Any], facts: dict, pod_g
     return out
 
 
-def compare(
-    objects: list[dict[str, Any]], podgroup: str, scope: Scope | None, policies: list[str] | None = None
-) -> dict[str, Any]:
-    picture = build_picture(objects, now=time.time(), cluster="what-if")
-    row = next((g for g in picture["gangs"] if g["key"] == podgroup), None)
-    pod_gpus = row["podGpus"] if row else 0
-    plans = []
-    for name in policies or sorted(POLICIES, key=lambda n: (n != DEFAULT_POLICY, n)):
-        result = planning.compute(objects, podgroup, name)
-        plan = result.plan
-
-        def label(victim: dict[str, Any]) -> str:
-            if scope is not None and not scope.sees(victim.get("namespace") or ""):
-                return OTHER_GANG
-            return f"{victim.get('namespace')}/{victim.get('name')}"
-
-        pods = len(plan.get("evictions") or [])
-        gpus = sum(f.gpus for f in result.pods.values())
-        units = len(plan.get("victims") or [])
-        plans.append(
-            {
-                "policy": name,
-                "about": getattr(POLICIES[name], "summary", ""),
-                "feasible": plan.get("feasible"),
-                "outcome": plan.get("outcome"),
-                "reason": plan.get("reason"),
-                "domain": plan.get("domain"),
-                "victims": [
-                    {"unit": label(v), "priority": v.get("priority"), "pods": len(v.get("pods") or [])}
-                    for v in plan.get("victims") or []
-                ],
-                "evictedPods": pods,
-                "evictedGpus": gpus,
-                "units": units,
-                "summary": f"evicts {plural(pods, 'pod')} in {plural(units, 'unit')}, {plural(gpus, 'GPU')}",
-                "lostGpuHours": round(float(result.cost.get("lost_gpu_seconds") or 0) / 3600, 1),
-                "placedPods": len(plan.get("placement") or {}),
-                "planningSeconds": round(result.seconds, 4),
-                "map": _small_map(picture, plan, result.pods, pod_gpus),
-            }
-        )
-    return {"podGroup": podgroup, "plans": plans}
-
-
 def live_objects() -> list[dict[str, Any]]:
     from scheduler.preemption.runtime import get_cluster
 
     return planning.fresh_objects(get_cluster())
-
-
-def compare_live(podgroup: str, scope: Scope) -> dict[str, Any]:
-    objects = planning.reserve_room(live_objects(), podgroup)
-    return compare(objects, podgroup, scope)

@@ -104,5 +104,5 @@ def test_a_scoped_reader_sees_only_their_namespaces_on_the_preemptions_page(view
     make_request("team-b", execute_it=False)
     client = Client()
     client.force_login(viewer)
-    text = client.get("/dashboard/data/preemptions").content.decode()
+    text = client.get("/api/v1/preemptions/").content.decode()
     assert "team-a" in text and "team-b" not in text

@@ -26,6 +26,7 @@ def infeasible(namespace: str, name: str, count: int, reason: str = "short of mi
             name=name,
             state=RequestState.INFEASIBLE,
             reason=f"{reason} ({20 + i} victims)",
+            finished_at=timezone.now(),  # a finished try: the verdict's retry time counts from it
         )
         Plan.objects.create(
             request=request, policy="gangweb", outcome="infeasible:short", reason=request.reason
@@ -37,8 +38,8 @@ def infeasible(namespace: str, name: str, count: int, reason: str = "short of mi
 def test_retries_that_ended_alike_fold_into_one_run_and_executions_come_first(make_request):
     done = make_request("team-a")
     infeasible("team-b", "big", 7)
-    cards = preemptions.cards(EVERYONE, {})["results"]
-    assert [c["key"] for c in cards] == ["team-a/train", "team-b/big"]
+    cards = preemptions.cards(EVERYONE)
+    assert [c["podGroup"] for c in cards] == ["team-a/train", "team-b/big"]
     executed, retried = cards
     assert executed["executed"] == 1 and executed["runs"][0]["executed"]
     plan = executed["runs"][0]["plan"]
@@ -47,7 +48,7 @@ def test_retries_that_ended_alike_fold_into_one_run_and_executions_come_first(ma
     [run] = retried["runs"]
     assert (run["state"], run["count"]) == ("infeasible", 7)
     assert run["reason"].endswith("(26 victims)"), "the latest try's reason"
-    assert retried["nextRetry"] is not None
+    assert retried["retryAt"] is not None
 
 
 def test_a_different_outcome_starts_a_new_run():
@@ -56,7 +57,7 @@ def test_a_different_outcome_starts_a_new_run():
         namespace="team-b", name="big", state=RequestState.FAILED, reason="429"
     )
     infeasible("team-b", "big", 1)
-    [card] = preemptions.cards(EVERYONE, {})["results"]
+    [card] = preemptions.cards(EVERYONE)
     assert [(r["state"], r["count"]) for r in card["runs"]] == [
         ("infeasible", 1),
         ("failed", 1),
@@ -69,9 +70,10 @@ def test_cards_are_cut_to_the_scope_and_filtered(make_request):
     make_request("team-a")
     infeasible("team-b", "big", 3)
     team_b = Scope(user="bob", per_namespace={"team-b": VIEWER})
-    assert [c["key"] for c in preemptions.cards(team_b, {})["results"]] == ["team-b/big"]
-    assert preemptions.cards(EVERYONE, {"state": "succeeded"})["count"] == 1
-    assert preemptions.cards(EVERYONE, {"gang": "bi"})["count"] == 1
+    assert [c["podGroup"] for c in preemptions.cards(team_b)] == ["team-b/big"]
+    assert len(preemptions.cards(EVERYONE, states=["succeeded"])) == 1
+    assert len(preemptions.cards(EVERYONE, gang="BI")) == 1, "the name contains it, in any case"
+    assert len(preemptions.cards(EVERYONE, namespaces=["team-a", "team-c"])) == 1
 
 
 def test_headline_figures_count_executions_and_lost_gpu_hours(make_request):

@@ -1,23 +1,31 @@
 """Admission decisions, kept: the webhook's recorder publishes each interval's decisions to the
 dashboard (admission/recorder.py); ``keep_and_send`` is the publisher gangweb hands it, so the newest
-5,000 are also kept (``gangweb.api.v1.store.DECISIONS``) for ``/api/v1/decisions`` and a gang's page.
+5,000 are also kept (``gangweb.api.v1.store.DECISIONS``) for ``/api/v1/decisions`` and a gang's page,
+each stamped with ``at``, when it was kept (the recorder publishes every half second).
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+from rest_framework.exceptions import ValidationError
+
 from gangweb.access.scope import Scope
+from gangweb.api import filters
 from gangweb.api.v1.store import DECISIONS
 
 EVENT_TYPE = "admission.decisions"
+PARAMS = ("namespace", "allowed", "podgroup")
 
 
 def keep_and_send(event_type: str, payload: dict[str, Any]) -> None:
     from gangweb import events
 
     if event_type == EVENT_TYPE:
-        DECISIONS.push(list(reversed(payload.get("decisions") or [])))  # stored newest first
+        at = datetime.now(UTC).isoformat()
+        kept = [{**d, "at": at} for d in reversed(payload.get("decisions") or [])]
+        DECISIONS.push(kept)  # stored newest first
     events.send(event_type, payload)
 
 
@@ -37,6 +45,7 @@ def row(decision: dict[str, Any]) -> dict[str, Any]:
         "source": decision.get("source"),
         "minCount": decision.get("minCount"),
         "mode": decision.get("mode"),
+        "at": decision.get("at"),
     }
 
 
@@ -51,3 +60,18 @@ def decisions(scope: Scope, *, namespace: str | None = None, podgroup: str | Non
             continue
         out.append(row(decision))
     return out
+
+
+def asked(scope: Scope, query) -> list[dict]:
+    """The decisions of ``decisions/`` and ``decisions/groups/``: ``?namespace=`` (one), ``?podgroup=NS/NAME``,
+    ``?allowed=true|false``; a bad value is a 400 naming the parameter."""
+    namespace = query.get("namespace") or None
+    gang = None
+    if keys := filters._object_keys(query, "podgroup"):
+        namespace, gang = keys[0]
+    rows = decisions(scope, namespace=namespace, podgroup=gang)
+    if (raw := query.get("allowed")) is not None:
+        if raw not in ("true", "false"):
+            raise ValidationError({"allowed": ["true or false"]})
+        rows = [r for r in rows if r["allowed"] == (raw == "true")]
+    return rows

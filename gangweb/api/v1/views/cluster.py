@@ -24,6 +24,13 @@ SORTS = {
 }
 
 
+DECISION_PARAMETERS = [
+    OpenApiParameter("namespace", str, description="one namespace"),
+    OpenApiParameter("podgroup", str, description="NAMESPACE/NAME of the gang the pod was put in"),
+    OpenApiParameter("allowed", bool, description="only allowed (true) or refused (false)"),
+]
+
+
 def _paged(serializer):
     return serializer(many=True)
 
@@ -174,26 +181,10 @@ class Usage(V1View):
 class Decisions(V1View):
     """The admission webhook's latest decisions (the newest 5,000 kept), newest first."""
 
-    query_params = ("namespace", "allowed", "podgroup")
+    query_params = decisions.PARAMS
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("namespace", str, description="one namespace"),
-            OpenApiParameter("podgroup", str, description="NAMESPACE/NAME of the gang the pod was put in"),
-            OpenApiParameter("allowed", bool, description="only allowed (true) or refused (false)"),
-        ],
-        responses=_paged(serializers.Decision),
-    )
+    @extend_schema(parameters=DECISION_PARAMETERS, responses=_paged(serializers.Decision))
     def get(self, request):
-        query = request.query_params
-        namespace = query.get("namespace") or None
-        gang = None
-        if keys := filters._object_keys(query, "podgroup"):
-            namespace, gang = keys[0]
-        rows = decisions.decisions(self.scope, namespace=namespace, podgroup=gang)
-        if (raw := query.get("allowed")) is not None:
-            if raw not in ("true", "false"):
-                raise ValidationError({"allowed": ["true or false"]})
-            rows = [r for r in rows if r["allowed"] == (raw == "true")]
+        rows = decisions.asked(self.scope, request.query_params)
         paginator, page = self.page(rows)
         return paginator.get_paginated_response(page)

@@ -22,7 +22,7 @@ LISTS = [
     if not params
     and name.endswith(("-list", "s", "pending"))
     and name not in ("usage",)
-    and "get" in (getattr(cb, "actions", None) or {"get": 1})
+    and ("get" in cb.actions if getattr(cb, "actions", None) else hasattr(cb.cls, "get"))
 ]
 PROBLEM_KEYS = {"type", "title", "status", "detail", "instance"}
 

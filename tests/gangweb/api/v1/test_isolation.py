@@ -3,7 +3,8 @@ team-b's (or the victims' namespace's) objects, in lists, details, aggregates or
 
 A new route under /api/v1/ is covered without a test of its own: lists and aggregates need nothing;
 a route with parameters needs one line in ``EXAMPLES`` (the test fails until it has one), and an
-aggregate without any name in it one line in ``NAMELESS`` saying what the scope leaves out.
+aggregate without any name in it one line in ``COUNTED`` saying what the scope leaves out (or, where
+the world here cannot show it, one in ``NAMELESS`` naming the test that does).
 """
 
 from __future__ import annotations
@@ -56,14 +57,24 @@ EXAMPLES = {
 }
 # Aggregates that name nobody (so no name can leak, and none shows that the cut happened): what the
 # admin's answer counts beyond the team-a reader's. (reader's body, admin's body) -> True when cut.
-NAMELESS = {
+COUNTED = {
     "overview": lambda mine, everything: (
         mine["totals"]["waitingGangs"] < everything["totals"]["waitingGangs"]
         and mine["history"][-1]["allocatedGpus"] < everything["history"][-1]["allocatedGpus"]
     ),
 }
 POST_BODIES = {
-    "simulate": lambda team: {"podGroup": f"{team}/train" if team == "team-a" else "team-b/waiting-b"}
+    "simulate": lambda team: {
+        "podGroup": f"{team}/train" if team == "team-a" else "team-b/waiting-b",
+        "maps": True,
+    }
+}
+# POSTs that name no object: their answer is cut to the reader, like a list's.
+POST_LISTS = {"simulate-podgroups": {}}
+# Aggregates that name nothing (so an admin's answer cannot show team-b either): where their scope is tested.
+NAMELESS = {
+    "preemptions-lost": "tests/gangweb/api/v1/test_grouped.py (a reader's own lost GPU-hours)",
+    "decision-summary": "tests/gangweb/api/v1/test_grouped.py (a reader's own decisions counted)",
 }
 
 ROUTES = v1_routes()
@@ -81,6 +92,8 @@ def assert_hides(response, asked: dict | None = None):
 def test_the_v1_routes_are_found():
     names = {name for _, name, _ in ROUTES}
     assert {"nodes", "podgroups", "request-list", "simulate", "usage", "pending", "decisions"} <= names
+    assert {"preemptions", "preemptions-lost", "decision-groups", "decision-summary"} <= names
+    assert "simulate-podgroups" in names
 
 
 @pytest.mark.parametrize("params, name, callback", ROUTES, ids=[r[1] for r in ROUTES])
@@ -98,11 +111,11 @@ def test_a_team_a_reader_never_reads_team_b(
             assert_hides(answer)
             # The same endpoint for an admin does show team-b: the scope, not an empty cluster, hid it.
             everything = client.get(route, **admin).content.decode()
-            if name in NAMELESS:
-                assert NAMELESS[name](answer.json(), client.get(route, **admin).json()), (
+            if name in COUNTED:
+                assert COUNTED[name](answer.json(), client.get(route, **admin).json()), (
                     f"{route}: the team-a reader's figures count as much as the admin's"
                 )
-            elif name not in ("", "root"):
+            elif name not in ("", "root", *NAMELESS):
                 assert any(word in everything for word in HIDDEN), (
                     f"{route}: the world has nothing of team-b here"
                 )
@@ -116,6 +129,12 @@ def test_a_team_a_reader_never_reads_team_b(
                 answer = client.get(url(name, own), **a_viewer)
                 assert answer.status_code == 200, answer.content
                 assert_hides(answer)
+        elif method == "POST" and name in POST_LISTS:
+            answer = client.post(route, POST_LISTS[name], content_type="application/json", **a_viewer)
+            assert answer.status_code == 200, answer.content
+            assert_hides(answer)
+            everything = client.post(route, POST_LISTS[name], content_type="application/json", **admin)
+            assert any(word in everything.content.decode() for word in HIDDEN), everything.content
         elif method == "POST" and name in POST_BODIES:
             refused = client.post(
                 route, POST_BODIES[name]("team-b"), content_type="application/json", **a_viewer
