@@ -337,7 +337,8 @@ SPECTACULAR_SETTINGS = {
         "PlanSourceEnum": "scheduler.preemption.models.PlanSource",
         "PodGroupStateEnum": "gangweb.api.v1.serializers.PODGROUP_STATES",
         "SimulationSourceEnum": "gangweb.api.v1.serializers.SIMULATION_SOURCES",
-        "MapGangStateEnum": "gangweb.api.v1.summaries.MAP_GANG_STATES",
+        "GangStateEnum": "gangweb.api.v1.summaries.GANG_STATES",
+        "MapGangStateEnum": "gangweb.api.v1.page_serializers.MAP_GANG_STATES",
     },
     # Served from the sidecar package: clusters are often air-gapped (no CDN).
     "SWAGGER_UI_DIST": "SIDECAR",

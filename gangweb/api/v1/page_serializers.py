@@ -9,8 +9,10 @@ from __future__ import annotations
 from rest_framework import serializers as s
 
 from gangweb.api.v1 import serializers
+from gangweb.api.v1.summaries import GANG_STATES
 
-MAP_GANG_STATES = ("running", "partial", "waiting", "other")
+# and "other": the one row of the squares held in namespaces the reader does not see
+MAP_GANG_STATES = (*GANG_STATES, "other")
 
 
 class MapDomain(s.Serializer):

@@ -12,7 +12,7 @@ from gangweb.dashboard.queries.decisions import NAMED_PODS
 from scheduler.preemption.models import RequestState
 
 SQUARES = ("free", "held", "victim", "placed", "victim placed")
-MAP_GANG_STATES = ("running", "partial", "waiting")  # the GPU map's (docs/dashboard.md)
+GANG_STATES = ("running", "partial", "waiting")  # a gang as the GPU map says it (docs/dashboard.md)
 
 
 def paged(item: s.Serializer, name: str) -> type[s.Serializer]:
@@ -117,7 +117,7 @@ class DecisionSummary(s.Serializer):
 # --- /api/v1/simulate/ -----------------------------------------------------------------------------------
 
 
-class MapNode(s.Serializer):
+class PlanMapNode(s.Serializer):
     name = s.CharField()
     squares = s.ListField(child=s.ChoiceField(SQUARES), help_text="one a GPU, in the node's order")
 
@@ -125,7 +125,7 @@ class MapNode(s.Serializer):
 class LabPlan(SimulatedPlan):
     about = s.CharField(allow_blank=True, help_text="the policy in one line")
     summary = s.CharField(help_text="what it evicts, in counted words")
-    map = MapNode(
+    map = PlanMapNode(
         many=True,
         required=False,
         help_text="with maps: the nodes it evicts on or places on, each GPU's square",
@@ -152,7 +152,7 @@ class LabPodGroup(s.Serializer):
     namespace = s.CharField()
     name = s.CharField()
     podGroup = s.CharField()
-    state = s.ChoiceField(MAP_GANG_STATES)
+    state = s.ChoiceField(GANG_STATES)
     priority = s.IntegerField()
     priorityClass = s.CharField(allow_null=True)
     gpus = s.IntegerField()
