@@ -108,6 +108,11 @@ def _api_client():
     return cluster.rest_client() if isinstance(cluster, KubeCluster) else None
 
 
+def has_api() -> bool:
+    """Whether there is a Kubernetes API server to review tokens with (not on a simulated cluster)."""
+    return _api_client() is not None
+
+
 def _post(create: Callable[[Any], Any]) -> dict:
     from kubernetes.client.exceptions import ApiException
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
 PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 ERRORS = {
     "400": "a parameter or the body is invalid (``errors`` names it)",
@@ -32,3 +34,51 @@ def problems(result, generator, request, public):
                     answer["content"] = {"application/problem+json": {"schema": PROBLEM_REF}}
                     answer.setdefault("description", ERRORS.get(code, "problem"))
     return result
+
+
+class _Scheme(OpenApiAuthenticationExtension):
+    """The document names each way in (``components.securitySchemes``), so clients and Swagger UI know
+    which credentials an operation takes. Registered when this module loads (the hooks above)."""
+
+    definition: dict = {}
+
+    def get_security_definition(self, auto_schema):
+        return self.definition
+
+
+class GangwebTokenScheme(_Scheme):
+    target_class = "gangweb.access.authentication.GangwebTokenAuthentication"
+    name = "gangwebToken"
+    definition = {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "a token printed by `manage.py access token USER` (gwt_...)",
+    }
+
+
+class KubernetesTokenScheme(_Scheme):
+    target_class = "gangweb.access.authentication.KubernetesTokenAuthentication"
+    name = "kubernetesToken"
+    definition = {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "a Kubernetes token (service account or OIDC), checked with TokenReview; what it "
+        "may see with SubjectAccessReview",
+    }
+
+
+class BasicScheme(_Scheme):
+    target_class = "gangweb.access.authentication.BasicAuthentication"
+    name = "basic"
+    definition = {"type": "http", "scheme": "basic", "description": "a local user's name and password"}
+
+
+class SessionScheme(_Scheme):
+    target_class = "gangweb.access.authentication.SessionAuthentication"
+    name = "session"
+    definition = {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": "sessionid",
+        "description": "the dashboard's sign-in; unsafe methods need the X-CSRFToken header",
+    }

@@ -127,6 +127,22 @@ def test_unknown_tokens_are_401_with_both_challenges(server, client):
     assert response["WWW-Authenticate"] == 'Bearer realm="gangweb", Basic realm="gangweb"'
 
 
+def test_on_a_simulated_cluster_a_token_that_is_not_gangwebs_is_401_not_503(client, settings):
+    """No API server could vouch for it: bad credentials (401), not "cannot check them now" (503)."""
+    from scheduler.simulation import SimulatedCluster
+
+    settings.DEMO = False
+    runtime.set_cluster(SimulatedCluster(nodes=2))
+    try:
+        response = client.get("/api/v1/", HTTP_AUTHORIZATION="Bearer not-a-known-token")
+    finally:
+        runtime.reset_cluster()
+    assert response.status_code == 401, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    assert "no Kubernetes API server" in response.json()["detail"]
+    assert response["WWW-Authenticate"] == 'Bearer realm="gangweb", Basic realm="gangweb"'
+
+
 def test_a_second_request_within_the_ttl_makes_no_review(server, client, settings):
     server.add_token("sa-token", "system:serviceaccount:team-a:ci")
     server.load(
