@@ -21,7 +21,8 @@ so the kinds a watch cache holds are its own business (a new kind is a new parse
 
 ``keep_indexed(quiet)`` indexes in the background once no event has come for ``quiet`` seconds after a
 change, so the plan that follows a quiet moment finds the snapshot ready (a preemption's trigger, the
-PodGroup's Unschedulable condition, is not a change: see above). A caller asking while that index is being
+PodGroup's Unschedulable condition, is not a change: see above); ``settle_heap`` then also keeps the cache
+out of the garbage collector's full passes (``heap.py``). A caller asking while that index is being
 built waits for it instead of building a second one. Under constant churn nothing is ever quiet and a plan
 indexes when it asks, as without it.
 
@@ -36,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .errors import SnapshotError, object_label
+from .heap import HeapSettler
 from .snapshot import _PARSERS, Snapshot
 
 KubeObject = dict[str, Any]
@@ -202,14 +204,17 @@ class LiveSnapshot:
             return self._built is not None
 
     # ----- background indexing
-    def keep_indexed(self, quiet: float = 0.25) -> None:
-        """Index in a daemon thread whenever ``quiet`` seconds have passed without an event since a change."""
+    def keep_indexed(self, quiet: float = 0.25, *, settle_heap: bool = False) -> None:
+        """Index in a daemon thread whenever ``quiet`` seconds have passed without an event since a change;
+        with ``settle_heap``, settle the process's heap after each index (``heap.HeapSettler``: for the one
+        long-running cache of a process, never in a library's caller that did not ask)."""
         with self._lock:
             if self._indexer is not None:
                 return
             self._stop = False
+            settler = HeapSettler() if settle_heap else None
             self._indexer = threading.Thread(
-                target=self._index_loop, args=(quiet,), daemon=True, name="live-index"
+                target=self._index_loop, args=(quiet, settler), daemon=True, name="live-index"
             )
         self._indexer.start()
 
@@ -221,7 +226,7 @@ class LiveSnapshot:
         if indexer is not None and indexer is not threading.current_thread():
             indexer.join(timeout=5)
 
-    def _index_loop(self, quiet: float) -> None:
+    def _index_loop(self, quiet: float, settler: HeapSettler | None) -> None:
         failed = -1  # a version whose index raised: wait for the next change instead of retrying it
         while True:
             with self._lock:
@@ -238,6 +243,9 @@ class LiveSnapshot:
                 self.snapshot()
             except Exception:  # the caller that asks next gets the error itself
                 failed = version
+                continue
+            if settler is not None:
+                settler.settle()
 
     def local(
         self,
