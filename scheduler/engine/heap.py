@@ -9,16 +9,17 @@ milliseconds). None of these objects is ever cyclic garbage (JSON dicts and type
 a snapshot's indexes refer back to it weakly, ``backref.py``), so they are frozen (``gc.freeze``: still
 freed by reference counting when a watch event replaces them, never walked again).
 
-``settle()`` runs at a quiet moment (``LiveSnapshot.keep_indexed(settle_heap=True)``: after each background
-index). Its first call collects everything and freezes what is left (0.7 s at 20,000 nodes, at start-up);
-later calls freeze what was made since without collecting it (constant time: collecting first would walk
-the new index's few hundred thousand objects, 0.10-0.18 s at 20,000 nodes, load 4.6, with the GIL held).
-Cyclic garbage frozen that way (a task's objects not collected yet), and objects frozen in use that
-later become cyclic garbage, are out of reach until the next full settle, which comes once the frozen heap
-has grown by ``growth`` (a quarter, the share of new objects after which CPython itself runs a full
-collection; counting the frozen heap walks it, 36 ms at 20,000 nodes, so it is counted at most once per
-``check_seconds``): memory stays bounded by the same rule as without freezing. A replaced index is freed
-at once by reference counting.
+``settle()`` runs as each index of a live snapshot is built, the collector still paused
+(``LiveSnapshot.keep_indexed(settle_heap=True)``). Its first call collects everything and freezes what is
+left (0.35-0.7 s at 20,000 nodes, at start-up); later calls freeze what was made since without collecting
+it (constant time). Collecting it instead, as the collector does by itself once it wakes after a build,
+walks the new index's few hundred thousand objects: 0.10-0.40 s at 20,000 nodes after every rebuild, with
+the GIL held. Cyclic garbage frozen that way (a task's objects not collected yet), and objects frozen in
+use that later become cyclic garbage, are out of reach until the next full settle, which comes once the
+frozen heap has grown by ``growth`` (a quarter, the share of new objects after which CPython itself runs a
+full collection; counting the frozen heap walks it, 36 ms at 20,000 nodes, so it is counted at most once
+per ``check_seconds``): memory stays bounded by the same rule as without freezing. A replaced index is
+freed at once by reference counting.
 """
 
 from __future__ import annotations

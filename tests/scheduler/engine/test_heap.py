@@ -101,3 +101,17 @@ def test_the_background_index_settles_the_heap_when_asked():
     finally:
         live.stop_indexing()
         gc.unfreeze()
+
+
+def test_an_index_built_on_demand_is_frozen_as_it_is_built():
+    """Under constant churn nothing is quiet: a plan's own index is settled too, before the collector wakes."""
+    live = LiveSnapshot(synthetic_cluster(48, seed=3))
+    try:
+        live.keep_indexed(quiet=3600, settle_heap=True)  # the background never gets its quiet moment
+        snapshot = live.snapshot()
+        assert all(o is not snapshot and o is not snapshot.units for o in gc.get_objects())
+        overridden = live.snapshot({("Pod", "nowhere/none"): None})  # a re-check's cut: not the live index
+        assert any(o is overridden for o in gc.get_objects())
+    finally:
+        live.stop_indexing()
+        gc.unfreeze()
