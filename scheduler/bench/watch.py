@@ -1,11 +1,12 @@
 """Watch benchmark: LISTs after start-up, unschedulable to first eviction, incremental snapshot updates, memory.
 
-    python manage.py bench watch [--nodes 5000 20000] [--idle-seconds 60] [--churn-seconds 60] [--json]
+    python manage.py bench watch [--nodes 5000 20000] [--idle-seconds 60] [--churn-seconds 60]
+                                 [--concurrency 1] [--json]
 
 For each size: the synthetic cluster (``scheduler.engine.synthetic``: N 8-GPU nodes, about 2N pods) is
-loaded into the Kubernetes API test server in its own process, and one real Celery worker (prefork, one
-pool process, ``GANGWEB_CLUSTER=kube``, enforce mode) starts against it with Redis (``REDIS_URL``) and the
-ledger (``DATABASE_URL``). Measured from the test server's request log (``/__testserver/requests``):
+loaded into the Kubernetes API test server in its own process, and one real Celery worker (prefork,
+``--concurrency`` pool processes, one by default; ``GANGWEB_CLUSTER=kube``, enforce mode) starts against
+it with Redis (``REDIS_URL``) and the ledger (``DATABASE_URL``). Measured from the test server's request log (``/__testserver/requests``):
 
 - the worker's LISTs and API calls per minute once its watch cache is synced, idle and under churn
   (``--churn-rate`` pod changes per second, label patches from this process, not counted as calls);
@@ -13,7 +14,9 @@ ledger (``DATABASE_URL``). Measured from the test server's request log (``/__tes
   ``PodGroupInitiallyScheduled=False`` on the PodGroup (no grace period applies to it), and the time until
   the server answers the first real (not dry-run) eviction; the worker sees the condition on its watch,
   detects, plans on its live snapshot, re-checks, dry-runs and evicts;
-- the worker pool process's resident memory with the cache synced;
+- the worker's memory with the caches synced: a pool process's RSS and PSS (pages shared with the other
+  processes counted in shares), the parent's, and every process's PSS added up (``worker_total_pss_mib``:
+  what the worker's container is charged);
 - in this process, ``LiveSnapshot.apply`` per watch event (pod added, bound, deleted) over the same
   cluster, and that a plan on the updated snapshot equals a plan on a fresh parse.
 
@@ -52,9 +55,19 @@ def _collection(path: str) -> bool:
     return any(path.endswith("/" + r.plural) for r in SNAPSHOT_RESOURCES)
 
 
-def _rss_kib(pid: int) -> int:
+def _rss_kib(pid: int, field: str = "VmRSS") -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _pss_kib(pid: int) -> int:
+    """Proportional set size: pages shared with the other processes (the prefork parent's, copied on write
+    by none) counted once among them, so the processes' sum is what their container is charged."""
+    path = Path(f"/proc/{pid}/smaps_rollup")
+    for line in path.read_text().splitlines() if path.exists() else ():
+        if line.startswith("Pss:"):
             return int(line.split()[1])
     return 0
 
@@ -152,7 +165,8 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
     }
     with open(log_path, "ab") as log:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork", "--concurrency=1"]
+            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork"]
+            + [f"--concurrency={options.concurrency}"]
             + ["--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
             env=env,
             stdout=log,
@@ -172,17 +186,24 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
         )
         figures["lists_answered_s"] = round(time.monotonic() - started, 2)
         # The live snapshot parses the lists on the informer threads: synced once the memory stops growing.
-        child = _children(worker.pid)
-        pid = child[0] if child else worker.pid
+        trials.wait(
+            lambda: len(_children(worker.pid)) >= options.concurrency, 60, f"the pool processes ({log_path})"
+        )
+        pool = _children(worker.pid)
         last, steady = -1, 0
         while steady < 3:
             time.sleep(1)
-            rss = _rss_kib(pid)
-            steady, last = (steady + 1, rss) if abs(rss - last) < 1024 else (0, rss)
+            rss = sum(_rss_kib(p) for p in pool)
+            steady, last = (steady + 1, rss) if abs(rss - last) < 1024 * len(pool) else (0, rss)
         figures["startup_sync_s"] = round(time.monotonic() - started - 3, 2)
         figures["lists_at_startup"] = len([e for e in control.requests(method="GET") if _is_list(e)])
-        figures["worker_rss_mib"] = round(_rss_kib(pid) / 1024, 1)
+        figures["worker_pool_processes"] = len(pool)
+        figures["worker_rss_mib"] = round(_rss_kib(pool[0]) / 1024, 1)
         figures["worker_main_rss_mib"] = round(_rss_kib(worker.pid) / 1024, 1)
+        figures["worker_pss_mib"] = round(_pss_kib(pool[0]) / 1024, 1)
+        figures["worker_main_pss_mib"] = round(_pss_kib(worker.pid) / 1024, 1)
+        # What the worker's container is charged: every process's proportional share, added up.
+        figures["worker_total_pss_mib"] = round(sum(_pss_kib(p) for p in [worker.pid, *pool]) / 1024, 1)
 
         control.clear_requests()
         time.sleep(options.idle_seconds)
@@ -209,6 +230,8 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
         figures["calls_per_min_churn"] = round(len(churn) * 60 / options.churn_seconds, 1)
 
         figures.update(trials.run_trials(server.url, control, objects, expected, str(log_path)))
+        # The highest resident memory of a pool process over the run (index rebuilds, plans, re-checks).
+        figures["worker_peak_rss_mib"] = round(max(_rss_kib(p, "VmHWM") for p in pool) / 1024, 1)
     finally:
         worker.terminate()
         try:
@@ -231,6 +254,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--idle-seconds", type=at_least_one, default=60)
     parser.add_argument("--churn-seconds", type=at_least_one, default=60)
     parser.add_argument("--churn-rate", type=at_least_one, default=100, help="pod changes per second")
+    parser.add_argument(
+        "--concurrency", type=at_least_one, default=1, help="the worker's pool processes (deploy/: 2)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .backref import SnapshotRef
 from .cel import CelError, evaluate
 from .dra import ALL_DEVICES, ClaimRef, ClaimSpec, Device, DeviceClass, Request, ResourceClaim
 from .extended import ExtendedResources
@@ -61,6 +62,8 @@ class Matcher:
 
 
 class DeviceIndex:
+    snapshot = SnapshotRef()  # weak: no reference cycle with the snapshot that holds this index
+
     def __init__(self, snapshot: Snapshot, parsed: Mapping[str, Mapping[str, Any]]) -> None:
         self.snapshot = snapshot
         self.classes: dict[str, DeviceClass] = dict(parsed["DeviceClass"])

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .backref import SnapshotRef
 from .contract import NO_VICTIM_COST, NO_VICTIM_PRIORITY, Cost
 from .typed_objects import ALL
 
@@ -83,6 +84,8 @@ def unit_key(snapshot: Snapshot, pod_idx: int) -> tuple[str, str]:
 
 
 class UnitIndex:
+    snapshot = SnapshotRef()  # weak: no reference cycle with the snapshot that holds this index
+
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         pods = snapshot.pods

@@ -55,7 +55,7 @@ FLAGS = {
     "webhook": {"--connections", "--duration", "--slice", "--warmup", "--workers", "--clients", "--json"},
     "kube": {"--nodes", "--pods", "--evictions", "--json"},
     "execution": {"--victims", "--repeat", "--delay-ms", "--json"},
-    "watch": {"--nodes", "--idle-seconds", "--churn-seconds", "--churn-rate", "--json"},
+    "watch": {"--nodes", "--idle-seconds", "--churn-seconds", "--churn-rate", "--concurrency", "--json"},
     "api": {"--requests", "--victims", "--podgroups", "--repeat", "--gc", "--json"},
     "demo": {"--runs", "--json"},
 }

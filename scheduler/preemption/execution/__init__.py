@@ -3,7 +3,8 @@
 Order of an execution (each step recorded in the ledger as it happens):
 1. Lock every node the plan touches (sorted, with expiry; see ``scheduler.preemption.locks``).
 2. If no real eviction has started yet: re-check the plan on fresh reads, then dry-run-evict
-   every victim pod in parallel. One refusal and nothing is evicted: the plan fails with the reason.
+   every victim pod in parallel (the answers recorded together once all are in). One refusal and nothing
+   is evicted: the plan fails with the reason.
 3. Evict every victim pod for real, in parallel. A unit whose evictions fail part-way is finished
    (retrying with backoff) rather than left half-evicted; if it cannot be finished the ledger says so.
 
@@ -30,7 +31,7 @@ from scheduler.preemption.execution.evictor import (
     EVICT,
     Calls,
     RetryPolicy,
-    dry_run,
+    dry_runs,
     evict,
     in_threads,
     replaced,
@@ -168,7 +169,7 @@ def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcom
     refused = [
         (r.pod, r.dry_run_code, r.dry_run_message) for r in rows if r.state == EvictionState.DRY_RUN_REFUSED
     ]
-    results = in_threads(pending, lambda row: dry_run(calls, row), calls.lease)
+    results = dry_runs(calls, pending)
     gone = sorted(f"{r.namespace}/{r.name}" for r in results if replaced(r))
     if gone:  # a victim was recreated under its name since the plan: the plan no longer says who to evict
         reason = f"plan is stale, nothing evicted: victim pods replaced since planning: {', '.join(gone)}"

@@ -156,11 +156,14 @@ def _join_through_interruptions(threads: list[threading.Thread]) -> None:
                 )
 
 
-def dry_run(calls: Calls, row: Eviction) -> EvictionResult:
-    result = calls.remove_pod(row, dry_run=True)
-    metrics.EVICTIONS.labels(kind="dry_run", code=str(result.code)).inc()
-    ledger.record_dry_run(row.pk, result.code, result.message, result.ok)
-    return result
+def dry_runs(calls: Calls, rows: list[Eviction]) -> list[EvictionResult]:
+    """Dry-run every row's removal (in threads, which touch no database), then record the answers in one
+    transaction (``ledger.record_dry_runs``). Results in row order."""
+    results = in_threads(rows, lambda row: calls.remove_pod(row, dry_run=True), calls.lease)
+    for result in results:
+        metrics.EVICTIONS.labels(kind="dry_run", code=str(result.code)).inc()
+    ledger.record_dry_runs([(r.pk, a.code, a.message, a.ok) for r, a in zip(rows, results, strict=True)])
+    return results
 
 
 def already_evicted(cluster: Cluster, row: Eviction) -> str | None:

@@ -14,6 +14,7 @@ from scheduler.preemption.ledger.evictions import (
     note_budget_spent,
     record_attempt_error,
     record_dry_run,
+    record_dry_runs,
     record_eviction,
 )
 from scheduler.preemption.ledger.history import TERMINAL_REQUEST_STATES, note, record_podgroup_created
@@ -42,6 +43,7 @@ __all__ = [
     "open_request",
     "record_attempt_error",
     "record_dry_run",
+    "record_dry_runs",
     "record_eviction",
     "record_observed_victims",
     "record_plan",

@@ -6,6 +6,7 @@ after a crash knows a request may have reached the API server (docs/pipeline.md,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
@@ -42,25 +43,47 @@ def _eviction_payload(eviction: Eviction) -> dict[str, Any]:
 
 
 def record_dry_run(eviction_id: int, code: int, message: str, ok: bool) -> Eviction:
+    return record_dry_runs([(eviction_id, code, message, ok)])[0]
+
+
+def record_dry_runs(answers: Sequence[tuple[int, int, str, bool]]) -> list[Eviction]:
+    """planned|dry_run_ok -> dry_run_ok|dry_run_refused for each (row, code, message, ok), in one
+    transaction: a plan's dry runs are recorded together once every one has answered (32 rows written from
+    16 threads, one database connection each, took 0.1-0.4 s per row at 20,000 nodes in bench watch).
+    Rows past that point are left as they are."""
+    ids = [eviction_id for eviction_id, _, _, _ in answers]
     with transaction.atomic():
-        eviction = _lock_eviction(eviction_id)
-        if eviction.state not in (EvictionState.PLANNED, EvictionState.DRY_RUN_OK):
-            return eviction
-        new_state = EvictionState.DRY_RUN_OK if ok else EvictionState.DRY_RUN_REFUSED
-        eviction.check_transition(new_state)
-        eviction.state = new_state
-        eviction.dry_run_code, eviction.dry_run_message = code, message
-        eviction.dry_run_at = timezone.now()
-        eviction.save()
-        verdict = "would be evicted" if ok else f"refused ({code}): {message}"
-        note(
-            "eviction.dry_run",
-            f"dry run {eviction.pod}: {verdict}",
-            plan=eviction.plan,
-            data={"pod": eviction.pod, "code": code, "message": message},
-        )
-        publish("eviction", _eviction_payload(eviction))
-        return eviction
+        # One lock statement, rows in id order (as any other multi-row lock of them would be).
+        locked = {
+            e.pk: e
+            for e in Eviction.objects.select_for_update(of=("self",))
+            .select_related("plan__request")
+            .filter(pk__in=ids)
+            .order_by("pk")
+        }
+        out = []
+        for eviction_id, code, message, ok in answers:
+            eviction = locked.get(eviction_id)
+            if eviction is None:
+                raise Eviction.DoesNotExist(f"eviction {eviction_id} does not exist")
+            out.append(eviction)
+            if eviction.state not in (EvictionState.PLANNED, EvictionState.DRY_RUN_OK):
+                continue
+            new_state = EvictionState.DRY_RUN_OK if ok else EvictionState.DRY_RUN_REFUSED
+            eviction.check_transition(new_state)
+            eviction.state = new_state
+            eviction.dry_run_code, eviction.dry_run_message = code, message
+            eviction.dry_run_at = timezone.now()
+            eviction.save()
+            verdict = "would be evicted" if ok else f"refused ({code}): {message}"
+            note(
+                "eviction.dry_run",
+                f"dry run {eviction.pod}: {verdict}",
+                plan=eviction.plan,
+                data={"pod": eviction.pod, "code": code, "message": message},
+            )
+            publish("eviction", _eviction_payload(eviction))
+        return out
 
 
 def claim_for_eviction(eviction_id: int) -> Eviction | None:

@@ -119,6 +119,22 @@ def test_claim_is_committed_with_an_attempt_before_the_call():
     assert ledger.claim_for_eviction(row.pk) is None  # evicted rows are never sent again
 
 
+def test_a_plans_dry_runs_are_recorded_together_and_rows_past_them_stay():
+    plan = plan_request()
+    first, second = plan.pod_evictions.order_by("pk")
+    ledger.record_dry_run(first.pk, 201, "", ok=True)
+    ledger.claim_for_eviction(first.pk)  # past its dry run: a late answer must not move it back
+    rows = ledger.record_dry_runs([(first.pk, 429, "budget", False), (second.pk, 429, "budget", False)])
+    assert [r.pk for r in rows] == [first.pk, second.pk]
+    states = dict(Eviction.objects.filter(plan=plan).values_list("pk", "state"))
+    assert states == {first.pk: EvictionState.EVICTING, second.pk: EvictionState.DRY_RUN_REFUSED}
+    notes = LedgerEntry.objects.filter(plan=plan, kind="eviction.dry_run").values_list("message", flat=True)
+    assert sorted(notes) == [
+        "dry run batch/low-0: would be evicted",
+        "dry run batch/low-1: refused (429): budget",
+    ]
+
+
 def test_history_is_append_only_and_tells_the_story():
     plan = plan_request()
     entry = LedgerEntry.objects.filter(request=plan.request).first()
