@@ -13,10 +13,10 @@ millisecond of work its build sleeps, and goes on sleeping, a millisecond at a t
 while the process is serving an HTTP request (``Pace``, counting Django's ``request_started`` and
 ``request_finished``). The build needs the interpreter lock for all its Python; a request thread coming
 back from the database otherwise waits up to a switch interval (5 ms) behind it each time. Measured at
-5,000 PodGroups (docs/api.md, "Measured"): a 6 ms API call took 44-63 ms on average beside a build,
-22-30 ms beside one that only slept 50 us every millisecond, 10 ms beside a paced one. A paced build
-takes longer (about 1.2 s for 0.33 s of CPU under a stream of requests), never less than a fifth of
-the lock while they last.
+5,000 PodGroups (docs/api.md, "Measured"): a 6 ms API call took 44-63 ms on average beside a build
+that never paused, 22-30 ms beside one that only slept 50 us every millisecond, 10-15 ms beside a
+paced one. A paced build takes longer (0.6-1.5 s for 0.32-0.35 s of CPU under a stream of requests),
+never less than a fifth of the lock while they last.
 """
 
 from __future__ import annotations
