@@ -1,8 +1,12 @@
 """The live GPU map: the current picture with its sequence number, refreshed by the ticker.
 
-Each refresh builds the picture (``picture.build_picture``) from the cluster's objects, publishes what
-changed as one ``map.delta`` on the ``map`` topic (``stream.py`` numbers it), keeps the picture with
-that number (``current``: what a page fetches first), and samples the chart's history.
+Each refresh takes the picture of the process's shared reading of the cluster (``reading.take``: the
+objects and their picture, built once and read by the REST API's rows too), publishes what changed as
+one ``map.delta`` on the ``map`` topic (``stream.py`` numbers it), keeps the picture with that number
+(``current``: what a page fetches first), and samples the chart's history. The ticker reads the cluster
+anew after a simulation step; otherwise a reading younger than half its interval (the API's, taken a
+moment before) is the one it publishes, so one process reads the cluster once per period, not twice.
+Its build is paced (``reading.Pace``): it runs beside the requests of the same process.
 
 The ticker is an asyncio task on the ASGI server's own event loop, not a free-running thread. Each
 tick runs in Django's sync thread (``sync_to_async``), and ``gangweb.events.send`` called from there
@@ -25,10 +29,8 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from gangweb import metrics
-from gangweb.dashboard import history, mapdelta, stream
-from gangweb.dashboard.picture import build_picture
+from gangweb.dashboard import history, mapdelta, reading, stream
 from gangweb.events import PublishFailed, bind_server_loop, send
-from scheduler.cluster import HoldsDevices, current_objects
 from scheduler.preemption.runtime import get_cluster
 
 logger = logging.getLogger(__name__)
@@ -51,12 +53,11 @@ def dashboard_is_public() -> bool:
     return bool(settings.DEMO)
 
 
-def read_picture() -> dict[str, Any]:
-    """A fresh picture of the cluster, or an empty one that says why there is none."""
+def read_picture(max_age: float = 0.0, *, paced: bool = False) -> dict[str, Any]:
+    """The picture of a reading of the cluster no older than ``max_age`` seconds (0: read it now), or an
+    empty one that says why there is none."""
     try:
-        cluster = get_cluster()
-        holders = cluster.device_holders() if isinstance(cluster, HoldsDevices) else None
-        return build_picture(current_objects(cluster), now=time.time(), cluster=cluster.name, holders=holders)
+        return reading.take(get_cluster(), max_age=max_age, paced=paced).picture
     except Exception as exc:  # the page must load and say why, whatever the cluster does
         logger.warning("cannot read the cluster for the dashboard", exc_info=True)
         return empty_picture(settings.GANGWEB_CLUSTER, f"cannot read the cluster: {exc}")
@@ -74,18 +75,21 @@ def current() -> tuple[dict[str, Any], int]:
     with _lock:
         if _current["picture"] is not None:
             return _current["picture"], _current["seq"]
-    picture = read_picture()
+    picture = read_picture(tick_interval())
     with _lock:
         if _current["picture"] is None:
             _current["picture"], _current["seq"] = picture, stream.log().last("map")
         return _current["picture"], _current["seq"]
 
 
-def refresh() -> dict[str, Any]:
-    """Read the cluster, publish what changed, keep the new picture; returns it."""
-    new = read_picture()
+def refresh(max_age: float = 0.0, *, paced: bool = False) -> dict[str, Any]:
+    """Read the cluster (or take a reading younger than ``max_age``), publish what changed, keep the new
+    picture; returns it."""
+    new = read_picture(max_age, paced=paced)
     with _lock:
         old = _current["picture"]
+        if new is old:  # the reading published last time
+            return new
         delta = mapdelta.diff(old, new) if old is not None else None
         try:
             if delta is None:
@@ -107,18 +111,20 @@ def refresh() -> dict[str, Any]:
 
 
 def reset() -> None:
-    """Forget the kept picture (tests, a cluster swapped under the process)."""
+    """Forget the kept picture and the process's reading (tests, a cluster swapped under the process)."""
     with _lock:
         _current["picture"], _current["seq"] = None, 0
+    reading.forget()
 
 
 def tick_and_publish() -> list[dict[str, Any]]:
     """Advance the simulation one step (if it runs) and publish the map's change and the world's news."""
     changes: list[dict[str, Any]] = []
     cluster = get_cluster()
-    if simulation_running() and hasattr(cluster, "tick"):
+    moved = simulation_running() and hasattr(cluster, "tick")
+    if moved:
         changes = cluster.tick()
-    refresh()
+    refresh(0.0 if moved else tick_interval() / 2, paced=True)
     for change in changes:
         if change.get("type") in NEWS:
             try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from gangweb.dashboard.reasons import Room, dominant_reason
@@ -93,22 +93,32 @@ def _dra_devices(slices: list[dict[str, Any]]) -> dict[str, list[tuple[str, list
     return found
 
 
-class _Gangs:
-    """Gang membership and priority, worked out once from the pods and PodGroups."""
+def no_pause() -> None:
+    """The pace of a build nobody runs beside: none."""
 
-    def __init__(self, by_kind: dict[str, list[dict[str, Any]]]) -> None:
+
+class _Gangs:
+    """Gang membership and priority, worked out once from the pods and PodGroups; every pod's GPUs are
+    counted once, into ``gpus`` (by ``id(pod)``)."""
+
+    def __init__(
+        self, by_kind: dict[str, list[dict[str, Any]]], gpus: dict[int, int], pause: Callable[[], None]
+    ) -> None:
         self.groups = {_key(g): g for g in by_kind.get("PodGroup", [])}
         classes = {
             _meta(pc).get("name"): int(pc.get("value") or 0) for pc in by_kind.get("PriorityClass", [])
         }
+        self.gpus = gpus
         self.members: dict[str, list[dict[str, Any]]] = {}
         for pod in by_kind.get("Pod", []):
+            pause()
             if podstate.is_finished(pod):
                 continue
+            count = gpus[id(pod)] = pod_gpus(pod)
             group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
             if group:
                 self.members.setdefault(f"{_meta(pod).get('namespace')}/{group}", []).append(pod)
-            elif pod_gpus(pod):
+            elif count:
                 self.members.setdefault(_key(pod), []).append(pod)
         self.priority: dict[str, tuple[str, int]] = {}
         for key, pods in self.members.items():
@@ -127,17 +137,23 @@ def build_picture(
     now: float,
     cluster: str,
     holders: dict[str, list[str | None]] | None = None,
+    gpus: dict[int, int] | None = None,
+    pause: Callable[[], None] = no_pause,
 ) -> dict[str, Any]:
+    """The picture of ``objects``. ``gpus``, when given, is filled with every unfinished pod's GPUs by
+    ``id(pod)`` (another reader of the same objects counts them once); ``pause`` is called in the loops
+    (``gangweb.dashboard.reading.Pace``: a build beside requests lets them run)."""
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
         by_kind.setdefault(obj.get("kind", ""), []).append(obj)
-    gangs = _Gangs(by_kind)
+    gangs = _Gangs(by_kind, {} if gpus is None else gpus, pause)
     pod_gang = {_key(p): key for key, pods in gangs.members.items() for p in pods}
     dra = _dra_devices(by_kind.get("ResourceSlice", []))
 
     on_node: dict[str, list[dict[str, Any]]] = {}
     nominated_on: dict[str, list[dict[str, Any]]] = {}
     for pods in gangs.members.values():
+        pause()
         for pod in pods:
             spec, status = pod.get("spec") or {}, pod.get("status") or {}
             if spec.get("nodeName"):
@@ -165,6 +181,7 @@ def build_picture(
             {"name": domain, "zone": zone_of[domain], "first": len(node_rows), "count": len(members)}
         )
         for node in members:
+            pause()
             row = _node_row(node, len(domains) - 1, gangs, on_node, nominated_on, holders, pod_gang, dra, now)
             node_rows.append(row)
     for pods in on_node.values():
@@ -172,7 +189,10 @@ def build_picture(
             gang = pod_gang[_key(pod)]
             placed_pods[gang] = placed_pods.get(gang, 0) + 1
 
-    gang_rows = [_gang_row(key, gangs, placed_pods.get(key, 0), now) for key in gangs.order]
+    gang_rows = []
+    for key in gangs.order:
+        pause()
+        gang_rows.append(_gang_row(key, gangs, placed_pods.get(key, 0), now))
     picture = {
         "cluster": cluster,
         "time": now,
@@ -186,6 +206,7 @@ def build_picture(
     room = Room(picture)
     for row in gang_rows:
         if row["state"] != "running":
+            pause()
             row["reason"] = dominant_reason(row, picture, room)
     return picture
 
@@ -208,7 +229,7 @@ def _node_row(node, domain, gangs, on_node, nominated_on, holders, pod_gang, dra
             key=lambda p: (timestamp_or_none((p.get("status") or {}).get("startTime")) or now, _key(p)),
         )
         for pod in residents:
-            count = min(pod_gpus(pod), capacity - cursor)
+            count = min(gangs.gpus[id(pod)], capacity - cursor)
             for i in range(cursor, cursor + max(count, 0)):
                 owners[i] = gangs.index[pod_gang[_key(pod)]]
             cursor += max(count, 0)
@@ -224,9 +245,9 @@ def _node_row(node, domain, gangs, on_node, nominated_on, holders, pod_gang, dra
         nominated: list[int | None] = [None] * len(owners)
         free = [i for i, owner in enumerate(owners) if owner is None]
         for pod in waiting:
-            for i in free[: pod_gpus(pod)]:
+            for i in free[: gangs.gpus[id(pod)]]:
                 nominated[i] = gangs.index[pod_gang[_key(pod)]]
-            free = free[pod_gpus(pod) :]
+            free = free[gangs.gpus[id(pod)] :]
         row["nominated"] = nominated
     if extra:
         row["dra"] = [False] * capacity + [True] * extra
@@ -264,8 +285,8 @@ def _gang_row(key: str, gangs: _Gangs, placed: int, now: float) -> dict[str, Any
         "pods": len(pods),
         "placed": placed,
         "minCount": min_count,
-        "podGpus": max((pod_gpus(p) for p in pods), default=0),
-        "gpus": sum(pod_gpus(p) for p in pods),
+        "podGpus": max((gangs.gpus[id(p)] for p in pods), default=0),
+        "gpus": sum(gangs.gpus[id(p)] for p in pods),
         "state": state,
         "waitingSeconds": max(0, int(now - since)) if waiting else 0,
         "podGroup": bool(group),

@@ -1,19 +1,23 @@
 """The live cluster as rows: nodes with who holds their GPUs, PodGroups with their members.
 
-One reading of the cluster (``get_cluster().snapshot_objects()``, the dashboard's own path) is turned
-into a ``ClusterView`` and served for ``GANGWEB_API_CLUSTER_CACHE_SECONDS`` (a list endpoint paged
-through 5,000 PodGroups must not relist the cluster for every page), then read again in the background. PodGroups are read with the
-engine's own typed reader (``scheduler.engine.typed_objects.Group``) and GPUs counted by its rules
-(``gangweb.dashboard.picture.pod_gpus``), so the API, the page and the planner agree. A waiting gang's
-reason is the GPU map's (``gangweb.dashboard.reasons``, counted from a picture of this same reading), not
-the words of its Unschedulable condition, which kube-scheduler wrote at another moment.
+The rows are built from the process's shared reading of the cluster (``gangweb.dashboard.reading``: the
+objects and the GPU map's picture of them, which the dashboard's ticker takes too), once per reading,
+into a ``ClusterView``. A view is served while its reading is younger than
+``GANGWEB_API_CLUSTER_CACHE_SECONDS`` and no newer reading exists (a list endpoint paged through 5,000
+PodGroups must not relist the cluster for every page); then one background thread builds the next view,
+from the ticker's newer reading or from one it takes itself, paced so the requests beside it keep their
+pace. PodGroups are read with the engine's own typed reader (``scheduler.engine.typed_objects.Group``)
+and GPUs counted by its rules (``gangweb.dashboard.picture.pod_gpus``, counted once per reading), so the
+API, the page and the planner agree. A waiting gang's reason is the GPU map's
+(``gangweb.dashboard.reasons``, in the picture of this same reading), not the words of its Unschedulable
+condition, which kube-scheduler wrote at another moment.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +25,8 @@ from django.conf import settings
 from rest_framework.exceptions import APIException
 
 from gangweb.access.scope import Scope
-from gangweb.dashboard.picture import build_picture, pod_gpus
+from gangweb.dashboard import reading
+from gangweb.dashboard.picture import no_pause, pod_gpus
 from scheduler.engine.resources import is_gpu, parse_resource_list
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
 from scheduler.preemption import detection
@@ -39,87 +44,111 @@ class ClusterUnavailable(APIException):
 
 @dataclass
 class ClusterView:
-    at: float
+    reading: reading.Reading
     nodes: list[dict[str, Any]] = field(default_factory=list)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # "ns/name" -> podgroup row
     members: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     conditions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    objects: list[dict[str, Any]] = field(default_factory=list)
     _stuck: list[str] | None = None
 
-    def stuck(self) -> list[str]:
+    @property
+    def at(self) -> float:
+        return self.reading.time
+
+    def stuck(self, pause: Callable[[], None] = no_pause) -> list[str]:
         """The gangs the next detection pass opens a request for (``scheduler.preemption.detection``), in
-        its order; worked out once per reading (a full snapshot parse: the background refresh does it)."""
+        its order (by key); worked out once per reading (every PodGroup parsed: the background refresh
+        does it). Judged a namespace at a time, with ``pause`` between them: a gang is judged by its
+        PodGroup, its pods and the PriorityClasses alone (``detection.gang_objects``)."""
         if self._stuck is None:
-            self._stuck = [
-                g.key
-                for g in detection.unschedulable_gangs(
-                    self.objects, now=self.at, grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
+            grace = settings.GANGWEB_PENDING_GRACE_SECONDS
+            found: list[str] = []
+            for chunk in _by_namespace(self.reading.objects):
+                pause()
+                found += (
+                    g.key for g in detection.unschedulable_gangs(chunk, now=self.at, grace_seconds=grace)
                 )
-            ]
+            self._stuck = sorted(found)
         return self._stuck
 
 
-_cache_lock = threading.Lock()
-_cache: tuple[int, float, ClusterView] | None = None
+def _by_namespace(objects: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The Pods and PodGroups of each namespace, each list with every PriorityClass."""
+    classes = [o for o in objects if o.get("kind") == "PriorityClass"]
+    spaces: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        if obj.get("kind") in ("Pod", "PodGroup"):
+            spaces.setdefault((obj.get("metadata") or {}).get("namespace") or "", []).append(obj)
+    return [members + classes for members in spaces.values()]
+
+
+_view_lock = threading.Lock()
+_view: ClusterView | None = None
 _refreshing = False
 
 
 def cluster_view() -> ClusterView:
-    """The cluster as rows. A reading younger than ``GANGWEB_API_CLUSTER_CACHE_SECONDS`` is served as it
-    is; an older one is still served while one background thread reads the cluster again (so no request
-    waits for a relist of 5,000 PodGroups). The first reading, and every one with the setting at 0, is
-    made on the caller's thread."""
+    """The cluster as rows. A view of a reading younger than ``GANGWEB_API_CLUSTER_CACHE_SECONDS`` is
+    served as it is, as long as no newer reading exists; otherwise it is still served while one
+    background thread builds the next (so no request waits for a relist of 5,000 PodGroups). The first
+    view, and every one with the setting at 0, is built on the caller's thread (at 0, from a new reading)."""
     global _refreshing
     ttl = float(getattr(settings, "GANGWEB_API_CLUSTER_CACHE_SECONDS", 5))
     try:
         cluster = get_cluster()
     except Exception as exc:
         raise ClusterUnavailable(f"cannot reach the cluster: {exc}") from exc
-    now = time.monotonic()
-    with _cache_lock:
-        cached = _cache if _cache is not None and _cache[0] == id(cluster) and ttl > 0 else None
-        if cached is not None and now - cached[1] >= ttl and not _refreshing:
-            _refreshing = True
-            threading.Thread(
-                target=_refresh, args=(cluster,), name="gangweb-api-cluster", daemon=True
-            ).start()
-    if cached is not None:
-        return cached[2]
-    return _read(cluster)
+    if ttl <= 0:
+        return _build(cluster, max_age=0)
+    with _view_lock:
+        view = _view if _view is not None and _view.reading.cluster is cluster else None
+        if view is not None and not _refreshing:
+            newest = reading.latest(cluster)
+            if view.reading is not newest or view.reading.age() >= ttl:
+                _refreshing = True
+                threading.Thread(
+                    target=_refresh, args=(cluster, ttl), name="gangweb-api-cluster", daemon=True
+                ).start()
+    if view is not None:
+        return view
+    return _build(cluster, max_age=ttl)
 
 
-def _read(cluster, *, warm: bool = False) -> ClusterView:
-    global _cache
-    started = time.monotonic()
+def _build(cluster, *, max_age: float, paced: bool = False) -> ClusterView:
+    global _view
     try:
-        objects = list(cluster.snapshot_objects())
+        taken = reading.take(cluster, max_age=max_age, paced=paced)
     except Exception as exc:  # an unreachable API server is the server's problem, said in one line
         raise ClusterUnavailable(f"cannot read the cluster: {exc}") from exc
-    view = build_view(objects, now=time.time())
-    if warm:  # served only once the queue's snapshot parse is done too
-        view.stuck()
-    with _cache_lock:
-        _cache = (id(cluster), started, view)
+    pause = reading.Pace() if paced else no_pause
+    view = build_view(taken, pause=pause)
+    if paced:  # served only once the queue's snapshot parse is done too
+        view.stuck(pause)
+    with _view_lock:
+        if _view is None or _view.reading.started <= view.reading.started:
+            _view = view
     return view
 
 
-def _refresh(cluster) -> None:
+def _refresh(cluster, ttl: float) -> None:
     global _refreshing
     try:
-        _read(cluster, warm=True)
+        _build(cluster, max_age=ttl, paced=True)
     except ClusterUnavailable:
         logger.warning("cannot read the cluster for the API", exc_info=True)
-        with _cache_lock:  # the next request reads it on its own thread and says why
-            globals()["_cache"] = None
+        forget()  # the next request reads it on its own thread and says why
+    except Exception:
+        logger.exception("cannot build the API's cluster rows")
     finally:
         _refreshing = False
 
 
 def forget() -> None:
-    global _cache
-    with _cache_lock:
-        _cache = None
+    """Drop the API's view and the process's reading (tests; a cluster changed behind our back)."""
+    global _view
+    with _view_lock:
+        _view = None
+    reading.forget()
 
 
 def _gpus(resources: Any) -> int:
@@ -137,10 +166,12 @@ def _holds(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
-def build_view(objects: list[dict[str, Any]], *, now: float) -> ClusterView:
-    view = ClusterView(at=now, objects=objects)
+def build_view(taken: reading.Reading, *, pause: Callable[[], None] = no_pause) -> ClusterView:
+    """The rows of one reading: its pods' GPUs as the picture counted them, a waiting gang's reason the
+    picture's. ``pause`` as in ``picture.build_picture``."""
+    view, now = ClusterView(reading=taken), taken.time
     by_kind: dict[str, list[dict[str, Any]]] = {}
-    for obj in objects:
+    for obj in taken.objects:
         by_kind.setdefault(obj.get("kind", ""), []).append(obj)
     classes: dict[str, PriorityClass] = {}
     for raw in by_kind.get("PriorityClass", []):
@@ -151,13 +182,15 @@ def build_view(objects: list[dict[str, Any]], *, now: float) -> ClusterView:
         classes[pc.name] = pc
 
     held: dict[str, list[tuple[str, str, int]]] = {}  # node -> (namespace, gang name, gpus)
+    counted = taken.gpus
     for pod in by_kind.get("Pod", []):
+        pause()
         if not _holds(pod):
             continue
         meta, spec = _meta(pod), pod.get("spec") or {}
         namespace = meta.get("namespace") or ""
         group = (spec.get("schedulingGroup") or {}).get("podGroupName")
-        gpus = pod_gpus(pod)
+        gpus = counted[id(pod)] if id(pod) in counted else pod_gpus(pod)
         node = spec.get("nodeName") or ""
         if group:
             view.members.setdefault(f"{namespace}/{group}", []).append(
@@ -177,13 +210,15 @@ def build_view(objects: list[dict[str, Any]], *, now: float) -> ClusterView:
         if node and gpus:
             held.setdefault(node, []).append((namespace, group or meta.get("name") or "", gpus))
 
-    # The map's reasons, counted from a picture of this same reading (one way: the page's and the API's).
-    mapped = {g["key"]: g.get("reason") for g in build_picture(objects, now=now, cluster="")["gangs"]}
+    # The map's reasons, from the picture of this same reading (one way: the page's and the API's).
+    mapped = {g["key"]: g.get("reason") for g in taken.picture["gangs"]}
     for raw in by_kind.get("PodGroup", []):
+        pause()
         row = _group_row(raw, classes, view, now, mapped)
         view.groups[f"{row['namespace']}/{row['name']}"] = row
 
     for node in sorted(by_kind.get("Node", []), key=lambda n: _meta(n).get("name", "")):
+        pause()
         row = _node_row(node, held.get(_meta(node).get("name"), []))
         if row["gpus"] or row["allocatedGpus"]:
             view.nodes.append(row)
