@@ -70,10 +70,24 @@ def empty_picture(name: str, note: str) -> dict[str, Any]:
     return {**picture, "totals": totals(picture), "note": note}
 
 
+def stale_after() -> float:
+    """Seconds after which the kept picture is read again by whoever asks for it: the ticker keeps it
+    younger while it runs, but it runs only in a process with a browser connected, and ``map/``,
+    ``overview/`` and a gang's page are read by tools too."""
+    return max(3 * tick_interval(), 5.0)
+
+
 def current() -> tuple[dict[str, Any], int]:
-    """The latest picture and the ``map`` sequence number it includes (later deltas apply on top)."""
+    """The latest picture and the ``map`` sequence number it includes (later deltas apply on top); a
+    picture older than ``stale_after`` is refreshed first (published like the ticker's, so a page
+    following the stream stays in step)."""
     with _lock:
-        if _current["picture"] is not None:
+        kept = _current["picture"]
+        if kept is not None and time.time() - kept["time"] <= stale_after():
+            return kept, _current["seq"]
+    if kept is not None:
+        refresh(tick_interval())
+        with _lock:
             return _current["picture"], _current["seq"]
     picture = read_picture(tick_interval())
     with _lock:

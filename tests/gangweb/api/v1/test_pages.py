@@ -111,3 +111,22 @@ def test_a_gang_is_shown_as_the_map_draws_it(client, world, admin):
     waiting = client.get("/api/v1/podgroups/team-a/train/", **admin).json()
     assert waiting["nodes"] == [] and waiting["tier"] is not None
     assert "retryAt" in waiting["verdict"] and "nextRetry" not in waiting["verdict"]
+
+
+def test_with_no_page_open_a_tool_reading_the_map_sees_the_cluster_move(client, world, admin):
+    """The ticker keeps the picture fresh only in a process with a browser connected; a tool polling
+    map/ in any other is answered from a reading no older than ``live.stale_after()``."""
+    from gangweb.dashboard import live, reading
+
+    before = client.get("/api/v1/map/", **admin).json()
+    assert "team-b/hidden-b" in owners(before, "node-4")
+    for key in [k for k in world.cluster.objects if k[0] == "Pod" and k[1].startswith("team-b/hidden-b")]:
+        del world.cluster.objects[key]
+    # Within the ticker's period the kept picture is served as it is ...
+    assert owners(client.get("/api/v1/map/", **admin).json(), "node-4") == owners(before, "node-4")
+    # ... and once older than that, read again, its change published like the ticker's.
+    live._current["picture"]["time"] -= live.stale_after() + 1  # the kept picture and its reading, aged
+    reading.forget()
+    after = client.get("/api/v1/map/", **admin).json()
+    assert "team-b/hidden-b" not in owners(after, "node-4")
+    assert after["seq"] == stream.log().last("map") > before["seq"]
