@@ -30,6 +30,15 @@
     return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   }
 
+  // gangweb's verdict on a gang (v1's `verdict`): "#12 infeasible, next try 08:29: <reason>". Only a
+  // failed or infeasible request is retried; after any other the retry time is only when another may open.
+  function verdictText(v) {
+    if (!v) return "no request";
+    const retried = v.state === "infeasible" || v.state === "failed";
+    const next = retried && v.retryAt ? `, next try ${clock(v.retryAt)}` : "";
+    return `#${v.request} ${v.state}${next}${v.reason ? ": " + v.reason : ""}`;
+  }
+
   function csrf() {
     const input = document.querySelector("input[name=csrfmiddlewaretoken]");
     return input ? input.value : "";
@@ -220,7 +229,7 @@
   }
 
   window.gangweb = {
-    urls, $, el, plural, duration, clock, getJSON, postForm, gangUrl, gangColour, live,
+    urls, $, el, plural, duration, clock, verdictText, getJSON, postForm, gangUrl, gangColour, live,
     showApprovals, formToURL, urlToForm, onTheme: (f) => themeListeners.push(f),
   };
   window.gangwebUpdates = 0;

@@ -73,7 +73,7 @@
     add("nodes", r.nodes.join(", ") || "none");
     if (r.nominatedNodes.length) add("nominated", r.nominatedNodes.join(", "));
     const v = r.verdict;
-    add("gangweb", v ? `request #${v.request} ${v.state}${v.retryAt ? `, next try ${g.clock(v.retryAt)}` : ""}${v.reason ? ": " + v.reason : ""}` : "no request");
+    add("gangweb", v ? `request ${g.verdictText(v)}` : "no request");
     const body = $("members");
     body.replaceChildren();
     for (const p of r.members) {

@@ -18,12 +18,6 @@
     return td;
   }
 
-  function verdictText(v) {
-    if (!v) return "no request";
-    const next = v.retryAt ? `, next try ${g.clock(v.retryAt)}` : "";
-    return `#${v.request} ${v.state}${next}${v.reason ? ": " + v.reason : ""}`;
-  }
-
   function options(select, values) {
     const keep = select.value;
     while (select.options.length > 1) select.remove(1);
@@ -60,7 +54,7 @@
       cell(tr, "Placed / min", `${r.placedPods} / ${r.minCount} of ${g.plural(r.pods, "pod")}, ${g.plural(r.gpus, "GPU")}`);
       cell(tr, "Waiting", r.state === "running" ? "" : g.duration(r.waitingSeconds));
       cell(tr, "Why it waits", r.state === "running" ? "" : r.reason).className = "reason-cell";
-      cell(tr, "gangweb", verdictText(r.verdict)).className = "reason-cell";
+      cell(tr, "gangweb", g.verdictText(r.verdict)).className = "reason-cell";
       body.append(tr);
     }
   }

@@ -218,6 +218,36 @@ def test_the_gangs_page_shows_a_page_at_a_time_and_more_on_request(start_demo, b
     assert not page.errors, page.errors
 
 
+def test_the_gangs_page_says_next_try_only_for_a_gang_gangweb_retries(start_demo, browser_page):
+    """v1's ``retryAt`` is when gangweb may open a gang's next request, after any request; the page says
+    "next try" only where one comes: after a failed or infeasible one (the API's answer rewritten here)."""
+    page = browser_page
+    demo = start_demo()
+    states = ["succeeded", "infeasible", "failed", "awaiting_approval"]
+
+    def with_verdicts(route):
+        body = route.fetch().json()
+        for row, state in zip(body["results"], states, strict=False):
+            row["verdict"] = {
+                "request": 7,
+                "state": state,
+                "mode": "enforce",
+                "outcome": None,
+                "reason": "",
+                "at": "2026-12-01T08:00:00Z",
+                "retryAt": "2026-12-01T08:29:00Z",
+            }
+        route.fulfill(json=body)
+
+    page.route("**/api/v1/podgroups/?*", with_verdicts)
+    page.goto(demo.base_url + "/gangs/?sort=name")
+    page.wait_for_selector("#gangs tbody tr:nth-child(4)", timeout=30_000)
+    said = page.locator("#gangs tbody tr td[data-label=gangweb]").all_inner_texts()[:4]
+    assert [s.startswith(f"#7 {state}") for s, state in zip(said, states, strict=True)] == [True] * 4, said
+    assert ["next try" in s for s in said] == [False, True, True, False], said
+    assert not page.errors, page.errors
+
+
 def test_the_gang_page_reads_its_podgroup_from_the_api(start_demo, browser_page):
     page = browser_page
     demo = start_demo()
