@@ -5,8 +5,9 @@ kube-scheduler sets ``PodGroupInitiallyScheduled=False`` on a group (a new condi
 ``lastTransitionTime``), a detection pass for that gang (``scheduler.detect_unschedulable_gangs`` with
 ``podgroup``, which reads the same cache) is enqueued at once instead of waiting for the next beat. Every worker process watches, so the
 enqueue is claimed once per transition in Redis (``SET NX``, an hour); without Redis (the demo) each
-process enqueues its own, which detection's one-active-request rule makes harmless. The beat stays as
-the safety net (pending pods past the grace period, a missed event).
+process enqueues its own, which detection's one-active-request rule makes harmless. With Celery eager (no
+broker at all) nothing is enqueued: the pass would run on the watch's own thread. The beat stays as the
+safety net (pending pods past the grace period, a missed event).
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ def _claim(key: str, transition: str) -> bool:
 
 def on_event(event_type: str, resource: Any, obj: dict | None) -> None:
     if event_type not in ("ADDED", "MODIFIED") or not obj or obj.get("kind") != "PodGroup":
+        return
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        # No broker: "enqueue" would run the pass here, on the PodGroup watch's own thread, and the pass
+        # waits for that very watch to sync (it timed out after 120 s in a test). Without a broker there is
+        # no worker to hurry either; whoever runs detection reads the same cache.
         return
     meta = obj.get("metadata") or {}
     key = f"{meta.get('namespace')}/{meta.get('name')}"
