@@ -80,10 +80,17 @@ def filter_plans(queryset: QuerySet, params) -> QuerySet:
 
 
 def filter_evictions(queryset: QuerySet, params) -> QuerySet:
-    """``state``, ``pod`` (NAMESPACE/NAME), ``node``, ``plan``, ``request``."""
+    """``state``, ``pod`` (NAMESPACE/NAME), ``unit`` (NAMESPACE/NAME: the victim unit, a PodGroup or a lone
+    pod, whatever its kind), ``node``, ``plan``, ``request``."""
     if states := _choices(params, "state", EvictionState.values):
         queryset = queryset.filter(state__in=states)
     queryset = _any_of(queryset, _object_keys(params, "pod"), "namespace", "name")
+    if units := _object_keys(params, "unit"):
+        # victim_unit is "Kind namespace/name"; a unit's pods are in its namespace
+        match = Q()
+        for namespace, name in units:
+            match |= Q(namespace=namespace, victim_unit__endswith=f" {namespace}/{name}")
+        queryset = queryset.filter(match)
     if nodes := _values(params, "node"):
         queryset = queryset.filter(node__in=nodes)
     if plans := _ids(params, "plan"):

@@ -58,6 +58,7 @@ def data_urls() -> dict[str, str]:
         "usage": reverse("api:v1:usage"),
         "gang": reverse("api:v1:podgroup-detail", args=["NS", "NAME"]),
         "requests": reverse("api:v1:request-list"),
+        "evictions": reverse("api:v1:eviction-list"),
         # /preemptions/, /decisions/ and What if? (the lab and a gang page's) read the API v1
         "preemptions": reverse("api:v1:preemptions"),
         "lostGpuHours": reverse("api:v1:preemptions-lost"),

@@ -43,7 +43,8 @@
   }
 
   // The PodGroup as /api/v1/podgroups/{namespace}/{name}/ serves it; a gang no longer in the cluster
-  // (a 404) keeps its requests, from /api/v1/requests/.
+  // (a 404), or a lone GPU pod the map draws as a gang, keeps its requests (/api/v1/requests/) and its
+  // history as a victim (/api/v1/evictions/?unit=).
   async function load() {
     let r = null;
     try {
@@ -58,10 +59,15 @@
     facts.replaceChildren();
     const add = (k, v) => facts.append(el("dt", "", k), el("dd", "", v));
     if (!r) {
-      const requests = await g.getJSON(g.urls.requests, { podgroup: `${namespace}/${name}`, limit: 50 });
+      const key = `${namespace}/${name}`;
+      const [requests, evicted] = await Promise.all([
+        g.getJSON(g.urls.requests, { podgroup: key, limit: 50 }),
+        g.getJSON(g.urls.evictions, { unit: key, limit: 50 }),
+      ]);
       add("gangweb", requests.results.length ? `request #${requests.results[0].id} ${requests.results[0].state}` : "no request");
-      for (const id of ["members", "conditions", "as-victim", "decisions"]) $(id).replaceChildren();
+      for (const id of ["members", "conditions", "decisions"]) $(id).replaceChildren();
       list("as-preemptor", requests.results, (x) => `#${x.id} ${x.state} ${g.clock(x.createdAt)}${x.reason ? ": " + x.reason : ""}`);
+      list("as-victim", evicted.results, (x) => `${g.clock(x.createdAt)} ${x.pod} ${x.state} (${g.plural(x.gpus, "GPU")}), request #${x.request}`);
       showApproval(null);
       return;
     }

@@ -267,10 +267,23 @@ def test_the_gang_page_reads_its_podgroup_from_the_api(start_demo, browser_page)
     assert facts["disruption"] == detail["disruptionMode"]
     assert page.locator("#members tr").count() == len(detail["members"])
     assert page.inner_text("#state") == "running"
-    # A gang the cluster does not have (any more): said so, its requests kept, no error.
+    # A gang the cluster does not have (any more): said so, its requests and its evictions kept, no error.
+    asked = []
+
+    def one_eviction(route):
+        asked.append(parse_qs(urlsplit(route.request.url).query))
+        row = {"createdAt": "2026-12-01T08:13:00Z", "pod": "team-llm/gone-0", "state": "evicted", "gpus": 8}
+        route.fulfill(json={"count": 1, "next": None, "previous": None, "results": [{**row, "request": 41}]})
+
+    page.route("**/api/v1/evictions/?*", one_eviction)
     page.goto(demo.base_url + "/gangs/team-llm/no-such-gang/")
     page.wait_for_selector("#missing:not([hidden])", timeout=10_000)
     assert page.inner_text("#state") == "gone"
+    assert asked and asked[0]["unit"] == ["team-llm/no-such-gang"], asked
+    page.wait_for_function(
+        "document.querySelector('#as-victim').textContent.includes('gone-0')", timeout=10_000
+    )
+    assert "team-llm/gone-0 evicted (8 GPUs), request #41" in page.inner_text("#as-victim")
     assert not page.errors, page.errors
 
 

@@ -56,7 +56,7 @@ KNOWN_KINDS = frozenset(
 
 REQUEST_PARAMS = ("namespace", "podgroup", "state", "mode")
 PLAN_PARAMS = ("request", "outcome", "namespace")
-EVICTION_PARAMS = ("state", "pod", "node", "plan", "request", "namespace")
+EVICTION_PARAMS = ("state", "pod", "unit", "node", "plan", "request", "namespace")
 LEDGER_PARAMS = ("since", "request", "kind", "podgroup", "namespace")
 
 

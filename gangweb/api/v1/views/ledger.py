@@ -86,6 +86,7 @@ class PlanViewSet(LedgerViewSet):
         parameters=[
             _p("state", "planned, dry_run_ok, dry_run_refused, evicting, evicted, failed"),
             _p("pod", "NAMESPACE/NAME"),
+            _p("unit", "NAMESPACE/NAME: the victim unit (a PodGroup, or a lone pod), whatever its kind"),
             _p("node", "node names"),
             _p("plan", "plan ids"),
             _p("request", "request ids"),

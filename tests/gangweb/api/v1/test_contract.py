@@ -70,12 +70,28 @@ def test_every_list_is_a_page(client, admin, world, name):
         ("/api/v1/plans/?outcome=maybe", "outcome"),
         ("/api/v1/podgroups/?state=sleeping", "state"),
         ("/api/v1/evictions/?pod=low-0", "pod"),
+        ("/api/v1/evictions/?unit=low", "unit"),
         ("/api/v1/usage/?points=999", "points"),
         ("/api/v1/nodes/?cordoned=yes", "cordoned"),
     ],
 )
 def test_a_filter_that_cannot_match_is_a_400_not_an_empty_list(client, admin, path, parameter):
     assert list(problem(client.get(path, **admin), 400)["errors"]) == [parameter]
+
+
+def test_evictions_of_one_victim_unit_whatever_its_kind(client, admin, world):
+    """A gang's history as a victim (the page of a PodGroup deleted since, or of a lone GPU pod)."""
+    every = client.get("/api/v1/evictions/?limit=1000", **admin).json()["results"]
+    units = {e["victimUnit"] for e in every}
+    assert units == {"PodGroup batch/low"}, units
+    for unit in units:
+        key = unit.partition(" ")[2]
+        rows = client.get(f"/api/v1/evictions/?unit={key}&limit=1000", **admin).json()["results"]
+        assert rows and {r["victimUnit"] for r in rows} == {unit}
+        assert len(rows) == sum(1 for e in every if e["victimUnit"] == unit)
+    # a gang that was no victim (batch/mid: its pods are named like low's), and one the cluster never had
+    for other in ("batch/mid", "batch/no-such-gang", "batch/low-0"):
+        assert client.get(f"/api/v1/evictions/?unit={other}", **admin).json()["count"] == 0, other
 
 
 def test_a_known_kind_filters_and_new_kinds_are_known_once_written(client, admin, world):
