@@ -26,6 +26,15 @@ def _lock_eviction(eviction_id: int) -> Eviction:
     )
 
 
+def _move(eviction: Eviction, new_state: str, **fields: Any) -> None:
+    """One step of a row's state machine (``Eviction.check_transition``), with the fields it sets."""
+    eviction.check_transition(new_state)
+    eviction.state = new_state
+    for name, value in fields.items():
+        setattr(eviction, name, value)
+    eviction.save()
+
+
 def _eviction_payload(eviction: Eviction) -> dict[str, Any]:
     request = eviction.plan.request
     return {
@@ -70,11 +79,7 @@ def record_dry_runs(answers: Sequence[tuple[int, int, str, bool]]) -> list[Evict
             if eviction.state not in (EvictionState.PLANNED, EvictionState.DRY_RUN_OK):
                 continue
             new_state = EvictionState.DRY_RUN_OK if ok else EvictionState.DRY_RUN_REFUSED
-            eviction.check_transition(new_state)
-            eviction.state = new_state
-            eviction.dry_run_code, eviction.dry_run_message = code, message
-            eviction.dry_run_at = timezone.now()
-            eviction.save()
+            _move(eviction, new_state, dry_run_code=code, dry_run_message=message, dry_run_at=timezone.now())
             verdict = "would be evicted" if ok else f"refused ({code}): {message}"
             note(
                 "eviction.dry_run",
@@ -95,11 +100,7 @@ def claim_for_eviction(eviction_id: int) -> Eviction | None:
         eviction = _lock_eviction(eviction_id)
         if eviction.state not in (EvictionState.DRY_RUN_OK, EvictionState.EVICTING):
             return None
-        eviction.check_transition(EvictionState.EVICTING)
-        eviction.state = EvictionState.EVICTING
-        eviction.attempts += 1
-        eviction.requested_at = timezone.now()
-        eviction.save()
+        _move(eviction, EvictionState.EVICTING, attempts=eviction.attempts + 1, requested_at=timezone.now())
         return eviction
 
 
@@ -112,11 +113,7 @@ def record_eviction(
         if eviction.state in (EvictionState.EVICTED, EvictionState.FAILED):
             return eviction
         new_state = EvictionState.EVICTED if evicted else EvictionState.FAILED
-        eviction.check_transition(new_state)
-        eviction.state = new_state
-        eviction.api_code, eviction.api_message = code, message
-        eviction.finished_at = timezone.now()
-        eviction.save()
+        _move(eviction, new_state, api_code=code, api_message=message, finished_at=timezone.now())
         verdict = "evicted" if evicted else "NOT evicted"
         text = f"{eviction.pod} {verdict} after {eviction.attempts} attempt(s)" + (f" ({how})" if how else "")
         note(
