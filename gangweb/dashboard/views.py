@@ -68,7 +68,6 @@ def data_urls() -> dict[str, str]:
         "simulatePodGroups": reverse("api:v1:simulate-podgroups"),
         # not a URL: simulate's ``policies`` for What if?, every policy, the default first
         "whatIfPolicies": ",".join(whatif.POLICY_ORDER),
-        "login": reverse("login"),
         "live": "/ws/live/",
         "gangPage": reverse("dashboard:gang", args=["NS", "NAME"]),
         "logout": "/logout/",

@@ -7,18 +7,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangweb.access.scope import Scope
-from gangweb.api.v1.queries import decisions as kept
-
 # The pods a group names (the rest are counted).
 NAMED_PODS = 5
 
 
+def counted(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``decisions`` and ``denied`` counted over ``rows`` (v1 decision rows), ``bySource`` ``[{source,
+    count}]`` most first."""
+    sources: dict[str, int] = {}
+    for d in rows:
+        if d.get("source"):
+            sources[d["source"]] = sources.get(d["source"], 0) + 1
+    return {
+        "decisions": len(rows),
+        "denied": sum(1 for d in rows if not d["allowed"]),
+        "bySource": [
+            {"source": k, "count": n} for k, n in sorted(sources.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
+    }
+
+
 def grouped(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """``rows`` (v1 decision rows, newest first) grouped: ``results`` (denied first, then the most recent),
-    ``decisions`` and ``denied`` counted over every row, ``bySource`` ``[{source, count}]`` most first."""
+    with ``counted(rows)``."""
     groups: dict[tuple, dict[str, Any]] = {}
-    sources: dict[str, int] = {}
     for d in rows:
         outcome = "allowed" if d["allowed"] else "denied"
         gang = d.get("podGroup") or None
@@ -40,20 +52,6 @@ def grouped(rows: list[dict[str, Any]]) -> dict[str, Any]:
         group["count"] += 1
         if len(group["pods"]) < NAMED_PODS:
             group["pods"].append(d["name"])
-        if d.get("source"):
-            sources[d["source"]] = sources.get(d["source"], 0) + 1
     # Groups were met newest first; a stable sort puts the denials ahead and keeps that order.
     ordered = sorted(groups.values(), key=lambda g: g["outcome"] != "denied")
-    return {
-        "decisions": len(rows),
-        "denied": sum(1 for d in rows if not d["allowed"]),
-        "bySource": [
-            {"source": k, "count": n} for k, n in sorted(sources.items(), key=lambda kv: (-kv[1], kv[0]))
-        ],
-        "results": ordered,
-    }
-
-
-def decisions(scope: Scope, **only: str | None) -> dict[str, Any]:
-    """The reader's kept decisions grouped (``only``: ``namespace``, ``podgroup`` as in ``kept.decisions``)."""
-    return grouped(kept.decisions(scope, **only))
+    return {**counted(rows), "results": ordered}

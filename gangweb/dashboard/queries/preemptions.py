@@ -23,6 +23,7 @@ from scheduler.preemption.models import Plan, PlanSource, PreemptionRequest, Req
 from scheduler.words import plural
 
 EXECUTED = {RequestState.SUCCEEDED, RequestState.EXECUTING}
+RETRIED = (RequestState.INFEASIBLE, RequestState.FAILED)  # a new request comes after these
 MAX_REQUESTS = 2000
 
 
@@ -66,7 +67,10 @@ def cards(
     by_gang: dict[str, list[PreemptionRequest]] = {}
     for request in requests:
         by_gang.setdefault(f"{request.namespace}/{request.name}", []).append(request)
-    verdict = verdicts(tuple(key.split("/", 1)) for key in by_gang)
+    # a gang whose newest request failed or was infeasible is retried: when, its verdict says (as /gangs/
+    # shows it); only those gangs' verdicts are read
+    retried = {key for key, rows in by_gang.items() if rows[0].state in RETRIED}
+    verdict = verdicts(tuple(key.split("/", 1)) for key in retried)
     out = []
     for key, rows in by_gang.items():
         rows.sort(key=lambda r: (r.created_at, r.pk))
@@ -106,9 +110,7 @@ def cards(
             )
         newest = rows[-1]
         namespace, _, name = key.partition("/")
-        # a gang that failed or was infeasible is retried: when, the verdict says (as /gangs/ shows it)
-        retried = newest.state in (RequestState.INFEASIBLE, RequestState.FAILED)
-        again = (verdict.get(key) or {}).get("retryAt") if retried else None
+        again = (verdict.get(key) or {}).get("retryAt")
         out.append(
             {
                 "namespace": namespace,

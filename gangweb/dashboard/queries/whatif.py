@@ -14,10 +14,8 @@ from typing import Any
 from gangweb.access.scope import Scope
 from gangweb.dashboard.picture import build_picture
 from scheduler.engine import DEFAULT_POLICY, POLICIES
-from scheduler.preemption import planning
 from scheduler.words import plural
 
-OTHER_GANG = "a gang of another namespace"
 # What if? plans with every policy, side by side, the default first.
 POLICY_ORDER = tuple(sorted(POLICIES, key=lambda n: (n != DEFAULT_POLICY, n)))
 
@@ -101,9 +99,3 @@ def _small_map(picture: dict[str, Any], plan: dict[str, Any], facts: dict, pod_g
                 squares[i], landing = "victim placed", landing - 1
         out.append({"name": name, "squares": squares})
     return out
-
-
-def live_objects() -> list[dict[str, Any]]:
-    from scheduler.preemption.runtime import get_cluster
-
-    return planning.fresh_objects(get_cluster())

@@ -14,7 +14,6 @@ from gangweb.api.v1.views import pages
 from gangweb.api.v1.views.base import V1View, released
 
 STATES = serializers.PODGROUP_STATES
-NO_CLASS = "(no priority class)"  # as ``usage/`` names a gang without one
 # ``?sort=``: the /gangs/ page's orders; each ends in namespace/name so a page boundary is stable.
 SORTS = {
     "name": lambda r: (r["namespace"], r["name"]),
@@ -69,7 +68,9 @@ class PodGroups(V1View):
             OpenApiParameter("namespace", str, description="only these namespaces (a,b)"),
             OpenApiParameter("state", str, description=", ".join(STATES)),
             OpenApiParameter(
-                "priorityClass", str, description=f"only these priority classes (a,b; {NO_CLASS!r} for none)"
+                "priorityClass",
+                str,
+                description=f"only these priority classes (a,b; {usage.NO_CLASS!r} for none)",
             ),
             OpenApiParameter("q", str, description="NAMESPACE/NAME contains this (any case)"),
             OpenApiParameter(
@@ -90,7 +91,7 @@ class PodGroups(V1View):
         if states := filters._choices(query, "state", STATES):
             rows = [r for r in rows if r["state"] in states]
         if classes := filters._values(query, "priorityClass"):
-            rows = [r for r in rows if (r["priorityClass"] or NO_CLASS) in classes]
+            rows = [r for r in rows if (r["priorityClass"] or usage.NO_CLASS) in classes]
         if len(query.getlist("q")) > 1 or len(query.getlist("sort")) > 1:
             raise ValidationError({"q" if len(query.getlist("q")) > 1 else "sort": ["give it once"]})
         if search := query.get("q", "").strip().lower():
@@ -141,7 +142,7 @@ class PodGroupDetail(V1View):
             "asPreemptor": released(serializers.Request(history["asPreemptor"], many=True, context=context)),
             "asVictim": released(serializers.Eviction(history["asVictim"], many=True, context=context)),
             "preemptedBy": pages.preempted_by(history["asVictim"]),
-            **pages.gang_on_map(self.scope, row["podGroup"]),
+            **pages.gang_on_map(row["podGroup"]),
         }
         return Response(body)
 

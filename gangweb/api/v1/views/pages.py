@@ -86,10 +86,11 @@ class Overview(V1View):
         )
 
 
-def gang_on_map(scope: Scope, key: str) -> dict[str, Any]:
-    """The gang as the map shows it to this reader: its tier and shade, the nodes where it holds GPUs
-    and those nominated for its waiting pods."""
-    picture = _map(scope)
+def gang_on_map(key: str) -> dict[str, Any]:
+    """The gang as the map shows it: its tier and shade, the nodes where it holds GPUs and those nominated
+    for its waiting pods. The caller has checked that the reader sees the gang's namespace, and the cut
+    changes none of these, so the picture is read as it is."""
+    picture, _ = live.current()
     index = next((i for i, g in enumerate(picture["gangs"]) if g["key"] == key), None)
     if index is None:
         return {"tier": None, "shade": None, "nodes": [], "nominatedNodes": []}
