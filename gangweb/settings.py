@@ -205,7 +205,7 @@ GANGWEB_REPLAY_DIR = Path(os.environ.get("GANGWEB_REPLAY_DIR", VAR_DIR / "replay
 GANGWEB_SIM_NODES = env_int("GANGWEB_SIM_NODES", 64)
 # The demo's scripted scene (scheduler/simulation/scene.py): this many seconds after the server is up, a
 # top-tier gang arrives that only fits once gangweb evicts lower-priority gangs; 0 = no scene.
-GANGWEB_DEMO_SCENE_SECONDS = float(os.environ.get("GANGWEB_DEMO_SCENE_SECONDS", "20"))
+GANGWEB_DEMO_SCENE_SECONDS = env_float("GANGWEB_DEMO_SCENE_SECONDS", 20.0)
 GANGWEB_SIM_SEED = env_int("GANGWEB_SIM_SEED", 7)
 # GPUs of the simulated cluster: the nvidia.com/gpu extended resource, or DRA devices (ResourceSlices, claims).
 GANGWEB_SIM_DEVICES = env_choice("GANGWEB_SIM_DEVICES", ("extended", "dra"))

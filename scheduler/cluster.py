@@ -16,6 +16,12 @@ from typing import Any, Protocol, runtime_checkable
 
 KubeObject = dict[str, Any]
 
+# The condition gangweb's execution sets on the PodGroup it evicts for (``scheduler/preemption/execution/``;
+# a domain-prefixed type: kube-scheduler owns PodGroupInitiallyScheduled, we only add ours), and its reasons
+# while the victims are evicted and once they are. The simulation reads it like kube-scheduler would.
+PREEMPTION_CONDITION = "gangweb.io/Preemption"
+EVICTING, VICTIMS_EVICTED = "Evicting", "VictimsEvicted"
+
 
 @dataclass(frozen=True)
 class EvictionResult:

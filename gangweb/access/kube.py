@@ -42,6 +42,10 @@ class ReviewUnavailable(Exception):
     """The API server did not answer a review (down, forbidden to gangweb, timed out)."""
 
 
+class NoKubernetesApi(ReviewUnavailable):
+    """gangweb runs on a simulated cluster: there is no API server that could review a token."""
+
+
 @dataclass(frozen=True)
 class Identity:
     username: str
@@ -108,11 +112,6 @@ def _api_client():
     return cluster.rest_client() if isinstance(cluster, KubeCluster) else None
 
 
-def has_api() -> bool:
-    """Whether there is a Kubernetes API server to review tokens with (not on a simulated cluster)."""
-    return _api_client() is not None
-
-
 def _post(create: Callable[[Any], Any]) -> dict:
     from kubernetes.client.exceptions import ApiException
 
@@ -120,7 +119,7 @@ def _post(create: Callable[[Any], Any]) -> dict:
 
     api = _api_client()
     if api is None:
-        raise ReviewUnavailable("no Kubernetes API configured (GANGWEB_CLUSTER is not kube)")
+        raise NoKubernetesApi("no Kubernetes API configured (GANGWEB_CLUSTER is not kube)")
     try:
         return read_json(create(api))
     except ApiException as exc:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from .dra import EXTENDED_RESOURCE_CLAIM
+
 API = "resource.k8s.io/v1"
 DRIVER = "gpu.nvidia.com"
 GPU_CLASS = "gpu.nvidia.com"
@@ -143,7 +145,7 @@ def claim(
         "spec": claim_spec(requests),
     }
     if extended_for:
-        body["metadata"]["annotations"] = {"resource.kubernetes.io/extended-resource-claim": "true"}
+        body["metadata"]["annotations"] = {EXTENDED_RESOURCE_CLAIM: "true"}
         body["metadata"]["ownerReferences"] = [
             {
                 "apiVersion": "v1",

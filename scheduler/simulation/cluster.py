@@ -13,7 +13,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from scheduler.cluster import ClusterEvent, EvictionResult, KubeObject
+from scheduler.cluster import (
+    EVICTING,
+    PREEMPTION_CONDITION,
+    VICTIMS_EVICTED,
+    ClusterEvent,
+    EvictionResult,
+    KubeObject,
+)
 from scheduler.simulation import dra as sim_dra
 from scheduler.simulation import objects
 from scheduler.simulation.catalog import TIERS
@@ -21,8 +28,6 @@ from scheduler.simulation.state import SimGang, condition, rfc3339, stable_uid, 
 from scheduler.simulation.world import MAX_PENDING_GANGS, MAX_WAIT_TICKS, World
 
 PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
-# The condition gangweb's execution sets on the PodGroup it evicts for (scheduler/preemption/execution/).
-PREEMPTION_CONDITION = "gangweb.io/Preemption"
 
 
 class SimulatedCluster(World):
@@ -164,7 +169,7 @@ class SimulatedCluster(World):
         with self._lock:
             gang = self._gangs.get(f"{namespace}/{name}")
             if type_ == PREEMPTION_CONDITION:  # gangweb evicts for this gang until the next condition
-                self._evicting_for = gang.key if gang is not None and reason == "Evicting" else None
+                self._evicting_for = gang.key if gang is not None and reason == EVICTING else None
             if gang is not None and upsert_condition(
                 gang.conditions, condition(type_, status, reason, message, self._now)
             ):
@@ -262,7 +267,7 @@ class SimulatedCluster(World):
 
 def _room_made_for(gang: SimGang) -> bool:
     return any(
-        c["type"] == PREEMPTION_CONDITION and c["reason"] in ("Evicting", "VictimsEvicted")
+        c["type"] == PREEMPTION_CONDITION and c["reason"] in (EVICTING, VICTIMS_EVICTED)
         for c in gang.conditions
     )
 

@@ -219,7 +219,7 @@ class Command(BaseCommand):
         """The scripted scene (``scheduler/simulation/scene.py``) at a known time, so the first minute shows a
         whole preemption: nothing is printed (the banner stays the terminal's last lines); the map and
         the activity feed show it."""
-        delay = float(settings.GANGWEB_DEMO_SCENE_SECONDS)
+        delay = settings.GANGWEB_DEMO_SCENE_SECONDS
         if delay <= 0:
             return
         while not server.started:

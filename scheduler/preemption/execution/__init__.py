@@ -23,7 +23,15 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from scheduler.cluster import BoundedCalls, Cluster, ClusterError, WatchCache
+from scheduler.cluster import (
+    EVICTING,
+    PREEMPTION_CONDITION,
+    VICTIMS_EVICTED,
+    BoundedCalls,
+    Cluster,
+    ClusterError,
+    WatchCache,
+)
 from scheduler.preemption import ledger, locks, metrics
 from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.execution.evictor import (
@@ -43,8 +51,6 @@ from scheduler.words import plural
 
 logger = logging.getLogger(__name__)
 
-# A domain-prefixed condition type: kube-scheduler owns PodGroupInitiallyScheduled, we only add ours.
-PREEMPTION_CONDITION = "gangweb.io/Preemption"
 STARTED_STATES = (EvictionState.EVICTING, EvictionState.EVICTED)
 
 
@@ -205,7 +211,7 @@ def _evict_all(calls: Calls, plan: Plan, retry: RetryPolicy) -> Outcome:
     marking = None
     if rows:
         marking = threading.Thread(
-            target=_condition, args=(cluster, plan, "True", "Evicting", message), daemon=True
+            target=_condition, args=(cluster, plan, "True", EVICTING, message), daemon=True
         )
         marking.start()
     try:
@@ -231,7 +237,7 @@ def _evict_all(calls: Calls, plan: Plan, retry: RetryPolicy) -> Outcome:
         )
         ledger.finish(request.pk, RequestState.SUCCEEDED, reason)
         metrics.LOST_GPU_SECONDS.inc(plan.lost_gpu_seconds)
-        _condition(cluster, plan, "False", "VictimsEvicted", reason)
+        _condition(cluster, plan, "False", VICTIMS_EVICTED, reason)
         return Outcome(RequestState.SUCCEEDED, reason)
 
     for unit, members in sorted(broken.items()):
