@@ -21,7 +21,8 @@ REPORT_FILE = "replay.json"
 
 def replay_arguments(parser) -> None:
     parser.add_argument(
-        "--trace", help="folder of cluster-trace-gpu-v2023 (default: the copy shipped with gangweb, scheduler/replay/traces/openb)"
+        "--trace",
+        help="folder of cluster-trace-gpu-v2023 (default: the copy shipped with gangweb, scheduler/replay/traces/openb)",
     )
     parser.add_argument("--hours", type=float, default=24.0, help="simulated hours (default 24)")
     parser.add_argument(
