@@ -16,7 +16,10 @@ ahead of the log. A socket that sees the epoch change resyncs every topic it fol
 Per topic the consumer delivers in sequence order, once: a message numbered at or below the last one
 delivered is a duplicate and is dropped; one that skips numbers (two publishers raced) is held until
 the missing ones arrive or, after ``GAP_WAIT`` seconds, they are read from the log. Messages the reader
-may not see are skipped on the server, so a page sees gaps in the numbers, never another team's news.
+may not see are skipped on the server, so a page never sees another team's news; and a reader who does
+not see every namespace gets, on the topics other than ``map``, sealed positions in ``seq`` (and in
+``subscribed`` and ``resync``) instead of the log's numbers, whose gaps would count other teams' events
+(``scoping.sealed_for``, ``stream.seal``). The page holds them as they are and sends them back.
 
 A signed-in reader's socket also joins its session's and its user's groups (``gangweb.access.sessions``):
 signing out closes it (4401), a changed role or namespaces closes it so the page reconnects with the new
@@ -64,7 +67,20 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     _recheck: asyncio.Task | None = None
 
     def visible(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        return scoping.cut_message(message, self.reader)
+        cut = scoping.cut_message(message, self.reader)
+        if cut is not None and scoping.sealed_for(self.reader, cut.get("topic", "")):
+            cut = {**cut, "seq": stream.seal(self.epoch, cut["seq"])}
+        return cut
+
+    def position(self, topic: str, seq: int) -> int | str:
+        """What the page holds for the topic's number ``seq`` (sealed, or the number)."""
+        return stream.seal(self.epoch, seq) if scoping.sealed_for(self.reader, topic) else seq
+
+    def number(self, topic: str, held: Any) -> int | None:
+        """The log's number a page's held position stands for; None when it stands for none of this epoch."""
+        if scoping.sealed_for(self.reader, topic):
+            return stream.unseal(self.epoch, held)
+        return held if isinstance(held, int) and not isinstance(held, bool) and held >= 0 else None
 
     def encoded(self, message: dict[str, Any], frames: Frames | None = None) -> str | None:
         """``message`` as this reader may receive it, as JSON (shared with same-scoped sockets through
@@ -165,15 +181,16 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             if self.epoch is not None and self.epoch != now:
                 await self._resync_all(now)
             self.epoch = now
-            for topic, after in topics.items():
+            for topic, position in topics.items():
                 if topic not in stream.TOPICS:
                     continue
                 # Join first, then read the log: whatever is sent meanwhile is either in the log or
                 # arrives afterwards, and numbers already delivered are dropped as duplicates.
                 await hub().subscribe(topic, self)
-                if isinstance(after, int) and after >= 0:
+                if position is not None:
                     same_epoch = held is None or held == now  # a page's first subscribe holds none
-                    missed = await sync_to_async(stream.since)(topic, after) if same_epoch else None
+                    after = self.number(topic, position) if same_epoch else None
+                    missed = None if after is None else await sync_to_async(stream.since)(topic, after)
                     if missed is None:
                         await self._resync(topic)
                     else:
@@ -189,7 +206,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                             message["backfill"] = True
                             if (text := self.encoded(message)) is not None:
                                 self.outbox.append(text)
-                answered[topic] = self.last[topic]
+                answered[topic] = self.position(topic, self.last[topic])
             await self._flush()
         await self.send_json({"type": "subscribed", "epoch": self.epoch, "topics": answered})
 
@@ -198,7 +215,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         await self._flush()  # what is queued comes before: the page applies nothing after the resync twice
         self.held.pop(topic, None)
         self.last[topic] = await sync_to_async(stream.log().last)(topic)
-        await self.send_json({"type": "resync", "topic": topic, "seq": self.last[topic], "epoch": self.epoch})
+        seq = self.position(topic, self.last[topic])
+        await self.send_json({"type": "resync", "topic": topic, "seq": seq, "epoch": self.epoch})
 
     async def _resync_all(self, epoch: str) -> None:
         """The numbers started again (a new epoch): every topic this socket follows is resynced."""

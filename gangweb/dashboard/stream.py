@@ -19,7 +19,9 @@ The same log backfills a page on load (the activity feed, the admission decision
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import json
 import secrets
 import threading
@@ -28,7 +30,9 @@ from collections.abc import AsyncIterator
 from functools import lru_cache
 from typing import Any
 
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from django.conf import settings
+from django.utils.crypto import salted_hmac
 
 # Topics and the event types that go to each (an unknown type goes to "activity").
 TOPICS = {
@@ -269,6 +273,47 @@ def since(topic: str, after: int) -> list[dict[str, Any]] | None:
             message["seq"] = seq
             out.append(message)
     return out
+
+
+_sealers = threading.local()  # per thread: a cipher context is not to be shared between threads
+
+
+def _sealer() -> tuple[Any, Any]:
+    """This thread's AES encryptor and decryptor under the key of ``SECRET_KEY``, made once."""
+    secret = settings.SECRET_KEY
+    if getattr(_sealers, "secret", None) != secret:
+        key = salted_hmac("gangweb.live.position", "", secret=secret, algorithm="sha256").digest()[:16]
+        # One block per position, each (epoch, number) its own plaintext: no chaining, no nonce needed.
+        cipher = Cipher(algorithms.AES(key), modes.ECB())
+        _sealers.secret, _sealers.contexts = secret, (cipher.encryptor(), cipher.decryptor())
+    return _sealers.contexts
+
+
+def _block(epoch: str, seq: int) -> bytes:
+    return hashlib.sha256(epoch.encode()).digest()[:8] + seq.to_bytes(8, "big")
+
+
+def seal(epoch: str, seq: int) -> str:
+    """``seq`` of ``epoch`` as a position a reader holds without learning the number: 22 characters, one
+    AES block under a key from ``SECRET_KEY``. A reader who may not see every message of a topic gets
+    these, as the gaps between plain numbers would count other teams' events."""
+    sealed = _sealer()[0].update(_block(epoch, seq))
+    return base64.urlsafe_b64encode(sealed).rstrip(b"=").decode()
+
+
+def unseal(epoch: str, position: Any) -> int | None:
+    """The number ``seal(epoch, n)`` sealed; None for anything else (another epoch, another key, garbage)."""
+    if not isinstance(position, str) or len(position) != 22:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(position + "==")
+    except ValueError:
+        return None
+    if len(raw) != 16:  # a partial block would stay in the shared context
+        return None
+    block = _sealer()[1].update(raw)
+    seq = int.from_bytes(block[8:], "big")
+    return seq if block == _block(epoch, seq) else None
 
 
 def latest(topic: str, count: int) -> list[dict[str, Any]]:

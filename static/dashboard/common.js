@@ -120,6 +120,7 @@
   // --- the live stream ----------------------------------------------------------------------------
   // One socket per page. subscribe(topic, handler, {after, backfill, onResync}); the client keeps the
   // last sequence number applied per topic, drops what it has seen, and resumes from there on reconnect.
+  // A topic's last is the server's number, or a sealed position (a string) the page sends back as it is.
   // The numbers belong to the server's epoch: resuming from another one (Redis came back empty), the
   // page is told to resync each topic, and onResync fetches its data again.
 
@@ -195,7 +196,9 @@
         return;
       }
       if (!message.backfill) {
-        if (t.last !== null && message.seq <= t.last) return; // seen already
+        // A number at or below the last is seen already; a sealed position (a string: readers who do not
+        // see every namespace) is held as it is, the server sends each once and in order.
+        if (typeof message.seq === "number" && typeof t.last === "number" && message.seq <= t.last) return;
         t.last = message.seq;
       }
       this.updates += 1;

@@ -22,16 +22,20 @@ from tests.gangweb.test_dashboard_server import FAST_SMALL_SIMULATION, signed_in
 pytestmark = pytest.mark.timeout(180)
 
 
-def served(asgi_server, redis_url: str, tmp_path) -> tuple[str, str]:
-    """The dashboard on ``redis_url`` and a signed-in viewer of every namespace: (address, cookie)."""
+def served(asgi_server, redis_url: str, tmp_path, *readers: tuple[str, str]) -> tuple[str, list[str]]:
+    """The dashboard on ``redis_url`` and signed-in viewers: ``(username, where)`` with ``where`` "*" for
+    every namespace or one namespace; by default one viewer of every namespace. (address, their cookies)."""
+    readers = readers or (("restart-viewer", "*"),)
     env = {**FAST_SMALL_SIMULATION, "GANGWEB_DEMO": "", "REDIS_URL": redis_url, "SESSION_COOKIE_SECURE": "0"}
     run_env = {**os.environ, "GANGWEB_VAR_DIR": str(tmp_path), **env}
-    script = (
-        "from django.contrib.auth.models import User; "
-        "u, _ = User.objects.get_or_create(username='restart-viewer'); u.is_staff = True; "
-        "u.set_password('viewer-pw'); u.save(); "
-        "from gangweb.access.grants import grant; grant('restart-viewer', 'viewer', all_namespaces=True)"
-    )
+    script = "from django.contrib.auth.models import User; from gangweb.access.grants import grant\n"
+    for username, where in readers:
+        scope = "all_namespaces=True" if where == "*" else f"namespaces=[{where!r}]"
+        script += (
+            f"u, _ = User.objects.get_or_create(username={username!r}); u.is_staff = True\n"
+            "u.set_password('viewer-pw'); u.save()\n"
+            f"grant({username!r}, 'viewer', {scope})\n"
+        )
     for command in (["migrate", "--verbosity", "0"], ["shell", "-c", script]):
         done = subprocess.run(
             [sys.executable, "manage.py", *command],
@@ -43,19 +47,21 @@ def served(asgi_server, redis_url: str, tmp_path) -> tuple[str, str]:
         )
         assert done.returncode == 0, done.stderr[-3000:]
     address = asgi_server(env=env)
-    return address, signed_in_cookie(address, "restart-viewer", "viewer-pw")
+    return address, [signed_in_cookie(address, username, "viewer-pw") for username, _ in readers]
 
 
-def publish(redis_url: str, marker: str) -> int:
-    """A ledger event from another process (a worker, say), through the same Redis."""
-    message = {"type": "plan.created", "topic": "ledger", "at": time.time(), "payload": {"reason": marker}}
+def publish(redis_url: str, marker: str, namespace: str = "team-a") -> int:
+    """A ledger event of ``namespace`` from another process (a worker, say), through the same Redis."""
+    payload = {"podGroup": f"{namespace}/train", "reason": marker}
+    message = {"type": "plan.created", "topic": "ledger", "at": time.time(), "payload": payload}
     return stream.RedisLog(redis_url).append("ledger", message)
 
 
 class Page:
     """The page's side of ``ws/live/`` as ``static/dashboard/common.js`` plays it: one socket, opened again
     whenever it closes (the restart closes it); the epoch and the last number per topic held across
-    reconnects and sent when subscribing; a number at or below the last is dropped as seen; a resync
+    reconnects and sent when subscribing; a number at or below the last is dropped as seen (a sealed
+    position is held as it is); a resync
     is "fetch the data again and go on from its number". ``sends_epoch=False``: a page that holds no
     epoch (loaded before it existed), which resumes on numbers alone."""
 
@@ -65,6 +71,7 @@ class Page:
         self.last: dict[str, int | None] = dict.fromkeys(topics)
         self.events: list[dict] = []
         self.resyncs: list[dict] = []
+        self.subscribed: list[dict] = []
         self.connections = 0
         self.ws = None
 
@@ -81,6 +88,7 @@ class Page:
     def _take(self, message: dict) -> None:
         kind, topic = message["type"], message.get("topic")
         if kind == "subscribed":
+            self.subscribed.append(message)
             self.epoch = message.get("epoch")
             for name, seq in message["topics"].items():
                 if self.last.get(name) is None:
@@ -90,8 +98,9 @@ class Page:
             self.last[topic] = message["seq"]
             self.resyncs.append(message)
         elif topic in self.last:
-            if self.last[topic] is not None and message["seq"] <= self.last[topic]:
-                return  # seen already
+            seq, last = message["seq"], self.last[topic]
+            if isinstance(seq, int) and isinstance(last, int) and seq <= last:
+                return  # seen already (a sealed position, a string, is only held)
             self.last[topic] = message["seq"]
             self.events.append(message)
 
@@ -115,8 +124,10 @@ class Page:
                 self._take(message)
 
     async def close(self) -> None:
+        """The page goes away (``until`` opens a socket again, as a page coming back does)."""
         if self.ws is not None:
             await self.ws.close()
+            self.ws = None
 
 
 def has(reason: str):
@@ -127,7 +138,7 @@ def has(reason: str):
 def test_a_page_ahead_of_a_redis_that_came_back_empty_resyncs_and_follows_again(
     asgi_server, own_redis, tmp_path, sends_epoch
 ):
-    address, cookie = served(asgi_server, own_redis.url, tmp_path)
+    address, (cookie,) = served(asgi_server, own_redis.url, tmp_path)
 
     async def scenario() -> Page:
         page = Page(address, cookie, ["ledger"], sends_epoch=sends_epoch)
