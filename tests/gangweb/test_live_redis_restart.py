@@ -14,6 +14,7 @@ import time
 
 import pytest
 import websockets
+from websockets.exceptions import WebSocketException
 
 from gangweb.dashboard import stream
 from tests.conftest import ROOT
@@ -116,7 +117,7 @@ class Page:
                 frame = json.loads(
                     await asyncio.wait_for(self.ws.recv(), max(0.1, deadline - time.monotonic()))
                 )
-            except (TimeoutError, OSError, websockets.exceptions.WebSocketException):
+            except (TimeoutError, OSError, WebSocketException):
                 self.ws = None  # closed or refused: the page tries again shortly
                 await asyncio.sleep(0.5)
                 continue
