@@ -9,7 +9,7 @@ Events are sent only after the surrounding database transaction commits, so a br
 a plan or an eviction that was rolled back. Publishing never raises: the dashboard is a view of
 the system, and Redis being down must not fail an eviction, an approval or an admission answer. What
 could not be sent is held and sent again once Redis answers (``HOLD`` events at most); a page that
-missed it meanwhile catches up when it resumes or resyncs (docs/dashboard.md, "The live stream").
+missed it meanwhile catches up when it resumes or resyncs (docs/dashboard.md, "Live stream").
 """
 
 from __future__ import annotations
