@@ -11,6 +11,7 @@ from gangweb.access import kube
 from gangweb.access.authentication import DEFAULT_AUTHENTICATION_CLASSES
 from gangweb.access.scope import scope_for
 from kubetestserver import KubeTestServer
+from kubetestserver.reviews import mint_token
 from scheduler.kube import KubeCluster
 from scheduler.preemption import runtime
 
@@ -22,6 +23,10 @@ READ_PODGROUPS = {
     "verbs": ["get", "list", "watch"],
 }
 EVICT = {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}
+# Bearer tokens in a service account token's shape (gangweb reviews no other shape).
+SA_TOKEN, OPERATOR_TOKEN, ADMIN_TOKEN, TESS_TOKEN = (
+    mint_token(name) for name in ("ci", "olga", "root", "tess")
+)
 
 
 def cluster_role(name: str, *rules: dict) -> dict:
@@ -83,7 +88,7 @@ def drf_request(token: str) -> Request:
 
 
 def test_a_service_account_bound_in_one_namespace_views_there_and_nowhere_else(server, client):
-    server.add_token("sa-token", "system:serviceaccount:team-a:ci", groups=["system:serviceaccounts"])
+    server.add_token(SA_TOKEN, "system:serviceaccount:team-a:ci", groups=["system:serviceaccounts"])
     server.load(
         [
             binding(
@@ -92,28 +97,28 @@ def test_a_service_account_bound_in_one_namespace_views_there_and_nowhere_else(s
             binding("team-b", "gangweb-operator", user("someone-else")),
         ]
     )
-    scope = scope_for(drf_request("sa-token"))
+    scope = scope_for(drf_request(SA_TOKEN))
     assert scope.user == "system:serviceaccount:team-a:ci" and not scope.all_namespaces
     assert scope.namespaces() == {"team-a"}
     assert scope.role_in("team-a") == "viewer" and not scope.may("approve", "team-a")
     assert not scope.sees("team-b")
-    response = client.get("/api/requests/", HTTP_AUTHORIZATION="Bearer sa-token")
+    response = client.get("/api/requests/", HTTP_AUTHORIZATION=f"Bearer {SA_TOKEN}")
     assert response.status_code == 200
 
 
 def test_eviction_rights_make_an_operator_and_a_cluster_binding_sees_everywhere(server):
-    server.add_token("op", "olga", groups=["ml-platform"])
-    server.add_token("admin", "root", groups=["platform-admins"])
+    server.add_token(OPERATOR_TOKEN, "olga", groups=["ml-platform"])
+    server.add_token(ADMIN_TOKEN, "root", groups=["platform-admins"])
     server.load(
         [
             binding("team-a", "gangweb-operator", {"kind": "Group", "name": "ml-platform"}),
             binding(None, "gangweb-operator", {"kind": "Group", "name": "platform-admins"}),
         ]
     )
-    operator = scope_for(drf_request("op"))
+    operator = scope_for(drf_request(OPERATOR_TOKEN))
     assert operator.role_in("team-a") == "operator" and operator.may("cancel", "team-a")
     before = reviews(server)
-    everywhere = scope_for(drf_request("admin"))
+    everywhere = scope_for(drf_request(ADMIN_TOKEN))
     assert (
         everywhere.all_namespaces and everywhere.namespaces() is None and everywhere.may("approve", "team-z")
     )
@@ -134,7 +139,7 @@ def test_on_a_simulated_cluster_a_token_that_is_not_gangwebs_is_401_not_503(clie
     settings.DEMO = False
     runtime.set_cluster(SimulatedCluster(nodes=2))
     try:
-        response = client.get("/api/v1/", HTTP_AUTHORIZATION="Bearer not-a-known-token")
+        response = client.get("/api/v1/", HTTP_AUTHORIZATION=f"Bearer {mint_token('someone')}")
     finally:
         runtime.reset_cluster()
     assert response.status_code == 401, response.content
@@ -144,7 +149,7 @@ def test_on_a_simulated_cluster_a_token_that_is_not_gangwebs_is_401_not_503(clie
 
 
 def test_a_second_request_within_the_ttl_makes_no_review(server, client, settings):
-    server.add_token("sa-token", "system:serviceaccount:team-a:ci")
+    server.add_token(SA_TOKEN, "system:serviceaccount:team-a:ci")
     server.load(
         [
             binding(
@@ -152,32 +157,32 @@ def test_a_second_request_within_the_ttl_makes_no_review(server, client, setting
             )
         ]
     )
-    first = scope_for(drf_request("sa-token"))
+    first = scope_for(drf_request(SA_TOKEN))
     assert first.role_in("team-a") == "operator" and first.namespaces() == {"team-a"}
     after_first = reviews(server)
     assert after_first[0] == 1 and after_first[1] >= 3  # cluster-wide (denied), team-a's two
-    second = scope_for(drf_request("sa-token"))
+    second = scope_for(drf_request(SA_TOKEN))
     assert second.role_in("team-a") == "operator" and second.namespaces() == {"team-a"}
     assert reviews(server) == after_first
-    assert client.get("/api/requests/", HTTP_AUTHORIZATION="Bearer sa-token").status_code == 200
+    assert client.get("/api/requests/", HTTP_AUTHORIZATION=f"Bearer {SA_TOKEN}").status_code == 200
     assert reviews(server) == after_first
 
     settings.GANGWEB_K8S_REVIEW_TTL_SECONDS = 0  # answers expire at once: each request reviews again
     kube.clear_caches()
-    scope_for(drf_request("sa-token")).role_in("team-a")
-    scope_for(drf_request("sa-token")).role_in("team-a")
+    scope_for(drf_request(SA_TOKEN)).role_in("team-a")
+    scope_for(drf_request(SA_TOKEN)).role_in("team-a")
     assert reviews(server)[0] == after_first[0] + 2
 
 
 def test_every_namespace_i_may_see_costs_no_review_per_namespace_at_5000_namespaces(server):
-    server.add_token("t", "tess", groups=["team-7"])
+    server.add_token(TESS_TOKEN, "tess", groups=["team-7"])
     others = [binding(f"ns-{i:04d}", "gangweb-viewer", user(f"owner-{i}")) for i in range(5000)]
     mine = [
         binding("ns-0042", "gangweb-viewer", user("tess"), name="tess-view"),
         binding("ns-4711", "gangweb-operator", {"kind": "Group", "name": "team-7"}, name="team-7-operate"),
     ]
     server.load(others + mine)
-    scope = scope_for(drf_request("t"))
+    scope = scope_for(drf_request(TESS_TOKEN))
     assert scope.namespaces() == {"ns-0042", "ns-4711"}
     assert scope.role_in("ns-4711") == "operator" and scope.role_in("ns-0042") == "viewer"
     token_reviews, access_reviews = reviews(server)
