@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
@@ -191,3 +192,47 @@ def test_every_namespace_i_may_see_costs_no_review_per_namespace_at_5000_namespa
     # A namespace asked about directly is reviewed on its own (access a non-RBAC authorizer might give).
     assert not scope.sees("ns-0001")
     assert reviews(server)[1] == access_reviews + 1
+
+
+def test_a_token_of_another_shape_is_refused_without_a_review(server, client):
+    for token in ("not-a-known-token", "a.b.c", "x" * 40, "abcdef.0123456789ABCDEF"):
+        response = client.get("/api/requests/", HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert response.status_code == 401 and "shaped like a Kubernetes token" in response.json()["detail"]
+    assert reviews(server) == (0, 0)
+    # A bootstrap token's shape is reviewed (and, unknown to this server, rejected).
+    assert (
+        client.get("/api/requests/", HTTP_AUTHORIZATION="Bearer abcdef.0123456789abcdef").status_code == 401
+    )
+    assert reviews(server) == (1, 0)
+
+
+def who(token: str) -> str | None:
+    """The user a request with ``token`` is, through gangweb's authentication; None when refused."""
+    try:
+        return scope_for(drf_request(token)).user
+    except exceptions.AuthenticationFailed:
+        return None
+
+
+def test_a_full_token_cache_pushes_out_the_least_recently_used_identity_only(server, monkeypatch):
+    monkeypatch.setattr(kube, "_tokens", kube.TTLCache(2))
+    first, second, third = (mint_token(name) for name in ("first", "second", "third"))
+    for token, name in ((first, "first"), (second, "second"), (third, "third")):
+        server.add_token(token, name)
+    assert [who(t) for t in (first, second, first, third)] == ["first", "second", "first", "third"]
+    assert reviews(server)[0] == 3  # "first" was used again just before "third" arrived
+    assert (who(first), who(third)) == ("first", "third")
+    assert reviews(server)[0] == 3
+    assert who(second) == "second"  # the one pushed out
+    assert reviews(server)[0] == 4
+
+
+def test_tokens_the_api_server_rejected_never_push_out_an_identity(server, settings, monkeypatch):
+    settings.GANGWEB_K8S_REVIEW_FAILURES = 1000
+    monkeypatch.setattr(kube, "_tokens", kube.TTLCache(4))
+    server.add_token(SA_TOKEN, "system:serviceaccount:team-a:ci")
+    assert who(SA_TOKEN) == "system:serviceaccount:team-a:ci"
+    assert [who(mint_token("made-up")) for _ in range(20)] == [None] * 20
+    before = reviews(server)[0]
+    assert who(SA_TOKEN) == "system:serviceaccount:team-a:ci"
+    assert reviews(server)[0] == before
