@@ -2,11 +2,12 @@
 
 ``Authorization: Bearer gwt_...`` is a gangweb token (``manage.py access token``); any other bearer token
 shaped like a Kubernetes token is handed to TokenReview (``gangweb.access.kube``), and anything else is a
-401 without one. Wrong passwords (Basic) and tokens the API server does not authenticate are counted per
-source (``gangweb.access.throttle``): past the back-off, the answer is 429 with ``Retry-After``. Settings list them first in
+401 without one. Settings list the token classes first in
 ``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]``: DRF answers 401 with the first class's challenge,
 which offers both schemes, ``Bearer`` and ``Basic``. Session authentication (the dashboard's browser
-calls) comes last and enforces CSRF on unsafe methods.
+calls) comes last and enforces CSRF on unsafe methods. Wrong passwords (Basic) and tokens the API server
+does not authenticate are counted per source (``gangweb.access.throttle``): past the back-off, the answer
+is 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
