@@ -16,7 +16,15 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from gangweb.env import env_bool, env_choice, env_float, env_int, env_list, env_namespace_map
+from gangweb.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_namespace_map,
+    env_networks,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("GANGWEB_VAR_DIR", BASE_DIR / "var"))
@@ -294,6 +302,20 @@ LOGIN_REDIRECT_URL = "/"
 # --- Access (docs/design.md "Access") ------------------------------------------------------------
 # TokenReview and SubjectAccessReview answers (and the RoleBinding list) are reused for this long.
 GANGWEB_K8S_REVIEW_TTL_SECONDS = env_int("GANGWEB_K8S_REVIEW_TTL_SECONDS", 30)
+# Guessing (docs/design.md "Access: guessing"): wrong passwords per account and per source address, and
+# TokenReviews of tokens that did not authenticate per source address, are free up to these counts; then
+# each further one makes the next attempt wait twice as long (1 s, 2 s, 4 s, ... at most the max wait),
+# and a count is forgotten FORGET seconds after its last attempt. Redis holds the counts when REDIS_URL is set.
+GANGWEB_PASSWORD_ACCOUNT_FAILURES = env_int("GANGWEB_PASSWORD_ACCOUNT_FAILURES", 5)
+GANGWEB_PASSWORD_SOURCE_FAILURES = env_int("GANGWEB_PASSWORD_SOURCE_FAILURES", 20)
+GANGWEB_K8S_REVIEW_FAILURES = env_int("GANGWEB_K8S_REVIEW_FAILURES", 20)
+GANGWEB_BACKOFF_MAX_SECONDS = env_int("GANGWEB_BACKOFF_MAX_SECONDS", 300)
+GANGWEB_BACKOFF_FORGET_SECONDS = env_int("GANGWEB_BACKOFF_FORGET_SECONDS", 3600)
+# Proxies in front of gangweb (addresses or CIDRs): from them, the client is the nearest untrusted address
+# in X-Forwarded-For; from anyone else, the connection's own address (REMOTE_ADDR).
+GANGWEB_TRUSTED_PROXIES = env_networks("GANGWEB_TRUSTED_PROXIES")
+# Passwords are checked by ModelBackend behind the counts above (gangweb/access/passwords.py).
+AUTHENTICATION_BACKENDS = ["gangweb.access.passwords.PasswordBackend"]
 # An open dashboard websocket re-checks its session and scope this often (a backstop: sign-out and
 # role changes close it at once).
 GANGWEB_SESSION_RECHECK_SECONDS = env_int("GANGWEB_SESSION_RECHECK_SECONDS", 30)

@@ -74,6 +74,16 @@ def pytest_sessionstart(session):
         pytest.exit("real services required but missing: " + "; ".join(problems), returncode=3)
 
 
+@pytest.fixture(autouse=True)
+def _no_guessing_counts():
+    """Each test starts with no guessing counts (gangweb/access/throttle.py): one test's wrong passwords
+    must not hold back the next one's sign-in from the same address."""
+    from gangweb.access import throttle
+
+    throttle.clear()
+    yield
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     """A Redis URL that answers; skips (or, when services are required, fails) otherwise."""
