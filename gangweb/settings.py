@@ -309,6 +309,9 @@ GANGWEB_K8S_REVIEW_TTL_SECONDS = env_int("GANGWEB_K8S_REVIEW_TTL_SECONDS", 30)
 GANGWEB_PASSWORD_ACCOUNT_FAILURES = env_int("GANGWEB_PASSWORD_ACCOUNT_FAILURES", 5)
 GANGWEB_PASSWORD_SOURCE_FAILURES = env_int("GANGWEB_PASSWORD_SOURCE_FAILURES", 20)
 GANGWEB_K8S_REVIEW_FAILURES = env_int("GANGWEB_K8S_REVIEW_FAILURES", 20)
+# Review opaque bearer tokens too (static token files, webhook authenticators): off, because any string
+# of the right characters then costs a TokenReview (still charged to its source, above).
+GANGWEB_K8S_OPAQUE_TOKENS = env_bool("GANGWEB_K8S_OPAQUE_TOKENS", False)
 GANGWEB_BACKOFF_MAX_SECONDS = env_int("GANGWEB_BACKOFF_MAX_SECONDS", 300)
 GANGWEB_BACKOFF_FORGET_SECONDS = env_int("GANGWEB_BACKOFF_FORGET_SECONDS", 3600)
 # Proxies in front of gangweb (addresses or CIDRs): from them, the client is the nearest untrusted address

@@ -74,6 +74,10 @@ DECISIONS_KEPT = 50_000
 MAX_TOKEN_CHARS = 16 * 1024
 _BOOTSTRAP_TOKEN = re.compile(r"[a-z0-9]{6}\.[a-z0-9]{16}")
 _JWT = re.compile(r"([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+# Amazon EKS's IAM authenticator (what `aws eks get-token` prints): a presigned URL, base64url.
+_EKS_TOKEN = re.compile(r"k8s-aws-v1\.[A-Za-z0-9_-]{16,}")
+# RFC 7235 token68: what a bearer credential may be at all (static token files, webhook authenticators).
+_TOKEN68 = re.compile(r"[A-Za-z0-9._~+/-]{16,}=*")
 
 _tokens = TTLCache(TOKENS_KEPT)  # token digest -> the Identity TokenReview answered
 _rejected = TTLCache(TOKENS_KEPT)  # token digest -> True: TokenReview did not authenticate it
@@ -126,14 +130,15 @@ def _timeout() -> tuple[float, float]:
 
 def is_kubernetes_token(token: str) -> bool:
     """Shaped like a token an API server issues: a signed JWT (service account, OIDC) whose header is a
-    JSON object naming its algorithm, or a bootstrap token. Told without a review."""
+    JSON object naming its algorithm, a bootstrap token or an EKS token; with
+    ``GANGWEB_K8S_OPAQUE_TOKENS`` any token68 credential. Told without a review."""
     if len(token) > MAX_TOKEN_CHARS:
         return False
-    if _BOOTSTRAP_TOKEN.fullmatch(token):
+    if _BOOTSTRAP_TOKEN.fullmatch(token) or _EKS_TOKEN.fullmatch(token):
         return True
     jwt = _JWT.fullmatch(token)
     if jwt is None:
-        return False
+        return bool(settings.GANGWEB_K8S_OPAQUE_TOKENS) and _TOKEN68.fullmatch(token) is not None
     header = jwt.group(1)
     try:
         decoded = json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))

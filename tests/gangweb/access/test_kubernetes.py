@@ -206,6 +206,22 @@ def test_a_token_of_another_shape_is_refused_without_a_review(server, client):
     assert reviews(server) == (1, 0)
 
 
+def test_eks_tokens_are_reviewed_and_opaque_ones_only_when_the_admin_says_so(server, client, settings):
+    """EKS users (`aws eks get-token`) sign in as they are; a static token file's users once enabled."""
+    eks = "k8s-aws-v1." + "aHR0cHM6Ly9zdHMuYW1hem9uYXdzLmNvbS8_QWN0aW9uPUdldENhbGxlcklkZW50aXR5"
+    opaque = "31ada4fd-adec-460c-809a-9e56ceb75269"
+    server.add_token(eks, "arn:aws:iam::1:role/dev")
+    server.add_token(opaque, "static-user")
+    server.load([binding("team-a", "gangweb-viewer", user("arn:aws:iam::1:role/dev"))])
+    server.load([binding("team-a", "gangweb-viewer", user("static-user"), name="static")])
+    assert who(eks) == "arn:aws:iam::1:role/dev"
+    assert who(opaque) is None and reviews(server)[0] == 1
+    settings.GANGWEB_K8S_OPAQUE_TOKENS = True
+    assert who(opaque) == "static-user" and reviews(server)[0] == 2
+    # Still a shape: a credential with a space or a quote is no token68, whatever the setting.
+    assert who('x" or "1"="1 and more') is None and reviews(server)[0] == 2
+
+
 def who(token: str) -> str | None:
     """The user a request with ``token`` is, through gangweb's authentication; None when refused."""
     try:
