@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ...preemptor import Domain
 
 MAX_UNITS = 40  # units that may belong to a better plan, per domain, beyond which a domain is not searched
-MAX_STEPS = 20_000  # branch-and-bound steps per plan, over all domains
+MAX_STEPS = 5_000  # branch-and-bound steps per plan, over all domains
 
 
 class Found(NamedTuple):
@@ -316,17 +316,24 @@ class _Branch:
         self.spent = [0] * len(self.allowed)
         self.chosen: list[int] = []
         self.slots = int(search.domain_base[domain.order])
+        # What the nodes would hold with every unit not yet left out gone: below the need, no set here fits.
+        self.reach = {n: list(row) for n, row in self.have.items()}
+        for i in range(len(members)):
+            for node, amounts in self.held[i]:
+                self.reach[node] = [r + a for r, a in zip(self.reach[node], amounts)]
+        self.reach_slots = {n: self._slots_of(self.reach, n) for n in in_domain}
+        self.reachable = sum(self.reach_slots.values())
         self.violations = self.priority_sum = self.pod_sum = 0
 
-    def _slots_of(self, node: int) -> int:
-        return max(0, min(h // r for h, r in zip(self.have[node], self.request)))
+    def _slots_of(self, rows: dict, node: int) -> int:
+        return max(0, min([h // r for h, r in zip(rows[node], self.request)]))
 
     def _apply(self, i: int, sign: int) -> None:
         for node, amounts in self.held[i]:
             row = self.have[node]
             for c, amount in enumerate(amounts):
                 row[c] += sign * amount
-            after = self._slots_of(node)
+            after = self._slots_of(self.have, node)
             self.slots += after - self.node_slots[node]
             self.node_slots[node] = after
         for pdb in self.budgets[i]:  # one budget per pod here (``unmodelled``): violations add up per budget
@@ -339,6 +346,16 @@ class _Branch:
         self.priority_sum += sign * self.priorities[i]
         self.pod_sum += sign * self.pods[i]
 
+    def _leave_out(self, i: int, sign: int) -> None:
+        """Unit i left out (sign -1) or back in reach (+1)."""
+        for node, amounts in self.held[i]:
+            row = self.reach[node]
+            for c, amount in enumerate(amounts):
+                row[c] += sign * amount
+            after = self._slots_of(self.reach, node)
+            self.reachable += after - self.reach_slots[node]
+            self.reach_slots[node] = after
+
     def visit(self, i: int) -> None:
         search = self.search
         search.steps += 1
@@ -349,7 +366,7 @@ class _Branch:
                 search._offer([self.members[j] for j in self.chosen], self.domain)
             return  # any larger set costs more
         k = search._fewest(self.prefix, search.need - self.slots)
-        if k is None or i + k > len(self.members):
+        if k is None or i + k > len(self.members) or self.reachable < search.need:
             return
         # The cheapest k units left are the next k (cheapest first): a floor on any set that gets there.
         floor = (
@@ -366,4 +383,6 @@ class _Branch:
         self.visit(i + 1)
         self._apply(i, -1)
         self.chosen.pop()
+        self._leave_out(i, -1)
         self.visit(i + 1)
+        self._leave_out(i, 1)
