@@ -131,7 +131,9 @@ class _Search:
             _, node_domain = topology_domains(snap, gang.group.topology_key)
         else:
             node_domain = np.zeros(len(snap.nodes), dtype=np.int64)
-        wanted = np.zeros(max(self.domains) + 2, dtype=bool)
+        # One slot per topology value (not only the gang's domains: running pods may allow just one), and a
+        # last one that nodes without the label (-1) hit.
+        wanted = np.zeros(max(max(self.domains), int(node_domain.max(initial=0))) + 2, dtype=bool)
         wanted[list(self.domains)] = True
         self.usable = node_mask(snap, snap.pods[first]) & (node_domain >= 0) & wanted[node_domain]
         self.node_domain = node_domain

@@ -160,3 +160,16 @@ def test_the_quality_study_counts_proven_plans_and_all_of_them_are_optimal(seed)
 
     found = study(60, seed=seed)["policies"]["gangweb"]
     assert found["proven"] > 0 and found["proven_optimal"] == found["proven"]
+
+
+def test_running_pods_that_pin_the_gang_to_one_rack_of_several_are_searched_there():
+    objects = [node(f"n{i}", gpus=8, labels={"rack": f"r{i}"}) for i in range(3)] + [
+        pod("low", node="n0", gpus=4, priority=1),
+        pod("other", node="n2", gpus=8, priority=1),
+        podgroup("hi", min_count=2, priority=100, mode="all", topology="rack"),
+        pod("hi-0", group="hi", gpus=4, node="n0"),
+        pod("hi-1", group="hi", gpus=4),
+    ]
+    result = plan(parse_snapshot(objects), "default/hi")
+    assert result.evictions == ["default/low"] and result.domain == "r0"
+    assert result.optimality == "proven"
