@@ -274,6 +274,9 @@ class SimulatedPlan(s.Serializer):
     domain = s.CharField(allow_null=True)
     reason = s.CharField()
     outcome = s.CharField()
+    optimality = s.CharField(
+        allow_null=True, help_text="proven, or heuristic:<why>; null for an infeasible plan (docs/design.md)"
+    )
     cost = Cost()
     planningSeconds = s.FloatField()
 
