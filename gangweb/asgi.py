@@ -11,6 +11,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
 # collectstatic step), so one daphne process is the whole web tier, in the demo and in the cluster.
 django_http = ASGIStaticFilesHandler(get_asgi_application())
 
+from gangweb.api.v1.uploads import UploadGuard  # noqa: E402
+
+# Snapshot uploads are checked (size, login, role, throttle) before Django reads their body.
+django_http = UploadGuard(django_http)
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
@@ -32,6 +33,7 @@ _TITLES = {
     405: "method not allowed",
     406: "not acceptable",
     409: "conflict",
+    411: "length required",
     413: "request too large",
     415: "unsupported media type",
     429: "too many requests",
@@ -80,6 +82,8 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         response = Response(problem(401, str(exc.detail), instance=instance), status=401)
         response["WWW-Authenticate"] = AUTHENTICATE
+    elif isinstance(exc, RequestDataTooBig):  # Django's cap on a body read into memory
+        response = Response(problem(413, str(exc), instance=instance), status=413)
     elif isinstance(exc, exceptions.ValidationError | exceptions.ParseError) and not isinstance(
         exc.detail, str
     ):
