@@ -8,7 +8,7 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
 # Django must be set up before the consumers (and the models they import) load.
 # The dashboard's few vendored assets are served by the app itself (from the finders, no
-# collectstatic step), so one daphne process is the whole web tier, in the demo and in the cluster.
+# collectstatic step), so one uvicorn process is the whole web tier, in the demo and in the cluster.
 django_http = ASGIStaticFilesHandler(get_asgi_application())
 
 from gangweb.api.v1.uploads import UploadGuard  # noqa: E402
