@@ -114,7 +114,8 @@ def wait_for_port(port: int, timeout: float = 60.0, proc: subprocess.Popen | Non
 def asgi_server(tmp_path):
     """Start gangweb's ASGI application in a real server process (uvicorn, as deployed); yields its base URL.
 
-    Extra environment can be passed through the returned factory: ``start(env={...})``.
+    Extra environment can be passed through the returned factory: ``start(env={...})``; the server
+    process of an address is ``start.processes[address]``.
     """
     procs: list[subprocess.Popen] = []
 
@@ -140,8 +141,10 @@ def asgi_server(tmp_path):
         )
         procs.append(proc)
         wait_for_port(port, proc=proc)
+        start.processes[f"127.0.0.1:{port}"] = proc
         return f"127.0.0.1:{port}"
 
+    start.processes = {}
     yield start
     for proc in procs:
         proc.terminate()
