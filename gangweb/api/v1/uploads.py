@@ -32,6 +32,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework.exceptions import APIException, ParseError, ValidationError
 
+from gangweb.api.v1.parsers import TooLarge
 from gangweb.api.v1.problems import CONTENT_TYPE, problem
 from gangweb.api.v1.uploadworker import MEMORY_EXIT
 from scheduler.engine.reading import MAX_BYTES_ENV, max_snapshot_bytes
@@ -48,11 +49,6 @@ CHECKED = "gangweb.checked"
 _ONE_AT_A_TIME = threading.BoundedSemaphore(1)
 # One BLAS thread and two malloc arenas: what the worker maps stays close to what it uses.
 _WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2"}
-
-
-class TooLarge(APIException):
-    status_code = 413
-    default_detail = "request too large"
 
 
 class Busy(APIException):

@@ -203,3 +203,6 @@ def test_a_json_body_larger_than_django_reads_in_memory_is_read_by_the_worker(cl
         **admin,
     )
     assert list(problem(bad, 400)["errors"]) == ["podGroup"]
+    # Where no worker reads it, a JSON body past Django's cap is refused as too large, not a crash.
+    old = {"podGroup": waiting[0], "padding": "x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE}
+    problem(client.post("/api/plan/", old, content_type="application/json", **admin), 413)
