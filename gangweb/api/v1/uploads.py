@@ -82,12 +82,13 @@ class UploadGuard:
             return await _refuse(send, scope, 400, "Content-Length is not a number")
         if int(declared) > max_snapshot_bytes():
             return await _refuse(send, scope, 413, too_large_detail())
-        if int(declared) > 0:
-            refused = await self._preflight(scope)
-            if refused is not None:
-                for message in refused:
-                    await send(message)
-                return None
+        if int(declared) == 0:  # nothing to withhold: the view checks it as any other request
+            return await self.app(scope, receive, send)
+        refused = await self._preflight(scope)
+        if refused is not None:
+            for message in refused:
+                await send(message)
+            return None
         return await self.app({**scope, CHECKED: True}, receive, send)
 
     async def _preflight(self, scope) -> list[dict] | None:

@@ -174,6 +174,12 @@ def test_a_refused_upload_is_answered_before_its_body_is_sent(asgi_server, tmp_p
     assert spent.status_code == 200, spent.text
     throttled = answer_before_the_body(address, "/api/v1/simulate/", MAX_BYTES, tokens["uploader"])
     assert throttled["status"] == 429
+    empty = httpx.post(
+        f"http://{address}/api/v1/simulate/podgroups/",
+        headers={"Authorization": tokens["uploader"]},
+        timeout=60,
+    )
+    assert empty.status_code == 429, "a call without a body is throttled as well"
     # Another user's budget is their own.
     other = httpx.post(
         f"http://{address}/api/v1/simulate/podgroups/",
