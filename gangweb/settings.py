@@ -351,6 +351,12 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # POST /api/v1/simulate costs an engine run per policy: per user, per process (the local cache).
     "DEFAULT_THROTTLE_RATES": {"simulate": os.environ.get("GANGWEB_SIMULATE_RATE", "30/min")},
+    # JSON nested past the parser's recursion limit is a 400, not a crash (gangweb/api/v1/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "gangweb.api.v1.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "gangweb API",
@@ -379,6 +385,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+# What an uploaded snapshot may take in memory, read and planned in the snapshot worker beside the web
+# process (its address space, RLIMIT_AS; gangweb/api/v1/uploads.py); past it the upload is a 413.
+GANGWEB_SNAPSHOT_MEMORY_BYTES = env_int("GANGWEB_SNAPSHOT_MEMORY_BYTES", 512 * 2**20)
 # How long one reading of the live cluster serves the API's nodes/podgroups/pending/usage (seconds).
 GANGWEB_API_CLUSTER_CACHE_SECONDS = env_int("GANGWEB_API_CLUSTER_CACHE_SECONDS", 5)
 # GPU usage over time: one sample this often (Celery beat, gangweb.sample_usage), six hours kept.

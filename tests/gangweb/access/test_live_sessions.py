@@ -1,4 +1,4 @@
-"""Sessions that end everywhere, through a real ASGI server (daphne), Redis and a real websocket client:
+"""Sessions that end everywhere, through a real ASGI server (uvicorn), Redis and a real websocket client:
 an open socket closes within seconds of signing out or of a role change, and carries only what its
 reader may see."""
 
