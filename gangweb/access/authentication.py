@@ -12,6 +12,7 @@ from __future__ import annotations
 from rest_framework import authentication, exceptions
 
 from gangweb.access import kube, tokens
+from scheduler.preemption import actors
 
 REALM = "gangweb"
 CHALLENGE = f'Bearer realm="{REALM}", Basic realm="{REALM}"'
@@ -47,6 +48,7 @@ class GangwebTokenAuthentication(authentication.BaseAuthentication):
         user = tokens.user_for(token)
         if user is None:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked gangweb token")
+        user.gangweb_actor_kind = actors.TOKEN  # the ledger says "token:<user>", not "local:<user>"
         return user, token
 
     def authenticate_header(self, request) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 from django.conf import settings
 
 from gangweb.access.scope import OPERATOR, VIEWER, Scope
+from scheduler.preemption import actors
 
 logger = logging.getLogger(__name__)
 
@@ -276,6 +277,11 @@ class NamespaceRoles(Mapping[str, str]):
 @dataclass(frozen=True)
 class KubernetesScope(Scope):
     identity: Identity | None = field(default=None, compare=False)
+
+    @property
+    def actor(self) -> actors.Actor:
+        """A Kubernetes user or service account: never the local user of the same name."""
+        return actors.kubernetes(self.user)
 
 
 def scope_of(identity: Identity) -> Scope:
