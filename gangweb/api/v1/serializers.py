@@ -65,12 +65,15 @@ class ActorSerializer(s.Serializer):
 class Request(ledger.RequestSerializer):
     url = s.HyperlinkedIdentityField(view_name="api:v1:request-detail")
     approvalDeadline = s.DateTimeField(
-        source="approval_deadline", read_only=True, help_text="approve mode: the plan expires unapproved then"
+        source="approval_deadline",
+        read_only=True,
+        allow_null=True,
+        help_text="approve mode: the plan expires unapproved then; null: it waits for nobody",
     )
     decidedBy = s.SerializerMethodField(
         help_text="who approved, rejected or cancelled it, or gangweb (expired, settled); null: nobody"
     )
-    decidedAt = s.DateTimeField(source="decided_at", read_only=True)
+    decidedAt = s.DateTimeField(source="decided_at", read_only=True, allow_null=True)
 
     class Meta(ledger.RequestSerializer.Meta):
         fields = ledger.RequestSerializer.Meta.fields + ["approvalDeadline", "decidedBy", "decidedAt"]
