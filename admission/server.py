@@ -12,7 +12,7 @@ With a client CA (``--client-ca``), the webhook paths answer only connections th
 certificate signed by it (and, with ``--client-name``, naming one of those names): kube-apiserver, set
 up to present one (docs/admission.md, "Who may call the webhook"). Probes and ``/metrics`` stay open to
 clients without a certificate. Every request must arrive whole within the read timeout
-(``admission.protocol``).
+(``admission.protocol``), and every TLS handshake must finish within it (``_server``).
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ ALLOW_PATH = "/bench/allow"
 # close a connection the client is about to reuse, or a POST fails with "connection reset".
 KEEP_ALIVE_SECONDS = 120
 GRACEFUL_SHUTDOWN_SECONDS = 5
-# A request's headers and body must arrive within this many seconds of its first byte. kube-apiserver
-# sends a review at once and gives up on the answer after timeoutSeconds (3 and 5 s here).
+# A request's headers and body must arrive within this many seconds of its first byte, and a TLS
+# handshake must finish within as many of the connection's opening. kube-apiserver sends a review at
+# once and gives up on the answer after timeoutSeconds (3 and 5 s here).
 READ_TIMEOUT_SECONDS = 5.0
 
 
@@ -244,6 +245,26 @@ def _config(
     )
 
 
+def _server(config, handshake_timeout: float):
+    """A uvicorn server whose listeners end a TLS handshake not finished within ``handshake_timeout``.
+
+    uvicorn creates its listeners without ``ssl_handshake_timeout``, so the loop's default (60 s) let a
+    peer that opened a connection and sent nothing, or half a ClientHello, hold it for a minute.
+    """
+    import uvicorn
+
+    class _BoundedServer(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            loop = asyncio.get_running_loop()
+            loop.create_server = partial(loop.create_server, ssl_handshake_timeout=handshake_timeout)
+            try:
+                await super().startup(sockets)
+            finally:
+                del loop.create_server
+
+    return _BoundedServer(config)
+
+
 def serve(
     webhook: Webhook,
     *,
@@ -263,9 +284,8 @@ def serve(
     """Serve until SIGTERM/SIGINT. With ``workers`` > 1, forked processes share one listening socket.
 
     ``on_start`` runs in every serving process before it serves (the PodGroup watch: threads do not
-    survive a fork); ``ready`` answers ``/readyz``. ``client_ca``/``client_names``: see the module doc."""
-    import uvicorn
-
+    survive a fork); ``ready`` answers ``/readyz``. ``client_ca``/``client_names``: see the module doc;
+    ``read_timeout`` bounds each request's arrival and each TLS handshake."""
     # Everything imported so far lives as long as the process: move it out of the collector's sight, and
     # collect the young generation less often, so a full collection never scans Django and friends
     # while a request waits (p99 latency).
@@ -278,7 +298,7 @@ def serve(
     if workers <= 1:
         if on_start is not None:
             on_start()
-        uvicorn.Server(config).run()
+        _server(config, read_timeout).run()
         return
     sock = config.bind_socket()
     children: dict[int, int] = {}
@@ -291,7 +311,7 @@ def serve(
                     signal.signal(signum, signal.SIG_DFL)
                 if on_start is not None:
                     on_start()
-                uvicorn.Server(config).run(sockets=[sock])
+                _server(config, read_timeout).run(sockets=[sock])
             finally:
                 os._exit(0)
         children[pid] = slot

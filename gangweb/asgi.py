@@ -4,12 +4,29 @@ import os
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
+from django.core.exceptions import SuspiciousFileOperation
+from django.http import Http404
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
+
+
+class StaticFiles(ASGIStaticFilesHandler):
+    """Django's static files handler, where a path leading out of the static directories is a 404.
+
+    Django's handler answers only ``Http404`` itself: the ``SuspiciousFileOperation`` of a path such as
+    ``/static/..%2f..%2fmanage.py`` reached the server as a 500 with a traceback."""
+
+    def serve(self, request):
+        try:
+            return super().serve(request)
+        except SuspiciousFileOperation as error:
+            raise Http404("no such static file") from error
+
+
 # Django must be set up before the consumers (and the models they import) load.
 # The dashboard's few vendored assets are served by the app itself (from the finders, no
 # collectstatic step), so one daphne process is the whole web tier, in the demo and in the cluster.
-django_http = ASGIStaticFilesHandler(get_asgi_application())
+django_http = StaticFiles(get_asgi_application())
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

@@ -7,7 +7,9 @@ batch is on its way leaves together, in order (``_Batcher``).
 
 Events are sent only after the surrounding database transaction commits, so a browser never sees
 a plan or an eviction that was rolled back. Publishing never raises: the dashboard is a view of
-the system, and its channel layer being down must not fail an eviction or an admission answer.
+the system, and Redis being down must not fail an eviction, an approval or an admission answer. What
+could not be sent is held and sent again once Redis answers (``HOLD`` events at most); a page that
+missed it meanwhile catches up when it resumes or resyncs (docs/dashboard.md, "Live stream").
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from gangweb.dashboard import stream
 logger = logging.getLogger(__name__)
 
 SEND_TIMEOUT_SECONDS = 5
+# While the log refuses events (Redis down), the sender holds at most this many, oldest dropped first,
+# and tries again after a pause that doubles from the first to the last of RETRY_SECONDS.
+HOLD = 10_000
+RETRY_SECONDS = (0.5, 5.0)
 
 # The ASGI server's event loop, once a websocket consumer has run in it. The in-memory channel layer's
 # queues belong to that loop: a send from a plain thread (eviction workers) must be handed to it, or
@@ -102,8 +108,12 @@ class _Batcher:
             return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout=timeout)
 
     def _run(self) -> None:
+        pause = 0.0
         while True:
             with self._cond:
+                resume = time.monotonic() + pause
+                while (left := resume - time.monotonic()) > 0:  # after a refusal: not before the pause
+                    self._cond.wait(left)
                 while not self._pending:
                     self._busy = False
                     self._cond.notify_all()
@@ -114,11 +124,23 @@ class _Batcher:
             try:
                 _deliver(batch)
             except PublishFailed as error:
-                _failed(batch[0]["type"], error, len(batch))
+                if _failed(batch[0]["type"], error, len(batch)):
+                    self._hold(batch)
+                    pause = min(max(2 * pause, RETRY_SECONDS[0]), RETRY_SECONDS[1])
+                    continue
             except Exception:  # a bug: logged, and the sender goes on with the next batch
                 logger.exception("a batch of %d live events could not be sent", len(batch))
             else:
                 _outage.worked()
+            pause = 0.0
+
+    def _hold(self, batch: list[dict[str, Any]]) -> None:
+        """``batch`` back at the head of the queue, to be sent again; beyond ``HOLD`` the oldest go."""
+        with self._cond:
+            self._pending[:0] = batch
+            if (over := len(self._pending) - HOLD) > 0:
+                del self._pending[:over]
+                _outage.dropped(over)
 
 
 _batchers: tuple[int, _Batcher] | None = None
@@ -194,16 +216,19 @@ class _Outage:
 
     def failed(self, event_type: str, error: PublishFailed) -> None:
         with self._lock:
-            self.lost += 1
             if self.since is not None:
                 return
             self.since = time.monotonic()
         logger.warning(
-            "live events are not reaching the dashboard (%s); dropping them until the channel "
-            "layer answers again",
+            "live events are not reaching the dashboard (%s); holding them (%d at most) and trying again",
             error,
+            HOLD,
             extra={"event": event_type},
         )
+
+    def dropped(self, count: int) -> None:
+        with self._lock:
+            self.lost += count
 
     def worked(self) -> None:
         if self.since is None:  # unlocked read: the common case costs nothing
@@ -213,20 +238,23 @@ class _Outage:
                 return
             lasted, lost, self.since, self.lost = time.monotonic() - self.since, self.lost, None, 0
         logger.warning(
-            "live events reach the dashboard again after %.0f s; %d events were dropped", lasted, lost
+            "live events reach the dashboard again after %.0f s; those held were sent, %d dropped",
+            lasted,
+            lost,
         )
 
 
 _outage = _Outage()
 
 
-def _failed(event_type: str, error: PublishFailed, count: int = 1) -> None:
+def _failed(event_type: str, error: PublishFailed, count: int = 1) -> bool:
+    """Tell the log; whether to hold the events and try again."""
     if isinstance(error.__cause__, RuntimeError):
         # Typically the process is shutting down (executors closed): nothing left to tell.
         logger.info("event not published: %s", error.__cause__, extra={"event": event_type})
-        return
-    for _ in range(count):
-        _outage.failed(event_type, error)
+        return False
+    _outage.failed(event_type, error)
+    return True
 
 
 def _send(event_type: str, payload: dict[str, Any]) -> None:

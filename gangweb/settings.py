@@ -98,6 +98,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "gangweb.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "gangweb.security.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -298,6 +299,9 @@ GANGWEB_K8S_REVIEW_TTL_SECONDS = env_int("GANGWEB_K8S_REVIEW_TTL_SECONDS", 30)
 GANGWEB_SESSION_RECHECK_SECONDS = env_int("GANGWEB_SESSION_RECHECK_SECONDS", 30)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not (DEBUG or DEMO or RUNNING_TESTS))
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Strict-Transport-Security (gangweb/security.py): SecurityMiddleware sends it only on requests that reached
+# gangweb over TLS, which (no proxy header is trusted) means daphne itself terminated it. 0: never.
+SECURE_HSTS_SECONDS = env_int("GANGWEB_HSTS_SECONDS", 31_536_000)
 # AdmissionReviews carry up to two 3 MiB objects (the apiserver's own limit); see admission/.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 7 * 1024 * 1024
 
@@ -310,6 +314,11 @@ REST_FRAMEWORK = {
         "gangweb.access.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # DRF's two, the HTML one with the Content-Security-Policy its templates need (gangweb/security.py).
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "gangweb.api.v1.renderers.BrowsableAPIRenderer",
+    ],
     # The API v1 (gangweb/api/v1/, docs/design.md "API v1"): pages, one error shape, the schema, throttles.
     "DEFAULT_PAGINATION_CLASS": "gangweb.api.v1.params.Page",
     "PAGE_SIZE": 100,

@@ -191,3 +191,40 @@ def published(monkeypatch):
     sent: list[tuple[str, dict]] = []
     monkeypatch.setattr("gangweb.events._send", lambda event, payload: sent.append((event, payload)))
     return sent
+
+
+class OwnRedis:
+    """A ``redis-server`` of the test's own on a free port, without persistence: ``stop`` then ``start``
+    brings it back empty, as the quickstart's Redis (no volume) comes back from a restart. Never the
+    shared server, which other runs use."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = free_port()
+        self.directory = directory
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> OwnRedis:
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        command += ["--appendonly", "no", "--dir", str(self.directory)]
+        log = (self.directory / f"redis-{self.port}.log").open("ab")
+        self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        wait_for_port(self.port, proc=self.proc)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A started ``OwnRedis``, stopped after the test."""
+    server = OwnRedis(tmp_path).start()
+    yield server
+    server.stop()

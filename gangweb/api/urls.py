@@ -2,11 +2,12 @@
 deprecated aliases of v1 (``deprecation.py``)."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from gangweb.api import views
 from gangweb.api.deprecation import deprecated
 from gangweb.api.v1.views import ledger
+from gangweb.security import API_HTML_POLICY, with_policy
 
 app_name = "api"
 
@@ -26,8 +27,17 @@ ALIASES = [
 urlpatterns = [
     path("v1/", include("gangweb.api.v1.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    # The split view serves Swagger UI's start-up script as a file of its own (no inline script).
+    path(
+        "docs/",
+        with_policy(SpectacularSwaggerSplitView.as_view(url_name="api:schema"), API_HTML_POLICY),
+        name="docs",
+    ),
+    path(
+        "redoc/",
+        with_policy(SpectacularRedocView.as_view(url_name="api:schema"), API_HTML_POLICY),
+        name="redoc",
+    ),
     path("", deprecated(views.Root.as_view(), "api:v1:root"), name="root"),
     path("plan/", deprecated(views.WhatIfPlanView.as_view(), "api:v1:simulate"), name="what-if-plan"),
     *[

@@ -1,19 +1,25 @@
 """Websocket ``ws/live/``: the one live stream. A page subscribes to the topics it shows.
 
-Client -> server: ``{"type": "subscribe", "topics": {"map": 41, "ledger": null}, "backfill": {"ledger":
-30}}`` (per topic the last sequence number the page applied, or null for "from now"; ``backfill`` asks
-for the newest N of a topic subscribed from now), ``{"type": "unsubscribe", "topics": [...]}``,
-``{"type": "ping"}``.
+Client -> server: ``{"type": "subscribe", "epoch": "9f...", "topics": {"map": 41, "ledger": null},
+"backfill": {"ledger": 30}}`` (the epoch of the numbers the page holds, from its last ``subscribed`` or
+``resync``, null at first; per topic the last sequence number the page applied, or null for "from now";
+``backfill`` asks for the newest N of a topic subscribed from now), ``{"type": "unsubscribe", "topics":
+[...]}``, ``{"type": "ping"}``.
 
 Server -> client: every event as ``{"type", "topic", "seq", "at", "payload"}`` cut to the reader's scope
-(several at once as ``{"type": "batch", "messages": [...]}``);
-``{"type": "subscribed", "topics": {topic: seq}}``; ``{"type": "resync", "topic", "seq"}`` when the topic's
-log no longer reaches back to what the page asked for (the page fetches its data again).
+(several at once as ``{"type": "batch", "messages": [...]}``); ``{"type": "subscribed", "epoch", "topics":
+{topic: seq}}``; ``{"type": "resync", "topic", "seq", "epoch"}`` when the page cannot resume the topic from
+what it holds (the page fetches its data again and goes on from ``seq``): the log no longer reaches back
+that far, or the numbers are of another epoch (Redis came back empty, ``stream.py``), or the page is
+ahead of the log. A socket that sees the epoch change resyncs every topic it follows.
 
 Per topic the consumer delivers in sequence order, once: a message numbered at or below the last one
 delivered is a duplicate and is dropped; one that skips numbers (two publishers raced) is held until
 the missing ones arrive or, after ``GAP_WAIT`` seconds, they are read from the log. Messages the reader
-may not see are skipped on the server, so a page sees gaps in the numbers, never another team's news.
+may not see are skipped on the server, so a page never sees another team's news; and a reader who does
+not see every namespace gets, on the topics other than ``map``, sealed positions in ``seq`` (and in
+``subscribed`` and ``resync``) instead of the log's numbers, whose gaps would count other teams' events
+(``scoping.sealed_for``, ``stream.seal``). The page holds them as they are and sends them back.
 
 A signed-in reader's socket also joins its session's and its user's groups (``gangweb.access.sessions``):
 signing out closes it (4401), a changed role or namespaces closes it so the page reconnects with the new
@@ -61,7 +67,20 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     _recheck: asyncio.Task | None = None
 
     def visible(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        return scoping.cut_message(message, self.reader)
+        cut = scoping.cut_message(message, self.reader)
+        if cut is not None and scoping.sealed_for(self.reader, cut.get("topic", "")):
+            cut = {**cut, "seq": stream.seal(self.epoch, cut["seq"])}
+        return cut
+
+    def position(self, topic: str, seq: int) -> int | str:
+        """What the page holds for the topic's number ``seq`` (sealed, or the number)."""
+        return stream.seal(self.epoch, seq) if scoping.sealed_for(self.reader, topic) else seq
+
+    def number(self, topic: str, held: Any) -> int | None:
+        """The log's number a page's held position stands for; None when it stands for none of this epoch."""
+        if scoping.sealed_for(self.reader, topic):
+            return stream.unseal(self.epoch, held)
+        return held if isinstance(held, int) and not isinstance(held, bool) and held >= 0 else None
 
     def encoded(self, message: dict[str, Any], frames: Frames | None = None) -> str | None:
         """``message`` as this reader may receive it, as JSON (shared with same-scoped sockets through
@@ -86,6 +105,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         if not self.reader.authenticated:
             await self.close(code=CLOSE_LOGIN_REQUIRED)
             return
+        self.epoch: str | None = None  # of the numbers in ``last``
         self.last: dict[str, int] = {}
         self.held: dict[str, dict[int, dict[str, Any]]] = {}
         self.order = asyncio.Lock()
@@ -147,27 +167,32 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             return
         kind = content.get("type")
         if kind == "subscribe" and isinstance(content.get("topics"), dict):
-            await self._subscribe(content["topics"], content.get("backfill") or {})
+            await self._subscribe(content["topics"], content.get("backfill") or {}, content.get("epoch"))
         elif kind == "unsubscribe" and isinstance(content.get("topics"), list):
             for topic in content["topics"]:
                 self.last.pop(topic, None)  # the hub still hands it over; it is no longer delivered
         elif kind == "ping":
             await self.send_json({"type": "pong"})
 
-    async def _subscribe(self, topics: dict[str, Any], backfill: dict[str, Any]) -> None:
+    async def _subscribe(self, topics: dict[str, Any], backfill: dict[str, Any], held: Any) -> None:
         answered = {}
         async with self.order:
-            for topic, after in topics.items():
+            now = await sync_to_async(stream.epoch)()
+            if self.epoch is not None and self.epoch != now:
+                await self._resync_all(now)
+            self.epoch = now
+            for topic, position in topics.items():
                 if topic not in stream.TOPICS:
                     continue
                 # Join first, then read the log: whatever is sent meanwhile is either in the log or
                 # arrives afterwards, and numbers already delivered are dropped as duplicates.
                 await hub().subscribe(topic, self)
-                if isinstance(after, int) and after >= 0:
-                    missed = await sync_to_async(stream.since)(topic, after)
+                if position is not None:
+                    same_epoch = held is None or held == now  # a page's first subscribe holds none
+                    after = self.number(topic, position) if same_epoch else None
+                    missed = None if after is None else await sync_to_async(stream.since)(topic, after)
                     if missed is None:
-                        self.last[topic] = await sync_to_async(stream.log().last)(topic)
-                        await self.send_json({"type": "resync", "topic": topic, "seq": self.last[topic]})
+                        await self._resync(topic)
                     else:
                         self.last[topic] = after
                         for message in missed:
@@ -181,19 +206,46 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                             message["backfill"] = True
                             if (text := self.encoded(message)) is not None:
                                 self.outbox.append(text)
-                answered[topic] = self.last[topic]
+                answered[topic] = self.position(topic, self.last[topic])
             await self._flush()
-        await self.send_json({"type": "subscribed", "topics": answered})
+        await self.send_json({"type": "subscribed", "epoch": self.epoch, "topics": answered})
+
+    async def _resync(self, topic: str) -> None:
+        """Tell the page to fetch the topic's data again and go on from the log's last number."""
+        await self._flush()  # what is queued comes before: the page applies nothing after the resync twice
+        self.held.pop(topic, None)
+        self.last[topic] = await sync_to_async(stream.log().last)(topic)
+        seq = self.position(topic, self.last[topic])
+        await self.send_json({"type": "resync", "topic": topic, "seq": seq, "epoch": self.epoch})
+
+    async def _resync_all(self, epoch: str) -> None:
+        """The numbers started again (a new epoch): every topic this socket follows is resynced."""
+        self.epoch = epoch
+        for topic in list(self.last):
+            await self._resync(topic)
 
     # --- events ------------------------------------------------------------------------------------
 
-    async def hub_messages(self, topic: str, messages: list[dict[str, Any]], frames: Frames) -> None:
+    async def hub_messages(
+        self, topic: str, epoch: str, messages: list[dict[str, Any]], frames: Frames
+    ) -> None:
         """A batch of a topic this process follows (``hub.py``), in the order the layer gave it."""
         async with self.order:
             if topic not in self.last:
                 return
+            if epoch != self.epoch:
+                await self._resync_all(epoch)
             for message in messages:
                 self._take(topic, message, frames)
+
+    async def hub_resync(self, topic: str, epoch: str) -> None:
+        async with self.order:
+            if topic not in self.last:
+                return
+            if epoch != self.epoch:
+                await self._resync_all(epoch)
+            else:
+                await self._resync(topic)
 
     def _take(self, topic: str, message: dict[str, Any], frames: Frames) -> None:
         seq = message["seq"]
@@ -259,9 +311,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                 return
             missed = await sync_to_async(stream.since)(topic, self.last[topic])
             if missed is None:
-                self.held[topic].clear()
-                self.last[topic] = await sync_to_async(stream.log().last)(topic)
-                await self.send_json({"type": "resync", "topic": topic, "seq": self.last[topic]})
+                await self._resync(topic)
                 return
             for message in missed:
                 self._deliver(topic, message)

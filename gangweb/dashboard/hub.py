@@ -10,6 +10,8 @@ Why not a Channels group: channels-redis receives one message per three Redis ro
 2 cores: seconds of backlog with the process 80 % idle); a pub/sub subscription is pushed to. When the
 feed breaks (Redis restarted), the hub follows it again and first hands over what the log kept since
 the last number it saw, so no socket misses what was published meanwhile (consumers drop duplicates).
+Every hand-over names the numbers' epoch (``stream.py``): after Redis came back empty it is a new one,
+and a socket that sees it resyncs, as it does when the log no longer reaches back to that number.
 """
 
 from __future__ import annotations
@@ -44,14 +46,19 @@ class Frames:
 
 
 class Subscriber(Protocol):
-    async def hub_messages(self, topic: str, messages: list[dict[str, Any]], frames: Frames) -> None: ...
+    async def hub_messages(
+        self, topic: str, epoch: str, messages: list[dict[str, Any]], frames: Frames
+    ) -> None: ...
+
+    async def hub_resync(self, topic: str, epoch: str) -> None:
+        """What the topic published meanwhile is not in the log any more (or the epoch changed)."""
 
 
 class Hub:
     def __init__(self) -> None:
         self.local: dict[str, set[Subscriber]] = {}
         self.readers: dict[str, asyncio.Task] = {}
-        self.last: dict[str, int] = {}  # per topic, the last number handed over
+        self.last: dict[str, tuple[str, int]] = {}  # per topic, the epoch and last number handed over
         self.lock = asyncio.Lock()
 
     async def subscribe(self, topic: str, subscriber: Subscriber) -> None:
@@ -77,10 +84,9 @@ class Hub:
                     if not following.done():
                         following.set_result(None)
                     elif topic in self.last:  # followed again: what the log kept meanwhile first
-                        missed = await sync_to_async(stream.since)(topic, self.last[topic])
-                        await self._hand_over(topic, missed or [])
-                    while (messages := await queue.get()) is not None:
-                        await self._hand_over(topic, messages)
+                        await self._catch_up(topic, *self.last[topic])
+                    while (batch := await queue.get()) is not None:
+                        await self._hand_over(topic, *batch)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -90,14 +96,35 @@ class Hub:
                 logger.warning("the live feed of %s broke (%s); following it again", topic, exc)
             await asyncio.sleep(RETRY_SECONDS)
 
-    async def _hand_over(self, topic: str, messages: list[dict[str, Any]]) -> None:
+    async def _catch_up(self, topic: str, epoch: str, last: int) -> None:
+        """After a broken feed: what the log kept since ``last``; a resync when it lost some or Redis came
+        back empty (a new epoch: what was published before is gone)."""
+        now = await sync_to_async(stream.epoch)()
+        missed = await sync_to_async(stream.since)(topic, last) if now == epoch else None
+        if missed is None:
+            self.last[topic] = (now, await sync_to_async(stream.log().last)(topic))
+            for subscriber in list(self.local.get(topic, ())):
+                try:
+                    await subscriber.hub_resync(topic, now)
+                except Exception:
+                    logger.warning("live resync not delivered to one socket", exc_info=True)
+        else:
+            await self._hand_over(topic, now, missed)
+
+    async def _hand_over(self, topic: str, epoch: str, messages: list[dict[str, Any]]) -> None:
         if not messages:
             return
-        self.last[topic] = max(self.last.get(topic, 0), messages[-1]["seq"])
+        before = self.last.get(topic)
+        last = (
+            messages[-1]["seq"]
+            if before is None or before[0] != epoch
+            else max(before[1], messages[-1]["seq"])
+        )
+        self.last[topic] = (epoch, last)
         frames = Frames()
         for subscriber in list(self.local.get(topic, ())):
             try:
-                await subscriber.hub_messages(topic, messages, frames)
+                await subscriber.hub_messages(topic, epoch, messages, frames)
             except Exception:  # one broken socket must not stop the others' stream
                 logger.warning("live message not delivered to one socket", exc_info=True)
 

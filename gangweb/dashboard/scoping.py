@@ -104,6 +104,17 @@ def cut_key(scope: Scope) -> str:
     return "*" if scope.all_namespaces else ",".join(sorted(scope.per_namespace))
 
 
+# Topics whose every message reaches every reader, cut or not (``cut_message`` never drops a map message):
+# their numbers count only what each reader receives. On the other topics a reader who does not see
+# every namespace holds sealed positions (``stream.seal``), not numbers, so no gap counts another team's events.
+UNCUT_TOPICS = frozenset({"map"})
+
+
+def sealed_for(scope: Scope, topic: str) -> bool:
+    """Whether this reader holds sealed positions of ``topic`` rather than the log's numbers."""
+    return not scope.all_namespaces and topic not in UNCUT_TOPICS
+
+
 def cut_message(message: dict[str, Any], scope: Scope) -> dict[str, Any] | None:
     """``message`` as this reader may receive it, or None when nothing of it is theirs."""
     if scope.all_namespaces:

@@ -8,21 +8,31 @@ one-process demo), a deque in this process. Numbers are assigned with the append
 same step sends the batch on the topic's feed (Redis pub/sub; in one process, the followers' queues),
 which each server process follows once (``hub.py``).
 
+The numbers belong to an epoch: a random id kept beside the counters and made again when it is
+missing, so a Redis that restarts empty (and counts from 1 again) starts a new epoch. A reader that
+resumes from another epoch, or from a number the log has not reached, is told to resync instead of
+waiting for numbers that were already given out.
+
 The same log backfills a page on load (the activity feed, the admission decisions).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import json
+import secrets
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
 from functools import lru_cache
 from typing import Any
 
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from django.conf import settings
+from django.utils.crypto import salted_hmac
 
 # Topics and the event types that go to each (an unknown type goes to "activity").
 TOPICS = {
@@ -47,13 +57,23 @@ TOPIC_OF = {event: topic for topic, events in TOPICS.items() for event in events
 KEEP = {"map": 300, "ledger": 2000, "decisions": 500, "activity": 500}
 PREFIX = "gangweb:live:"
 
-# Per topic (KEYS: its number's key, its list's key, its feed's channel; ARGV: its bound, its count, then
-# that many bodies): raise the number by the count, append "<seq> <json>" for each, trim to the bound and
-# PUBLISH "<first seq> [<json>, ...]" on the feed; returns the first numbers. One round trip for a whole
-# batch of events, whatever its topics: numbered, kept and sent together (gangweb.events batches them).
-_APPEND = """
-local firsts, a = {}, 1
-for k = 1, #KEYS, 3 do
+# KEYS[1] and ARGV[1]: the epoch's key and a new epoch, set when the key is missing. Then per topic (KEYS:
+# its number's key, its list's key, its feed's channel; ARGV: its bound, its count, then that many bodies):
+# raise the number by the count, append "<seq> <json>" for each, trim to the bound and PUBLISH "<epoch>
+# <first seq> [<json>, ...]" on the feed; returns the epoch, then the first numbers. One round trip for a
+# whole batch of events, whatever its topics: numbered, kept and sent together (gangweb.events batches them).
+_EPOCH = """
+local epoch = redis.call('GET', KEYS[1])
+if not epoch then
+  epoch = ARGV[1]
+  redis.call('SET', KEYS[1], epoch)
+end
+"""
+_APPEND = (
+    _EPOCH
+    + """
+local firsts, a = {epoch}, 2
+for k = 2, #KEYS, 3 do
   local keep, n = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
   local first = redis.call('INCRBY', KEYS[k], n) - n + 1
   local items, bodies = {}, {}
@@ -63,12 +83,14 @@ for k = 1, #KEYS, 3 do
   end
   redis.call('RPUSH', KEYS[k + 1], unpack(items))
   redis.call('LTRIM', KEYS[k + 1], -keep, -1)
-  redis.call('PUBLISH', KEYS[k + 2], first .. ' [' .. table.concat(bodies, ',') .. ']')
+  redis.call('PUBLISH', KEYS[k + 2], epoch .. ' ' .. first .. ' [' .. table.concat(bodies, ',') .. ']')
   firsts[#firsts + 1] = first
   a = a + 2 + n
 end
 return firsts
 """
+)
+EPOCH_KEY = PREFIX + "epoch"
 # Lua's unpack() is bounded by its C stack (~8,000 values): gangweb.events sends at most this many at once.
 MAX_BATCH = 500
 
@@ -81,11 +103,16 @@ def _numbered(first: int, messages: list[dict[str, Any]]) -> list[dict[str, Any]
     return [{**m, "seq": first + i} for i, m in enumerate(messages)]
 
 
+def new_epoch() -> str:
+    return secrets.token_hex(8)
+
+
 class MemoryLog:
     """The one-process log: its feed hands each batch to the followers' loops."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._epoch = new_epoch()  # the process's life: its numbers start at 1 with it
         self._seq: dict[str, int] = {}
         self._items: dict[str, deque[tuple[int, str]]] = {}
         self._followers: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Queue]]] = {}
@@ -101,7 +128,7 @@ class MemoryLog:
                 firsts[topic] = first
                 for loop, queue in self._followers.get(topic, ()):
                     with contextlib.suppress(RuntimeError):  # that loop is closed: its follower is gone
-                        loop.call_soon_threadsafe(queue.put_nowait, _numbered(first, messages))
+                        loop.call_soon_threadsafe(queue.put_nowait, (self._epoch, _numbered(first, messages)))
         return firsts
 
     @contextlib.asynccontextmanager
@@ -121,6 +148,9 @@ class MemoryLog:
     def last(self, topic: str) -> int:
         return self._seq.get(topic, 0)
 
+    def epoch(self) -> str:
+        return self._epoch
+
     def entries(self, topic: str) -> list[tuple[int, str]]:
         with self._lock:
             return list(self._items.get(topic, ()))
@@ -133,16 +163,17 @@ class RedisLog:
         self._url = url
         self._redis = redis.Redis.from_url(url, socket_timeout=5)
         self._append = self._redis.register_script(_APPEND)
+        self._epoch = self._redis.register_script(_EPOCH + "return epoch")
 
     def append_many(self, batches: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
         """Each topic's messages numbered consecutively and kept, in one round trip; each topic's first
         number. The script assigns the numbers; the stored text starts with one (a body's "seq" is not read)."""
-        keys: list[str] = []
-        args: list[Any] = []
+        keys: list[str] = [EPOCH_KEY]
+        args: list[Any] = [new_epoch()]
         for topic, messages in batches.items():
             keys += [PREFIX + topic + ":seq", PREFIX + topic, PREFIX + topic + ":feed"]
             args += [KEEP.get(topic, 500), len(messages), *(json.dumps(m) for m in messages)]
-        firsts = self._append(keys=keys, args=args)
+        _, *firsts = self._append(keys=keys, args=args)
         return {topic: int(first) for topic, first in zip(batches, firsts, strict=True)}
 
     def append(self, topic: str, message: dict[str, Any]) -> int:
@@ -151,10 +182,14 @@ class RedisLog:
     def last(self, topic: str) -> int:
         return int(self._redis.get(PREFIX + topic + ":seq") or 0)
 
+    def epoch(self) -> str:
+        """The numbers' epoch, made now when Redis has none (it came back empty)."""
+        return self._epoch(keys=[EPOCH_KEY], args=[new_epoch()]).decode()
+
     @contextlib.asynccontextmanager
     async def feed(self, topic: str) -> AsyncIterator[asyncio.Queue]:
-        """A queue of the topic's batches as published, from the moment this is entered (subscribed
-        and confirmed by Redis); a lost connection ends the feed (``follow`` starts another)."""
+        """A queue of the topic's batches as published, ``(epoch, messages)``, from the moment this is
+        entered (subscribed and confirmed by Redis); a lost connection ends the feed (``None``)."""
         import redis.asyncio
 
         client = redis.asyncio.Redis.from_url(self._url, socket_timeout=None, socket_connect_timeout=5)
@@ -165,8 +200,8 @@ class RedisLog:
             try:
                 async for item in pubsub.listen():
                     if item.get("type") == "message":
-                        first, _, bodies = item["data"].decode().partition(" ")
-                        queue.put_nowait(_numbered(int(first), json.loads(bodies)))
+                        epoch, first, bodies = item["data"].decode().split(" ", 2)
+                        queue.put_nowait((epoch, _numbered(int(first), json.loads(bodies))))
             finally:
                 queue.put_nowait(None)
 
@@ -208,17 +243,26 @@ def append_many(batches: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
 
 
 def feed(topic: str) -> contextlib.AbstractAsyncContextManager[asyncio.Queue]:
-    """``async with feed(topic) as queue``: every batch appended from now on, numbered, as a list; ``None``
-    when the feed broke (a lost Redis connection: whatever came meanwhile is in the log)."""
+    """``async with feed(topic) as queue``: every batch appended from now on, as ``(epoch, numbered
+    messages)``; ``None`` when the feed broke (a lost Redis connection: whatever came meanwhile is in
+    the log, unless Redis came back empty: a new epoch)."""
     return log().feed(topic)
 
 
+def epoch() -> str:
+    """The epoch the numbers belong to now (docstring above)."""
+    return log().epoch()
+
+
 def since(topic: str, after: int) -> list[dict[str, Any]] | None:
-    """Messages of ``topic`` numbered above ``after``, oldest first; ``None`` when some were dropped
-    from the log already (the reader must resync)."""
+    """Messages of ``topic`` numbered above ``after``, oldest first; ``None`` when the reader must
+    resync: some were dropped from the log already, or ``after`` is a number the log has not given
+    out (it came from an earlier epoch)."""
     entries = log().entries(topic)
     last = log().last(topic)
-    if after >= last:
+    if after > last:
+        return None
+    if after == last:
         return []
     if not entries or entries[0][0] > after + 1:
         return None
@@ -229,6 +273,47 @@ def since(topic: str, after: int) -> list[dict[str, Any]] | None:
             message["seq"] = seq
             out.append(message)
     return out
+
+
+_sealers = threading.local()  # per thread: a cipher context is not to be shared between threads
+
+
+def _sealer() -> tuple[Any, Any]:
+    """This thread's AES encryptor and decryptor under the key of ``SECRET_KEY``, made once."""
+    secret = settings.SECRET_KEY
+    if getattr(_sealers, "secret", None) != secret:
+        key = salted_hmac("gangweb.live.position", "", secret=secret, algorithm="sha256").digest()[:16]
+        # One block per position, each (epoch, number) its own plaintext: no chaining, no nonce needed.
+        cipher = Cipher(algorithms.AES(key), modes.ECB())
+        _sealers.secret, _sealers.contexts = secret, (cipher.encryptor(), cipher.decryptor())
+    return _sealers.contexts
+
+
+def _block(epoch: str, seq: int) -> bytes:
+    return hashlib.sha256(epoch.encode()).digest()[:8] + seq.to_bytes(8, "big")
+
+
+def seal(epoch: str, seq: int) -> str:
+    """``seq`` of ``epoch`` as a position a reader holds without learning the number: 22 characters, one
+    AES block under a key from ``SECRET_KEY``. A reader who may not see every message of a topic gets
+    these, as the gaps between plain numbers would count other teams' events."""
+    sealed = _sealer()[0].update(_block(epoch, seq))
+    return base64.urlsafe_b64encode(sealed).rstrip(b"=").decode()
+
+
+def unseal(epoch: str, position: Any) -> int | None:
+    """The number ``seal(epoch, n)`` sealed; None for anything else (another epoch, another key, garbage)."""
+    if not isinstance(position, str) or len(position) != 22:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(position + "==")
+    except ValueError:
+        return None
+    if len(raw) != 16:  # a partial block would stay in the shared context
+        return None
+    block = _sealer()[1].update(raw)
+    seq = int.from_bytes(block[8:], "big")
+    return seq if block == _block(epoch, seq) else None
 
 
 def latest(topic: str, count: int) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ import time
 from datetime import timedelta
 
 from celery import shared_task
-from celery.exceptions import SoftTimeLimitExceeded
+from celery.exceptions import OperationalError, SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
 from django.conf import settings
 from django.db import transaction
@@ -44,8 +44,24 @@ RECOVERY_EXPIRES = 120
 
 
 def after_commit(task, *args, **options) -> None:
-    """Enqueue ``task`` once the current transaction commits (at once outside one)."""
-    transaction.on_commit(lambda: task.apply_async(args=args, **options))
+    """Enqueue ``task`` once the current transaction commits (at once outside one).
+
+    A broker that refuses it (Redis down) is logged, never raised: the commit is the truth, and an
+    exception here would answer an operator's approval with an error for work that was done. The
+    ledger's state says what is due, so ``recover_requests`` enqueues it once the broker answers."""
+    transaction.on_commit(lambda: _enqueue(task, args, options))
+
+
+def _enqueue(task, args: tuple, options: dict) -> None:
+    try:
+        task.apply_async(args=args, **options)
+    except OperationalError as exc:
+        logger.warning(
+            "%s not enqueued (the broker refused it: %s); the recovery sweep enqueues it once the broker answers",
+            task.name,
+            exc,
+            extra={"task": task.name, "task_args": list(args)},
+        )
 
 
 def replan(request: PreemptionRequest, trigger: str, *, mode: str | None = None) -> int | None:

@@ -1,6 +1,7 @@
 """Reading Alibaba's ``cluster-trace-gpu-v2023`` ("openb"): the GPU node inventory and the pod list.
 
-Only the two CSV files are read, where they lie (``--trace DIR``); nothing is copied into the project.
+The two unmodified CSV files ship with gangweb (``scheduler/replay/traces/openb/``, provenance and
+terms in its README) so a replay needs nothing outside the package; ``--trace DIR`` reads another copy.
 A missing file, a wrong header or a malformed row raises ``TraceError``: one line naming the file and
 its line number, which ``gang replay`` prints before exiting 2.
 """
@@ -28,9 +29,8 @@ POD_COLUMNS = (
 )
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 QOS_CLASSES = ("LS", "BE", "Burstable", "Guaranteed")
-# Where the trace usually lies: ``shared/traces`` beside the repository (``../shared/traces``).
-DEFAULT_RELATIVE = Path("..") / "shared" / "traces"
-DEFAULT_ABSOLUTE = Path("/work/shared/traces")
+# The copy shipped inside the package: a clone or an installed wheel replays without other files.
+BUNDLED_TRACE_DIR = Path(__file__).resolve().parent / "traces" / "openb"
 
 
 class TraceError(ValueError):
@@ -76,10 +76,9 @@ class Trace:
     pods: tuple[TracePod, ...]
 
 
-def default_trace_dir(repo_root: Path) -> Path:
-    """``../shared/traces`` beside the repository when it exists, else ``/work/shared/traces``."""
-    beside = (repo_root / DEFAULT_RELATIVE).resolve()
-    return beside if beside.is_dir() else DEFAULT_ABSOLUTE
+def default_trace_dir() -> Path:
+    """The trace shipped with gangweb, read when ``--trace`` is not given."""
+    return BUNDLED_TRACE_DIR
 
 
 def read_trace(directory: Path) -> Trace:

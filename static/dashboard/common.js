@@ -120,9 +120,13 @@
   // --- the live stream ----------------------------------------------------------------------------
   // One socket per page. subscribe(topic, handler, {after, backfill, onResync}); the client keeps the
   // last sequence number applied per topic, drops what it has seen, and resumes from there on reconnect.
+  // A topic's last is the server's number, or a sealed position (a string) the page sends back as it is.
+  // The numbers belong to the server's epoch: resuming from another one (Redis came back empty), the
+  // page is told to resync each topic, and onResync fetches its data again.
 
   const live = {
     socket: null,
+    epoch: null, // of the numbers in topics' last, from the server's subscribed or resync
     topics: new Map(), // topic -> {last, handler, backfill, onResync}
     retry: 500,
     updates: 0,
@@ -147,7 +151,7 @@
         topics[name] = t.last;
         if (t.last === null && t.backfill) backfill[name] = t.backfill;
       }
-      this.socket.send(JSON.stringify({ type: "subscribe", topics, backfill }));
+      this.socket.send(JSON.stringify({ type: "subscribe", epoch: this.epoch, topics, backfill }));
     },
     connect() {
       const scheme = location.protocol === "https:" ? "wss" : "ws";
@@ -176,6 +180,7 @@
         return;
       }
       if (message.type === "subscribed" || message.type === "pong") {
+        if (message.epoch) this.epoch = message.epoch;
         for (const [name, seq] of Object.entries(message.topics || {})) {
           const t = this.topics.get(name);
           if (t && t.last === null) t.last = seq;
@@ -185,12 +190,15 @@
       const t = this.topics.get(message.topic);
       if (!t) return;
       if (message.type === "resync") {
+        if (message.epoch) this.epoch = message.epoch;
         t.last = message.seq;
         if (t.onResync) t.onResync(message.seq);
         return;
       }
       if (!message.backfill) {
-        if (t.last !== null && message.seq <= t.last) return; // seen already
+        // A number at or below the last is seen already; a sealed position (a string: readers who do not
+        // see every namespace) is held as it is, the server sends each once and in order.
+        if (typeof message.seq === "number" && typeof t.last === "number" && message.seq <= t.last) return;
         t.last = message.seq;
       }
       this.updates += 1;

@@ -42,8 +42,12 @@
   }
   load();
   let soon = null;
-  g.live.subscribe("decisions", () => {
-    clearTimeout(soon);
-    soon = setTimeout(load, 500);
-  });
+  g.live.subscribe(
+    "decisions",
+    () => {
+      clearTimeout(soon);
+      soon = setTimeout(load, 500);
+    },
+    { onResync: load },
+  );
 })();

@@ -134,10 +134,14 @@
 
   load();
   let stale = false;
-  g.live.subscribe("ledger", (m) => {
-    if ((m.payload || {}).podGroup === `${namespace}/${name}`) load();
-  });
-  g.live.subscribe("map", () => (stale = true));
+  g.live.subscribe(
+    "ledger",
+    (m) => {
+      if ((m.payload || {}).podGroup === `${namespace}/${name}`) load();
+    },
+    { onResync: load },
+  );
+  g.live.subscribe("map", () => (stale = true), { onResync: () => (stale = true) });
   setInterval(() => {
     if (stale) {
       stale = false;

@@ -126,8 +126,8 @@
   // The list follows the map and the ledger, at most every few seconds.
   let stale = false;
   const mark = () => (stale = true);
-  g.live.subscribe("map", mark);
-  g.live.subscribe("ledger", mark);
+  g.live.subscribe("map", mark, { onResync: mark });
+  g.live.subscribe("ledger", mark, { onResync: mark });
   setInterval(() => {
     if (stale) {
       stale = false;

@@ -202,7 +202,7 @@
   loadPicture().then((picture) => {
     g.live.subscribe("map", onMap, { after: picture.seq, onResync: () => loadPicture() });
   });
-  g.live.subscribe("ledger", onLedger, { backfill: 30 });
+  g.live.subscribe("ledger", onLedger, { backfill: 30, onResync: loadOverview });
   g.live.subscribe("activity", addActivity, { backfill: 30 });
   loadOverview();
   setInterval(loadOverview, 30000);

@@ -91,8 +91,12 @@
     load();
   });
   load();
-  g.live.subscribe("ledger", () => {
-    clearTimeout(soon);
-    soon = setTimeout(load, 1000);
-  });
+  g.live.subscribe(
+    "ledger",
+    () => {
+      clearTimeout(soon);
+      soon = setTimeout(load, 1000);
+    },
+    { onResync: load },
+  );
 })();

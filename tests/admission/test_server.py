@@ -272,3 +272,54 @@ def test_a_slow_client_is_cut_off_while_others_are_answered(server):
             )
             assert status == 200 and body["response"]["uid"] == f"k-{n}"
         assert read_until_closed(tls).startswith(b"HTTP/1.1 408 ")
+
+
+def client_hello(ca_pem: bytes) -> bytes:
+    """The ClientHello a verifying client sends first, as bytes (nothing is connected)."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = tls_context(ca_pem).wrap_bio(incoming, outgoing, server_hostname=HOSTNAME)
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+def wait_for_close(sock: socket.socket, deadline: float) -> bool:
+    """True once the server closed ``sock`` (EOF or reset); False if it is still open at ``deadline``."""
+    while (left := deadline - time.monotonic()) > 0:
+        sock.settimeout(left)
+        try:
+            if not sock.recv(4096):
+                return True
+        except ConnectionResetError:
+            return True
+        except TimeoutError:
+            return False
+    return False
+
+
+def test_connections_that_never_finish_the_tls_handshake_are_cut_after_the_read_timeout(server):
+    # Half send nothing after connecting, half stop in the middle of their ClientHello.
+    hello = client_hello(server.ca())
+    opened = time.monotonic()
+    stalled = []
+    for n in range(100):
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        if n % 2:
+            sock.sendall(hello[: len(hello) // 2])
+        stalled.append(sock)
+    try:
+        # While they hang, a real client is answered.
+        status, body = server.post(
+            "/admission/mutate", review_bytes(load_pod("job-parallel.yaml"), uid="meanwhile")
+        )
+        assert status == 200 and body["response"]["uid"] == "meanwhile"
+        # The loop's default would keep them 60 s; the bound leaves room for a loaded machine.
+        deadline = opened + READ_TIMEOUT + 20
+        still_open = [n for n, sock in enumerate(stalled) if not wait_for_close(sock, deadline)]
+    finally:
+        for sock in stalled:
+            sock.close()
+    assert not still_open, (
+        f"{len(still_open)} of 100 connections still open {READ_TIMEOUT + 20} s after opening"
+    )
+    assert server.post("/admission/mutate", review_bytes(load_pod("job-parallel.yaml")))[0] == 200

@@ -123,6 +123,20 @@ async def test_a_reconnect_resumes_after_the_last_number_without_loss_or_duplica
     await again.disconnect()
 
 
+async def test_a_page_holding_another_epochs_numbers_is_told_to_resync_with_the_epoch_now():
+    """Numbers from before Redis came back empty are not resumed from, even where the new log has them."""
+    start = await sync_to_async(stream.log().last)("activity")
+    await sync_to_async(send)("cluster.gang-bound", {"podGroup": "team-a/x"})
+    epoch = await sync_to_async(stream.epoch)()
+    communicator = await connected()
+    held = {"type": "subscribe", "epoch": f"before-{epoch}", "topics": {"activity": start}}
+    await communicator.send_json_to(held)
+    message = await next_of(communicator, "resync")
+    assert message["topic"] == "activity" and message["seq"] == start + 1 and message["epoch"] == epoch
+    assert (await next_of(communicator, "subscribed"))["epoch"] == epoch
+    await communicator.disconnect()
+
+
 async def test_a_reader_that_missed_more_than_the_log_keeps_is_told_to_resync(monkeypatch):
     monkeypatch.setitem(stream.KEEP, "activity", 3)
     start = await sync_to_async(stream.log().last)("activity")

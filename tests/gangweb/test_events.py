@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import pytest
 
@@ -45,22 +46,46 @@ def log(monkeypatch):
     events.flush()
 
 
-def test_an_outage_is_logged_once_at_each_end_and_never_raises(log, caplog):
+def warned(caplog, text: str, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(text in r.getMessage() for r in caplog.records if r.name == "gangweb.events"):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_an_outage_is_logged_once_at_each_end_and_what_it_held_is_sent_after(log, caplog):
     caplog.set_level(logging.INFO, logger="gangweb.events")
     for n in range(20):
         events.publish("eviction", {"n": n})  # never raises into the pipeline
-    assert events.flush()
+    assert warned(caplog, "not reaching the dashboard")
     log.up = True
     events.publish("eviction", {"n": 20})
     events.publish("eviction", {"n": 21})
-    assert events.flush()
+    assert events.flush(30)
     records = [r for r in caplog.records if r.name == "gangweb.events"]
     assert [r.levelno for r in records] == [logging.WARNING, logging.WARNING]
     started, ended = records
     assert "not reaching the dashboard" in started.getMessage() and "6379" in started.getMessage()
     assert not started.exc_info and not ended.exc_info  # no tracebacks
-    assert "again" in ended.getMessage() and "20 events were dropped" in ended.getMessage()
-    assert [m["payload"]["n"] for b in log.batches for m in b["ledger"]] == [20, 21]
+    assert "again" in ended.getMessage() and "0 dropped" in ended.getMessage()
+    assert [m["payload"]["n"] for b in log.batches for m in b["ledger"]] == list(range(22))
+
+
+def test_an_outage_holds_the_newest_events_up_to_its_bound(log, caplog, monkeypatch):
+    monkeypatch.setattr(events, "HOLD", 5)
+    caplog.set_level(logging.INFO, logger="gangweb.events")
+    log.gate = threading.Event()  # the first attempt waits until everything is queued
+    for n in range(20):
+        events.publish("eviction", {"n": n})
+    log.gate.set()
+    log.gate = None
+    assert warned(caplog, "not reaching the dashboard")
+    log.up = True
+    assert events.flush(30)
+    assert [m["payload"]["n"] for b in log.batches for m in b["ledger"]] == list(range(15, 20))
+    assert warned(caplog, "15 dropped")
 
 
 def test_send_raises_for_callers_that_count_their_losses(log):

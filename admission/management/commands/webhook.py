@@ -118,7 +118,8 @@ class Command(BaseCommand):
             "--read-timeout",
             type=float,
             default=READ_TIMEOUT_SECONDS,
-            help=f"seconds a request may take to arrive whole, headers and body (default {READ_TIMEOUT_SECONDS:g})",
+            help="seconds a request may take to arrive whole, headers and body, and a TLS handshake to finish "
+            f"(default {READ_TIMEOUT_SECONDS:g})",
         )
 
         # Only listed here: `webhook bench ...` is caught in run_from_argv and runs as `bench webhook ...`.

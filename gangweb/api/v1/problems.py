@@ -4,14 +4,21 @@
 for validation failures. A 401 carries ``WWW-Authenticate`` offering Bearer and Basic. DRF views get it
 from ``exception_handler`` (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``); Django's own 404 and 500 under
 ``/api/`` from ``not_found`` and ``server_error`` (``gangweb/urls.py`` handlers).
+
+A database that does not answer (``DATABASE_UNAVAILABLE``) is a 503 with ``Retry-After``, not a 500: the
+request was fine and will succeed once PostgreSQL is back. The API says it in this shape, the pages in a
+plain HTML page (``templates/503.html``); either way without touching the database.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
-from django.http import Http404, JsonResponse
+from django.db import InterfaceError, OperationalError
+from django.http import Http404, HttpResponse, JsonResponse
+from django.template import loader
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -23,6 +30,11 @@ CONTENT_TYPE = "application/problem+json"
 # Both ways in are offered: gangweb and Kubernetes tokens (Bearer), local users (Basic).
 AUTHENTICATE = 'Bearer realm="gangweb", Basic realm="gangweb"'
 TYPE_BASE = "https://gangweb.io/problems/"
+# What Django raises when PostgreSQL is down, restarting or out of connections (and for a lost connection).
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
+# A restart or failover of PostgreSQL takes seconds; the connect timeout alone is 2 s.
+RETRY_AFTER_SECONDS = 10
+UNAVAILABLE_DETAIL = f"the database is not answering; try again in {RETRY_AFTER_SECONDS} s"
 
 _TITLES = {
     400: "invalid request",
@@ -70,6 +82,11 @@ def _errors(data: Any) -> dict[str, list[str]]:
     return {}
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _summary(errors: dict[str, list[str]]) -> str:
     return "; ".join(f"{name}: {' '.join(messages)}" for name, messages in errors.items())
 
@@ -80,6 +97,11 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         response = Response(problem(401, str(exc.detail), instance=instance), status=401)
         response["WWW-Authenticate"] = AUTHENTICATE
+    elif isinstance(exc, DATABASE_UNAVAILABLE):
+        # One line, no traceback (DRF swallowed the exception): every request says the same meanwhile.
+        logger.warning("database unavailable: %s", _first_line(exc), extra={"path": instance})
+        response = Response(problem(503, UNAVAILABLE_DETAIL, instance=instance), status=503)
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     elif isinstance(exc, exceptions.ValidationError | exceptions.ParseError) and not isinstance(
         exc.detail, str
     ):
@@ -125,7 +147,21 @@ def not_found(request, exception=None):
     return defaults.page_not_found(request, exception or Http404())
 
 
+def unavailable(request) -> HttpResponse:
+    """503 with ``Retry-After``: problem+json under ``/api/``, an HTML page elsewhere; no database needed."""
+    if _is_api(request):
+        response = problem_response(503, UNAVAILABLE_DETAIL, request)
+    else:
+        page = loader.get_template("503.html").render({"retry_after": RETRY_AFTER_SECONDS})
+        response = HttpResponse(page, status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
 def server_error(request):
+    # Django calls this handler while handling the exception (and logs it, traceback included).
+    if isinstance(sys.exc_info()[1], DATABASE_UNAVAILABLE):
+        return unavailable(request)
     if _is_api(request):
         return problem_response(500, "internal error; the server log has the details", request)
     return defaults.server_error(request)

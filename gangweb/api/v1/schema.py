@@ -11,7 +11,7 @@ ERRORS = {
     "403": "your role or namespaces do not allow it",
     "404": "not found, or not yours to see",
     "429": "throttled (Retry-After)",
-    "503": "the cluster cannot be read",
+    "503": "the cluster cannot be read, or the database is not answering (Retry-After)",
 }
 
 

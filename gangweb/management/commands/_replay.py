@@ -12,8 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-from django.conf import settings
-
 from scheduler.replay.report import ReplayConfig, format_table, run_replay
 from scheduler.replay.sim import POLICIES
 from scheduler.replay.trace import TraceError, default_trace_dir
@@ -23,7 +21,8 @@ REPORT_FILE = "replay.json"
 
 def replay_arguments(parser) -> None:
     parser.add_argument(
-        "--trace", help="folder of cluster-trace-gpu-v2023 (default: ../shared/traces beside the repository)"
+        "--trace",
+        help="folder of cluster-trace-gpu-v2023 (default: the copy shipped with gangweb, scheduler/replay/traces/openb)",
     )
     parser.add_argument("--hours", type=float, default=24.0, help="simulated hours (default 24)")
     parser.add_argument(
@@ -62,7 +61,7 @@ def _config(options, fail) -> ReplayConfig:
     for name in ("background_load", "gang_load"):
         if not 0 <= options[name] <= 2:
             fail(f"--{name.replace('_', '-')}: expected 0 to 2, got {options[name]:g}")
-    trace = Path(options["trace"]) if options["trace"] else default_trace_dir(Path(settings.BASE_DIR))
+    trace = Path(options["trace"]) if options["trace"] else default_trace_dir()
     return ReplayConfig(
         trace=trace,
         hours=options["hours"],

@@ -10,7 +10,6 @@ from scheduler.replay.report import ReplayConfig, policy_report, run_replay, wit
 from scheduler.replay.sim import BROKEN_RESTART_SECONDS, CYCLE_SECONDS, Replay
 from scheduler.replay.trace import default_trace_dir
 from scheduler.replay.workload import JobSpec, Node, Workload
-from tests.conftest import ROOT
 from tests.scheduler.replay.conftest import FIXTURE
 
 CHECKPOINT = 600.0
@@ -140,10 +139,8 @@ def test_policies_keep_their_promises_on_seeded_replays(seeded_reports):
 
 @pytest.mark.slow
 def test_on_forty_nodes_of_the_real_trace_legacy_breaks_gangs_and_atomic_policies_do_not():
-    """Tens of nodes of Alibaba's trace, where it lies beside the repository (outside it: never copied in)."""
-    trace = default_trace_dir(ROOT)
-    if not (trace / "openb_pod_list_default.csv").is_file():
-        pytest.skip(f"the real trace is not at {trace}")
+    """Tens of nodes of Alibaba's trace, the copy shipped with gangweb."""
+    trace = default_trace_dir()
     report = run_replay(ReplayConfig(trace=trace, hours=6, nodes=40, seed=3, gang_load=0.7)).report
     policies = report["policies"]
     assert report["nodes"] == 40

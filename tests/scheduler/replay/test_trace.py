@@ -80,9 +80,11 @@ def test_a_wrong_header_is_refused(trace_dir: Path):
         read_trace(trace_dir)
 
 
-def test_the_default_is_shared_traces_beside_the_repository(tmp_path: Path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    assert default_trace_dir(repo) == Path("/work/shared/traces")
-    (tmp_path / "shared" / "traces").mkdir(parents=True)
-    assert default_trace_dir(repo) == (tmp_path / "shared" / "traces").resolve()
+def test_the_default_is_the_trace_shipped_inside_the_package():
+    """A clone (or an installed wheel) replays with nothing beside it: the data lies in the package."""
+    import scheduler.replay
+
+    trace = read_trace(default_trace_dir())
+    assert default_trace_dir().is_relative_to(Path(scheduler.replay.__file__).parent)
+    assert len(trace.nodes) == 1213 and sum(node.gpus for node in trace.nodes) == 6212
+    assert len(trace.pods) == 8152
