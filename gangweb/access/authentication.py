@@ -15,6 +15,7 @@ from __future__ import annotations
 from rest_framework import authentication, exceptions
 
 from gangweb.access import kube, passwords, throttle, tokens
+from scheduler.preemption import actors
 
 REALM = "gangweb"
 CHALLENGE = f'Bearer realm="{REALM}", Basic realm="{REALM}"'
@@ -50,6 +51,7 @@ class GangwebTokenAuthentication(authentication.BaseAuthentication):
         user = tokens.user_for(token)
         if user is None:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked gangweb token")
+        user.gangweb_actor_kind = actors.TOKEN  # the ledger says "token:<user>", not "local:<user>"
         return user, token
 
     def authenticate_header(self, request) -> str:
@@ -66,7 +68,7 @@ class KubernetesTokenAuthentication(authentication.BaseAuthentication):
             return None
         if not kube.is_kubernetes_token(token):
             raise exceptions.AuthenticationFailed(
-                "neither a gangweb token nor shaped like a Kubernetes token (a JWT or a bootstrap token)"
+                "neither a gangweb token nor shaped like a Kubernetes token (a JWT, a bootstrap or an EKS token)"
             )
         try:
             identity = kube.review_token(token, throttle.source_of(request))

@@ -40,6 +40,7 @@ from django.conf import settings
 from gangweb.access import throttle
 from gangweb.access.scope import OPERATOR, VIEWER, Scope
 from gangweb.access.ttlcache import TTLCache
+from scheduler.preemption import actors
 
 logger = logging.getLogger(__name__)
 
@@ -303,6 +304,11 @@ class NamespaceRoles(Mapping[str, str]):
 @dataclass(frozen=True)
 class KubernetesScope(Scope):
     identity: Identity | None = field(default=None, compare=False)
+
+    @property
+    def actor(self) -> actors.Actor:
+        """A Kubernetes user or service account: never the local user of the same name."""
+        return actors.kubernetes(self.user)
 
 
 def scope_of(identity: Identity) -> Scope:
