@@ -132,8 +132,9 @@ def missing() -> list[tuple[str, str, str]]:
 
 def build() -> Path:
     """Build what the cache lacks (one builder at a time), then return the binaries' directory."""
+    stages = cache_dir() / "kwok-stages.yaml"
     todo = missing()
-    if not todo:
+    if not todo and stages.is_file():
         return bin_dir()
     bin_dir().mkdir(parents=True, exist_ok=True)
     with open(cache_dir() / ".lock", "w") as lock:
@@ -164,7 +165,6 @@ def build() -> Path:
             os.replace(scratch / name, bin_dir() / name)
             shutil.rmtree(scratch, ignore_errors=True)
             say(f"built {name} in {time.monotonic() - started:.0f} s")
-        stages = cache_dir() / "kwok-stages.yaml"
         if not stages.is_file():
             source = Path(
                 subprocess.run(
@@ -378,7 +378,7 @@ def up(state: Path) -> Path:
         if not cluster.record.exists():
             raise ClusterError(f"{state} is not empty and holds no cluster: choose another --state")
         shutil.rmtree(state)
-    state.mkdir(parents=True)
+    state.mkdir(parents=True, exist_ok=True)
     cluster.logs.mkdir()
     pki = state / "pki"
     certificates(pki)
