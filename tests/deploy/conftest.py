@@ -40,11 +40,12 @@ REALLY_APPLIED = (
 WEBHOOK_CONFIGURATIONS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def deployed(real_cluster, rendered) -> list[dict]:
     """The self-signed overlay's namespace, RBAC, Services, NetworkPolicies and webhook configurations,
-    applied to the real cluster. The webhook configurations are deleted again afterwards: no webhook
-    serves them there, and their PodGroup rule fails closed (failurePolicy Fail)."""
+    applied to the real cluster. The webhook configurations are deleted again after the module (the
+    cluster is the whole session's): no webhook serves them there, and their PodGroup rule fails closed
+    (failurePolicy Fail), which would refuse the PodGroups of the tests that follow."""
     objects = [o for o in rendered["self-signed"] if o["kind"] in REALLY_APPLIED]
     ordered = sorted(objects, key=lambda o: REALLY_APPLIED.index(o["kind"]))
     real_cluster.run(
