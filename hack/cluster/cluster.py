@@ -462,11 +462,22 @@ def up(state: Path) -> Path:
             "the default ServiceAccount",
             lambda: cluster.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
         )
+        # Services get their IP from the default ServiceCIDR, made Ready by the API server after /readyz.
+        cluster.wait("kube-apiserver", "the default ServiceCIDR Ready", service_cidr_ready(cluster))
         cluster.wait("kube-scheduler", "running", lambda: True)
     except (ClusterError, subprocess.CalledProcessError):
         cluster.stop()
         raise
     return config
+
+
+def service_cidr_ready(cluster: Cluster):
+    def ready() -> bool:
+        status, body = cluster.get("/apis/networking.k8s.io/v1/servicecidrs/kubernetes")
+        conditions = json.loads(body).get("status", {}).get("conditions", []) if status == 200 else []
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+    return ready
 
 
 def _zombie(pid: int) -> bool:
