@@ -19,7 +19,15 @@ from django.core.exceptions import ImproperlyConfigured
 from gangweb.env import env_bool, env_choice, env_float, env_int, env_list, env_namespace_map
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("GANGWEB_VAR_DIR", BASE_DIR / "var"))
+# The package's own files (templates/, static/): inside the package, so an installed wheel has them too.
+PACKAGE_DIR = Path(__file__).resolve().parent
+# A checkout keeps its state beside manage.py; an installed package in the user's data directory.
+_DEFAULT_VAR_DIR = (
+    BASE_DIR / "var"
+    if (BASE_DIR / "manage.py").exists()
+    else Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "gangweb"
+)
+VAR_DIR = Path(os.environ.get("GANGWEB_VAR_DIR", _DEFAULT_VAR_DIR))
 
 
 # pytest imports settings before any test code can set variables; tests still get a key (their own).
@@ -114,7 +122,8 @@ ASGI_APPLICATION = "gangweb.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Before the apps' own, so gangweb/templates/drf_spectacular/ overrides drf-spectacular's pages.
+        "DIRS": [PACKAGE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -287,7 +296,7 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# gangweb/static/ is found as the gangweb app's static directory (no STATICFILES_DIRS).
 STATIC_ROOT = VAR_DIR / "staticfiles"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
