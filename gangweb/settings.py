@@ -267,6 +267,8 @@ GANGWEB_ENSURE_INTERVAL_SECONDS = env_int("GANGWEB_ENSURE_INTERVAL_SECONDS", 5)
 GANGWEB_RESERVATION_SECONDS = env_int("GANGWEB_RESERVATION_SECONDS", 120)
 # Celery workers serve their own /metrics here when set (see docs/pipeline.md, "Metrics").
 GANGWEB_WORKER_METRICS_PORT = env_int("GANGWEB_WORKER_METRICS_PORT", 0)
+# The web process serves its /metrics here when set, never on the dashboard's port (gangweb/metrics.py); 0 = off.
+GANGWEB_WEB_METRICS_PORT = env_int("GANGWEB_WEB_METRICS_PORT", 0)
 CELERY_BEAT_SCHEDULE = {
     "detect-unschedulable-gangs": {
         "task": "scheduler.detect_unschedulable_gangs",
