@@ -25,8 +25,13 @@ class StaticFiles(ASGIStaticFilesHandler):
 
 # Django must be set up before the consumers (and the models they import) load.
 # The dashboard's few vendored assets are served by the app itself (from the finders, no
-# collectstatic step), so one daphne process is the whole web tier, in the demo and in the cluster.
+# collectstatic step), so one uvicorn process is the whole web tier, in the demo and in the cluster.
 django_http = StaticFiles(get_asgi_application())
+
+from gangweb.api.v1.uploads import UploadGuard  # noqa: E402
+
+# Snapshot uploads are checked (size, login, role, throttle) before Django reads their body.
+django_http = UploadGuard(django_http)
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

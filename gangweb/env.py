@@ -33,6 +33,21 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_networks(name: str) -> list[str]:
+    """Comma-separated IP addresses or CIDR networks (``10.0.0.0/8,192.0.2.7``), each checked."""
+    import ipaddress
+
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} takes IP addresses or networks like 10.0.0.0/8, got {item!r}"
+            ) from None
+    return networks
+
+
 def env_int(name: str, default: int) -> int:
     return _number(name, default, int, "an integer")
 

@@ -16,7 +16,15 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from gangweb.env import env_bool, env_choice, env_float, env_int, env_list, env_namespace_map
+from gangweb.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_namespace_map,
+    env_networks,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # The package's own files (templates/, static/): inside the package, so an installed wheel has them too.
@@ -305,6 +313,23 @@ LOGIN_REDIRECT_URL = "/"
 # --- Access (docs/design.md "Access") ------------------------------------------------------------
 # TokenReview and SubjectAccessReview answers (and the RoleBinding list) are reused for this long.
 GANGWEB_K8S_REVIEW_TTL_SECONDS = env_int("GANGWEB_K8S_REVIEW_TTL_SECONDS", 30)
+# Guessing (docs/design.md "Access: guessing"): wrong passwords per account and per source address, and
+# TokenReviews of tokens that did not authenticate per source address, are free up to these counts; then
+# each further one makes the next attempt wait twice as long (1 s, 2 s, 4 s, ... at most the max wait),
+# and a count is forgotten FORGET seconds after its last attempt. Redis holds the counts when REDIS_URL is set.
+GANGWEB_PASSWORD_ACCOUNT_FAILURES = env_int("GANGWEB_PASSWORD_ACCOUNT_FAILURES", 5)
+GANGWEB_PASSWORD_SOURCE_FAILURES = env_int("GANGWEB_PASSWORD_SOURCE_FAILURES", 20)
+GANGWEB_K8S_REVIEW_FAILURES = env_int("GANGWEB_K8S_REVIEW_FAILURES", 20)
+# Review opaque bearer tokens too (static token files, webhook authenticators): off, because any string
+# of the right characters then costs a TokenReview (still charged to its source, above).
+GANGWEB_K8S_OPAQUE_TOKENS = env_bool("GANGWEB_K8S_OPAQUE_TOKENS", False)
+GANGWEB_BACKOFF_MAX_SECONDS = env_int("GANGWEB_BACKOFF_MAX_SECONDS", 300)
+GANGWEB_BACKOFF_FORGET_SECONDS = env_int("GANGWEB_BACKOFF_FORGET_SECONDS", 3600)
+# Proxies in front of gangweb (addresses or CIDRs): from them, the client is the nearest untrusted address
+# in X-Forwarded-For; from anyone else, the connection's own address (REMOTE_ADDR).
+GANGWEB_TRUSTED_PROXIES = env_networks("GANGWEB_TRUSTED_PROXIES")
+# Passwords are checked by ModelBackend behind the counts above (gangweb/access/passwords.py).
+AUTHENTICATION_BACKENDS = ["gangweb.access.passwords.PasswordBackend"]
 # An open dashboard websocket re-checks its session and scope this often (a backstop: sign-out and
 # role changes close it at once).
 GANGWEB_SESSION_RECHECK_SECONDS = env_int("GANGWEB_SESSION_RECHECK_SECONDS", 30)
@@ -337,6 +362,12 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # POST /api/v1/simulate costs an engine run per policy: per user, per process (the local cache).
     "DEFAULT_THROTTLE_RATES": {"simulate": os.environ.get("GANGWEB_SIMULATE_RATE", "30/min")},
+    # JSON nested past the parser's recursion limit is a 400, not a crash (gangweb/api/v1/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "gangweb.api.v1.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "gangweb API",
@@ -365,6 +396,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+# What an uploaded snapshot may take in memory, read and planned in the snapshot worker beside the web
+# process (its address space, RLIMIT_AS; gangweb/api/v1/uploads.py); past it the upload is a 413.
+GANGWEB_SNAPSHOT_MEMORY_BYTES = env_int("GANGWEB_SNAPSHOT_MEMORY_BYTES", 512 * 2**20)
 # How long one reading of the live cluster serves the API's nodes/podgroups/pending/usage (seconds).
 GANGWEB_API_CLUSTER_CACHE_SECONDS = env_int("GANGWEB_API_CLUSTER_CACHE_SECONDS", 5)
 # GPU usage over time: one sample this often (Celery beat, gangweb.sample_usage), six hours kept.

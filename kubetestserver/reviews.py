@@ -1,7 +1,7 @@
 """TokenReview and SubjectAccessReview, in their real shapes (test tooling).
 
 ``POST /apis/authentication.k8s.io/v1/tokenreviews`` answers for the tokens a test registered through
-the control API (``ControlClient.add_token``); ``POST /apis/authorization.k8s.io/v1/subjectaccessreviews``
+the control API (``ControlClient.add_token``; ``mint_token`` makes one in a service account token's shape); ``POST /apis/authorization.k8s.io/v1/subjectaccessreviews``
 evaluates RBAC as the API server's RBAC authorizer does, over the Roles, ClusterRoles, RoleBindings and
 ClusterRoleBindings in the store (loaded like any object). Both are logged in the request log, so a test
 counts the reviews a client made. Not covered: webhook authorizers, aggregated ClusterRoles,
@@ -10,6 +10,9 @@ nonResourceAttributes (always denied), impersonation.
 
 from __future__ import annotations
 
+import base64
+import json
+import secrets
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +55,24 @@ class Tokens:
     def find(self, token: str) -> dict | None:
         with self.lock:
             return self.users.get(token)
+
+
+def _segment(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def mint_token(subject: str) -> str:
+    """A new bearer token shaped like a service account's (a signed JWT: header, claims, signature) for
+    ``add_token``. Nothing here checks its signature: TokenReview answers for the tokens added."""
+    header = {"alg": "RS256", "kid": "kubetestserver"}
+    claims = {"iss": "https://kubernetes.default.svc", "sub": subject, "jti": secrets.token_hex(8)}
+    return ".".join(
+        (
+            _segment(json.dumps(header).encode()),
+            _segment(json.dumps(claims).encode()),
+            _segment(secrets.token_bytes(256)),
+        )
+    )
 
 
 def handle(store: ObjectStore, tokens: Tokens, method: str, path: str, body: Any) -> tuple[int, dict] | None:

@@ -74,6 +74,16 @@ def pytest_sessionstart(session):
         pytest.exit("real services required but missing: " + "; ".join(problems), returncode=3)
 
 
+@pytest.fixture(autouse=True)
+def _no_guessing_counts():
+    """Each test starts with no guessing counts (gangweb/access/throttle.py): one test's wrong passwords
+    must not hold back the next one's sign-in from the same address."""
+    from gangweb.access import throttle
+
+    throttle.clear()
+    yield
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     """A Redis URL that answers; skips (or, when services are required, fails) otherwise."""
@@ -112,9 +122,10 @@ def wait_for_port(port: int, timeout: float = 60.0, proc: subprocess.Popen | Non
 
 @pytest.fixture
 def asgi_server(tmp_path):
-    """Start gangweb's ASGI application in a real server process (daphne); yields its base URL.
+    """Start gangweb's ASGI application in a real server process (uvicorn, as deployed); yields its base URL.
 
-    Extra environment can be passed through the returned factory: ``start(env={...})``.
+    Extra environment can be passed through the returned factory: ``start(env={...})``; the server
+    process of an address is ``start.processes[address]``.
     """
     procs: list[subprocess.Popen] = []
 
@@ -127,18 +138,23 @@ def asgi_server(tmp_path):
             **(env or {}),
         }
         proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gangweb.asgi:application"],
+            [
+                *(sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)),
+                *("--lifespan", "off", "--no-access-log", "gangweb.asgi:application"),
+            ],
             cwd=ROOT,
             env=full_env,
             # A file, not a pipe: nobody reads the server's logs during the test, and a full pipe
             # would block a chatty server.
-            stdout=(tmp_path / f"daphne-{port}.log").open("wb"),
+            stdout=(tmp_path / f"uvicorn-{port}.log").open("wb"),
             stderr=subprocess.STDOUT,
         )
         procs.append(proc)
         wait_for_port(port, proc=proc)
+        start.processes[f"127.0.0.1:{port}"] = proc
         return f"127.0.0.1:{port}"
 
+    start.processes = {}
     yield start
     for proc in procs:
         proc.terminate()

@@ -1,17 +1,21 @@
 """DRF authentication: gangweb tokens, Kubernetes tokens, Basic and session (docs/design.md, "Access").
 
 ``Authorization: Bearer gwt_...`` is a gangweb token (``manage.py access token``); any other bearer token
-is handed to TokenReview (``gangweb.access.kube``). Settings list them first in
+shaped like a Kubernetes token is handed to TokenReview (``gangweb.access.kube``), and anything else is a
+401 without one. Settings list the token classes first in
 ``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]``: DRF answers 401 with the first class's challenge,
 which offers both schemes, ``Bearer`` and ``Basic``. Session authentication (the dashboard's browser
-calls) comes last and enforces CSRF on unsafe methods.
+calls) comes last and enforces CSRF on unsafe methods. Wrong passwords (Basic) and tokens the API server
+does not authenticate are counted per source (``gangweb.access.throttle``): past the back-off, the answer
+is 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
 
 from rest_framework import authentication, exceptions
 
-from gangweb.access import kube, tokens
+from gangweb.access import kube, passwords, throttle, tokens
+from scheduler.preemption import actors
 
 REALM = "gangweb"
 CHALLENGE = f'Bearer realm="{REALM}", Basic realm="{REALM}"'
@@ -47,6 +51,7 @@ class GangwebTokenAuthentication(authentication.BaseAuthentication):
         user = tokens.user_for(token)
         if user is None:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked gangweb token")
+        user.gangweb_actor_kind = actors.TOKEN  # the ledger says "token:<user>", not "local:<user>"
         return user, token
 
     def authenticate_header(self, request) -> str:
@@ -61,8 +66,16 @@ class KubernetesTokenAuthentication(authentication.BaseAuthentication):
         token = bearer_token(request)
         if token is None or tokens.is_gangweb_token(token):
             return None
+        if not kube.is_kubernetes_token(token):
+            raise exceptions.AuthenticationFailed(
+                "neither a gangweb token nor shaped like a Kubernetes token (a JWT, a bootstrap or an EKS token)"
+            )
         try:
-            identity = kube.review_token(token)
+            identity = kube.review_token(token, throttle.source_of(request))
+        except throttle.Refused as refused:
+            raise exceptions.Throttled(
+                refused.retry_after, "too many bearer tokens from this address that did not authenticate."
+            ) from None
         except kube.NoKubernetesApi:  # a simulated cluster: no API server could vouch for it
             raise exceptions.AuthenticationFailed(
                 "not a gangweb token, and gangweb runs on no Kubernetes API server to review it with"
@@ -80,7 +93,20 @@ class KubernetesTokenAuthentication(authentication.BaseAuthentication):
 
 
 class BasicAuthentication(authentication.BasicAuthentication):
+    """A local user's name and password; refused with 429 while the guessing back-off holds them."""
+
     www_authenticate_realm = REALM
+
+    def authenticate_credentials(self, userid, password, request=None):
+        try:
+            return super().authenticate_credentials(userid, password, request)
+        except exceptions.AuthenticationFailed:
+            refused = passwords.refusal(request)
+            if refused is None:
+                raise
+            raise exceptions.Throttled(
+                refused.retry_after, "too many wrong passwords for this account or from this address."
+            ) from None
 
     def authenticate_header(self, request) -> str:
         return CHALLENGE

@@ -14,6 +14,7 @@ from django.db import transaction
 
 from gangweb.access.models import Grant
 from gangweb.access.scope import ADMIN, ROLES, Scope
+from scheduler.preemption import actors
 
 # A Kubernetes namespace name (RFC 1123 label).
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -78,14 +79,20 @@ def grant(
 
 
 def scope_of_user(user) -> Scope:
-    """A signed-in local user's scope: its grant; a superuser without one is admin everywhere."""
+    """A signed-in local user's scope: its grant; a superuser without one is admin everywhere. Its kind
+    is ``token`` when the user came with a gangweb token (``authentication``), else ``local``."""
     name = user.get_username()
+    kind = getattr(user, "gangweb_actor_kind", actors.LOCAL)
     try:
         held = user.gangweb_grant
     except Grant.DoesNotExist:
         held = None
     if held is None:
-        return Scope(user=name, everywhere=ADMIN) if user.is_superuser else Scope(user=name)
+        return (
+            Scope(user=name, everywhere=ADMIN, kind=kind)
+            if user.is_superuser
+            else Scope(user=name, kind=kind)
+        )
     if held.all_namespaces:
-        return Scope(user=name, everywhere=held.role)
-    return Scope(user=name, per_namespace={ns: held.role for ns in held.namespaces})
+        return Scope(user=name, everywhere=held.role, kind=kind)
+    return Scope(user=name, per_namespace={ns: held.role for ns in held.namespaces}, kind=kind)

@@ -2,7 +2,13 @@
 
 Role per namespace (docs/design.md, "Access"): may ``list podgroups.scheduling.k8s.io`` there → viewer;
 may also ``create pods/eviction`` there → operator. Every answer is cached for
-``GANGWEB_K8S_REVIEW_TTL_SECONDS`` (positive and negative), per token digest and per identity.
+``GANGWEB_K8S_REVIEW_TTL_SECONDS`` (positive and negative), per token digest and per identity, in
+caches bounded by size that push out their least recently used entry; tokens that did not authenticate
+have a cache of their own, so a flood of them never pushes out an identity.
+
+Unknown tokens cost the API server little: a token not shaped like a Kubernetes token
+(``is_kubernetes_token``) is never reviewed, and reviews of tokens not in the cache are charged to their
+source address (``gangweb.access.throttle``; a review that authenticates is refunded).
 
 "Every namespace I may see" costs no review per namespace of the cluster:
 1. one cluster-wide pair of reviews (namespace ``""``): an identity allowed there (a ClusterRoleBinding,
@@ -16,8 +22,12 @@ may also ``create pods/eviction`` there → operator. Every answer is cached for
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -27,7 +37,10 @@ from typing import Any
 
 from django.conf import settings
 
+from gangweb.access import throttle
 from gangweb.access.scope import OPERATOR, VIEWER, Scope
+from gangweb.access.ttlcache import TTLCache
+from scheduler.preemption import actors
 
 logger = logging.getLogger(__name__)
 
@@ -57,37 +70,19 @@ class Identity:
         return f"{self.username}|{self.uid}|{','.join(sorted(self.groups))}"
 
 
-class TTLCache:
-    """A small process-local cache with expiry (answers expire as a whole, never refresh in place)."""
+TOKENS_KEPT = 10_000
+DECISIONS_KEPT = 50_000
+MAX_TOKEN_CHARS = 16 * 1024
+_BOOTSTRAP_TOKEN = re.compile(r"[a-z0-9]{6}\.[a-z0-9]{16}")
+_JWT = re.compile(r"([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+# Amazon EKS's IAM authenticator (what `aws eks get-token` prints): a presigned URL, base64url.
+_EKS_TOKEN = re.compile(r"k8s-aws-v1\.[A-Za-z0-9_-]{16,}")
+# RFC 7235 token68: what a bearer credential may be at all (static token files, webhook authenticators).
+_TOKEN68 = re.compile(r"[A-Za-z0-9._~+/-]{16,}=*")
 
-    def __init__(self, max_entries: int = 50_000) -> None:
-        self._data: dict[Any, tuple[float, Any]] = {}
-        self._lock = threading.Lock()
-        self._max = max_entries
-
-    def get(self, key: Any) -> tuple[bool, Any]:
-        with self._lock:
-            hit = self._data.get(key)
-            if hit is None or hit[0] < time.monotonic():
-                return False, None
-            return True, hit[1]
-
-    def put(self, key: Any, value: Any, ttl: float) -> None:
-        with self._lock:
-            if len(self._data) >= self._max:
-                now = time.monotonic()
-                self._data = {k: v for k, v in self._data.items() if v[0] >= now}
-                if len(self._data) >= self._max:
-                    self._data.clear()
-            self._data[key] = (time.monotonic() + ttl, value)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-
-_tokens = TTLCache()
-_decisions = TTLCache()
+_tokens = TTLCache(TOKENS_KEPT)  # token digest -> the Identity TokenReview answered
+_rejected = TTLCache(TOKENS_KEPT)  # token digest -> True: TokenReview did not authenticate it
+_decisions = TTLCache(DECISIONS_KEPT)
 _bindings: dict[str, Any] = {"at": -1e18, "index": {}}
 _bindings_lock = threading.Lock()
 
@@ -98,6 +93,7 @@ def ttl() -> float:
 
 def clear_caches() -> None:
     _tokens.clear()
+    _rejected.clear()
     _decisions.clear()
     with _bindings_lock:
         _bindings.update(at=-1e18, index={})
@@ -133,27 +129,59 @@ def _timeout() -> tuple[float, float]:
     return (min(5.0, read), read)
 
 
-def review_token(token: str) -> Identity | None:
-    """Who ``token`` is per TokenReview, or None when the API server does not authenticate it."""
+def is_kubernetes_token(token: str) -> bool:
+    """Shaped like a token an API server issues: a signed JWT (service account, OIDC) whose header is a
+    JSON object naming its algorithm, a bootstrap token or an EKS token; with
+    ``GANGWEB_K8S_OPAQUE_TOKENS`` any token68 credential. Told without a review."""
+    if len(token) > MAX_TOKEN_CHARS:
+        return False
+    if _BOOTSTRAP_TOKEN.fullmatch(token) or _EKS_TOKEN.fullmatch(token):
+        return True
+    jwt = _JWT.fullmatch(token)
+    if jwt is None:
+        return bool(settings.GANGWEB_K8S_OPAQUE_TOKENS) and _TOKEN68.fullmatch(token) is not None
+    header = jwt.group(1)
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
+    except (ValueError, binascii.Error):
+        return False
+    return isinstance(decoded, dict) and isinstance(decoded.get("alg"), str)
+
+
+def review_token(token: str, source: str) -> Identity | None:
+    """Who ``token`` is per TokenReview, or None when the API server does not authenticate it.
+
+    A token in neither cache is reviewed only if its ``source`` (``throttle.source_of``) may:
+    ``throttle.Refused`` otherwise."""
     from kubernetes import client
 
-    key = hashlib.sha256(token.encode()).hexdigest()
+    key = hashlib.sha256(token.encode()).digest()
     hit, identity = _tokens.get(key)
     if hit:
         return identity
+    if _rejected.get(key)[0]:
+        return None
+    attempt = throttle.review_attempt(source)
     body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
-    answer = _post(
-        lambda api: client.AuthenticationV1Api(api).create_token_review(
-            body, _preload_content=False, _request_timeout=_timeout()
+    try:
+        answer = _post(
+            lambda api: client.AuthenticationV1Api(api).create_token_review(
+                body, _preload_content=False, _request_timeout=_timeout()
+            )
         )
-    )
+    except BaseException:  # no verdict: not the client's failure
+        attempt.refund()
+        raise
     status = answer.get("status") or {}
     user = status.get("user") or {}
-    identity = None
     if status.get("authenticated") and user.get("username"):
         identity = Identity(user["username"], user.get("uid") or "", tuple(user.get("groups") or ()))
-    _tokens.put(key, identity, ttl())
-    return identity
+        _tokens.put(key, identity, ttl())
+        attempt.refund()
+        return identity
+    _rejected.put(key, True, ttl())
+    attempt.fail()
+    return None
 
 
 def allowed(identity: Identity, namespace: str, check: tuple[str, str, str, str]) -> bool:
@@ -276,6 +304,11 @@ class NamespaceRoles(Mapping[str, str]):
 @dataclass(frozen=True)
 class KubernetesScope(Scope):
     identity: Identity | None = field(default=None, compare=False)
+
+    @property
+    def actor(self) -> actors.Actor:
+        """A Kubernetes user or service account: never the local user of the same name."""
+        return actors.kubernetes(self.user)
 
 
 def scope_of(identity: Identity) -> Scope:

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.preemption import actors
+
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLES = (VIEWER, OPERATOR, ADMIN)
 _RANK = {role: rank for rank, role in enumerate(ROLES, start=1)}
@@ -34,11 +36,22 @@ def at_least(role: str | None, needed: str) -> bool:
 @dataclass(frozen=True)
 class Scope:
     """``everywhere`` is the role held in every namespace (``None``: none); ``per_namespace`` adds roles
-    in single namespaces. A namespace's role is the higher of the two."""
+    in single namespaces. A namespace's role is the higher of the two. ``kind`` says how the reader
+    signed in (``scheduler.preemption.actors``: local, token; signed-out readers are anonymous)."""
 
     user: str
     everywhere: str | None = None
     per_namespace: Mapping[str, str] = field(default_factory=dict)
+    kind: str = actors.LOCAL
+
+    @property
+    def actor(self) -> actors.Actor:
+        """Who this reader is, as the ledger records it when it acts."""
+        return actors.Actor(self.kind, self.user)
+
+    @property
+    def signed_in(self) -> bool:
+        return self.kind != actors.ANONYMOUS
 
     def role_in(self, namespace: str) -> str | None:
         local = self.per_namespace.get(namespace)
@@ -78,11 +91,11 @@ class Scope:
         return queryset.filter(**{f"{field}__in": sorted(self.per_namespace)})
 
 
-NOBODY = Scope(user="")
+NOBODY = Scope(user="", kind=actors.ANONYMOUS)
 
 
 # The demo's dashboard and API are readable without a login (settings.DEMO): its anonymous reader.
-DEMO_READER = Scope(user="anonymous", everywhere=VIEWER)
+DEMO_READER = Scope(user="anonymous", everywhere=VIEWER, kind=actors.ANONYMOUS)
 
 
 def scope_for(request: Any) -> Scope:

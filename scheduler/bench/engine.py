@@ -4,8 +4,9 @@
         [--quality N] [--json]
 
 Generates clusters of 8-GPU nodes (``scheduler/engine/synthetic.py``), loads each as a snapshot file and plans
-the synthetic preemptors with every policy: one cold plan, then ``--repeats`` timed ones (p50/p95). With
-``--quality N`` it compares the plans with the brute-force optimum on N small random clusters instead.
+the synthetic preemptors with every policy: one cold plan, then ``--repeats`` timed ones (p50/p95/p99), and each
+plan's ``optimality``. With ``--quality N`` it compares the plans with the brute-force optimum on N small random
+clusters instead, and counts the gangweb plans proven the cheapest and how many of them the brute force confirms.
 Needs no database. The measuring itself is ``scheduler/engine/bench.py`` and ``scheduler/engine/quality.py``;
 figures and what they mean: docs/engine.md. (Formerly ``manage.py gang bench``, still an alias.)
 """

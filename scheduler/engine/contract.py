@@ -2,7 +2,8 @@
 
 Beside its one-line ``reason`` every plan carries a machine-readable ``outcome`` (like
 kube-scheduler's Status codes): ``fits`` (feasible, nothing to evict), ``preempt`` (feasible once its
-victims go) or ``infeasible:<why>`` with one of ``INFEASIBLE`` as the why.
+victims go) or ``infeasible:<why>`` with one of ``INFEASIBLE`` as the why. A feasible plan also says
+whether it is proven the cheapest (``optimality``: ``proven`` or ``heuristic:<why>``, ``OPTIMALITY``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,23 @@ INFEASIBLE = {
     "never-preempts": "the group does not fit and its preemption policy is Never",
     "no-victims": "the group does not fit and no running pod has a lower priority",
     "no-room": "even with the victims the policy may take, fewer pods fit than the group needs",
+}
+
+# A feasible plan's ``optimality``: proven the cheapest by docs/design.md's cost order, or the heuristic's.
+PROVEN = "proven"
+POLICY, BOUND, BUDGET, PARTIAL, UNMODELLED = (
+    f"heuristic:{why}" for why in ("policy", "bound", "budget", "partial", "unmodelled")
+)
+OPTIMALITY = {
+    PROVEN: "no plan placing as many pods is cheaper: nothing is evicted, or gangweb's exact search proved it",
+    POLICY: "the policy does not search exactly (kep5710, legacy)",
+    BOUND: "a topology domain held more units that could belong to a cheaper plan than the exact search takes",
+    BUDGET: "the exact search ran out of its steps before it could prove the plan the cheapest",
+    PARTIAL: "the plan places fewer than all pending pods; the exact search proves only plans that place all",
+    UNMODELLED: (
+        "the problem has what the exact search does not model: pending pods of different shapes, host ports, "
+        "negative priorities, a pod under two disruption budgets, units evicted first for the group's claims"
+    ),
 }
 
 
@@ -75,6 +93,16 @@ class Plan:
     pending: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
     why: str = ""  # for an infeasible plan, a key of INFEASIBLE
+    searched: str = ""  # what an exact search concluded (a key of OPTIMALITY); "" when none ran
+
+    @property
+    def optimality(self) -> str | None:
+        """``proven`` or ``heuristic:<why>`` (``OPTIMALITY``) for a feasible plan; None for an infeasible one."""
+        if not self.feasible:
+            return None
+        if not self.victims:
+            return PROVEN
+        return self.searched or POLICY
 
     @property
     def outcome(self) -> str:
@@ -117,6 +145,7 @@ class Plan:
         """What the contract JSON leaves out, for the ledger and the dashboard (camelCase like it)."""
         return {
             "outcome": self.outcome,
+            "optimality": self.optimality,
             "cost": self.cost_breakdown,
             "placedPods": len(self.placement),
             "pendingPods": self.pending,
@@ -148,4 +177,5 @@ class Plan:
             "domain": self.domain,
             "reason": self.reason,
             "outcome": self.outcome,  # after the docs/design.md keys, which keep their order
+            "optimality": self.optimality,
         }

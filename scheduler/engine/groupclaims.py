@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .contract import Plan
+from .contract import UNMODELLED, Plan
 from .dra import ALL_DEVICES, ResourceClaim
 from .evaluation import Problem
 from .preemptor import Preemptor
@@ -177,6 +177,8 @@ def plan_freeing(policy: PreemptionPolicy, problem: Problem, claims: GroupClaims
     chosen = sorted(set(claims.freeing) | {by_identity[(v.kind, v.namespace, v.name)] for v in found.victims})
     found.victims = problem.describe_victims(chosen)
     found.cost = victim_cost(snapshot.units, chosen)
+    # The units freed for the claims are chosen least important first, not searched: nothing is proven.
+    found.searched = UNMODELLED if policy.searches_exactly else ""
     freed = "; ".join(claims.freed)
     found.reason = (
         f"the gang's claims need {freed}, so {len(claims.freeing)} unit(s) are evicted for them first; "

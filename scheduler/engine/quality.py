@@ -2,7 +2,9 @@
 
 For random clusters small enough to enumerate every set of eligible victim units, the optimum is
 the cheapest set (docs/design.md cost order) after which the whole gang has an exact placement (found by
-backtracking, same filters and topology rule as the engine). Each policy's plan is compared with it.
+backtracking, same filters and topology rule as the engine). Each policy's plan is compared with it, and
+for gangweb, whose plans say whether its exact search proved them the cheapest, how many are proven and
+how many of those the brute force confirms.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .builders import node, pdb, pod, podgroup
+from .contract import PROVEN
 from .entry import plan
 from .evaluation import Problem
 from .placement import fit_columns, node_mask
@@ -143,6 +146,10 @@ def study(samples: int, seed: int = 1, progress: Callable[[str], None] | None = 
     # Policies that evict whole units: a group-unaware one's victim sets are not the same kind of answer.
     graded = [name for name, policy in POLICIES.items() if policy.atomic]
     tally: dict[str, dict[str, int]] = {p: {"optimal": 0, "worse": 0, "short": 0} for p in graded}
+    # A policy whose plans say whether they are proven: how many are, and how many of those are optimal.
+    for name in graded:
+        if POLICIES[name].searches_exactly:
+            tally[name].update(proven=0, proven_optimal=0)
     studied = 0
     while studied < samples:
         snap = parse_snapshot(small_cluster(rng))
@@ -165,6 +172,9 @@ def study(samples: int, seed: int = 1, progress: Callable[[str], None] | None = 
                 marks["optimal"] += 1
             else:  # cheaper than the brute force: one of the two is wrong
                 raise AssertionError(f"{policy} beat the brute-force optimum: {result.cost} < {best}")
+            if "proven" in marks and result.optimality == PROVEN:
+                marks["proven"] += 1
+                marks["proven_optimal"] += result.cost == best
     return {"samples": studied, "seed": seed, "policies": tally}
 
 
@@ -179,4 +189,11 @@ def format_study(found: dict[str, Any]) -> str:
             f"  {policy:<8} optimal {marks['optimal']:>5} ({share:5.1f} %)  worse {marks['worse']:>5}  "
             f"placed fewer pods {marks['short']:>5}"
         )
+        if "proven" in marks:
+            proven = marks["proven"]
+            where = 100.0 * marks["proven_optimal"] / proven if proven else 0.0
+            lines.append(
+                f"  {'':<8} proven  {proven:>5} ({100.0 * proven / max(found['samples'], 1):5.1f} %)  "
+                f"optimal where proven {marks['proven_optimal']:>5} ({where:5.1f} %)"
+            )
     return "\n".join(lines)

@@ -1,9 +1,10 @@
 """What people do to preemption requests: approve, reject, cancel (docs/design.md, "Modes").
 
 Plain functions for the API and any other front (``POST /api/v1/requests/{id}/approve|reject|cancel``).
-``by`` is the caller's scope (``gangweb.access.scope.Scope`` or anything with ``user`` and
+``by`` is the caller's scope (``gangweb.access.scope.Scope`` or anything with ``actor`` and
 ``may(action, namespace)``): the pipeline never imports the project, so it is duck-typed here. Every
-action needs the operator role in the request's namespace and is written to the ledger with its name.
+action needs the operator role in the request's namespace and is written to the ledger with the caller's
+typed identity (``actors.Actor``: a local user and a Kubernetes user of one name are two people).
 
 An approval re-checks the plan against a fresh snapshot first. A plan whose victims changed (gone,
 replaced, moved, terminating, the gang would not fit) is refused: the request is superseded and a new
@@ -18,12 +19,14 @@ from typing import Protocol
 from django.db import transaction
 from django.utils import timezone
 
+from scheduler.preemption.actors import Actor
 from scheduler.preemption.ledger import approvals
 from scheduler.preemption.models import PreemptionRequest, RequestState
 
 
-class Actor(Protocol):
-    user: str
+class Caller(Protocol):
+    @property
+    def actor(self) -> Actor: ...
 
     def may(self, action: str, namespace: str | None = None) -> bool: ...
 
@@ -52,13 +55,13 @@ class PlanChanged(Conflict):
         self.replanned_request = replanned_request
 
 
-def _request_for(request_id: int, by: Actor, action: str) -> PreemptionRequest:
+def _request_for(request_id: int, by: Caller, action: str) -> PreemptionRequest:
     request = PreemptionRequest.objects.filter(pk=request_id).first()
     if request is None or not by.may("read", request.namespace):
         raise NotFound(f"no preemption request {request_id}")
     if not by.may(action, request.namespace):
         raise NotAllowed(
-            f"{by.user or 'this caller'} may not {action} requests in namespace {request.namespace} (operator role needed)"
+            f"{by.actor.display if by.actor.name else 'this caller'} may not {action} requests in namespace {request.namespace} (operator role needed)"
         )
     return request
 
@@ -68,7 +71,7 @@ def _not_in(request: PreemptionRequest, action: str, wanted: str) -> Conflict:
     return Conflict(f"request {request.pk} is {request.state}, not {wanted}: nothing to {action}")
 
 
-def approve(request_id: int, *, by: Actor) -> PreemptionRequest:
+def approve(request_id: int, *, by: Caller) -> PreemptionRequest:
     """Re-check, then execute the plan of a request awaiting approval."""
     from scheduler.preemption import planning, tasks
     from scheduler.preemption.execution import latest_plan
@@ -88,7 +91,7 @@ def approve(request_id: int, *, by: Actor) -> PreemptionRequest:
     verdict = recheck(planning.reserve_room(objects, request.podgroup), plan, list(plan.pod_evictions.all()))
     if not verdict.ok:
         with transaction.atomic():
-            refused = approvals.refuse_stale(request_id, by.user, verdict.reason)
+            refused = approvals.refuse_stale(request_id, by.actor, verdict.reason)
             if refused is None:
                 raise _not_in(request, "approve", "awaiting approval")
             again = None if verdict.moot else tasks.replan(refused, f"approval refused: {verdict.reason}")
@@ -98,25 +101,25 @@ def approve(request_id: int, *, by: Actor) -> PreemptionRequest:
             again,
         )
     with transaction.atomic():
-        approved = approvals.approve(request_id, by.user)
+        approved = approvals.approve(request_id, by.actor)
         if approved is None:
             raise _not_in(request, "approve", "awaiting approval")
         tasks.after_commit(tasks.execute_plan, request_id)
     return approved
 
 
-def reject(request_id: int, *, by: Actor, reason: str = "") -> PreemptionRequest:
+def reject(request_id: int, *, by: Caller, reason: str = "") -> PreemptionRequest:
     request = _request_for(request_id, by, "reject")
-    rejected = approvals.reject(request_id, by.user, reason)
+    rejected = approvals.reject(request_id, by.actor, reason)
     if rejected is None:
         raise _not_in(request, "reject", "awaiting approval")
     return rejected
 
 
-def cancel(request_id: int, *, by: Actor, reason: str = "") -> PreemptionRequest:
+def cancel(request_id: int, *, by: Caller, reason: str = "") -> PreemptionRequest:
     """Any request that has not begun executing (evictions cannot be undone, so not those)."""
     request = _request_for(request_id, by, "cancel")
-    cancelled = approvals.cancel(request_id, by.user, reason)
+    cancelled = approvals.cancel(request_id, by.actor, reason)
     if cancelled is None:
         raise _not_in(request, "cancel", "pending, planning, planned or awaiting approval")
     return cancelled

@@ -10,6 +10,9 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+from scheduler.preemption import actors
+from scheduler.preemption.actors import Actor
+
 
 class RequestState(models.TextChoices):
     PENDING = "pending", "pending"
@@ -113,7 +116,9 @@ class PreemptionRequest(models.Model):
     execution_started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # approve mode: when an unapproved plan expires, and who approved, rejected or cancelled it, when.
+    # Who is a typed identity (scheduler/preemption/actors.py): its kind, and its name in that kind.
     approval_deadline = models.DateTimeField(null=True, blank=True)
+    decided_by_kind = models.CharField(max_length=16, blank=True, default="")
     decided_by = models.CharField(max_length=253, blank=True, default="")
     decided_at = models.DateTimeField(null=True, blank=True)
 
@@ -138,6 +143,11 @@ class PreemptionRequest(models.Model):
     @property
     def is_active(self) -> bool:
         return self.state in ACTIVE_REQUEST_STATES
+
+    @property
+    def decider(self) -> Actor | None:
+        """Who approved, rejected or cancelled the request (or gangweb, which expired or settled it)."""
+        return actors.stored(self.decided_by_kind, self.decided_by)
 
     def check_transition(self, new_state: str) -> None:
         if new_state not in REQUEST_TRANSITIONS[self.state]:

@@ -64,11 +64,12 @@ def _enqueue(task, args: tuple, options: dict) -> None:
         )
 
 
-def replan(request: PreemptionRequest, trigger: str) -> int | None:
-    """Open a new request for the gang of ``request`` (finished) and plan it; its id, None if one was open."""
+def replan(request: PreemptionRequest, trigger: str, *, mode: str | None = None) -> int | None:
+    """Open a new request for the gang of ``request`` (finished) and plan it, in ``mode`` (else the one
+    ``request`` had); its id, None if one was open."""
     with transaction.atomic():
         fresh, created = ledger.open_request(
-            request.namespace, request.name, mode=request.mode, policy=request.policy, trigger=trigger
+            request.namespace, request.name, mode=mode or request.mode, policy=request.policy, trigger=trigger
         )
         if not created:
             return None
@@ -76,10 +77,34 @@ def replan(request: PreemptionRequest, trigger: str) -> int | None:
         return fresh.pk
 
 
+def settle_mode_changes() -> list[int]:
+    """Requests awaiting approval in a namespace whose mode is no longer approve (the settings changed and
+    gangweb restarted): each is superseded by gangweb and its gang planned again at once in the
+    namespace's mode, so enforce evicts and observe records without waiting for the approval timeout.
+    Run at a worker's start and on each detection pass (docs/pipeline.md, "Modes"); the ids settled."""
+    settled = []
+    waiting = PreemptionRequest.objects.filter(state=RequestState.AWAITING_APPROVAL)
+    for pk, namespace in list(waiting.values_list("pk", "namespace")):
+        mode = mode_for(namespace)
+        if mode == Mode.APPROVE:
+            continue
+        with transaction.atomic():
+            left = approvals.leave_approve_mode(pk, mode)
+            if left is None:
+                continue  # decided meanwhile
+            replan(left, f"namespace {namespace} left approve mode for {mode} mode", mode=mode)
+        settled.append(pk)
+    if settled:
+        logger.info("settled requests of namespaces that left approve mode", extra={"settled": settled})
+    return settled
+
+
 @shared_task(name="scheduler.detect_unschedulable_gangs", ignore_result=True)
 def detect_unschedulable_gangs(podgroup: str | None = None) -> dict:
     """Open one request per gang that stays unschedulable (only ``podgroup``'s: the watch trigger's pass);
-    record what kube-scheduler preempted."""
+    record what kube-scheduler preempted; settle requests whose namespace left approve mode."""
+    if podgroup is None:
+        settle_mode_changes()
     try:
         objects = current_objects(get_cluster())
         judged = objects if podgroup is None else detection.gang_objects(objects, podgroup)
@@ -222,7 +247,9 @@ def expire_approvals() -> list[int]:
 
 @shared_task(name="scheduler.recover_requests", ignore_result=True)
 def recover_requests() -> dict:
-    """Pick up requests a dead worker left behind; reschedules itself while some are still locked."""
+    """Pick up requests a dead worker left behind, and those waiting for an approval their namespace no
+    longer asks for; reschedules itself while some are still locked."""
+    settled = settle_mode_changes()
     now = timezone.now()
     stale_planning = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 30)
     quiet = now - timedelta(seconds=10)
@@ -252,7 +279,7 @@ def recover_requests() -> dict:
         recover_requests.apply_async(countdown=locks.lock_ttl_seconds())
     if resumed or replanned:
         logger.info("recovered requests", extra={"resumed": resumed, "replanned": replanned})
-    return {"resumed": resumed, "waiting": waiting, "replanned": replanned}
+    return {"resumed": resumed, "waiting": waiting, "replanned": replanned, "settled": settled}
 
 
 @worker_ready.connect

@@ -97,7 +97,7 @@ def test_every_program_deploy_starts_is_in_the_image_at_the_working_directory(re
         spec = pod_spec(rendered["cert-manager"], process)
         for container in spec.get("initContainers", []) + spec["containers"]:
             program = container["command"][0]
-            assert program in ("python", "daphne", "celery"), program
+            assert program in ("python", "uvicorn", "celery"), program
             if program != "python":
                 assert (venv_bin / program).exists() or shutil.which(program), program
             else:

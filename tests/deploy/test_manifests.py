@@ -196,7 +196,7 @@ def test_containers_run_commands_that_exist(rendered):
             elif argv[0] == "celery":
                 assert argv[1:3] == ["-A", "gangweb"] and argv[3] in ("worker", "beat")
             else:
-                assert argv[0] == "daphne" and argv[-1] == "gangweb.asgi:application"
+                assert argv[0] == "uvicorn" and argv[-1] == "gangweb.asgi:application"
 
 
 @pytest.mark.parametrize("overlay", ALL)

@@ -35,6 +35,7 @@ from gangweb.access.grants import grant
 from gangweb.access.scope import scope_for
 from kubetestserver import KubeTestServer
 from kubetestserver.httpapi import parse_route
+from kubetestserver.reviews import mint_token
 from scheduler.preemption import execution as execution_module
 from scheduler.preemption import runtime
 from scheduler.preemption.execution import execute
@@ -141,7 +142,8 @@ def web_calls(environment) -> set[Call]:
         # A platform tool with a Kubernetes token (gangweb/access/kube.py): TokenReview, the RoleBindings that
         # name it, SubjectAccessReviews.
         kube.clear_caches()
-        server.add_token("ci-token", "system:serviceaccount:team-a:ci", groups=["system:serviceaccounts"])
+        ci_token = mint_token("ci")
+        server.add_token(ci_token, "system:serviceaccount:team-a:ci", groups=["system:serviceaccounts"])
         server.load(
             [
                 cluster_role("gangweb-viewer", READ_PODGROUPS),
@@ -152,9 +154,9 @@ def web_calls(environment) -> set[Call]:
                 ),
             ]
         )
-        answer = Client().get("/api/requests/", HTTP_AUTHORIZATION="Bearer ci-token")
+        answer = Client().get("/api/requests/", HTTP_AUTHORIZATION=f"Bearer {ci_token}")
         assert answer.status_code == 200, answer.content
-        assert scope_for(drf_request("ci-token")).namespaces() == {"team-a"}  # what a list is cut to
+        assert scope_for(drf_request(ci_token)).namespaces() == {"team-a"}  # what a list is cut to
         kube.clear_caches()
         return calls(server)
 

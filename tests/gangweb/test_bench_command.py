@@ -40,7 +40,7 @@ def test_one_help_lists_every_benchmark():
     parser, choices = subparsers()
     assert (
         list(choices)
-        == ["engine", "webhook", "kube", "execution", "watch", "api", "demo", "live", "map"]
+        == ["engine", "webhook", "kube", "execution", "watch", "api", "demo", "live", "map", "signin"]
         == list(BENCHMARKS)
     )
     listing = " ".join(parser.format_help().split())
@@ -58,6 +58,7 @@ FLAGS = {
     "watch": {"--nodes", "--idle-seconds", "--churn-seconds", "--churn-rate", "--concurrency", "--json"},
     "api": {"--requests", "--victims", "--podgroups", "--repeat", "--gc", "--json"},
     "demo": {"--runs", "--json"},
+    "signin": {"--guessers", "--seconds", "--path", "--free", "--json"},
 }
 
 

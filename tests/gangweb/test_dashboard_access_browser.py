@@ -128,7 +128,7 @@ def test_an_operator_approves_a_waiting_plan_and_sees_it_executed(start_demo, br
     )
     assert page.is_hidden("#approval")
     history = api(page, demo.base_url, f"ledger/?request={executed['id']}&kind=request.approved")
-    assert history["count"] == 1 and history["results"][0]["data"]["by"] == "olga"
+    assert history["count"] == 1 and history["results"][0]["data"]["by"] == {"kind": "local", "name": "olga"}
     evictions = api(page, demo.base_url, f"evictions/?request={executed['id']}")["results"]
     assert evictions and all(row["state"] == "evicted" for row in evictions), evictions
     assert not page.errors, page.errors

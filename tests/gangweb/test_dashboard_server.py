@@ -44,7 +44,7 @@ async def map_deltas(address: str, count: int, headers: dict | None = None) -> t
     return picture, deltas
 
 
-def test_daphne_serves_the_picture_then_live_deltas(asgi_server):
+def test_the_server_serves_the_picture_then_live_deltas(asgi_server):
     address = asgi_server(env=FAST_SMALL_SIMULATION)
     page = httpx.get(f"http://{address}/", timeout=10)
     assert page.status_code == 200 and 'id="gpu-map"' in page.text

@@ -13,8 +13,9 @@ from rest_framework.permissions import BasePermission
 
 from gangweb.access.scope import VIEWER, Scope, scope_for
 from gangweb.dashboard import live
+from scheduler.preemption import actors
 
-DEMO_READER = Scope(user="anonymous (demo)", everywhere=VIEWER)
+DEMO_READER = Scope(user="anonymous (demo)", everywhere=VIEWER, kind=actors.ANONYMOUS)
 
 
 def scope_of(request) -> Scope:

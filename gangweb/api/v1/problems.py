@@ -16,6 +16,7 @@ import logging
 import sys
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse, JsonResponse
 from django.template import loader
@@ -44,6 +45,7 @@ _TITLES = {
     405: "method not allowed",
     406: "not acceptable",
     409: "conflict",
+    411: "length required",
     413: "request too large",
     415: "unsupported media type",
     429: "too many requests",
@@ -102,6 +104,8 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         logger.warning("database unavailable: %s", _first_line(exc), extra={"path": instance})
         response = Response(problem(503, UNAVAILABLE_DETAIL, instance=instance), status=503)
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    elif isinstance(exc, RequestDataTooBig):  # Django's cap on a body read into memory
+        response = Response(problem(413, str(exc), instance=instance), status=413)
     elif isinstance(exc, exceptions.ValidationError | exceptions.ParseError) and not isinstance(
         exc.detail, str
     ):

@@ -4,10 +4,12 @@ with links to v1 and the gang's ``namespace``/``name`` on every item; cluster ro
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers as s
 
 from gangweb.api import serializers as ledger
 from scheduler.engine import DEFAULT_POLICY, POLICIES
+from scheduler.preemption import actors
 from scheduler.preemption.models import LedgerEntry
 
 
@@ -51,8 +53,36 @@ class PlanDetail(Plan):
         read_only_fields = fields
 
 
+class ActorSerializer(s.Serializer):
+    """A typed identity (scheduler/preemption/actors.py): a local user and a Kubernetes user of one name
+    are two people."""
+
+    kind = s.ChoiceField(choices=sorted(actors.KINDS))
+    name = s.CharField()
+    display = s.CharField(help_text="the identity in words, e.g. 'Kubernetes user oper-b'")
+
+
 class Request(ledger.RequestSerializer):
     url = s.HyperlinkedIdentityField(view_name="api:v1:request-detail")
+    approvalDeadline = s.DateTimeField(
+        source="approval_deadline",
+        read_only=True,
+        allow_null=True,
+        help_text="approve mode: the plan expires unapproved then; null: it waits for nobody",
+    )
+    decidedBy = s.SerializerMethodField(
+        help_text="who approved, rejected or cancelled it, or gangweb (expired, settled); null: nobody"
+    )
+    decidedAt = s.DateTimeField(source="decided_at", read_only=True, allow_null=True)
+
+    class Meta(ledger.RequestSerializer.Meta):
+        fields = ledger.RequestSerializer.Meta.fields + ["approvalDeadline", "decidedBy", "decidedAt"]
+        read_only_fields = fields
+
+    @extend_schema_field(ActorSerializer(allow_null=True))
+    def get_decidedBy(self, request) -> dict | None:
+        decider = request.decider
+        return decider.as_json() if decider else None
 
 
 class RequestDetail(Request):
@@ -274,6 +304,9 @@ class SimulatedPlan(s.Serializer):
     domain = s.CharField(allow_null=True)
     reason = s.CharField()
     outcome = s.CharField()
+    optimality = s.CharField(
+        allow_null=True, help_text="proven, or heuristic:<why>; null for an infeasible plan (docs/design.md)"
+    )
     cost = Cost()
     planningSeconds = s.FloatField()
 

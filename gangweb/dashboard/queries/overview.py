@@ -32,7 +32,10 @@ def preemption_figures(scope: Scope) -> dict[str, Any]:
 
 
 def waiting_approvals(scope: Scope) -> list[dict[str, Any]]:
-    """Plans waiting for a person (approve mode), for every page's header."""
+    """Plans waiting for a person (approve mode), for every page's header; none for a signed-out reader
+    (the public demo's), who cannot act on them."""
+    if not scope.signed_in:
+        return []
     rows = scope.filter(
         PreemptionRequest.objects.filter(mode=APPROVE_MODE, state__in=AWAITING_STATES).order_by("created_at")
     )[:20]

@@ -1,9 +1,10 @@
 """What if? for the lab and a gang page: the gangs of a dump, and what ``POST /api/v1/simulate/`` adds to
 each plan for them (a line on the policy, a summary in counted words, a small map of its nodes).
 
-The plans themselves are ``simulate``'s (``gangweb/api/v1/views/simulate.py``), on the live cluster or an
-uploaded ``kubectl get ... -o yaml`` dump (the snapshot contract of docs/design.md). Nothing is executed
-or recorded.
+``plans`` and ``gangs`` are what ``simulate/`` and ``simulate/podgroups/`` answer, on the live cluster's
+objects or an uploaded ``kubectl get ... -o yaml`` dump (the snapshot contract of docs/design.md): plain
+functions without Django, so that the snapshot worker (``gangweb/api/v1/uploadworker.py``) runs them on an
+upload as the web process runs them on the live cluster. Nothing is executed or recorded.
 """
 
 from __future__ import annotations
@@ -13,11 +14,61 @@ from typing import Any
 
 from gangweb.access.scope import Scope
 from gangweb.dashboard.picture import build_picture
-from scheduler.engine import DEFAULT_POLICY, POLICIES
+from scheduler.engine import DEFAULT_POLICY, POLICIES, SnapshotError, parse_snapshot
+from scheduler.engine import plan as engine_plan
+from scheduler.preemption import planning
 from scheduler.words import plural
 
 # What if? plans with every policy, side by side, the default first.
 POLICY_ORDER = tuple(sorted(POLICIES, key=lambda n: (n != DEFAULT_POLICY, n)))
+
+
+class Refused(Exception):
+    """A snapshot or a gang the engine cannot plan; ``field`` is the part of the request at fault."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def plans(objects: list[Any], podgroup: str, policies: list[str], *, maps: bool = False) -> list[dict]:
+    """The plans of ``podgroup`` on ``objects`` under each policy, each with its policy's line and a
+    summary, and with ``maps`` its small map."""
+    try:
+        snapshot = parse_snapshot(objects)
+    except SnapshotError as exc:
+        raise Refused("snapshot", str(exc)) from None
+    picture = picture_of(objects) if maps else None
+    rows = []
+    for policy in policies:
+        started = time.perf_counter()
+        try:
+            result = engine_plan(snapshot, podgroup, policy=policy)
+        except SnapshotError as exc:
+            raise Refused("podGroup", str(exc)) from None
+        planned = planning.result_of(snapshot, result, time.perf_counter() - started)
+        row = {
+            **planned.plan,
+            "cost": planned.json_cost,
+            "planningSeconds": round(planned.seconds, 6),
+            "about": about(policy),
+            "summary": summary(planned.plan, planned.pods),
+        }
+        if picture is not None:
+            row["map"] = small_map(picture, planned.plan, planned.pods)
+        rows.append(row)
+    return rows
+
+
+def gangs(objects: list[Any], scope: Scope, *, checked: bool = True) -> list[dict[str, Any]]:
+    """``gangs_of`` a snapshot, its objects checked first (``checked``) so that a malformed one is refused
+    by name, as ``plans`` refuses it."""
+    try:
+        if checked:
+            parse_snapshot(objects)
+        return gangs_of(objects, scope)
+    except SnapshotError as exc:
+        raise Refused("snapshot", str(exc)) from None
 
 
 def flatten(documents: list[Any]) -> list[dict[str, Any]]:

@@ -32,9 +32,10 @@ BENCHMARKS = {
     "demo": "gangweb.demo_bench",
     "live": "gangweb.dashboard.bench_live",
     "map": "gangweb.dashboard.bench_map",
+    "signin": "gangweb.access.bench",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
-NEEDS_LEDGER = {"execution", "api", "watch", "live"}
+NEEDS_LEDGER = {"execution", "api", "watch", "live", "signin"}
 NEEDS_REDIS = {"watch", "live"}
 
 

@@ -124,6 +124,9 @@ class Command(BaseCommand):
             lifespan="off",
             log_config=None,
             access_log=False,
+            # The client is the connection's address; gangweb, not the server, reads X-Forwarded-For, and
+            # only from GANGWEB_TRUSTED_PROXIES (gangweb/access/throttle.py).
+            proxy_headers=False,
             timeout_graceful_shutdown=3,
         )
         server = _QuietSignalServer(config)

@@ -21,6 +21,8 @@ class PreemptionPolicy(ABC):
     # Evicts whole victim units, so its plans are graded against the brute-force optimum (quality.py);
     # False for a group-unaware policy kept for comparison.
     atomic: bool = True
+    # Runs an exact search on its plans and says in each whether it is proven the cheapest (gangweb).
+    searches_exactly: bool = False
 
     def plan(self, problem: Problem) -> Plan:
         gang = problem.gang

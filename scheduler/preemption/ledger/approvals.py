@@ -1,5 +1,7 @@
 """approve mode in the ledger: a plan waits for an operator, who approves, rejects or cancels, or it
-expires. Who decided is written on the request (``decided_by``) and in its history entry.
+expires; or gangweb settles it when its namespace leaves approve mode. Who decided is a typed identity
+(``scheduler/preemption/actors.py``), written on the request (``decided_by_kind``, ``decided_by``) and in
+its history entry (``data.by``: ``{"kind", "name"}``).
 
 Each function locks the request, checks the move, appends the entry and publishes the event after
 commit, like every ledger write; the permission and freshness checks are the caller's
@@ -13,6 +15,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from scheduler.preemption.actors import GANGWEB_ITSELF, Actor
 from scheduler.preemption.events import publish
 from scheduler.preemption.ledger.evictions import fail_unstarted_evictions
 from scheduler.preemption.ledger.history import lock_request, move, note, request_payload
@@ -41,10 +44,10 @@ def await_approval(request_id: int, deadline: datetime) -> PreemptionRequest | N
         return request
 
 
-def _decide(request: PreemptionRequest, state: str, by: str, kind: str, reason: str) -> PreemptionRequest:
-    request.decided_by, request.decided_at = by, timezone.now()
+def _decide(request: PreemptionRequest, state: str, by: Actor, kind: str, reason: str) -> PreemptionRequest:
+    request.decided_by_kind, request.decided_by, request.decided_at = by.kind, by.name, timezone.now()
     move(request, state, reason)
-    note(kind, reason, request=request, data={"by": by})
+    note(kind, reason, request=request, data={"by": {"kind": by.kind, "name": by.name}})
     if state != RequestState.PLANNED:
         for plan_id in request.plans.filter(source=PlanSource.ENGINE).values_list("pk", flat=True):
             fail_unstarted_evictions(plan_id, f"not evicted: request {state}: {reason}")
@@ -52,31 +55,33 @@ def _decide(request: PreemptionRequest, state: str, by: str, kind: str, reason: 
     return request
 
 
-def approve(request_id: int, by: str) -> PreemptionRequest | None:
+def approve(request_id: int, by: Actor) -> PreemptionRequest | None:
     """awaiting_approval -> planned (then executed as in enforce mode); None if it was not awaiting."""
     with transaction.atomic():
         request = lock_request(request_id)
         if request.state != RequestState.AWAITING_APPROVAL:
             return None
-        return _decide(request, RequestState.PLANNED, by, "request.approved", f"approved by {by}; executing")
+        return _decide(
+            request, RequestState.PLANNED, by, "request.approved", f"approved by {by.display}; executing"
+        )
 
 
-def refuse_stale(request_id: int, by: str, why: str) -> PreemptionRequest | None:
+def refuse_stale(request_id: int, by: Actor, why: str) -> PreemptionRequest | None:
     """awaiting_approval -> superseded: the approval found the plan stale (the caller re-plans)."""
     with transaction.atomic():
         request = lock_request(request_id)
         if request.state != RequestState.AWAITING_APPROVAL:
             return None
-        reason = f"approval by {by} refused, nothing evicted: the plan is stale: {why}"
+        reason = f"approval by {by.display} refused, nothing evicted: the plan is stale: {why}"
         return _decide(request, RequestState.SUPERSEDED, by, "request.approval_refused", reason)
 
 
-def reject(request_id: int, by: str, reason: str = "") -> PreemptionRequest | None:
+def reject(request_id: int, by: Actor, reason: str = "") -> PreemptionRequest | None:
     with transaction.atomic():
         request = lock_request(request_id)
         if request.state != RequestState.AWAITING_APPROVAL:
             return None
-        text = f"rejected by {by}" + (f": {reason}" if reason else "")
+        text = f"rejected by {by.display}" + (f": {reason}" if reason else "")
         return _decide(request, RequestState.REJECTED, by, "request.rejected", text)
 
 
@@ -88,13 +93,13 @@ CANCELLABLE = (
 )
 
 
-def cancel(request_id: int, by: str, reason: str = "") -> PreemptionRequest | None:
+def cancel(request_id: int, by: Actor, reason: str = "") -> PreemptionRequest | None:
     """Any request that has not begun executing -> cancelled; None if it had (or was finished)."""
     with transaction.atomic():
         request = lock_request(request_id)
         if request.state not in CANCELLABLE:
             return None
-        text = f"cancelled by {by}" + (f": {reason}" if reason else "")
+        text = f"cancelled by {by.display}" + (f": {reason}" if reason else "")
         return _decide(request, RequestState.CANCELLED, by, "request.cancelled", text)
 
 
@@ -108,4 +113,18 @@ def expire(request_id: int, now: datetime | None = None) -> PreemptionRequest | 
         if request.approval_deadline > now:
             return None
         reason = f"not approved by {request.approval_deadline.isoformat()}: the plan expired, nothing evicted"
-        return _decide(request, RequestState.EXPIRED, "gangweb", "request.expired", reason)
+        return _decide(request, RequestState.EXPIRED, GANGWEB_ITSELF, "request.expired", reason)
+
+
+def leave_approve_mode(request_id: int, mode: str) -> PreemptionRequest | None:
+    """awaiting_approval -> superseded by gangweb: the request's namespace is now in ``mode``, not approve,
+    so no operator is asked any more (the caller re-plans the gang in ``mode``); None if it was not awaiting."""
+    with transaction.atomic():
+        request = lock_request(request_id)
+        if request.state != RequestState.AWAITING_APPROVAL:
+            return None
+        reason = (
+            f"namespace {request.namespace} is now in {mode} mode, not approve: the waiting plan is "
+            f"settled, nothing evicted by it; the gang is planned again in {mode} mode"
+        )
+        return _decide(request, RequestState.SUPERSEDED, GANGWEB_ITSELF, "request.mode_changed", reason)

@@ -56,7 +56,7 @@ def request_payload(request: PreemptionRequest) -> dict[str, Any]:
         "mode": request.mode,
         "state": request.state,
         "reason": request.reason,
-        **({"decidedBy": request.decided_by} if request.decided_by else {}),
+        **({"decidedBy": request.decider.as_json()} if request.decider else {}),
         **({"approvalDeadline": request.approval_deadline.isoformat()} if request.approval_deadline else {}),
     }
 

@@ -1,4 +1,4 @@
-"""Sessions that end everywhere, through a real ASGI server (daphne), Redis and a real websocket client:
+"""Sessions that end everywhere, through a real ASGI server (uvicorn), Redis and a real websocket client:
 an open socket closes within seconds of signing out or of a role change, and carries only what its
 reader may see."""
 
@@ -6,94 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import re
-import subprocess
-import sys
 import time
 
-import httpx
 import pytest
 import websockets
 
-from tests.conftest import ROOT
-from tests.gangweb.conftest import EMBEDDED_DEFAULTS
+from tests.gangweb.access.http import Browser, manage
 
 pytestmark = pytest.mark.timeout(180)
 
 CLOSE_WITHIN = 10.0  # seconds; the push takes well under one on an idle machine
-
-
-def manage(env: dict, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
-@pytest.fixture
-def server(asgi_server, broker, tmp_path):
-    """A server that is no demo (Redis), with vera: viewer in team-a, password set."""
-
-    def start(**extra: str) -> tuple[str, dict]:
-        env = {
-            **EMBEDDED_DEFAULTS,
-            "GANGWEB_DEMO": "",
-            "REDIS_URL": broker,
-            "SESSION_COOKIE_SECURE": "0",
-            "GANGWEB_SIM_NODES": "8",
-            "GANGWEB_SIM_TICK_SECONDS": "1",
-            "GANGWEB_SESSION_RECHECK_SECONDS": "600",  # the push, not the backstop, must close the socket
-            **extra,
-        }
-        run_env = {**os.environ, "GANGWEB_VAR_DIR": str(tmp_path), **env}
-        manage(run_env, "migrate", "--verbosity", "0")
-        manage(run_env, "access", "grant", "vera", "--role", "viewer", "--namespaces", "team-a")
-        manage(
-            run_env,
-            "shell",
-            "-c",
-            "from django.contrib.auth.models import User; u = User.objects.get(username='vera'); "
-            "u.set_password('vera-password-1'); u.save()",
-        )
-        return asgi_server(env=env), run_env
-
-    return start
-
-
-class Browser:
-    """A signed-in browser: its cookies, and the CSRF token its last page carried."""
-
-    def __init__(self, address: str) -> None:
-        self.address = address
-        self.http = httpx.Client(base_url=f"http://{address}", timeout=30)
-
-    def csrf(self, path: str) -> str:
-        page = self.http.get(path)
-        return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-
-    def sign_in(self, username: str, password: str) -> None:
-        token = self.csrf("/login/")
-        answer = self.http.post(
-            "/login/",
-            data={"csrfmiddlewaretoken": token, "username": username, "password": password, "next": "/"},
-        )
-        assert answer.status_code == 302 and answer.headers["location"] == "/", answer.text[-1500:]
-
-    def sign_out(self) -> None:
-        answer = self.http.post("/logout/", data={"csrfmiddlewaretoken": self.csrf("/")})
-        assert answer.status_code == 302 and answer.headers["location"] == "/login/"
-
-    def cookie(self) -> str:
-        return "; ".join(f"{name}={value}" for name, value in self.http.cookies.items())
-
-    def socket(self):
-        return websockets.connect(
-            f"ws://{self.address}/ws/live/",
-            origin=f"http://{self.address}",
-            additional_headers={"Cookie": self.cookie()},
-        )
 
 
 async def first_message(ws) -> dict:

@@ -61,7 +61,15 @@ def test_bench_command_prints_one_json_object():
     assert cluster["nodes"] == 160 and cluster["load_s"] > 0
     runs = {(r["preemptor_gpus"], r["policy"]) for r in cluster["runs"]}
     assert runs == {(g, p) for g, _, _ in PREEMPTORS for p in ("kep5710", "gangweb", "legacy")}
-    assert all(r["p50_ms"] >= 0 and r["p95_ms"] >= r["p50_ms"] for r in cluster["runs"])
+    assert all(r["p50_ms"] >= 0 and r["p99_ms"] >= r["p95_ms"] >= r["p50_ms"] for r in cluster["runs"])
+    # Each cell says whether its plan is proven the cheapest: a plan without victims is; only gangweb searches.
+    for run in cluster["runs"]:
+        if not run["victims"]:
+            assert run["optimality"] == "proven"
+        elif run["policy"] == "gangweb":
+            assert run["optimality"] in {"proven", "heuristic:bound", "heuristic:budget"}
+        else:
+            assert run["optimality"] == "heuristic:policy"
     assert "[gang bench]" in done.stderr  # progress goes to stderr, never into the JSON
 
 

@@ -474,6 +474,9 @@ def test_a_podgroup_claim_held_by_lower_priority_units_evicts_them_first():
         "the gang's claims need 4 device(s) for PodGroup claim 'domain', so 1 unit(s) are evicted for them first"
     )
     assert result.cost.highest_victim_priority == 10
+    # The units freed for the claim are chosen least important first, not searched: not proven cheapest.
+    assert result.optimality == "heuristic:unmodelled"
+    assert plan(parse_snapshot(_group_claim_case()), "ml/new", "kep5710").optimality == "heuristic:policy"
 
 
 def test_a_podgroup_claim_held_by_higher_priority_units_blocks_the_gang():

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from gangweb.access.scope import OPERATOR, VIEWER, Scope
 from scheduler.preemption import actions
+from scheduler.preemption.actors import LOCAL, Actor
 from scheduler.preemption.models import LedgerEntry, PreemptionRequest, RequestState
 from scheduler.preemption.tasks import detect_unschedulable_gangs, expire_approvals
 
@@ -45,7 +46,7 @@ def test_an_approved_plan_is_rechecked_then_executed_and_the_ledger_names_the_op
     actions.approve(request.pk, by=OPERATOR_A)
     request.refresh_from_db()
     assert request.state == RequestState.SUCCEEDED, request.reason
-    assert request.decided_by == "olga" and request.decided_at is not None
+    assert request.decider == Actor(LOCAL, "olga") and request.decided_at is not None
     plan = request.plans.get()
     assert sorted(cluster.evictions_of("evict")) == sorted(plan.evictions)
     kinds = [kind for kind, _ in entries(request)]
@@ -54,7 +55,7 @@ def test_an_approved_plan_is_rechecked_then_executed_and_the_ledger_names_the_op
         < kinds.index("request.approved")
         < kinds.index("execution.recheck")
     )
-    assert ("request.approved", {"by": "olga"}) in entries(request)
+    assert ("request.approved", {"by": {"kind": "local", "name": "olga"}}) in entries(request)
     events = [name for name, _ in published]
     assert "request.awaiting_approval" in events and "request.approved" in events
 
@@ -78,7 +79,7 @@ def test_an_approval_of_a_plan_whose_victims_changed_is_refused_and_the_gang_rep
     with pytest.raises(actions.PlanChanged, match="stale") as refused:
         actions.approve(request.pk, by=OPERATOR_A)
     request.refresh_from_db()
-    assert request.state == RequestState.SUPERSEDED and request.decided_by == "olga"
+    assert request.state == RequestState.SUPERSEDED and request.decider == Actor(LOCAL, "olga")
     assert not cluster.evictions_of("evict")
     again = PreemptionRequest.objects.get(pk=refused.value.replanned_request)
     # The new request is planned on the cluster as it is now and waits for its own approval.
@@ -106,8 +107,8 @@ def test_an_operator_cancels_a_request_before_it_executes(cluster):
     actions.cancel(request.pk, by=OPERATOR_A, reason="maintenance")
     plan_request.apply(args=[request.pk]).get()  # a planning task already queued does nothing now
     request.refresh_from_db()
-    assert request.state == RequestState.CANCELLED and request.decided_by == "olga"
-    assert ("request.cancelled", {"by": "olga"}) in entries(request)
+    assert request.state == RequestState.CANCELLED and request.decider == Actor(LOCAL, "olga")
+    assert ("request.cancelled", {"by": {"kind": "local", "name": "olga"}}) in entries(request)
     assert not request.plans.exists() and not cluster.evictions_of("evict")
 
 
@@ -132,3 +133,28 @@ def test_approving_past_the_deadline_expires_instead(cluster):
         actions.approve(request.pk, by=OPERATOR_A)
     request.refresh_from_db()
     assert request.state == RequestState.EXPIRED and not cluster.evictions_of("evict")
+
+
+def test_leaving_approve_mode_for_enforce_replans_and_evicts_on_the_next_detection_pass(cluster, settings):
+    request = awaiting(cluster)
+    settings.GANGWEB_NAMESPACE_MODES = {}  # the namespace is back in the default mode: enforce
+    assert settings.GANGWEB_MODE == "enforce"
+    detect_unschedulable_gangs.apply().get()
+    request.refresh_from_db()
+    assert request.state == RequestState.SUPERSEDED and request.decider == Actor("gangweb", "gangweb")
+    assert "now in enforce mode" in request.reason
+    assert [kind for kind, _ in entries(request)][-1] == "request.mode_changed"
+    again = PreemptionRequest.objects.exclude(pk=request.pk).get(namespace="team-a", name="train")
+    assert again.mode == "enforce" and again.state == RequestState.SUCCEEDED, again.reason
+    assert sorted(cluster.evictions_of("evict")) == sorted(again.plans.get().evictions)
+
+
+def test_leaving_approve_mode_for_observe_closes_the_waiting_plan_and_evicts_nothing(cluster, settings):
+    request = awaiting(cluster)
+    settings.GANGWEB_NAMESPACE_MODES = {"team-a": "observe"}
+    detect_unschedulable_gangs.apply().get()
+    request.refresh_from_db()
+    assert request.state == RequestState.SUPERSEDED and "now in observe mode" in request.reason
+    again = PreemptionRequest.objects.exclude(pk=request.pk).get(namespace="team-a", name="train")
+    assert again.mode == "observe" and again.state == RequestState.OBSERVED, again.reason
+    assert not cluster.evictions_of("evict")

@@ -58,6 +58,6 @@ def test_an_approved_plan_is_executed_by_a_worker_and_nothing_before(
     for pod in victims:
         assert [code for code in real_evictions(api_server, pod) if code < 300] == [201], pod
     request.refresh_from_db()
-    assert request.decided_by == "olga"
+    assert str(request.decider) == "local:olga"
     kinds = list(request.history.order_by("id").values_list("kind", flat=True))
     assert kinds.index("request.approved") < kinds.index("execution.evicting")

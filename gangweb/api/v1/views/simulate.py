@@ -4,6 +4,8 @@
 On the live cluster (read fresh, with the room gangweb just freed for other gangs held, as the pipeline
 plans) or on an uploaded snapshot: JSON ``{"podGroup", "policies", "snapshot": <List>}``, or multipart
 with the snapshot as a file (YAML or JSON, read within the bounds of ``scheduler/engine/reading.py``).
+An uploaded file, and a JSON body too large to parse here, are read and planned by the snapshot worker
+(``gangweb/api/v1/uploads.py``), after the guard in front of Django checked the reader before the body.
 ``"maps": true`` adds each plan's small map (the what-if lab's and a gang page's What if?).
 Nothing is executed, recorded or published. Both read a whole snapshot and the first runs the engine per
 policy, so they need a login even in the demo and share one throttle per user (``GANGWEB_SIMULATE_RATE``).
@@ -12,30 +14,23 @@ policy, so they need a login even in the demo and share one throttle per user (`
 from __future__ import annotations
 
 import logging
-import time
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
-from gangweb.api.v1 import serializers, summaries
+from gangweb.api.v1 import serializers, summaries, uploads
 from gangweb.api.v1.access import SignedIn
+from gangweb.api.v1.parsers import JSONParser
 from gangweb.api.v1.views.base import V1View
 from gangweb.dashboard.queries import whatif
-from scheduler.engine import SnapshotError, parse_snapshot, read_snapshot
-from scheduler.engine import plan as engine_plan
 from scheduler.engine.reading import max_snapshot_bytes
 from scheduler.preemption import planning
 from scheduler.preemption.runtime import get_cluster
 
 logger = logging.getLogger(__name__)
-
-
-class TooLarge(APIException):
-    status_code = 413
-    default_detail = "request too large"
 
 
 class ClusterUnreadable(APIException):
@@ -44,20 +39,32 @@ class ClusterUnreadable(APIException):
 
 
 class Simulating(V1View):
-    """What both share: a signed-in reader, one throttle, the body's bounds, a snapshot read from it."""
+    """What both share: a signed-in reader, one throttle, the body's bounds, a snapshot read from it
+    outside the web process (``gangweb/api/v1/uploads.py``)."""
 
     permission_classes = [SignedIn]
     parser_classes = [JSONParser, MultiPartParser]
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "simulate"
+    job = ""
 
-    def body(self, request, serializer):
-        """The validated body and the uploaded snapshot's file (None: inline or the live cluster)."""
+    def get_throttles(self):
+        return [] if uploads.checked(self.request) else super().get_throttles()
+
+    def post(self, request):
+        if uploads.preflight(request):  # the upload guard asks: signed in, allowed, not throttled
+            return Response(status=204)
         length = int(request.META.get("CONTENT_LENGTH") or 0)
         if length > max_snapshot_bytes():
-            raise TooLarge(
-                f"the body is larger than the {max_snapshot_bytes():,}-byte limit (GANGWEB_SNAPSHOT_MAX_BYTES)"
-            )
+            raise uploads.TooLarge(uploads.too_large_detail())
+        if uploads.is_large_json(request):
+            with uploads.Worker.for_body(request, self.job, self.scope) as worker:
+                fields, has_snapshot = worker.fields()
+                validated = self.validated(fields)
+                if not has_snapshot:
+                    worker.close()
+                    return self.answer(validated, None)
+                return self.answer(validated, worker)
         data = request.data
         upload = request.FILES.get("snapshot") if hasattr(request, "FILES") else None
         if hasattr(data, "getlist"):  # multipart: a form's fields, ``policies`` as a,b or repeated
@@ -65,65 +72,93 @@ class Simulating(V1View):
             if "policies" in data:
                 form["policies"] = [p for raw in data.getlist("policies") for p in raw.split(",") if p]
             data = form
-        body = serializer(data=data)
-        body.is_valid(raise_exception=True)
-        return body.validated_data, upload
+        validated = self.validated(data)
+        if upload is None:
+            return self.answer(validated, None)
+        self.allowed(validated)  # before the snapshot is read
+        fields = {k: v for k, v in validated.items() if k != "snapshot"}
+        with uploads.Worker.for_file(upload, self.job, self.scope, fields) as worker:
+            return self.answer(validated, worker)
 
-    def snapshot(self, validated, upload):
-        """The uploaded or inline snapshot's documents, or None for the live cluster."""
-        if upload is not None:
-            return self._read_upload(upload)
-        if "snapshot" in validated:
-            return self._inline(validated["snapshot"])
+    def validated(self, data) -> dict:
+        raise NotImplementedError
+
+    def allowed(self, validated: dict) -> None:
+        """Refuse the reader before anything is read or planned for it."""
+
+    def answer(self, validated: dict, worker: uploads.Worker | None) -> Response:
+        """The answer on the worker's snapshot, or on the inline one, or on the live cluster."""
+        raise NotImplementedError
+
+
+def _inline(validated):
+    """The inline snapshot's documents, or None for the live cluster."""
+    if "snapshot" not in validated:
         return None
-
-    @staticmethod
-    def _inline(value):
-        if not isinstance(value, dict | list):
-            raise ValidationError({"snapshot": ["a List object or a list of objects"]})
-        return [value]
-
-    @staticmethod
-    def _read_upload(upload):
-        try:
-            return read_snapshot(upload)
-        except SnapshotError as exc:
-            raise ValidationError({"snapshot": [str(exc)]}) from None
+    value = validated["snapshot"]
+    if not isinstance(value, dict | list):
+        raise ValidationError({"snapshot": ["a List object or a list of objects"]})
+    return [value]
 
 
 class Simulate(Simulating):
+    job = "simulate"
+
     @extend_schema(
         request=summaries.LabSimulateBody,
         responses={200: summaries.LabSimulation, 413: OpenApiResponse(serializers.Problem)},
     )
     def post(self, request):
-        validated, upload = self.body(request, summaries.LabSimulateBody)
+        return super().post(request)
+
+    def validated(self, data) -> dict:
+        body = summaries.LabSimulateBody(data=data)
+        body.is_valid(raise_exception=True)
+        return body.validated_data
+
+    def allowed(self, validated: dict) -> None:
+        _may_simulate(self.scope, validated["podGroup"])
+
+    def answer(self, validated, worker):
         podgroup, policies = validated["podGroup"], validated["policies"]
-        _may_simulate(self.scope, podgroup)  # before reading anything
-        objects = self.snapshot(validated, upload)
-        return Response(simulate(self.scope, podgroup, policies, objects, maps=validated["maps"]))
+        self.allowed(validated)
+        if worker is None:
+            objects = _inline(validated)
+            return Response(simulate(self.scope, podgroup, policies, objects, maps=validated["maps"]))
+        fields = {"podGroup": podgroup, "policies": policies, "maps": validated["maps"]}
+        return Response(_simulation(podgroup, "snapshot", worker.result(fields)))
 
 
 class SimulatePodGroups(Simulating):
     """The gangs of an uploaded snapshot (or of the live cluster), before one is picked: only those in
     namespaces you may simulate in, waiting first, then by priority. Nothing is planned or recorded."""
 
+    job = "podgroups"
+
     @extend_schema(
         request=summaries.SnapshotBody,
         responses={200: summaries.LabPodGroups, 413: OpenApiResponse(serializers.Problem)},
     )
     def post(self, request):
-        validated, upload = self.body(request, summaries.SnapshotBody)
-        objects = self.snapshot(validated, upload)
+        return super().post(request)
+
+    def validated(self, data) -> dict:
+        body = summaries.SnapshotBody(data=data)
+        body.is_valid(raise_exception=True)
+        return body.validated_data
+
+    def answer(self, validated, worker):
+        if worker is not None:
+            return Response({"source": "snapshot", "podGroups": worker.result({})})
+        objects = _inline(validated)
         source = "snapshot" if objects is not None else "cluster"
-        if objects is None:
-            objects = _live(None)
         try:
-            if source == "snapshot":
-                parse_snapshot(objects)  # a malformed object is a 400 naming it, as simulate's
-            gangs = whatif.gangs_of(objects, self.scope)
-        except SnapshotError as exc:
-            raise ValidationError({"snapshot": [str(exc)]}) from None
+            # A snapshot's malformed object is a 400 naming it, as simulate's; the live cluster is as it is.
+            gangs = whatif.gangs(
+                objects if objects is not None else _live(None), self.scope, checked=bool(objects)
+            )
+        except whatif.Refused as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
         return Response({"source": source, "podGroups": gangs})
 
 
@@ -132,34 +167,19 @@ def simulate(
 ) -> dict:
     """The plans of ``podgroup`` under each policy, on ``objects`` (a snapshot's) or the live cluster;
     each with its policy's line and a summary, and with ``maps`` its small map."""
-    namespace, _, name = podgroup.partition("/")
     _may_simulate(scope, podgroup)
     source = "snapshot" if objects is not None else "cluster"
     if objects is None:
         objects = _live(podgroup)
     try:
-        snapshot = parse_snapshot(objects)
-    except SnapshotError as exc:
-        raise ValidationError({"snapshot": [str(exc)]}) from None
-    picture = whatif.picture_of(objects) if maps else None
-    plans = []
-    for policy in policies:
-        started = time.perf_counter()
-        try:
-            result = engine_plan(snapshot, podgroup, policy=policy)
-        except SnapshotError as exc:
-            raise ValidationError({"podGroup": [str(exc)]}) from None
-        planned = planning.result_of(snapshot, result, time.perf_counter() - started)
-        row = {
-            **planned.plan,
-            "cost": planned.json_cost,
-            "planningSeconds": round(planned.seconds, 6),
-            "about": whatif.about(policy),
-            "summary": whatif.summary(planned.plan, planned.pods),
-        }
-        if picture is not None:
-            row["map"] = whatif.small_map(picture, planned.plan, planned.pods)
-        plans.append(row)
+        plans = whatif.plans(objects, podgroup, policies, maps=maps)
+    except whatif.Refused as exc:
+        raise ValidationError({exc.field: [str(exc)]}) from None
+    return _simulation(podgroup, source, plans)
+
+
+def _simulation(podgroup: str, source: str, plans: list[dict]) -> dict:
+    namespace, _, name = podgroup.partition("/")
     return {"podGroup": podgroup, "namespace": namespace, "name": name, "source": source, "plans": plans}
 
 

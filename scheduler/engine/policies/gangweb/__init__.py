@@ -5,9 +5,12 @@ promising domain a kube-like least-allocated placement and a cost-aware placemen
 reprieval. Ranking (docs/design.md): most pods placed, then (PDB violations, highest victim priority,
 sum of victim priorities, victim units, evicted pods, lost GPU-seconds), then domain order.
 
+The heuristic's plan is then the first incumbent of an exact search (``exact.py``), which either
+proves it the cheapest or finds the cheaper one; the plan's ``optimality`` says which, or why not.
+
 The policy's own helpers live beside it: ``domainrank.py`` (which domains first), ``walk.py`` (the
 walk over them and when it stops), ``candidates.py`` (the plans tried in one domain, and the local
-search), ``costaware.py`` and ``unitfill.py`` (two of those placements).
+search), ``costaware.py`` and ``unitfill.py`` (two of those placements), ``exact.py`` (the exact search).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from ..explain import describe_choice, describe_infeasible
 from ..kep5710 import kep5710_candidate
 from .candidates import improve
 from .domainrank import rank_domains
+from .exact import search
 from .walk import evaluate_domains
 
 MAX_DOMAINS = 64  # domains evaluated per plan at most, most promising first
@@ -31,7 +35,10 @@ MAX_DOMAINS = 64  # domains evaluated per plan at most, most promising first
 
 class GangwebPolicy(PreemptionPolicy):
     name = "gangweb"
-    summary = "cheapest of several placements per topology domain; never worse than kep5710"
+    summary = (
+        "cheapest of several placements per topology domain, then an exact search; never worse than kep5710"
+    )
+    searches_exactly = True
 
     def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
         kep, kep_most = kep5710_candidate(problem, domains)
@@ -43,14 +50,24 @@ class GangwebPolicy(PreemptionPolicy):
         workable = [c for c in candidates if problem.gang.succeeds(c.placed)]
         if not workable:
             return problem.plan(self.name, False, describe_infeasible(problem, kep_most), why="no-room")
-        best = improve(problem, min(workable, key=Candidate.rank), workable)
-        how = f"{best.how}; cheapest of {plural(len(workable), 'candidate plan')} over {plural(evaluated, 'domain')}"
-        if kep is not None and best is not kep and best.rank() < kep.rank():
+        heuristic = improve(problem, min(workable, key=Candidate.rank), workable)
+        best, optimality, _ = search(problem, heuristic, domains)
+        how = f"{heuristic.how}; cheapest of {plural(len(workable), 'candidate plan')} over {plural(evaluated, 'domain')}"
+        if kep is not None and heuristic is not kep and heuristic.rank() < kep.rank():
             how += (
                 f" (kep5710 would evict {plural(len(kep.victims), 'unit')}, "
                 f"highest priority {kep.cost.highest_victim_priority})"
             )
-        return problem.plan(self.name, True, describe_choice(problem, best, how), best)
+        if best is not heuristic:
+            how = (
+                f"{best.how}, cheaper than the heuristic's plan, which evicted "
+                f"{plural(len(heuristic.victims), 'unit')} ({plural(heuristic.cost.evicted_pods, 'pod')}, "
+                f"highest priority {heuristic.cost.highest_victim_priority}, "
+                f"{plural(heuristic.cost.pdb_violations, 'PDB violation')}): {how}"
+            )
+        plan = problem.plan(self.name, True, describe_choice(problem, best, how), best)
+        plan.searched = optimality
+        return plan
 
 
 __all__ = ["MAX_DOMAINS", "GangwebPolicy"]

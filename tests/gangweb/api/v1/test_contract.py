@@ -221,6 +221,8 @@ def test_simulate_plans_side_by_side_and_records_nothing(client, world, a_viewer
         assert (row["cost"] == expected and row["outcome"] in ("fits", "preempt")) or row[
             "outcome"
         ].startswith("infeasible:")
+        # Whether the plan is proven the cheapest, as the engine says (docs/design.md "gang plan").
+        assert row["optimality"] == plan(snapshot, "team-a/train", row["policy"]).optimality
     assert (
         PreemptionRequest.objects.count(),
         LedgerEntry.objects.count(),

@@ -9,6 +9,7 @@ import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from scheduler.engine.synthetic import synthetic_cluster
 from scheduler.preemption.models import LedgerEntry, PreemptionRequest
 from scheduler.simulation import SimulatedCluster
 from tests.gangweb.api.v1.conftest import HIDDEN, token_reader, world_objects
@@ -166,3 +167,42 @@ def test_listing_and_planning_share_one_throttle_per_user(client, admin, world, 
     assert (listed.status_code, planned.status_code) == (200, 200)
     problem(third, 429)
     cache.clear()
+
+
+def test_json_nested_too_deeply_is_a_400_not_a_crash(client, admin, world):
+    deep = '{"podGroup": "team-a/train", "snapshot": ' + "[" * 10_000 + "]" * 10_000 + "}"
+    for path in ("/api/v1/simulate/", "/api/v1/simulate/podgroups/", "/api/plan/"):
+        refused = client.post(path, deep, content_type="application/json", **admin)
+        assert "nests too deeply" in problem(refused, 400)["detail"], path
+
+
+def test_a_json_body_larger_than_django_reads_in_memory_is_read_by_the_worker(client, admin, settings):
+    """A dump of 6,000 nodes inline (8 MiB, past DATA_UPLOAD_MAX_MEMORY_SIZE): listed and planned."""
+    dump = {"kind": "List", "items": synthetic_cluster(6_000)}
+    listed = client.post(
+        "/api/v1/simulate/podgroups/", {"snapshot": dump}, content_type="application/json", **admin
+    )
+    assert int(listed.request["CONTENT_LENGTH"]) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    assert listed.status_code == 200, listed.content
+    body = listed.json()
+    waiting = [g["podGroup"] for g in body["podGroups"] if g["state"] == "waiting"]
+    assert body["source"] == "snapshot" and waiting
+    planned = client.post(
+        "/api/v1/simulate/",
+        {"podGroup": waiting[0], "policies": ["gangweb"], "snapshot": dump},
+        content_type="application/json",
+        **admin,
+    )
+    assert planned.status_code == 200, planned.content
+    assert planned.json()["source"] == "snapshot" and planned.json()["plans"][0]["podGroup"] == waiting[0]
+    # Its fields are checked as a small body's are, before anything is planned.
+    bad = client.post(
+        "/api/v1/simulate/",
+        {"podGroup": "no-slash", "snapshot": dump},
+        content_type="application/json",
+        **admin,
+    )
+    assert list(problem(bad, 400)["errors"]) == ["podGroup"]
+    # Where no worker reads it, a JSON body past Django's cap is refused as too large, not a crash.
+    old = {"podGroup": waiting[0], "padding": "x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE}
+    problem(client.post("/api/plan/", old, content_type="application/json", **admin), 413)

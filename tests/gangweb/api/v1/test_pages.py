@@ -73,6 +73,21 @@ def test_plans_awaiting_approval_are_listed_for_their_namespace_only(
     assert client.get("/api/v1/overview/", **a_viewer).json()["awaitingApproval"] == []
 
 
+def test_signed_out_visitors_of_the_public_demo_see_no_waiting_approvals(
+    client, world, admin, make_request, settings, django_user_model
+):
+    settings.DEMO = True  # the dashboard and the API's reads are open to anonymous readers
+    make_request("team-b", mode="approve", execute_it=False)
+    runtime.set_cluster(world.cluster)
+    assert len(client.get("/api/v1/overview/", **admin).json()["awaitingApproval"]) == 1
+    assert client.get("/api/v1/overview/").json()["awaitingApproval"] == []
+    page = client.get("/").content.decode()
+    assert 'id="approvals"' in page and "1 waiting approval" not in page
+    assert "0 waiting approvals" in page  # the header's link is rendered hidden, with no count to read
+    client.force_login(django_user_model.objects.get(username="ops"))
+    assert "1 waiting approval" in client.get("/").content.decode()
+
+
 def victim(world) -> tuple[str, str]:
     unit = world.evictions["team-a"].victim_unit  # "PodGroup batch/<name>"
     namespace, name = unit.split(" ", 1)[1].split("/")

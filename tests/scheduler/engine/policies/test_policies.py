@@ -279,7 +279,7 @@ def test_unknown_group_and_policy_are_errors():
         plan(snap, "hi")
 
 
-def test_to_dict_has_exactly_the_contract_keys_then_the_outcome():
+def test_to_dict_has_exactly_the_contract_keys_then_the_outcome_and_optimality():
     snap = parse_snapshot([node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor())
     data = plan(snap, "default/hi").to_dict()
     assert list(data) == [
@@ -292,8 +292,10 @@ def test_to_dict_has_exactly_the_contract_keys_then_the_outcome():
         "domain",
         "reason",
         "outcome",
+        "optimality",
     ]
     assert data["outcome"] == "preempt" == plan(snap, "default/hi").details()["outcome"]
+    assert data["optimality"] == "proven" == plan(snap, "default/hi").details()["optimality"]
     assert data["podGroup"] == "default/hi" and data["policy"] == "gangweb" and data["domain"] is None
 
 
