@@ -27,7 +27,15 @@ from gangweb.env import (
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("GANGWEB_VAR_DIR", BASE_DIR / "var"))
+# The package's own files (templates/, static/): inside the package, so an installed wheel has them too.
+PACKAGE_DIR = Path(__file__).resolve().parent
+# A checkout keeps its state beside manage.py; an installed package in the user's data directory.
+_DEFAULT_VAR_DIR = (
+    BASE_DIR / "var"
+    if (BASE_DIR / "manage.py").exists()
+    else Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "gangweb"
+)
+VAR_DIR = Path(os.environ.get("GANGWEB_VAR_DIR", _DEFAULT_VAR_DIR))
 
 
 # pytest imports settings before any test code can set variables; tests still get a key (their own).
@@ -122,7 +130,8 @@ ASGI_APPLICATION = "gangweb.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Before the apps' own, so gangweb/templates/drf_spectacular/ overrides drf-spectacular's pages.
+        "DIRS": [PACKAGE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -266,6 +275,8 @@ GANGWEB_ENSURE_INTERVAL_SECONDS = env_int("GANGWEB_ENSURE_INTERVAL_SECONDS", 5)
 GANGWEB_RESERVATION_SECONDS = env_int("GANGWEB_RESERVATION_SECONDS", 120)
 # Celery workers serve their own /metrics here when set (see docs/pipeline.md, "Metrics").
 GANGWEB_WORKER_METRICS_PORT = env_int("GANGWEB_WORKER_METRICS_PORT", 0)
+# The web process serves its /metrics here when set, never on the dashboard's port (gangweb/metrics.py); 0 = off.
+GANGWEB_WEB_METRICS_PORT = env_int("GANGWEB_WEB_METRICS_PORT", 0)
 CELERY_BEAT_SCHEDULE = {
     "detect-unschedulable-gangs": {
         "task": "scheduler.detect_unschedulable_gangs",
@@ -295,7 +306,7 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# gangweb/static/ is found as the gangweb app's static directory (no STATICFILES_DIRS).
 STATIC_ROOT = VAR_DIR / "staticfiles"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"

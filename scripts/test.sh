@@ -22,6 +22,14 @@ echo "==> real cluster binaries (hack/cluster; cached after the first build)"
 .venv/bin/python hack/cluster/cluster.py build >/dev/null \
   || echo "warning: hack/cluster build failed; the real-cluster tests will fail and say why" >&2
 
+# tests/deploy/test_monitoring.py checks and unit-tests the alerts with promtool: Debian's prometheus package
+# carries it; install it when we may, as for Chromium.
+if ! command -v promtool >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "==> installing Debian's prometheus (promtool) for the monitoring tests"
+  (apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1; }) \
+    || echo "warning: could not install prometheus; tests/deploy/test_monitoring.py will report it" >&2
+fi
+
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gangweb}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/15}"
 export GANGWEB_REQUIRE_SERVICES=1

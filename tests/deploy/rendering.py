@@ -18,6 +18,8 @@ from tests.conftest import CLUSTER_SCRIPT, ROOT
 DEPLOY = ROOT / "deploy"
 OVERLAYS = sorted(p.parent.name for p in (DEPLOY / "overlays").glob("*/kustomization.yaml"))
 COMPONENTS = sorted(p.parent.name for p in (DEPLOY / "components").glob("*/kustomization.yaml"))
+# The operator's own kustomizations tests/deploy/conftest.py composes from overlays and components.
+COMPOSED = ("self-signed-mtls", "observe-monitoring")
 NAMESPACE = "gangweb-system"
 PROCESSES = ("webhook", "web", "worker", "beat")  # app.kubernetes.io/name: gangweb-<process>
 
