@@ -1,0 +1,32 @@
+"""argparse ``type`` functions shared by gangweb's commands: a bad number is an error, never a default.
+
+Plain Python, so the webhook's, the dashboard's and the benchmarks' commands all check numbers alike (an
+argparse ``type`` error is one usage line and exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def at_least_one(text: str) -> int:
+    """A whole number of at least 1 (sizes, counts, repeats)."""
+    value = _whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port to listen on or point at: 1 to 65535 (0 would be a random port, silently)."""
+    value = _whole(text)
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"must be a port between 1 and 65535, got {value}")
+    return value
