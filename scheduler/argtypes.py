@@ -30,3 +30,17 @@ def port(text: str) -> int:
     if not 0 < value < 65536:
         raise argparse.ArgumentTypeError(f"must be a port between 1 and 65535, got {value}")
     return value
+
+
+OUTPUTS = ("table", "wide", "json", "yaml")
+
+
+def add_output(parser: argparse.ArgumentParser, default: str = "table", json_alias: bool = True) -> None:
+    """``-o/--output table|wide|json|yaml`` as kubectl spells it, into ``output``; ``--json`` kept as ``-o json``."""
+    parser.add_argument(
+        "-o", "--output", choices=OUTPUTS, default=default, help=f"{', '.join(OUTPUTS)} (default {default})"
+    )
+    if json_alias:
+        parser.add_argument(
+            "--json", dest="output", action="store_const", const="json", help="the same as -o json"
+        )

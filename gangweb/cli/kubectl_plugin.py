@@ -225,7 +225,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _table(rows: list[dict], columns: Sequence[Column]) -> str:
+def table(rows: list[dict], columns: Sequence[Column]) -> str:
     cells = [[name for name, _ in columns]] + [[_cell(read(row)) for _, read in columns] for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     return "\n".join("   ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in cells) + "\n"
@@ -239,7 +239,7 @@ def emit(output: str, data: Any, rows: list[dict], columns: Sequence[Column], wi
     elif not rows:
         sys.stderr.write("No resources found.\n")
     else:
-        sys.stdout.write(_table(rows, [*columns, *wide] if output == "wide" else columns))
+        sys.stdout.write(table(rows, [*columns, *wide] if output == "wide" else columns))
 
 
 def _ago(seconds: Any) -> str:

@@ -75,7 +75,7 @@ class Command(BaseCommand):
         config_parser.add_argument("--service", default=DEFAULT_SERVICE)
         config_parser.add_argument("--namespace", default=None, help="default: GANGWEB_NAMESPACE")
         config_parser.add_argument("--port", type=port, default=443, help="the Service port")
-        config_parser.add_argument("--output", choices=("yaml", "json"), default="yaml")
+        config_parser.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
         config_parser.add_argument(
             "--without-ca-bundle",
             action="store_true",
