@@ -96,7 +96,12 @@ def _free_port() -> int:
 
 
 def user_kubeconfig(
-    folder: Path, server_url: str, *, gangweb_url: str | None = None, token: str = TOKEN
+    folder: Path,
+    server_url: str,
+    *,
+    gangweb_url: str | None = None,
+    token: str = TOKEN,
+    credentials: dict | None = None,
 ) -> Path:
     """The user's kubeconfig, as kubectl reads it: one context, its user a bearer token; gangweb's URL, when
     given, in the context's ``gangweb`` extension."""
@@ -107,11 +112,11 @@ def user_kubeconfig(
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "test", "cluster": {"server": server_url}}],
-        "users": [{"name": "alice", "user": {"token": token}}],
+        "users": [{"name": "alice", "user": credentials or {"token": token}}],
         "contexts": [{"name": "alice@test", "context": context}],
         "current-context": "alice@test",
     }
-    path = folder / f"user-{abs(hash((gangweb_url, token)))}.yaml"
+    path = folder / f"user-{abs(hash((gangweb_url, token, json.dumps(credentials))))}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
 
@@ -255,3 +260,29 @@ def test_completion_scripts_load_in_bash_and_complete_subcommands(tmp_path):
     assert lines == ["pending", "table wide json yaml"]
     zsh = subprocess.run([str(PLUGIN), "completion", "zsh"], capture_output=True, text=True, timeout=30)
     assert zsh.returncode == 0 and "bashcompinit" in zsh.stdout
+
+
+def test_the_token_may_come_from_a_token_file_or_an_exec_credential_plugin(gangweb):
+    url, server, folder = gangweb
+    (folder / "token").write_text(TOKEN + "\n")
+    credential = json.dumps(
+        {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "kind": "ExecCredential",
+            "status": {"token": TOKEN},
+        }
+    )
+    for credentials in (
+        {"tokenFile": str(folder / "token")},
+        {
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "command": "sh",
+                "args": ["-c", f"echo '{credential}'"],
+            }
+        },
+    ):
+        config = user_kubeconfig(folder, server.url, gangweb_url=url, credentials=credentials)
+        done = kubectl_gangweb("pending", "-o", "json", kubeconfig=config)
+        assert done.returncode == 0, (credentials, done.stderr)
+        assert {r["namespace"] for r in json.loads(done.stdout)} == {"ml"}
