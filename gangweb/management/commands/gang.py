@@ -47,7 +47,9 @@ class Command(BaseCommand):
             dest="action", required=True, parser_class=_OneLineParser, metavar="{plan,replay,bench}"
         )
         planning = subcommands.add_parser(
-            "plan", help="print the preemption plan for a PodGroup as JSON", called_from_command_line=True
+            "plan",
+            help="print the preemption plan for a PodGroup (JSON; -o yaml|table|wide)",
+            called_from_command_line=True,
         )
         planning.add_argument(
             "--snapshot",
