@@ -25,6 +25,7 @@ from gangweb.env import (
     env_namespace_map,
     env_networks,
 )
+from gangweb.offline import offline_command
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # The package's own files (templates/, static/): inside the package, so an installed wheel has them too.
@@ -43,6 +44,9 @@ RUNNING_TESTS = "pytest" in sys.modules
 DEBUG = env_bool("DEBUG", False)
 KUBECONFIG = os.environ.get("KUBECONFIG", "")
 IN_CLUSTER = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+# `manage.py gang plan|replay`, `bench engine` (gangweb/offline.py): they serve nothing, so the guards below
+# that protect a running service do not stop them, and they get no database.
+OFFLINE = offline_command(sys.argv)
 
 
 def production_parts() -> list[str]:
@@ -60,7 +64,7 @@ def production_parts() -> list[str]:
 # cannot switch it on beside a production part (GANGWEB_DEMO=0 switches it off anywhere).
 PRODUCTION_PARTS = production_parts()
 DEMO = env_bool("GANGWEB_DEMO", not PRODUCTION_PARTS)
-if DEMO and PRODUCTION_PARTS:
+if DEMO and PRODUCTION_PARTS and not OFFLINE:
     raise ImproperlyConfigured(
         f"GANGWEB_DEMO=1 cannot run beside {', '.join(PRODUCTION_PARTS)}: the demo lets anyone read the "
         "dashboard and the API without a login. Unset GANGWEB_DEMO (and set SECRET_KEY), or unset those to "
@@ -73,8 +77,8 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if DEMO:
         SECRET_KEY = DEMO_SECRET_KEY
-    elif RUNNING_TESTS:
-        # A test process beside real services: a key of its own, never the public one.
+    elif RUNNING_TESTS or OFFLINE:
+        # A test process beside real services, or an offline command: a key of its own, never the public one.
         SECRET_KEY = secrets.token_urlsafe(50)
     else:
         why = f"{', '.join(PRODUCTION_PARTS)} set" if PRODUCTION_PARTS else "not the demo"
@@ -145,7 +149,9 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
-if DATABASE_URL:
+if OFFLINE:
+    DATABASES: dict = {}  # Django's dummy backend: a query would fail loudly, and nothing is created
+elif DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # /readyz must answer quickly when the database is unreachable.

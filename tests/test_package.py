@@ -100,7 +100,7 @@ def test_the_wheel_holds_templates_and_static_files_and_no_test_tooling(wheel):
     assert any(name.startswith("gangweb/static/vendor/") for name in names)
     assert not [name for name in names if name.startswith(("kubetestserver/", "tests/"))]
     entry_points = next(name for name in names if name.endswith(".dist-info/entry_points.txt"))
-    assert "gangweb = gangweb.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "gangweb = gangweb.command:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_the_gangweb_command_migrates_and_serves_a_page_outside_the_checkout(venv, tmp_path):
