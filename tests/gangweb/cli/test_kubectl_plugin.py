@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from kubetestserver import KubeTestServer
+from kubetestserver.reviews import mint_token
 from tests.conftest import ROOT
 from tests.gangweb.access.test_kubernetes import READ_PODGROUPS, binding, cluster_role, user
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.timeout(300)
 
 SNAPSHOT = ROOT / "tests/fixtures/engine/two-racks.yaml"
 PLUGIN = Path(sys.executable).with_name("kubectl-gangweb")
-TOKEN = "alice-k8s-token"
+TOKEN = mint_token("alice")  # a service account token's shape: gangweb reviews no made-up shape
 
 
 def _objects() -> list[dict]:
@@ -231,7 +232,7 @@ def test_bad_input_exits_with_its_documented_code_and_one_line(alice, args, code
 
 def test_a_token_gangweb_does_not_accept_is_exit_4(gangweb):
     url, server, folder = gangweb
-    stranger = user_kubeconfig(folder, server.url, gangweb_url=url, token="not-a-known-token")
+    stranger = user_kubeconfig(folder, server.url, gangweb_url=url, token=mint_token("stranger"))
     done = kubectl_gangweb("pending", kubeconfig=stranger)
     assert done.returncode == 4 and "401" in done.stderr
 
