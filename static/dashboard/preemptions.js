@@ -10,11 +10,12 @@
   let first = true;
   let chart = null;
 
+  // A run in words, its times as <time> elements (UTC on hover).
   function runText(run) {
-    const times = run.count > 1 ? ` × ${run.count} since ${g.clock(run.since)}` : ` at ${g.clock(run.since)}`;
-    if (run.executed && run.plan) return `${run.state}${times}: ${run.plan.summary}, ${run.plan.lostGpuHours} GPU-hours lost`;
-    const since = run.count > 1 ? `, last ${g.clock(run.until)}` : "";
-    return `${run.state}${times}${since}${run.reason ? ": " + run.reason : ""}`;
+    const times = run.count > 1 ? [` × ${run.count} since `, g.when(run.since)] : [" at ", g.when(run.since)];
+    if (run.executed && run.plan) return [g.state(run.state), ...times, `: ${run.plan.summary}, ${g.plural(run.plan.lostGpuHours, "GPU-hour")} lost`];
+    const since = run.count > 1 ? [", last ", g.when(run.until)] : [];
+    return [g.state(run.state), ...times, ...since, run.reason ? ": " + run.reason : ""];
   }
 
   function fail(err) {
@@ -45,11 +46,15 @@
       const a = el("a", "gang-link", c.podGroup);
       a.href = g.gangUrl(c.namespace, c.name);
       h.append(a);
-      const next = c.retryAt ? `, next try ${g.clock(c.retryAt)}` : "";
-      const summary = `${g.plural(c.requests, "request")}, ${c.executed} executed · now ${c.state}${next}`;
+      const next = c.retryAt ? [", next try ", g.when(c.retryAt)] : [];
+      const summary = [`${g.plural(c.requests, "request")}, ${c.executed} executed · now ${g.state(c.state)}`, ...next];
       card.append(h, el("div", "hint", summary));
       const runs = el("ol", "runs");
-      for (const run of c.runs.slice(0, 8)) runs.append(el("li", run.executed ? "executed" : "", runText(run)));
+      for (const run of c.runs.slice(0, 8)) {
+        const li = el("li", run.executed ? "executed" : "", runText(run));
+        if (run.executed && run.plan) li.append(g.victimList(run.plan.victims));
+        runs.append(li);
+      }
       if (c.runs.length > 8) runs.append(el("li", "hint", `and ${g.plural(c.runs.length - 8, "earlier run")}`));
       card.append(runs);
       box.append(card);
@@ -78,7 +83,7 @@
     if (!lost.points.length || !window.uPlot) return;
     const box = $("lost-chart");
     const now = Date.now() / 1000;
-    chart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - lost.days * 86400, now + 1800] } }, series: [{}, { label: "GPU-hours lost", stroke: "hsl(350 70% 50%)", fill: "hsla(350 70% 50% / .2)", paths: uPlot.paths.bars({ size: [0.6] }), points: { show: false } }] }, data, box);
+    chart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - lost.days * 86400, now + 1800] } }, axes: [{ values: g.words.axisTimes }, {}], hooks: g.chartHooks, series: [{ value: (u, t) => g.clock(t) }, { label: "GPU-hours lost", stroke: "hsl(350 70% 50%)", fill: "hsla(350 70% 50% / .2)", paths: uPlot.paths.bars({ size: [0.6] }), points: { show: false } }] }, data, box);
   }
 
   let soon = null;
