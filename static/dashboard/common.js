@@ -255,7 +255,7 @@
   }
 
   window.gangweb = {
-    urls, $, el, plural, duration, clock, when: words.when, state: words.state, gangState: words.gangState,
+    urls, $, el, plural, duration, clock, when: words.when, timesIn: words.timesIn, state: words.state, gangState: words.gangState,
     words, chartHooks, victimList, verdictText, getJSON, postForm, gangUrl, gangColour, live,
     showApprovals, formToURL, urlToForm, onTheme: (f) => themeListeners.push(f),
   };

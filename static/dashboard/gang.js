@@ -110,7 +110,7 @@
     const ul = $("as-preemptor");
     ul.replaceChildren();
     for (const x of requests) {
-      const li = el("li", "", [`#${x.id} ${g.state(x.state)} `, g.when(x.createdAt), x.reason ? ": " + x.reason : ""]);
+      const li = el("li", "", [`#${x.id} ${g.state(x.state)} `, g.when(x.createdAt), ...(x.reason ? [": ", ...g.timesIn(x.reason)] : [])]);
       if (victims.has(x.id)) li.append(g.victimList(victims.get(x.id)));
       ul.append(li);
     }
@@ -123,7 +123,7 @@
     waiting = v && v.mode === "approve" && ["planned", "awaiting_approval"].includes(v.state) ? v : null;
     $("approval").hidden = !waiting;
     if (!waiting) return;
-    $("approval-text").textContent = `Request #${v.request}: ${v.reason}`;
+    $("approval-text").replaceChildren(`Request #${v.request}: `, ...g.timesIn(v.reason));
     for (const id of ["approve", "reject"]) $(id).hidden = !canOperate;
   }
   async function act(action) {

@@ -15,7 +15,7 @@
     const times = run.count > 1 ? [` × ${run.count} since `, g.when(run.since)] : [" at ", g.when(run.since)];
     if (run.executed && run.plan) return [g.state(run.state), ...times, `: ${run.plan.summary}, ${g.plural(run.plan.lostGpuHours, "GPU-hour")} lost`];
     const since = run.count > 1 ? [", last ", g.when(run.until)] : [];
-    return [g.state(run.state), ...times, ...since, run.reason ? ": " + run.reason : ""];
+    return [g.state(run.state), ...times, ...since, ...(run.reason ? [": ", ...g.timesIn(run.reason)] : [])];
   }
 
   function fail(err) {
@@ -28,10 +28,12 @@
   async function load() {
     const params = first ? g.urlToForm(form) : g.formToURL(form);
     first = false;
-    const query = Object.fromEntries(Object.entries(params).filter(([k, v]) => NAMES.has(k) && v));
+    // `days` is the chart's range (lost-gpu-hours/), the others filter the cards (preemptions/)
+    const query = Object.fromEntries(Object.entries(params).filter(([k, v]) => NAMES.has(k) && k !== "days" && v));
+    const range = params.days ? { days: params.days } : {};
     let d, lost;
     try {
-      [d, lost] = await Promise.all([g.getJSON(g.urls.preemptions, { ...query, limit: 1000 }), g.getJSON(g.urls.lostGpuHours)]);
+      [d, lost] = await Promise.all([g.getJSON(g.urls.preemptions, { ...query, limit: 1000 }), g.getJSON(g.urls.lostGpuHours, range)]);
     } catch (err) {
       return fail(err);
     }
@@ -78,19 +80,27 @@
 
   function drawLost(lost) {
     $("lost-empty").hidden = lost.points.length > 0;
+    $("lost-range").textContent = lost.days === 1 ? "day" : g.plural(lost.days, "day");
     const data = hourly(lost);
-    if (chart) return chart.setData(data);
+    if (chart && chart.days === lost.days) return chart.setData(data);
+    if (chart) chart.destroy();
+    chart = null;
+    $("lost-chart").replaceChildren();
     if (!lost.points.length || !window.uPlot) return;
     const box = $("lost-chart");
     const now = Date.now() / 1000;
     chart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - lost.days * 86400, now + 1800] } }, axes: [{ values: g.words.axisTimes }, {}], hooks: g.chartHooks, series: [{ value: (u, t) => g.clock(t) }, { label: "GPU-hours lost", stroke: "hsl(350 70% 50%)", fill: "hsla(350 70% 50% / .2)", paths: uPlot.paths.bars({ size: [0.6] }), points: { show: false } }] }, data, box);
+    chart.days = lost.days;
   }
 
   let soon = null;
-  form.addEventListener("input", () => {
-    clearTimeout(soon);
-    soon = setTimeout(load, 300);
-  });
+  // the range is the form's (form="filters") but outside it: its input does not bubble to the form
+  for (const input of [form, $("lost-days")]) {
+    input.addEventListener("input", () => {
+      clearTimeout(soon);
+      soon = setTimeout(load, 300);
+    });
+  }
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     load();

@@ -48,6 +48,20 @@
     }
     return e;
   }
+  // Server text with a UTC time in it ("… until 2026-12-01 21:28:00 UTC"): the text's parts, each such time
+  // a <time> element like every other.
+  const UTC_TIME = /(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d)(?::\d\d(?:\.\d+)?)? ?(?:UTC|Z)/g;
+  function timesIn(text) {
+    const parts = [];
+    let at = 0;
+    for (const m of String(text || "").matchAll(UTC_TIME)) {
+      parts.push(text.slice(at, m.index), when(`${m[1]}T${m[2]}:00Z`));
+      at = m.index + m[0].length;
+    }
+    parts.push(String(text || "").slice(at));
+    return parts.filter((p) => p !== "");
+  }
+
   // A chart's time axis and legend (uPlot's `values` and `value`), in the same words as the rest.
   function axisTimes(u, seconds) {
     return seconds.map((s, i) => {
@@ -56,5 +70,5 @@
     });
   }
 
-  window.gangwebWords = { plural, state, gangState, clock, utc, when, axisTimes };
+  window.gangwebWords = { plural, state, gangState, clock, utc, when, timesIn, axisTimes };
 })();

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -59,7 +60,7 @@ def cards_of(key: str, at: datetime) -> dict:
                         "executed": False,
                         "mode": "approve",
                         "plan": None,
-                        "reason": "waits for an operator",
+                        "reason": f"waiting for an operator's approval until {at:%Y-%m-%d %H:%M:%S} UTC",
                     },
                     {
                         **run,
@@ -103,10 +104,14 @@ def test_preemptions_say_times_states_counts_and_victims_in_words(start_demo, br
     key = "team-llm/big-0"
     page.route("**/api/v1/preemptions/?*", lambda route: route.fulfill(json=cards_of(key, at)))
     hour = at.replace(minute=0).isoformat()
-    page.route(
-        "**/api/v1/preemptions/lost-gpu-hours/*",
-        lambda route: route.fulfill(json={"days": 2, "points": [{"at": hour, "lostGpuHours": 1}]}),
-    )
+    ranges = []
+
+    def lost(route):
+        days = int(parse_qs(urlsplit(route.request.url).query).get("days", ["2"])[0])
+        ranges.append(days)
+        route.fulfill(json={"days": days, "totalGpuHours": 1, "points": [{"at": hour, "lostGpuHours": 1}]})
+
+    page.route("**/api/v1/preemptions/lost-gpu-hours/*", lost)
     page.goto(demo.base_url + "/preemptions/")
     page.wait_for_selector(f"article.card[data-key='{key}'] .runs li.executed", timeout=30_000)
     card = page.locator(f"article.card[data-key='{key}']")
@@ -122,11 +127,20 @@ def test_preemptions_say_times_states_counts_and_victims_in_words(start_demo, br
     local = at.astimezone(ZoneInfo(ZONE)).strftime("%I:%M %p")
     assert when.inner_text().endswith(local), (when.inner_text(), local)
     assert when.get_attribute("title") == at.strftime("%Y-%m-%d %H:%M UTC")
+    # a UTC time in the server's words ("until ... UTC") is said as every other time
+    waiting = card.locator(".runs > li:not(.executed)")
+    assert "UTC" not in waiting.inner_text(), waiting.inner_text()
+    assert waiting.locator("time").nth(1).get_attribute("title") == at.strftime("%Y-%m-%d %H:%M UTC")
     # the chart's legend says the latest hour's figure (not "--"), its time in the same words
     page.wait_for_selector("#lost-chart .u-legend", timeout=10_000)
     legend = page.locator("#lost-chart .u-legend .u-value").all_inner_texts()
     assert legend and "--" not in legend, legend
     assert legend[0].endswith(("AM", "PM")), legend
+    # its time range, kept in the URL
+    assert ranges and ranges[-1] == 2
+    with page.expect_request("**/api/v1/preemptions/lost-gpu-hours/?days=7", timeout=10_000):
+        page.get_by_label("time range").select_option("7")
+    assert "days=7" in page.evaluate("location.search")
     assert not page.errors, page.errors
 
 
