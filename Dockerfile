@@ -14,8 +14,6 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY gangweb gangweb
 COPY scheduler scheduler
 COPY admission admission
-COPY templates templates
-COPY static static
 COPY manage.py ./
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install -c constraints.txt -e . \

@@ -1,5 +1,5 @@
 # The two commands README.md gives. Everything else is a helper for them.
-.PHONY: demo test install services
+.PHONY: demo test install services cluster cluster-down
 
 demo:
 	@./scripts/demo.sh
@@ -12,3 +12,11 @@ install:
 
 services:
 	@./scripts/services.sh
+
+# A real control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager, KWOK) on loopback,
+# built once from hack/cluster's pinned Go modules; the last line printed is KUBECONFIG=<path> (docs/kube.md).
+cluster:
+	@.venv/bin/python hack/cluster/cluster.py up
+
+cluster-down:
+	@.venv/bin/python hack/cluster/cluster.py down

@@ -1,16 +1,7 @@
 #!/usr/bin/env python
-"""Django's command-line utility for gangweb."""
+"""Django's command-line utility for gangweb in a checkout (installed: the ``gangweb`` command)."""
 
-import os
-import sys
-
-
-def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gangweb.settings")
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
-
+from gangweb.command import main
 
 if __name__ == "__main__":
     main()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import ipaddress
 import os
 import tempfile
 from dataclasses import dataclass
@@ -113,32 +114,51 @@ def issue_ca(common_name: str, days: int, now: dt.datetime | None = None) -> Key
     return KeyPair(cert, key)
 
 
-def issue_serving(ca: KeyPair, names: list[str], days: int, now: dt.datetime | None = None) -> KeyPair:
-    """The webhook's serving certificate (serverAuth only) for ``names`` (the first is the CommonName)."""
-    return _issue_leaf(ca, names, ExtendedKeyUsageOID.SERVER_AUTH, days, now)
+def issue_serving(
+    ca: KeyPair, names: list[str], days: int, now: dt.datetime | None = None, *, ips: tuple[str, ...] = ()
+) -> KeyPair:
+    """A serving certificate (serverAuth only) for ``names`` (the first is the CommonName) and ``ips``:
+    the webhook's, and kube-apiserver's of hack/cluster (dialled at 127.0.0.1)."""
+    return _issue_leaf(ca, names, ExtendedKeyUsageOID.SERVER_AUTH, days, now, ips=ips)
 
 
-def issue_client(ca: KeyPair, name: str, days: int, now: dt.datetime | None = None) -> KeyPair:
+def issue_client(
+    ca: KeyPair, name: str, days: int, now: dt.datetime | None = None, *, organization: str | None = None
+) -> KeyPair:
     """A client certificate (clientAuth only) with ``name`` as CommonName and DNS SubjectAlternativeName:
-    what kube-apiserver presents to the webhook when its AdmissionConfiguration says so."""
-    return _issue_leaf(ca, [name], ExtendedKeyUsageOID.CLIENT_AUTH, days, now)
+    what kube-apiserver presents to the webhook when its AdmissionConfiguration says so. kube-apiserver
+    reads ``organization`` as the user's group (hack/cluster's administrator is in ``system:masters``)."""
+    return _issue_leaf(ca, [name], ExtendedKeyUsageOID.CLIENT_AUTH, days, now, organization=organization)
 
 
 def _issue_leaf(
-    ca: KeyPair, names: list[str], usage: x509.ObjectIdentifier, days: int, now: dt.datetime | None
+    ca: KeyPair,
+    names: list[str],
+    usage: x509.ObjectIdentifier,
+    days: int,
+    now: dt.datetime | None,
+    *,
+    ips: tuple[str, ...] = (),
+    organization: str | None = None,
 ) -> KeyPair:
-    """A leaf certificate signed by ``ca``: ``names`` as DNS SANs, digital signature, one extended usage."""
+    """A leaf certificate signed by ``ca``: ``names`` (and ``ips``) as SANs, digital signature, one extended
+    usage."""
     now = now or _now()
     key = ec.generate_private_key(ec.SECP256R1())
+    subject = [x509.NameAttribute(NameOID.COMMON_NAME, names[0])]
+    if organization:
+        subject.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    sans: list[x509.GeneralName] = [x509.DNSName(name) for name in names]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+        .subject_name(x509.Name(subject))
         .issuer_name(ca.cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - CLOCK_SKEW)
         .not_valid_after(min(now + dt.timedelta(days=days), ca.cert.not_valid_after_utc))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name) for name in names]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the webhook, in the process-wide default registry (served at /metrics).
+"""Prometheus metrics of the webhook, in the webhook process's own registry (``REGISTRY``, served at /metrics).
 
 Request counts and decision latencies are plain integers on the hot path (``AdmissionStats``) and
 become Prometheus samples only when scraped, through one collector: a prometheus-client Counter or
@@ -12,7 +12,7 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Iterator
 
-from prometheus_client import REGISTRY
+from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
 WEBHOOKS = ("mutate", "validate")
@@ -96,4 +96,7 @@ class _AdmissionCollector:
         yield dropped
 
 
-REGISTRY.register(_AdmissionCollector())
+# The webhook's families and the process's own, nothing of the other processes' (one registry per role).
+REGISTRY = CollectorRegistry()
+for _collector in (_AdmissionCollector(), PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+    REGISTRY.register(_collector)

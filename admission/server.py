@@ -30,6 +30,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from admission import metrics
 from admission.handler import MUTATE, VALIDATE, Answer, Webhook
 from admission.protocol import CLIENT, protocol_class
 from admission.review import ReviewError, build_response, parse_review
@@ -154,7 +155,7 @@ class WebhookApp:
                 )
             return (*_json(200, {"status": "ok"}), b"application/json")
         if path == "/metrics" and method == "GET":
-            return 200, generate_latest(), CONTENT_TYPE_LATEST.encode()
+            return 200, generate_latest(metrics.REGISTRY), CONTENT_TYPE_LATEST.encode()
         if path not in self.routes:
             return (
                 *_json(404, {"kind": "Status", "code": 404, "message": f"no webhook at {path}"}),

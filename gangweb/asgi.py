@@ -46,6 +46,13 @@ application = ProtocolTypeRouter(
     }
 )
 
+from django.conf import settings  # noqa: E402
+
+from gangweb import metrics  # noqa: E402
+
+if settings.GANGWEB_WEB_METRICS_PORT:
+    metrics.serve_web_metrics(settings.GANGWEB_WEB_METRICS_PORT)
+
 from gangweb.heap import settle  # noqa: E402
 
 settle()  # the code loaded so far lives as long as the process: out of the collector's sight

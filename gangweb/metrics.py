@@ -1,30 +1,54 @@
-"""Prometheus metrics for the HTTP side, and the ``/metrics`` view.
+"""Prometheus metrics of the web process, in its own registry (``REGISTRY``), served on a port of their own.
 
-Domain metrics live beside their code (admission, scheduler) and register in the same default
-registry, so one scrape shows everything the process knows.
+Each process role has one registry holding only its families (the webhook's in ``admission.metrics``, the
+workers' in ``scheduler.preemption.metrics``): a process importing another role's module does not export
+that role's families as zeros. The web process serves ``REGISTRY`` on ``GANGWEB_WEB_METRICS_PORT``, not on
+the dashboard's port, so the figures need no login and reach no one the network policy keeps out.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 
 from django.http import HttpRequest, HttpResponse
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    start_http_server,
+)
+from prometheus_client.core import GaugeMetricFamily
+
+logger = logging.getLogger(__name__)
+
+REGISTRY = CollectorRegistry()
 
 REQUEST_LATENCY = Histogram(
     "gangweb_http_request_duration_seconds",
     "Time to answer an HTTP request, by route.",
     ["method", "route", "status"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+    registry=REGISTRY,
 )
 REQUESTS_IN_ERROR = Counter(
-    "gangweb_http_exceptions_total", "Requests that raised an unhandled exception.", ["route"]
+    "gangweb_http_exceptions_total",
+    "Requests that raised an unhandled exception.",
+    ["route"],
+    registry=REGISTRY,
 )
 
 
 # The GPU map's figures, set each time the live map refreshes (gangweb/dashboard/live.py), for Grafana.
-GPUS = Gauge("gangweb_gpus", "GPUs on the map, by state.", ["state"])
-WAITING_GANGS = Gauge("gangweb_waiting_gangs", "Gangs waiting for their minCount pods to be placed.")
+GPUS = Gauge("gangweb_gpus", "GPUs on the map, by state.", ["state"], registry=REGISTRY)
+WAITING_GANGS = Gauge(
+    "gangweb_waiting_gangs", "Gangs waiting for their minCount pods to be placed.", registry=REGISTRY
+)
 
 
 def observe_map(totals: dict) -> None:
@@ -62,5 +86,44 @@ class RequestMetricsMiddleware:
         return response
 
 
-def metrics_view(request: HttpRequest) -> HttpResponse:
-    return HttpResponse(generate_latest(), content_type=CONTENT_TYPE_LATEST)
+class _ApprovalsCollector:
+    """Plans waiting for a person (approve mode), read from the ledger at scrape time, for every tenant
+    (the port is the operators', not a reader's). A database that does not answer leaves the two families
+    out of that scrape rather than failing it."""
+
+    def collect(self):
+        from django.db import connection
+        from django.db.models import Count, Min
+        from django.utils import timezone
+
+        from gangweb.dashboard.queries.overview import APPROVE_MODE, AWAITING_STATES
+        from scheduler.preemption.models import PreemptionRequest
+
+        try:
+            row = PreemptionRequest.objects.filter(mode=APPROVE_MODE, state__in=AWAITING_STATES).aggregate(
+                waiting=Count("id"), oldest=Min("created_at")
+            )
+        except Exception as error:
+            logger.warning("approvals not scraped", extra={"error": str(error)})
+            return []
+        finally:
+            # A scrape runs on a thread of the metrics server: its connection must not outlive it.
+            if threading.current_thread() is not threading.main_thread():
+                connection.close()
+        waiting = GaugeMetricFamily("gangweb_approvals_waiting", "Preemption plans waiting for an approval.")
+        waiting.add_metric([], row["waiting"])
+        oldest = GaugeMetricFamily(
+            "gangweb_approvals_oldest_wait_seconds",
+            "Seconds the oldest plan waiting for an approval has waited (0: none waits).",
+        )
+        oldest.add_metric([], (timezone.now() - row["oldest"]).total_seconds() if row["oldest"] else 0.0)
+        return [waiting, oldest]
+
+
+for _collector in (_ApprovalsCollector(), PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+    REGISTRY.register(_collector)
+
+
+def serve_web_metrics(port: int) -> None:
+    """Serve the web process's ``REGISTRY`` on ``port`` (``/metrics``), beside the dashboard's port."""
+    start_http_server(port, registry=REGISTRY)

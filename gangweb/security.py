@@ -9,7 +9,7 @@ sent on every answer Django makes (JSON included: harmless there); static files 
 middleware and carry none.
 
 The API's other HTML pages come from libraries: the docs (Swagger UI and Redoc from
-drf-spectacular-sidecar, served without inline scripts: ``templates/drf_spectacular/``, the split
+drf-spectacular-sidecar, served without inline scripts: ``gangweb/templates/drf_spectacular/``, the split
 Swagger view) and DRF's browsable API. They draw with inline styles (``style`` attributes in DRF's
 templates, ``<style>`` elements Redoc writes at run time), show images as ``data:`` URLs and Redoc searches
 in a ``blob:`` worker: ``API_HTML_POLICY`` allows those, on those pages only, and scripts stay ``'self'``.

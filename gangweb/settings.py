@@ -25,9 +25,18 @@ from gangweb.env import (
     env_namespace_map,
     env_networks,
 )
+from gangweb.offline import offline_command
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("GANGWEB_VAR_DIR", BASE_DIR / "var"))
+# The package's own files (templates/, static/): inside the package, so an installed wheel has them too.
+PACKAGE_DIR = Path(__file__).resolve().parent
+# A checkout keeps its state beside manage.py; an installed package in the user's data directory.
+_DEFAULT_VAR_DIR = (
+    BASE_DIR / "var"
+    if (BASE_DIR / "manage.py").exists()
+    else Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "gangweb"
+)
+VAR_DIR = Path(os.environ.get("GANGWEB_VAR_DIR", _DEFAULT_VAR_DIR))
 
 
 # pytest imports settings before any test code can set variables; tests still get a key (their own).
@@ -35,6 +44,9 @@ RUNNING_TESTS = "pytest" in sys.modules
 DEBUG = env_bool("DEBUG", False)
 KUBECONFIG = os.environ.get("KUBECONFIG", "")
 IN_CLUSTER = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+# `manage.py gang plan|replay`, `bench engine` (gangweb/offline.py): they serve nothing, so the guards below
+# that protect a running service do not stop them, and they get no database.
+OFFLINE = offline_command(sys.argv)
 
 
 def production_parts() -> list[str]:
@@ -52,7 +64,7 @@ def production_parts() -> list[str]:
 # cannot switch it on beside a production part (GANGWEB_DEMO=0 switches it off anywhere).
 PRODUCTION_PARTS = production_parts()
 DEMO = env_bool("GANGWEB_DEMO", not PRODUCTION_PARTS)
-if DEMO and PRODUCTION_PARTS:
+if DEMO and PRODUCTION_PARTS and not OFFLINE:
     raise ImproperlyConfigured(
         f"GANGWEB_DEMO=1 cannot run beside {', '.join(PRODUCTION_PARTS)}: the demo lets anyone read the "
         "dashboard and the API without a login. Unset GANGWEB_DEMO (and set SECRET_KEY), or unset those to "
@@ -65,8 +77,8 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if DEMO:
         SECRET_KEY = DEMO_SECRET_KEY
-    elif RUNNING_TESTS:
-        # A test process beside real services: a key of its own, never the public one.
+    elif RUNNING_TESTS or OFFLINE:
+        # A test process beside real services, or an offline command: a key of its own, never the public one.
         SECRET_KEY = secrets.token_urlsafe(50)
     else:
         why = f"{', '.join(PRODUCTION_PARTS)} set" if PRODUCTION_PARTS else "not the demo"
@@ -122,7 +134,8 @@ ASGI_APPLICATION = "gangweb.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Before the apps' own, so gangweb/templates/drf_spectacular/ overrides drf-spectacular's pages.
+        "DIRS": [PACKAGE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -136,7 +149,9 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
-if DATABASE_URL:
+if OFFLINE:
+    DATABASES: dict = {}  # Django's dummy backend: a query would fail loudly, and nothing is created
+elif DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # /readyz must answer quickly when the database is unreachable.
@@ -266,6 +281,8 @@ GANGWEB_ENSURE_INTERVAL_SECONDS = env_int("GANGWEB_ENSURE_INTERVAL_SECONDS", 5)
 GANGWEB_RESERVATION_SECONDS = env_int("GANGWEB_RESERVATION_SECONDS", 120)
 # Celery workers serve their own /metrics here when set (see docs/pipeline.md, "Metrics").
 GANGWEB_WORKER_METRICS_PORT = env_int("GANGWEB_WORKER_METRICS_PORT", 0)
+# The web process serves its /metrics here when set, never on the dashboard's port (gangweb/metrics.py); 0 = off.
+GANGWEB_WEB_METRICS_PORT = env_int("GANGWEB_WEB_METRICS_PORT", 0)
 CELERY_BEAT_SCHEDULE = {
     "detect-unschedulable-gangs": {
         "task": "scheduler.detect_unschedulable_gangs",
@@ -295,7 +312,7 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# gangweb/static/ is found as the gangweb app's static directory (no STATICFILES_DIRS).
 STATIC_ROOT = VAR_DIR / "staticfiles"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"

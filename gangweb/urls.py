@@ -14,7 +14,7 @@ from django.http import Http404
 from django.urls import include, path
 
 from admission import urls as admission_urls
-from gangweb import health, metrics
+from gangweb import health
 from gangweb.access import views as access_views
 from gangweb.api.v1 import problems
 
@@ -43,7 +43,6 @@ admission_paths = [
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
-    path("metrics", metrics.metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("login/", access_views.SignInView.as_view(), name="login"),
     path("logout/", access_views.SignOutView.as_view(), name="logout"),

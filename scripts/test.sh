@@ -15,12 +15,19 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -
     || echo "warning: could not install chromium; browser tests will report it" >&2
 fi
 
-# tests/deploy render deploy/ with kubectl's kustomize and run kubectl against the API test server: Debian's
-# kubectl package carries both; install it when we may, as for Chromium.
-if ! command -v kubectl >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  echo "==> installing Debian's kubectl for the deploy tests"
-  (apt-get install -y -q kubectl >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q kubectl >/dev/null 2>&1; }) \
-    || echo "warning: could not install kubectl; tests/deploy will report it" >&2
+# tests/realcluster and tests/deploy run a real control plane (hack/cluster): build its binaries now, once
+# (cached outside the repository; the first build takes long, docs/kube.md says how long), so the run
+# shows the progress. A failed build does not stop the suite: the tests that need the cluster fail and say why.
+echo "==> real cluster binaries (hack/cluster; cached after the first build)"
+.venv/bin/python hack/cluster/cluster.py build >/dev/null \
+  || echo "warning: hack/cluster build failed; the real-cluster tests will fail and say why" >&2
+
+# tests/deploy/test_monitoring.py checks and unit-tests the alerts with promtool: Debian's prometheus package
+# carries it; install it when we may, as for Chromium.
+if ! command -v promtool >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "==> installing Debian's prometheus (promtool) for the monitoring tests"
+  (apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1; }) \
+    || echo "warning: could not install prometheus; tests/deploy/test_monitoring.py will report it" >&2
 fi
 
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gangweb}"

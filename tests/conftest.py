@@ -7,11 +7,13 @@ skips the Redis tests with a reason.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -244,3 +246,51 @@ def own_redis(tmp_path):
     server = OwnRedis(tmp_path).start()
     yield server
     server.stop()
+
+
+@dataclass(frozen=True)
+class RealCluster:
+    """A running control plane of hack/cluster (docs/kube.md): its kubeconfig, API URL and kubectl."""
+
+    kubeconfig: Path
+    server: str
+    kubectl: str
+    state: Path
+
+    def run(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        """``kubectl <args>`` against this cluster; a failure says what kubectl said."""
+        done = subprocess.run(
+            [self.kubectl, f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if check and done.returncode != 0:
+            pytest.fail(f"kubectl {' '.join(args)} failed ({done.returncode}):\n{done.stderr}{done.stdout}")
+        return done
+
+
+CLUSTER_SCRIPT = ROOT / "hack" / "cluster" / "cluster.py"
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory) -> RealCluster:
+    """A real Kubernetes control plane with KWOK nodes, started by `make cluster`'s own script. A cluster
+    that cannot be built or started fails the test with the script's words: these tests are never skipped."""
+    state = tmp_path_factory.mktemp("cluster")
+    script = [sys.executable, str(CLUSTER_SCRIPT)]
+    done = subprocess.run([*script, "up", "--state", str(state)], capture_output=True, text=True)
+    last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
+    if done.returncode != 0 or not last or not last[0].startswith("KUBECONFIG="):
+        pytest.fail(
+            f"hack/cluster/cluster.py up failed ({done.returncode}):\n{done.stderr[-6000:]}{done.stdout[-2000:]}",
+            pytrace=False,
+        )
+    kubeconfig = Path(last[0].removeprefix("KUBECONFIG="))
+    bins = subprocess.run([*script, "bin"], capture_output=True, text=True, check=True).stdout.strip()
+    server = json.loads((state / "cluster.json").read_text())["server"]
+    try:
+        yield RealCluster(kubeconfig, server, str(Path(bins) / "kubectl"), state)
+    finally:
+        subprocess.run([*script, "down", "--state", str(state)], capture_output=True, text=True, timeout=120)

@@ -1,6 +1,6 @@
 """The dashboard's pages (server-side shells) and the JSON they fetch, all cut to the reader's scope.
 
-Each page renders its frame and a first copy of its data; ``static/dashboard/<page>.js`` fetches the
+Each page renders its frame and a first copy of its data; ``gangweb/static/dashboard/<page>.js`` fetches the
 JSON endpoints in ``data_urls`` (``gangweb/dashboard/urls.py``) and follows the live stream. The data
 functions live in ``gangweb/dashboard/queries/`` so the API v1 can serve the same answers.
 """

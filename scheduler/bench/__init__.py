@@ -12,15 +12,6 @@ status). The webhook's, the API's and the demo's benchmarks have the same shape 
 
 from __future__ import annotations
 
-import argparse
+from scheduler.argtypes import at_least_one
 
-
-def at_least_one(text: str) -> int:
-    """An argparse ``type``: a whole number of at least 1 (sizes, counts, repeats)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+__all__ = ["at_least_one"]

@@ -1,46 +1,83 @@
 """Prometheus metrics of the preemption pipeline.
 
 Named after kube-scheduler's ``scheduler_podgroup_preemption_*`` family so dashboards built for one
-read naturally for the other. They register in the default registry that ``/metrics`` serves.
+read naturally for the other. They register in the worker's own registry (``REGISTRY``), which
+``serve_worker_metrics`` serves: one registry per process role.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+)
 
 if TYPE_CHECKING:
     from scheduler.preemption.models import Plan
+
+REGISTRY = CollectorRegistry()
 
 ATTEMPTS = Counter(
     "gangweb_podgroup_preemption_attempts_total",
     "Preemption requests that finished, by result (succeeded, failed, infeasible, superseded).",
     ["result"],
+    registry=REGISTRY,
 )
 PLAN_DURATION = Histogram(
     "gangweb_podgroup_preemption_plan_duration_seconds",
     "Time to compute a preemption plan for one pod group (engine, all domains).",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    registry=REGISTRY,
 )
 VICTIMS = Histogram(
     "gangweb_podgroup_preemption_victims",
     "Victim units chosen by a feasible plan.",
     buckets=(0, 1, 2, 4, 8, 16, 32, 64, 128, 256),
+    registry=REGISTRY,
 )
 EVICTED_GPUS = Counter(
     "gangweb_podgroup_preemption_evicted_gpus_total",
     "GPUs freed by evictions gangweb carried out.",
+    registry=REGISTRY,
 )
 LOST_GPU_SECONDS = Counter(
     "gangweb_podgroup_preemption_lost_gpu_seconds_total",
     "GPU-seconds of work the victims of executed plans had done (lost unless they checkpointed).",
+    registry=REGISTRY,
 )
 EVICTIONS = Counter(
     "gangweb_podgroup_preemption_evictions_total",
     "Eviction API calls by kind (dry_run, evict) and HTTP code.",
     ["kind", "code"],
+    registry=REGISTRY,
 )
+
+
+for _collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+    REGISTRY.register(_collector)
+
+
+# The shared directory holds every family a worker process created, the web's too (the worker imports its
+# modules): the worker serves only the pipeline's.
+_PIPELINE_FAMILIES = frozenset(
+    family.name
+    for metric in (ATTEMPTS, PLAN_DURATION, VICTIMS, EVICTED_GPUS, LOST_GPU_SECONDS, EVICTIONS)
+    for family in metric.describe()
+)
+
+
+class _Only:
+    def __init__(self, collector, names: frozenset[str]) -> None:
+        self.collector, self.names = collector, names
+
+    def collect(self):
+        return [family for family in self.collector.collect() if family.name in self.names]
 
 
 def observe_plan(plan: Plan, planning_seconds: float) -> None:
@@ -61,14 +98,15 @@ def serve_worker_metrics(port: int) -> None:
     import logging
     import os
 
-    from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
+    from prometheus_client import start_http_server
 
     registry = REGISTRY
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
+        registry.register(_Only(multiprocess.MultiProcessCollector(None), _PIPELINE_FAMILIES))
+        registry.register(PROCESS_COLLECTOR)
     else:
         logging.getLogger(__name__).warning(
             "PROMETHEUS_MULTIPROC_DIR is not set: samples of prefork pool processes will be missing"

@@ -7,9 +7,9 @@ import threading
 import time
 
 import pytest
-from prometheus_client import REGISTRY
 
 from admission.handler import MUTATE, VALIDATE, Webhook
+from admission.metrics import REGISTRY
 from admission.policy import AdmissionPolicy
 from admission.recorder import EVENT_TYPE, DecisionRecorder, PublishRefused
 from tests.admission.support import load_pod, review_bytes

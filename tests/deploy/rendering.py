@@ -1,9 +1,10 @@
 """deploy/ as an operator renders it: a copy of the tree with the files the docs say to make first (the
 self-signed certificates from ``manage.py webhook certs``, the quickstart's ``secrets.env`` from its script),
-built by kubectl's kustomize."""
+built by the kustomize of hack/cluster's kubectl (the version of the real API server the tests apply it to)."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
@@ -12,22 +13,24 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import CLUSTER_SCRIPT, ROOT
 
 DEPLOY = ROOT / "deploy"
 OVERLAYS = sorted(p.parent.name for p in (DEPLOY / "overlays").glob("*/kustomization.yaml"))
 COMPONENTS = sorted(p.parent.name for p in (DEPLOY / "components").glob("*/kustomization.yaml"))
+# The operator's own kustomizations tests/deploy/conftest.py composes from overlays and components.
+COMPOSED = ("self-signed-mtls", "observe-monitoring")
 NAMESPACE = "gangweb-system"
 PROCESSES = ("webhook", "web", "worker", "beat")  # app.kubernetes.io/name: gangweb-<process>
 
 
+@functools.cache
 def kubectl() -> str:
-    found = shutil.which("kubectl")
-    if not found:
-        pytest.fail(
-            "kubectl is not installed: `apt-get install -y kubectl` (scripts/test.sh does it as root)"
-        )
-    return found
+    """hack/cluster's kubectl: the real API server's own version, built (once, then cached) when missing."""
+    done = subprocess.run([sys.executable, str(CLUSTER_SCRIPT), "build"], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(f"hack/cluster/cluster.py build failed, so there is no kubectl:\n{done.stderr[-4000:]}")
+    return str(Path(done.stdout.strip().splitlines()[-1]) / "kubectl")
 
 
 def prepare(target: Path) -> Path:

@@ -65,8 +65,6 @@ def test_it_copies_what_exists_and_leaves_the_test_tooling_out():
         "gangweb",
         "scheduler",
         "admission",
-        "templates",
-        "static",
         "manage.py",
         "constraints.txt",
     } <= copied

@@ -2,10 +2,8 @@
 get <the snapshot contract's kinds> -A -o yaml`) writes a file that `gang plan` reads and plans exactly as
 from the server's own objects.
 
-Not here: `kubectl apply --dry-run=server|client -k deploy/...`. Both need the API server's discovery of every
-kind applied (apps/v1, RBAC, networking, admissionregistration, cert-manager), which the test server does not
-serve (it serves what gangweb reads and writes); the rendered objects are checked against the 1.37 schemas
-instead (test_manifests.py)."""
+`kubectl apply --dry-run=server -k deploy/...` and real applies run against a real kube-apiserver instead
+(test_real_server.py): the test server serves what gangweb reads and writes, not every kind deploy/ holds."""
 
 from __future__ import annotations
 

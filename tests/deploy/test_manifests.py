@@ -10,6 +10,7 @@ from kubernetes_validate import utils as kube_validate
 
 from tests.deploy.rendering import (
     COMPONENTS,
+    COMPOSED,
     DEPLOY,
     NAMESPACE,
     OVERLAYS,
@@ -21,8 +22,9 @@ from tests.deploy.rendering import (
     workloads,
 )
 
-ALL = [*OVERLAYS, "self-signed-mtls"]
+ALL = [*OVERLAYS, *COMPOSED]
 CERT_MANAGER_KINDS = {"Issuer", "Certificate"}
+MONITORING_KINDS = {"PodMonitor", "PrometheusRule"}  # the Prometheus Operator's
 
 
 def check_cert_manager_shape(obj: dict) -> None:
@@ -62,6 +64,8 @@ def test_every_object_passes_the_kubernetes_1_37_schema_strictly(rendered, overl
     for obj in objects:
         if obj["kind"] in CERT_MANAGER_KINDS:
             check_cert_manager_shape(obj)
+        elif obj["kind"] in MONITORING_KINDS:
+            assert obj["apiVersion"] == "monitoring.coreos.com/v1"  # tests/deploy/test_monitoring.py
         else:
             kube_validate.validate(obj, "1.37.0", strict=True)
         if (

@@ -1,6 +1,8 @@
 """RBAC from the code: each process's real code paths run against the Kubernetes API test server, its
 request log is mapped to (apiGroup, resource, verb), and the rules bound to that process's ServiceAccount
-in the rendered deploy/ must allow every call and grant nothing else (but the PENDING calls below).
+in the rendered deploy/ must allow every call and grant nothing else (but the PENDING calls below); the
+real API server's authorizer (`kubectl auth can-i --as=<the ServiceAccount>` against hack/cluster's
+kube-apiserver, with deploy/ applied) must agree.
 
 Scenarios per process (ServiceAccount gangweb-<process>):
 - webhook: the PodGroup list + watch `webhook serve` runs (admission.runtime.podgroup_watch);
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs
 
 import pytest
@@ -44,7 +47,7 @@ from scheduler.preemption.models import PreemptionRequest, RequestState
 from scheduler.preemption.tasks import detect_unschedulable_gangs
 from tests.admission.ensurer.test_end_to_end import GANG_FIXTURES, create_owner, through_the_webhook
 from tests.admission.support import EXPECTED, load_owner, load_pod
-from tests.deploy.rendering import PROCESSES, base_objects, granted, rules_of
+from tests.deploy.rendering import NAMESPACE, PROCESSES, base_objects, granted, rules_of
 from tests.gangweb.access.test_kubernetes import READ_PODGROUPS, binding, cluster_role, drf_request
 from tests.scheduler.preemption.builders import small_cluster
 from tests.scheduler.preemption.test_budgets import FAST, budgeted_cluster, plan_for
@@ -253,7 +256,39 @@ def exercised(environment, settings, monkeypatch) -> dict[str, set[Call]]:
     }
 
 
-def test_each_process_is_granted_exactly_the_calls_its_code_makes(exercised):
+def can_i(real_cluster, process: str, call: Call) -> bool:
+    """``kubectl auth can-i`` as the process's ServiceAccount, cluster-wide (gangweb's bindings are)."""
+    group, resource, verb = call
+    plural, _, subresource = resource.partition("/")
+    args = ["auth", "can-i", verb, f"{plural}.{group}" if group else plural, "--all-namespaces"]
+    args += [f"--as=system:serviceaccount:{NAMESPACE}:gangweb-{process}"]
+    args += [f"--subresource={subresource}"] if subresource else []
+    done = real_cluster.run(*args, check=False)
+    answer = done.stdout.strip().splitlines()[-1:] or [""]
+    assert answer[0] in ("yes", "no"), f"kubectl {' '.join(args)}: {done.stderr}"
+    return answer[0] == "yes"
+
+
+def real_authorizer_problems(real_cluster, exercised: dict[str, set[Call]]) -> list[str]:
+    """What the real API server's RBAC authorizer decides otherwise than the code needs: a call a process
+    makes that it may not, or a call only another process makes that it may."""
+    questions = []
+    for process in PROCESSES:
+        others = set().union(*(exercised[p] for p in PROCESSES if p != process)) - exercised[process]
+        questions += [(process, call, True) for call in sorted(exercised[process])]
+        questions += [(process, call, False) for call in sorted(others)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda q: can_i(real_cluster, q[0], q[1]), questions))
+    return [
+        f"gangweb-{process} {'may not' if expected else 'may'} {call} on the real API server"
+        for (process, call, expected), answer in zip(questions, answers, strict=True)
+        if answer != expected
+    ]
+
+
+def test_each_process_is_granted_exactly_the_calls_its_code_makes(
+    exercised, real_cluster, deployed, owner_crds
+):
     objects = base_objects()
     problems = []
     for process in PROCESSES:
@@ -269,6 +304,7 @@ def test_each_process_is_granted_exactly_the_calls_its_code_makes(exercised):
             problems.append(
                 f"PENDING[{process!r}] lists calls deploy/base/rbac.yaml does not grant: {ungranted}"
             )
+    problems += real_authorizer_problems(real_cluster, exercised)
     assert not problems, "\n".join(problems)
     # The scenarios did reach the calls that matter (a scenario that silently did nothing would pass above).
     assert {("scheduling.k8s.io", "podgroups", "watch")} <= exercised["webhook"]

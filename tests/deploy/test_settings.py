@@ -29,6 +29,9 @@ LEFT_OUT = {
     "GANGWEB_DEMO_SCENE_SECONDS": "`manage.py demo` only (when its scripted preemption scene starts)",
     "GANGWEB_ADMIN_PASSWORD": "`manage.py demo` only (its own SQLite); create users with `manage.py createsuperuser`",
     "GANGWEB_SNAPSHOT_MAX_BYTES": "`gang plan` on the command line only; its default (256 MiB) holds 50,000 nodes",
+    "XDG_DATA_HOME": "an installed package's default GANGWEB_VAR_DIR outside a checkout; deploy/ sets GANGWEB_VAR_DIR",
+    "GANGWEB_SERVER": "`kubectl gangweb` on the user's machine: gangweb's URL (docs/cli.md)",
+    "GANGWEB_TOKEN": "`kubectl gangweb` on the user's machine: a token instead of the kubeconfig's",
     "GANGWEB_REPLAY_DIR": "`gang replay --plots` output for the /replay/ page; its default under GANGWEB_VAR_DIR is empty",
 }
 SECRET_KEYS = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"}

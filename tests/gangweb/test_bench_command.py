@@ -49,7 +49,7 @@ def test_one_help_lists_every_benchmark():
     assert "formerly `gang bench`" in listing and "formerly `webhook bench`" in listing
 
 
-# Each benchmark keeps the options it had under its old command name, and --json.
+# Each benchmark keeps the options it had under its old command name, and --json; -o/--output beside it.
 FLAGS = {
     "engine": {"--nodes", "--repeats", "--policy", "--seed", "--devices", "--quality", "--json"},
     "webhook": {"--connections", "--duration", "--slice", "--warmup", "--workers", "--clients", "--json"},
@@ -66,7 +66,7 @@ FLAGS = {
 def test_each_benchmark_keeps_its_flags(name):
     _, choices = subparsers()
     flags = {flag for action in choices[name]._actions for flag in action.option_strings} - {"-h", "--help"}
-    assert flags == FLAGS[name]
+    assert flags == FLAGS[name] | {"-o", "--output"}
     assert choices[name].prog == f"manage.py bench {name}"
 
 

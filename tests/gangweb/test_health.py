@@ -7,7 +7,7 @@ import os
 import httpx
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import free_port, wait_for_port
 
 
 def test_healthz_answers_without_touching_any_service(client):
@@ -54,11 +54,39 @@ def test_readyz_names_the_database_when_it_does_not_answer(asgi_server):
 
 
 def test_metrics_expose_request_latency_by_route(client):
+    from prometheus_client import generate_latest
+
+    from gangweb.metrics import REGISTRY
+
     client.get("/healthz")
-    response = client.get("/metrics")
-    assert response.status_code == 200
-    text = response.content.decode()
+    text = generate_latest(REGISTRY).decode()
     assert 'gangweb_http_request_duration_seconds_count{method="GET",route="healthz",status="200"}' in text
+
+
+@pytest.mark.django_db
+def test_the_web_serves_its_own_metrics_on_their_own_port_and_not_on_the_dashboards(asgi_server):
+    from django.db import connection
+
+    db = connection.settings_dict  # the test database, migrated
+    assert db["ENGINE"].endswith("postgresql"), "needs DATABASE_URL (PostgreSQL)"
+    metrics_port = free_port()
+    base = asgi_server(
+        env={
+            "GANGWEB_WEB_METRICS_PORT": str(metrics_port),
+            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+            "SECRET_KEY": "test",
+        }
+    )
+    assert httpx.get(f"http://{base}/healthz", timeout=10).status_code == 200
+    assert httpx.get(f"http://{base}/metrics", timeout=10).status_code == 404
+    wait_for_port(metrics_port)
+    text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).text
+    families = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+    assert 'gangweb_http_request_duration_seconds_count{method="GET",route="healthz",status="200"}' in text
+    assert {"gangweb_gpus", "gangweb_approvals_waiting", "gangweb_approvals_oldest_wait_seconds"} <= families
+    assert "gangweb_approvals_waiting 0.0" in text  # read from the ledger (nothing waits in a fresh database)
+    # Only the web's own families: none of the webhook's or the workers'.
+    assert not [f for f in families if f.startswith(("gangweb_admission_", "gangweb_podgroup_preemption_"))]
 
 
 def test_logs_are_json_lines(tmp_path):
@@ -116,14 +144,17 @@ def test_a_websocket_to_an_unknown_path_is_refused_not_a_server_error(asgi_serve
 @pytest.mark.django_db
 @pytest.mark.usefixtures("small_simulation")
 def test_metrics_name_every_route_the_same_way_and_gauge_the_map(client):
+    from prometheus_client import generate_latest
+
     from gangweb.dashboard import live
+    from gangweb.metrics import REGISTRY
 
     live.reset()
     client.get("/")
     client.get("/api/v1/map/")
     client.get("/api/v1/requests/")
     live.refresh()
-    text = client.get("/metrics").content.decode()
+    text = generate_latest(REGISTRY).decode()
     for route in ("dashboard:overview", "api:v1:map", "api:v1:request-list"):
         assert f'route="{route}"' in text, route
     assert 'route="api/requests/$"' not in text

@@ -59,7 +59,7 @@ def publish(redis_url: str, marker: str, namespace: str = "team-a") -> int:
 
 
 class Page:
-    """The page's side of ``ws/live/`` as ``static/dashboard/common.js`` plays it: one socket, opened again
+    """The page's side of ``ws/live/`` as ``gangweb/static/dashboard/common.js`` plays it: one socket, opened again
     whenever it closes (the restart closes it); the epoch and the last number per topic held across
     reconnects and sent when subscribing; a number at or below the last is dropped as seen (a sealed
     position is held as it is); a resync

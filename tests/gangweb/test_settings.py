@@ -193,3 +193,52 @@ def test_bad_values_fail_with_a_message_naming_the_variable(tmp_path, env, messa
     result = load_settings(tmp_path, **env)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def _manage(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in CONTROLLED}
+    clean.update({"GANGWEB_VAR_DIR": str(tmp_path / "var")}, **env)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args],
+        cwd=tmp_path,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+# A shell where kubectl works (KUBECONFIG) and the ledger's database is named but out of reach.
+BESIDE_A_CLUSTER = {
+    "KUBECONFIG": "/nonexistent/kubeconfig",
+    "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
+}
+
+
+def test_gang_plan_on_a_dump_needs_no_secret_key_and_no_database(tmp_path):
+    done = _manage(
+        tmp_path,
+        "gang",
+        "plan",
+        "--snapshot",
+        str(ROOT / "tests/fixtures/engine/two-racks.yaml"),
+        "--podgroup",
+        "ml/train-a",
+        **BESIDE_A_CLUSTER,
+    )
+    assert done.returncode == 0, done.stderr[-800:]
+    assert json.loads(done.stdout)["podGroup"] == "ml/train-a"
+    assert not (tmp_path / "var").exists()  # no SQLite file made either
+
+
+def test_gang_help_and_bench_engine_are_offline_too(tmp_path):
+    assert _manage(tmp_path, "gang", "--help", **BESIDE_A_CLUSTER).returncode == 0
+    done = _manage(tmp_path, "bench", "engine", "--help", **BESIDE_A_CLUSTER)
+    assert done.returncode == 0, done.stderr[-800:]
+
+
+@pytest.mark.parametrize("args", [("access", "list"), ("bench", "api", "--help"), ("migrate",)])
+def test_commands_that_serve_or_store_still_need_a_secret_key(tmp_path, args):
+    done = _manage(tmp_path, *args, **BESIDE_A_CLUSTER)
+    assert done.returncode != 0
+    assert "SECRET_KEY is required" in done.stderr.strip().splitlines()[-1]

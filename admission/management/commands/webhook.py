@@ -17,6 +17,7 @@ from django.core.management import get_commands, load_command_class
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from admission import certs
+from scheduler.argtypes import at_least_one, port
 
 DEFAULT_SERVICE = "gangweb-webhook"
 
@@ -73,8 +74,8 @@ class Command(BaseCommand):
         config_parser.add_argument("--ca-file", type=Path, default=Path("var/webhook-certs") / certs.CA_CERT)
         config_parser.add_argument("--service", default=DEFAULT_SERVICE)
         config_parser.add_argument("--namespace", default=None, help="default: GANGWEB_NAMESPACE")
-        config_parser.add_argument("--port", type=int, default=443, help="the Service port")
-        config_parser.add_argument("--output", choices=("yaml", "json"), default="yaml")
+        config_parser.add_argument("--port", type=port, default=443, help="the Service port")
+        config_parser.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
         config_parser.add_argument(
             "--without-ca-bundle",
             action="store_true",
@@ -93,8 +94,8 @@ class Command(BaseCommand):
         serve_parser.add_argument("--cert", type=Path, help="serving certificate file (default: DIR/tls.crt)")
         serve_parser.add_argument("--key", type=Path, help="its private key file (default: DIR/tls.key)")
         serve_parser.add_argument("--host", default="0.0.0.0")
-        serve_parser.add_argument("--port", type=int, default=8443)
-        serve_parser.add_argument("--workers", type=int, default=1)
+        serve_parser.add_argument("--port", type=port, default=8443)
+        serve_parser.add_argument("--workers", type=at_least_one, default=1)
         serve_parser.add_argument(
             "--bench-echo", action="store_true", help="also serve /bench/echo (benchmark only)"
         )

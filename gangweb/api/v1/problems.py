@@ -7,7 +7,7 @@ from ``exception_handler`` (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``); Django's o
 
 A database that does not answer (``DATABASE_UNAVAILABLE``) is a 503 with ``Retry-After``, not a 500: the
 request was fine and will succeed once PostgreSQL is back. The API says it in this shape, the pages in a
-plain HTML page (``templates/503.html``); either way without touching the database.
+plain HTML page (``gangweb/templates/503.html``); either way without touching the database.
 """
 
 from __future__ import annotations

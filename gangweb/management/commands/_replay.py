@@ -12,6 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
+from scheduler.argtypes import add_output
 from scheduler.replay.report import ReplayConfig, format_table, run_replay
 from scheduler.replay.sim import POLICIES
 from scheduler.replay.trace import TraceError, default_trace_dir
@@ -42,9 +45,8 @@ def replay_arguments(parser) -> None:
         "--gang-load", type=float, default=0.55, help="generated gangs' share of the GPUs (default 0.55)"
     )
     parser.add_argument("--plots", help="write the PNG plots and replay.json to this folder")
-    parser.add_argument(
-        "--json", action="store_true", help="print one JSON object (no table, no progress bar)"
-    )
+    # -o json|yaml: one object, no progress bar (--json: -o json); table and wide are the same table.
+    add_output(parser, default="table")
 
 
 def _config(options, fail) -> ReplayConfig:
@@ -107,7 +109,7 @@ class ProgressBar:
 
 def run_replay_command(options, stdout, fail) -> None:
     config = _config(options, fail)
-    bar = None if options["json"] else ProgressBar(config.policies)
+    bar = ProgressBar(config.policies) if options["output"] in ("table", "wide") else None
     try:
         result = run_replay(config, bar)
     except TraceError as exc:
@@ -125,8 +127,10 @@ def run_replay_command(options, stdout, fail) -> None:
             (folder / REPORT_FILE).write_text(json.dumps(result.report, indent=2) + "\n")
         except OSError as exc:
             fail(f"cannot write plots to {folder}: {exc.strerror or exc}")
-    if options["json"]:
+    if options["output"] == "json":
         stdout.write(json.dumps(result.report))
+    elif options["output"] == "yaml":
+        stdout.write(yaml.safe_dump(result.report, sort_keys=False).rstrip("\n"))
     else:
         stdout.write(format_table(result.report))
         if options["plots"]:

@@ -2,7 +2,7 @@
 
 ``BENCHMARKS`` below names each and the module that implements it (its ``HELP``, ``add_arguments`` and
 ``handle``; ``scheduler/bench/__init__.py`` describes the shape). Each prints a table, or with ``--json``
-one JSON object on stdout (progress, if any, goes to stderr); ``manage.py bench <what> --help`` lists its
+(``-o json``; ``-o yaml`` the same object in YAML) one JSON object on stdout (progress, if any, goes to stderr); ``manage.py bench <what> --help`` lists its
 options. Bad options exit 2 with one line on stderr.
 
 The old spellings ``manage.py gang bench``, ``manage.py webhook bench`` and ``manage.py demo_bench`` are
@@ -12,14 +12,20 @@ aliases: the same parser and code, plus a one-line note on stderr (``run_as_alia
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
+import json
 import os
 import sys
 from types import ModuleType
 
+import yaml
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.utils import OperationalError
+
+from scheduler.argtypes import add_output
 
 # Listing order is the order of ``manage.py bench --help``.
 BENCHMARKS = {
@@ -84,6 +90,8 @@ class Command(BaseCommand):
                 formatter_class=argparse.RawDescriptionHelpFormatter,
             )
             module.add_arguments(sub)
+            # Each benchmark's own --json stays; -o json is the same, -o yaml the same object in YAML.
+            add_output(sub, default="table", json_alias=False)
 
     def run_as_alias(self, argv: list[str], old_spelling: str, benchmark: str, skip: int) -> None:
         """Run ``argv`` (the old spelling's, its options from ``argv[skip:]``) as ``manage.py bench <benchmark>``."""
@@ -115,6 +123,15 @@ class Command(BaseCommand):
             "skip_checks",
         }
         own = argparse.Namespace(**{k: v for k, v in options.items() if k not in django_options})
-        status = benchmark_module(benchmark).handle(own)
+        how = own.__dict__.pop("output")
+        own.json = own.json or how in ("json", "yaml")
+        if how == "yaml":
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                status = benchmark_module(benchmark).handle(own)
+            if not status:
+                sys.stdout.write(yaml.safe_dump(json.loads(printed.getvalue()), sort_keys=False))
+        else:
+            status = benchmark_module(benchmark).handle(own)
         if status:
             raise CommandError(f"bench {benchmark} failed", returncode=status)

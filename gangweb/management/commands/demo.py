@@ -15,6 +15,7 @@ A generated password is kept in ``var/demo-admin-password``, a file that is 0600
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
@@ -34,6 +35,7 @@ from django.db import DatabaseError
 from django.utils.module_loading import autodiscover_modules
 
 from gangweb.dashboard import live
+from scheduler.argtypes import port
 from scheduler.preemption.runtime import get_cluster
 from scheduler.simulation import SimulatedCluster, scene
 
@@ -65,9 +67,9 @@ class _QuietSignalServer(uvicorn.Server):
 def _env_port() -> int:
     raw = os.environ.get("GANGWEB_PORT", "8000")
     try:
-        return int(raw)
-    except ValueError:
-        raise CommandError(f"GANGWEB_PORT must be a port number, got {raw!r}") from None
+        return port(raw)
+    except argparse.ArgumentTypeError as exc:
+        raise CommandError(f"GANGWEB_PORT {exc}", returncode=2) from None
 
 
 def _is_demo_database() -> bool:
@@ -98,13 +100,11 @@ class Command(BaseCommand):
             help="address to listen on (GANGWEB_HOST, default 127.0.0.1)",
         )
         parser.add_argument(
-            "--port", type=int, default=None, help="port to listen on (GANGWEB_PORT, default 8000)"
+            "--port", type=port, default=None, help="port to listen on (GANGWEB_PORT, default 8000)"
         )
 
     def handle(self, *args, host: str, port: int | None, **options):
         port = _env_port() if port is None else port
-        if not 0 < port < 65536:
-            raise CommandError(f"--port must be between 1 and 65535, got {port}")
         try:
             get_cluster()
         except Exception as exc:  # a bad GANGWEB_SIM_* value or an unreachable cluster: say so, once

@@ -11,9 +11,12 @@ import json
 import sys
 from pathlib import Path
 
+import yaml
 from django.core.management import get_commands, load_command_class
 from django.core.management.base import BaseCommand, CommandParser
 
+from gangweb.cli.kubectl_plugin import PLANS, PLANS_WIDE, table
+from scheduler.argtypes import add_output
 from scheduler.engine import POLICIES, SnapshotError, load_snapshot, plan
 from scheduler.engine.policies import DEFAULT_POLICY
 from scheduler.preemption import planning
@@ -44,7 +47,9 @@ class Command(BaseCommand):
             dest="action", required=True, parser_class=_OneLineParser, metavar="{plan,replay,bench}"
         )
         planning = subcommands.add_parser(
-            "plan", help="print the preemption plan for a PodGroup as JSON", called_from_command_line=True
+            "plan",
+            help="print the preemption plan for a PodGroup (JSON; -o yaml|table|wide)",
+            called_from_command_line=True,
         )
         planning.add_argument(
             "--snapshot",
@@ -55,6 +60,7 @@ class Command(BaseCommand):
         planning.add_argument(
             "--policy", default=DEFAULT_POLICY, help=f"one of {', '.join(sorted(POLICIES))}"
         )
+        add_output(planning, default="json", json_alias=False)
         planning.add_argument(
             "--debug",
             action="store_true",
@@ -106,12 +112,21 @@ class Command(BaseCommand):
             self._fail(
                 f"unexpected {type(exc).__name__}: {exc} (an engine bug; rerun with --debug for the traceback)"
             )
-        self.stdout.write(json.dumps(output, indent=2))
+        self.stdout.write(_format_plan(output, options["output"]))
 
     @staticmethod
     def _fail(message: str):
         sys.stderr.write(f"gang: error: {' '.join(message.split())}\n")
         sys.exit(2)
+
+
+def _format_plan(output: dict, how: str) -> str:
+    """The contract's JSON (the default), the same in YAML, or the plan's line as ``kubectl gangweb plan`` prints it."""
+    if how == "json":
+        return json.dumps(output, indent=2)
+    if how == "yaml":
+        return yaml.safe_dump(output, sort_keys=False).rstrip("\n")
+    return table([output], [*PLANS, *PLANS_WIDE] if how == "wide" else PLANS).rstrip("\n")
 
 
 def _run_bench_engine(argv: list[str]) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 
 import pytest
-from prometheus_client import REGISTRY
 
 from scheduler.engine import parse_snapshot
 from scheduler.engine import plan as engine_plan
 from scheduler.preemption import ledger
+from scheduler.preemption.metrics import REGISTRY
 from scheduler.preemption.models import (
     Eviction,
     EvictionState,

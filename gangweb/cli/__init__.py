@@ -1,0 +1,1 @@
+"""Command-line clients of gangweb that need no Django: the kubectl plugin."""

@@ -1,0 +1,157 @@
+"""The real control plane of `make cluster` (hack/cluster, docs/kube.md): Kubernetes' own API server serves
+the 1.37 scheduling APIs gangweb writes, the real kube-scheduler places pods and gangs on KWOK's nodes, and
+gangweb's kube adapter lists and watches it into a snapshot the engine parses."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+
+import jsonpatch
+import pytest
+
+from admission.handler import Webhook
+from admission.labels import MIN_COUNT_ANNOTATION, POD_GROUP_LABEL
+from admission.podgroups import podgroup_for_pod
+from admission.policy import AdmissionPolicy
+from scheduler.engine import parse_snapshot
+from scheduler.kube import KubeCluster
+from tests.admission.support import review_bytes
+
+NODE = "kwok-node-0"  # the node `cluster.py up` starts with (hack/cluster/cluster.py NODE)
+WAIT = "120s"  # a loaded 2-core machine: the scheduler and KWOK each take a moment
+
+
+@pytest.fixture
+def namespace(real_cluster):
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    real_cluster.run("create", "namespace", name)
+    yield name
+    real_cluster.run("delete", "namespace", name, "--wait=false", check=False)
+
+
+def pod(namespace: str, name: str, *, labels: dict | None = None, annotations: dict | None = None) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels or {},
+            "annotations": annotations or {},
+        },
+        "spec": {
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+            ],
+            # KWOK's nodes carry no taint here; the toleration is what a KWOK node usually needs.
+            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    }
+
+
+def through_gangwebs_mutation(obj: dict) -> dict:
+    """The pod as gangweb's webhook would admit it (the JSONPatch of its mutate answer applied)."""
+    answer = json.loads(Webhook(OBSERVE).handle("mutate", review_bytes(obj)).body)["response"]
+    assert answer["allowed"], answer
+    return jsonpatch.apply_patch(obj, json.loads(base64.b64decode(answer["patch"])))
+
+
+def apply(real_cluster, *objects: dict) -> None:
+    real_cluster.run(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    )
+
+
+def wait_running(real_cluster, namespace: str, *names: str) -> list[dict]:
+    for name in names:
+        real_cluster.run(
+            "wait",
+            "-n",
+            namespace,
+            f"pod/{name}",
+            "--for=jsonpath={.status.phase}=Running",
+            f"--timeout={WAIT}",
+        )
+    return [
+        json.loads(real_cluster.run("get", "-n", namespace, "pod", n, "-o", "json").stdout) for n in names
+    ]
+
+
+def test_the_api_server_serves_the_1_37_scheduling_apis(real_cluster):
+    served = real_cluster.run("api-resources", "--api-group=scheduling.k8s.io", "-o", "wide").stdout
+    rows = {line.split()[0]: line for line in served.splitlines()[1:]}
+    assert "scheduling.k8s.io/v1beta1" in rows["podgroups"], served
+    assert "scheduling.k8s.io/v1beta1" in rows["workloads"], served
+    assert "scheduling.k8s.io/v1alpha3" in rows["compositepodgroups"], served
+    version = json.loads(real_cluster.run("version", "-o", "json").stdout)
+    assert version["serverVersion"]["gitVersion"].startswith("v1.37."), version
+    assert version["clientVersion"]["gitVersion"] == version["serverVersion"]["gitVersion"], version
+
+
+def test_a_kwok_node_is_ready_and_a_plain_pod_runs_on_it(real_cluster, namespace):
+    node = json.loads(real_cluster.run("get", "node", NODE, "-o", "json").stdout)
+    assert {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"] == "True"
+    apply(real_cluster, pod(namespace, "plain"))
+    (running,) = wait_running(real_cluster, namespace, "plain")
+    assert running["spec"]["nodeName"] == NODE  # bound by kube-scheduler: the pod named no node
+    scheduled = {c["type"]: c["status"] for c in running["status"]["conditions"]}
+    assert scheduled["PodScheduled"] == "True" and scheduled["Ready"] == "True"
+
+
+# observe mode: kube-scheduler preempts for the gang itself. In enforce mode gangweb writes
+# preemptionPolicy Never on the PodGroup, which the real Priority admission plugin refuses unless the
+# gang's PriorityClass says Never too (docs/kube.md, "Where the API test server disagrees").
+OBSERVE = AdmissionPolicy(mode_for=lambda namespace: "observe")
+
+
+def test_gangwebs_podgroup_and_gang_are_accepted_and_scheduled_together(real_cluster, namespace):
+    labels = {POD_GROUP_LABEL: "trainer"}
+    members = [
+        through_gangwebs_mutation(
+            pod(namespace, f"trainer-{i}", labels=labels, annotations={MIN_COUNT_ANNOTATION: "3"})
+        )
+        for i in range(3)
+    ]
+    assert all(m["spec"]["schedulingGroup"] == {"podGroupName": "trainer"} for m in members), members[0][
+        "spec"
+    ]
+    group = podgroup_for_pod(members[0], OBSERVE)
+    apply(real_cluster, group)
+    stored = json.loads(
+        real_cluster.run(
+            "get", "-n", namespace, "podgroups.v1beta1.scheduling.k8s.io", "trainer", "-o", "json"
+        ).stdout
+    )
+    assert stored["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+    assert stored["spec"]["disruptionMode"] == group["spec"]["disruptionMode"]
+    assert stored["spec"]["preemptionPolicy"] == "PreemptLowerPriority"  # from the default PriorityClass
+    assert stored["spec"]["priority"] == 0
+    apply(real_cluster, *members)
+    running = wait_running(real_cluster, namespace, *(m["metadata"]["name"] for m in members))
+    assert all(p["spec"]["schedulingGroup"] == {"podGroupName": "trainer"} for p in running)
+    assert {p["spec"]["nodeName"] for p in running} <= {NODE}
+
+
+def test_the_kube_adapter_lists_and_watches_the_real_server(real_cluster, namespace):
+    apply(real_cluster, pod(namespace, "before"))
+    cluster = KubeCluster.from_kubeconfig(real_cluster.kubeconfig, timeout=(5.0, 30.0), watch_timeout=30)
+    cluster.start(timeout=60)
+    try:
+        listed = cluster.snapshot_objects()
+        kinds = {o["kind"] for o in listed}
+        assert {"Node", "Pod"} <= kinds, kinds
+        apply(real_cluster, pod(namespace, "after"))  # only a watch can bring this one
+        assert cluster.wait_for(
+            lambda objects: any(
+                o["kind"] == "Pod" and o["metadata"]["name"] == "after" and o["spec"].get("nodeName") == NODE
+                for o in objects
+            ),
+            timeout=120,
+        ), "the adapter's watch never saw the pod scheduled"
+        snapshot = parse_snapshot(cluster.snapshot_objects())
+    finally:
+        cluster.close()
+    assert NODE in snapshot.node_index
+    assert f"{namespace}/after" in snapshot.pod_index
