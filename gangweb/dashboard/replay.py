@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
 from scheduler.replay.workload import TIERS
+
+logger = logging.getLogger(__name__)
 
 TIER_NAMES = tuple(name for name, _, _ in TIERS)
 
@@ -28,14 +31,20 @@ def latest() -> dict[str, Any]:
     """The template's context: the report's rows and plots, or a note saying how to make one."""
     folder = _folder()
     path = folder / REPORT_FILE
-    command = f"python manage.py gang replay --hours 24 --plots {folder}"
+    # The setting's name, not the server's folder: a reader of the page has no business with its paths.
+    command = "python manage.py gang replay --hours 24 --plots $GANGWEB_REPLAY_DIR"
     try:
         report = json.loads(path.read_text())
         policies = report["policies"]
     except FileNotFoundError:
-        return {"report": None, "note": f"No replay yet. Run `{command}`.", "command": command}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return {"report": None, "note": f"cannot read {path}: {exc}", "command": command}
+        return {"report": None, "note": "No replay yet.", "command": command}
+    except (OSError, ValueError, KeyError, TypeError):
+        logger.exception("cannot read the latest replay %s", path)
+        return {
+            "report": None,
+            "note": "The latest replay cannot be read (the server's log says why).",
+            "command": command,
+        }
     rows = []
     for name, p in policies.items():
         rows.append(

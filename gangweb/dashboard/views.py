@@ -18,6 +18,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from gangweb.access.scope import Scope
+from gangweb.api.v1.queries import cluster
 from gangweb.dashboard import live, replay, scoping
 from gangweb.dashboard.queries import overview, whatif
 from scheduler.engine import DUMP_COMMAND
@@ -92,10 +93,12 @@ def gangs_page(request, scope):
 
 @page("dashboard/gang.html", "Gang", "gangs")
 def gang_page(request, scope, namespace: str, name: str):
+    # A gang the cluster no longer has keeps its history; the page does not offer its members or a plan.
     return {
         "namespace": namespace,
         "name": name,
         "visible": scope.sees(namespace),
+        "present": cluster.podgroup(scope, namespace, name) is not None,
         "can_operate": scope.may("approve", namespace),
     }
 
@@ -115,14 +118,13 @@ def decisions_page(request, scope):
     return {}
 
 
-def replay_page(request: HttpRequest) -> HttpResponse:
+@page("dashboard/replay.html", "Trace replay", "replay")
+def replay_page(request, scope):
     """The latest trace replay (``gang replay --plots $GANGWEB_REPLAY_DIR``): its table and plots.
 
     A simulation of a synthetic workload on the trace's cluster: no tenant's objects, so every reader sees it.
     """
-    if not reader(request).authenticated:
-        return redirect_to_login(request.get_full_path())
-    return render(request, "dashboard/replay.html", replay.latest())
+    return replay.latest()
 
 
 def replay_plot(request: HttpRequest, name: str) -> HttpResponse:

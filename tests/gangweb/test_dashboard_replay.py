@@ -53,7 +53,10 @@ def test_without_a_replay_the_page_says_how_to_make_one(admin_client, settings, 
     settings.DEMO = False
     settings.GANGWEB_REPLAY_DIR = tmp_path / "none-yet"
     html = admin_client.get("/replay/").content.decode()
-    assert "No replay yet" in html and f"gang replay --hours 24 --plots {tmp_path / 'none-yet'}" in html
+    assert "No replay yet" in html and "gang replay --hours 24 --plots $GANGWEB_REPLAY_DIR" in html
+    # the dashboard's header and nav, the page's own link current; no server path, no literal backticks
+    assert '<a href="/replay/" aria-current="page">Replay</a>' in html and 'id="theme-toggle"' in html
+    assert str(tmp_path) not in html and "`" not in html.split("<main", 1)[1]
 
 
 def test_the_page_needs_a_login_outside_the_demo(client, settings, replay_dir):

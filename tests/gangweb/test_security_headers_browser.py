@@ -35,7 +35,7 @@ PAGES = {
     "/preemptions/": "#conn[data-state='live']",
     "/what-if/": "#conn[data-state='live']",
     "/decisions/": "#conn[data-state='live']",
-    "/replay/": "main.replay h1",
+    "/replay/": "main .replay h1",
     "/admin/": "#content h1",
     "/admin/auth/user/": "#result_list",
     "/api/docs/": ".swagger-ui .information-container .title",

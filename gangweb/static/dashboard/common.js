@@ -6,16 +6,17 @@
   const urls = JSON.parse(document.getElementById("data-urls").textContent);
   const $ = (id) => document.getElementById(id);
 
+  // An element; its text a string, or a list of strings and elements (a <time> from words.when).
   function el(tag, className, text) {
     const e = document.createElement(tag);
     if (className) e.className = className;
-    if (text !== undefined && text !== null) e.textContent = text;
+    if (Array.isArray(text)) e.append(...text.filter((x) => x !== null && x !== undefined && x !== ""));
+    else if (text !== undefined && text !== null) e.textContent = text;
     return e;
   }
 
-  function plural(n, word, many) {
-    return `${n} ${n === 1 ? word : many || word + "s"}`;
-  }
+  const words = window.gangwebWords;
+  const { plural, clock } = words;
 
   function duration(seconds) {
     seconds = Math.max(0, Math.round(seconds));
@@ -24,20 +25,37 @@
     return m < 60 ? `${m}m` : `${Math.floor(m / 60)}h ${m % 60}m`;
   }
 
-  function clock(iso) {
-    if (!iso) return "";
-    const d = typeof iso === "number" ? new Date(iso * 1000) : new Date(iso);
-    return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-  }
-
   // gangweb's verdict on a gang (v1's `verdict`): "#12 infeasible, next try 08:29: <reason>". Only a
   // failed or infeasible request is retried; after any other the retry time is only when another may open.
   function verdictText(v) {
     if (!v) return "no request";
     const retried = v.state === "infeasible" || v.state === "failed";
     const next = retried && v.retryAt ? `, next try ${clock(v.retryAt)}` : "";
-    return `#${v.request} ${v.state}${next}${v.reason ? ": " + v.reason : ""}`;
+    return `#${v.request} ${words.state(v.state)}${next}${v.reason ? ": " + v.reason : ""}`;
   }
+
+  // The gangs a preemption evicted, named where the reader sees their namespace (the API names the
+  // others "(other namespace)"; docs/design.md "Scope"): only how many of those.
+  function victimList(victims) {
+    const named = (victims || []).filter((v) => v !== "(other namespace)");
+    const others = (victims || []).length - named.length;
+    const ul = el("ul", "victims");
+    for (const v of named) {
+      const [namespace, name] = v.split("/");
+      const a = el("a", "gang-link", v);
+      a.href = gangUrl(namespace, name);
+      ul.append(el("li", "", [a]));
+    }
+    if (others) ul.append(el("li", "hint", `${plural(others, "gang")} of other namespaces`));
+    return ul;
+  }
+
+  // uPlot hooks: with no cursor on the chart, its legend says the latest values, not "--".
+  function latest(u) {
+    const n = u.data[0].length;
+    if (n && u.cursor.idx == null) u.setLegend({ idx: n - 1 });
+  }
+  const chartHooks = { ready: [latest], setData: [latest], setCursor: [latest] };
 
   function csrf() {
     const input = document.querySelector("input[name=csrfmiddlewaretoken]");
@@ -237,7 +255,8 @@
   }
 
   window.gangweb = {
-    urls, $, el, plural, duration, clock, verdictText, getJSON, postForm, gangUrl, gangColour, live,
+    urls, $, el, plural, duration, clock, when: words.when, timesIn: words.timesIn, state: words.state, gangState: words.gangState,
+    words, chartHooks, victimList, verdictText, getJSON, postForm, gangUrl, gangColour, live,
     showApprovals, formToURL, urlToForm, onTheme: (f) => themeListeners.push(f),
   };
   window.gangwebUpdates = 0;

@@ -28,7 +28,7 @@
       const tr = el("tr", r.outcome);
       const cells = [
         ["Webhook", r.webhook], ["Outcome", r.outcome], ["Gang", r.podGroup || r.namespace],
-        ["Reason", r.reason], ["Pods", `${r.count} (${r.pods.join(", ")}${r.count > r.pods.length ? ", …" : ""})`], ["Latest", g.clock(r.latest)],
+        ["Reason", r.reason], ["Pods", `${r.count} (${r.pods.join(", ")}${r.count > r.pods.length ? ", …" : ""})`], ["Latest", [g.when(r.latest)]],
       ];
       for (const [label, text] of cells) {
         const td = el("td", label === "Outcome" ? `state ${r.outcome === "denied" ? "failed" : "succeeded"}` : "", text);

@@ -15,8 +15,9 @@
     if (!rows.length) ul.append(el("li", "empty", "none"));
   }
 
-  const STATES = { "running-partly": "partly placed", pending: "waiting", short: "short of minCount", empty: "no pods yet", invalid: "unreadable" };
   const canOperate = root.dataset.canOperate === "true";
+  // The server's word on whether the cluster has the gang: a gone one is not asked for (no 404).
+  let present = root.dataset.present === "true";
 
   // Admission decisions alike counted together (as /decisions/ groups them): webhook and outcome, and
   // a denial's reason; denials first, else newest first.
@@ -48,12 +49,15 @@
   async function load() {
     let r = null;
     try {
-      r = await g.getJSON(url);
+      r = present ? await g.getJSON(url) : null;
     } catch (err) {
       if (err.status !== 404) throw err;
+      present = false;
     }
     $("missing").hidden = !!r;
-    $("state").textContent = r ? STATES[r.state] || r.state : "gone";
+    // A gone gang has no members, conditions or plan to ask for: those panels are not shown.
+    for (const e of root.querySelectorAll("[data-present-only]")) e.hidden = !r;
+    $("state").textContent = r ? g.gangState(r.state) : "gone";
     $("state").className = `state ${r ? r.state : ""}`;
     const facts = $("facts");
     facts.replaceChildren();
@@ -64,10 +68,10 @@
         g.getJSON(g.urls.requests, { podgroup: key, limit: 50 }),
         g.getJSON(g.urls.evictions, { unit: key, limit: 50 }),
       ]);
-      add("gangweb", requests.results.length ? `request #${requests.results[0].id} ${requests.results[0].state}` : "no request");
+      add("gangweb", requests.results.length ? `request #${requests.results[0].id} ${g.state(requests.results[0].state)}` : "no request");
       for (const id of ["members", "conditions", "decisions"]) $(id).replaceChildren();
-      list("as-preemptor", requests.results, (x) => `#${x.id} ${x.state} ${g.clock(x.createdAt)}${x.reason ? ": " + x.reason : ""}`);
-      list("as-victim", evicted.results, (x) => `${g.clock(x.createdAt)} ${x.pod} ${x.state} (${g.plural(x.gpus, "GPU")}), request #${x.request}`);
+      await preemptorList(requests.results);
+      list("as-victim", evicted.results, (x) => [g.when(x.createdAt), ` ${x.pod} ${g.state(x.state)} (${g.plural(x.gpus, "GPU")}), request #${x.request}`]);
       showApproval(null);
       return;
     }
@@ -88,10 +92,29 @@
       body.append(tr);
     }
     list("conditions", folded(r.conditions), (c) => `${c.text}${c.count > 1 ? ` (× ${c.count})` : ""}`);
-    list("as-preemptor", r.asPreemptor, (x) => `#${x.id} ${x.state} ${g.clock(x.createdAt)}${x.reason ? ": " + x.reason : ""}`);
-    list("as-victim", r.preemptedBy, (x) => `${g.clock(x.at)} for ${x.otherNamespace ? "a gang of another namespace" : `${x.namespace}/${x.name}`}: evicted ${g.plural(x.evictedPods, "pod")} of ${x.pods} (${g.plural(x.gpus, "GPU")}), request #${x.request} ${x.state}`);
+    await preemptorList(r.asPreemptor);
+    list("as-victim", r.preemptedBy, (x) => [g.when(x.at), ` for ${x.otherNamespace ? "a gang of another namespace" : `${x.namespace}/${x.name}`}: evicted ${g.plural(x.evictedPods, "pod")} of ${x.pods} (${g.plural(x.gpus, "GPU")}), request #${x.request} ${g.state(x.state)}`]);
     list("decisions", grouped(r.decisions), (x) => `${x.webhook} ${x.outcome} ×${x.count}${x.reason ? ": " + x.reason : ""}`);
     showApproval(v);
+  }
+
+  // The gang's requests, each executed one with the gangs it evicted: the API's preemption cards
+  // (/api/v1/preemptions/) name them, and only where the reader sees their namespace.
+  async function preemptorList(requests) {
+    const victims = new Map();
+    if (requests.some((x) => x.state === "succeeded" || x.state === "executing")) {
+      const d = await g.getJSON(g.urls.preemptions, { namespace, gang: name, limit: 1000 });
+      const card = d.results.find((c) => c.podGroup === `${namespace}/${name}`);
+      for (const run of card ? card.runs : []) if (run.executed && run.plan) victims.set(run.firstRequest, run.plan.victims);
+    }
+    const ul = $("as-preemptor");
+    ul.replaceChildren();
+    for (const x of requests) {
+      const li = el("li", "", [`#${x.id} ${g.state(x.state)} `, g.when(x.createdAt), ...(x.reason ? [": ", ...g.timesIn(x.reason)] : [])]);
+      if (victims.has(x.id)) li.append(g.victimList(victims.get(x.id)));
+      ul.append(li);
+    }
+    if (!requests.length) ul.append(el("li", "empty", "none"));
   }
 
   // Approve mode: an operator approves or rejects the waiting plan, after naming what it evicts.
@@ -100,7 +123,7 @@
     waiting = v && v.mode === "approve" && ["planned", "awaiting_approval"].includes(v.state) ? v : null;
     $("approval").hidden = !waiting;
     if (!waiting) return;
-    $("approval-text").textContent = `Request #${v.request}: ${v.reason}`;
+    $("approval-text").replaceChildren(`Request #${v.request}: `, ...g.timesIn(v.reason));
     for (const id of ["approve", "reject"]) $(id).hidden = !canOperate;
   }
   async function act(action) {

@@ -6,7 +6,6 @@
   const { $, el } = g;
   const form = $("filters");
   const NAMES = new Set(Array.from(form.elements, (f) => f.name).filter(Boolean));
-  const STATES = { "running-partly": "partly placed", pending: "waiting", short: "short of minCount" };
   let first = true;
 
   function cell(row, label, content) {
@@ -48,7 +47,7 @@
       const a = el("a", "gang-link", r.podGroup);
       a.href = g.gangUrl(r.namespace, r.name);
       cell(tr, "Gang", a);
-      cell(tr, "State", el("span", `state ${r.state}`, STATES[r.state] || r.state));
+      cell(tr, "State", el("span", `state ${r.state}`, g.gangState(r.state)));
       cell(tr, "Priority", `${r.priorityClass || "(no priority class)"} (${Number(r.priority).toLocaleString()})`);
       cell(tr, "Disruption", r.disruptionMode);
       cell(tr, "Placed / min", `${r.placedPods} / ${r.minCount} of ${g.plural(r.pods, "pod")}, ${g.plural(r.gpus, "GPU")}`);

@@ -55,7 +55,7 @@
     $("fig-waiting").textContent = c.waiting.length;
     const gpus = c.waiting.reduce((n, r) => n + (r.minCount - r.placed) * r.podGpus, 0);
     $("fig-waiting-lbl").textContent = `${c.waiting.length === 1 ? "gang" : "gangs"} waiting · ${plural(gpus, "GPU")}`;
-    $("map-time").textContent = map.picture.time ? `at ${g.clock(map.picture.time)}` : "";
+    $("map-time").replaceChildren(...(map.picture.time ? ["at ", g.when(map.picture.time)] : []));
     renderPending(c.waiting);
   }
 
@@ -148,12 +148,13 @@
         width,
         height: 200,
         series: [
-          {},
+          { value: (u, t) => g.clock(t) },
           { label: "allocated", stroke: "hsl(205 70% 45%)", fill: "hsla(205 70% 45% / .15)", width: 2 },
           { label: "idle", stroke: "hsl(150 50% 40%)", width: 2 },
           { label: "waiting", stroke: "hsl(28 85% 50%)", width: 2, dash: [4, 3] },
         ],
-        axes: [{ stroke: text }, { stroke: text, label: "GPUs" }],
+        axes: [{ stroke: text, values: g.words.axisTimes }, { stroke: text, label: "GPUs" }],
+        hooks: g.chartHooks,
         scales: { y: { range: (u, min, max) => [0, Math.max(max, 1)] } },
       },
       series,
@@ -168,10 +169,10 @@
     const p = m.payload || {};
     switch (m.type) {
       case "request.opened": return `${p.podGroup} waits: gangweb opened request #${p.request}`;
-      case "plan.created": return `plan for ${p.podGroup}: ${p.reason || p.state}`;
+      case "plan.created": return `plan for ${p.podGroup}: ${p.reason || g.state(p.state)}`;
       case "eviction": return p.state === "evicted" ? `evicted ${p.pod} for ${p.podGroup}` : null;
       case "gang.placed": return `${p.podGroup} placed: its pods were bound`;
-      case "request.finished": return `request #${p.request} for ${p.podGroup} ${p.state}${p.reason ? ": " + p.reason : ""}`;
+      case "request.finished": return `request #${p.request} for ${p.podGroup} ${g.state(p.state)}${p.reason ? ": " + p.reason : ""}`;
       case "request.failed": return `request #${p.request} for ${p.podGroup} failed: ${p.reason}`;
       case "observed.preemption": return `kube-scheduler preempted for ${p.podGroup}`;
       case "cluster.gang-submitted": return `${p.podGroup} submitted (${plural(p.gpus, "GPU")}, ${p.priorityClass})`;
@@ -188,7 +189,7 @@
     const text = describe(m);
     if (!text) return;
     const li = el("li", m.type.replace(/\W/g, "-"));
-    li.append(el("time", "", g.clock(m.at)), el("span", "", " " + text));
+    li.append(g.when(m.at), el("span", "", " " + text));
     $("activity").prepend(li);
     while ($("activity").children.length > MAX_ACTIVITY) $("activity").lastChild.remove();
   }

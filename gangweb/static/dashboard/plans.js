@@ -65,7 +65,7 @@
         const facts = el("dl", "facts");
         const add = (k, v) => facts.append(el("dt", "", k), el("dd", "", v));
         add("outcome", p.victims.length ? p.summary : "fits without evicting anything");
-        add("lost", `${(p.cost.lostGpuSeconds / 3600).toFixed(1)} GPU-hours`);
+        add("lost", g.plural(Number((p.cost.lostGpuSeconds / 3600).toFixed(1)), "GPU-hour"));
         if (p.domain) add("domain", p.domain);
         add("placed", g.plural(Object.keys(p.placement).length, "pod"));
         card.append(facts);

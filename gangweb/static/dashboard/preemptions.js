@@ -10,11 +10,12 @@
   let first = true;
   let chart = null;
 
+  // A run in words, its times as <time> elements (UTC on hover).
   function runText(run) {
-    const times = run.count > 1 ? ` × ${run.count} since ${g.clock(run.since)}` : ` at ${g.clock(run.since)}`;
-    if (run.executed && run.plan) return `${run.state}${times}: ${run.plan.summary}, ${run.plan.lostGpuHours} GPU-hours lost`;
-    const since = run.count > 1 ? `, last ${g.clock(run.until)}` : "";
-    return `${run.state}${times}${since}${run.reason ? ": " + run.reason : ""}`;
+    const times = run.count > 1 ? [` × ${run.count} since `, g.when(run.since)] : [" at ", g.when(run.since)];
+    if (run.executed && run.plan) return [g.state(run.state), ...times, `: ${run.plan.summary}, ${g.plural(run.plan.lostGpuHours, "GPU-hour")} lost`];
+    const since = run.count > 1 ? [", last ", g.when(run.until)] : [];
+    return [g.state(run.state), ...times, ...since, ...(run.reason ? [": ", ...g.timesIn(run.reason)] : [])];
   }
 
   function fail(err) {
@@ -27,10 +28,12 @@
   async function load() {
     const params = first ? g.urlToForm(form) : g.formToURL(form);
     first = false;
-    const query = Object.fromEntries(Object.entries(params).filter(([k, v]) => NAMES.has(k) && v));
+    // `days` is the chart's range (lost-gpu-hours/), the others filter the cards (preemptions/)
+    const query = Object.fromEntries(Object.entries(params).filter(([k, v]) => NAMES.has(k) && k !== "days" && v));
+    const range = params.days ? { days: params.days } : {};
     let d, lost;
     try {
-      [d, lost] = await Promise.all([g.getJSON(g.urls.preemptions, { ...query, limit: 1000 }), g.getJSON(g.urls.lostGpuHours)]);
+      [d, lost] = await Promise.all([g.getJSON(g.urls.preemptions, { ...query, limit: 1000 }), g.getJSON(g.urls.lostGpuHours, range)]);
     } catch (err) {
       return fail(err);
     }
@@ -45,11 +48,15 @@
       const a = el("a", "gang-link", c.podGroup);
       a.href = g.gangUrl(c.namespace, c.name);
       h.append(a);
-      const next = c.retryAt ? `, next try ${g.clock(c.retryAt)}` : "";
-      const summary = `${g.plural(c.requests, "request")}, ${c.executed} executed · now ${c.state}${next}`;
+      const next = c.retryAt ? [", next try ", g.when(c.retryAt)] : [];
+      const summary = [`${g.plural(c.requests, "request")}, ${c.executed} executed · now ${g.state(c.state)}`, ...next];
       card.append(h, el("div", "hint", summary));
       const runs = el("ol", "runs");
-      for (const run of c.runs.slice(0, 8)) runs.append(el("li", run.executed ? "executed" : "", runText(run)));
+      for (const run of c.runs.slice(0, 8)) {
+        const li = el("li", run.executed ? "executed" : "", runText(run));
+        if (run.executed && run.plan) li.append(g.victimList(run.plan.victims));
+        runs.append(li);
+      }
       if (c.runs.length > 8) runs.append(el("li", "hint", `and ${g.plural(c.runs.length - 8, "earlier run")}`));
       card.append(runs);
       box.append(card);
@@ -73,19 +80,27 @@
 
   function drawLost(lost) {
     $("lost-empty").hidden = lost.points.length > 0;
+    $("lost-range").textContent = lost.days === 1 ? "day" : g.plural(lost.days, "day");
     const data = hourly(lost);
-    if (chart) return chart.setData(data);
+    if (chart && chart.days === lost.days) return chart.setData(data);
+    if (chart) chart.destroy();
+    chart = null;
+    $("lost-chart").replaceChildren();
     if (!lost.points.length || !window.uPlot) return;
     const box = $("lost-chart");
     const now = Date.now() / 1000;
-    chart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - lost.days * 86400, now + 1800] } }, series: [{}, { label: "GPU-hours lost", stroke: "hsl(350 70% 50%)", fill: "hsla(350 70% 50% / .2)", paths: uPlot.paths.bars({ size: [0.6] }), points: { show: false } }] }, data, box);
+    chart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - lost.days * 86400, now + 1800] } }, axes: [{ values: g.words.axisTimes }, {}], hooks: g.chartHooks, series: [{ value: (u, t) => g.clock(t) }, { label: "GPU-hours lost", stroke: "hsl(350 70% 50%)", fill: "hsla(350 70% 50% / .2)", paths: uPlot.paths.bars({ size: [0.6] }), points: { show: false } }] }, data, box);
+    chart.days = lost.days;
   }
 
   let soon = null;
-  form.addEventListener("input", () => {
-    clearTimeout(soon);
-    soon = setTimeout(load, 300);
-  });
+  // the range is the form's (form="filters") but outside it: its input does not bubble to the form
+  for (const input of [form, $("lost-days")]) {
+    input.addEventListener("input", () => {
+      clearTimeout(soon);
+      soon = setTimeout(load, 300);
+    });
+  }
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     load();

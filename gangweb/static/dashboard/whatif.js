@@ -20,7 +20,7 @@
   function fillGangs(gangs) {
     const select = $("podgroup");
     select.replaceChildren(new Option(gangs.length ? "pick a gang…" : "no gang in it that you may plan", ""));
-    for (const x of gangs) select.add(new Option(`${x.podGroup} (${x.state}, ${x.priorityClass}, ${g.plural(x.gpus, "GPU")})`, x.podGroup));
+    for (const x of gangs) select.add(new Option(`${x.podGroup} (${g.gangState(x.state)}, ${x.priorityClass}, ${g.plural(x.gpus, "GPU")})`, x.podGroup));
     const firstWaiting = gangs.find((x) => x.state !== "running");
     if (firstWaiting) select.value = firstWaiting.podGroup;
   }

@@ -1,0 +1,74 @@
+// gangweb dashboard's words, used by every page: counts, state names and times said one way.
+// A time is the browser's locale and zone; its <time> element carries the UTC one on hover.
+(function () {
+  "use strict";
+
+  function plural(n, word, many) {
+    return `${n} ${n === 1 ? word : many || word + "s"}`;
+  }
+
+  // A gang's state (v1's podgroups) and a request's (the ledger's), as a reader says them.
+  const GANG_STATES = { "running-partly": "partly placed", pending: "waiting", short: "short of minCount", empty: "no pods yet", invalid: "unreadable" };
+  function gangState(s) {
+    return GANG_STATES[s] || state(s);
+  }
+  function state(s) {
+    return String(s || "").replace(/_/g, " ");
+  }
+
+  const CLOCK = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+  const DAY_CLOCK = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+  const DAY = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
+
+  function toDate(t) {
+    return typeof t === "number" ? new Date(t * 1000) : new Date(t);
+  }
+  function sameDay(a, b) {
+    return a.toDateString() === b.toDateString();
+  }
+
+  // "21:28" (or "09:28 PM", as the locale says), with the day when it is not today.
+  function clock(t) {
+    if (t === null || t === undefined || t === "") return "";
+    const d = toDate(t);
+    if (isNaN(d)) return "";
+    return (sameDay(d, new Date()) ? CLOCK : DAY_CLOCK).format(d);
+  }
+  function utc(t) {
+    const d = toDate(t);
+    return isNaN(d) ? "" : `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+  }
+  // A <time> element: the local clock, the UTC time on hover.
+  function when(t) {
+    const e = document.createElement("time");
+    e.textContent = clock(t);
+    if (e.textContent) {
+      e.dateTime = toDate(t).toISOString();
+      e.title = utc(t);
+    }
+    return e;
+  }
+  // Server text with a UTC time in it ("… until 2026-12-01 21:28:00 UTC"): the text's parts, each such time
+  // a <time> element like every other.
+  const UTC_TIME = /(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d)(?::\d\d(?:\.\d+)?)? ?(?:UTC|Z)/g;
+  function timesIn(text) {
+    const parts = [];
+    let at = 0;
+    for (const m of String(text || "").matchAll(UTC_TIME)) {
+      parts.push(text.slice(at, m.index), when(`${m[1]}T${m[2]}:00Z`));
+      at = m.index + m[0].length;
+    }
+    parts.push(String(text || "").slice(at));
+    return parts.filter((p) => p !== "");
+  }
+
+  // A chart's time axis and legend (uPlot's `values` and `value`), in the same words as the rest.
+  function axisTimes(u, seconds) {
+    return seconds.map((s, i) => {
+      const d = toDate(s);
+      return i > 0 && sameDay(d, toDate(seconds[i - 1])) ? CLOCK.format(d) : `${DAY.format(d)} ${CLOCK.format(d)}`;
+    });
+  }
+
+  window.gangwebWords = { plural, state, gangState, clock, utc, when, timesIn, axisTimes };
+})();
