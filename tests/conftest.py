@@ -179,11 +179,14 @@ CHROMIUM_ARGS = [
 
 
 @pytest.fixture
-def browser_page():
+def browser_page(request):
     """A page in Debian's Chromium driven by Playwright; JavaScript errors collected in ``page.errors``.
 
     Without Chromium the test is skipped, or fails when services are required (`make test`, CI): the
     test command installs it, so its absence there is a broken machine, not a reason to skip.
+    Playwright's ``wait_for_function`` evaluates its predicate with ``eval``, which the pages'
+    Content-Security-Policy forbids, so the page ignores the policy unless the test is marked ``csp``
+    (tests/gangweb/test_security_headers_browser.py: every page loads under its policy).
     """
     if not Path(CHROMIUM).exists():
         message = f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
@@ -195,7 +198,10 @@ def browser_page():
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1400})
+            page = browser.new_page(
+                viewport={"width": 1500, "height": 1400},
+                bypass_csp=request.node.get_closest_marker("csp") is None,
+            )
             page.errors = []
             page.on("pageerror", lambda exc: page.errors.append(str(exc)))
             yield page

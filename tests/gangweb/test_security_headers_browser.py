@@ -12,7 +12,7 @@ import pytest
 
 from tests.gangweb.conftest import sign_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.csp]
 
 # In every document, before its own scripts: note each violation the browser reports.
 COLLECT_VIOLATIONS = """
