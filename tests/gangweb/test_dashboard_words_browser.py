@@ -89,7 +89,7 @@ def cards_of(key: str, at: datetime) -> dict:
 
 def zoned_page(browser_page):
     """A page of the same Chromium in another locale's words and another time zone."""
-    page = browser_page.context.browser.new_page(locale="en-US", timezone_id=ZONE)
+    page = browser_page.context.browser.new_page(locale="en-US", timezone_id=ZONE, bypass_csp=True)
     page.errors = []
     page.on("pageerror", lambda exc: page.errors.append(str(exc)))
     page.console_errors = []
