@@ -122,6 +122,23 @@ def wait_for_port(port: int, timeout: float = 60.0, proc: subprocess.Popen | Non
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
 
 
+def migrate_and_run(env: dict[str, str], script: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``manage.py migrate``, then ``manage.py shell -c script``, in a process of their own with ``env``
+    (a test's database and settings); a failure shows the end of what Django printed. Returns the shell's run."""
+    done = None
+    for command in (["migrate", "--verbosity", "0"], ["shell", "-c", script]):
+        done = subprocess.run(
+            [sys.executable, "manage.py", *command],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
 @pytest.fixture
 def asgi_server(tmp_path):
     """Start gangweb's ASGI application in a real server process (uvicorn, as deployed); yields its base URL.

@@ -6,15 +6,13 @@ import asyncio
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 
 import httpx
 import pytest
 import websockets
 
-from tests.conftest import ROOT
+from tests.conftest import migrate_and_run
 from tests.gangweb.conftest import EMBEDDED_DEFAULTS
 
 FAST_SMALL_SIMULATION = {**EMBEDDED_DEFAULTS, "GANGWEB_SIM_NODES": "16", "GANGWEB_SIM_TICK_SECONDS": "0.3"}
@@ -97,25 +95,13 @@ def test_with_redis_events_from_another_process_reach_the_browser(asgi_server, r
     # Not the demo (REDIS_URL is set), so no anonymous reads: a user in the server's own database.
     env = {**FAST_SMALL_SIMULATION, "GANGWEB_DEMO": "", "REDIS_URL": redis_url, "SESSION_COOKIE_SECURE": "0"}
     run_env = {**os.environ, "GANGWEB_VAR_DIR": str(tmp_path), **env}
-    for command in (
-        ["migrate", "--verbosity", "0"],
-        [
-            "shell",
-            "-c",
-            "from django.contrib.auth.models import User; "
-            "User.objects.create_user('viewer', password='viewer-pw', is_staff=True); "
-            "from gangweb.access.grants import grant; grant('viewer', 'viewer', all_namespaces=True)",
-        ],
-    ):
-        done = subprocess.run(
-            [sys.executable, "manage.py", *command],
-            cwd=ROOT,
-            env=run_env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
+    migrate_and_run(
+        run_env,
+        "from django.contrib.auth.models import User; "
+        "User.objects.create_user('viewer', password='viewer-pw', is_staff=True); "
+        "from gangweb.access.grants import grant; grant('viewer', 'viewer', all_namespaces=True)",
+        timeout=120,
+    )
     address = asgi_server(env=env)
 
     async def anonymous():

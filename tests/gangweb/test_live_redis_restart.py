@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -17,7 +15,7 @@ import websockets
 from websockets.exceptions import WebSocketException
 
 from gangweb.dashboard import stream
-from tests.conftest import ROOT
+from tests.conftest import migrate_and_run
 from tests.gangweb.test_dashboard_server import FAST_SMALL_SIMULATION, signed_in_cookie
 
 pytestmark = pytest.mark.timeout(180)
@@ -37,16 +35,7 @@ def served(asgi_server, redis_url: str, tmp_path, *readers: tuple[str, str]) -> 
             "u.set_password('viewer-pw'); u.save()\n"
             f"grant({username!r}, 'viewer', {scope})\n"
         )
-    for command in (["migrate", "--verbosity", "0"], ["shell", "-c", script]):
-        done = subprocess.run(
-            [sys.executable, "manage.py", *command],
-            cwd=ROOT,
-            env=run_env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
+    migrate_and_run(run_env, script, timeout=120)
     address = asgi_server(env=env)
     return address, [signed_in_cookie(address, username, "viewer-pw") for username, _ in readers]
 

@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import httpx
 
-from tests.conftest import ROOT
+from tests.conftest import migrate_and_run
 from tests.gangweb.conftest import EMBEDDED_DEFAULTS
 
 MIB = 2**20
@@ -39,16 +37,7 @@ def readers(tmp_path: Path) -> dict[str, str]:
         "    out = io.StringIO(); call_command('access', 'token', user, stdout=out); print(user, out.getvalue().strip())\n"
     )
     env = {**os.environ, **SERVER, "GANGWEB_VAR_DIR": str(tmp_path)}
-    for command in (["migrate", "--verbosity", "0"], ["shell", "-c", script]):
-        done = subprocess.run(
-            [sys.executable, "manage.py", *command],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
+    done = migrate_and_run(env, script, timeout=300)
     printed = [line.split() for line in done.stdout.splitlines()]
     return {
         words[0]: f"Bearer {words[1]}" for words in printed if len(words) == 2 and words[1].startswith("gwt_")

@@ -16,7 +16,7 @@ import yaml
 
 from kubetestserver import KubeTestServer
 from kubetestserver.reviews import mint_token
-from tests.conftest import ROOT
+from tests.conftest import ROOT, migrate_and_run
 from tests.gangweb.access.test_kubernetes import READ_PODGROUPS, binding, cluster_role, user
 
 pytestmark = pytest.mark.timeout(300)
@@ -58,16 +58,7 @@ def gangweb(tmp_path_factory):
             "ledger.open_request('ml', 'llm-ft', mode='enforce', trigger='test: pending')\n"
             "ledger.open_request('web', 'serve', mode='enforce', trigger='test: pending')\n"
         )
-        for command in (["migrate", "--verbosity", "0"], ["shell", "-c", script]):
-            done = subprocess.run(
-                [sys.executable, "manage.py", *command],
-                cwd=ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=180,
-            )
-            assert done.returncode == 0, done.stderr[-3000:]
+        migrate_and_run(env, script, timeout=180)
         port = _free_port()
         log = (tmp_path / "daphne.log").open("wb")
         proc = subprocess.Popen(
