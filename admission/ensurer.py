@@ -176,11 +176,20 @@ def describe(podgroup: KubeObject, pods: int) -> str:
     annotations = (podgroup.get("metadata") or {}).get("annotations") or {}
     min_count = ((spec.get("schedulingPolicy") or {}).get("gang") or {}).get("minCount")
     disruption = next(iter(spec.get("disruptionMode") or {"single": {}}))
-    return (
+    text = (
         f"created PodGroup {podgroup['metadata']['name']} for {pods} waiting pod(s): minCount {min_count}, "
         f"disruptionMode {disruption}, preemptionPolicy {spec.get('preemptionPolicy', 'default')} "
         f"(source {annotations.get(L.GANG_SOURCE_ANNOTATION, '?')})"
     )
+    planned_by_gangweb = annotations.get(L.PREEMPTION_POLICY_ANNOTATION)
+    if planned_by_gangweb:
+        text += f"; gangweb preempts for it: {planned_by_gangweb}"
+        if spec.get("preemptionPolicy") != "Never":
+            text += (
+                "; warning: its PriorityClass lets kube-scheduler preempt for it too (give the class "
+                "preemptionPolicy: Never, docs/design.md)"
+            )
+    return text
 
 
 def ensure_podgroups(

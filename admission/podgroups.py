@@ -57,15 +57,15 @@ def podgroup_for(
     if pod_spec.priority is not None:
         spec["priority"] = pod_spec.priority
     annotations = {L.GANG_SOURCE_ANNOTATION: gang.source}
-    own_policy = pod_spec.preemptionPolicy
+    if pod_spec.preemptionPolicy in ("Never", "PreemptLowerPriority"):
+        # Exactly the PriorityClass's (the pod's was computed from it on admission): a real API server
+        # refuses any other, and defaults an absent one to PreemptLowerPriority.
+        spec["preemptionPolicy"] = pod_spec.preemptionPolicy
     if gang.mode in ("enforce", "approve"):
-        # gangweb plans preemption for this gang; kube-scheduler must not preempt for it as well.
-        spec["preemptionPolicy"] = "Never"
-        annotations[L.PREEMPTION_POLICY_ANNOTATION] = (
-            own_policy if own_policy == "Never" else "PreemptLowerPriority"
-        )
-    elif own_policy in ("Never", "PreemptLowerPriority"):
-        spec["preemptionPolicy"] = own_policy
+        # gangweb plans preemption for this gang whatever its class says; the class's Never is how the
+        # admin keeps kube-scheduler from preempting for it too (docs/design.md "modes").
+        own = metadata.annotation_map.get(L.PREEMPTION_POLICY_ANNOTATION)
+        annotations[L.PREEMPTION_POLICY_ANNOTATION] = "Never" if own == "Never" else "PreemptLowerPriority"
     podgroup_meta: dict[str, Any] = {
         "name": gang.name,
         "labels": {L.MANAGED_BY_LABEL: L.MANAGED_BY_VALUE},

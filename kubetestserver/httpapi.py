@@ -183,7 +183,7 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
             elif method == "GET":
                 self._send_json(200, store.get(r, route.namespace, route.name))
             elif method == "POST" and route.name is None:
-                created = store.create(r, body, route.namespace, dry_run=dry_run)
+                created = store.create(r, body, route.namespace, dry_run=dry_run, admit=True)
                 if r == PDBS and not created.get("status") and not dry_run:
                     refresh_pdb_status(store, route.namespace, only_missing=True)
                     created = store.get(r, route.namespace, created["metadata"]["name"])

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.engine.reading import read_snapshot  # bounded: sizes, aliases, file types (docs/engine.md)
-from scheduler.kube.resources import PODS, Resource, resource_for_object
+from scheduler.kube.resources import PODS, PRIORITY_CLASSES, Resource, resource_for_object
 
 from . import errors
 from .conversion import from_storage, to_storage
 from .history import Change, WatchHistory
 from .objects import flatten, now_rfc3339
 from .patching import JSON_PATCH, PatchError, apply_patch
+from .priority import admit_podgroup
 from .selectors import SelectorError, parse_field_selector, parse_label_selector
 
 
@@ -136,12 +137,22 @@ class ObjectStore:
 
     # ----- writing
     def create(
-        self, resource: Resource, obj: dict, namespace: str | None = None, *, dry_run: bool = False
+        self,
+        resource: Resource,
+        obj: dict,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        admit: bool = False,
     ) -> dict:
-        stored = self._create(resource, obj, namespace, dry_run)
+        """Store a new object; ``admit`` runs the API server's admission (the HTTP path's POST does), while
+        a caller setting up state writes it as it is, like an object already in etcd."""
+        stored = self._create(resource, obj, namespace, dry_run, admit=admit)
         return from_storage(resource, copy.deepcopy(stored))
 
-    def _create(self, resource: Resource, obj: dict, namespace: str | None, dry_run: bool) -> dict:
+    def _create(
+        self, resource: Resource, obj: dict, namespace: str | None, dry_run: bool, *, admit: bool = False
+    ) -> dict:
         if not isinstance(obj, dict):
             raise errors.bad_request(f"a {resource.kind} must be a JSON object")
         obj = to_storage(resource, copy.deepcopy(obj))
@@ -174,6 +185,8 @@ class ObjectStore:
                 meta.setdefault("generation", 1)
             if resource == PODS:
                 obj.setdefault("status", {}).setdefault("phase", "Pending")
+            if admit:
+                admit_podgroup(resource, obj, self._objects.get(PRIORITY_CLASSES.storage_key, {}).values())
             if self.validator:
                 self.validator(obj)
             if dry_run:

@@ -63,3 +63,20 @@ def review(
 
 def review_bytes(*args: Any, **kwargs: Any) -> bytes:
     return json.dumps(review(*args, **kwargs)).encode()
+
+
+def priority_classes() -> list[dict[str, Any]]:
+    """The PriorityClasses the pod fixtures name, as their admitted pods imply them (value from
+    ``spec.priority``, policy from ``spec.preemptionPolicy``): a server's priority admission needs them."""
+    classes: dict[str, dict[str, Any]] = {}
+    for name in POD_FIXTURES:
+        spec = load_pod(name).get("spec") or {}
+        if spec.get("priorityClassName"):
+            classes[spec["priorityClassName"]] = {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": spec["priorityClassName"]},
+                "value": spec.get("priority", 0),
+                "preemptionPolicy": spec.get("preemptionPolicy", "PreemptLowerPriority"),
+            }
+    return sorted(classes.values(), key=lambda pc: pc["metadata"]["name"])

@@ -61,17 +61,24 @@ def test_podgroup_is_garbage_collected_with_its_job():
     assert "controller" not in ref
 
 
-def test_enforce_mode_stops_native_preemption_and_keeps_the_gangs_own_policy():
+@pytest.mark.parametrize("class_policy", ["PreemptLowerPriority", "Never", None])
+def test_enforce_mode_writes_the_classs_preemption_policy_and_gangwebs_own(class_policy):
+    # The pod's preemptionPolicy is its PriorityClass's (priority admission computed it); a real API server
+    # refuses a PodGroup that says another one, so gangweb copies it and keeps its own in the annotation.
     pod = load_pod("job-parallel.yaml")
-    gang = infer_gang(pod, "ml-team", AdmissionPolicy())
-    podgroup = podgroup_for(pod, gang, load_owner("job-resnet-train.yaml"))
-    assert podgroup["spec"]["preemptionPolicy"] == "Never"
+    pod["spec"].pop("preemptionPolicy", None)
+    if class_policy:
+        pod["spec"]["preemptionPolicy"] = class_policy
+    podgroup = podgroup_for(
+        pod, infer_gang(pod, "ml-team", AdmissionPolicy()), load_owner("job-resnet-train.yaml")
+    )
+    assert podgroup["spec"].get("preemptionPolicy") == class_policy
     assert podgroup["metadata"]["annotations"]["gangweb.io/preemption-policy"] == "PreemptLowerPriority"
 
 
-def test_enforce_mode_keeps_never_for_a_gang_that_never_preempts():
+def test_enforce_mode_keeps_never_for_a_gang_whose_pods_say_never():
     pod = load_pod("job-parallel.yaml")
-    pod["spec"]["preemptionPolicy"] = "Never"
+    pod["metadata"].setdefault("annotations", {})["gangweb.io/preemption-policy"] = "Never"
     podgroup = podgroup_for(pod, infer_gang(pod, "ml-team", POLICY), load_owner("job-resnet-train.yaml"))
     assert podgroup["metadata"]["annotations"]["gangweb.io/preemption-policy"] == "Never"
 

@@ -11,6 +11,7 @@ import uuid
 import jsonpatch
 import pytest
 
+from admission import ensurer
 from admission.handler import Webhook
 from admission.labels import MIN_COUNT_ANNOTATION, POD_GROUP_LABEL
 from admission.podgroups import podgroup_for_pod
@@ -100,9 +101,6 @@ def test_a_kwok_node_is_ready_and_a_plain_pod_runs_on_it(real_cluster, namespace
     assert scheduled["PodScheduled"] == "True" and scheduled["Ready"] == "True"
 
 
-# observe mode: kube-scheduler preempts for the gang itself. In enforce mode gangweb writes
-# preemptionPolicy Never on the PodGroup, which the real Priority admission plugin refuses unless the
-# gang's PriorityClass says Never too (docs/kube.md, "Where the API test server disagrees").
 OBSERVE = AdmissionPolicy(mode_for=lambda namespace: "observe")
 
 
@@ -155,3 +153,54 @@ def test_the_kube_adapter_lists_and_watches_the_real_server(real_cluster, namesp
         cluster.close()
     assert NODE in snapshot.node_index
     assert f"{namespace}/after" in snapshot.pod_index
+
+
+ENFORCE = AdmissionPolicy(mode_for=lambda namespace: "enforce")
+
+
+@pytest.mark.parametrize("class_policy", ["Never", "PreemptLowerPriority"])
+def test_the_ensurer_creates_an_enforced_gangs_podgroup_the_real_server_accepts(
+    real_cluster, namespace, class_policy
+):
+    # The real Priority admission refuses a PodGroup whose preemptionPolicy is not its PriorityClass's
+    # (and defaults an absent one to PreemptLowerPriority): in enforce mode gangweb must write the class's.
+    tier = f"tier-{namespace}"
+    apply(
+        real_cluster,
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": tier},
+            "value": 500,
+            "preemptionPolicy": class_policy,
+        },
+    )
+    try:
+        labels = {POD_GROUP_LABEL: "trainer"}
+        members = []
+        for i in range(2):
+            member = pod(namespace, f"trainer-{i}", labels=labels, annotations={MIN_COUNT_ANNOTATION: "2"})
+            member["spec"]["priorityClassName"] = tier
+            members.append(through_gangwebs_mutation(member))
+        apply(real_cluster, *members)
+        admitted = json.loads(real_cluster.run("get", "-n", namespace, "pods", "-o", "json").stdout)["items"]
+        cluster = KubeCluster.from_kubeconfig(real_cluster.kubeconfig, timeout=(5.0, 30.0))
+        try:
+            [result] = ensurer.ensure_podgroups(cluster, admitted, ENFORCE)
+        finally:
+            cluster.close()
+        assert result.outcome == ensurer.CREATED, result.message
+        assert ("warning" in result.message) == (class_policy != "Never"), result.message
+        stored = json.loads(
+            real_cluster.run(
+                "get", "-n", namespace, "podgroups.v1beta1.scheduling.k8s.io", "trainer", "-o", "json"
+            ).stdout
+        )
+        assert stored["spec"]["preemptionPolicy"] == class_policy
+        assert (stored["spec"]["priority"], stored["spec"]["priorityClassName"]) == (500, tier)
+        # gangweb's own decision: it preempts for the gang even when the class stops kube-scheduler.
+        assert stored["metadata"]["annotations"]["gangweb.io/preemption-policy"] == "PreemptLowerPriority"
+        running = wait_running(real_cluster, namespace, *(m["metadata"]["name"] for m in members))
+        assert {p["spec"]["nodeName"] for p in running} <= {NODE}
+    finally:
+        real_cluster.run("delete", "priorityclass", tier, "--wait=false", check=False)

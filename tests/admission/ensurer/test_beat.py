@@ -12,7 +12,7 @@ import pytest
 from kubetestserver import TestServerProcess
 from scheduler.preemption.models import LedgerEntry
 from tests.admission.ensurer.test_end_to_end import through_the_webhook
-from tests.admission.support import load_owner, load_pod
+from tests.admission.support import load_owner, load_pod, priority_classes
 from tests.conftest import ROOT
 from tests.scheduler.preemption.workers import postgres_url_for_test_db, wait_until
 
@@ -23,7 +23,7 @@ def test_beat_creates_the_missing_podgroup_without_being_asked(broker, tmp_path)
     with TestServerProcess(tmp_path / "kubeconfig") as server:
         pod = through_the_webhook(load_pod("job-indexed.yaml"))
         pod["metadata"]["name"] = "bert-pretrain-0-abcde"
-        server.control.load([load_owner("job-bert-pretrain.yaml"), pod])
+        server.control.load([*priority_classes(), load_owner("job-bert-pretrain.yaml"), pod])
         env = {
             **os.environ,
             "DATABASE_URL": postgres_url_for_test_db(),

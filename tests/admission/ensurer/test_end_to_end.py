@@ -23,7 +23,14 @@ from scheduler.kube.resources import resource_named
 from scheduler.preemption import runtime
 from scheduler.preemption.models import LedgerEntry
 from scheduler.simulation import SimulatedCluster
-from tests.admission.support import EXPECTED, POD_FIXTURES, load_owner, load_pod, review_bytes
+from tests.admission.support import (
+    EXPECTED,
+    POD_FIXTURES,
+    load_owner,
+    load_pod,
+    priority_classes,
+    review_bytes,
+)
 
 pytestmark = pytest.mark.django_db
 GANG_FIXTURES = [f for f in POD_FIXTURES if EXPECTED[f]["podGroup"]]
@@ -32,6 +39,7 @@ GANG_FIXTURES = [f for f in POD_FIXTURES if EXPECTED[f]["podGroup"]]
 @pytest.fixture
 def server():
     with KubeTestServer(validate_schemas=True) as srv:
+        srv.load(priority_classes())
         yield srv
 
 
@@ -103,12 +111,14 @@ def test_an_admitted_pod_gets_its_podgroup_once(fixture, server, api, kube_clust
     # The pod's own choice, else the default for training-style gangs.
     wanted = (pod["metadata"].get("annotations") or {}).get("gangweb.io/disruption-mode", "all")
     assert spec["disruptionMode"] == {wanted: {}}
-    assert spec["preemptionPolicy"] == "Never"  # enforce (the default mode)
-    own_policy = pod["spec"].get("preemptionPolicy")
+    # The PriorityClass's policy, as the server's priority admission computed it for the pod (enforce, the
+    # default mode, does not override it: a real server refuses any other); gangweb's own in the annotation.
+    assert spec["preemptionPolicy"] == pod["spec"].get("preemptionPolicy", "PreemptLowerPriority")
+    own_policy = (pod["metadata"].get("annotations") or {}).get("gangweb.io/preemption-policy")
     assert group["metadata"]["annotations"]["gangweb.io/preemption-policy"] == (
         "Never" if own_policy == "Never" else "PreemptLowerPriority"
     )
-    assert spec.get("priority") == pod["spec"].get("priority")
+    assert spec["priority"] == pod["spec"].get("priority", 0)  # filled by priority admission
     assert spec.get("priorityClassName") == pod["spec"].get("priorityClassName")
     entry = LedgerEntry.objects.get(kind="podgroup.created")
     assert (entry.namespace, entry.name) == (namespace, expected["podGroup"])

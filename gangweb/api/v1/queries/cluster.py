@@ -303,7 +303,7 @@ def _reason(row: dict[str, Any], mapped: str | None) -> str:
         return "no pods yet"
     if state == "running":
         return f"running: {row['placedPods']} pods on {row['placedGpus']} GPUs"
-    # No "it never preempts": gangweb's own gangs carry preemptionPolicy Never (docs/design.md "Modes").
+    # No "it never preempts": an enforced gang's class may say Never while gangweb preempts for it (design.md).
     return mapped or f"waiting for {max(row['minCount'] - row['placedPods'], row['pendingPods'])} more pods"
 
 
