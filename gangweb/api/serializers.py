@@ -90,6 +90,7 @@ class PlanSerializer(serializers.ModelSerializer):
             "domain",
             "reason",
             "outcome",
+            "optimality",
             "cost",
             "plannedBy",
             "planningSeconds",

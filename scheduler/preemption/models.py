@@ -174,6 +174,8 @@ class Plan(models.Model):
     reason = models.TextField(blank=True, default="")
     # The engine's machine-readable outcome: fits, preempt, infeasible:<why> (docs/engine.md).
     outcome = models.CharField(max_length=64, blank=True, default="")
+    # proven, or heuristic:<why> (docs/design.md "gang plan"); null for infeasible and observed plans.
+    optimality = models.CharField(max_length=32, null=True, blank=True)
     # Cost in docs/design.md order: PDB violations, highest victim priority, priority sum, units, pods, GPU-s.
     pdb_violations = models.IntegerField(default=0)
     max_victim_priority = models.IntegerField(null=True, blank=True)
@@ -209,6 +211,7 @@ class Plan(models.Model):
         }
         if self.outcome:  # engine plans; kube-scheduler's observed victims have none
             plan["outcome"] = self.outcome
+            plan["optimality"] = self.optimality
         if self.resource_versions:
             plan["resourceVersion"] = self.resource_versions.get("pods", "")
             plan["resourceVersions"] = self.resource_versions

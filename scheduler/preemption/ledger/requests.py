@@ -104,6 +104,7 @@ def record_plan(
             domain=plan.get("domain"),
             reason=plan.get("reason") or "",
             outcome=plan.get("outcome") or "",
+            optimality=plan.get("optimality"),
             pdb_violations=cost.get("pdb_violations", 0),
             max_victim_priority=cost.get("max_victim_priority"),
             victim_priority_sum=cost.get("victim_priority_sum", 0),

@@ -19,6 +19,7 @@ GANG_PLAN_KEYS = [
     "domain",
     "reason",
     "outcome",
+    "optimality",
 ]
 
 

@@ -22,6 +22,7 @@ GANG_PLAN_KEYS = [
     "domain",
     "reason",
     "outcome",
+    "optimality",
 ]
 GPU = "nvidia.com/gpu"
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from gangweb.access import kube
 from kubetestserver import KubeTestServer
+from kubetestserver.reviews import mint_token
 from scheduler.kube import KubeCluster
 from scheduler.preemption import ledger, runtime
 from scheduler.preemption.ledger import approvals
@@ -56,16 +57,17 @@ def test_a_local_and_a_kubernetes_user_of_one_name_are_two_people_in_the_ledger_
     local.save()
     as_local = basic("oper-b", "oper-b-pw-12")
     as_token = token_reader("oper-b", "operator", "--namespaces", NS)
-    kube_api.add_token("k8s-oper-b", "oper-b")
-    kube_api.add_token("k8s-ci", "system:serviceaccount:team-llm:ci")
+    oper_b, ci = mint_token("oper-b"), mint_token("ci")  # tokens in a service account token's shape
+    kube_api.add_token(oper_b, "oper-b")
+    kube_api.add_token(ci, "system:serviceaccount:team-llm:ci")
     kube_api.load(
         [
             binding(NS, "gangweb-operator", user("oper-b")),
             binding(NS, "gangweb-operator", {"kind": "ServiceAccount", "name": "ci", "namespace": NS}),
         ]
     )
-    as_kube = {"HTTP_AUTHORIZATION": "Bearer k8s-oper-b"}
-    as_sa = {"HTTP_AUTHORIZATION": "Bearer k8s-ci"}
+    as_kube = {"HTTP_AUTHORIZATION": f"Bearer {oper_b}"}
+    as_sa = {"HTTP_AUTHORIZATION": f"Bearer {ci}"}
     deadline = (timezone.now() + timedelta(hours=1)).replace(microsecond=0)
     by = {
         "local": (waiting("rlhf-0042", deadline), as_local),
