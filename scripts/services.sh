@@ -17,18 +17,23 @@ wait_for() {  # host port seconds
 
 can_apt() { command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; }
 
-apt_install() {  # package...
+export DEBIAN_FRONTEND=noninteractive
+install_postgresql() {
   can_apt || return 1
-  echo "==> installing $* from Debian's packages"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q "$@" >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "$@" >/dev/null 2>&1; }
+  echo "==> installing postgresql from Debian's packages"
+  apt-get install -y -q postgresql >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q postgresql >/dev/null 2>&1; }
+}
+install_redis() {
+  can_apt || return 1
+  echo "==> installing redis-server from Debian's packages"
+  apt-get install -y -q redis-server >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q redis-server >/dev/null 2>&1; }
 }
 
 missing=()
 
 if ! reachable 127.0.0.1 5432; then
   if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
-    apt_install postgresql || true
+    install_postgresql || true
   fi
   if command -v pg_ctlcluster >/dev/null 2>&1 && [ -n "$(ls /etc/postgresql 2>/dev/null)" ]; then
     version="$(ls /etc/postgresql | sort -V | tail -n1)"
@@ -49,7 +54,7 @@ if ! reachable 127.0.0.1 5432; then
 fi
 
 if ! reachable 127.0.0.1 6379; then
-  command -v redis-server >/dev/null 2>&1 || apt_install redis-server || true
+  command -v redis-server >/dev/null 2>&1 || install_redis || true
   if command -v redis-server >/dev/null 2>&1; then
     echo "==> starting Redis"
     mkdir -p /var/lib/redis /var/log/redis 2>/dev/null || true
