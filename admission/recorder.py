@@ -8,9 +8,8 @@ dashboard's, which gangweb connects at startup). Batching matters: a busy cluste
 admits thousands of pods a second, and one channel-layer send per pod would cost the server more CPU
 than the admission decisions themselves (and no browser can show thousands of rows a second).
 
-Only the newest ``max_batch`` decisions are ever held. The buffer of 1000 this replaced kept that many
-requests (their pods, labels and annotations) alive under load, which cost the mutating webhook
-0.03-0.04 of the echo view's throughput in the benchmark (docs/admission.md).
+Only the newest ``max_batch`` decisions are ever held, so a burst keeps few requests (their pods,
+labels and annotations) alive.
 
 Event payload: ``{"decisions": [...], "count": N, "dropped": D}``: the newest (up to ``max_batch``)
 decisions of the interval (each: uid, webhook, kind, namespace, name, operation, dryRun, allowed,

@@ -140,7 +140,8 @@ class ControlClient:
         return self.add_fault(path, code, method="POST", times=times, message=message, delay=delay)
 
     def faults(self) -> list[dict]:
-        """The fault rules with their ``hits`` (a rule is hit when a request arrives, before its delay)."""
+        """The fault rules with their ``hits`` (a rule is hit when a request arrives, before its delay) and
+        ``finished`` (requests it took that have been acted on and answered)."""
         return self._call("GET", "faults")["faults"]
 
     def clear_faults(self) -> None:

@@ -36,6 +36,7 @@ class Fault:
     message: str = ""
     delay: float = 0.0
     hits: int = field(default=0)
+    finished: int = field(default=0)
 
     def matches(self, method: str, path: str) -> bool:
         return (self.method is None or self.method.upper() == method) and re.search(
@@ -106,6 +107,11 @@ class Faults:
                     rule.hits += 1
                     return rule
         return None
+
+    def finish(self, rule: Fault) -> None:
+        """One request this rule took has been answered: tests wait on it instead of sleeping."""
+        with self._lock:
+            rule.finished += 1
 
     def snapshot(self) -> list[dict]:
         with self._lock:

@@ -121,22 +121,11 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                     self._send_json(code, answer)
                     return
                 fault = state.faults.take(method, url.path)
-                if fault and fault.delay:
-                    time.sleep(fault.delay)
-                if fault and fault.code:
-                    raise fault.error()
-                answer = discovery.handle(url.path, self.headers.get("Host", ""))
-                if answer is not None:
-                    self._send_json(200, answer)
-                    return
-                review = reviews.handle(state.store, state.tokens, method, url.path, body)
-                if review is not None:
-                    self._send_json(*review)
-                    return
-                route = parse_route(url.path)
-                if route is None:
-                    raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
-                self._serve(method, route, body)
+                try:
+                    self._answer(method, url.path, body, fault)
+                finally:
+                    if fault:
+                        state.faults.finish(fault)
             except errors.ApiError as exc:
                 self._send_error(exc)
             except _Abort:
@@ -147,6 +136,24 @@ def make_handler(state: ApiState) -> type[BaseHTTPRequestHandler]:
                 self._send_error(errors.ApiError(500, "InternalError", f"test server error: {exc!r}"))
             finally:
                 self._log(0)  # no answer (dropped)
+
+        def _answer(self, method: str, path: str, body, fault) -> None:
+            if fault and fault.delay:
+                time.sleep(fault.delay)
+            if fault and fault.code:
+                raise fault.error()
+            answer = discovery.handle(path, self.headers.get("Host", ""))
+            if answer is not None:
+                self._send_json(200, answer)
+                return
+            review = reviews.handle(state.store, state.tokens, method, path, body)
+            if review is not None:
+                self._send_json(*review)
+                return
+            route = parse_route(path)
+            if route is None:
+                raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            self._serve(method, route, body)
 
         def do_GET(self) -> None:
             self._dispatch("GET")

@@ -10,7 +10,7 @@ No Django import here: the engine side and the adapters must stay importable alo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -201,6 +201,31 @@ class BoundedCalls(Protocol):
 
     @property
     def request_timeout(self) -> float: ...
+
+
+@runtime_checkable
+class WatchEvents(Protocol):
+    """A cluster that hands each watch event to listeners once its watches run (the kube adapter once
+    started). The watch trigger listens to PodGroup events through it; other clusters have no events."""
+
+    @property
+    def watching(self) -> bool: ...
+
+    def add_listener(self, listener: Callable[[str, Any, KubeObject | None], None]) -> None: ...
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """A cluster holding threads and connections of its own (the kube adapter's watch cache)."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Steps(Protocol):
+    """A cluster that moves only when told (the simulation): each ``tick`` returns what changed."""
+
+    def tick(self) -> list[dict[str, Any]]: ...
 
 
 @runtime_checkable

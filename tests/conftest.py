@@ -94,7 +94,10 @@ def redis_url() -> str:
         if REQUIRE_SERVICES:
             pytest.fail(f"Redis required: {status}")
         pytest.skip(f"Redis not available: {status}")
-    return os.environ["REDIS_URL"]
+    url = os.environ["REDIS_URL"]
+    from tests.scheduler.preemption.workers import claim_suite_database
+
+    yield from claim_suite_database(url)
 
 
 @pytest.fixture

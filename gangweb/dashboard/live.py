@@ -31,6 +31,7 @@ from django.db import DatabaseError
 from gangweb import metrics
 from gangweb.dashboard import history, mapdelta, reading, stream
 from gangweb.events import PublishFailed, bind_server_loop, send
+from scheduler.cluster import Steps
 from scheduler.preemption.runtime import get_cluster
 
 logger = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ def tick_and_publish() -> list[dict[str, Any]]:
     """Advance the simulation one step (if it runs) and publish the map's change and the world's news."""
     changes: list[dict[str, Any]] = []
     cluster = get_cluster()
-    moved = simulation_running() and hasattr(cluster, "tick")
+    moved = simulation_running() and isinstance(cluster, Steps)
     if moved:
         changes = cluster.tick()
     refresh(0.0 if moved else tick_interval() / 2, paced=True)

@@ -1,25 +1,16 @@
 """Keeping a long-lived cache out of the cyclic garbage collector's sight (``HeapSettler``).
 
-A worker's watch cache and live snapshot hold millions of objects at 20,000 nodes (the raw API dicts of
-every kind, one typed object per object, the indexed snapshot). Python's collector walks all of them in
-each full collection, which it starts by itself once enough new objects have survived: in ``bench watch``
-(20,000 nodes, 2026-12-01) one such pass took 0.52 s on a quiet machine and 1.5-1.9 s at load 3.5-5, and it
-landed in the first trial's re-check (the "warm-up" of its fresh reads: the GETs themselves take a few
-milliseconds). None of these objects is ever cyclic garbage (JSON dicts and typed objects hold no cycles;
-a snapshot's indexes refer back to it weakly, ``backref.py``), so they are frozen (``gc.freeze``: still
-freed by reference counting when a watch event replaces them, never walked again).
+A worker's watch cache and live snapshot hold millions of objects at 20,000 nodes, none of them cyclic
+garbage (JSON dicts and typed objects hold no cycles; a snapshot's indexes refer back to it weakly,
+``backref.py``), yet every full collection walks them all, with the GIL held. So they are frozen
+(``gc.freeze``: still freed by reference counting when a watch event replaces them, never walked again).
 
 ``settle()`` runs as each index of a live snapshot is built, the collector still paused
 (``LiveSnapshot.keep_indexed(settle_heap=True)``). Its first call collects everything and freezes what is
-left (0.35-0.7 s at 20,000 nodes, at start-up); later calls freeze what was made since without collecting
-it (constant time). Collecting it instead, as the collector does by itself once it wakes after a build,
-walks the new index's few hundred thousand objects: 0.10-0.40 s at 20,000 nodes after every rebuild, with
-the GIL held. Cyclic garbage frozen that way (a task's objects not collected yet), and objects frozen in
-use that later become cyclic garbage, are out of reach until the next full settle, which comes once the
-frozen heap has grown by ``growth`` (a quarter, the share of new objects after which CPython itself runs a
-full collection; counting the frozen heap walks it, 36 ms at 20,000 nodes, so it is counted at most once
-per ``check_seconds``): memory stays bounded by the same rule as without freezing. A replaced index is
-freed at once by reference counting.
+left; later calls freeze what was made since without collecting it (constant time). Garbage frozen that
+way stays out of reach until the next full settle, which comes once the frozen heap has grown by
+``growth`` (a quarter: the share of new objects after which CPython itself runs a full collection), so
+memory stays bounded by the same rule as without freezing. docs/kube.md ("The heap") has the figures.
 """
 
 from __future__ import annotations

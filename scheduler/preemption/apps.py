@@ -7,3 +7,8 @@ class PreemptionConfig(AppConfig):
     # its table names (scheduler_preemptionrequest, ...), its migration history and its admin URLs.
     label = "scheduler"
     verbose_name = "gangweb preemption pipeline"
+
+    def ready(self) -> None:
+        from scheduler.preemption import runtime, triggers
+
+        runtime.on_cluster_built(triggers.watch)  # detection on a PodGroup's Unschedulable event

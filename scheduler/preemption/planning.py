@@ -15,21 +15,13 @@ from scheduler.cluster import Cluster, FreshSnapshots, KubeObject, WatchCache, o
 from scheduler.engine import Plan as EnginePlan
 from scheduler.engine import Snapshot, parse_snapshot
 from scheduler.engine import plan as engine_plan
+from scheduler.preemption.ledger.facts import PodFacts
 
 
 def fresh_objects(cluster: Cluster) -> list[KubeObject]:
     """Objects read from the cluster now (a relist where the adapter offers one), not a cached view."""
     objects = cluster.fresh_snapshot() if isinstance(cluster, FreshSnapshots) else cluster.snapshot_objects()
     return list(objects)
-
-
-@dataclass(frozen=True)
-class PodFacts:
-    """What the ledger keeps about a victim pod when the plan is made."""
-
-    uid: str = ""
-    node: str = ""
-    gpus: int = 0
 
 
 @dataclass

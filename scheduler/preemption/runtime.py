@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from scheduler.cluster import Cluster
+from scheduler.cluster import Closable, Cluster
 
 _lock = threading.Lock()
 _cluster: Cluster | None = None
@@ -37,8 +37,10 @@ def get_cluster() -> Cluster:
 
 
 def on_cluster_built(listener: Callable[[Cluster], None]) -> None:
-    """Call ``listener(cluster)`` each time this module builds a cluster (the watch triggers hook in here)."""
-    _listeners.append(listener)
+    """Call ``listener(cluster)`` each time this module builds a cluster (the app's ``ready`` hooks the
+    watch trigger in here)."""
+    if listener not in _listeners:
+        _listeners.append(listener)
 
 
 def _build_cluster() -> Cluster:
@@ -74,7 +76,7 @@ def reset_cluster() -> None:
     global _cluster, _built_in
     with _lock:
         cluster, _cluster = _cluster, None
-        if _built_in == os.getpid() and hasattr(cluster, "close"):
+        if _built_in == os.getpid() and isinstance(cluster, Closable):
             cluster.close()
         _built_in = None
 

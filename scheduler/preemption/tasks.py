@@ -30,7 +30,6 @@ from scheduler.preemption import (
     metrics,
     observe,
     planning,
-    triggers,  # noqa: F401 (registers the watch trigger on PodGroup events)
 )
 from scheduler.preemption.execution import execute
 from scheduler.preemption.ledger import approvals

@@ -18,9 +18,8 @@ from typing import Any
 
 from django.conf import settings
 
-from scheduler.cluster import Cluster
+from scheduler.cluster import Cluster, WatchEvents
 from scheduler.preemption.detection import unschedulable_condition
-from scheduler.preemption.runtime import on_cluster_built
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +72,5 @@ def on_event(event_type: str, resource: Any, obj: dict | None) -> None:
 
 def watch(cluster: Cluster) -> None:
     """Listen to ``cluster``'s PodGroup events (a cluster without watch events has nothing to listen to)."""
-    add_listener = getattr(cluster, "add_listener", None)
-    if add_listener is not None and getattr(cluster, "watching", False):
-        add_listener(on_event)
-
-
-on_cluster_built(watch)
+    if isinstance(cluster, WatchEvents) and cluster.watching:
+        cluster.add_listener(on_event)

@@ -16,6 +16,7 @@ from django.utils import timezone
 from scheduler.preemption import metrics
 from scheduler.preemption.events import publish
 from scheduler.preemption.ledger.evictions import fail_unstarted_evictions
+from scheduler.preemption.ledger.facts import PodFacts
 from scheduler.preemption.ledger.history import (
     TERMINAL_REQUEST_STATES,
     lock_request,
@@ -31,7 +32,6 @@ from scheduler.preemption.models import (
     PreemptionRequest,
     RequestState,
 )
-from scheduler.preemption.planning import PodFacts
 from scheduler.words import plural
 
 

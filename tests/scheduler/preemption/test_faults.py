@@ -8,7 +8,6 @@ the PostgreSQL test database. The victims of the plan are two pods of one ``all`
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from celery import Celery
@@ -53,6 +52,17 @@ def delay_real_evictions(control, pods, seconds: float) -> None:
 def delayed_requests_arrived(control) -> bool:
     """Every delayed rule was taken: those requests are inside the server, sleeping before they act."""
     return all(f["hits"] == 1 for f in control.faults() if f["delay"])
+
+
+def delayed_requests_finished(control) -> bool:
+    """Every delayed request has been acted on and answered: nothing late can still evict."""
+    return all(f["finished"] == f["hits"] == 1 for f in control.faults() if f["delay"])
+
+
+def executions_ended(logs, count: int) -> bool:
+    """``count`` executions have returned, in whichever worker's log (Celery's own result line)."""
+    text = "".join(p.read_text() for p in logs if p.exists())
+    return len(re.findall(r"Task scheduler\.execute_plan\[[^\]]+\] (?:succeeded|raised)", text)) >= count
 
 
 def pods_now(control) -> dict[str, dict]:
@@ -104,14 +114,18 @@ def test_a_soft_time_limit_mid_execution_never_evicts_twice_nor_a_replacement(ap
             "both real evictions to reach the API server",
             log_path,
         )
-        arrived = time.monotonic()
         wait_until(
             lambda: PreemptionRequest.objects.get(pk=request.pk).state == RequestState.SUCCEEDED,
             120,
             "the request to succeed",
             log_path,
         )
-        time.sleep(max(0.0, arrived + DELAY + 2 - time.monotonic()))  # the delayed requests have ended
+        wait_until(
+            lambda: delayed_requests_finished(api_server.control),
+            DELAY + 60,
+            "the delayed evictions to end",
+            log_path,
+        )
     finally:
         worker.stop()
         sender.close()
@@ -152,7 +166,10 @@ def test_two_workers_executing_one_plan_at_the_same_moment_evict_each_pod_once(a
             "both workers to take an execution",
             logs[1],
         )
-        time.sleep(3.0)  # the second execution ends (skipped) without another eviction
+        wait_until(lambda: executions_ended(logs, 2), 60, "both executions to return", logs[1])
+        wait_until(
+            lambda: delayed_requests_finished(api_server.control), 60, "the delayed evictions to end", logs[0]
+        )
     finally:
         for worker in workers:
             worker.stop()

@@ -20,6 +20,8 @@ from kubetestserver import TestServerProcess
 from tests.conftest import ROOT
 
 CLAIM_KEY = "gangweb:test:claimed-by"
+# Set in the database a test run itself uses (its REDIS_URL), so that no other run claims it as a broker.
+SUITE_KEY = "gangweb:test:suite-of"
 
 
 def claim_broker(redis_url):
@@ -38,6 +40,8 @@ def claim_broker(redis_url):
             continue
         url = urlunparse(parsed._replace(path=f"/{number}"))
         client = redis.Redis.from_url(url)
+        if client.exists(SUITE_KEY):
+            continue
         if client.set(CLAIM_KEY, token, nx=True, ex=600):
             for key in client.scan_iter():
                 if key.decode() != CLAIM_KEY:
@@ -46,6 +50,24 @@ def claim_broker(redis_url):
             client.flushdb()
             return
     pytest.fail("no free Redis database number for the worker (all of 1-14 are claimed)")
+
+
+def claim_suite_database(redis_url):
+    """Mark the run's own Redis database as in use while the run lasts: another run's ``claim_broker``
+    would otherwise empty it under this run's feet."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    token = f"{os.getpid()}-{time.time()}"
+    client.set(SUITE_KEY, token, ex=4 * 3600)
+    try:
+        yield redis_url
+    finally:
+        try:
+            if client.get(SUITE_KEY) == token.encode():
+                client.delete(SUITE_KEY)
+        except redis.RedisError:
+            pass  # a test stopped Redis: the key goes with its expiry
 
 
 def postgres_url_for_test_db() -> str:
