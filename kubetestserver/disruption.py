@@ -24,8 +24,46 @@ def _scaled(value: int | str, total: int, round_up: bool) -> int:
     return int(value)
 
 
+# Controllers without a scale subresource: the disruption controller cannot count their pods.
+UNSCALABLE = {("batch", "Job"): "jobs.batch"}
+
+
+def _unscalable_controller(pods: list[dict]) -> str | None:
+    for pod in pods:
+        for ref in pod["metadata"].get("ownerReferences") or []:
+            if ref.get("controller"):
+                group = ref.get("apiVersion", "").rpartition("/")[0]
+                if (group, ref.get("kind")) in UNSCALABLE:
+                    return UNSCALABLE[(group, ref.get("kind"))]
+    return None
+
+
+def _sync_failed(pdb: dict, resource: str) -> dict:
+    """What the disruption controller leaves when it cannot compute the budget: no disruption allowed, the
+    reason in a condition, the rest of the status (and its observedGeneration) as it was."""
+    status = dict(pdb.get("status") or {})
+    for key in ("currentHealthy", "desiredHealthy", "expectedPods"):
+        status.setdefault(key, 0)
+    status["disruptionsAllowed"] = 0
+    status["conditions"] = [
+        {
+            "type": "DisruptionAllowed",
+            "status": "False",
+            "reason": "SyncFailed",
+            "message": f"{resource} does not implement the scale subresource",
+            "lastTransitionTime": now_rfc3339(),
+        }
+    ]
+    return status
+
+
 def compute_pdb_status(store: ObjectStore, pdb: dict) -> dict:
-    """The status the disruption controller would write for ``pdb`` given the pods in the store."""
+    """The status the disruption controller would write for ``pdb`` given the pods in the store.
+
+    ``maxUnavailable`` and a percentage ``minAvailable`` need the number of pods the pods' controllers
+    expect, read from their scale subresource: a Job has none, so such a budget over a Job's pods is never
+    computed and allows nothing (the real controller's ``SyncFailed``); an integer ``minAvailable`` counts
+    the pods themselves."""
     spec = pdb.get("spec") or {}
     pods = [
         p
@@ -34,6 +72,13 @@ def compute_pdb_status(store: ObjectStore, pdb: dict) -> dict:
         and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
         and not p["metadata"].get("deletionTimestamp")
     ]
+    min_available = spec.get("minAvailable")
+    if spec.get("maxUnavailable") is not None or (
+        isinstance(min_available, str) and min_available.endswith("%")
+    ):
+        unscalable = _unscalable_controller(pods)
+        if unscalable:
+            return _sync_failed(pdb, unscalable)
     expected = len(pods)
     healthy = sum(1 for p in pods if pod_is_ready(p))
     if spec.get("minAvailable") is not None:
