@@ -178,6 +178,10 @@ class Scene:
         listed = self.get("events.v1.events.k8s.io", "-n", namespace, f"--field-selector=reason={reason}")
         return listed["items"]
 
+    def preempted_by(self, controller: str) -> list[dict]:
+        """The ``Preempted`` events ``controller`` wrote about the victims' pods."""
+        return [e for e in self.events(self.batch, "Preempted") if e["reportingController"] == controller]
+
     def remove(self) -> None:
         for obj in reversed(self.objects):
             self.cluster.run("delete", obj["kind"], obj["metadata"]["name"], "--wait=false", check=False)
@@ -279,8 +283,8 @@ def run_enforced(scene: Scene) -> None:
     assert podgroup["spec"]["preemptionPolicy"] == "Never"  # the class's: kube-scheduler keeps out
     # kube-scheduler's own word opened it: the PodGroup condition it writes, and its FailedScheduling events.
     assert request.trigger == "PodGroupInitiallyScheduled=False (Unschedulable)", request.trigger
-    failed = scene.events(scene.train, "FailedScheduling")
-    assert failed and {e["reportingController"] for e in failed} == {"default-scheduler"}, failed
+    failed = until(lambda: scene.events(scene.train, "FailedScheduling"), "kube-scheduler's FailedScheduling")
+    assert {e["reportingController"] for e in failed} == {"default-scheduler"}, failed
 
     request = until(
         lambda: (r := PreemptionRequest.objects.get(pk=request.pk)).state not in ACTIVE_REQUEST_STATES and r,
@@ -318,7 +322,9 @@ def run_enforced(scene: Scene) -> None:
     )
     assert conditions(podgroup)["PodGroupInitiallyScheduled"]["reason"] == "Scheduled"
     assert conditions(podgroup)["gangweb.io/Preemption"]["reason"] == "VictimsEvicted"
-    preempted = [e for e in scene.events(scene.batch, "Preempted") if e["reportingController"] == "gangweb"]
+    preempted = until(
+        lambda: len(e := scene.preempted_by("gangweb")) == 2 and e, "gangweb's Preempted events"
+    )
     assert sorted(f"{e['regarding']['namespace']}/{e['regarding']['name']}" for e in preempted) == sorted(
         uids(low)
     )
@@ -368,11 +374,10 @@ def test_observe_mode_records_what_kube_scheduler_preempted(real_cluster, webhoo
             "kube-scheduler places the gang",
             beat=(ENSURE,),
         )
-        preempted = [
-            e
-            for e in scene.events(scene.batch, "Preempted")
-            if e["reportingController"] == "default-scheduler"
-        ]
+        preempted = until(  # the scheduler's event broadcaster writes them a moment later
+            lambda: len(e := scene.preempted_by("default-scheduler")) == 2 and e,
+            "kube-scheduler's two Preempted events",
+        )
         victims = {
             f"{e['regarding']['namespace']}/{e['regarding']['name']}": e["regarding"]["uid"]
             for e in preempted
@@ -401,8 +406,6 @@ def test_observe_mode_records_what_kube_scheduler_preempted(real_cluster, webhoo
         assert not Plan.objects.filter(request=request, source=PlanSource.ENGINE).exists()
         assert "deleted" in request.reason, request.reason
         assert not Eviction.objects.filter(plan__source=PlanSource.ENGINE, namespace=scene.batch).exists()
-        assert not [
-            e for e in scene.events(scene.batch, "Preempted") if e["reportingController"] == "gangweb"
-        ]
+        assert not scene.preempted_by("gangweb")
     finally:
         scene.remove()
