@@ -245,12 +245,13 @@ def test_gangweb_evicts_through_the_real_eviction_api_and_the_gang_is_placed(
     scene = Scene(real_cluster, preemptor_policy="Never")  # enforce: kube-scheduler must not preempt
     try:
         settings.GANGWEB_NAMESPACE_MODES = {scene.train: "enforce"}
-        run_enforced(scene)
+        run_enforced(scene, webhook)
     finally:
         scene.remove()
 
 
-def run_enforced(scene: Scene) -> None:
+def run_enforced(scene: Scene, webhook: WebhookServer) -> None:
+    answered_before = webhook.answered()
     scene.victims()
     low = until(
         lambda: running(p := scene.pods(scene.batch, "low"), 2) and p, "low's pods Running", beat=BEAT
@@ -276,6 +277,10 @@ def run_enforced(scene: Scene) -> None:
     # certificate: without one the webhook answers 403 and, failurePolicy Ignore, nothing is grouped).
     gang = scene.pods(scene.train, "train")
     assert [p["spec"].get("schedulingGroup") for p in gang] == [{"podGroupName": "train"}] * 2, gang
+    answered = webhook.answered()
+    grown = {key: answered[key] - answered_before.get(key, 0) for key in answered}
+    assert grown[("mutate", "patched")] >= 6, grown  # low's, mid's and train's pods: 2 each
+    assert grown[("validate", "allowed")] > 0 and grown[("validate", "error")] == 0, grown
     podgroup = scene.get(PODGROUPS, "-n", scene.train, "train")
     assert podgroup["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gangweb"
     assert podgroup["metadata"]["ownerReferences"][0]["kind"] == "Job"

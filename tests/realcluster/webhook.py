@@ -108,6 +108,20 @@ class WebhookServer:
             time.sleep(0.3)
         raise AssertionError(f"webhook serve not ready within {timeout:.0f} s:\n{self.tail()}")
 
+    def answered(self) -> dict[tuple[str, str], float]:
+        """``gangweb_admission_requests_total`` from ``/metrics``: (webhook, decision) -> requests answered."""
+        context = ssl.create_default_context(cafile=str(self.pki / certs.CA_CERT))
+        url = f"https://{WEBHOOK_HOST}:{self.port}/metrics"
+        with urllib.request.urlopen(url, context=context, timeout=10) as answer:
+            text = answer.read().decode()
+        counts = {}
+        for line in text.splitlines():
+            if line.startswith("gangweb_admission_requests_total{"):
+                labels, _, value = line.partition("} ")
+                pairs = dict(part.split("=", 1) for part in labels.split("{", 1)[1].split(","))
+                counts[(pairs["webhook"].strip('"'), pairs["decision"].strip('"'))] = float(value)
+        return counts
+
     def tail(self) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-4000:]
