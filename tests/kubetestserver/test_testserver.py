@@ -289,6 +289,23 @@ def test_a_budget_over_a_jobs_pods_needs_an_integer_min_available(server, core, 
     assert err.value.status == 429
 
 
+def test_max_unavailable_over_pods_without_a_controller_allows_nothing(server, core):
+    # The real controller expects no pod that has no controller (an UnmanagedPods warning): expectedPods 0,
+    # and so no disruption, however many of them are healthy.
+    server.store.delete(PDBS, "team-a", "low-pdb")
+    budget = pdb("low-pdb", app="low")
+    budget["spec"] = {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "low"}}}
+    server.store.create(PDBS, budget)
+    server.refresh_pdbs()
+    status = server.store.get(PDBS, "team-a", "low-pdb")["status"]
+    assert (status["expectedPods"], status["currentHealthy"], status["disruptionsAllowed"]) == (0, 2, 0), (
+        status
+    )
+    with pytest.raises(ApiException) as err:
+        evict(core, "low-0")
+    assert err.value.status == 429
+
+
 def test_pending_pods_are_evicted_without_a_budget(server, core):
     server.store.create(PDBS, pdb("high-pdb", app="high", min_available=5))
     server.store.patch(
