@@ -18,6 +18,7 @@ import uuid
 import pytest
 
 from admission.tasks import ensure_podgroups
+from scheduler.cluster import object_key
 from scheduler.kube import KubeCluster
 from scheduler.preemption import runtime
 from scheduler.preemption.models import (
@@ -30,6 +31,7 @@ from scheduler.preemption.models import (
     PreemptionRequest,
     RequestState,
 )
+from scheduler.preemption.observe import preemption_events
 from scheduler.preemption.tasks import detect_unschedulable_gangs
 from tests.deploy.rendering import build, prepare
 from tests.realcluster.webhook import WebhookServer, as_list, webhook_configurations
@@ -299,10 +301,9 @@ def run_enforced(scene: Scene, webhook: WebhookServer) -> None:
         request.state,
         request.reason,
     )
+    # low: the lower priority, and its budget allows the disruptions (mid's allows none).
     plan = Plan.objects.get(request=request, source=PlanSource.ENGINE)
-    assert plan.feasible and sorted(plan.evictions) == sorted(uids(low)), (
-        plan.evictions
-    )  # cheaper, budget allows
+    assert plan.feasible and sorted(plan.evictions) == sorted(uids(low)), plan.evictions
     evictions = list(Eviction.objects.filter(plan__source=PlanSource.ENGINE, namespace=scene.batch))
     assert {e.pod_uid for e in evictions} == set(uids(low).values())  # exactly the planned pods, by UID
     assert all(e.state == EvictionState.EVICTED and e.attempts == 1 for e in evictions), evictions
@@ -333,6 +334,7 @@ def run_enforced(scene: Scene, webhook: WebhookServer) -> None:
     assert sorted(f"{e['regarding']['namespace']}/{e['regarding']['name']}" for e in preempted) == sorted(
         uids(low)
     )
+    assert {e["regarding"]["uid"] for e in preempted} == set(uids(low).values())
     assert all(e["related"]["name"] == "train" and e["related"]["kind"] == "PodGroup" for e in preempted)
 
     # The Job controller replaces what it owns (after its back-off); mid, whose budget allows nothing, is untouched.
@@ -397,6 +399,21 @@ def test_observe_mode_records_what_kube_scheduler_preempted(real_cluster, webhoo
                 "--for=delete",
                 f"--timeout={WAIT}s",
             )
+        # The pass reads gangweb's watch caches: wait until they have seen the deletions and the events.
+        assert pipeline.wait_for(
+            lambda objects: not any(o["kind"] == "Pod" and object_key(o) in victims for o in objects),
+            timeout=WAIT,
+        ), "gangweb's pod cache never saw kube-scheduler's victims deleted"
+        until(
+            lambda: (
+                set(victims)
+                <= {
+                    f"{e['regarding']['namespace']}/{e['regarding']['name']}"
+                    for e in preemption_events(pipeline)
+                }
+            ),
+            "gangweb's event watch has kube-scheduler's Preempted events",
+        )
         detect_unschedulable_gangs()
         request = PreemptionRequest.objects.get(namespace=scene.train, name="train")
         assert (request.mode, request.state) == ("observe", RequestState.OBSERVED), (
