@@ -24,6 +24,7 @@ from django.utils import timezone
 from scheduler.cluster import Cluster, KubeObject, ListsEvents, object_key
 from scheduler.engine import parse_snapshot
 from scheduler.preemption import ledger, planning
+from scheduler.preemption.ledger.facts import PodFacts
 from scheduler.preemption.models import (
     Eviction,
     EvictionState,
@@ -180,7 +181,7 @@ def record_observations(objects: list[KubeObject]) -> list[str]:
     for preemptor, pods in sorted(by_preemptor.items()):
         request, created = _request_for(preemptor)
         units = _units(snapshot, pods)
-        facts = {key: planning.PodFacts(uid=uids.get(key, "")) for key in pods}
+        facts = {key: PodFacts(uid=uids.get(key, "")) for key in pods}
         facts.update(planning.pod_facts(snapshot, pods))
         new = ledger.record_observed_victims(request.pk, units, facts)
         recorded += new
