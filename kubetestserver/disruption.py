@@ -24,8 +24,51 @@ def _scaled(value: int | str, total: int, round_up: bool) -> int:
     return int(value)
 
 
+# Controllers without a scale subresource: the disruption controller cannot count their pods.
+UNSCALABLE = {("batch", "Job"): "jobs.batch"}
+
+
+def _controller(pod: dict) -> dict | None:
+    return next((r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+
+
+def _unscalable_controller(pods: list[dict]) -> str | None:
+    for pod in pods:
+        ref = _controller(pod)
+        if ref is not None:
+            group = ref.get("apiVersion", "").rpartition("/")[0]
+            if (group, ref.get("kind")) in UNSCALABLE:
+                return UNSCALABLE[(group, ref.get("kind"))]
+    return None
+
+
+def _sync_failed(pdb: dict, resource: str) -> dict:
+    """What the disruption controller leaves when it cannot compute the budget: no disruption allowed, the
+    reason in a condition, the rest of the status (and its observedGeneration) as it was."""
+    status = dict(pdb.get("status") or {})
+    for key in ("currentHealthy", "desiredHealthy", "expectedPods"):
+        status.setdefault(key, 0)
+    status["disruptionsAllowed"] = 0
+    status["conditions"] = [
+        {
+            "type": "DisruptionAllowed",
+            "status": "False",
+            "reason": "SyncFailed",
+            "message": f"{resource} does not implement the scale subresource",
+            "lastTransitionTime": now_rfc3339(),
+        }
+    ]
+    return status
+
+
 def compute_pdb_status(store: ObjectStore, pdb: dict) -> dict:
-    """The status the disruption controller would write for ``pdb`` given the pods in the store."""
+    """The status the disruption controller would write for ``pdb`` given the pods in the store.
+
+    ``maxUnavailable`` and a percentage ``minAvailable`` need the number of pods the pods' controllers
+    expect, read from their scale subresource: a Job has none, so such a budget over a Job's pods is never
+    computed and allows nothing (the real controller's ``SyncFailed``), and pods without a controller are
+    expected by nobody, so over those alone it allows nothing; an integer ``minAvailable`` counts the pods
+    themselves."""
     spec = pdb.get("spec") or {}
     pods = [
         p
@@ -34,7 +77,16 @@ def compute_pdb_status(store: ObjectStore, pdb: dict) -> dict:
         and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
         and not p["metadata"].get("deletionTimestamp")
     ]
+    min_available = spec.get("minAvailable")
     expected = len(pods)
+    if spec.get("maxUnavailable") is not None or (
+        isinstance(min_available, str) and min_available.endswith("%")
+    ):
+        unscalable = _unscalable_controller(pods)
+        if unscalable:
+            return _sync_failed(pdb, unscalable)
+        # Pods without a controller are expected by nobody (the real controller's UnmanagedPods warning).
+        expected = sum(1 for p in pods if _controller(p) is not None)
     healthy = sum(1 for p in pods if pod_is_ready(p))
     if spec.get("minAvailable") is not None:
         desired = _scaled(spec["minAvailable"], expected, round_up=True)
@@ -47,7 +99,7 @@ def compute_pdb_status(store: ObjectStore, pdb: dict) -> dict:
         "expectedPods": expected,
         "currentHealthy": healthy,
         "desiredHealthy": desired,
-        "disruptionsAllowed": max(0, healthy - desired),
+        "disruptionsAllowed": max(0, healthy - desired) if expected > 0 else 0,
         "disruptedPods": dict((pdb.get("status") or {}).get("disruptedPods") or {}),
     }
 

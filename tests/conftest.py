@@ -282,6 +282,10 @@ class RealCluster:
     server: str
     kubectl: str
     state: Path
+    # kube-apiserver presents deploy/admission's client certificate to a webhook at 127.0.0.1:webhook_port;
+    # the webhook's CA and pairs are in admission/certs (tests/realcluster/webhook.py).
+    webhook_port: int = 0
+    admission: Path | None = None
 
     def run(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
         """``kubectl <args>`` against this cluster; a failure says what kubectl said."""
@@ -304,9 +308,18 @@ CLUSTER_SCRIPT = ROOT / "hack" / "cluster" / "cluster.py"
 def real_cluster(tmp_path_factory) -> RealCluster:
     """A real Kubernetes control plane with KWOK nodes, started by `make cluster`'s own script. A cluster
     that cannot be built or started fails the test with the script's words: these tests are never skipped."""
+    from tests.realcluster.webhook import admission_files
+
     state = tmp_path_factory.mktemp("cluster")
+    admission = tmp_path_factory.mktemp("admission")
+    webhook_port = free_port()
+    config = admission_files(admission, webhook_port)
     script = [sys.executable, str(CLUSTER_SCRIPT)]
-    done = subprocess.run([*script, "up", "--state", str(state)], capture_output=True, text=True)
+    done = subprocess.run(
+        [*script, "up", "--state", str(state), "--admission-config", str(config)],
+        capture_output=True,
+        text=True,
+    )
     last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
     if done.returncode != 0 or not last or not last[0].startswith("KUBECONFIG="):
         pytest.fail(
@@ -317,6 +330,6 @@ def real_cluster(tmp_path_factory) -> RealCluster:
     bins = subprocess.run([*script, "bin"], capture_output=True, text=True, check=True).stdout.strip()
     server = json.loads((state / "cluster.json").read_text())["server"]
     try:
-        yield RealCluster(kubeconfig, server, str(Path(bins) / "kubectl"), state)
+        yield RealCluster(kubeconfig, server, str(Path(bins) / "kubectl"), state, webhook_port, admission)
     finally:
         subprocess.run([*script, "down", "--state", str(state)], capture_output=True, text=True, timeout=120)

@@ -2,7 +2,8 @@
 and KWOK, built from the Go modules pinned beside this file (docs/kube.md).
 
     cluster.py build              build the binaries into the cache (nothing to do when they exist)
-    cluster.py up [--state DIR]   build, start, wait until served; the last line is KUBECONFIG=<path>
+    cluster.py up [--state DIR] [--admission-config FILE]
+                                  build, start, wait until served; the last line is KUBECONFIG=<path>
     cluster.py down [--state DIR] stop what ``up`` started in DIR
 
 ``make cluster`` and the test suite's ``real_cluster`` fixture both run ``up``, so there is one way to get a
@@ -71,6 +72,9 @@ RUNTIME_CONFIG = ["scheduling.k8s.io/v1beta1=true", "scheduling.k8s.io/v1alpha3=
 NODE = "kwok-node-0"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 READY_TIMEOUT = float(os.environ.get("GANGWEB_CLUSTER_TIMEOUT", "180"))
+# Pods with this label are left Running by KWOK even when a Job owns them (KWOK's pod-complete stage finishes
+# every Job's pods at once): a training Job's pods run until they are evicted.
+KEEP_RUNNING_LABEL = "gangweb.io/kwok-keep-running"
 
 
 class ClusterError(Exception):
@@ -369,8 +373,24 @@ def node_object(name: str) -> dict:
     }
 
 
-def up(state: Path) -> Path:
+def kwok_stages(state: Path) -> Path:
+    """KWOK's stages with the pod-complete stage leaving pods labelled ``KEEP_RUNNING_LABEL`` alone."""
+    stages = (cache_dir() / "kwok-stages.yaml").read_text()
+    complete = "  name: pod-complete\n"
+    head, found, tail = stages.partition(complete)
+    anchor = "    matchExpressions:\n"
+    if not found or anchor not in tail:
+        raise ClusterError(f"{cache_dir() / 'kwok-stages.yaml'} has no pod-complete stage with a selector")
+    keep = f"    - key: '.metadata.labels.\"{KEEP_RUNNING_LABEL}\"'\n      operator: 'DoesNotExist'\n"
+    return write(state / "kwok-stages.yaml", (head + found + tail.replace(anchor, anchor + keep, 1)).encode())
+
+
+def up(state: Path, admission_config: Path | None = None) -> Path:
+    """Start a cluster in ``state``; ``admission_config`` is kube-apiserver's AdmissionConfiguration file
+    (``--admission-control-config-file``: e.g. the client certificate it presents to webhooks)."""
     bins = build()
+    if admission_config is not None and not admission_config.is_file():
+        raise ClusterError(f"--admission-config {admission_config}: no such file")
     cluster = Cluster(state)
     if cluster.load().get("pids") and any(cluster.alive(n) for n in cluster.load()["pids"]):
         raise ClusterError(f"a cluster already runs from {state}: `cluster.py down --state {state}` first")
@@ -417,7 +437,8 @@ def up(state: Path) -> Path:
                 "--service-cluster-ip-range=10.96.0.0/16",
             ]
             + [f"--feature-gates={gates}", f"--runtime-config={','.join(RUNTIME_CONFIG)}"]
-            + [f"--cert-dir={state / 'apiserver-certs'}", "--allow-privileged=true", "--v=1"],
+            + [f"--cert-dir={state / 'apiserver-certs'}", "--allow-privileged=true", "--v=1"]
+            + ([f"--admission-control-config-file={admission_config}"] if admission_config else []),
         )
         cluster.wait("kube-apiserver", "ready (/readyz)", lambda: cluster.get("/readyz")[0] == 200)
         for name in ("kube-scheduler", "kube-controller-manager"):
@@ -436,7 +457,7 @@ def up(state: Path) -> Path:
         say("starting kwok")
         cluster.start(
             "kwok",
-            [str(bins / "kwok"), f"--kubeconfig={config}", f"--config={cache_dir() / 'kwok-stages.yaml'}"]
+            [str(bins / "kwok"), f"--kubeconfig={config}", f"--config={kwok_stages(state)}"]
             + ["--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake"]
             + ["--cidr=10.0.0.1/16", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40"]
             + [f"--server-address=127.0.0.1:{free_port()}"],
@@ -504,6 +525,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--state", type=Path, default=Path(os.environ.get("GANGWEB_CLUSTER_STATE", ROOT / "var" / "cluster"))
     )
+    parser.add_argument(
+        "--admission-config",
+        type=Path,
+        help="kube-apiserver's AdmissionConfiguration file (up only), e.g. the webhooks' client certificates",
+    )
     args = parser.parse_args(argv)
     state = args.state.resolve()
     try:
@@ -513,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
             print(bin_dir())
         elif args.command == "up":
             started = time.monotonic()
-            config = up(state)
+            config = up(state, args.admission_config.resolve() if args.admission_config else None)
             say(f"cluster up in {time.monotonic() - started:.0f} s; state and logs in {state}")
             say(f"kubectl: {bin_dir() / 'kubectl'}; stop it with `make cluster-down`")
             print(f"KUBECONFIG={config}", flush=True)

@@ -41,8 +41,15 @@ ACTIVE_REQUEST_STATES = (
 )
 
 REQUEST_TRANSITIONS: dict[str, frozenset[str]] = {
+    # pending -> observed: observe mode, kube-scheduler's victims deleted before gangweb read them (no plan).
     RequestState.PENDING: frozenset(
-        {RequestState.PLANNING, RequestState.FAILED, RequestState.SUPERSEDED, RequestState.CANCELLED}
+        {
+            RequestState.PLANNING,
+            RequestState.FAILED,
+            RequestState.SUPERSEDED,
+            RequestState.CANCELLED,
+            RequestState.OBSERVED,
+        }
     ),
     # planning -> pending: a planning worker died and the request goes back to the queue.
     RequestState.PLANNING: frozenset(

@@ -24,6 +24,7 @@ from django.utils import timezone
 from scheduler.cluster import Cluster, KubeObject, ListsEvents, object_key
 from scheduler.engine import parse_snapshot
 from scheduler.preemption import ledger, planning
+from scheduler.preemption.ledger.facts import PodFacts
 from scheduler.preemption.models import (
     Eviction,
     EvictionState,
@@ -82,6 +83,18 @@ def observed_victims(objects: Iterable[KubeObject]) -> dict[str, str | None]:
         if preemptor:
             victims[pod_key] = preemptor
     return victims
+
+
+def event_uids(objects: Iterable[KubeObject]) -> dict[str, str]:
+    """Victim pod key -> the UID kube-scheduler's ``Preempted`` event names (events.k8s.io ``regarding.uid``):
+    the pod's identity once kube-scheduler has deleted it."""
+    found = {}
+    for event in (o for o in objects if o.get("kind") == "Event" and o.get("reason") == "Preempted"):
+        involved, _, _ = _event_parts(event)
+        if involved.get("kind") == "Pod" and involved.get("uid"):
+            namespace = involved.get("namespace") or (event.get("metadata") or {}).get("namespace")
+            found[f"{namespace}/{involved.get('name')}"] = involved["uid"]
+    return found
 
 
 def preemption_events(cluster: Cluster) -> list[KubeObject]:
@@ -150,9 +163,10 @@ def record_observations(objects: list[KubeObject]) -> list[str]:
     """Put newly seen kube-scheduler preemptions in the ledger; returns the victim pods recorded."""
     victims = observed_victims(objects)
     by_preemptor: dict[str, list[str]] = defaultdict(list)
-    uids = {
-        object_key(o): (o.get("metadata") or {}).get("uid") or "" for o in objects if o.get("kind") == "Pod"
-    }
+    uids = event_uids(objects)
+    uids.update(
+        (object_key(o), (o.get("metadata") or {}).get("uid") or "") for o in objects if o.get("kind") == "Pod"
+    )
     seen = _already_recorded([key for key, preemptor in victims.items() if preemptor])
     for pod_key, preemptor in victims.items():
         if preemptor is None or (pod_key, uids.get(pod_key, "")) in seen:
@@ -167,9 +181,21 @@ def record_observations(objects: list[KubeObject]) -> list[str]:
     for preemptor, pods in sorted(by_preemptor.items()):
         request, created = _request_for(preemptor)
         units = _units(snapshot, pods)
-        new = ledger.record_observed_victims(request.pk, units, planning.pod_facts(snapshot, pods))
+        facts = {key: PodFacts(uid=uids.get(key, "")) for key in pods}
+        facts.update(planning.pod_facts(snapshot, pods))
+        new = ledger.record_observed_victims(request.pk, units, facts)
         recorded += new
-        if created:
+        gone = sorted(key for key in pods if key not in snapshot.pod_index)
+        if created and gone:
+            # A real kube-scheduler deletes its victims at once: without them the state before cannot be rebuilt,
+            # and a plan on what is left would claim the gang fits without preemption.
+            ledger.finish(
+                request.pk,
+                RequestState.OBSERVED,
+                f"observe mode: kube-scheduler preempted; its victims were deleted before gangweb read them "
+                f"({', '.join(gone)}), so gangweb's plan for the state before is not computed",
+            )
+        elif created:
             _plan_counterfactual(request.pk, state_before(objects, set(pods), preemptor))
     return recorded
 

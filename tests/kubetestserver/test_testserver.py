@@ -254,6 +254,58 @@ def test_a_budget_not_yet_processed_answers_429(server, core):
     assert evict(core, "low-0").status == 201
 
 
+@pytest.mark.parametrize(
+    ("spec", "computed"),
+    [({"maxUnavailable": 1}, False), ({"minAvailable": "50%"}, False), ({"minAvailable": 1}, True)],
+)
+def test_a_budget_over_a_jobs_pods_needs_an_integer_min_available(server, core, spec, computed):
+    # The real disruption controller reads the expected pod count of maxUnavailable and of a percentage from
+    # the pods' controller's scale subresource; a Job has none: SyncFailed, nothing allowed, 429 on eviction.
+    job = {"apiVersion": "batch/v1", "kind": "Job", "name": "low", "uid": "job-uid", "controller": True}
+    for name in ("low-0", "low-1"):
+        server.store.patch(
+            PODS, "team-a", name, "application/merge-patch+json", {"metadata": {"ownerReferences": [job]}}
+        )
+    server.store.delete(PDBS, "team-a", "low-pdb")
+    server.store.create(
+        PDBS, {**pdb("low-pdb", app="low"), "spec": {**spec, "selector": {"matchLabels": {"app": "low"}}}}
+    )
+    server.refresh_pdbs()
+    status = server.store.get(PDBS, "team-a", "low-pdb")["status"]
+    if computed:
+        assert (status["expectedPods"], status["disruptionsAllowed"]) == (2, 1)
+        assert evict(core, "low-0").status == 201
+        return
+    assert status["disruptionsAllowed"] == 0 and status["expectedPods"] == 0, status
+    [condition] = status["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "DisruptionAllowed",
+        "False",
+        "SyncFailed",
+    )
+    assert condition["message"] == "jobs.batch does not implement the scale subresource"
+    with pytest.raises(ApiException) as err:
+        evict(core, "low-0")
+    assert err.value.status == 429
+
+
+def test_max_unavailable_over_pods_without_a_controller_allows_nothing(server, core):
+    # The real controller expects no pod that has no controller (an UnmanagedPods warning): expectedPods 0,
+    # and so no disruption, however many of them are healthy.
+    server.store.delete(PDBS, "team-a", "low-pdb")
+    budget = pdb("low-pdb", app="low")
+    budget["spec"] = {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "low"}}}
+    server.store.create(PDBS, budget)
+    server.refresh_pdbs()
+    status = server.store.get(PDBS, "team-a", "low-pdb")["status"]
+    assert (status["expectedPods"], status["currentHealthy"], status["disruptionsAllowed"]) == (0, 2, 0), (
+        status
+    )
+    with pytest.raises(ApiException) as err:
+        evict(core, "low-0")
+    assert err.value.status == 429
+
+
 def test_pending_pods_are_evicted_without_a_budget(server, core):
     server.store.create(PDBS, pdb("high-pdb", app="high", min_available=5))
     server.store.patch(

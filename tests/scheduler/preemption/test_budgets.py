@@ -2,7 +2,8 @@
 API server does: dry runs check without spending, real evictions spend one each).
 
 The victims are the two pods of the ``all`` gang batch/low; a third pod, batch/low-spare, sits under the
-same budget (``maxUnavailable: 2``: two disruptions allowed while all three run).
+same budget (``minAvailable: 1``: two disruptions allowed while all three run; an integer, since the real
+disruption controller counts no pods without a controller for ``maxUnavailable``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ FAST = RetryPolicy(attempts=3, first_delay=0.01, max_delay=0.02)
 VICTIMS = ["batch/low-0", "batch/low-1"]
 
 
-def budgeted_cluster(max_unavailable: int = 2) -> list[dict]:
+def budgeted_cluster(allowed: int = 2) -> list[dict]:
     objects = small_cluster()
     objects.append(pod("batch", "low-spare", group=None, priority=10, gpus=0, node_name="node-2"))
     for obj in objects:
@@ -39,7 +40,7 @@ def budgeted_cluster(max_unavailable: int = 2) -> list[dict]:
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",
             "metadata": {"name": "low-pdb", "namespace": "batch"},
-            "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": "low"}}},
+            "spec": {"minAvailable": 3 - allowed, "selector": {"matchLabels": {"app": "low"}}},
         }
     )
     return objects
@@ -144,7 +145,7 @@ def test_a_budget_spent_between_the_check_and_the_evictions_finishes_the_unit_by
 def test_enforce_mode_does_not_execute_a_plan_that_breaks_a_budget(settings):
     """GANGWEB_PDB_POLICY=respect (the default): the best plan breaking a budget means every plan found
     does; the request ends infeasible and saying so, and nothing is called."""
-    objects = budgeted_cluster(max_unavailable=0)
+    objects = budgeted_cluster(allowed=0)
     for obj in objects:  # one budget over every batch pod, allowing nothing: no plan can respect it
         if obj["kind"] == "PodDisruptionBudget":
             obj["status"] = {

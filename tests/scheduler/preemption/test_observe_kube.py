@@ -76,3 +76,36 @@ def test_observe_mode_records_kube_schedulers_victims_from_a_real_api(tmp_path, 
         ours.feasible and ours.evictions and ours.evictions != victims
     )  # gangweb would pick the cheaper gang
     assert evictions == []  # observe mode never evicts, not even a dry run
+
+
+def test_victims_kube_scheduler_already_deleted_keep_their_uid_and_get_no_counterfactual(tmp_path, settings):
+    # A real kube-scheduler deletes its victims in the cycle it preempts (tests/realcluster): by the next
+    # detection pass only its events name them. gangweb cannot rebuild the state before without them.
+    settings.GANGWEB_NAMESPACE_MODES = {"team-a": "observe"}
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    victims = ["batch/mid-0", "batch/mid-1"]
+    objects = kube_scheduler_preempted(small_cluster(), victims)
+    for event in (o for o in objects if o["kind"] == "Event"):
+        event["regarding"]["uid"] = f"uid-{event['regarding']['name']}"
+    objects = [
+        o
+        for o in objects
+        if not (o["kind"] == "Pod" and f"{o['metadata']['namespace']}/{o['metadata']['name']}" in victims)
+    ]
+    for pod in (o for o in objects if o["kind"] == "Pod" and o["metadata"]["namespace"] == "team-a"):
+        pod["spec"]["nodeName"] = "node-2"  # the gang placed in the room they left
+        pod["status"] = {"phase": "Running"}
+    with TestServerProcess(tmp_path / "kubeconfig") as server:
+        server.control.load(objects)
+        runtime.set_cluster(KubeCluster.from_kubeconfig(server.kubeconfig))
+        try:
+            result = detect_unschedulable_gangs.apply().get()
+        finally:
+            runtime.reset_cluster()
+    assert sorted(result["observed"]) == victims and result["opened"] == []
+    [request] = PreemptionRequest.objects.all()
+    assert (request.mode, request.state) == ("observe", RequestState.OBSERVED)
+    assert "deleted before gangweb read them" in request.reason, request.reason
+    observed = Plan.objects.get(request=request, source=PlanSource.KUBE_SCHEDULER)
+    assert sorted(e.pod_uid for e in observed.pod_evictions.all()) == ["uid-mid-0", "uid-mid-1"]
+    assert not Plan.objects.filter(request=request, source=PlanSource.ENGINE).exists()
