@@ -89,7 +89,9 @@ class Plan:
     placement: dict[str, str] = field(default_factory=dict)
     domain: str | None = None
     # Not part of the JSON contract: what the pipeline and dashboard want besides it.
-    cost: Cost | tuple = ()  # a Cost from the engine; a plain tuple of the same order is ranked alike
+    cost: (
+        Cost | tuple[float, ...]
+    ) = ()  # a Cost from the engine; a plain tuple of the same order is ranked alike
     pending: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
     why: str = ""  # for an infeasible plan, a key of INFEASIBLE
@@ -113,14 +115,14 @@ class Plan:
         return f"infeasible:{self.why or 'unknown'}"
 
     @property
-    def rank(self) -> tuple:
+    def rank(self) -> tuple[bool, int, Cost | tuple[float, ...], str]:
         """Order among plans for the same group: feasible, most pods placed, cost, domain label."""
         return (not self.feasible, -len(self.placement), self.cost, self.domain or "")
 
     @property
     def cost_breakdown(self) -> dict[str, Any]:
         """The cost tuple with names (``highest_victim_priority`` is None without victims)."""
-        out = dict(zip(Cost._fields, self.cost))
+        out: dict[str, Any] = dict(zip(Cost._fields, self.cost))
         if not self.victims:
             out["highest_victim_priority"] = None
         return out

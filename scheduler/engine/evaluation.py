@@ -7,7 +7,7 @@ on copies of the free-capacity matrix or on small per-node slack vectors.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -38,7 +38,7 @@ class Candidate:
         domain: Domain,
         assignments: list[tuple[int, int]],
         victims: list[int],
-        cost: Cost | tuple,
+        cost: Cost,
         how: str,
     ) -> None:
         self.domain, self.assignments, self.victims, self.cost, self.how = (
@@ -53,7 +53,7 @@ class Candidate:
     def placed(self) -> int:
         return len(self.assignments)
 
-    def rank(self) -> tuple:
+    def rank(self) -> tuple[int, Cost, int]:
         return (-self.placed, self.cost, self.domain.order)
 
 
@@ -131,7 +131,9 @@ class Problem:
         per_node = np.where(self.gang.static_mask(), np.maximum(per_node, 0), 0)
         if len(domains) == 1:
             return [int(per_node[domains[0].nodes].sum())]
-        _, node_domain = topology_domains(snap, self.gang.group.topology_key)
+        key = self.gang.group.topology_key
+        assert key is not None  # several domains: one per value of the topology label
+        _, node_domain = topology_domains(snap, key)
         has = node_domain >= 0
         sums = np.bincount(
             node_domain[has], weights=per_node[has], minlength=max(d.order for d in domains) + 1
@@ -163,7 +165,7 @@ class Problem:
         snap, units = self.snapshot, self.units.units
         free_removed = self.free_removed()
         slack: dict[int, np.ndarray] = {}
-        gang_ports: dict[int, list] = {}
+        gang_ports: dict[int, list[tuple[str, str, int]]] = {}
         for pod_idx, node in assignments:
             if node not in slack:
                 slack[node] = free_removed[node].copy()
@@ -189,7 +191,13 @@ class Problem:
                 victims.append(unit_id)
         return victims
 
-    def _fits_back(self, unit: Unit, slack: dict, cols: dict, gang_ports: dict) -> bool:
+    def _fits_back(
+        self,
+        unit: Unit,
+        slack: dict[int, np.ndarray],
+        cols: dict[int, np.ndarray],
+        gang_ports: dict[int, list[tuple[str, str, int]]],
+    ) -> bool:
         snap = self.snapshot
         for node, req in unit.node_req.items():
             if node not in slack:
@@ -219,7 +227,7 @@ class Problem:
         candidate: Candidate | None = None,
         *,
         why: str = "",
-        **stats,
+        **stats: Any,
     ) -> Plan:
         """The plan to return; an infeasible one names its ``why`` (a key of ``contract.INFEASIBLE``)."""
         if not feasible and why not in INFEASIBLE:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from scheduler.words import plural
 
 from ..contract import Plan
-from ..evaluation import Problem
+from ..evaluation import Candidate, Problem
 from ..preemptor import Domain
 
 
@@ -105,7 +105,7 @@ class PreemptionPolicy(ABC):
             )
         return self._finish(self.preempt(problem, domains), notes)
 
-    def fits_without_preemption(self, problem: Problem, domains: Sequence[Domain]):
+    def fits_without_preemption(self, problem: Problem, domains: Sequence[Domain]) -> Candidate | None:
         free = problem.snapshot.free
         for domain in problem.ordered_domains(free, domains):
             assignments = problem.place(domain, free, removed_all=False)
