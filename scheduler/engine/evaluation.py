@@ -11,7 +11,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .contract import INFEASIBLE, Cost, Plan, Victim
+from .contract import Cost, Plan, Victim
+from .outcomes import Outcome
 from .placement import PortBook, fit_columns, place_least_allocated, ports_conflict, topology_domains
 from .preemptor import Domain, Preemptor
 from .snapshot import Snapshot
@@ -226,12 +227,13 @@ class Problem:
         reason: str,
         candidate: Candidate | None = None,
         *,
-        why: str = "",
+        why: Outcome | None = None,
         **stats: Any,
     ) -> Plan:
-        """The plan to return; an infeasible one names its ``why`` (a key of ``contract.INFEASIBLE``)."""
-        if not feasible and why not in INFEASIBLE:
-            raise ValueError(f"an infeasible plan needs one of {sorted(INFEASIBLE)} as its why, got {why!r}")
+        """The plan to return; an infeasible one names its ``why``: an infeasible ``Outcome``."""
+        if not feasible and (not isinstance(why, Outcome) or why.feasible or why is Outcome.UNKNOWN):
+            codes = [o.value for o in Outcome if not o.feasible and o is not Outcome.UNKNOWN]
+            raise ValueError(f"an infeasible plan needs one of {codes} as its why, got {why!r}")
         snap = self.snapshot
         plan = Plan(
             pod_group=self.gang.key,
@@ -240,7 +242,7 @@ class Problem:
             reason=reason,
             pending=len(self.gang.pending),
             stats=stats,
-            why="" if feasible else why,
+            why=None if feasible else why,
         )
         if candidate is None:
             plan.cost = victim_cost(self.units, [])

@@ -18,6 +18,7 @@ from scheduler.words import plural
 
 from ..contract import NO_VICTIM_COST, NO_VICTIM_PRIORITY, Cost, Plan, Victim
 from ..evaluation import Candidate, Problem
+from ..outcomes import Outcome
 from ..placement import fit_columns, least_allocated_scores, node_mask, ports_conflict
 from ..preemptor import Domain
 from .base import PreemptionPolicy
@@ -249,7 +250,7 @@ class LegacyPolicy(PreemptionPolicy):
             feasible,
             reason,
             candidate,
-            why="no-room",
+            why=Outcome.NO_ROOM,
             partly_evicted_gangs=broken,
             idle_gpus=idle_gpus,
             stranded_gpus=stranded,
