@@ -149,7 +149,8 @@ class DeviceIndex:
         return found  # a CEL error's note is added by the caller through cel_note
 
     def pending_matcher(self, request: Request) -> Matcher:
-        """The matcher of a request ``pending_needs`` holds: ``columns`` kept only those whose class exists."""
+        """The matcher of a request in ``pending_needs``, which ``columns`` fills only with requests whose
+        DeviceClass exists (None stands for the others)."""
         matcher = self.matcher(request, "")
         assert matcher is not None, request.class_name
         return matcher
