@@ -22,7 +22,7 @@ from admission.names import is_dns1123_subdomain
 from admission.podview import EMPTY_MAP, ObjectMeta, Pod, readable_pod
 from admission.policy import DISRUPTION_MODES, AdmissionPolicy
 from admission.sources import NO_GANG, SOURCES, Claim, OwnerRef
-from admission.sources.base import positive_int
+from admission.sources.base import ClaimRule, positive_int
 
 __all__ = ["Gang", "OwnerRef", "claim_of", "gang_of", "infer_gang", "podgroup_name"]
 
@@ -75,7 +75,7 @@ _CLAIMS = tuple(source.claim for source in _TRIGGERED)
 
 
 @lru_cache(maxsize=1024)  # bounded: the key sets come from untrusted pods
-def _claims_for(label_keys: frozenset[str], annotation_keys: frozenset[str]) -> tuple:
+def _claims_for(label_keys: frozenset[str], annotation_keys: frozenset[str]) -> tuple[ClaimRule, ...]:
     positions = {_LABEL_SOURCE[key] for key in label_keys} | {
         _ANNOTATION_SOURCE[key] for key in annotation_keys
     }

@@ -13,7 +13,7 @@ from bisect import bisect_left
 from collections.abc import Iterator
 
 from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 
 WEBHOOKS = ("mutate", "validate")
 DECISIONS = ("patched", "untouched", "allowed", "warned", "denied", "bad_request", "error")
@@ -55,7 +55,7 @@ _LIVE_RECORDERS: weakref.WeakSet[RecorderStats] = weakref.WeakSet()
 
 
 class _AdmissionCollector:
-    def collect(self) -> Iterator:
+    def collect(self) -> Iterator[Metric]:
         stats = list(_LIVE)
         requests = CounterMetricFamily(
             "gangweb_admission_requests",

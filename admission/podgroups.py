@@ -98,7 +98,7 @@ def owner_to_fetch(pod: Pod | dict[str, Any], policy: AdmissionPolicy) -> OwnerR
 
 def podgroup_for_pod(
     pod: Pod | dict[str, Any], policy: AdmissionPolicy, owner: dict[str, Any] | None = None
-) -> dict | None:
+) -> dict[str, Any] | None:
     """The PodGroup to ensure for an admitted pod, or None when it is not gangweb's to create: no
     gang claims the pod, the pod is not a Pod's shape, or it names a group gangweb did not choose (set by
     its controller or user). Raises ValueError when the size needs ``owner`` (see ``owner_to_fetch``)

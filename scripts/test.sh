@@ -52,10 +52,12 @@ if cfg["ENGINE"].endswith("postgresql"):
             print(f"==> created database {cfg['NAME']}")
 PY
 
-# The habits first (seconds): lint, format, and the import contracts of docs/ARCHITECTURE.md.
-echo "==> ruff check, ruff format --check, lint-imports"
+# The habits first (seconds): lint, format, the import contracts of docs/ARCHITECTURE.md, and the types
+# (mypy over the files [tool.mypy] in pyproject.toml names).
+echo "==> ruff check, ruff format --check, lint-imports, mypy"
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check --quiet .
 .venv/bin/lint-imports --no-logo --no-cache >/dev/null || .venv/bin/lint-imports --no-logo --no-cache
+.venv/bin/mypy --no-error-summary >/dev/null || .venv/bin/mypy
 
 exec .venv/bin/python -m pytest "$@"

@@ -42,9 +42,9 @@ class Claim(msgspec.Struct, frozen=True, gc=False):
 NO_GANG = Claim("", "")
 
 # (labels, annotations, metadata) -> Claim, NO_GANG, or None when the source does not recognise the pod.
-ClaimRule = Callable[[dict, dict, ObjectMeta], "Claim | None"]
+ClaimRule = Callable[[dict[str, str], dict[str, str], ObjectMeta], "Claim | None"]
 # (owner's spec, the pod's metadata) -> the gang size the owning object implies (< 1: it does not say).
-SizeRule = Callable[[dict, ObjectMeta], int]
+SizeRule = Callable[[dict[str, Any], ObjectMeta], int]
 
 
 @dataclass(frozen=True, slots=True)

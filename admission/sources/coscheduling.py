@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from admission.podview import ObjectMeta
 from admission.sources.base import Claim, GangSource, OwnerRef, OwnerResource, min_member, positive_int
 
 # The current label, and the pre-v0.24 label of the lightweight plugin with its size label.
@@ -12,7 +13,7 @@ PODGROUP = OwnerResource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGro
 _API_VERSION = PODGROUP.api_version
 
 
-def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
+def claim(labels: dict[str, str], annotations: dict[str, str], metadata: ObjectMeta) -> Claim | None:
     name = labels.get(LABEL, "") or labels.get(LEGACY_LABEL, "")
     if not name:
         return None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from admission import labels as L
+from admission.podview import ObjectMeta
 from admission.sources.base import Claim, GangSource, positive_int
 
 
-def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
+def claim(labels: dict[str, str], annotations: dict[str, str], metadata: ObjectMeta) -> Claim | None:
     name = labels.get(L.POD_GROUP_LABEL, "")
     if not name:
         return None

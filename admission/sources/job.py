@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission.podview import controller_of
+from admission.podview import ObjectMeta, controller_of
 from admission.sources.base import (
     Capacity,
     Claim,
@@ -42,7 +42,7 @@ def job_pods(job_spec: Any) -> int:
     )
 
 
-def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
+def claim(labels: dict[str, str], annotations: dict[str, str], metadata: ObjectMeta) -> Claim | None:
     if not metadata.ownerReferences:
         return None
     controller = controller_of(metadata)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from admission.podview import ObjectMeta
 from admission.sources.base import (
     NO_GANG,
     Capacity,
@@ -42,7 +43,7 @@ JOBSET = OwnerResource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
 _API_VERSION = JOBSET.api_version
 
 
-def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
+def claim(labels: dict[str, str], annotations: dict[str, str], metadata: ObjectMeta) -> Claim | None:
     name = labels.get(JOBSET_NAME, "")
     if not name:
         return None

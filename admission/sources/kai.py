@@ -3,6 +3,7 @@ the KAI PodGroup sizes the gang."""
 
 from __future__ import annotations
 
+from admission.podview import ObjectMeta
 from admission.sources.base import Claim, GangSource, OwnerRef, OwnerResource, min_member
 
 POD_GROUP_ANNOTATION = "pod-group-name"
@@ -11,7 +12,7 @@ PODGROUP = OwnerResource("scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup
 _API_VERSION = PODGROUP.api_version
 
 
-def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
+def claim(labels: dict[str, str], annotations: dict[str, str], metadata: ObjectMeta) -> Claim | None:
     name = annotations.get(POD_GROUP_ANNOTATION, "")
     if not name:
         return None

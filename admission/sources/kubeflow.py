@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission.podview import controller_of
+from admission.podview import ObjectMeta, controller_of
 from admission.sources.base import (
     Capacity,
     Claim,
@@ -36,7 +36,7 @@ _BY_OPERATOR = {f"{job.kind.lower()}-controller": job for job in JOBS}
 _DEFAULT = JOBS[0]
 
 
-def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
+def claim(labels: dict[str, str], annotations: dict[str, str], metadata: ObjectMeta) -> Claim | None:
     name = labels.get(JOB_NAME, "")
     if not name:
         return None

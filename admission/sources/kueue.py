@@ -3,13 +3,14 @@ total-count annotation sizes it."""
 
 from __future__ import annotations
 
+from admission.podview import ObjectMeta
 from admission.sources.base import Claim, GangSource, PodLimit, positive_int
 
 POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
 
 
-def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
+def claim(labels: dict[str, str], annotations: dict[str, str], metadata: ObjectMeta) -> Claim | None:
     name = labels.get(POD_GROUP_LABEL, "")
     if not name:
         return None

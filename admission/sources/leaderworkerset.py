@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from admission.podview import ObjectMeta
 from admission.sources.base import (
     Capacity,
     Claim,
@@ -28,7 +29,7 @@ LEADERWORKERSET = OwnerResource("leaderworkerset.x-k8s.io", "v1", "leaderworkers
 _API_VERSION = LEADERWORKERSET.api_version
 
 
-def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
+def claim(labels: dict[str, str], annotations: dict[str, str], metadata: ObjectMeta) -> Claim | None:
     name, index = labels.get(NAME, ""), labels.get(GROUP_INDEX, "")
     if not (name and index):
         return None

@@ -15,7 +15,7 @@ RAYCLUSTER = OwnerResource("ray.io", "v1", "rayclusters", "RayCluster")
 _API_VERSION = RAYCLUSTER.api_version
 
 
-def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
+def claim(labels: dict[str, str], annotations: dict[str, str], metadata: ObjectMeta) -> Claim | None:
     cluster, group = labels.get(CLUSTER, ""), labels.get(GROUP, "")
     if not (cluster and group):
         return None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from admission.podview import ObjectMeta
 from admission.sources.base import Claim, GangSource, OwnerRef, OwnerResource, min_member
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -11,7 +12,7 @@ PODGROUP = OwnerResource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGr
 _API_VERSION = PODGROUP.api_version
 
 
-def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
+def claim(labels: dict[str, str], annotations: dict[str, str], metadata: ObjectMeta) -> Claim | None:
     name = annotations.get(GROUP_ANNOTATION, "")
     if not name:
         return None

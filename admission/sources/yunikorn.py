@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from admission.podview import ObjectMeta
 from admission.sources.base import Claim, GangSource
 
 APP_ID_LABEL = "applicationId"
@@ -40,7 +41,7 @@ def _min_members(task_groups: str) -> int | None:
 _cached_min_members = lru_cache(maxsize=1024)(_min_members)
 
 
-def claim(labels: dict, annotations: dict, metadata) -> Claim | None:
+def claim(labels: dict[str, str], annotations: dict[str, str], metadata: ObjectMeta) -> Claim | None:
     # YuniKorn gangs are declared by task groups; an application id alone is not a gang.
     if not (annotations.get(TASK_GROUPS) or annotations.get(TASK_GROUP_NAME)):
         return None

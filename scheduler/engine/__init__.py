@@ -7,6 +7,7 @@ Pure Python (numpy for the per-node arithmetic): no Django, no Kubernetes client
     documents = read_snapshot("cluster.yaml")     # the same reading, raw documents (for other readers: replay, kube)
     p = plan(snap, "team-a/train-0", policy="gangweb")
     p.to_dict()   # the docs/design.md ``gang plan`` JSON
+    p.outcome     # an Outcome: Outcome.FITS, Outcome.PREEMPT, Outcome.NO_ROOM, ...
 
 The names above are loaded on first use, so that a light module of the engine
 (``scheduler.engine.resources.is_gpu``, ``scheduler.engine.typed_objects``) can be imported without
@@ -23,6 +24,7 @@ from .errors import SnapshotError
 if TYPE_CHECKING:
     from .contract import Plan, Victim
     from .entry import plan
+    from .outcomes import Outcome
     from .policies import DEFAULT_POLICY, POLICIES
     from .reading import read_snapshot
     from .snapshot import DUMP_COMMAND, Snapshot, load_snapshot, parse_snapshot
@@ -31,6 +33,7 @@ _HOMES = {
     "Plan": ".contract",
     "Victim": ".contract",
     "plan": ".entry",
+    "Outcome": ".outcomes",
     "POLICIES": ".policies",
     "DEFAULT_POLICY": ".policies",
     "read_snapshot": ".reading",
@@ -44,6 +47,7 @@ __all__ = [
     "DEFAULT_POLICY",
     "DUMP_COMMAND",
     "POLICIES",
+    "Outcome",
     "Plan",
     "Snapshot",
     "SnapshotError",

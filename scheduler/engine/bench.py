@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .builders import as_list
 from .dra_builders import as_dra
@@ -34,10 +35,10 @@ def run_benchmark(
     seed: int = 7,
     devices: str = "extended",
     progress: Callable[[str], None] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     say = progress or (lambda message: None)
     load_before = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
-    results = {
+    results: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "load_before": load_before},
         "repeats": repeats,
         "seed": seed,
@@ -65,7 +66,8 @@ def run_benchmark(
                 load_cpu.append(time.process_time() - started_cpu)
         finally:
             os.unlink(path)
-        cluster = {
+        assert snapshot is not None  # loaded at least once above
+        cluster: dict[str, Any] = {
             "nodes": nodes,
             "pods": len(snapshot.pods),
             "podgroups": len(snapshot.groups),
@@ -117,7 +119,7 @@ def run_benchmark(
     return results
 
 
-def format_table(results: dict) -> str:
+def format_table(results: dict[str, Any]) -> str:
     lines = [
         f"gang bench: {results['machine']['cpus']} CPU(s), one cold plan then {results['repeats']} timed runs per cell, "
         f"seed {results['seed']}, GPUs as {results.get('devices', 'extended')} "

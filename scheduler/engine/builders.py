@@ -12,11 +12,11 @@ def node(
     cpu: str = "64",
     memory: str = "512Gi",
     pods: int = 110,
-    labels: dict | None = None,
-    taints: list | None = None,
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, Any]] | None = None,
     ready: bool = True,
     cordoned: bool = False,
-    extra: dict | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     allocatable = {"cpu": cpu, "memory": memory, "pods": str(pods)}
     if gpus:
@@ -50,11 +50,11 @@ def pod(
     memory: str = "1Gi",
     group: str | None = None,
     priority: int | None = None,
-    labels: dict | None = None,
+    labels: dict[str, str] | None = None,
     start: str | None = "2026-07-01T00:00:00Z",
     created: str | None = None,
     uid: str | None = None,
-    spec: dict | None = None,
+    spec: dict[str, Any] | None = None,
     phase: str | None = None,
     deleting: bool = False,
 ) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def podgroup(
     preemption_policy: str | None = None,
     topology: str | None = None,
     parent: str | None = None,
-    annotations: dict | None = None,
+    annotations: dict[str, str] | None = None,
     kind: str = "PodGroup",
 ) -> dict[str, Any]:
     count_field = "minCount" if kind == "PodGroup" else "minGroupCount"
@@ -134,7 +134,7 @@ def pdb(
     name: str,
     *,
     namespace: str = "default",
-    match_labels: dict | None = None,
+    match_labels: dict[str, str] | None = None,
     allowed: int = 0,
     selector: Any = "labels",
 ) -> dict[str, Any]:
@@ -172,5 +172,5 @@ def priority_class(
     return obj
 
 
-def as_list(objects: list[dict]) -> dict[str, Any]:
+def as_list(objects: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": objects}

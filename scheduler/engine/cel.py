@@ -17,6 +17,7 @@ rests on a silent guess. Each expression is compiled once and each distinct devi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -31,10 +32,11 @@ class CelError(ValueError):
 
 
 def _cmp(a: Any, b: Any) -> int:
-    return (a > b) - (a < b)
+    order: int = (a > b) - (a < b)
+    return order
 
 
-def _semver(text: Any) -> list:
+def _semver(text: Any) -> list[int | str]:
     match = _SEMVER.match(str(text))
     if not match:
         raise CelError(f"invalid semver {text!r}")
@@ -50,7 +52,7 @@ def _quantity(text: Any) -> int:
         raise CelError(str(exc)) from None
 
 
-_FUNCTIONS = {
+_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "quantity": _quantity,
     "isQuantity": lambda text: _safe(_quantity, text),
     "semver": _semver,
@@ -66,7 +68,7 @@ _FUNCTIONS = {
 }
 
 
-def _safe(parse, text: Any) -> bool:
+def _safe(parse: Callable[[Any], object], text: Any) -> bool:
     try:
         parse(text)
     except CelError:
@@ -90,7 +92,12 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
-def device_input(driver: str, attributes: dict, capacity: dict, literals: tuple[str, ...]) -> dict:
+def device_input(
+    driver: str,
+    attributes: dict[str, dict[str, Any]],
+    capacity: dict[str, dict[str, int]],
+    literals: tuple[str, ...],
+) -> dict[str, Any]:
     """The ``device`` variable. Attribute values of kind version become semvers; every string literal
     of the expression that is not a domain of the device is added as an empty domain, which is how
     Kubernetes answers a lookup of an unknown domain."""
@@ -105,7 +112,9 @@ def device_input(driver: str, attributes: dict, capacity: dict, literals: tuple[
     return {"driver": driver, "attributes": attrs, "capacity": caps}
 
 
-def evaluate(expression: str, driver: str, attributes: dict, capacity: dict) -> bool:
+def evaluate(
+    expression: str, driver: str, attributes: dict[str, dict[str, Any]], capacity: dict[str, dict[str, int]]
+) -> bool:
     """Whether the device matches; ``CelError`` when the expression cannot be evaluated for it."""
     import cel
 

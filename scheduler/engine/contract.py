@@ -1,8 +1,7 @@
 """The plan a policy returns, and its JSON form (docs/design.md ``gang plan`` contract).
 
 Beside its one-line ``reason`` every plan carries a machine-readable ``outcome`` (like
-kube-scheduler's Status codes): ``fits`` (feasible, nothing to evict), ``preempt`` (feasible once its
-victims go) or ``infeasible:<why>`` with one of ``INFEASIBLE`` as the why. A feasible plan also says
+kube-scheduler's Status codes): a member of ``outcomes.Outcome``. A feasible plan also says
 whether it is proven the cheapest (``optimality``: ``proven`` or ``heuristic:<why>``, ``OPTIMALITY``).
 """
 
@@ -10,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+from .outcomes import Outcome
 
 NO_VICTIM_PRIORITY = -(2**63)  # the highest victim priority of a plan without victims: below every priority
 
@@ -26,19 +27,6 @@ class Cost(NamedTuple):
 
 
 NO_VICTIM_COST = Cost(0, NO_VICTIM_PRIORITY, 0, 0, 0, 0.0)
-
-FITS, PREEMPT = "fits", "preempt"
-# The <why> of an "infeasible:<why>" outcome, in the order the checks run.
-INFEASIBLE = {
-    "too-few-pods": "no pending pods, and fewer running than minCount",
-    "priority-mismatch": "a pending or running pod's own priority differs from its group's",
-    "device-claim": "a ResourceClaim the PodGroup shares (KEP-5729) cannot be allocated",
-    "no-usable-node": "too few pending pods pass the node filters (Ready, cordon, taints, selector, affinity) anywhere",
-    "topology": "the topology constraint cannot be met (label missing, running pods outside it or split across values)",
-    "never-preempts": "the group does not fit and its preemption policy is Never",
-    "no-victims": "the group does not fit and no running pod has a lower priority",
-    "no-room": "even with the victims the policy may take, fewer pods fit than the group needs",
-}
 
 # A feasible plan's ``optimality``: proven the cheapest by docs/design.md's cost order, or the heuristic's.
 PROVEN = "proven"
@@ -89,10 +77,12 @@ class Plan:
     placement: dict[str, str] = field(default_factory=dict)
     domain: str | None = None
     # Not part of the JSON contract: what the pipeline and dashboard want besides it.
-    cost: Cost | tuple = ()  # a Cost from the engine; a plain tuple of the same order is ranked alike
+    cost: (
+        Cost | tuple[float, ...]
+    ) = ()  # a Cost from the engine; a plain tuple of the same order is ranked alike
     pending: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
-    why: str = ""  # for an infeasible plan, a key of INFEASIBLE
+    why: Outcome | None = None  # for an infeasible plan, its infeasible Outcome
     searched: str = ""  # what an exact search concluded (a key of OPTIMALITY); "" when none ran
 
     @property
@@ -105,22 +95,22 @@ class Plan:
         return self.searched or POLICY
 
     @property
-    def outcome(self) -> str:
-        """``fits``, ``preempt`` or ``infeasible:<why>`` (``infeasible:unknown`` for a plan built
+    def outcome(self) -> Outcome:
+        """``fits``, ``preempt`` or the plan's infeasible code (``infeasible:unknown`` for a plan built
         outside the engine without a why)."""
         if self.feasible:
-            return PREEMPT if self.victims else FITS
-        return f"infeasible:{self.why or 'unknown'}"
+            return Outcome.PREEMPT if self.victims else Outcome.FITS
+        return self.why or Outcome.UNKNOWN
 
     @property
-    def rank(self) -> tuple:
+    def rank(self) -> tuple[bool, int, Cost | tuple[float, ...], str]:
         """Order among plans for the same group: feasible, most pods placed, cost, domain label."""
         return (not self.feasible, -len(self.placement), self.cost, self.domain or "")
 
     @property
     def cost_breakdown(self) -> dict[str, Any]:
         """The cost tuple with names (``highest_victim_priority`` is None without victims)."""
-        out = dict(zip(Cost._fields, self.cost))
+        out: dict[str, Any] = dict(zip(Cost._fields, self.cost))
         if not self.victims:
             out["highest_victim_priority"] = None
         return out
@@ -144,7 +134,7 @@ class Plan:
     def details(self) -> dict[str, Any]:
         """What the contract JSON leaves out, for the ledger and the dashboard (camelCase like it)."""
         return {
-            "outcome": self.outcome,
+            "outcome": self.outcome.value,
             "optimality": self.optimality,
             "cost": self.cost_breakdown,
             "placedPods": len(self.placement),
@@ -176,6 +166,6 @@ class Plan:
             "placement": dict(sorted(self.placement.items())) if feasible else {},
             "domain": self.domain,
             "reason": self.reason,
-            "outcome": self.outcome,  # after the docs/design.md keys, which keep their order
+            "outcome": self.outcome.value,  # after the docs/design.md keys, which keep their order
             "optimality": self.optimality,
         }

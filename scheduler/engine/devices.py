@@ -17,20 +17,21 @@ for good: evicting some of its consumers frees nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .backref import SnapshotRef
 from .cel import CelError, evaluate
-from .dra import ALL_DEVICES, ClaimRef, ClaimSpec, Device, DeviceClass, Request, ResourceClaim
+from .dra import ALL_DEVICES, ClaimRef, ClaimSpec, Device, DeviceClass, Request, ResourceClaim, ResourceSlice
 from .extended import ExtendedResources
 from .resources import is_gpu_device
 from .sharedpools import mark_shared, reach_capacity
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
+    from .typed_objects import Pod
 
 GPU_COLUMN = "dra/gpu"
 IMPOSSIBLE = "dra:unsatisfiable"  # capacity 0 everywhere: a pod asking for it never fits
@@ -38,7 +39,7 @@ WALKS_MAPS = ("exists", "all(", "map(", "filter(", "size(", " in ")
 DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
 
 
-def has_dra(parsed: Mapping[str, Mapping]) -> bool:
+def has_dra(parsed: Mapping[str, Mapping[str, Any]]) -> bool:
     return any(parsed.get(kind) for kind in DRA_KINDS) or any(
         pod.claim_refs for pod in parsed["Pod"].values()
     )
@@ -70,8 +71,8 @@ class DeviceIndex:
         self.claims: dict[str, ResourceClaim] = dict(parsed["ResourceClaim"])
         self.templates = dict(parsed["ResourceClaimTemplate"])
         self.notes: dict[str, list[str]] = {}  # per pod or group key: what was not modelled
-        self.cel_errors: dict[tuple, str] = {}
-        self._matchers: dict[tuple, Matcher] = {}
+        self.cel_errors: dict[tuple[str, str], str] = {}  # (expression, class) -> the error
+        self._matchers: dict[tuple[str, tuple[str, ...], bool], Matcher] = {}  # (class, expressions, all)
         self._class_matchers: dict[str, Matcher] = {}
         self.devices = self._current_devices(parsed["ResourceSlice"].values())
         self.device_at = {d.key: i for i, d in enumerate(self.devices)}
@@ -84,17 +85,17 @@ class DeviceIndex:
                 i = self.device_at.get(key)
                 if i is not None:
                     self.holder.setdefault(i, claim)
-        self.pending_needs: dict[int, list[Request]] = {}
+        self.pending_needs: dict[int, list[Request | None]] = {}  # None: a need that cannot be met
         self.extended = ExtendedResources(self)  # extended resources some pod requests, served by DRA
 
     # -- devices -------------------------------------------------------------------------------
     @staticmethod
-    def _current_devices(slices) -> list[Device]:
+    def _current_devices(slices: Iterable[ResourceSlice]) -> list[Device]:
         """Devices of each pool's newest generation (older slices are being replaced), in a stable order."""
         newest: dict[tuple[str, str], int] = {}
         for s in slices:
             newest[(s.driver, s.pool)] = max(newest.get((s.driver, s.pool), 0), s.generation)
-        seen: dict[tuple, Device] = {}
+        seen: dict[tuple[str, str, str], Device] = {}
         for s in sorted(slices, key=lambda s: s.name):
             if s.generation == newest[(s.driver, s.pool)]:
                 for device in s.devices:
@@ -114,6 +115,7 @@ class DeviceIndex:
             if kind == "node":
                 out[i] = snap.node_index.get(value, -1)
                 continue
+            reach: list[int] | None
             if kind == "all":
                 reach = everywhere
             else:
@@ -146,6 +148,13 @@ class DeviceIndex:
             self._evaluate(found)
         return found  # a CEL error's note is added by the caller through cel_note
 
+    def pending_matcher(self, request: Request) -> Matcher:
+        """The matcher of a request in ``pending_needs``, which ``columns`` fills only with requests whose
+        DeviceClass exists (None stands for the others)."""
+        matcher = self.matcher(request, "")
+        assert matcher is not None, request.class_name
+        return matcher
+
     def class_matcher(self, class_name: str) -> Matcher:
         """The devices a DeviceClass's own selectors match (no column: ``extended.py``'s resources)."""
         found = self._class_matchers.get(class_name)
@@ -156,7 +165,7 @@ class DeviceIndex:
         return found
 
     def _evaluate(self, matcher: Matcher) -> None:
-        by_signature: dict[tuple, bool] = {}
+        by_signature: dict[tuple[object, ...], bool] = {}
         matches = np.zeros(len(self.devices), dtype=bool)
         text = " ".join(matcher.expressions)
         # Only the attributes and capacities an expression names can change its answer (a uuid differs
@@ -210,7 +219,7 @@ class DeviceIndex:
             return None, f"ResourceClaimTemplate {namespace}/{ref.template} is missing"
         return template.spec, f"ResourceClaimTemplate {namespace}/{ref.template}"
 
-    def group_shares(self, pod, ref: ClaimRef) -> bool:
+    def group_shares(self, pod: Pod, ref: ClaimRef) -> bool:
         group = self.snapshot.group_of(pod)
         return group is not None and any(ref.same(g) for g in group.claim_refs)
 
@@ -239,7 +248,7 @@ class DeviceIndex:
             if pod.node_name or not pod.active or not pod.claim_refs:
                 continue
             notes = self.notes.setdefault(pod.key, [])
-            needs: list[Request] = []
+            needs: list[Request | None] = []
             for ref in pod.claim_refs:
                 if self.group_shares(pod, ref):
                     continue
@@ -319,7 +328,7 @@ class DeviceIndex:
                 if request is None:
                     req[pod_idx, index[IMPOSSIBLE]] = 1
                     continue
-                matcher = self.matcher(request, "")
+                matcher = self.pending_matcher(request)
                 if matcher.all_mode:
                     req[pod_idx, index[matcher.column]] += 1
                 else:
@@ -385,7 +394,8 @@ class DeviceIndex:
         """Devices matching ``candidates`` that no claim holds and no taint keeps, reachable by a node."""
         held = np.zeros(len(self.devices), dtype=bool)
         held[list(self.holder)] = True
-        return candidates & self.usable & ~held & (self.local != -1)
+        free: np.ndarray = candidates & self.usable & ~held & (self.local != -1)
+        return free
 
 
 def notes_for(index: DeviceIndex | None, keys: Sequence[str]) -> list[str]:

@@ -19,7 +19,7 @@ MAX_GROUP_CLAIMS = 4  # PodGroup spec.resourceClaims (KEP-5729)
 EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
 
 
-def _list(value: Any, where: str) -> list:
+def _list(value: Any, where: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -33,7 +33,7 @@ def _required_str(value: Any, where: str) -> str:
     return value
 
 
-def _node_scope(raw: Mapping, where: str, *, allow_none: bool) -> tuple[str, Any]:
+def _node_scope(raw: Mapping[str, Any], where: str, *, allow_none: bool) -> tuple[str, Any]:
     """Exactly one of ``nodeName``, ``nodeSelector``, ``allNodes`` (the slice's, or one device's):
     ("node", name) | ("selector", terms) | ("all", None) | ("none", None)."""
     if "nodeName" not in raw and "nodeSelector" not in raw and "allNodes" not in raw:
@@ -86,7 +86,7 @@ class Device:
             except ValueError as exc:
                 raise ValueError(f"{here}: {exc}") from None
         own = _node_scope(raw, f"{where}.", allow_none=scope is not None)
-        self.scope = scope if own[0] == "none" else own
+        self.scope: tuple[str, Any] = scope if scope is not None and own[0] == "none" else own
         if scope is not None and own[0] != "none":
             raise ValueError(f"{where}: per-device node selection needs spec.perDeviceNodeSelection: true")
         self.tainted = False
@@ -102,11 +102,11 @@ class Device:
     def key(self) -> tuple[str, str, str]:
         return (self.driver, self.pool, self.name)
 
-    def signature(self, names_in: str | None = None) -> tuple:
+    def signature(self, names_in: str | None = None) -> tuple[object, ...]:
         """Devices with the same signature match the same selectors (CEL is evaluated once each). With
         ``names_in`` (the expressions' text), only the attributes and capacities named there count."""
 
-        def kept(values: dict) -> tuple:
+        def kept(values: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
             return tuple(sorted((k, v) for k, v in values.items() if names_in is None or k in names_in))
 
         return (
@@ -143,7 +143,7 @@ def _attribute(raw: Any, where: str) -> Any:
 class ResourceSlice:
     __slots__ = ("devices", "driver", "generation", "key", "name", "pool")
 
-    def __init__(self, obj: Mapping) -> None:
+    def __init__(self, obj: Mapping[str, Any]) -> None:
         meta = Meta(obj.get("metadata"), namespaced=False)
         spec = _map(obj.get("spec"), "spec")
         self.key = self.name = meta.name
@@ -181,7 +181,7 @@ def _selectors(raw: Any, where: str) -> tuple[Selector, ...]:
 class DeviceClass:
     __slots__ = ("extended_resource", "key", "name", "selectors")
 
-    def __init__(self, obj: Mapping) -> None:
+    def __init__(self, obj: Mapping[str, Any]) -> None:
         meta = Meta(obj.get("metadata"), namespaced=False)
         spec = _map(obj.get("spec"), "spec")
         self.key = self.name = meta.name
@@ -195,7 +195,7 @@ class Request:
 
     __slots__ = ("admin", "alternatives", "capacity", "class_name", "count", "mode", "name", "selectors")
 
-    def __init__(self, raw: Mapping, where: str, name: str, alternatives: int = 0) -> None:
+    def __init__(self, raw: Mapping[str, Any], where: str, name: str, alternatives: int = 0) -> None:
         self.name, self.alternatives = name, alternatives
         self.class_name = _required_str(raw.get("deviceClassName"), f"{where}.deviceClassName")
         self.selectors = _selectors(raw.get("selectors"), f"{where}.selectors")
@@ -262,7 +262,7 @@ class Consumer:
 class ResourceClaim:
     __slots__ = ("allocated", "extended", "key", "name", "namespace", "node_terms", "reserved_for", "spec")
 
-    def __init__(self, obj: Mapping) -> None:
+    def __init__(self, obj: Mapping[str, Any]) -> None:
         meta = Meta(obj.get("metadata"), namespaced=True)
         status = _map(obj.get("status"), "status")
         self.key, self.name, self.namespace = meta.key, meta.name, meta.namespace
@@ -280,9 +280,10 @@ class ResourceClaim:
             _required_str(result.get("request"), f"{here}.request")
             if result.get("adminAccess"):
                 continue  # admin access watches a device without holding it
-            self.allocated.append(
-                tuple(_required_str(result.get(f), f"{here}.{f}") for f in ("driver", "pool", "device"))
+            driver, pool, device = (
+                _required_str(result.get(f), f"{here}.{f}") for f in ("driver", "pool", "device")
             )
+            self.allocated.append((driver, pool, device))
         self.node_terms: list[NodeSelectorTerm] | None = None
         if allocation.get("nodeSelector") is not None:
             self.node_terms = parse_node_selector_terms(
@@ -301,7 +302,7 @@ class ResourceClaim:
 class ResourceClaimTemplate:
     __slots__ = ("key", "spec")
 
-    def __init__(self, obj: Mapping) -> None:
+    def __init__(self, obj: Mapping[str, Any]) -> None:
         meta = Meta(obj.get("metadata"), namespaced=True)
         spec = _map(obj.get("spec"), "spec")
         self.key = meta.key
@@ -327,7 +328,9 @@ class ClaimRef:
         return (self.name, self.claim, self.template) == (other.name, other.claim, other.template)
 
 
-def parse_claim_refs(spec: Mapping, status: Mapping, *, limit: int | None = None) -> tuple[list, dict]:
+def parse_claim_refs(
+    spec: Mapping[str, Any], status: Mapping[str, Any], *, limit: int | None = None
+) -> tuple[list[ClaimRef], dict[str, str]]:
     """``spec.resourceClaims`` and ``status.resourceClaimStatuses`` (name -> generated claim name)."""
     refs = [
         ClaimRef(r, f"spec.resourceClaims[{i}]")
@@ -348,7 +351,9 @@ def parse_claim_refs(spec: Mapping, status: Mapping, *, limit: int | None = None
     return refs, generated
 
 
-def object_claims(spec: Mapping, status: Mapping, kind: str) -> tuple[list, dict]:
+def object_claims(
+    spec: Mapping[str, Any], status: Mapping[str, Any], kind: str
+) -> tuple[list[ClaimRef], dict[str, str]]:
     """A pod's or a PodGroup's claim references and generated claim names (``typed_objects``)."""
     refs, statuses = parse_claim_refs(spec, status, limit=None if kind == "Pod" else MAX_GROUP_CLAIMS)
     if kind == "Pod":
@@ -356,7 +361,7 @@ def object_claims(spec: Mapping, status: Mapping, kind: str) -> tuple[list, dict
     return refs, statuses
 
 
-def check_container_claims(spec: Mapping, names: set[str]) -> None:
+def check_container_claims(spec: Mapping[str, Any], names: set[str]) -> None:
     """Containers' ``resources.claims[].name`` must name an entry of the pod's ``spec.resourceClaims``."""
     for field in ("initContainers", "containers"):
         for i, container in enumerate(spec.get(field) or []):

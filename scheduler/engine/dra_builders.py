@@ -72,7 +72,12 @@ def mig_device(
 
 
 def resource_slice(
-    node: str | None, gpus: int = 8, *, devices: list | None = None, generation: int = 1, **scope: Any
+    node: str | None,
+    gpus: int = 8,
+    *,
+    devices: list[dict[str, Any]] | None = None,
+    generation: int = 1,
+    **scope: Any,
 ) -> dict[str, Any]:
     """A node-local slice (``node``), or one of a pool reachable from several nodes: pass ``node=None``
     with ``allNodes=True`` or ``nodeSelector={...}``."""
@@ -98,7 +103,7 @@ def exact_request(
     *,
     count: int | None = 1,
     class_name: str = GPU_CLASS,
-    selectors: list | None = None,
+    selectors: list[str] | None = None,
     all_devices: bool = False,
 ) -> dict[str, Any]:
     exactly: dict[str, Any] = {"deviceClassName": class_name}
@@ -112,11 +117,13 @@ def exact_request(
     return {"name": name, "exactly": exactly}
 
 
-def claim_spec(requests: list | None = None) -> dict[str, Any]:
+def claim_spec(requests: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"devices": {"requests": requests or [exact_request()]}}
 
 
-def claim_template(name: str, *, namespace: str = "default", requests: list | None = None) -> dict[str, Any]:
+def claim_template(
+    name: str, *, namespace: str = "default", requests: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": API,
         "kind": "ResourceClaimTemplate",
@@ -129,7 +136,7 @@ def claim(
     name: str,
     *,
     namespace: str = "default",
-    requests: list | None = None,
+    requests: list[dict[str, Any]] | None = None,
     devices: list[tuple[str, str]] | None = None,
     node: str | None = None,
     reserved_for: list[tuple[str, str]] | None = None,
@@ -196,7 +203,7 @@ def claim(
 
 
 def with_claims(
-    obj: dict[str, Any], refs: list[dict], statuses: dict[str, str] | None = None
+    obj: dict[str, Any], refs: list[dict[str, str]], statuses: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """Give a pod (its first container uses every claim) or a PodGroup ``spec.resourceClaims``:
     ``refs`` like ``{"name": "gpus", "resourceClaimTemplateName": "t"}``; ``statuses`` name -> claim."""
@@ -220,7 +227,7 @@ def as_dra(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     What the benchmark and the simulated cluster use (``GANGWEB_SIM_DEVICES=dra``)."""
     out: list[dict[str, Any]] = [device_class()]
     next_device: dict[str, int] = {}
-    templates: set[tuple[str, int]] = set()
+    templates: set[tuple[str, str]] = set()
     for obj in objects:
         kind = obj.get("kind")
         if kind == "Node":

@@ -7,11 +7,12 @@ on copies of the free-capacity matrix or on small per-node slack vectors.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from .contract import INFEASIBLE, Cost, Plan, Victim
+from .contract import Cost, Plan, Victim
+from .outcomes import Outcome
 from .placement import PortBook, fit_columns, place_least_allocated, ports_conflict, topology_domains
 from .preemptor import Domain, Preemptor
 from .snapshot import Snapshot
@@ -38,7 +39,7 @@ class Candidate:
         domain: Domain,
         assignments: list[tuple[int, int]],
         victims: list[int],
-        cost: Cost | tuple,
+        cost: Cost,
         how: str,
     ) -> None:
         self.domain, self.assignments, self.victims, self.cost, self.how = (
@@ -53,7 +54,7 @@ class Candidate:
     def placed(self) -> int:
         return len(self.assignments)
 
-    def rank(self) -> tuple:
+    def rank(self) -> tuple[int, Cost, int]:
         return (-self.placed, self.cost, self.domain.order)
 
 
@@ -131,7 +132,9 @@ class Problem:
         per_node = np.where(self.gang.static_mask(), np.maximum(per_node, 0), 0)
         if len(domains) == 1:
             return [int(per_node[domains[0].nodes].sum())]
-        _, node_domain = topology_domains(snap, self.gang.group.topology_key)
+        key = self.gang.group.topology_key
+        assert key is not None  # several domains: one per value of the topology label
+        _, node_domain = topology_domains(snap, key)
         has = node_domain >= 0
         sums = np.bincount(
             node_domain[has], weights=per_node[has], minlength=max(d.order for d in domains) + 1
@@ -163,7 +166,7 @@ class Problem:
         snap, units = self.snapshot, self.units.units
         free_removed = self.free_removed()
         slack: dict[int, np.ndarray] = {}
-        gang_ports: dict[int, list] = {}
+        gang_ports: dict[int, list[tuple[str, str, int]]] = {}
         for pod_idx, node in assignments:
             if node not in slack:
                 slack[node] = free_removed[node].copy()
@@ -189,7 +192,13 @@ class Problem:
                 victims.append(unit_id)
         return victims
 
-    def _fits_back(self, unit: Unit, slack: dict, cols: dict, gang_ports: dict) -> bool:
+    def _fits_back(
+        self,
+        unit: Unit,
+        slack: dict[int, np.ndarray],
+        cols: dict[int, np.ndarray],
+        gang_ports: dict[int, list[tuple[str, str, int]]],
+    ) -> bool:
         snap = self.snapshot
         for node, req in unit.node_req.items():
             if node not in slack:
@@ -218,12 +227,13 @@ class Problem:
         reason: str,
         candidate: Candidate | None = None,
         *,
-        why: str = "",
-        **stats,
+        why: Outcome | None = None,
+        **stats: Any,
     ) -> Plan:
-        """The plan to return; an infeasible one names its ``why`` (a key of ``contract.INFEASIBLE``)."""
-        if not feasible and why not in INFEASIBLE:
-            raise ValueError(f"an infeasible plan needs one of {sorted(INFEASIBLE)} as its why, got {why!r}")
+        """The plan to return; an infeasible one names its ``why``: an infeasible ``Outcome``."""
+        if not feasible and (not isinstance(why, Outcome) or why.feasible or why is Outcome.UNKNOWN):
+            codes = [o.value for o in Outcome if not o.feasible and o is not Outcome.UNKNOWN]
+            raise ValueError(f"an infeasible plan needs one of {codes} as its why, got {why!r}")
         snap = self.snapshot
         plan = Plan(
             pod_group=self.gang.key,
@@ -232,7 +242,7 @@ class Problem:
             reason=reason,
             pending=len(self.gang.pending),
             stats=stats,
-            why="" if feasible else why,
+            why=None if feasible else why,
         )
         if candidate is None:
             plan.cost = victim_cost(self.units, [])

@@ -19,6 +19,7 @@ so each GPU is counted once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -69,14 +70,14 @@ class ExtendedResources:
             if is_gpu(name):
                 self.gpu_devices |= devices
 
-    def node_capacity(self, alloc: np.ndarray, resource_index: dict[str, int], local: np.ndarray) -> None:
+    def node_capacity(self, alloc: np.ndarray, resource_index: Mapping[str, int], local: np.ndarray) -> None:
         for name, served in self.served.items():
             nodes = local[served.devices]
             if len(nodes):
                 alloc[:, resource_index[name]] += np.bincount(nodes, minlength=len(alloc))
 
     def drop_claimed_requests(
-        self, index: DeviceIndex, req: np.ndarray, node_of: np.ndarray, resource_index: dict[str, int]
+        self, index: DeviceIndex, req: np.ndarray, node_of: np.ndarray, resource_index: Mapping[str, int]
     ) -> None:
         """A bound pod on a DRA-serving node whose extended-resource claim holds its devices is charged
         through the claim: its own request of the resource leaves its row."""
@@ -96,7 +97,7 @@ class ExtendedResources:
                     if served.nodes[node_of[pod]]:
                         req[pod, resource_index[name]] = 0
 
-    def charge_device(self, device: int, row: np.ndarray, resource_index: dict[str, int]) -> None:
+    def charge_device(self, device: int, row: np.ndarray, resource_index: Mapping[str, int]) -> None:
         for name, served in self.served.items():
             if served.devices[device]:
                 row[resource_index[name]] += 1

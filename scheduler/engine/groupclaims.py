@@ -10,12 +10,13 @@ everything else with the snapshot, which it never changes.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .contract import UNMODELLED, Plan
-from .dra import ALL_DEVICES, ResourceClaim
+from .dra import ALL_DEVICES, Request, ResourceClaim
 from .evaluation import Problem
 from .preemptor import Preemptor
 from .victims import UnitIndex, victim_cost
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from .devices import DeviceIndex
     from .policies.base import PreemptionPolicy
     from .snapshot import Snapshot
+    from .typed_objects import Group
 
 
 class GroupClaims:
@@ -39,7 +41,9 @@ class GroupClaims:
         self.freed: list[str] = []  # "N device(s) for claim 'x'" per claim that needs evictions
 
 
-def group_claim_needs(index: DeviceIndex, group, priority: int, pending: list[int] = ()) -> GroupClaims:
+def group_claim_needs(
+    index: DeviceIndex, group: Group, priority: int, pending: Sequence[int] = ()
+) -> GroupClaims:
     """A PodGroup claim already allocated is fine; one to be created needs, for every request, free devices
     or devices held by claims of single lower-priority units (evicted first, least important first); so do
     the requests the ``pending`` pods' own claims make of pools shared by several nodes (``sharedpools``).
@@ -92,7 +96,14 @@ def group_claim_needs(index: DeviceIndex, group, priority: int, pending: list[in
 
 
 def _take(
-    index, out: GroupClaims, taken, freeable, devices, wanted: int, request, what: tuple[str, str]
+    index: DeviceIndex,
+    out: GroupClaims,
+    taken: np.ndarray,
+    freeable: list[tuple[int, list[int]]],
+    devices: np.ndarray,
+    wanted: int,
+    request: Request,
+    what: tuple[str, str],
 ) -> bool:
     """Take ``wanted`` of the ``devices`` (a mask): free ones, then those lower-priority units hold (recorded
     in ``out.freeing``). False, with ``out.blocked`` said, when there are too few."""
@@ -153,6 +164,7 @@ def without_units(snapshot: Snapshot, unit_ids: list[int]) -> Snapshot:
     np.subtract.at(used, snapshot.pod_node[gone], snapshot.pod_req[gone])
     view.used, view.free = used, snapshot.alloc - used
     original = snapshot.devices
+    assert original is not None  # units are evicted for claims only in snapshots with DRA objects
     released = set()
     for claim in {c.key: c for c in original.holder.values()}.values():
         pods = original.consumer_pods(claim)

@@ -57,7 +57,8 @@ def same(a: Any, b: Any) -> bool:
         return False
     slots = getattr(type(a), "__slots__", None)
     if slots is None:
-        return a == b
+        equal: bool = a == b
+        return equal
     try:
         return all(getattr(a, s, None) == getattr(b, s, None) for s in slots)
     except Exception:  # a comparison that raises: a change

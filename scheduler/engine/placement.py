@@ -18,7 +18,10 @@ from .selectors import tolerates_all
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
-    from .typed_objects import Node, Pod
+    from .typed_objects import HostPort, Node, Pod
+
+# How place_least_allocated scores the candidate nodes of one pod: one integer per candidate.
+Scorer = Callable[["Snapshot", np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 CPU_COL, MEMORY_COL = 1, 2
 
@@ -26,7 +29,7 @@ CPU_COL, MEMORY_COL = 1, 2
 def node_mask(snapshot: Snapshot, pod: Pod) -> np.ndarray:
     """Nodes the pod may use regardless of what runs there (cached per placement signature)."""
     signature = ("mask", pod.placement_signature())
-    cached = snapshot.cache.get(signature)
+    cached: np.ndarray | None = snapshot.cache.get(signature)
     if cached is not None:
         return cached
     mask = snapshot.node_usable.copy()
@@ -84,7 +87,7 @@ def topology_domains(snapshot: Snapshot, key: str) -> tuple[list[str], np.ndarra
         values = sorted({n.labels[key] for n in snapshot.nodes if key in n.labels})
         position = {v: i for i, v in enumerate(values)}
         node_domain = np.array(
-            [position.get(n.labels.get(key), -1) if key in n.labels else -1 for n in snapshot.nodes],
+            [position.get(n.labels[key], -1) if key in n.labels else -1 for n in snapshot.nodes],
             dtype=np.int64,
         )
         cached = (values, node_domain)
@@ -157,9 +160,9 @@ class PortBook:
 
     def __init__(self, snapshot: Snapshot, present: Callable[[int], bool]) -> None:
         self.snapshot, self.present = snapshot, present
-        self.extra: dict[int, list] = {}
+        self.extra: dict[int, list[HostPort]] = {}
 
-    def used(self, node: int) -> list:
+    def used(self, node: int) -> list[HostPort]:
         pods = self.snapshot.pods
         ports = [
             port
@@ -169,7 +172,7 @@ class PortBook:
         ]
         return ports + self.extra.get(node, [])
 
-    def add(self, node: int, ports: Sequence) -> None:
+    def add(self, node: int, ports: Sequence[HostPort]) -> None:
         self.extra.setdefault(node, []).extend(ports)
 
 
@@ -179,7 +182,7 @@ def place_least_allocated(
     local_free: np.ndarray,
     nodes: np.ndarray,
     port_book: PortBook | None = None,
-    scorer=least_allocated_scores,
+    scorer: Scorer = least_allocated_scores,
 ) -> list[int]:
     """Greedy kube-scheduler-like placement, pod by pod, onto ``nodes`` (indices) whose free
     capacity rows are ``local_free`` (a copy this function consumes). Returns the node index per pod

@@ -13,6 +13,7 @@ from .placement import node_mask, topology_domains, unavailable_nodes
 from .typed_objects import NEVER
 
 if TYPE_CHECKING:
+    from .groupclaims import GroupClaims
     from .snapshot import Snapshot
 
 
@@ -75,7 +76,7 @@ class Preemptor:
     def pod_affinity_users(self) -> list[str]:
         return [self.snapshot.pods[p].key for p in self.pending if self.snapshot.pods[p].uses_pod_affinity]
 
-    def device_problems(self):
+    def device_problems(self) -> GroupClaims | None:
         """The gang's DRA questions: a ``groupclaims.GroupClaims`` (PodGroup-level claims: blocked, or the
         units to evict for them) whose ``notes`` say what was not modelled; None without DRA objects."""
         index = self.snapshot.devices
@@ -87,7 +88,7 @@ class Preemptor:
         notes = notes_for(index, [self.snapshot.pods[p].key for p in self.pending])
         found = GroupClaims()
         shared = any(
-            r is not None and index.matcher(r, "").shared
+            r is not None and index.pending_matcher(r).shared
             for p in self.pending
             for r in index.pending_needs.get(p, ())
         )

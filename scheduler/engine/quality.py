@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .builders import node, pdb, pod, podgroup
-from .contract import PROVEN
+from .contract import PROVEN, Cost
 from .entry import plan
 from .evaluation import Problem
 from .placement import fit_columns, node_mask
@@ -104,7 +104,7 @@ def _exact_fit(problem: Problem, free: np.ndarray) -> bool:
         local = free[domain.nodes].copy()
         masks = [node_mask(snap, snap.pods[p])[domain.nodes] for p in pods]
 
-        def place(i: int, local: np.ndarray = local, masks: list = masks) -> bool:
+        def place(i: int, local: np.ndarray = local, masks: list[np.ndarray] = masks) -> bool:
             if i == len(pods):
                 return True
             request = snap.pod_req[pods[i]]
@@ -122,11 +122,11 @@ def _exact_fit(problem: Problem, free: np.ndarray) -> bool:
     return False
 
 
-def optimum(problem: Problem) -> tuple | None:
+def optimum(problem: Problem) -> Cost | None:
     """The cheapest victim set that lets the whole gang in, by brute force (None: none does)."""
     units = problem.units
     eligible = list(range(problem.first_eligible, len(units.units)))
-    best = None
+    best: Cost | None = None
     for size in range(1, len(eligible) + 1):
         for subset in combinations(eligible, size):
             cost = victim_cost(units, subset)

@@ -23,6 +23,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -63,7 +64,7 @@ def max_snapshot_bytes() -> int:
     return cap
 
 
-def read_snapshot(source: str | os.PathLike | BinaryIO) -> list[Any]:
+def read_snapshot(source: str | os.PathLike[str] | BinaryIO) -> list[Any]:
     """The documents of a snapshot file (a path) or of a binary stream such as ``sys.stdin.buffer``."""
     cap = max_snapshot_bytes()
     if hasattr(source, "read"):
@@ -92,7 +93,8 @@ def snapshot_documents(
     stripped = text.lstrip()
     if not stripped:
         raise SnapshotError(f"{label} is empty")
-    json_read, json_error = [], None
+    json_read: list[Any] = []
+    json_error: json.JSONDecodeError | None = None
     if json_only or stripped[0] in "{[":
         json_read, json_error = _json_stream(text, label)
         if json_error is None:
@@ -155,7 +157,7 @@ def _require_regular(info: os.stat_result, label: str) -> None:
     raise SnapshotError(f"cannot read {label}: it is {what}, not a regular file")
 
 
-def _read_at_most(read, cap: int, label: str) -> bytes:
+def _read_at_most(read: Callable[[int], bytes], cap: int, label: str) -> bytes:
     """Everything ``read`` gives until end of input, refused as soon as it passes ``cap`` bytes."""
     chunks: list[bytes] = []
     total = 0
@@ -184,11 +186,18 @@ _JSON = json.JSONDecoder()
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
+def _after_space(text: str, position: int = 0) -> int:
+    """Where the JSON whitespace at ``position`` ends (the pattern matches the empty string too)."""
+    match = _JSON_SPACE.match(text, position)
+    assert match is not None
+    return match.end()
+
+
 def _json_stream(text: str, label: str) -> tuple[list[Any], json.JSONDecodeError | None]:
     """One JSON document, or several one after another (``jq -c`` output, newline-delimited or
     simply concatenated). Returns the documents read and the error that stopped reading, if any."""
     documents: list[Any] = []
-    position = _JSON_SPACE.match(text).end()
+    position = _after_space(text)
     while position < len(text):
         try:
             document, position = _JSON.raw_decode(text, position)
@@ -199,7 +208,7 @@ def _json_stream(text: str, label: str) -> tuple[list[Any], json.JSONDecodeError
         except RecursionError:
             raise SnapshotError(f"{label} {_TOO_DEEP}") from None
         documents.append(document)
-        position = _JSON_SPACE.match(text, position).end()
+        position = _after_space(text, position)
     return documents, None
 
 
@@ -238,7 +247,7 @@ def _yaml_documents(text: str, label: str) -> list[Any]:
     return documents
 
 
-def _children(node: yaml.Node):
+def _children(node: yaml.Node) -> Iterator[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return (child for pair in node.value for child in pair)
     if isinstance(node, yaml.SequenceNode):

@@ -20,7 +20,7 @@ EPHEMERAL = "ephemeral-storage"
 
 MAX_QUANTITY = 2**62  # capacities are summed in int64 arrays
 
-_SUFFIX = {
+_SUFFIX: dict[str, int | Decimal] = {
     "": 1,
     "n": Decimal("1e-9"),
     "u": Decimal("1e-6"),
@@ -121,7 +121,7 @@ def _max_into(into: dict[str, int], other: Mapping[str, int]) -> None:
             into[name] = quantity
 
 
-def _containers(spec: Mapping[str, Any], field: str) -> list:
+def _containers(spec: Mapping[str, Any], field: str) -> list[Any]:
     items = spec.get(field) or []
     if not isinstance(items, list):
         raise ValueError(f"spec.{field}: expected a list")

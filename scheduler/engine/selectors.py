@@ -99,7 +99,11 @@ class NodeSelectorTerm:
 
     __slots__ = ("expressions", "fields")
 
-    def __init__(self, expressions: list, fields: list) -> None:
+    def __init__(
+        self,
+        expressions: list[tuple[str, str, tuple[str, ...]]],
+        fields: list[tuple[str, str, tuple[str, ...]]],
+    ) -> None:
         self.expressions = expressions
         self.fields = fields
 

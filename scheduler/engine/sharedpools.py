@@ -19,12 +19,13 @@ devices too is planned on the node-local ones only, and the reason says so; so i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
     from .devices import DeviceIndex, Matcher
+    from .dra import Request
 
 SHARED = -2  # DeviceIndex.local of a device that several nodes reach
 
@@ -46,7 +47,8 @@ def mark_shared(index: DeviceIndex, matcher: Matcher) -> str | None:
 
 
 def shared_devices(index: DeviceIndex, matcher: Matcher) -> np.ndarray:
-    return matcher.matches & index.usable & (index.local == SHARED)
+    shared: np.ndarray = matcher.matches & index.usable & (index.local == SHARED)
+    return shared
 
 
 def reach_capacity(index: DeviceIndex, matcher: Matcher) -> np.ndarray:
@@ -64,12 +66,12 @@ def reach_capacity(index: DeviceIndex, matcher: Matcher) -> np.ndarray:
 
 def pending_shared_needs(
     index: DeviceIndex, pending: list[int]
-) -> list[tuple[Matcher, object, np.ndarray, int, int]]:
+) -> list[tuple[Matcher, Request, np.ndarray, int, int]]:
     """(matcher, a request, devices that may serve, devices wanted, pods asking) per shared matcher the
     gang's pending pods use, and per set of nodes its pools reach. Pools that reach different nodes are
     not told apart per pod: the gang's whole need is asked of each of them, which never takes a device
     twice but may ask for more than a placement across them would."""
-    found: dict[str, list] = {}
+    found: dict[str, list[Any]] = {}  # column -> [matcher, a request, devices wanted, pods asking]
     for pod in pending:
         for request in index.pending_needs.get(pod, ()):
             if request is None:

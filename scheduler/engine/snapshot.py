@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, BinaryIO, NamedTuple
 
@@ -29,7 +29,7 @@ from .typed_objects import NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, P
 
 MAX_TREE_DEPTH = 8  # guard for parentCompositePodGroupName chains (the API allows 4 levels)
 
-_PARSERS = {
+_PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "Node": Node,
     "Pod": Pod,
     "PodGroup": lambda obj: Group(obj, "PodGroup"),
@@ -51,7 +51,7 @@ DUMP_COMMAND = (
 )
 
 
-def load_snapshot(source: str | os.PathLike | BinaryIO) -> Snapshot:
+def load_snapshot(source: str | os.PathLike[str] | BinaryIO) -> Snapshot:
     """Read a snapshot from a file path, a binary stream (standard input) or the text itself (JSON or YAML),
     within the bounds of ``reading.py``. A ``Path`` is always a file; a string is text when it holds a
     line break, or is one line of ``{...}``/``[...]`` that names no file (``[snap].json`` is a file)."""
@@ -110,7 +110,7 @@ class ItemType(NamedTuple):
     api_version: Any
 
 
-def _item_type(typed_list: Mapping) -> ItemType | None:
+def _item_type(typed_list: Mapping[str, Any]) -> ItemType | None:
     """``NodeList`` -> ("Node", its apiVersion): the API server leaves kind and apiVersion out of
     the items of a typed list. A plain ``List`` says nothing about its items."""
     kind = str(typed_list.get("kind"))

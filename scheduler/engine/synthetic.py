@@ -135,7 +135,7 @@ def synthetic_cluster(nodes: int, *, seed: int = 7, fill: float = 0.9) -> list[d
 
 def _place(capacity: list[int], cursors: dict[int, int], per_pod: int, count: int) -> list[int] | None:
     """First fit from a per-size cursor: capacities only shrink, so nodes behind it never fit again."""
-    chosen = []
+    chosen: list[int] = []
     position = cursors.get(per_pod, 0)
     while len(chosen) < count:
         while position < len(capacity) and capacity[position] < per_pod:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .resources import parse_resource_list, pod_requests
 from .selectors import (
@@ -24,9 +24,13 @@ NEVER = "Never"
 PREEMPTION_POLICIES = (PREEMPT, NEVER)
 POLICY_ANNOTATION = "gangweb.io/preemption-policy"
 ALL, SINGLE = "all", "single"
+HostPort = tuple[str, str, int]  # (protocol, hostIP, hostPort) of a container port
+
+if TYPE_CHECKING:
+    from .dra import ClaimRef
 
 
-def _map(value: Any, where: str) -> Mapping:
+def _map(value: Any, where: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -88,7 +92,7 @@ def _preemption_policy(value: Any, where: str) -> str | None:
         return None
     if value not in PREEMPTION_POLICIES:
         raise ValueError(f"{where}: must be PreemptLowerPriority or Never, got {value!r}")
-    return value
+    return str(value)
 
 
 class Meta:
@@ -118,7 +122,7 @@ class Meta:
 class Node:
     __slots__ = ("allocatable", "cordoned", "labels", "name", "ready", "taints")
 
-    def __init__(self, obj: Mapping) -> None:
+    def __init__(self, obj: Mapping[str, Any]) -> None:
         meta = Meta(obj.get("metadata"), namespaced=False)
         spec, status = _map(obj.get("spec"), "spec"), _map(obj.get("status"), "status")
         self.name, self.labels = meta.name, meta.labels
@@ -145,7 +149,7 @@ class Node:
                 self.ready = condition.get("status") == "True"
 
 
-def _tolerations(spec: Mapping) -> tuple[Toleration, ...]:
+def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
     raw = spec.get("tolerations") or []
     if not isinstance(raw, list):
         raise ValueError("spec.tolerations: expected a list")
@@ -160,7 +164,7 @@ def _tolerations(spec: Mapping) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
-def _host_ports(spec: Mapping) -> tuple[tuple[str, str, int], ...]:
+def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     ports = []
     for field in ("initContainers", "containers"):
         for i, container in enumerate(spec.get(field) or []):
@@ -178,7 +182,9 @@ def _host_ports(spec: Mapping) -> tuple[tuple[str, str, int], ...]:
     return tuple(ports)
 
 
-def _claims(spec: Mapping, status: Mapping, kind: str) -> tuple[list, dict]:
+def _claims(
+    spec: Mapping[str, Any], status: Mapping[str, Any], kind: str
+) -> tuple[list[ClaimRef], dict[str, str]]:
     """DRA claim references, parsed (``dra.object_claims``) only when the object has any."""
     containers = (spec.get("containers") or []) if kind == "Pod" else []
     used = any(isinstance(c, dict) and "claims" in (c.get("resources") or {}) for c in containers)
@@ -214,7 +220,7 @@ class Pod:
         "uses_pod_affinity",
     )
 
-    def __init__(self, obj: Mapping) -> None:
+    def __init__(self, obj: Mapping[str, Any]) -> None:
         meta = Meta(obj.get("metadata"), namespaced=True)
         spec, status = _map(obj.get("spec"), "spec"), _map(obj.get("status"), "status")
         self.key, self.namespace, self.name, self.labels = meta.key, meta.namespace, meta.name, meta.labels
@@ -246,7 +252,7 @@ class Pod:
         self.start_time = parse_time(status.get("startTime"), "status.startTime")
         self.claim_refs, self.claim_statuses = _claims(spec, status, "Pod")
 
-    def placement_signature(self) -> tuple:
+    def placement_signature(self) -> tuple[object, ...]:
         """Everything but resources that decides which nodes may host the pod (cache key)."""
         affinity = (
             None
@@ -256,7 +262,7 @@ class Pod:
         return (tuple(sorted(self.node_selector.items())), affinity, self.tolerations)
 
 
-def _one_of(raw: Any, where: str, choices: tuple[str, ...]) -> tuple[str, Mapping]:
+def _one_of(raw: Any, where: str, choices: tuple[str, ...]) -> tuple[str, Mapping[str, Any]]:
     value = _map(raw, where)
     present = [c for c in choices if c in value]
     if len(present) != 1:
@@ -298,7 +304,7 @@ class Group:
         "uid",
     )
 
-    def __init__(self, obj: Mapping, kind: str) -> None:
+    def __init__(self, obj: Mapping[str, Any], kind: str) -> None:
         meta = Meta(obj.get("metadata"), namespaced=True)
         spec = _map(obj.get("spec"), "spec")
         self.kind, self.key, self.namespace, self.name, self.uid = (
@@ -315,11 +321,10 @@ class Group:
         self.policy, details = _one_of(policy_raw, "spec.schedulingPolicy", ("basic", "gang"))
         self.min_count = 1
         if self.policy == "gang":
-            self.min_count = _int(
-                details.get(count_field), f"spec.schedulingPolicy.gang.{count_field}", minimum=1
-            )
-            if self.min_count is None:
+            min_count = _int(details.get(count_field), f"spec.schedulingPolicy.gang.{count_field}", minimum=1)
+            if min_count is None:
                 raise ValueError(f"spec.schedulingPolicy.gang.{count_field}: required")
+            self.min_count = min_count
         self.disruption = _disruption_mode(spec.get("disruptionMode"), "spec.disruptionMode")
         self.priority = _int(spec.get("priority"), "spec.priority")
         self.priority_class = _opt_str(spec.get("priorityClassName"), "spec.priorityClassName")
@@ -331,7 +336,7 @@ class Group:
         topology = constraints.get("topology") or []
         if not isinstance(topology, list):
             raise ValueError("spec.schedulingConstraints.topology: expected a list")
-        self.topology_key = None
+        self.topology_key: str | None = None
         if topology:
             first = topology[0]
             if not isinstance(first, dict) or not isinstance(first.get("key"), str) or not first["key"]:
@@ -344,7 +349,7 @@ class Group:
 class DisruptionBudget:
     __slots__ = ("allowed", "disrupted", "key", "namespace", "selector")
 
-    def __init__(self, obj: Mapping) -> None:
+    def __init__(self, obj: Mapping[str, Any]) -> None:
         meta = Meta(obj.get("metadata"), namespaced=True)
         spec, status = _map(obj.get("spec"), "spec"), _map(obj.get("status"), "status")
         self.key, self.namespace = meta.key, meta.namespace
@@ -356,7 +361,7 @@ class DisruptionBudget:
 class PriorityClass:
     __slots__ = ("global_default", "name", "preemption_policy", "value")
 
-    def __init__(self, obj: Mapping) -> None:
+    def __init__(self, obj: Mapping[str, Any]) -> None:
         meta = Meta(obj.get("metadata"), namespaced=False)
         self.name = meta.name
         value = _int(obj.get("value"), "value")
@@ -373,7 +378,7 @@ class Workload:
     __slots__ = ("key",)
     MAX_TEMPLATES = 8
 
-    def __init__(self, obj: Mapping) -> None:
+    def __init__(self, obj: Mapping[str, Any]) -> None:
         meta = Meta(obj.get("metadata"), namespaced=True)
         spec = _map(obj.get("spec"), "spec")
         self.key = meta.key

@@ -19,6 +19,8 @@ from .contract import NO_VICTIM_COST, NO_VICTIM_PRIORITY, Cost
 from .typed_objects import ALL
 
 if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
     from .snapshot import Snapshot
     from .typed_objects import Group, Pod
 
@@ -45,6 +47,12 @@ class Unit:
         "tiebreak",
         "type_rank",
     )
+    # Set by ``UnitIndex._sums`` once all units are built: their per-unit sums in one numpy pass.
+    gpus: int
+    gpu_seconds: float
+    earliest_start: float | None
+    tiebreak: str
+    node_req_t: dict[int, tuple[int, ...]]
 
     def __init__(
         self, kind: str, namespace: str, name: str, type_rank: int, priority: int, pods: list[int]
@@ -59,7 +67,7 @@ class Unit:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    def importance_key(self) -> tuple:
+    def importance_key(self) -> tuple[int, int, int, float, str]:
         """Sorts most important first: MoreImportantVictim (priority, type rank, size, age, UID)."""
         start = self.earliest_start if self.earliest_start is not None else float("inf")
         return (-self.priority, -self.type_rank, -len(self.pods), start, self.tiebreak)
@@ -171,7 +179,16 @@ class UnitIndex:
         self._released: dict[int, np.ndarray] = {}
         self._violations: dict[int, np.ndarray] = {}
 
-    def _sums(self, units, flat, owner, sizes, e_owner, e_node, e_req) -> None:
+    def _sums(
+        self,
+        units: list[Unit],
+        flat: NDArray[np.int64],
+        owner: NDArray[np.int64],
+        sizes: NDArray[np.int64],
+        e_owner: NDArray[np.int64],
+        e_node: NDArray[np.int64],
+        e_req: NDArray[np.int64],
+    ) -> None:
         snap = self.snapshot
         firsts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
         gpu_per_pod = np.asarray(snap.gpus(snap.pod_req), dtype=np.int64)

@@ -12,9 +12,14 @@ and the binder places it on the freed nodes (it is the highest tier waiting).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scheduler.simulation.catalog import GPUS_PER_NODE, TIER_BY_CLASS
 from scheduler.simulation.state import SimGang
 from scheduler.simulation.world import World
+
+if TYPE_CHECKING:
+    from scheduler.simulation.cluster import SimulatedCluster
 
 TIER = TIER_BY_CLASS["inference-critical"]
 NAMESPACE = "team-llm"
@@ -57,7 +62,7 @@ def design(cluster: World) -> SimGang | None:
         )
 
 
-def stage(cluster) -> SimGang | None:
+def stage(cluster: SimulatedCluster) -> SimGang | None:
     """Submit the scene's gang (``SimulatedCluster.submit``); None when this cluster has no room for a scene
     or staged it already."""
     with cluster._lock:

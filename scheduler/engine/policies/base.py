@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from scheduler.words import plural
 
 from ..contract import Plan
-from ..evaluation import Problem
+from ..evaluation import Candidate, Problem
+from ..outcomes import Outcome
 from ..preemptor import Domain
 
 
@@ -45,28 +46,32 @@ class PreemptionPolicy(ABC):
                         f"no pending pods; {plural(len(gang.running), 'pod')} already running"
                         + ("" if ok else f", fewer than minCount {gang.min_count}")
                     ),
-                    why="too-few-pods",
+                    why=Outcome.TOO_FEW_PODS,
                 ),
                 notes,
             )
         mismatch = gang.priority_mismatch()
         if mismatch:
-            return self._finish(problem.plan(self.name, False, mismatch, why="priority-mismatch"), notes)
+            return self._finish(
+                problem.plan(self.name, False, mismatch, why=Outcome.PRIORITY_MISMATCH), notes
+            )
         if claims is not None and claims.blocked:
-            return self._finish(problem.plan(self.name, False, claims.blocked, why="device-claim"), notes)
+            return self._finish(
+                problem.plan(self.name, False, claims.blocked, why=Outcome.DEVICE_CLAIM), notes
+            )
         if claims is not None and claims.freeing:
             if gang.never_preempts:
                 reason = f"the group's claims need evictions ({'; '.join(claims.freed)}) but preemptionPolicy=Never"
-                return self._finish(problem.plan(self.name, False, reason, why="device-claim"), notes)
+                return self._finish(problem.plan(self.name, False, reason, why=Outcome.DEVICE_CLAIM), notes)
             from ..groupclaims import plan_freeing  # local: only PodGroup-level claims need it
 
             return self._finish(plan_freeing(self, problem, claims), notes)
         no_node = gang.no_node_reason()
         if no_node:
-            return self._finish(problem.plan(self.name, False, no_node, why="no-usable-node"), notes)
+            return self._finish(problem.plan(self.name, False, no_node, why=Outcome.NO_USABLE_NODE), notes)
         domains, why_not = gang.domains()
         if why_not:
-            return self._finish(problem.plan(self.name, False, why_not, why="topology"), notes)
+            return self._finish(problem.plan(self.name, False, why_not, why=Outcome.TOPOLOGY), notes)
         fitting = self.fits_without_preemption(problem, domains)
         if fitting is not None:
             placed = fitting.placed
@@ -86,7 +91,7 @@ class PreemptionPolicy(ABC):
                     self.name,
                     False,
                     ("the group does not fit and is not eligible to preempt (preemptionPolicy=Never)"),
-                    why="never-preempts",
+                    why=Outcome.NEVER_PREEMPTS,
                 ),
                 notes,
             )
@@ -99,13 +104,13 @@ class PreemptionPolicy(ABC):
                         f"the group does not fit and no running pod has priority below {gang.priority}: "
                         "no preemption victims found"
                     ),
-                    why="no-victims",
+                    why=Outcome.NO_VICTIMS,
                 ),
                 notes,
             )
         return self._finish(self.preempt(problem, domains), notes)
 
-    def fits_without_preemption(self, problem: Problem, domains: Sequence[Domain]):
+    def fits_without_preemption(self, problem: Problem, domains: Sequence[Domain]) -> Candidate | None:
         free = problem.snapshot.free
         for domain in problem.ordered_domains(free, domains):
             assignments = problem.place(domain, free, removed_all=False)

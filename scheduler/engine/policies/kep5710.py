@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from ..contract import Plan
 from ..evaluation import Candidate, Problem
+from ..outcomes import Outcome
 from ..preemptor import Domain
 from .base import PreemptionPolicy
 from .explain import describe_choice, describe_infeasible
@@ -42,7 +43,7 @@ class Kep5710Policy(PreemptionPolicy):
         problem.reprieve_filter_factory = self.reprieve_filter_factory
         candidate, most = kep5710_candidate(problem, domains)
         if candidate is None:
-            return problem.plan(self.name, False, describe_infeasible(problem, most), why="no-room")
+            return problem.plan(self.name, False, describe_infeasible(problem, most), why=Outcome.NO_ROOM)
         reason = describe_choice(
             problem,
             candidate,

@@ -10,7 +10,7 @@ cannot start.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -18,9 +18,13 @@ from scheduler.words import plural
 
 from ..contract import NO_VICTIM_COST, NO_VICTIM_PRIORITY, Cost, Plan, Victim
 from ..evaluation import Candidate, Problem
+from ..outcomes import Outcome
 from ..placement import fit_columns, least_allocated_scores, node_mask, ports_conflict
 from ..preemptor import Domain
 from .base import PreemptionPolicy
+
+if TYPE_CHECKING:
+    from ..typed_objects import HostPort
 
 MIN_CANDIDATES, CANDIDATE_PERCENT = 100, 10  # kube-scheduler's minCandidateNodes{Absolute,Percentage}
 MAX_DOMAINS = 64  # topology domains tried at most, as many as gangweb visits
@@ -30,7 +34,7 @@ class NodeChoice(NamedTuple):
     """One node ``SelectVictimsOnNode`` found for a pod: its pickOneNodeForPreemption rank (lowest
     wins; the node itself breaks ties) and the pods to evict there."""
 
-    rank: tuple
+    rank: tuple[int, int, int, int, float, int]  # PDB violations, top priority, sum, count, -start, node
     pods: list[int]
 
     @property
@@ -49,9 +53,9 @@ class _State:
         self.evicted: list[int] = []
         self.evicted_set: set[int] = set()
         self.budget = [pdb.allowed for pdb in snap.pdbs]
-        self.placed_ports: dict[int, list] = {}
+        self.placed_ports: dict[int, list[HostPort]] = {}
 
-    def ports_in_use(self, node: int, spared: Sequence[int] = ()) -> list:
+    def ports_in_use(self, node: int, spared: Sequence[int] = ()) -> list[HostPort]:
         """Host ports held on the node by pods still there (and the gang pods placed so far)."""
         pods = self.snap.pods
         return [
@@ -61,7 +65,9 @@ class _State:
             for port in pods[p].host_ports
         ] + self.placed_ports.get(node, [])
 
-    def victims_on(self, node: int, request: np.ndarray, cols: np.ndarray, wanted_ports=()):
+    def victims_on(
+        self, node: int, request: np.ndarray, cols: np.ndarray, wanted_ports: Sequence[HostPort] = ()
+    ) -> NodeChoice | None:
         """SelectVictimsOnNode: remove all lower pods, reprieve PDB violators then others, most
         important first. None when the pod cannot fit there whatever is evicted."""
         snap, pods = self.snap, self.snap.pods
@@ -78,7 +84,8 @@ class _State:
             return None
         pdb_of = self.problem.units.pod_pdbs
         budget = list(self.budget)
-        violating, fine = [], []
+        violating: list[int] = []
+        fine: list[int] = []
         for p in lower:
             hit = False
             for pdb in pdb_of.get(p, ()):
@@ -147,13 +154,14 @@ class LegacyPolicy(PreemptionPolicy):
         if problem.gang.group.topology_key is None:
             return self._plan(problem, *self._in_domain(problem, domains[0], released))
         ordered = problem.ordered_domains(problem.free_removed(), domains) or list(domains)
-        best = None
+        best: Attempt | None = None
         for domain in ordered[:MAX_DOMAINS]:
             attempt = self._in_domain(problem, domain, released)
             if problem.gang.succeeds(len(attempt.assignments)):
                 return self._plan(problem, *attempt)
             if best is None or len(attempt.assignments) > len(best.assignments):
                 best = attempt
+        assert best is not None  # there is always a domain: the whole cluster at least
         return self._plan(problem, *best)
 
     def _in_domain(self, problem: Problem, domain: Domain, released: np.ndarray) -> Attempt:
@@ -197,7 +205,9 @@ class LegacyPolicy(PreemptionPolicy):
             assignments.append((pod_idx, node))
         return Attempt(state, assignments, domain)
 
-    def _plan(self, problem: Problem, state: _State, assignments, domain: Domain) -> Plan:
+    def _plan(
+        self, problem: Problem, state: _State, assignments: list[tuple[int, int]], domain: Domain
+    ) -> Plan:
         snap, gang = problem.snapshot, problem.gang
         feasible = gang.succeeds(len(assignments))
         evicted = set(state.evicted)
@@ -240,7 +250,7 @@ class LegacyPolicy(PreemptionPolicy):
             feasible,
             reason,
             candidate,
-            why="no-room",
+            why=Outcome.NO_ROOM,
             partly_evicted_gangs=broken,
             idle_gpus=idle_gpus,
             stranded_gpus=stranded,

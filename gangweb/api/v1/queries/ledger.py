@@ -16,6 +16,7 @@ from rest_framework.exceptions import ValidationError
 
 from gangweb.access.scope import Scope
 from gangweb.api import filters
+from scheduler.engine.outcomes import INFEASIBLE, Outcome
 from scheduler.preemption.ledger.requests import RETRY_LOOKBACK, retry_at
 from scheduler.preemption.models import (
     Eviction,
@@ -102,11 +103,12 @@ def plans(scope: Scope, params=None, *, detail: bool = False) -> QuerySet:
         match = Q()
         for outcome in outcomes:
             # "infeasible" matches every infeasible:<why>; the machine codes of docs/engine.md
-            if outcome not in ("fits", "preempt", "infeasible") and not outcome.startswith("infeasible:"):
+            code = outcome in (Outcome.FITS, Outcome.PREEMPT) or outcome.startswith(f"{INFEASIBLE}:")
+            if not code and outcome != INFEASIBLE:
                 raise ValidationError(
                     {"outcome": [f"unknown outcome {outcome!r}; fits, preempt, infeasible[:<why>]"]}
                 )
-            match |= Q(outcome__startswith=outcome) if outcome == "infeasible" else Q(outcome=outcome)
+            match |= Q(outcome__startswith=outcome) if outcome == INFEASIBLE else Q(outcome=outcome)
         queryset = queryset.filter(match)
     return queryset
 

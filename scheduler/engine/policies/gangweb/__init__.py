@@ -21,6 +21,7 @@ from scheduler.words import plural
 
 from ...contract import Plan
 from ...evaluation import Candidate, Problem
+from ...outcomes import Outcome
 from ...preemptor import Domain
 from ..base import PreemptionPolicy
 from ..explain import describe_choice, describe_infeasible
@@ -49,7 +50,7 @@ class GangwebPolicy(PreemptionPolicy):
         candidates += found
         workable = [c for c in candidates if problem.gang.succeeds(c.placed)]
         if not workable:
-            return problem.plan(self.name, False, describe_infeasible(problem, kep_most), why="no-room")
+            return problem.plan(self.name, False, describe_infeasible(problem, kep_most), why=Outcome.NO_ROOM)
         heuristic = improve(problem, min(workable, key=Candidate.rank), workable)
         best, optimality, _ = search(problem, heuristic, domains)
         how = f"{heuristic.how}; cheapest of {plural(len(workable), 'candidate plan')} over {plural(evaluated, 'domain')}"

@@ -72,7 +72,7 @@ def improve(problem: Problem, best: Candidate, pool: Sequence[Candidate] = ()) -
         if not improved:
             break
     # Then the cheapest few plans seen, victims given back with the gang placed anew each time.
-    distinct: dict[tuple, Candidate] = {}
+    distinct: dict[tuple[int, tuple[int, ...]], Candidate] = {}
     for candidate in sorted(seen + [best], key=Candidate.rank):
         distinct.setdefault((candidate.domain.order, tuple(candidate.victims)), candidate)
     for candidate in list(distinct.values())[:REPACKED]:
@@ -118,7 +118,7 @@ def repack(problem: Problem, found: Candidate) -> Candidate:
     return current
 
 
-def _may_fit(problem: Problem, free, pending: list[int]) -> bool:
+def _may_fit(problem: Problem, free: np.ndarray, pending: list[int]) -> bool:
     """Necessary condition, cheap: the domain has the room for what the gang needs, column by column."""
     need = max(problem.gang.needed(), 1)
     requests = problem.snapshot.pod_req[
@@ -127,7 +127,7 @@ def _may_fit(problem: Problem, free, pending: list[int]) -> bool:
     return bool((free.clip(min=0).sum(axis=0) >= requests.sum(axis=0)).all())
 
 
-def _repack_floor(problem: Problem, candidate: Candidate) -> tuple:
+def _repack_floor(problem: Problem, candidate: Candidate) -> tuple[int, int, int, int, int]:
     """A lower bound on the cost of any subset of the candidate's victims that makes room: it needs at
     least k units, k the fewest of them whose released room covers what the domain lacks for the gang."""
     snap, units = problem.snapshot, problem.units.units

@@ -22,6 +22,7 @@ from ...placement import fit_columns, node_mask, ports_conflict
 if TYPE_CHECKING:
     from ...evaluation import Problem
     from ...preemptor import Domain
+    from ...typed_objects import HostPort
 
 
 EXACT_NODE_UNITS = 6  # up to this many evictable units on a node, its cheapest victim set is exact
@@ -89,7 +90,7 @@ class _Shape:
         self.levels = level[order].tolist()
         self.allowed = set(nodes.tolist())
         self.cursor = 0
-        self.heap: list = []
+        self.heap: list[Queued] = []
         self.seen: set[int] = set()
 
 
@@ -101,7 +102,7 @@ class CostAwarePlacer:
         self.free: dict[int, np.ndarray] = {}  # rows changed so far (copy-on-write over snapshot.free)
         self.evicted: set[int] = set()
         self.version: dict[int, int] = {}
-        self.ports: dict[int, list] = {}
+        self.ports: dict[int, list[HostPort]] = {}
         self.violations = problem.violations()
 
     def row(self, node: int) -> np.ndarray:
@@ -111,7 +112,7 @@ class CostAwarePlacer:
             self.free[node] = row
         return row
 
-    def _present_ports(self, node: int, also_gone: set[int]) -> list:
+    def _present_ports(self, node: int, also_gone: set[int]) -> list[HostPort]:
         pods = self.snap.pods
         return [
             port
@@ -122,7 +123,7 @@ class CostAwarePlacer:
             for port in pods[p].host_ports
         ] + self.ports.get(node, [])
 
-    def _holds_port(self, unit_id: int, node: int, wanted) -> bool:
+    def _holds_port(self, unit_id: int, node: int, wanted: tuple[HostPort, ...]) -> bool:
         pods = self.snap.pods
         held = [
             port
@@ -194,7 +195,7 @@ class CostAwarePlacer:
         )
 
     def _cheapest_subset(
-        self, node: int, candidates: list[int], have: list, cols: list, need: list
+        self, node: int, candidates: list[int], have: list[int], cols: list[int], need: list[int]
     ) -> NodeCost:
         """Every subset of the node's few evictable units: the cheapest that makes room. Greedy reprieval
         gives back the most important unit first, which can keep two cheaper ones evicted."""
@@ -212,7 +213,8 @@ class CostAwarePlacer:
                     cost = self._cost(chosen)
                     if best is None or cost < best.cost:
                         best = NodeCost(cost, chosen)
-        return best  # the whole set fits (checked by the caller), so some subset does
+        assert best is not None  # the whole set fits (checked by the caller), so some subset does
+        return best
 
     def _push(self, shape: _Shape, node: int) -> None:
         shape.seen.add(node)
@@ -241,7 +243,7 @@ class CostAwarePlacer:
             shape.cursor = end
 
     def place(self) -> tuple[list[tuple[int, int]], list[int]]:
-        shapes: dict = {}
+        shapes: dict[tuple[bytes, tuple[object, ...], tuple[HostPort, ...]], _Shape] = {}
         assignments = []
         pending = self.problem.gang.pending
         for position, pod_idx in enumerate(pending):

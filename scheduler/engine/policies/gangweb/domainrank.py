@@ -46,7 +46,7 @@ def rank_domains(problem: Problem, domains: Sequence[Domain]) -> tuple[list[Doma
     bounds = dict(zip((d.order for d in viable), domain_bounds(problem, viable)))
     lone = single_unit_estimates(problem, viable)
 
-    def promise(domain: Domain) -> tuple:
+    def promise(domain: Domain) -> tuple[int, int, int, int]:
         bound, unit = bounds[domain.order], lone.get(domain.order)
         if unit is not None:  # one unit would do: (its priority, one unit, its pods)
             return (max(bound.priority, unit.priority), 1, unit.pods, domain.order)
@@ -60,7 +60,7 @@ def domain_bounds(problem: Problem, domains: Sequence[Domain]) -> list[TierBound
     """Per domain: a lower bound on the highest victim priority any plan there needs (the lowest
     tier whose eviction could make enough room), and how much room that tier gives."""
     need = max(problem.gang.needed(), 1)
-    bounds: list = [None] * len(domains)
+    bounds: list[TierBound | None] = [None] * len(domains)
     snap = problem.snapshot
     for level in [NO_VICTIM_PRIORITY] + problem.levels():
         free = (

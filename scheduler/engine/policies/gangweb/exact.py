@@ -56,10 +56,11 @@ class _OutOfSteps(Exception):
 
 def _slots(rows: np.ndarray, request: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """Pods of this request each free row holds (0 where it holds none)."""
-    return np.maximum(np.min(rows[..., cols] // request[cols], axis=-1), 0)
+    slots: np.ndarray = np.maximum(np.min(rows[..., cols] // request[cols], axis=-1), 0)
+    return slots
 
 
-def _lex_less(arrays: Sequence[np.ndarray], bound: Sequence) -> np.ndarray:
+def _lex_less(arrays: Sequence[np.ndarray], bound: Sequence[float]) -> np.ndarray:
     """Element-wise: is (arrays[0][i], arrays[1][i], ...) lexicographically below ``bound``?"""
     less = np.zeros(len(arrays[0]), dtype=bool)
     tied = np.ones(len(arrays[0]), dtype=bool)
@@ -303,7 +304,7 @@ class _Branch:
         cols = search.cols.tolist()
         in_domain = [int(n) for n in domain.nodes.tolist() if search.usable[n]]
         self.search, self.domain, self.members, self.prefix = search, domain, members, prefix
-        self.request = search.request[search.cols].tolist()
+        self.request: list[int] = search.request[search.cols].tolist()
         self.have = {n: snap.free[n][search.cols].tolist() for n in in_domain}
         self.node_slots = {n: int(search.base[n]) for n in in_domain}
         self.held = [
@@ -327,7 +328,7 @@ class _Branch:
         self.reachable = sum(self.reach_slots.values())
         self.violations = self.priority_sum = self.pod_sum = 0
 
-    def _slots_of(self, rows: dict, node: int) -> int:
+    def _slots_of(self, rows: dict[int, list[int]], node: int) -> int:
         return max(0, min([h // r for h, r in zip(rows[node], self.request)]))
 
     def _apply(self, i: int, sign: int) -> None:

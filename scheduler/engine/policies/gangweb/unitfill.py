@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 
 def _slots(free_rows: np.ndarray, request: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    return np.maximum(np.min(free_rows[..., cols] // request[cols], axis=-1), 0)
+    slots: np.ndarray = np.maximum(np.min(free_rows[..., cols] // request[cols], axis=-1), 0)
+    return slots
 
 
 def unit_fill_placement(problem: Problem, domain: Domain) -> list[tuple[int, int]]:

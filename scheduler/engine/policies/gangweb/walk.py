@@ -44,7 +44,7 @@ def evaluate_domains(
     problem: Problem, domains: Sequence[Domain], bounds: dict[int, int], seed: Candidate | None = None
 ) -> tuple[list[Candidate], int]:
     """Candidates from the domains worth evaluating, and how many domains were evaluated."""
-    out: list = []
+    out: list[Candidate] = []
     best, stale, evaluated = seed, 0, 0
     pending = len(problem.gang.pending)
     for domain in domains:

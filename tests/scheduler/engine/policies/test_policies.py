@@ -480,19 +480,26 @@ OUTCOMES = {
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("outcome", OUTCOMES)
 def test_every_plan_carries_its_outcome_code_beside_its_sentence(policy, outcome):
-    from scheduler.engine.contract import INFEASIBLE
+    from scheduler.engine.outcomes import Outcome
 
     result = plan(parse_snapshot(OUTCOMES[outcome]), "default/hi", policy)
+    assert result.outcome is Outcome(outcome)
     assert result.outcome == outcome == result.to_dict()["outcome"] == result.details()["outcome"]
-    assert result.feasible == (not outcome.startswith("infeasible:"))
-    assert outcome in ("fits", "preempt") or outcome.split(":", 1)[1] in INFEASIBLE
-    assert set(INFEASIBLE) == {code.split(":", 1)[1] for code in OUTCOMES if code.startswith("infeasible:")}
+    # The JSON and the ledger get the plain string: any encoder (YAML's too) writes the same bytes.
+    assert type(result.to_dict()["outcome"]) is str and type(result.details()["outcome"]) is str
+    assert result.feasible == result.outcome.feasible == (not outcome.startswith("infeasible:"))
+    # Every code the engine gives has a case here; infeasible:unknown is for plans built outside it.
+    assert set(OUTCOMES) == {code.value for code in Outcome} - {Outcome.UNKNOWN.value}
 
 
 def test_an_infeasible_plan_without_a_why_is_an_engine_bug():
     from scheduler.engine.evaluation import Problem
+    from scheduler.engine.outcomes import Outcome
     from scheduler.engine.preemptor import Preemptor
 
     snap = parse_snapshot([node("a")] + _preemptor())
     with pytest.raises(ValueError, match="needs one of"):
         Problem(snap, Preemptor(snap, "default/hi")).plan("gangweb", False, "no reason given")
+    for why in ("no-room", "infeasible:no-room", Outcome.UNKNOWN, Outcome.FITS):
+        with pytest.raises(ValueError, match="needs one of"):
+            Problem(snap, Preemptor(snap, "default/hi")).plan("gangweb", False, "no reason given", why=why)
