@@ -1,9 +1,10 @@
 """Sending deliveries: each due one is claimed, POSTed once, and its ``Attempt`` recorded.
 
-A claim moves the row's ``next_attempt_at`` past the attempt's longest duration (a lease) in one UPDATE,
-so two workers never send it at once, and one that died mid-send leaves it due again once the lease runs
-out. The deliveries of one pass are sent in parallel threads, each bounded by
-``GANGWEB_NOTIFY_TIMEOUT_SECONDS``: a sink that is slow or down costs the others nothing. A failed try is
+A claim locks the due rows (skipping rows another worker holds) and moves their ``next_attempt_at`` past
+the attempt's longest duration (a lease), so two workers never send one at once, and one that died
+mid-send leaves it due again once the lease runs out. The rows of one pass are sent one thread per sink,
+each try bounded by ``GANGWEB_NOTIFY_TIMEOUT_SECONDS``: a sink that is slow or down costs the others
+nothing, and once one of its tries failed its other rows of the pass wait for the backoff untried. A failed try is
 due again after a backoff that doubles from ``GANGWEB_NOTIFY_BACKOFF_SECONDS`` up to
 ``GANGWEB_NOTIFY_BACKOFF_MAX_SECONDS``; after ``GANGWEB_NOTIFY_GIVE_UP_SECONDS`` it is given up, and says so.
 Redirects are not followed (only the configured hosts are ever called): a 3xx is a failed try.
@@ -21,6 +22,7 @@ from datetime import datetime, timedelta
 
 import urllib3
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -29,6 +31,7 @@ from gangweb.notify.models import Attempt, Delivery, DeliveryState
 
 MAX_PARALLEL = 16
 SWEEP_BATCH = 500
+CATCH_UP = 100  # other due rows one delivery task takes along (see _claim)
 LEASE_MARGIN_SECONDS = 30.0
 
 
@@ -83,15 +86,18 @@ def backoff(attempts: int) -> float:
     return min(first * 2 ** max(0, attempts - 1), float(settings.GANGWEB_NOTIFY_BACKOFF_MAX_SECONDS))
 
 
-def _claim(ids: list[int], now: datetime) -> list[Delivery]:
+def _claim(ids: list[int], now: datetime, catch_up: int) -> list[Delivery]:
+    """Lock and lease the due rows among ``ids``, and up to ``catch_up`` other due rows (oldest first):
+    under a backlog one task sends many, and the tasks of the rows it took find nothing left to do.
+    Rows another worker holds are skipped (``skip_locked``), never waited for."""
     lease = now + timedelta(seconds=float(settings.GANGWEB_NOTIFY_TIMEOUT_SECONDS) + LEASE_MARGIN_SECONDS)
-    claimed = []
-    for delivery_id in ids:
-        # One UPDATE per row: only the worker whose UPDATE matched sends it.
-        if Delivery.objects.filter(
-            pk=delivery_id, state=DeliveryState.PENDING, next_attempt_at__lte=now
-        ).update(next_attempt_at=lease, attempts=F("attempts") + 1):
-            claimed.append(Delivery.objects.select_related("sink").get(pk=delivery_id))
+    due_rows = Delivery.objects.select_for_update(skip_locked=True, of=("self",)).select_related("sink")
+    due_rows = due_rows.filter(state=DeliveryState.PENDING, next_attempt_at__lte=now)
+    with transaction.atomic():
+        claimed = list(due_rows.filter(pk__in=ids))
+        if catch_up:
+            claimed += list(due_rows.exclude(pk__in=ids).order_by("next_attempt_at", "pk")[:catch_up])
+        Delivery.objects.filter(pk__in=[d.pk for d in claimed]).update(next_attempt_at=lease)
     return claimed
 
 
@@ -109,43 +115,84 @@ def _send(delivery: Delivery) -> Answer:
     )
 
 
-def send_due(ids: list[int]) -> list[tuple[int, float]]:
-    """Send each of ``ids`` that is due, once; (id, seconds until its next try) of those that failed."""
-    now = timezone.now()
-    claimed = _claim(ids, now)
+def _send_to_one_sink(rows: list[Delivery]) -> list[Answer | None]:
+    """One sink's rows in order, on one connection; after a failed try the rest wait (None: not tried)."""
+    answers: list[Answer | None] = []
+    for row in rows:
+        if answers and not answers[-1].ok:
+            answers.append(None)
+            continue
+        answers.append(_send(row))
+    return answers
+
+
+def send_due(ids: list[int], catch_up: int = CATCH_UP) -> list[tuple[int, float]]:
+    """Send each of ``ids`` that is due (and up to ``catch_up`` other due rows), once; (id, seconds until
+    its next try) of each that failed or was not tried because its sink had just failed."""
+    claimed = _claim(ids, timezone.now(), catch_up)
     if not claimed:
         return []
-    if len(claimed) == 1:
-        answers = [_send(claimed[0])]
+    by_sink: dict[int, list[Delivery]] = {}
+    for row in claimed:
+        by_sink.setdefault(row.sink_id, []).append(row)
+    groups = list(by_sink.values())
+    if len(groups) == 1:
+        answered = [_send_to_one_sink(groups[0])]
     else:
-        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(claimed))) as pool:
-            answers = list(pool.map(_send, claimed))
-    retry = []
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(groups))) as pool:
+            answered = list(pool.map(_send_to_one_sink, groups))
+    return _record(
+        [
+            (row, answer)
+            for rows, answers in zip(groups, answered, strict=True)
+            for row, answer in zip(rows, answers, strict=True)
+        ]
+    )
+
+
+def _record(results: list[tuple[Delivery, Answer | None]]) -> list[tuple[int, float]]:
+    at = timezone.now()
     give_up_after = timedelta(seconds=float(settings.GANGWEB_NOTIFY_GIVE_UP_SECONDS))
-    for delivery, answer in zip(claimed, answers, strict=True):
-        at = timezone.now()
-        Attempt.objects.create(
-            delivery=delivery,
-            at=at,
-            seconds=answer.seconds,
-            status=answer.status,
-            error=answer.error,
-            ok=answer.ok,
-        )
-        if answer.ok:
-            Delivery.objects.filter(pk=delivery.pk).update(
-                state=DeliveryState.DELIVERED, delivered_at=at, last_error=""
+    retry: list[tuple[int, float]] = []
+    delivered: list[int] = []
+    attempts = []
+    with transaction.atomic():
+        for delivery, answer in results:
+            if answer is not None:
+                attempts.append(
+                    Attempt(
+                        delivery=delivery,
+                        at=at,
+                        seconds=answer.seconds,
+                        status=answer.status,
+                        error=answer.error,
+                        ok=answer.ok,
+                    )
+                )
+                delivery.attempts += 1
+            if answer is not None and answer.ok:
+                delivered.append(delivery.pk)
+                continue
+            error = (
+                answer.error
+                if answer is not None
+                else delivery.last_error or "waiting: the sink's last try failed"
             )
-        elif at - delivery.created_at >= give_up_after:
+            if at - delivery.created_at >= give_up_after:
+                Delivery.objects.filter(pk=delivery.pk).update(
+                    state=DeliveryState.GAVE_UP, attempts=delivery.attempts, last_error=error
+                )
+                continue
+            pause = backoff(max(1, delivery.attempts))
             Delivery.objects.filter(pk=delivery.pk).update(
-                state=DeliveryState.GAVE_UP, last_error=answer.error
-            )
-        else:
-            pause = backoff(delivery.attempts)
-            Delivery.objects.filter(pk=delivery.pk).update(
-                next_attempt_at=at + timedelta(seconds=pause), last_error=answer.error
+                attempts=delivery.attempts, next_attempt_at=at + timedelta(seconds=pause), last_error=error
             )
             retry.append((delivery.pk, pause))
+        Attempt.objects.bulk_create(attempts)
+        if delivered:
+            Delivery.objects.filter(pk__in=delivered).update(
+                state=DeliveryState.DELIVERED, delivered_at=at, last_error="", attempts=F("attempts") + 1
+            )
     return retry
 
 

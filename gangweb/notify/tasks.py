@@ -11,9 +11,13 @@ from gangweb.notify import delivery
 @shared_task(name="gangweb.notify.deliver", ignore_result=True)
 def deliver(ids: list[int]) -> None:
     """Send the deliveries ``ids`` once each; each that failed is tried again after its backoff."""
+    later: dict[float, list[int]] = {}
     for delivery_id, pause in delivery.send_due(ids):
-        if not settings.CELERY_TASK_ALWAYS_EAGER:  # in-process (the demo) the sweep retries instead
-            deliver.apply_async(([delivery_id],), countdown=pause)
+        later.setdefault(pause, []).append(delivery_id)
+    if settings.CELERY_TASK_ALWAYS_EAGER:  # in-process (the demo) the sweep retries instead
+        return
+    for pause, waiting in later.items():
+        deliver.apply_async((waiting,), countdown=pause)
 
 
 @shared_task(name="gangweb.notify.sweep", ignore_result=True)
