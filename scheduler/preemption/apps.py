@@ -7,3 +7,9 @@ class PreemptionConfig(AppConfig):
     # its table names (scheduler_preemptionrequest, ...), its migration history and its admin URLs.
     label = "scheduler"
     verbose_name = "gangweb preemption pipeline"
+
+    def ready(self) -> None:
+        # Traces when the OTEL_* variables ask for them (scheduler/tracing.py); off, this imports nothing.
+        from scheduler import tracing
+
+        tracing.setup("gangweb")
