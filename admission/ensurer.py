@@ -25,7 +25,7 @@ from admission.podgroups import API_VERSION as PODGROUP_API_VERSION
 from admission.podgroups import owner_to_fetch, podgroup_for_pod
 from admission.podview import readable_pod
 from admission.policy import AdmissionPolicy
-from scheduler import podstate
+from scheduler import podstate, tracing
 from scheduler.cluster import Cluster, ClusterError, KubeObject
 
 CREATED = "created"
@@ -163,7 +163,10 @@ def ensure_one(
                 len(pods),
             )
         podgroup["metadata"]["namespace"] = namespace
+        started_ns = tracing.now_ns() if tracing.ON else 0
         created = cluster.create_object(podgroup)
+        if started_ns and created:
+            tracing.gang_span("podgroup ensured", namespace, name, started_ns, **{"gangweb.pods": len(pods)})
     except ClusterError as exc:
         return Ensured(namespace, name, FAILED, str(exc), len(pods))
     if not created:

@@ -21,6 +21,7 @@ from admission.recorder import DecisionRecorder
 from admission.review import MAX_BODY_BYTES, AdmissionRequest, ReviewError, build_response, parse_review
 from admission.state import PodGroupCache
 from admission.validate import validate
+from scheduler import tracing
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +146,7 @@ class Webhook:
 
     def handle(self, webhook: str, body: bytes) -> Answer:
         started = time.perf_counter()
+        traced_from = tracing.now_ns() if tracing.ON else 0
         try:
             request = parse_review(body, self.max_body_bytes)
         except ReviewError as error:
@@ -163,7 +165,23 @@ class Webhook:
             )
             answer, decision = Answer(200, build_response(request.uid, allowed=True)), "error"
         self.stats.decided(webhook, decision, time.perf_counter() - started)
+        if traced_from:
+            self._trace(webhook, request, decision, traced_from)
         return answer
+
+    def _trace(self, webhook: str, request: AdmissionRequest, decision: str, started_ns: int) -> None:
+        """The review as a span of its gang's trace (``scheduler.tracing``), when its pod is in a PodGroup."""
+        pod = request.pod
+        if pod is None:
+            return
+        group = pod.spec.group_name or (mutate_pod(request, self.policy).group if webhook == MUTATE else "")
+        if group:
+            attributes = {
+                "gangweb.webhook": webhook,
+                "gangweb.decision": decision,
+                "k8s.pod.name": request.name,
+            }
+            tracing.gang_span("admission review", request.namespace, group, started_ns, **attributes)
 
     # Each returns the answer and the decision it is counted under (admission.metrics.DECISIONS).
     def _mutate(self, request: AdmissionRequest) -> tuple[Answer, str]:

@@ -11,9 +11,10 @@ class GangwebConfig(AppConfig):
         from admission import runtime as admission_runtime
         from gangweb import events
         from gangweb.api.v1.queries import decisions
+        from gangweb.notify import outbox
         from scheduler.preemption import events as pipeline_events
 
-        pipeline_events.connect(events.publish)
+        pipeline_events.connect(events.publish, outbox.enqueue)
         # The recorder counts its own losses: it needs the send that raises when the layer refuses. The
         # decisions are also kept for the API (``/api/v1/decisions``) before they are sent.
         admission_runtime.connect_publisher(decisions.keep_and_send)

@@ -111,6 +111,7 @@ INSTALLED_APPS = [
     "gangweb",
     "gangweb.dashboard",
     "gangweb.access",
+    "gangweb.notify",
     "scheduler.preemption",
     "admission",
 ]
@@ -396,6 +397,8 @@ SPECTACULAR_SETTINGS = {
         "SimulationSourceEnum": "gangweb.api.v1.serializers.SIMULATION_SOURCES",
         "GangStateEnum": "gangweb.api.v1.summaries.GANG_STATES",
         "MapGangStateEnum": "gangweb.api.v1.page_serializers.MAP_GANG_STATES",
+        "SinkKindEnum": "gangweb.notify.models.SinkKind",
+        "DeliveryStateEnum": "gangweb.notify.models.DeliveryState",
     },
     # Served from the sidecar package: clusters are often air-gapped (no CDN).
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -413,6 +416,24 @@ CELERY_BEAT_SCHEDULE["sample-usage"] = {
     "task": "gangweb.sample_usage",
     "schedule": float(GANGWEB_USAGE_SAMPLE_SECONDS),
     "options": {"expires": float(GANGWEB_USAGE_SAMPLE_SECONDS)},
+}
+
+# --- Notifications (docs/notifications.md) ---------------------------------------------------------
+# The hosts (``host`` or ``host:port``) a sink's URL may name; a sink anywhere else is refused.
+GANGWEB_NOTIFY_ALLOWED_HOSTS = env_list("GANGWEB_NOTIFY_ALLOWED_HOSTS", [])
+# One try's longest wait for a sink's answer (connect at most 3 s of it).
+GANGWEB_NOTIFY_TIMEOUT_SECONDS = env_float("GANGWEB_NOTIFY_TIMEOUT_SECONDS", 5.0)
+# A failed try is repeated after a pause that doubles from the first value up to the second.
+GANGWEB_NOTIFY_BACKOFF_SECONDS = env_float("GANGWEB_NOTIFY_BACKOFF_SECONDS", 1.0)
+GANGWEB_NOTIFY_BACKOFF_MAX_SECONDS = env_float("GANGWEB_NOTIFY_BACKOFF_MAX_SECONDS", 300.0)
+# A delivery still failing this long after its ledger event is given up (and shown as such).
+GANGWEB_NOTIFY_GIVE_UP_SECONDS = env_float("GANGWEB_NOTIFY_GIVE_UP_SECONDS", 86400.0)
+# How often beat hands due deliveries whose task was lost (broker down, worker killed) to a worker.
+GANGWEB_NOTIFY_SWEEP_SECONDS = env_float("GANGWEB_NOTIFY_SWEEP_SECONDS", 10.0)
+CELERY_BEAT_SCHEDULE["notify-sweep"] = {
+    "task": "gangweb.notify.sweep",
+    "schedule": GANGWEB_NOTIFY_SWEEP_SECONDS,
+    "options": {"expires": GANGWEB_NOTIFY_SWEEP_SECONDS},
 }
 
 # --- Logging: one JSON object per line -------------------------------------------------------

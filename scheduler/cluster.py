@@ -67,6 +67,11 @@ class ClusterError(RuntimeError):
         return self.code in (0, 409, 429) or self.code >= 500
 
 
+# The ``reportingController`` of the Kubernetes Events gangweb writes (observe mode tells them from
+# kube-scheduler's by it).
+GANGWEB_CONTROLLER = "gangweb.io/preemption"
+
+
 @dataclass(frozen=True)
 class ClusterEvent:
     """A Kubernetes Event gangweb writes (reason ``Preempted`` on victims, etc.)."""
@@ -114,7 +119,9 @@ class Cluster(Protocol):
         """Set the ``DisruptionTarget=True`` pod condition (reason ``PreemptionByScheduler``)."""
         ...
 
-    def record_event(self, event: ClusterEvent) -> None: ...
+    def record_event(self, event: ClusterEvent) -> str | None:
+        """Write ``event``; its name where the cluster keeps one (``CountsEvents``)."""
+        ...
 
     def set_podgroup_condition(
         self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
@@ -192,6 +199,14 @@ class ListsEvents(Protocol):
     mode reads kube-scheduler's ``Preempted`` events through it; elsewhere they come in the snapshot, if at all."""
 
     def list_events(self, *, reason: str | None = None, namespace: str | None = None) -> list[KubeObject]: ...
+
+
+@runtime_checkable
+class CountsEvents(Protocol):
+    """A cluster whose Events can count their repeats (the kube adapter): ``record_event`` answers the
+    Event's name and ``update_event_series`` sets its ``series.count``. Elsewhere each Event is kept once."""
+
+    def update_event_series(self, namespace: str, name: str, count: int) -> None: ...
 
 
 @runtime_checkable

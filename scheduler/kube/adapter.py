@@ -24,7 +24,14 @@ from pathlib import Path
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from ..cluster import ClusterError, ClusterEvent, EvictionResult, KubeObject, version_reached
+from ..cluster import (
+    GANGWEB_CONTROLLER,
+    ClusterError,
+    ClusterEvent,
+    EvictionResult,
+    KubeObject,
+    version_reached,
+)
 from ..engine.live import LiveSnapshot
 from . import writes
 from .apis import list_raw, read_json, stamp
@@ -46,7 +53,7 @@ class KubeCluster:
         resources: Iterable[Resource] = SNAPSHOT_RESOURCES,
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
         watch_timeout: int = 300,
-        controller: str = "gangweb",
+        controller: str = GANGWEB_CONTROLLER,
         instance: str | None = None,
         max_parallel_writes: int = 32,
     ):
@@ -58,7 +65,7 @@ class KubeCluster:
         self.resources = tuple(resources)
         self.timeout = timeout
         self.controller = controller
-        self.instance = instance or f"{controller}-{socket.gethostname()}"
+        self.instance = instance or f"gangweb-{socket.gethostname()}"
         self._configuration = configuration
         self._max_parallel_writes = max_parallel_writes
         self._pid = os.getpid()
@@ -361,14 +368,15 @@ class KubeCluster:
     def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
         writes.mark_disruption_target(self._api(), namespace, name, message, timeout=self.timeout)
 
-    def record_event(self, event: ClusterEvent) -> None:
+    def record_event(self, event: ClusterEvent) -> str:
+        """Create the Event; its name (``update_event_series`` counts its repeats under it)."""
         involved = self._cached_uid(event.involved_kind, event.namespace, event.involved_name)
         related = None
         if event.related_kind and event.related_name:
             related = self._cached_uid(
                 event.related_kind, event.related_namespace or event.namespace, event.related_name
             )
-        writes.record_event(
+        created = writes.record_event(
             self._api(),
             event,
             controller=self.controller,
@@ -377,6 +385,10 @@ class KubeCluster:
             involved_uid=involved,
             related_uid=related,
         )
+        return created["metadata"]["name"]
+
+    def update_event_series(self, namespace: str, name: str, count: int) -> None:
+        writes.update_event_series(self._api(), namespace, name, count, timeout=self.timeout)
 
     def set_podgroup_condition(
         self, namespace: str, name: str, type_: str, status: str, reason: str, message: str

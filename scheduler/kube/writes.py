@@ -223,6 +223,21 @@ def record_event(
         raise  # unreachable; keeps type checkers calm
 
 
+def update_event_series(
+    api_client: client.ApiClient, namespace: str, name: str, count: int, *, timeout: Timeout
+) -> None:
+    """Set an Event's ``series`` (its count and last observation now), as client-go's recorder does when
+    the same event happens again: one object counts the repeats instead of one object per repeat."""
+    body = {"series": {"count": count, "lastObservedTime": now_micro()}}
+    try:
+        response = client.EventsV1Api(api_client).patch_namespaced_event(
+            name, namespace, body, _request_timeout=timeout, _preload_content=False
+        )
+        discard(response)
+    except (ApiException, *TRANSPORT_ERRORS) as exc:
+        raise_cluster_error(f"updating the series of event {namespace}/{name}", exc)
+
+
 def set_podgroup_condition(
     api_client: client.ApiClient,
     namespace: str,

@@ -9,6 +9,9 @@ class PreemptionConfig(AppConfig):
     verbose_name = "gangweb preemption pipeline"
 
     def ready(self) -> None:
+        from scheduler import tracing
         from scheduler.preemption import runtime, triggers
 
         runtime.on_cluster_built(triggers.watch)  # detection on a PodGroup's Unschedulable event
+        # Traces when the OTEL_* variables ask for them (scheduler/tracing.py); off, this imports nothing.
+        tracing.setup("gangweb")

@@ -117,6 +117,9 @@ class PreemptionRequest(models.Model):
     reason = models.TextField(blank=True, default="")
     # Why the request was opened ("PodGroupInitiallyScheduled=False", "pending for 45s", ...).
     trigger = models.CharField(max_length=200, blank=True, default="")
+    # Its OpenTelemetry trace (scheduler/tracing.py): the trace id and its root span's id, hex; "" untraced.
+    trace_id = models.CharField(max_length=32, blank=True, default="")
+    trace_span = models.CharField(max_length=16, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     planned_at = models.DateTimeField(null=True, blank=True)

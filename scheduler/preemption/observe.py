@@ -21,7 +21,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from scheduler.cluster import Cluster, KubeObject, ListsEvents, object_key
+from scheduler.cluster import GANGWEB_CONTROLLER, Cluster, KubeObject, ListsEvents, object_key
 from scheduler.engine import parse_snapshot
 from scheduler.preemption import ledger, planning
 from scheduler.preemption.ledger.facts import PodFacts
@@ -38,7 +38,6 @@ from scheduler.preemption.runtime import mode_for
 logger = logging.getLogger(__name__)
 
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
-GANGWEB_CONTROLLER = "gangweb"
 PREEMPTOR_IN_MESSAGE = re.compile(r"\bpodgroup (\S+)", re.IGNORECASE)
 # An observation joins the gang's latest request when that one is this recent.
 ATTACH_WINDOW = timedelta(hours=1)

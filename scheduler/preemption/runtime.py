@@ -36,6 +36,15 @@ def get_cluster() -> Cluster:
         return _cluster
 
 
+def built_cluster() -> Cluster | None:
+    """The cluster ``get_cluster`` built (or was given) in this process, None when there is none yet: for
+    side writes (Kubernetes Events) that must not build one where the process never needed a cluster."""
+    with _lock:
+        if _cluster is None or (_built_in is not None and _built_in != os.getpid()):
+            return None
+        return _cluster
+
+
 def on_cluster_built(listener: Callable[[Cluster], None]) -> None:
     """Call ``listener(cluster)`` each time this module builds a cluster (the app's ``ready`` hooks the
     watch trigger in here)."""

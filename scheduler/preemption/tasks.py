@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from scheduler import tracing
 from scheduler.cluster import ClusterError, current_objects
 from scheduler.engine import SnapshotError
 from scheduler.preemption import (
@@ -141,8 +142,11 @@ def plan_request(self, request_id: int) -> None:
     if request is None:
         return
     try:
-        view = planning.current_view(get_cluster(), request.podgroup)
-        result = planning.compute(view, request.podgroup, request.policy)
+        with tracing.stage(
+            "plan", request.trace_id, request.trace_span, **{"gangweb.policy": request.policy}
+        ):
+            view = planning.current_view(get_cluster(), request.podgroup)
+            result = planning.compute(view, request.podgroup, request.policy)
     except SnapshotError as exc:
         # Not transient: the group is gone or the snapshot is malformed; say so instead of retrying.
         ledger.finish(request_id, RequestState.FAILED, f"cannot plan: {exc}")

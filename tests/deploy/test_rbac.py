@@ -10,7 +10,7 @@ Scenarios per process (ServiceAccount gangweb-<process>):
   (POST /api/plan/), through the Cluster that scheduler.preemption.runtime builds from the environment, and
   an API request with a Kubernetes token (TokenReview, RoleBindings, SubjectAccessReview);
 - worker: detection in enforce and observe mode (kube-scheduler's Preempted events), planning, the executor
-  (evictions with their dry runs, DisruptionTarget marks, events, the PodGroup condition; a unit finished by
+  (evictions with their dry runs, DisruptionTarget marks, the ledger's Events and their series, the PodGroup condition; a unit finished by
   deletion when its budget was spent mid-plan; GANGWEB_PDB_POLICY=delete), and the PodGroup ensurer over every
   gang-source fixture (owner reads, PodGroup creation);
 - beat: no API call at all (no role, no token).
@@ -40,7 +40,7 @@ from kubetestserver import KubeTestServer
 from kubetestserver.httpapi import parse_route
 from kubetestserver.reviews import mint_token
 from scheduler.preemption import execution as execution_module
-from scheduler.preemption import runtime
+from scheduler.preemption import kubeevents, runtime
 from scheduler.preemption.execution import execute
 from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.models import PreemptionRequest, RequestState
@@ -176,6 +176,7 @@ def worker_calls(environment, settings, monkeypatch) -> set[Call]:
         detect_unschedulable_gangs.apply().get()
         assert PreemptionRequest.objects.get().state == RequestState.SUCCEEDED
         assert server.requests("/eviction", "POST")
+        assert kubeevents.flush(30)  # the Events of the ledger, written after commit (series: patch)
         found |= calls(server)
         PreemptionRequest.objects.all().delete()
 
@@ -196,6 +197,7 @@ def worker_calls(environment, settings, monkeypatch) -> set[Call]:
         outcome = execute(request.pk, cluster, retry=FAST)
         monkeypatch.undo()
         assert outcome.state == RequestState.SUCCEEDED, outcome.reason
+        assert kubeevents.flush(30)
         found |= calls(server, start)
 
     # GANGWEB_PDB_POLICY=delete: victims deleted like kube-scheduler does.

@@ -40,7 +40,19 @@ def test_one_help_lists_every_benchmark():
     parser, choices = subparsers()
     assert (
         list(choices)
-        == ["engine", "webhook", "kube", "execution", "watch", "api", "demo", "live", "map", "signin"]
+        == [
+            "engine",
+            "webhook",
+            "kube",
+            "execution",
+            "watch",
+            "api",
+            "demo",
+            "live",
+            "map",
+            "signin",
+            "notify",
+        ]
         == list(BENCHMARKS)
     )
     listing = " ".join(parser.format_help().split())
@@ -59,6 +71,7 @@ FLAGS = {
     "api": {"--requests", "--victims", "--podgroups", "--repeat", "--gc", "--json"},
     "demo": {"--runs", "--json"},
     "signin": {"--guessers", "--seconds", "--path", "--free", "--json"},
+    "notify": {"--rate", "--seconds", "--concurrency", "--goal", "--json"},
 }
 
 

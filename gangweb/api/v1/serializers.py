@@ -74,15 +74,26 @@ class Request(ledger.RequestSerializer):
         help_text="who approved, rejected or cancelled it, or gangweb (expired, settled); null: nobody"
     )
     decidedAt = s.DateTimeField(source="decided_at", read_only=True, allow_null=True)
+    traceId = s.SerializerMethodField(
+        help_text="its OpenTelemetry trace id (32 hex digits; docs/design.md, 'Traces'); null: not traced"
+    )
 
     class Meta(ledger.RequestSerializer.Meta):
-        fields = ledger.RequestSerializer.Meta.fields + ["approvalDeadline", "decidedBy", "decidedAt"]
+        fields = ledger.RequestSerializer.Meta.fields + [
+            "approvalDeadline",
+            "decidedBy",
+            "decidedAt",
+            "traceId",
+        ]
         read_only_fields = fields
 
     @extend_schema_field(ActorSerializer(allow_null=True))
     def get_decidedBy(self, request) -> dict | None:
         decider = request.decider
         return decider.as_json() if decider else None
+
+    def get_traceId(self, request) -> str | None:
+        return request.trace_id or None
 
 
 class RequestDetail(Request):

@@ -4,7 +4,7 @@ generated from this list (tests/gangweb/api/v1/test_isolation.py)."""
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from gangweb.api.v1.views import actions, cluster, grouped, ledger, pages, root, simulate
+from gangweb.api.v1.views import actions, cluster, grouped, ledger, notify, pages, root, simulate
 
 app_name = "v1"
 
@@ -34,5 +34,9 @@ urlpatterns = [
     path("requests/<int:pk>/approve/", actions.Approve.as_view(), name="request-approve"),
     path("requests/<int:pk>/reject/", actions.Reject.as_view(), name="request-reject"),
     path("requests/<int:pk>/cancel/", actions.Cancel.as_view(), name="request-cancel"),
+    # notification sinks and deliveries, admin only (gangweb/api/v1/views/notify.py)
+    path("notify/sinks/", notify.Sinks.as_view(), name="notify-sinks"),
+    path("notify/sinks/<str:name>/", notify.SinkDetail.as_view(), name="notify-sink-detail"),
+    path("notify/deliveries/", notify.Deliveries.as_view(), name="notify-deliveries"),
     *router.urls,
 ]

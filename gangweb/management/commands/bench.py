@@ -39,10 +39,11 @@ BENCHMARKS = {
     "live": "gangweb.dashboard.bench_live",
     "map": "gangweb.dashboard.bench_map",
     "signin": "gangweb.access.bench",
+    "notify": "gangweb.notify.bench",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
-NEEDS_LEDGER = {"execution", "api", "watch", "live", "signin"}
-NEEDS_REDIS = {"watch", "live"}
+NEEDS_LEDGER = {"execution", "api", "watch", "live", "signin", "notify"}
+NEEDS_REDIS = {"watch", "live", "notify"}
 
 
 class _OneLineParser(CommandParser):

@@ -111,6 +111,7 @@
     ul.replaceChildren();
     for (const x of requests) {
       const li = el("li", "", [`#${x.id} ${g.state(x.state)} `, g.when(x.createdAt), ...(x.reason ? [": ", ...g.timesIn(x.reason)] : [])]);
+      if (x.traceId) li.append(" ", el("code", "trace", `trace ${x.traceId}`));
       if (victims.has(x.id)) li.append(g.victimList(victims.get(x.id)));
       ul.append(li);
     }

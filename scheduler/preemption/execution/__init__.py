@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from scheduler import tracing
 from scheduler.cluster import (
     EVICTING,
     PREEMPTION_CONDITION,
@@ -112,7 +113,15 @@ def execute(
             refusal = _check_and_dry_run(calls, plan, rows)
             if refusal is not None:
                 return refusal
-        return _evict_all(calls, plan, retry)
+        with _stage("evictions", plan, pods=len(rows)):
+            return _evict_all(calls, plan, retry)
+
+
+def _stage(name: str, plan: Plan, **attributes):
+    """One stage of the request's trace (``scheduler.tracing``; nothing when traces are off)."""
+    request = plan.request
+    named = {f"gangweb.{key}": value for key, value in {"plan": plan.pk, **attributes}.items()}
+    return tracing.stage(name, request.trace_id, request.trace_span, **named)
 
 
 def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: str) -> None:
@@ -130,6 +139,20 @@ def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: 
 def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcome | None:
     request, cluster = plan.request, calls.cluster
     calls.ready()
+    with _stage("re-check", plan, pods=len(rows)):
+        verdict, objects = _recheck(cluster, plan, rows, calls)
+    if not verdict.ok:
+        ledger.fail_unstarted_evictions(plan.pk, f"not evicted: {verdict.reason}")
+        reason = f"plan is stale, nothing evicted: {verdict.reason}"
+        ledger.finish(request.pk, RequestState.SUPERSEDED, reason)
+        return Outcome(RequestState.SUPERSEDED, reason, replan=not verdict.moot)
+    with _stage("dry runs", plan, pods=len(rows)):
+        return _budgets_and_dry_runs(calls, plan, rows, objects)
+
+
+def _recheck(cluster: Cluster, plan: Plan, rows: list[Eviction], calls: Calls):
+    """The plan re-checked on fresh reads: (verdict, the objects it was checked against)."""
+    request = plan.request
     began = time.perf_counter()
     seconds: dict[str, float] = {}
     if isinstance(cluster, WatchCache):
@@ -149,12 +172,11 @@ def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcom
     # How long each part took (the benchmark's timeline reads it: docs/kube.md, "Figures").
     timing = {key: round(value, 4) for key, value in seconds.items()}
     ledger.note("execution.recheck", verdict.reason, plan=plan, data={"ok": verdict.ok, "seconds": timing})
-    if not verdict.ok:
-        ledger.fail_unstarted_evictions(plan.pk, f"not evicted: {verdict.reason}")
-        reason = f"plan is stale, nothing evicted: {verdict.reason}"
-        ledger.finish(request.pk, RequestState.SUPERSEDED, reason)
-        return Outcome(RequestState.SUPERSEDED, reason, replan=not verdict.moot)
+    return verdict, objects
 
+
+def _budgets_and_dry_runs(calls: Calls, plan: Plan, rows: list[Eviction], objects) -> Outcome | None:
+    request, cluster = plan.request, calls.cluster
     if calls.remove == EVICT:
         # Dry runs never spend a budget: two victims under a budget of one both pass them. So the plan as a
         # whole is held against every budget, as the cluster has it now.

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from django.db import close_old_connections, connection
 
-from scheduler.cluster import Cluster, ClusterEvent, EvictionResult
+from scheduler.cluster import Cluster, EvictionResult
 from scheduler.preemption import ledger, metrics
 from scheduler.preemption.locks import Lease, Stopped
 from scheduler.preemption.models import Eviction, EvictionState
@@ -188,7 +188,6 @@ def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: Retr
     current = Eviction.objects.get(pk=row.pk)
     if current.state in (EvictionState.EVICTED, EvictionState.FAILED):
         return current.state == EvictionState.EVICTED
-    preemptor_ns, _, preemptor_name = preemptor.partition("/")
     how = None  # DELETE once a budget refusal says the unit must be finished by deletion
     switched = False  # the pass right after that switch goes at once, without the backoff pause
     while True:
@@ -245,7 +244,6 @@ def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: Retr
                 message=result.message,
                 how=_how_removed(how or calls.remove),
             )
-            _record_preempted_event(calls.cluster, current, preemptor_ns, preemptor_name, plan_id)
             return True
         if replaced(result):
             ledger.record_eviction(
@@ -273,22 +271,3 @@ def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: Retr
 
 def _how_removed(remove: str) -> str:
     return "deleted with a UID precondition (disruption budgets not consulted)" if remove == DELETE else ""
-
-
-def _record_preempted_event(cluster: Cluster, row: Eviction, namespace: str, name: str, plan_id: int) -> None:
-    try:
-        cluster.record_event(
-            ClusterEvent(
-                namespace=row.namespace,
-                involved_kind="Pod",
-                involved_name=row.name,
-                reason="Preempted",
-                message=f"Preempted by gangweb for podgroup {namespace}/{name} on node {row.node or 'cluster'}"
-                f" (plan {plan_id})",
-                related_kind="PodGroup",
-                related_name=name,
-                related_namespace=namespace,
-            )
-        )
-    except Exception as exc:
-        logger.warning("could not record Preempted event", extra={"pod": row.pod, "error": str(exc)})

@@ -42,6 +42,7 @@ def _eviction_payload(eviction: Eviction) -> dict[str, Any]:
         "podGroup": request.podgroup,
         "plan": eviction.plan_id,
         "pod": eviction.pod,
+        "podUid": eviction.pod_uid,
         "node": eviction.node,
         "victimUnit": eviction.victim_unit,
         "state": eviction.state,

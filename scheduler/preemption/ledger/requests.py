@@ -13,6 +13,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from scheduler import tracing
 from scheduler.preemption import metrics
 from scheduler.preemption.events import publish
 from scheduler.preemption.ledger.evictions import fail_unstarted_evictions
@@ -45,9 +46,16 @@ def open_request(
     if existing is not None:
         return existing, False
     try:
+        trace_id, trace_span = tracing.start_request(namespace, name, **{"gangweb.trigger": trigger})
         with transaction.atomic():
             request = PreemptionRequest.objects.create(
-                namespace=namespace, name=name, mode=mode, policy=policy, trigger=trigger
+                namespace=namespace,
+                name=name,
+                mode=mode,
+                policy=policy,
+                trigger=trigger,
+                trace_id=trace_id,
+                trace_span=trace_span,
             )
             note("request.opened", f"{request.podgroup} is unschedulable: {trigger}", request=request)
             publish("request.opened", request_payload(request))

@@ -8,7 +8,8 @@ from tests.test_layering import imported_modules, imported_roots
 def test_the_ensurer_logic_imports_no_framework():
     roots = imported_roots(ROOT / "admission" / "ensurer.py")
     assert not roots & {"django", "celery", "kubernetes", "redis", "channels"}
-    # Of the scheduler package, only the pure Cluster protocol and its error, and the pod-state rules.
+    # Of the scheduler package, only the pure Cluster protocol and its error, the pod-state rules and the
+    # trace hook (which imports nothing of OpenTelemetry unless traces are on).
     assert {m for m in imported_modules(ROOT / "admission" / "ensurer.py") if m.startswith("scheduler")} <= {
         "scheduler.cluster",
         "scheduler.cluster.Cluster",
@@ -16,4 +17,5 @@ def test_the_ensurer_logic_imports_no_framework():
         "scheduler.cluster.KubeObject",
         "scheduler",
         "scheduler.podstate",
+        "scheduler.tracing",
     }

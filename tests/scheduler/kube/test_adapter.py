@@ -294,7 +294,9 @@ def test_preempted_event_names_the_victim_and_the_preemptor(server, cluster):
         "name": "high-gang",
         "uid": preemptor["metadata"]["uid"],
     }
-    assert event["reportingController"] == "gangweb" and event["note"].startswith("Preempted by podgroup")
+    assert event["reportingController"] == "gangweb.io/preemption" and event["note"].startswith(
+        "Preempted by podgroup"
+    )
 
 
 def test_list_events_of_one_reason(server, cluster):

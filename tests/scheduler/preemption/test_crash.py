@@ -163,6 +163,16 @@ def test_worker_killed_mid_execution_is_finished_by_its_successor(api_server, br
         assert pod not in remaining or remaining[pod]["metadata"].get("deletionTimestamp")
 
 
+def pod_preempted_events(control) -> list[dict]:
+    return [
+        o
+        for o in control.dump()
+        if o.get("kind") == "Event"
+        and o.get("reason") == "Preempted"
+        and (o.get("regarding") or o.get("involvedObject"))["kind"] == "Pod"
+    ]
+
+
 def test_a_real_worker_drives_a_stuck_gang_from_detection_to_evictions(api_server, broker, tmp_path):
     """The whole chain through the broker: detect -> (on commit) plan -> (on commit) execute."""
     control = api_server.control
@@ -187,6 +197,9 @@ def test_a_real_worker_drives_a_stuck_gang_from_detection_to_evictions(api_serve
             "the request to succeed",
             log_path,
         )
+        # Written after commit by the worker's Event recorder: one per evicted pod.
+        wanted = len(request.plans.get().evictions)
+        wait_until(lambda: len(pod_preempted_events(control)) == wanted, 30, "the Preempted events", log_path)
     finally:
         worker.stop()
         sender.close()
@@ -204,7 +217,7 @@ def test_a_real_worker_drives_a_stuck_gang_from_detection_to_evictions(api_serve
     assert {"type": "gangweb.io/Preemption", "status": "False", "reason": "VictimsEvicted"}.items() <= next(
         c for c in conditions if c["type"] == "gangweb.io/Preemption"
     ).items()
-    events = [o for o in control.dump() if o.get("kind") == "Event" and o.get("reason") == "Preempted"]
+    events = pod_preempted_events(control)
     regarding = sorted(
         f"{(e.get('regarding') or e.get('involvedObject'))['namespace']}/"
         f"{(e.get('regarding') or e.get('involvedObject'))['name']}"

@@ -15,6 +15,7 @@ def test_gangweb_connects_its_publisher_at_startup():
 
 def test_events_go_to_the_connected_publisher(monkeypatch):
     sent = []
+    monkeypatch.setattr(events, "_outbox", None)
     monkeypatch.setattr(events, "_publisher", lambda kind, payload: sent.append((kind, payload)))
     events.publish("plan.created", {"request": 1})
     assert sent == [("plan.created", {"request": 1})]
@@ -22,6 +23,7 @@ def test_events_go_to_the_connected_publisher(monkeypatch):
 
 def test_without_a_publisher_events_are_dropped_with_one_warning(monkeypatch, caplog):
     monkeypatch.setattr(events, "_publisher", None)
+    monkeypatch.setattr(events, "_outbox", None)
     monkeypatch.setattr(events, "_warned", False)
     caplog.set_level(logging.WARNING, logger=events.__name__)
     for n in range(3):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.preemption import ledger, locks
+from scheduler.preemption import kubeevents, ledger, locks
 from scheduler.preemption.execution import PREEMPTION_CONDITION, execute
 from scheduler.preemption.execution.evictor import RetryPolicy
 from scheduler.preemption.models import Eviction, EvictionState, LedgerEntry, RequestState
@@ -37,11 +37,29 @@ def test_execution_evicts_every_victim_once_and_marks_them(cluster, planned_requ
     assert cluster.evictions_of("dry_run") == {pod: 1 for pod in victims_of(plan)}
     assert cluster.evictions_of("evict") == {pod: 1 for pod in victims_of(plan)}
     assert sorted(cluster.disruption_targets) == victims_of(plan)
-    preempted = sorted(f"{e.namespace}/{e.involved_name}" for e in cluster.events if e.reason == "Preempted")
+    assert kubeevents.flush()
+    preempted = sorted(
+        f"{e.namespace}/{e.involved_name}"
+        for e in cluster.events
+        if e.reason == "Preempted" and e.involved_kind == "Pod"
+    )
     assert preempted == victims_of(plan)
-    assert {(e.related_kind, e.related_namespace, e.related_name) for e in cluster.events} == {
-        ("PodGroup", "team-a", "train")
-    }
+    victim_units = {v["namespace"] + "/" + v["name"] for v in plan.victims if v.get("kind") == "PodGroup"}
+    # One Event on each victim PodGroup, however many of its pods went (the series counts them).
+    assert sorted(
+        f"{e.namespace}/{e.involved_name}"
+        for e in cluster.events
+        if e.involved_kind == "PodGroup" and e.reason == "Preempted"
+    ) == sorted(victim_units)
+    assert {
+        (e.related_kind, e.related_namespace, e.related_name)
+        for e in cluster.events
+        if e.reason == "Preempted"
+    } == {("PodGroup", "team-a", "train")}
+    assert [e.reason for e in cluster.events if (e.namespace, e.involved_name) == ("team-a", "train")] == [
+        "PreemptionPlanned",
+        "PreemptionExecuted",
+    ]
     assert [c[2:] for c in cluster.podgroup_conditions if c[1] == PREEMPTION_CONDITION] == [
         ("True", "Evicting"),  # set beside the evictions, always before the end
         ("False", "VictimsEvicted"),

@@ -77,6 +77,10 @@ NAMELESS = {
     "decision-summary": "tests/gangweb/api/v1/test_grouped.py (a reader's own decisions counted)",
 }
 
+# Admin data: every reader below an admin of every namespace is refused, whatever it asks (route name ->
+# its URL's parameters); their answers are tested in tests/gangweb/notify/test_admin.py.
+ADMIN_ONLY = {"notify-sinks": {}, "notify-sink-detail": {"name": "team-b-chat"}, "notify-deliveries": {}}
+
 ROUTES = v1_routes()
 
 
@@ -101,6 +105,13 @@ def test_a_team_a_reader_never_reads_team_b(
     client, world, admin, a_viewer, a_operator, params, name, callback
 ):
     has_params = bool(params)
+    if name in ADMIN_ONLY:
+        route = url(name, ADMIN_ONLY[name] or None)
+        for reader in (a_viewer, a_operator):
+            assert client.get(route, **reader).status_code == 403
+            assert client.post(route, {}, content_type="application/json", **reader).status_code in (403, 405)
+            assert client.delete(route, **reader).status_code in (403, 405)
+        return
     route = url(name) if not has_params else name
     if has_params:
         assert name in EXAMPLES, f"add an EXAMPLES entry for the new route {name} ({params})"

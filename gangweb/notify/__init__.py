@@ -1,0 +1,1 @@
+"""Notifications: ledger events pushed to admin-configured sinks (docs/notifications.md)."""
