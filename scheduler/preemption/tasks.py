@@ -25,6 +25,7 @@ from scheduler.cluster import ClusterError, current_objects
 from scheduler.engine import SnapshotError
 from scheduler.preemption import (
     detection,
+    healthwatch,  # registers gang health on the watch events
     ledger,
     locks,
     metrics,
@@ -133,7 +134,8 @@ def detect_unschedulable_gangs(podgroup: str | None = None) -> dict:
         if observes_any_namespace()
         else []
     )
-    return {"opened": opened, "observed": observed}
+    health = healthwatch.sweep(objects) if podgroup is None else {}
+    return {"opened": opened, "observed": observed, **health}
 
 
 @shared_task(name="scheduler.plan_request", bind=True, ignore_result=True, max_retries=3)

@@ -117,7 +117,7 @@ class LedgerEntrySerializer(ledger.LedgerEntrySerializer):
         return super().get_podGroup(entry)
 
 
-PODGROUP_STATES = ("running", "running-partly", "pending", "short", "empty", "invalid")
+PODGROUP_STATES = ("running", "running-partly", "pending", "short", "broken", "empty", "invalid")
 SIMULATION_SOURCES = ("cluster", "snapshot")
 PENDING_STAGES = ("planning", "next", "later", "never")
 
@@ -152,6 +152,15 @@ class Verdict(s.Serializer):
     retryAt = s.DateTimeField(allow_null=True, help_text="when gangweb may open its next request")
 
 
+class Broken(s.Serializer):
+    state = s.CharField()
+    minCount = s.IntegerField()
+    running = s.IntegerField(help_text="members that run (bound, on a Ready node, not crash-looping)")
+    heldGpus = s.IntegerField(help_text="GPUs its bound members hold")
+    causes = s.ListField(child=s.CharField(), help_text="member-failed, member-lost, crash-looping, ...")
+    restarting = s.BooleanField(help_text="a member waits to be bound again")
+
+
 class PodGroup(s.Serializer):
     namespace = s.CharField()
     name = s.CharField()
@@ -171,6 +180,7 @@ class PodGroup(s.Serializer):
     createdAt = s.CharField(allow_null=True)
     waitingSeconds = s.IntegerField()
     reason = s.CharField(help_text="the dominant reason, in plain words")
+    broken = Broken(allow_null=True, help_text="how the gang is broken (docs/idle.md); null: it is not")
     verdict = Verdict(allow_null=True)
 
 

@@ -45,7 +45,8 @@
       }
     }
     const waiting = map.gangs.filter((r) => r.state === "waiting");
-    return { allocated, free, waiting };
+    const broken = map.gangs.filter((r) => r.broken);
+    return { allocated, free, waiting, broken };
   }
 
   function showFigures() {
@@ -55,6 +56,9 @@
     $("fig-waiting").textContent = c.waiting.length;
     const gpus = c.waiting.reduce((n, r) => n + (r.minCount - r.placed) * r.podGpus, 0);
     $("fig-waiting-lbl").textContent = `${c.waiting.length === 1 ? "gang" : "gangs"} waiting · ${plural(gpus, "GPU")}`;
+    $("fig-broken").textContent = c.broken.length;
+    const held = c.broken.reduce((n, r) => n + r.broken.heldGpus, 0);
+    $("fig-broken-lbl").textContent = `${c.broken.length === 1 ? "gang" : "gangs"} broken · ${plural(held, "GPU")} held`;
     $("map-time").replaceChildren(...(map.picture.time ? ["at ", g.when(map.picture.time)] : []));
     renderPending(c.waiting);
   }
@@ -99,6 +103,7 @@
     add(null, "cordoned / not ready", "cordoned");
     add(null, "in use, other namespace", "other");
     add(null, "DRA device", "dra");
+    add(null, "broken gang", "broken");
   }
 
   for (const button of document.querySelectorAll("[data-colour]")) {
