@@ -96,3 +96,9 @@ def observes_any_namespace() -> bool:
     """Whether ``mode_for`` answers ``observe`` for some namespace (then each detection pass also reads
     what kube-scheduler preempted): the default mode is observe, or an override is."""
     return OBSERVE in (settings.GANGWEB_MODE, *settings.GANGWEB_NAMESPACE_MODES.values())
+
+
+def reaper_for(namespace: str) -> str:
+    """``report`` or ``evict``: what the reaper does with a broken gang of ``namespace``
+    (GANGWEB_NAMESPACE_REAPERS, else GANGWEB_REAPER; docs/idle.md "The reaper")."""
+    return settings.GANGWEB_NAMESPACE_REAPERS.get(namespace, settings.GANGWEB_REAPER)

@@ -33,6 +33,7 @@ from scheduler.cluster import (
     WatchCache,
 )
 from scheduler.preemption import ledger, locks, metrics
+from scheduler.preemption.execution import reaping
 from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.execution.evictor import (
     DELETE,
@@ -117,6 +118,8 @@ def execute(
 
 def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: str) -> None:
     request = plan.request
+    if plan.policy == reaping.REAP:  # the condition tells a preemptor what was evicted for it
+        return
     try:
         cluster.set_podgroup_condition(
             request.namespace, request.name, PREEMPTION_CONDITION, status, reason, message
@@ -132,7 +135,9 @@ def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcom
     calls.ready()
     began = time.perf_counter()
     seconds: dict[str, float] = {}
-    if isinstance(cluster, WatchCache):
+    if plan.policy == reaping.REAP:  # a broken gang's remnants: still broken, still the same pods?
+        verdict, objects = reaping.recheck(cluster, plan, rows, budgets=calls.remove == EVICT)
+    elif isinstance(cluster, WatchCache):
         # Only what must be exact, read afresh by name; the engine's check on the cache once it holds the reads.
         reads = read_fresh(cluster, plan, rows, budgets=calls.remove == EVICT)
         seconds["reads"] = time.perf_counter() - began
