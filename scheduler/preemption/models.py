@@ -357,18 +357,3 @@ class BrokenGang(models.Model):
     @property
     def podgroup(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-
-class IdleSample(models.Model):
-    """Idle GPU-seconds of one cause, one namespace and one gang (``name``; empty: no gang) over one
-    sampling period ending at ``at`` (docs/idle.md "One figure"): what the idle figure adds up."""
-
-    at = models.DateTimeField(db_index=True)
-    namespace = models.CharField(max_length=253, blank=True, default="")
-    name = models.CharField(max_length=253, blank=True, default="")
-    cause = models.CharField(max_length=24)
-    gpu_seconds = models.FloatField()
-
-    class Meta:
-        ordering = ["at", "id"]
-        indexes = [models.Index(fields=["namespace", "at"])]

@@ -1,0 +1,152 @@
+"""Per-GPU activity from the Prometheus that scrapes NVIDIA's dcgm-exporter, joined to pods and gangs.
+
+One instant query per refresh (``query``) asks, for every GPU series, its highest activity over the
+window: ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (a ratio), or ``DCGM_FI_DEV_GPU_UTIL`` (percent) where the
+profiling metrics are off. ``join`` then gives each series to the pods it serves, by dcgm-exporter's own
+labels: the DRA labels (``dra_claim_namespace``, ``dra_claim_name``: every consumer of a shared claim
+gets its share) else ``namespace``/``pod``. A series that names nothing gangweb knows is *unknown*,
+never idle; an answer Prometheus marks partial, or no answer, counts nothing (docs/idle.md).
+Plain Python: the stdlib's HTTP client.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler import podstate
+
+PROFILING, UTILISATION = "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL"
+# What the activity source is: not configured, answered, answered in part, did not answer.
+MISSING, OK, PARTIAL, UNAVAILABLE = "missing", "ok", "partial", "unavailable"
+
+
+def promql(window_seconds: int) -> str:
+    """The one query: each GPU's highest activity (0-1) over the window, the profiling metric where a
+    GPU has it (``or`` keeps the left side for a series both have)."""
+    w = f"{int(window_seconds)}s"
+    return f"max_over_time({PROFILING}[{w}]) or (max_over_time({UTILISATION}[{w}]) / 100)"
+
+
+@dataclass
+class Reading:
+    """What one query gave: ``state`` (``ok``, ``partial``, ``unavailable``, ``missing``), the series
+    (labels, highest activity), a ``detail`` a person can read, and how long the query took."""
+
+    state: str
+    series: list[tuple[dict[str, str], float]] = field(default_factory=list)
+    detail: str = ""
+    seconds: float = 0.0
+
+
+def query(url: str, *, window_seconds: int, token: str = "", timeout: float = 5.0) -> Reading:
+    """Ask Prometheus (``url``: its base, with ``user:password@`` for basic auth) over its HTTP API."""
+    import time
+
+    if not url:
+        return Reading(MISSING, detail="no activity source: GANGWEB_PROMETHEUS_URL is not set")
+    parts = urllib.parse.urlsplit(url)
+    base = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")).geturl()
+    request = urllib.request.Request(
+        base.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": promql(window_seconds)}),
+        headers={"Accept": "application/json"},
+    )
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    elif parts.username:
+        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        request.add_header("Authorization", "Basic " + base64.b64encode(pair.encode()).decode())
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            body = json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return Reading(UNAVAILABLE, detail=f"Prometheus answered {exc.code} {exc.reason}")
+    except (OSError, ValueError) as exc:  # refused, timed out, not JSON
+        return Reading(UNAVAILABLE, detail=f"Prometheus did not answer: {exc}")
+    seconds = time.perf_counter() - started
+    return parse(body, seconds=seconds)
+
+
+def parse(body: Any, *, seconds: float = 0.0) -> Reading:
+    """A Prometheus ``/api/v1/query`` answer as a ``Reading``."""
+    if not isinstance(body, dict) or body.get("status") != "success":
+        error = body.get("error") if isinstance(body, dict) else None
+        return Reading(
+            UNAVAILABLE, detail=f"Prometheus refused the query: {error or 'no answer'}", seconds=seconds
+        )
+    data = body.get("data") or {}
+    series = []
+    for item in data.get("result") or []:
+        try:
+            value = float((item.get("value") or [None, "nan"])[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        if math.isnan(value):
+            continue
+        series.append(({str(k): str(v) for k, v in (item.get("metric") or {}).items()}, value))
+    warnings = body.get("warnings") or []
+    if warnings:  # a partial answer: some targets or shards missing, so no GPU can be called idle
+        return Reading(PARTIAL, series, detail="; ".join(map(str, warnings))[:500], seconds=seconds)
+    return Reading(OK, series, detail=f"{len(series)} GPU series", seconds=seconds)
+
+
+@dataclass
+class Joined:
+    """Each pod's GPU series (pod key -> [(share of the GPU, highest activity)]) and what could not be
+    joined: ``unknown`` GPUs (labels missing, or naming no pod or claim gangweb knows)."""
+
+    pods: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    unknown: int = 0
+
+
+def join(series: Iterable[tuple[dict[str, str], float]], objects: Iterable[dict[str, Any]]) -> Joined:
+    """Give every series to the pods it serves (``objects``: the cluster's Pods and ResourceClaims)."""
+    pods: set[str] = set()
+    consumers: dict[str, list[str]] = {}
+    for obj in objects:
+        kind, meta = obj.get("kind"), obj.get("metadata") or {}
+        if kind == "Pod" and podstate.is_live(obj) and podstate.is_bound(obj):
+            pods.add(f"{meta.get('namespace')}/{meta.get('name')}")
+        elif kind == "ResourceClaim":
+            reserved = (obj.get("status") or {}).get("reservedFor") or []
+            consumers[f"{meta.get('namespace')}/{meta.get('name')}"] = [
+                f"{meta.get('namespace')}/{r.get('name')}" for r in reserved if r.get("resource") == "pods"
+            ]
+    # One GPU may show in several series (one per container it serves): one device, its users together.
+    devices: dict[str, tuple[set[str], float]] = {}
+    unjoined: set[str] = set()
+    for n, (labels, value) in enumerate(series):
+        device = labels.get("UUID") or (
+            f"{labels['Hostname']}/{labels['gpu']}"
+            if labels.get("Hostname") and labels.get("gpu")
+            else f"#{n}"
+        )
+        claim = labels.get("dra_claim_name")
+        if claim:
+            namespace = labels.get("dra_claim_namespace") or labels.get("namespace")
+            users = {p for p in consumers.get(f"{namespace}/{claim}", []) if p in pods}
+        else:
+            key = (
+                f"{labels.get('namespace')}/{labels.get('pod')}"
+                if labels.get("namespace") and labels.get("pod")
+                else ""
+            )
+            users = {key} if key in pods else set()
+        if not users:
+            unjoined.add(device)
+            continue
+        known, highest = devices.get(device, (set(), value))
+        devices[device] = (known | users, max(highest, value))
+    out = Joined(unknown=len(unjoined - devices.keys()))
+    for users, value in devices.values():
+        for user in sorted(users):
+            out.pods.setdefault(user, []).append((1.0 / len(users), value))
+    return out
