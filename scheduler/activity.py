@@ -1,11 +1,13 @@
-"""Per-GPU activity from the Prometheus that scrapes NVIDIA's dcgm-exporter, joined to pods and gangs.
+"""Idle GPUs from the Prometheus that scrapes NVIDIA's dcgm-exporter, joined to pods and gangs.
 
-One instant query per refresh (``query``) asks, for every GPU series, its highest activity over the
-window: ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (a ratio), or ``DCGM_FI_DEV_GPU_UTIL`` (percent) where the
-profiling metrics are off. ``join`` then gives each series to the pods it serves, by dcgm-exporter's own
-labels: the DRA labels (``dra_claim_namespace``, ``dra_claim_name``: every consumer of a shared claim
-gets its share) else ``namespace``/``pod``. A series that names nothing gangweb knows is *unknown*,
-never idle; an answer Prometheus marks partial, or no answer, counts nothing (docs/idle.md).
+One instant query per refresh (``query``) counts, per pod and per DRA claim, the GPUs whose highest
+activity over the window stayed below the threshold: ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (a ratio), or
+``DCGM_FI_DEV_GPU_UTIL`` (percent) where the profiling metrics are off; a GPU (``UUID``) seen in several
+series of one pod (one per container) counts once. Prometheus does the counting, so the answer has a row
+per pod with idle GPUs, not one per GPU. ``join`` then gives each row to the pods it names, by
+dcgm-exporter's own labels: the DRA labels (``dra_claim_namespace``, ``dra_claim_name``: the consumers of
+a shared claim share its GPUs) else ``namespace``/``pod``. A row that names nothing gangweb knows is
+*unknown*, never idle; an answer Prometheus marks partial, or no answer, counts nothing (docs/idle.md).
 Plain Python: the stdlib's HTTP client.
 """
 
@@ -28,17 +30,22 @@ PROFILING, UTILISATION = "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL"
 MISSING, OK, PARTIAL, UNAVAILABLE = "missing", "ok", "partial", "unavailable"
 
 
-def promql(window_seconds: int) -> str:
-    """The one query: each GPU's highest activity (0-1) over the window, the profiling metric where a
-    GPU has it (``or`` keeps the left side for a series both have)."""
+JOIN_LABELS = "namespace, pod, dra_claim_namespace, dra_claim_name"
+
+
+def promql(window_seconds: int, threshold: float) -> str:
+    """The one query: per pod and claim, how many GPUs stayed below ``threshold`` (0-1) over the window,
+    the profiling metric where a GPU has it (``or`` keeps the left side for a series both have)."""
     w = f"{int(window_seconds)}s"
-    return f"max_over_time({PROFILING}[{w}]) or (max_over_time({UTILISATION}[{w}]) / 100)"
+    activity = f"max_over_time({PROFILING}[{w}]) or (max_over_time({UTILISATION}[{w}]) / 100)"
+    per_gpu = f"max by (UUID, Hostname, gpu, {JOIN_LABELS}) ({activity})"
+    return f"count by ({JOIN_LABELS}) ({per_gpu} < {float(threshold)!r})"
 
 
 @dataclass
 class Reading:
-    """What one query gave: ``state`` (``ok``, ``partial``, ``unavailable``, ``missing``), the series
-    (labels, highest activity), a ``detail`` a person can read, and how long the query took."""
+    """What one query gave: ``state`` (``ok``, ``partial``, ``unavailable``, ``missing``), the rows
+    (join labels, idle GPUs), a ``detail`` a person can read, and how long the query took."""
 
     state: str
     series: list[tuple[dict[str, str], float]] = field(default_factory=list)
@@ -46,7 +53,9 @@ class Reading:
     seconds: float = 0.0
 
 
-def query(url: str, *, window_seconds: int, token: str = "", timeout: float = 5.0) -> Reading:
+def query(
+    url: str, *, window_seconds: int, threshold: float, token: str = "", timeout: float = 5.0
+) -> Reading:
     """Ask Prometheus (``url``: its base, with ``user:password@`` for basic auth) over its HTTP API."""
     import time
 
@@ -55,7 +64,9 @@ def query(url: str, *, window_seconds: int, token: str = "", timeout: float = 5.
     parts = urllib.parse.urlsplit(url)
     base = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")).geturl()
     request = urllib.request.Request(
-        base.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": promql(window_seconds)}),
+        base.rstrip("/")
+        + "/api/v1/query?"
+        + urllib.parse.urlencode({"query": promql(window_seconds, threshold)}),
         headers={"Accept": "application/json"},
     )
     if token:
@@ -91,62 +102,60 @@ def parse(body: Any, *, seconds: float = 0.0) -> Reading:
             continue
         if math.isnan(value):
             continue
-        series.append(({str(k): str(v) for k, v in (item.get("metric") or {}).items()}, value))
+        series.append((item.get("metric") or {}, value))
     warnings = body.get("warnings") or []
     if warnings:  # a partial answer: some targets or shards missing, so no GPU can be called idle
         return Reading(PARTIAL, series, detail="; ".join(map(str, warnings))[:500], seconds=seconds)
-    return Reading(OK, series, detail=f"{len(series)} GPU series", seconds=seconds)
+    return Reading(OK, series, detail=f"{len(series)} rows of idle GPUs", seconds=seconds)
 
 
 @dataclass
 class Joined:
-    """Each pod's GPU series (pod key -> [(share of the GPU, highest activity)]) and what could not be
-    joined: ``unknown`` GPUs (labels missing, or naming no pod or claim gangweb knows)."""
+    """Idle GPUs per pod (pod key -> GPUs, a shared claim's split among its consumers) and the idle GPUs
+    that could not be joined: ``unknown`` (labels missing, or naming no pod or claim gangweb knows)."""
 
-    pods: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    pods: dict[str, float] = field(default_factory=dict)
     unknown: int = 0
 
 
-def join(series: Iterable[tuple[dict[str, str], float]], objects: Iterable[dict[str, Any]]) -> Joined:
-    """Give every series to the pods it serves (``objects``: the cluster's Pods and ResourceClaims)."""
+def join(rows: Iterable[tuple[dict[str, str], float]], objects: Iterable[dict[str, Any]]) -> Joined:
+    """Give every row to the pods it names (``objects``: the cluster's Pods and ResourceClaims)."""
     pods: set[str] = set()
     consumers: dict[str, list[str]] = {}
     for obj in objects:
-        kind, meta = obj.get("kind"), obj.get("metadata") or {}
-        if kind == "Pod" and podstate.is_live(obj) and podstate.is_bound(obj):
-            pods.add(f"{meta.get('namespace')}/{meta.get('name')}")
+        kind = obj.get("kind")
+        if kind == "Pod":  # podstate's is_bound and is_live, inlined: this loop sees every pod
+            meta = obj.get("metadata") or {}
+            if (
+                (obj.get("spec") or {}).get("nodeName")
+                and not meta.get("deletionTimestamp")
+                and (obj.get("status") or {}).get("phase") not in podstate.FINISHED_PHASES
+            ):
+                pods.add(f"{meta.get('namespace')}/{meta.get('name')}")
         elif kind == "ResourceClaim":
+            meta = obj.get("metadata") or {}
             reserved = (obj.get("status") or {}).get("reservedFor") or []
             consumers[f"{meta.get('namespace')}/{meta.get('name')}"] = [
                 f"{meta.get('namespace')}/{r.get('name')}" for r in reserved if r.get("resource") == "pods"
             ]
-    # One GPU may show in several series (one per container it serves): one device, its users together.
-    devices: dict[str, tuple[set[str], float]] = {}
-    unjoined: set[str] = set()
-    for n, (labels, value) in enumerate(series):
-        device = labels.get("UUID") or (
-            f"{labels['Hostname']}/{labels['gpu']}"
-            if labels.get("Hostname") and labels.get("gpu")
-            else f"#{n}"
-        )
+    out = Joined()
+    unknown = 0.0
+    for labels, gpus in rows:
         claim = labels.get("dra_claim_name")
         if claim:
             namespace = labels.get("dra_claim_namespace") or labels.get("namespace")
-            users = {p for p in consumers.get(f"{namespace}/{claim}", []) if p in pods}
+            users = [p for p in consumers.get(f"{namespace}/{claim}", ()) if p in pods]
         else:
             key = (
                 f"{labels.get('namespace')}/{labels.get('pod')}"
                 if labels.get("namespace") and labels.get("pod")
                 else ""
             )
-            users = {key} if key in pods else set()
+            users = [key] if key in pods else []
         if not users:
-            unjoined.add(device)
+            unknown += gpus
             continue
-        known, highest = devices.get(device, (set(), value))
-        devices[device] = (known | users, max(highest, value))
-    out = Joined(unknown=len(unjoined - devices.keys()))
-    for users, value in devices.values():
-        for user in sorted(users):
-            out.pods.setdefault(user, []).append((1.0 / len(users), value))
+        for user in users:
+            out.pods[user] = out.pods.get(user, 0.0) + gpus / len(users)
+    out.unknown = round(unknown)
     return out

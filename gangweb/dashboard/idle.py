@@ -43,7 +43,6 @@ def idle_now(
     reading: activity.Reading,
     *,
     now: float,
-    threshold: float,
     window: float,
 ) -> tuple[dict[Row, float], int]:
     """Idle GPUs now by (namespace, gang, cause), and the GPUs whose activity could not be joined."""
@@ -87,7 +86,7 @@ def idle_now(
         for o in objects
         if o.get("kind") == "Pod"
     }
-    for pod_key, devices in joined.pods.items():
+    for pod_key, gpus in joined.pods.items():
         pod = pods[pod_key]
         gang = by_key.get(podstate.group_key(pod) or pod_key)
         if gang is None or gang["key"] in settled:
@@ -95,7 +94,7 @@ def idle_now(
         started = timestamp_or_none((pod.get("status") or {}).get("startTime"))
         if started is None or now - started < window:
             continue  # not running for a whole window yet: its activity says nothing about idleness
-        add(gang, ALLOCATED_IDLE, sum(share for share, value in devices if value < threshold))
+        add(gang, ALLOCATED_IDLE, gpus)
     return out, joined.unknown
 
 
@@ -103,6 +102,7 @@ def read_activity() -> activity.Reading:
     return activity.query(
         settings.GANGWEB_PROMETHEUS_URL,
         window_seconds=settings.GANGWEB_IDLE_WINDOW_SECONDS,
+        threshold=settings.GANGWEB_IDLE_THRESHOLD,
         token=settings.GANGWEB_PROMETHEUS_TOKEN,
         timeout=settings.GANGWEB_PROMETHEUS_TIMEOUT_SECONDS,
     )
@@ -121,7 +121,6 @@ def record_sample() -> IdleSample:
         taken.objects,
         source,
         now=taken.time,
-        threshold=settings.GANGWEB_IDLE_THRESHOLD,
         window=settings.GANGWEB_IDLE_WINDOW_SECONDS,
     )
     at = datetime.fromtimestamp(time.time(), UTC)

@@ -39,9 +39,10 @@ BENCHMARKS = {
     "live": "gangweb.dashboard.bench_live",
     "map": "gangweb.dashboard.bench_map",
     "signin": "gangweb.access.bench",
+    "health": "scheduler.bench.health",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
-NEEDS_LEDGER = {"execution", "api", "watch", "live", "signin"}
+NEEDS_LEDGER = {"execution", "api", "watch", "live", "signin", "health"}
 NEEDS_REDIS = {"watch", "live"}
 
 

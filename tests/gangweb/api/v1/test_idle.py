@@ -197,4 +197,4 @@ def test_a_partial_answer_is_said_and_counts_nothing_as_idle():
     }
     reading = parse(body)
     assert reading.state == "partial" and "shards" in reading.detail
-    assert idle.idle_now({"gangs": [], "nodes": []}, [], reading, now=0, threshold=0.05, window=30) == ({}, 0)
+    assert idle.idle_now({"gangs": [], "nodes": []}, [], reading, now=0, window=30) == ({}, 0)
