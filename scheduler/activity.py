@@ -109,6 +109,28 @@ def parse(body: Any, *, seconds: float = 0.0) -> Reading:
     return Reading(OK, series, detail=f"{len(series)} rows of idle GPUs", seconds=seconds)
 
 
+def count_idle(
+    series: Iterable[tuple[str, dict[str, str], float]], threshold: float
+) -> list[tuple[dict[str, str], float]]:
+    """What the query answers, worked out here from dcgm-exporter-shaped series (metric, labels, value) of
+    one moment (a cluster that reports its own activity, ``scheduler.cluster.ReportsActivity``): per pod
+    and claim, the GPUs below ``threshold``, a GPU in several series of one pod counted once."""
+    per_gpu: dict[tuple, float] = {}
+    for metric, labels, value in series:
+        ratio = value / 100 if metric == UTILISATION else value
+        wanted = tuple(
+            labels.get(k, "") for k in ("namespace", "pod", "dra_claim_namespace", "dra_claim_name")
+        )
+        gpu = (labels.get("UUID", ""), labels.get("Hostname", ""), labels.get("gpu", ""), *wanted)
+        per_gpu[gpu] = max(per_gpu.get(gpu, ratio), ratio)
+    counts: dict[tuple, float] = {}
+    for gpu, ratio in per_gpu.items():
+        if ratio < threshold:
+            counts[gpu[3:]] = counts.get(gpu[3:], 0.0) + 1
+    names = ("namespace", "pod", "dra_claim_namespace", "dra_claim_name")
+    return [({k: v for k, v in zip(names, key, strict=True) if v}, n) for key, n in sorted(counts.items())]
+
+
 @dataclass
 class Joined:
     """Idle GPUs per pod (pod key -> GPUs, a shared claim's split among its consumers) and the idle GPUs

@@ -19,6 +19,7 @@ from django.conf import settings
 from gangweb.access.scope import Scope
 from gangweb.dashboard.models import IdleSample
 from scheduler import activity, podstate
+from scheduler.cluster import ReportsActivity
 from scheduler.engine.typed_objects import timestamp_or_none
 from scheduler.idle import (
     ALLOCATED_IDLE,
@@ -98,7 +99,12 @@ def idle_now(
     return out, joined.unknown
 
 
-def read_activity() -> activity.Reading:
+def read_activity(cluster: object = None) -> activity.Reading:
+    """The activity source's answer: Prometheus when ``GANGWEB_PROMETHEUS_URL`` is set, else a cluster that
+    reports its own GPUs' activity in dcgm-exporter's shape (the demo's simulation), else missing."""
+    if not settings.GANGWEB_PROMETHEUS_URL and isinstance(cluster, ReportsActivity):
+        rows = activity.count_idle(cluster.dcgm_series(), settings.GANGWEB_IDLE_THRESHOLD)
+        return activity.Reading(activity.OK, rows, detail="the simulation's dcgm-exporter-shaped activity")
     return activity.query(
         settings.GANGWEB_PROMETHEUS_URL,
         window_seconds=settings.GANGWEB_IDLE_WINDOW_SECONDS,
@@ -114,8 +120,9 @@ def record_sample() -> IdleSample:
     from scheduler.preemption import metrics
     from scheduler.preemption.runtime import get_cluster
 
-    taken = readings.take(get_cluster(), max_age=settings.GANGWEB_IDLE_SAMPLE_SECONDS / 2)
-    source = read_activity()
+    cluster = get_cluster()
+    taken = readings.take(cluster, max_age=settings.GANGWEB_IDLE_SAMPLE_SECONDS / 2)
+    source = read_activity(cluster)
     counted, unknown = idle_now(
         taken.picture,
         taken.objects,

@@ -45,11 +45,13 @@ def _build_cluster() -> Cluster:
     if settings.GANGWEB_CLUSTER == "simulated":
         from scheduler.simulation import SimulatedCluster
 
-        return SimulatedCluster(
+        simulated = SimulatedCluster(
             nodes=settings.GANGWEB_SIM_NODES,
             seed=settings.GANGWEB_SIM_SEED,
             devices=settings.GANGWEB_SIM_DEVICES,
         )
+        simulated.loss_ticks = settings.GANGWEB_SIM_LOSS_TICKS
+        return simulated
     from scheduler.kube import KubeCluster
 
     # KUBECONFIG wins when set (tests point it at the local API test server); else in-cluster.

@@ -135,6 +135,21 @@
       h.waiting.push(s.waitingGpus);
     }
     drawChart(h);
+    await loadIdle();
+  }
+
+  // Idle GPU-hours of the last hour by cause (/api/v1/idle/, docs/idle.md), and whether GPU activity is read.
+  const CAUSES = { freeWhileWaiting: "free while gangs wait", brokenGangs: "broken gangs", allocatedIdle: "allocated, idle", heldForUnplaced: "held for unplaced gangs" };
+  async function loadIdle() {
+    const idle = await g.getJSON(g.urls.idle);
+    const hour = idle.lastHour;
+    const total = Object.values(hour).reduce((n, v) => n + v, 0);
+    const hours = (v) => (v < 10 ? v.toFixed(2) : v.toFixed(1));
+    $("fig-idle").textContent = hours(total);
+    const parts = Object.entries(CAUSES).filter(([k]) => hour[k] > 0).map(([k, words]) => `${hours(hour[k])} ${words}`);
+    const source = idle.activity.state === "ok" ? "" : ` · GPU activity: ${idle.activity.state === "missing" ? "no source (set GANGWEB_PROMETHEUS_URL)" : idle.activity.state}`;
+    $("fig-idle-lbl").textContent = `idle GPU-h, last hour${parts.length ? ": " + parts.join(", ") : ""}${source}`;
+    $("fig-idle-lbl").title = idle.activity.detail || "";
   }
 
   function drawChart(h) {
