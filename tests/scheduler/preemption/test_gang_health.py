@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from gangweb.metrics import REGISTRY
 from kubetestserver import KubeTestServer
 from scheduler.kube import KubeCluster
 from scheduler.kube.resources import NODES, PODS
@@ -82,6 +83,9 @@ def test_a_member_killed_is_recorded_broken_once_with_the_gpus_held_then_recover
     assert "3 of 4 members run" in broken[0].message
     episode = BrokenGang.objects.get()
     assert episode.recovered_at is None and episode.held_gpus == 3
+    # the web process's /metrics reads the open episodes
+    assert REGISTRY.get_sample_value("gangweb_broken_gangs") == 1
+    assert REGISTRY.get_sample_value("gangweb_broken_gang_gpus") == 3
 
     server.store.create(PODS, pod("train-0", group="train", node="node-1"))  # the controller restarts it
     recovered = wait_for(lambda: entries("gang.recovered"))
@@ -89,6 +93,7 @@ def test_a_member_killed_is_recorded_broken_once_with_the_gpus_held_then_recover
     assert [e.kind for e in entries()] == ["gang.broken", "gang.recovered"]
     episode.refresh_from_db()
     assert episode.recovered_at is not None
+    assert REGISTRY.get_sample_value("gangweb_broken_gangs") == 0
 
 
 def test_a_node_going_not_ready_breaks_the_gangs_on_it(watched):
