@@ -70,6 +70,7 @@ def _answer(objects: list[dict]) -> bytes:
 
 def handle(options: argparse.Namespace) -> int:
     from django.conf import settings
+    from django.db.models import Max
 
     from scheduler.engine.synthetic import synthetic_cluster
     from scheduler.preemption import healthwatch
@@ -77,9 +78,11 @@ def handle(options: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     objects = synthetic_cluster(options.nodes)
-    for version, obj in enumerate(objects, start=1):
+    # Versions above every one the ledger has seen: an earlier run's episodes must not look newer.
+    first = (BrokenGang.objects.aggregate(highest=Max("revision"))["highest"] or 0) + 1
+    for version, obj in enumerate(objects, start=first):
         obj["metadata"]["resourceVersion"] = str(version)
-    revision = len(objects)
+    revision = first + len(objects)
     # What a process does with its watch cache (scheduler/engine/heap.py): settled out of the collector's
     # passes, which would otherwise walk the whole cluster while the join allocates its rows.
     gc.collect()

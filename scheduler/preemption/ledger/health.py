@@ -9,13 +9,18 @@ staler writer find it done.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from scheduler.health import GangHealth
 from scheduler.preemption.events import publish
 from scheduler.preemption.models import BrokenGang, LedgerEntry
 from scheduler.words import plural
+
+STALE_AFTER = timedelta(minutes=10)
 
 
 def _payload(episode: BrokenGang, state: str) -> dict:
@@ -45,8 +50,11 @@ def _entry(kind: str, episode: BrokenGang, message: str) -> None:
 def record(health: GangHealth) -> BrokenGang | None:
     """Record ``health`` when it changes what the ledger says; the episode written, None when nothing was
     (already recorded, or a judgment older than the last one recorded)."""
+    # Judgments lag each other by a cache's delay, seconds: an episode that ended long ago is not compared
+    # (a cluster whose store was replaced counts its revisions from the start again).
+    recent = Q(recovered_at__isnull=True) | Q(recovered_at__gte=timezone.now() - STALE_AFTER)
     newer = BrokenGang.objects.filter(
-        namespace=health.namespace, name=health.name, revision__gte=health.revision
+        recent, namespace=health.namespace, name=health.name, revision__gte=health.revision
     )
     if health.revision and newer.exists():
         return None

@@ -118,3 +118,20 @@ def test_a_gang_deleted_pod_by_pod_is_not_broken(watched):
     wait_for(lambda: recorder.watch.health("team-a/train").held_gpus == 0)
     recorder.drain()  # every change handed to the recorder: dropped, as none held
     assert entries() == []
+
+
+def test_every_process_records_alike_and_a_lagging_one_undoes_nothing():
+    from scheduler.health import LOST, GangHealth
+    from scheduler.preemption.ledger.health import record
+
+    def judged(running: int, revision: int) -> GangHealth:
+        return GangHealth(
+            "team-a", "train", 4, running, running * 8, (LOST,) if running < 4 else (), False, revision
+        )
+
+    assert record(judged(3, 10)) is not None
+    assert record(judged(3, 10)) is None  # another process saw the same break
+    assert record(judged(4, 20)) is not None  # recovered
+    assert record(judged(3, 15)) is None  # a process whose cache lags: older than what is recorded
+    assert record(judged(3, 25)) is not None  # broken again, later
+    assert [e.kind for e in entries()] == ["gang.broken", "gang.recovered", "gang.broken"]
