@@ -40,7 +40,19 @@ def test_one_help_lists_every_benchmark():
     parser, choices = subparsers()
     assert (
         list(choices)
-        == ["engine", "webhook", "kube", "execution", "watch", "api", "demo", "live", "map", "signin"]
+        == [
+            "engine",
+            "webhook",
+            "kube",
+            "execution",
+            "watch",
+            "api",
+            "demo",
+            "live",
+            "map",
+            "signin",
+            "health",
+        ]
         == list(BENCHMARKS)
     )
     listing = " ".join(parser.format_help().split())
@@ -59,6 +71,7 @@ FLAGS = {
     "api": {"--requests", "--victims", "--podgroups", "--repeat", "--gc", "--json"},
     "demo": {"--runs", "--json"},
     "signin": {"--guessers", "--seconds", "--path", "--free", "--json"},
+    "health": {"--nodes", "--trials", "--json"},
 }
 
 
@@ -143,3 +156,16 @@ def test_watch_benchmark_prints_the_contract_keys():
     for size in figures["sizes"]:
         assert size["trials_not_matching_in_process_plan"] == [], size
         assert len(size["unschedulable_to_first_eviction_s"]) >= 2, size
+
+
+def test_health_benchmark_prints_the_contract_keys():
+    """The contract of ``bench health``: a member killed until gang.broken is committed, and the join."""
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        pytest.skip("bench health needs DATABASE_URL (PostgreSQL)")
+    result = manage("bench", "health", "--nodes", "200", "--trials", "3", "--json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    figures = json.loads(result.stdout)
+    assert figures["trials"] == 3 and figures["gpus"] == 1600
+    assert 0 < figures["broken_detect_p50_s"] <= figures["broken_detect_p99_s"]
+    assert figures["broken_detect_p50_s"] >= figures["settle_s"]  # a change is recorded once it has held
+    assert figures["activity_join_p50_ms"] > 0 and figures["activity_idle_gpus"] > 0
