@@ -50,6 +50,9 @@ KNOWN_KINDS = frozenset(
         "request.approval_refused",
         "request.cancelled",
         "request.finished",
+        # gang health (scheduler/preemption/ledger/health.py, docs/idle.md)
+        "gang.broken",
+        "gang.recovered",
         *(f"request.{state}" for state in RequestState.values),
     }
 )
@@ -102,9 +105,11 @@ def plans(scope: Scope, params=None, *, detail: bool = False) -> QuerySet:
         match = Q()
         for outcome in outcomes:
             # "infeasible" matches every infeasible:<why>; the machine codes of docs/engine.md
-            if outcome not in ("fits", "preempt", "infeasible") and not outcome.startswith("infeasible:"):
+            if outcome not in ("fits", "preempt", "reap", "infeasible") and not outcome.startswith(
+                "infeasible:"
+            ):
                 raise ValidationError(
-                    {"outcome": [f"unknown outcome {outcome!r}; fits, preempt, infeasible[:<why>]"]}
+                    {"outcome": [f"unknown outcome {outcome!r}; fits, preempt, reap, infeasible[:<why>]"]}
                 )
             match |= Q(outcome__startswith=outcome) if outcome == "infeasible" else Q(outcome=outcome)
         queryset = queryset.filter(match)

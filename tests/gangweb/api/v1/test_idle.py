@@ -157,6 +157,10 @@ def test_a_reader_sees_the_figures_of_their_namespaces(client, world, admin):
     assert body["broken"] == []
     everything = client.get("/api/v1/idle/", **admin).json()
     assert [(b["podGroup"], b["heldGpus"]) for b in everything["broken"]] == [("team-b/lame", 8)]
+    # the ledger's entry too, by its kind, for whoever sees its namespace
+    entries = client.get("/api/v1/ledger/?kind=gang.broken", **admin).json()["results"]
+    assert [(e["namespace"], e["name"], e["data"]["heldGpus"]) for e in entries] == [("team-b", "lame", 8)]
+    assert client.get("/api/v1/ledger/?kind=gang.broken", **viewer).json()["count"] == 0
     assert everything["now"]["brokenGangs"] == 8 and len(everything["byNamespace"]) == 2
 
 
