@@ -120,7 +120,40 @@ class _ApprovalsCollector:
         return [waiting, oldest]
 
 
-for _collector in (_ApprovalsCollector(), PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+class _BrokenGangsCollector:
+    """Gangs broken now and the GPUs they hold, from the ledger's open episodes (docs/idle.md), for every
+    tenant as the approvals are. A database that does not answer leaves them out of that scrape."""
+
+    def collect(self):
+        from django.db import connection
+        from django.db.models import Count, Sum
+
+        from scheduler.preemption.models import BrokenGang
+
+        try:
+            row = BrokenGang.objects.filter(recovered_at__isnull=True).aggregate(
+                gangs=Count("id"), gpus=Sum("held_gpus")
+            )
+        except Exception as error:
+            logger.warning("broken gangs not scraped", extra={"error": str(error)})
+            return []
+        finally:
+            if threading.current_thread() is not threading.main_thread():
+                connection.close()
+        gangs = GaugeMetricFamily("gangweb_broken_gangs", "Gangs with fewer than minCount members running.")
+        gangs.add_metric([], row["gangs"])
+        gpus = GaugeMetricFamily("gangweb_broken_gang_gpus", "GPUs held by broken gangs (when they broke).")
+        gpus.add_metric([], row["gpus"] or 0)
+        return [gangs, gpus]
+
+
+for _collector in (
+    _ApprovalsCollector(),
+    _BrokenGangsCollector(),
+    PROCESS_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    GC_COLLECTOR,
+):
     REGISTRY.register(_collector)
 
 

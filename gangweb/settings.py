@@ -235,6 +235,9 @@ GANGWEB_SIM_SEED = env_int("GANGWEB_SIM_SEED", 7)
 # GPUs of the simulated cluster: the nvidia.com/gpu extended resource, or DRA devices (ResourceSlices, claims).
 GANGWEB_SIM_DEVICES = env_choice("GANGWEB_SIM_DEVICES", ("extended", "dra"))
 GANGWEB_SIM_TICK_SECONDS = env_float("GANGWEB_SIM_TICK_SECONDS", 2.0)
+# Every this many ticks a running gang of the simulation loses a member for a while (a broken gang to see;
+# docs/idle.md); 0: never.
+GANGWEB_SIM_LOSS_TICKS = env_int("GANGWEB_SIM_LOSS_TICKS", 60)
 
 # --- Dashboard (docs/dashboard.md) ---------------------------------------------------------------
 # How often the GPU map of a real cluster is refreshed (the simulation refreshes it every tick).
@@ -434,6 +437,31 @@ CELERY_BEAT_SCHEDULE["notify-sweep"] = {
     "task": "gangweb.notify.sweep",
     "schedule": GANGWEB_NOTIFY_SWEEP_SECONDS,
     "options": {"expires": GANGWEB_NOTIFY_SWEEP_SECONDS},
+}
+
+# --- Idle GPU time (docs/idle.md; docs/design.md "Idle GPU time") ---------------------------------
+# A gang's health change is recorded once it has held this long (a gang being deleted is not broken).
+GANGWEB_BROKEN_SETTLE_SECONDS = env_float("GANGWEB_BROKEN_SETTLE_SECONDS", 0.5)
+# The reaper, per namespace like the modes: "report" (default) records broken gangs; "evict" ends what
+# is left of one as one unit once it has been broken this long with no member being restarted.
+GANGWEB_REAPERS = ("report", "evict")
+GANGWEB_REAPER = env_choice("GANGWEB_REAPER", GANGWEB_REAPERS)
+GANGWEB_NAMESPACE_REAPERS = env_namespace_map("GANGWEB_NAMESPACE_REAPERS", GANGWEB_REAPERS)
+GANGWEB_REAP_GRACE_SECONDS = env_int("GANGWEB_REAP_GRACE_SECONDS", 300)
+# Per-GPU activity from the Prometheus that scrapes dcgm-exporter (empty: no activity source). Auth: a
+# bearer token, or user:password in the URL.
+GANGWEB_PROMETHEUS_URL = os.environ.get("GANGWEB_PROMETHEUS_URL", "")
+GANGWEB_PROMETHEUS_TOKEN = os.environ.get("GANGWEB_PROMETHEUS_TOKEN", "")
+GANGWEB_PROMETHEUS_TIMEOUT_SECONDS = env_float("GANGWEB_PROMETHEUS_TIMEOUT_SECONDS", 5.0)
+# An allocated GPU is idle when its activity (0-1) stayed below the threshold over the whole window.
+GANGWEB_IDLE_THRESHOLD = env_float("GANGWEB_IDLE_THRESHOLD", 0.05)
+GANGWEB_IDLE_WINDOW_SECONDS = env_int("GANGWEB_IDLE_WINDOW_SECONDS", 60 if DEMO else 600)
+# The idle figure: one sample this often (Celery beat, gangweb.sample_idle), two days kept.
+GANGWEB_IDLE_SAMPLE_SECONDS = env_int("GANGWEB_IDLE_SAMPLE_SECONDS", 10 if DEMO else 60)
+CELERY_BEAT_SCHEDULE["sample-idle"] = {
+    "task": "gangweb.sample_idle",
+    "schedule": float(GANGWEB_IDLE_SAMPLE_SECONDS),
+    "options": {"expires": float(GANGWEB_IDLE_SAMPLE_SECONDS)},
 }
 
 # --- Logging: one JSON object per line -------------------------------------------------------

@@ -18,3 +18,14 @@ def sample_usage() -> None:
         record_sample()
     except Exception as exc:  # an unreadable cluster: the next beat tries again, one line in the log
         logger.warning("cannot sample GPU usage", extra={"error": str(exc)})
+
+
+@shared_task(name="gangweb.sample_idle", ignore_result=True)
+def sample_idle() -> None:
+    """One idle sample for ``/api/v1/idle/`` and the idle gauges (docs/idle.md)."""
+    from gangweb.dashboard.idle import record_sample
+
+    try:
+        record_sample()
+    except Exception as exc:  # an unreadable cluster or database: the next beat tries again
+        logger.warning("cannot sample idle GPUs", extra={"error": str(exc)})

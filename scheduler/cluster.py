@@ -254,6 +254,16 @@ class HoldsDevices(Protocol):
         ...
 
 
+@runtime_checkable
+class ReportsActivity(Protocol):
+    """A cluster that says how busy its GPUs are, in dcgm-exporter's shape (the simulation): what a
+    Prometheus scraping dcgm-exporter would hold, for a demo without one (``scheduler/activity.py``)."""
+
+    def dcgm_series(self) -> list[tuple[str, dict[str, str], float]]:
+        """(metric name, dcgm-exporter's labels, value) per GPU in use, as dcgm-exporter exposes them."""
+        ...
+
+
 def object_key(obj: KubeObject) -> str:
     """``namespace/name`` (or ``name`` for cluster-scoped objects)."""
     meta = obj.get("metadata") or {}

@@ -17,3 +17,20 @@ class GpuSample(models.Model):
 
     class Meta:
         ordering = ["at"]
+
+
+class IdleSample(models.Model):
+    """Idle GPUs by cause over one sampling period ending at ``at`` (docs/idle.md "One figure"): ``rows``
+    ``[[namespace, gang, cause, gpus]]`` (namespace and gang empty for the cluster's free GPUs), the
+    activity source's state then (``ok``, ``partial``, ``unavailable``, ``missing``) and the GPUs whose
+    activity named nothing gangweb knows (``unknown_gpus``, never counted idle)."""
+
+    at = models.DateTimeField(db_index=True)
+    seconds = models.FloatField()
+    rows = models.JSONField(default=list)
+    activity = models.CharField(max_length=16)
+    detail = models.TextField(blank=True, default="")
+    unknown_gpus = models.IntegerField(default=0)
+
+    class Meta:
+        ordering = ["at"]

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from gangweb.dashboard.reasons import Room, dominant_reason
-from scheduler import podstate
+from scheduler import health, podstate
 from scheduler.engine.resources import is_gpu, parse_resource_list, pod_requests
 from scheduler.engine.typed_objects import timestamp_or_none
 
@@ -189,10 +189,15 @@ def build_picture(
             gang = pod_gang[_key(pod)]
             placed_pods[gang] = placed_pods.get(gang, 0) + 1
 
+    ready = {_meta(n).get("name"): _ready(n) for n in by_kind.get("Node", [])}
     gang_rows = []
     for key in gangs.order:
         pause()
-        gang_rows.append(_gang_row(key, gangs, placed_pods.get(key, 0), now))
+        row = _gang_row(key, gangs, placed_pods.get(key, 0), now)
+        judged = health.judge(gangs.groups.get(key), gangs.members[key], lambda n: ready.get(n, False))
+        if judged is not None and judged.broken:
+            row["broken"] = judged.as_json()
+        gang_rows.append(row)
     picture = {
         "cluster": cluster,
         "time": now,
@@ -205,10 +210,22 @@ def build_picture(
     picture["tiers"] = tiers(picture)
     room = Room(picture)
     for row in gang_rows:
-        if row["state"] != "running":
+        if row.get("broken"):
+            row["reason"] = broken_reason(row["broken"])
+        elif row["state"] != "running":
             pause()
             row["reason"] = dominant_reason(row, picture, room)
     return picture
+
+
+def broken_reason(broken: dict[str, Any]) -> str:
+    """The sentence of a broken gang (``scheduler.health.GangHealth.as_json``)."""
+    causes = ", ".join(c.replace("-", " ") for c in broken["causes"]) or "members missing"
+    restarting = "; a member is being restarted" if broken.get("restarting") else ""
+    return (
+        f"broken: {broken['running']} of {broken['minCount']} members run ({causes}) "
+        f"while it holds {broken['heldGpus']} GPUs{restarting}"
+    )
 
 
 def _node_row(node, domain, gangs, on_node, nominated_on, holders, pod_gang, dra, now) -> dict[str, Any]:
@@ -321,7 +338,9 @@ def totals(picture: dict[str, Any]) -> dict[str, int]:
         "freeGpus": free,
         "cordonedGpus": cordoned,
         "nominatedGpus": nominated,
-        "runningGangs": sum(1 for g in gangs if g["state"] in ("running", "partial")),
+        "runningGangs": sum(1 for g in gangs if g["state"] in ("running", "partial") and not g.get("broken")),
+        "brokenGangs": sum(1 for g in gangs if g.get("broken")),
+        "brokenGpus": sum(g["broken"]["heldGpus"] for g in gangs if g.get("broken")),
         "waitingGangs": len(waiting),
         "waitingGpus": sum((g["minCount"] - g["placed"]) * g["podGpus"] for g in waiting),
     }

@@ -11,6 +11,7 @@ INFEASIBLE = "infeasible"  # every infeasible code is "infeasible:<why>"; the le
 class Outcome(StrEnum):
     FITS = "fits"  # feasible and nothing is evicted
     PREEMPT = "preempt"  # feasible once the plan's victims are evicted
+    REAP = "reap"  # a reaper's plan: what is left of a broken gang, one unit (never the engine's)
     # Infeasible, in the order the checks run (a new code is one line here and a row in docs/engine.md).
     TOO_FEW_PODS = "infeasible:too-few-pods"  # no pending pods, and fewer running than minCount
     PRIORITY_MISMATCH = "infeasible:priority-mismatch"  # a pod's own priority differs from its group's

@@ -74,7 +74,7 @@ def _not_in(request: PreemptionRequest, action: str, wanted: str) -> Conflict:
 def approve(request_id: int, *, by: Caller) -> PreemptionRequest:
     """Re-check, then execute the plan of a request awaiting approval."""
     from scheduler.preemption import planning, tasks
-    from scheduler.preemption.execution import latest_plan
+    from scheduler.preemption.execution import latest_plan, reaping
     from scheduler.preemption.execution.recheck import recheck
     from scheduler.preemption.runtime import get_cluster
 
@@ -87,8 +87,13 @@ def approve(request_id: int, *, by: Caller) -> PreemptionRequest:
     plan = latest_plan(request_id)
     if plan is None or not plan.feasible:
         raise Conflict(f"request {request_id} has no feasible plan to approve")
-    objects = planning.fresh_objects(get_cluster())
-    verdict = recheck(planning.reserve_room(objects, request.podgroup), plan, list(plan.pod_evictions.all()))
+    if plan.policy == reaping.REAP:  # a reap: the gang still broken, its members the same pods
+        verdict, _ = reaping.recheck(get_cluster(), plan, list(plan.pod_evictions.all()), budgets=False)
+    else:
+        objects = planning.fresh_objects(get_cluster())
+        verdict = recheck(
+            planning.reserve_room(objects, request.podgroup), plan, list(plan.pod_evictions.all())
+        )
     if not verdict.ok:
         with transaction.atomic():
             refused = approvals.refuse_stale(request_id, by.actor, verdict.reason)

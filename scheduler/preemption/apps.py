@@ -10,8 +10,9 @@ class PreemptionConfig(AppConfig):
 
     def ready(self) -> None:
         from scheduler import tracing
-        from scheduler.preemption import runtime, triggers
+        from scheduler.preemption import healthwatch, runtime, triggers
 
         runtime.on_cluster_built(triggers.watch)  # detection on a PodGroup's Unschedulable event
+        runtime.on_cluster_built(healthwatch.watch)  # gang health judged from the same events
         # Traces when the OTEL_* variables ask for them (scheduler/tracing.py); off, this imports nothing.
         tracing.setup("gangweb")

@@ -15,6 +15,7 @@ from prometheus_client import (
     PROCESS_COLLECTOR,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
 )
 
@@ -57,6 +58,19 @@ EVICTIONS = Counter(
     ["kind", "code"],
     registry=REGISTRY,
 )
+IDLE_GPUS = Gauge(
+    "gangweb_idle_gpus",
+    "GPUs idle at the last idle sample, by cause (docs/idle.md).",
+    ["cause"],
+    registry=REGISTRY,
+    multiprocess_mode="mostrecent",
+)
+IDLE_GPU_SECONDS = Counter(
+    "gangweb_idle_gpu_seconds_total",
+    "GPU-seconds idle, by cause, as the idle samples counted them (docs/idle.md).",
+    ["cause"],
+    registry=REGISTRY,
+)
 
 
 for _collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
@@ -67,7 +81,16 @@ for _collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
 # modules): the worker serves only the pipeline's.
 _PIPELINE_FAMILIES = frozenset(
     family.name
-    for metric in (ATTEMPTS, PLAN_DURATION, VICTIMS, EVICTED_GPUS, LOST_GPU_SECONDS, EVICTIONS)
+    for metric in (
+        ATTEMPTS,
+        PLAN_DURATION,
+        VICTIMS,
+        EVICTED_GPUS,
+        LOST_GPU_SECONDS,
+        EVICTIONS,
+        IDLE_GPUS,
+        IDLE_GPU_SECONDS,
+    )
     for family in metric.describe()
 )
 
@@ -112,3 +135,10 @@ def serve_worker_metrics(port: int) -> None:
             "PROMETHEUS_MULTIPROC_DIR is not set: samples of prefork pool processes will be missing"
         )
     start_http_server(port, registry=registry)
+
+
+def observe_idle(gpus_by_cause: dict[str, float], seconds: float) -> None:
+    """One idle sample: the GPUs idle now by cause, idle for ``seconds`` since the previous one."""
+    for cause, gpus in gpus_by_cause.items():
+        IDLE_GPUS.labels(cause=cause).set(gpus)
+        IDLE_GPU_SECONDS.labels(cause=cause).inc(gpus * seconds)

@@ -328,3 +328,42 @@ class LedgerEntry(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ValidationError("ledger entries are append-only")
+
+
+class BrokenGang(models.Model):
+    """One time a gang was broken (docs/idle.md): from ``gang.broken`` until ``gang.recovered``.
+
+    ``revision`` is the newest resourceVersion the last judgment was made from: every process watches and
+    judges, and a process whose cache lags never undoes what a fresher one recorded."""
+
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    held_gpus = models.IntegerField(default=0)
+    min_count = models.IntegerField(default=0)
+    running = models.IntegerField(default=0)
+    causes = models.JSONField(default=list)
+    revision = models.BigIntegerField(default=0)
+    since = models.DateTimeField()
+    recovered_at = models.DateTimeField(null=True, blank=True)
+    # The reaper's request that ended it (scheduler/preemption/reaper.py), when one did.
+    reaped_by = models.ForeignKey(
+        PreemptionRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="reaped"
+    )
+
+    class Meta:
+        ordering = ["-since", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "name"],
+                condition=Q(recovered_at__isnull=True),
+                name="one_open_broken_episode_per_gang",
+            )
+        ]
+        indexes = [models.Index(fields=["namespace", "name", "-revision"]), models.Index(fields=["since"])]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} broken since {self.since:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def podgroup(self) -> str:
+        return f"{self.namespace}/{self.name}"

@@ -56,11 +56,13 @@ def _build_cluster() -> Cluster:
     if settings.GANGWEB_CLUSTER == "simulated":
         from scheduler.simulation import SimulatedCluster
 
-        return SimulatedCluster(
+        simulated = SimulatedCluster(
             nodes=settings.GANGWEB_SIM_NODES,
             seed=settings.GANGWEB_SIM_SEED,
             devices=settings.GANGWEB_SIM_DEVICES,
         )
+        simulated.loss_ticks = settings.GANGWEB_SIM_LOSS_TICKS
+        return simulated
     from scheduler.kube import KubeCluster
 
     # KUBECONFIG wins when set (tests point it at the local API test server); else in-cluster.
@@ -107,3 +109,9 @@ def observes_any_namespace() -> bool:
     """Whether ``mode_for`` answers ``observe`` for some namespace (then each detection pass also reads
     what kube-scheduler preempted): the default mode is observe, or an override is."""
     return OBSERVE in (settings.GANGWEB_MODE, *settings.GANGWEB_NAMESPACE_MODES.values())
+
+
+def reaper_for(namespace: str) -> str:
+    """``report`` or ``evict``: what the reaper does with a broken gang of ``namespace``
+    (GANGWEB_NAMESPACE_REAPERS, else GANGWEB_REAPER; docs/idle.md "The reaper")."""
+    return settings.GANGWEB_NAMESPACE_REAPERS.get(namespace, settings.GANGWEB_REAPER)

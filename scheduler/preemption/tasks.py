@@ -26,11 +26,13 @@ from scheduler.cluster import ClusterError, current_objects
 from scheduler.engine import SnapshotError
 from scheduler.preemption import (
     detection,
+    healthwatch,  # registers gang health on the watch events
     ledger,
     locks,
     metrics,
     observe,
     planning,
+    reaper,
 )
 from scheduler.preemption.execution import execute
 from scheduler.preemption.ledger import approvals
@@ -66,7 +68,10 @@ def _enqueue(task, args: tuple, options: dict) -> None:
 
 def replan(request: PreemptionRequest, trigger: str, *, mode: str | None = None) -> int | None:
     """Open a new request for the gang of ``request`` (finished) and plan it, in ``mode`` (else the one
-    ``request`` had); its id, None if one was open."""
+    ``request`` had); its id, None if one was open, or if ``request`` was a reap (the reaper's next pass
+    judges the gang anew)."""
+    if request.policy == reaper.REAP:
+        return None
     with transaction.atomic():
         fresh, created = ledger.open_request(
             request.namespace, request.name, mode=mode or request.mode, policy=request.policy, trigger=trigger
@@ -133,7 +138,9 @@ def detect_unschedulable_gangs(podgroup: str | None = None) -> dict:
         if observes_any_namespace()
         else []
     )
-    return {"opened": opened, "observed": observed}
+    health = healthwatch.sweep(objects) if podgroup is None else {}
+    reaped = reaper.sweep(objects) if podgroup is None else []
+    return {"opened": opened, "observed": observed, **health, "reaped": reaped}
 
 
 @shared_task(name="scheduler.plan_request", bind=True, ignore_result=True, max_retries=3)

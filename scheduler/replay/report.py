@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scheduler.idle import ALLOCATED_IDLE, BROKEN_GANGS, FREE_WHILE_WAITING, HELD_FOR_UNPLACED
 from scheduler.replay.sim import POLICIES, Replay, Tally
 from scheduler.replay.trace import read_trace
 from scheduler.replay.workload import TIERS, build_workload
@@ -107,6 +108,14 @@ def policy_report(t: Tally) -> dict:
         "brokenGangs": sum(t.broken.values()),
         "brokenGangsByMode": dict(t.broken),
         "idleGpuHoursInBrokenGangs": round(t.broken_gpu_seconds / 3600, 1),
+        # The live figure's causes (scheduler/idle.py, GET /api/v1/idle/): the trace has no GPU activity
+        # (allocatedIdle: null) and the replay binds a gang whole (nothing held for an unplaced one).
+        "idleGpuHours": {
+            FREE_WHILE_WAITING: round(t.free_while_waiting_gpu_seconds / 3600, 1),
+            BROKEN_GANGS: round(t.broken_gpu_seconds / 3600, 1),
+            ALLOCATED_IDLE: None,
+            HELD_FOR_UNPLACED: 0.0,
+        },
         "gpuHoursLost": round((lost["gang"] + lost["background"]) / 3600, 1),
         "gpuHoursLostGangs": round(lost["gang"] / 3600, 1),
         "gpuHoursLostBackground": round(lost["background"] / 3600, 1),

@@ -46,6 +46,8 @@ class Tally:
     busy_gpu_seconds: float = 0.0
     held_gpu_seconds: float = 0.0
     broken_gpu_seconds: float = 0.0
+    # Free GPUs while a gang waits (the live figure's freeWhileWaiting, scheduler/idle.py).
+    free_while_waiting_gpu_seconds: float = 0.0
     lost_gpu_seconds: dict[str, float] = field(default_factory=lambda: {"gang": 0.0, "background": 0.0})
     evictions: int = 0
     evicted_gangs_whole: int = 0
@@ -157,6 +159,8 @@ class Replay:
             self.tally.busy_gpu_seconds += self.busy * dt
             self.tally.held_gpu_seconds += self.held * dt
             self.tally.broken_gpu_seconds += self.broken_held * dt
+            if any(j.is_gang and j.running < j.min_count for j in self.pending.values()):
+                self.tally.free_while_waiting_gpu_seconds += self.capacity.free_gpus * dt
             self.last = to
         self.now = max(self.now, to)
 

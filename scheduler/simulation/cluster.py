@@ -11,6 +11,7 @@ different threads. The world's state, its building and its placing are ``world.p
 from __future__ import annotations
 
 import copy
+import zlib
 from typing import Any
 
 from scheduler.cluster import (
@@ -28,10 +29,16 @@ from scheduler.simulation.state import SimGang, condition, rfc3339, stable_uid, 
 from scheduler.simulation.world import MAX_PENDING_GANGS, MAX_WAIT_TICKS, World
 
 PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
+# The demo's lost members (``SimulatedCluster._lose_a_member``): the first this many ticks in, and the gang
+# stays short of it for LOST_TICKS.
+LOSS_OFFSET = 15
+LOST_TICKS = 30
 
 
 class SimulatedCluster(World):
     name = "simulated"
+    # Every this many ticks a running gang loses a member (0: never; the demo sets it, GANGWEB_SIM_LOSS_TICKS).
+    loss_ticks = 0
 
     # --- Cluster protocol ------------------------------------------------------------------
 
@@ -201,6 +208,7 @@ class SimulatedCluster(World):
             self._tick_count += 1
             self._now = self._clock.advance(self._now)
             self._finish_done_gangs()
+            self._lose_a_member()
             self._recreate_evicted_pods()
             self._abandon_stale_gangs()
             self._submit_arrivals()
@@ -222,7 +230,7 @@ class SimulatedCluster(World):
         """
         for gang in list(self._gangs.values()):
             pods = self._gang_pods(gang.key)
-            if len(pods) == gang.size:
+            if len(pods) == gang.size or gang.stuck_until > self._tick_count:
                 continue
             if gang.tier.disruption == "all":
                 for pod in pods:
@@ -237,6 +245,58 @@ class SimulatedCluster(World):
                 gang.started = gang.started_tick = None
                 gang.queued, gang.queued_tick = self._now, self._tick_count
             self._changes.append(self._change("gang-restarted", gang, attempt=gang.attempt))
+
+    def _lose_a_member(self) -> None:
+        """Every ``loss_ticks`` ticks a running gang of several pods loses one (its node's kubelet killed it)
+        and its controller does not replace it for ``LOST_TICKS``: a broken gang the dashboard shows, its
+        GPUs counted, reaped where the reaper evicts (docs/idle.md). Chosen without the world's random
+        stream, which the rest of the demo's seeded world keeps to itself."""
+        if not self.loss_ticks or self._tick_count % self.loss_ticks != LOSS_OFFSET % self.loss_ticks:
+            return
+        running = sorted(
+            (g for g in self._gangs.values() if g.started is not None and g.min_count >= 2 and g.size >= 2),
+            key=lambda g: g.key,
+        )
+        if not running:
+            return
+        gang = running[(self._tick_count // self.loss_ticks) % len(running)]
+        victim = max(self._gang_pods(gang.key), key=lambda p: p.index)
+        self._delete_pod(victim)
+        gang.stuck_until = self._tick_count + LOST_TICKS
+        gang.resource_version = self._next_rv()
+        self._changes.append(self._change("member-lost", gang, pod=victim.key))
+
+    def dcgm_series(self) -> list[tuple[str, dict[str, str], float]]:
+        """What dcgm-exporter would expose for each GPU in use: ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` with its
+        labels. Training gangs are busy; a gang of one pod of one or two GPUs (a notebook) idles one time
+        in three; a gang short of members waits on them and does nothing."""
+        with self._lock:
+            out = []
+            for node in self._nodes:
+                for index, key in enumerate(node.slots):
+                    pod = self._pods.get(key) if key is not None else None
+                    if pod is None:
+                        continue
+                    gang = self._gangs[pod.gang_key]
+                    short = len(self._gang_pods(gang.key)) < gang.min_count
+                    notebook = (
+                        gang.size == 1 and gang.pod_gpus <= 2 and zlib.crc32(gang.key.encode()) % 3 == 0
+                    )
+                    busy = (
+                        0.0 if short or notebook else 0.6 + (zlib.crc32(f"{key}/{index}".encode()) % 35) / 100
+                    )
+                    labels = {
+                        "gpu": str(index),
+                        "UUID": f"GPU-{stable_uid('gpu', node.name, str(index))}",
+                        "device": f"nvidia{index}",
+                        "modelName": "NVIDIA H100 80GB HBM3",
+                        "Hostname": node.name,
+                        "container": "main",
+                        "namespace": gang.namespace,
+                        "pod": key.partition("/")[2],
+                    }
+                    out.append(("DCGM_FI_PROF_GR_ENGINE_ACTIVE", labels, round(busy, 2)))
+            return out
 
     def _abandon_stale_gangs(self) -> None:
         for gang in list(self._gangs.values()):

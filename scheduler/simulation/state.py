@@ -103,6 +103,8 @@ class SimGang:
     attempt: int = 0
     conditions: list[dict[str, Any]] = field(default_factory=list)
     resource_version: int = 0
+    # A member lost and its controller slow to notice: no pod is recreated before this tick (a broken gang).
+    stuck_until: int = 0
 
     @property
     def key(self) -> str:

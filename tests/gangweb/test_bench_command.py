@@ -52,6 +52,7 @@ def test_one_help_lists_every_benchmark():
             "map",
             "signin",
             "notify",
+            "health",
         ]
         == list(BENCHMARKS)
     )
@@ -72,6 +73,7 @@ FLAGS = {
     "demo": {"--runs", "--json"},
     "signin": {"--guessers", "--seconds", "--path", "--free", "--json"},
     "notify": {"--rate", "--seconds", "--concurrency", "--goal", "--json"},
+    "health": {"--nodes", "--trials", "--json"},
 }
 
 
@@ -156,3 +158,16 @@ def test_watch_benchmark_prints_the_contract_keys():
     for size in figures["sizes"]:
         assert size["trials_not_matching_in_process_plan"] == [], size
         assert len(size["unschedulable_to_first_eviction_s"]) >= 2, size
+
+
+def test_health_benchmark_prints_the_contract_keys():
+    """The contract of ``bench health``: a member killed until gang.broken is committed, and the join."""
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        pytest.skip("bench health needs DATABASE_URL (PostgreSQL)")
+    result = manage("bench", "health", "--nodes", "200", "--trials", "3", "--json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    figures = json.loads(result.stdout)
+    assert figures["trials"] == 3 and figures["gpus"] == 1600
+    assert 0 < figures["broken_detect_p50_s"] <= figures["broken_detect_p99_s"]
+    assert figures["broken_detect_p50_s"] >= figures["settle_s"]  # a change is recorded once it has held
+    assert figures["activity_join_p50_ms"] > 0 and figures["activity_idle_gpus"] > 0

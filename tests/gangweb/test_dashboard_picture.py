@@ -196,6 +196,8 @@ def test_reads_real_world_shapes():
         "runningGangs": 2,
         "waitingGangs": 1,
         "waitingGpus": 2,
+        "brokenGangs": 0,
+        "brokenGpus": 0,
     }
     waiting = next(g for g in gangs if g["key"] == "team-a/eval")
     assert waiting["waitingSeconds"] == 600  # since its pods were created

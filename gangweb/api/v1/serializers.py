@@ -128,7 +128,7 @@ class LedgerEntrySerializer(ledger.LedgerEntrySerializer):
         return super().get_podGroup(entry)
 
 
-PODGROUP_STATES = ("running", "running-partly", "pending", "short", "empty", "invalid")
+PODGROUP_STATES = ("running", "running-partly", "pending", "short", "broken", "empty", "invalid")
 SIMULATION_SOURCES = ("cluster", "snapshot")
 PENDING_STAGES = ("planning", "next", "later", "never")
 
@@ -163,6 +163,15 @@ class Verdict(s.Serializer):
     retryAt = s.DateTimeField(allow_null=True, help_text="when gangweb may open its next request")
 
 
+class Broken(s.Serializer):
+    state = s.CharField()
+    minCount = s.IntegerField()
+    running = s.IntegerField(help_text="members that run (bound, on a Ready node, not crash-looping)")
+    heldGpus = s.IntegerField(help_text="GPUs its bound members hold")
+    causes = s.ListField(child=s.CharField(), help_text="member-failed, member-lost, crash-looping, ...")
+    restarting = s.BooleanField(help_text="a member waits to be bound again")
+
+
 class PodGroup(s.Serializer):
     namespace = s.CharField()
     name = s.CharField()
@@ -182,6 +191,7 @@ class PodGroup(s.Serializer):
     createdAt = s.CharField(allow_null=True)
     waitingSeconds = s.IntegerField()
     reason = s.CharField(help_text="the dominant reason, in plain words")
+    broken = Broken(allow_null=True, help_text="how the gang is broken (docs/idle.md); null: it is not")
     verdict = Verdict(allow_null=True)
 
 
@@ -328,3 +338,54 @@ class Simulation(s.Serializer):
     name = s.CharField()
     source = s.ChoiceField(SIMULATION_SOURCES)
     plans = SimulatedPlan(many=True)
+
+
+# --- the idle figure (docs/idle.md) --------------------------------------------------------------
+
+
+class IdleCauses(s.Serializer):
+    freeWhileWaiting = s.FloatField(help_text="free GPUs while a gang waits (fragmentation)")
+    brokenGangs = s.FloatField(help_text="GPUs held by broken gangs")
+    allocatedIdle = s.FloatField(help_text="allocated GPUs that did no work over the window")
+    heldForUnplaced = s.FloatField(
+        help_text="GPUs held for a gang not placed yet (nominated, or bound short of minCount)"
+    )
+
+
+class IdleSpan(s.Serializer):
+    namespace = s.CharField()
+    name = s.CharField(required=False)
+    lastHour = IdleCauses()
+    lastDay = IdleCauses()
+
+
+class BrokenNow(s.Serializer):
+    namespace = s.CharField()
+    name = s.CharField()
+    podGroup = s.CharField()
+    heldGpus = s.IntegerField()
+    minCount = s.IntegerField()
+    running = s.IntegerField()
+    causes = s.ListField(child=s.CharField())
+    since = s.DateTimeField()
+    brokenSeconds = s.IntegerField()
+    reapedBy = s.IntegerField(allow_null=True, help_text="the reap request, when the reaper opened one")
+
+
+class ActivitySource(s.Serializer):
+    state = s.ChoiceField(("ok", "partial", "unavailable", "missing", "unsampled"))
+    detail = s.CharField(allow_blank=True)
+    at = s.DateTimeField(allow_null=True)
+    unknownGpus = s.IntegerField(
+        help_text="GPUs whose activity names no pod or claim gangweb knows: never idle"
+    )
+
+
+class IdleFigure(s.Serializer):
+    lastHour = IdleCauses(help_text="GPU-hours")
+    lastDay = IdleCauses(help_text="GPU-hours")
+    now = IdleCauses(help_text="GPUs idle at the last sample")
+    byNamespace = IdleSpan(many=True)
+    byGang = IdleSpan(many=True, help_text="the 100 gangs with the most idle GPU-hours over the day")
+    broken = BrokenNow(many=True)
+    activity = ActivitySource()

@@ -4,7 +4,7 @@ generated from this list (tests/gangweb/api/v1/test_isolation.py)."""
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from gangweb.api.v1.views import actions, cluster, grouped, ledger, notify, pages, root, simulate
+from gangweb.api.v1.views import actions, cluster, grouped, idle, ledger, notify, pages, root, simulate
 
 app_name = "v1"
 
@@ -23,6 +23,7 @@ urlpatterns = [
     path("podgroups/<str:namespace>/<str:name>/", cluster.PodGroupDetail.as_view(), name="podgroup-detail"),
     path("pending/", cluster.PendingQueue.as_view(), name="pending"),
     path("usage/", cluster.Usage.as_view(), name="usage"),
+    path("idle/", idle.Idle.as_view(), name="idle"),
     path("decisions/", cluster.Decisions.as_view(), name="decisions"),
     path("simulate/", simulate.Simulate.as_view(), name="simulate"),
     # the dashboard's grouped answers and the what-if lab (gangweb/api/v1/views/grouped.py, simulate.py)

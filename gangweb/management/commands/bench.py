@@ -40,9 +40,10 @@ BENCHMARKS = {
     "map": "gangweb.dashboard.bench_map",
     "signin": "gangweb.access.bench",
     "notify": "gangweb.notify.bench",
+    "health": "scheduler.bench.health",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
-NEEDS_LEDGER = {"execution", "api", "watch", "live", "signin", "notify"}
+NEEDS_LEDGER = {"execution", "api", "watch", "live", "signin", "notify", "health"}
 NEEDS_REDIS = {"watch", "live", "notify"}
 
 

@@ -79,7 +79,8 @@
     add("disruption", r.disruptionMode);
     const each = Math.max(0, ...r.members.map((m) => m.gpus));
     add("placed", `${r.placedPods} of ${g.plural(r.pods, "pod")} (min ${r.minCount}), ${g.plural(r.gpus, "GPU")}${r.pods > 1 ? ` (${each} each)` : ""}`);
-    if (r.state !== "running") add("waiting", `${g.duration(r.waitingSeconds)}: ${r.reason}`);
+    if (r.broken) add("broken", r.reason);
+    else if (r.state !== "running") add("waiting", `${g.duration(r.waitingSeconds)}: ${r.reason}`);
     add("nodes", r.nodes.join(", ") || "none");
     if (r.nominatedNodes.length) add("nominated", r.nominatedNodes.join(", "));
     const v = r.verdict;

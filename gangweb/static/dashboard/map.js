@@ -223,8 +223,13 @@
 
     marked(i) {
       if (this.flash.has(i) || i === this.focusNode) return true;
-      for (let s = this.start[i]; s < this.start[i + 1]; s++) if (this.dra[s] || this.nominated[s] !== FREE) return true;
+      for (let s = this.start[i]; s < this.start[i + 1]; s++) if (this.dra[s] || this.nominated[s] !== FREE || this.broken(this.owner[s])) return true;
       return false;
+    }
+
+    // A broken gang (fewer than minCount members run while it holds GPUs): its squares are hatched.
+    broken(o) {
+      return o !== FREE && !!(this.gangs[o] && this.gangs[o].broken);
     }
 
     squareColour(i, s) {
@@ -265,6 +270,16 @@
           ctx.strokeStyle = this.colourOf(this.nominated[s]);
           ctx.lineWidth = 1;
           ctx.strokeRect(x + 0.5, y + 0.5, size - 1, size - 1);
+        }
+        if (this.broken(this.owner[s]) && size >= 3) {
+          ctx.strokeStyle = this.colours.bg;
+          ctx.lineWidth = 1;
+          ctx.beginPath();
+          for (let d = 2; d < size * 2; d += 3) {
+            ctx.moveTo(x + Math.max(0, d - size), y + Math.min(d, size));
+            ctx.lineTo(x + Math.min(d, size), y + Math.max(0, d - size));
+          }
+          ctx.stroke();
         }
         if (this.dra[s] && size >= 3) {
           ctx.fillStyle = this.colours.mark;

@@ -45,7 +45,8 @@
       }
     }
     const waiting = map.gangs.filter((r) => r.state === "waiting");
-    return { allocated, free, waiting };
+    const broken = map.gangs.filter((r) => r.broken);
+    return { allocated, free, waiting, broken };
   }
 
   function showFigures() {
@@ -55,6 +56,9 @@
     $("fig-waiting").textContent = c.waiting.length;
     const gpus = c.waiting.reduce((n, r) => n + (r.minCount - r.placed) * r.podGpus, 0);
     $("fig-waiting-lbl").textContent = `${c.waiting.length === 1 ? "gang" : "gangs"} waiting · ${plural(gpus, "GPU")}`;
+    $("fig-broken").textContent = c.broken.length;
+    const held = c.broken.reduce((n, r) => n + r.broken.heldGpus, 0);
+    $("fig-broken-lbl").textContent = `${c.broken.length === 1 ? "gang" : "gangs"} broken · ${plural(held, "GPU")} held`;
     $("map-time").replaceChildren(...(map.picture.time ? ["at ", g.when(map.picture.time)] : []));
     renderPending(c.waiting);
   }
@@ -99,6 +103,7 @@
     add(null, "cordoned / not ready", "cordoned");
     add(null, "in use, other namespace", "other");
     add(null, "DRA device", "dra");
+    add(null, "broken gang", "broken");
   }
 
   for (const button of document.querySelectorAll("[data-colour]")) {
@@ -130,6 +135,21 @@
       h.waiting.push(s.waitingGpus);
     }
     drawChart(h);
+    await loadIdle();
+  }
+
+  // Idle GPU-hours of the last hour by cause (/api/v1/idle/, docs/idle.md), and whether GPU activity is read.
+  const CAUSES = { freeWhileWaiting: "free while gangs wait", brokenGangs: "broken gangs", allocatedIdle: "allocated, idle", heldForUnplaced: "held for unplaced gangs" };
+  async function loadIdle() {
+    const idle = await g.getJSON(g.urls.idle);
+    const hour = idle.lastHour;
+    const total = Object.values(hour).reduce((n, v) => n + v, 0);
+    const hours = (v) => (v < 10 ? v.toFixed(2) : v.toFixed(1));
+    $("fig-idle").textContent = hours(total);
+    const parts = Object.entries(CAUSES).filter(([k]) => hour[k] > 0).map(([k, words]) => `${hours(hour[k])} ${words}`);
+    const source = idle.activity.state === "ok" ? "" : ` · GPU activity: ${idle.activity.state === "missing" ? "no source (set GANGWEB_PROMETHEUS_URL)" : idle.activity.state}`;
+    $("fig-idle-lbl").textContent = `idle GPU-h, last hour${parts.length ? ": " + parts.join(", ") : ""}${source}`;
+    $("fig-idle-lbl").title = idle.activity.detail || "";
   }
 
   function drawChart(h) {

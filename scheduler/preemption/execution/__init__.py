@@ -34,6 +34,7 @@ from scheduler.cluster import (
     WatchCache,
 )
 from scheduler.preemption import ledger, locks, metrics
+from scheduler.preemption.execution import reaping
 from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.execution.evictor import (
     DELETE,
@@ -126,6 +127,8 @@ def _stage(name: str, plan: Plan, **attributes):
 
 def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: str) -> None:
     request = plan.request
+    if plan.policy == reaping.REAP:  # the condition tells a preemptor what was evicted for it
+        return
     try:
         cluster.set_podgroup_condition(
             request.namespace, request.name, PREEMPTION_CONDITION, status, reason, message
@@ -155,7 +158,9 @@ def _recheck(cluster: Cluster, plan: Plan, rows: list[Eviction], calls: Calls):
     request = plan.request
     began = time.perf_counter()
     seconds: dict[str, float] = {}
-    if isinstance(cluster, WatchCache):
+    if plan.policy == reaping.REAP:  # a broken gang's remnants: still broken, still the same pods?
+        verdict, objects = reaping.recheck(cluster, plan, rows, budgets=calls.remove == EVICT)
+    elif isinstance(cluster, WatchCache):
         # Only what must be exact, read afresh by name; the engine's check on the cache once it holds the reads.
         reads = read_fresh(cluster, plan, rows, budgets=calls.remove == EVICT)
         seconds["reads"] = time.perf_counter() - began

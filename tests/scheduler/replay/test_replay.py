@@ -137,6 +137,18 @@ def test_policies_keep_their_promises_on_seeded_replays(seeded_reports):
     assert preempted > 0  # the replays did exercise preemption
 
 
+def test_the_replay_reports_idle_time_under_the_live_figures_causes(seeded_reports):
+    waited = 0.0
+    for report in seeded_reports.values():
+        for figures in report["policies"].values():
+            idle = figures["idleGpuHours"]
+            assert list(idle) == ["freeWhileWaiting", "brokenGangs", "allocatedIdle", "heldForUnplaced"]
+            assert idle["brokenGangs"] == figures["idleGpuHoursInBrokenGangs"]
+            assert idle["allocatedIdle"] is None  # the trace has no GPU activity
+            waited += idle["freeWhileWaiting"]
+    assert waited > 0  # gangs waited beside free GPUs somewhere
+
+
 @pytest.mark.slow
 def test_on_forty_nodes_of_the_real_trace_legacy_breaks_gangs_and_atomic_policies_do_not():
     """Tens of nodes of Alibaba's trace, the copy shipped with gangweb."""

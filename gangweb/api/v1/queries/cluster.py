@@ -26,7 +26,7 @@ from rest_framework.exceptions import APIException
 
 from gangweb.access.scope import Scope
 from gangweb.dashboard import reading
-from gangweb.dashboard.picture import no_pause, pod_gpus
+from gangweb.dashboard.picture import broken_reason, no_pause, pod_gpus
 from scheduler.engine.resources import is_gpu, parse_resource_list
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
 from scheduler.preemption import detection
@@ -212,9 +212,10 @@ def build_view(taken: reading.Reading, *, pause: Callable[[], None] = no_pause) 
 
     # The map's reasons, from the picture of this same reading (one way: the page's and the API's).
     mapped = {g["key"]: g.get("reason") for g in taken.picture["gangs"]}
+    broken = {g["key"]: g["broken"] for g in taken.picture["gangs"] if g.get("broken")}
     for raw in by_kind.get("PodGroup", []):
         pause()
-        row = _group_row(raw, classes, view, now, mapped)
+        row = _group_row(raw, classes, view, now, mapped, broken)
         view.groups[f"{row['namespace']}/{row['name']}"] = row
 
     for node in sorted(by_kind.get("Node", []), key=lambda n: _meta(n).get("name", "")):
@@ -231,6 +232,7 @@ def _group_row(
     view: ClusterView,
     now: float,
     mapped: dict[str, str | None],
+    broken: dict[str, dict[str, Any]],
 ) -> dict:
     meta = _meta(raw)
     namespace, name = meta.get("namespace") or "", meta.get("name") or ""
@@ -278,6 +280,8 @@ def _group_row(
         since = min(timestamp_or_none(m["createdAt"]) or now for m in waiting)
         row["waitingSince"] = since
         row["waitingSeconds"] = max(0, int(now - since))
+    # The gang's health as the map judged it (scheduler.health): null unless it is broken now.
+    row["broken"] = broken.get(key)
     row["state"] = _state(row)
     row["reason"] = _reason(row, mapped.get(key))
     return row
@@ -286,6 +290,8 @@ def _group_row(
 def _state(row: dict[str, Any]) -> str:
     if row["invalid"]:
         return "invalid"
+    if row["broken"]:
+        return "broken"
     if not row["pods"]:
         return "empty"
     if row["placedPods"] >= row["minCount"]:
@@ -301,6 +307,8 @@ def _reason(row: dict[str, Any], mapped: str | None) -> str:
         return f"the PodGroup cannot be read: {row['invalid']}"
     if state == "empty":
         return "no pods yet"
+    if state == "broken":
+        return broken_reason(row["broken"])
     if state == "running":
         return f"running: {row['placedPods']} pods on {row['placedGpus']} GPUs"
     # No "it never preempts": an enforced gang's class may say Never while gangweb preempts for it (design.md).

@@ -51,6 +51,9 @@ KNOWN_KINDS = frozenset(
         "request.approval_refused",
         "request.cancelled",
         "request.finished",
+        # gang health (scheduler/preemption/ledger/health.py, docs/idle.md)
+        "gang.broken",
+        "gang.recovered",
         *(f"request.{state}" for state in RequestState.values),
     }
 )
@@ -103,10 +106,10 @@ def plans(scope: Scope, params=None, *, detail: bool = False) -> QuerySet:
         match = Q()
         for outcome in outcomes:
             # "infeasible" matches every infeasible:<why>; the machine codes of docs/engine.md
-            code = outcome in (Outcome.FITS, Outcome.PREEMPT) or outcome.startswith(f"{INFEASIBLE}:")
+            code = outcome in (Outcome.FITS, Outcome.PREEMPT, Outcome.REAP) or outcome.startswith(f"{INFEASIBLE}:")
             if not code and outcome != INFEASIBLE:
                 raise ValidationError(
-                    {"outcome": [f"unknown outcome {outcome!r}; fits, preempt, infeasible[:<why>]"]}
+                    {"outcome": [f"unknown outcome {outcome!r}; fits, preempt, reap, infeasible[:<why>]"]}
                 )
             match |= Q(outcome__startswith=outcome) if outcome == INFEASIBLE else Q(outcome=outcome)
         queryset = queryset.filter(match)

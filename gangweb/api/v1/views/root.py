@@ -16,6 +16,7 @@ LISTS = (
     "podgroups",
     "pending",
     "usage",
+    "idle",
     "decisions",
     "request-list",
     "plan-list",

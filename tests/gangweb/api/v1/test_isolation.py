@@ -75,6 +75,7 @@ POST_LISTS = {"simulate-podgroups": {}}
 NAMELESS = {
     "preemptions-lost": "tests/gangweb/api/v1/test_grouped.py (a reader's own lost GPU-hours)",
     "decision-summary": "tests/gangweb/api/v1/test_grouped.py (a reader's own decisions counted)",
+    "idle": "tests/gangweb/api/v1/test_idle.py (a reader's own idle figures and broken gangs)",
 }
 
 # Admin data: every reader below an admin of every namespace is refused, whatever it asks (route name ->

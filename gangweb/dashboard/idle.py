@@ -1,0 +1,214 @@
+"""The idle figure: idle GPUs by cause now, sampled into GPU-hours by namespace and gang (docs/idle.md).
+
+``idle_now`` counts, from one reading's picture (the GPU map) and one activity reading (Prometheus,
+``scheduler.activity``), the GPUs idle now under each cause of ``scheduler.idle.CAUSES``; each GPU under
+one cause at most (a broken gang's GPUs are ``brokenGangs`` whatever their activity). ``record_sample``
+(the Celery beat task ``gangweb.sample_idle``) stores them as an ``IdleSample`` covering the time since
+the previous one; ``figure`` adds the samples of the last hour and day up for one reader.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+
+from gangweb.access.scope import Scope
+from gangweb.dashboard.models import IdleSample
+from scheduler import activity, podstate
+from scheduler.cluster import ReportsActivity
+from scheduler.engine.typed_objects import timestamp_or_none
+from scheduler.idle import (
+    ALLOCATED_IDLE,
+    BROKEN_GANGS,
+    CAUSES,
+    FREE_WHILE_WAITING,
+    HELD_FOR_UNPLACED,
+    gpu_hours,
+)
+
+logger = logging.getLogger(__name__)
+
+# Two days of samples are kept (the figure's longest span is one).
+KEEP = timedelta(days=2)
+
+Row = tuple[str, str, str]  # (namespace, gang, cause); ("", "", cause) for the cluster's free GPUs
+
+
+def idle_now(
+    picture: dict[str, Any],
+    objects: list[dict[str, Any]],
+    reading: activity.Reading,
+    *,
+    now: float,
+    window: float,
+) -> tuple[dict[Row, float], int]:
+    """Idle GPUs now by (namespace, gang, cause), and the GPUs whose activity could not be joined."""
+    gangs = picture["gangs"]
+    out: dict[Row, float] = {}
+
+    def add(gang: dict[str, Any] | None, cause: str, gpus: float) -> None:
+        if gpus > 0:
+            key = (gang["namespace"], gang["name"], cause) if gang else ("", "", cause)
+            out[key] = out.get(key, 0.0) + gpus
+
+    waiting = [g for g in gangs if g["state"] == "waiting"]
+    held: dict[int, int] = {}
+    free = 0
+    for node in picture["nodes"]:
+        usable = node["ready"] and not node["cordoned"]
+        nominated = node.get("nominated") or [None] * len(node["gpus"])
+        for owner, nominee in zip(node["gpus"], nominated, strict=False):
+            if owner is not None:
+                held[owner] = held.get(owner, 0) + 1
+            elif nominee is not None:
+                add(gangs[nominee], HELD_FOR_UNPLACED, 1)
+            elif usable:
+                free += 1
+    if waiting:
+        add(None, FREE_WHILE_WAITING, free)
+    settled: set[str] = set()  # gangs whose GPUs are counted under a cause already
+    for index, gang in enumerate(gangs):
+        if gang.get("broken"):
+            add(gang, BROKEN_GANGS, held.get(index, 0))
+            settled.add(gang["key"])
+        elif gang["state"] == "waiting" and held.get(index):
+            add(gang, HELD_FOR_UNPLACED, held[index])
+            settled.add(gang["key"])
+    if reading.state != activity.OK:
+        return out, 0
+    joined = activity.join(reading.series, objects)
+    by_key = {g["key"]: g for g in gangs}
+    pods = {
+        f"{(o.get('metadata') or {}).get('namespace')}/{(o.get('metadata') or {}).get('name')}": o
+        for o in objects
+        if o.get("kind") == "Pod"
+    }
+    for pod_key, gpus in joined.pods.items():
+        pod = pods[pod_key]
+        gang = by_key.get(podstate.group_key(pod) or pod_key)
+        if gang is None or gang["key"] in settled:
+            continue
+        started = timestamp_or_none((pod.get("status") or {}).get("startTime"))
+        if started is None or now - started < window:
+            continue  # not running for a whole window yet: its activity says nothing about idleness
+        add(gang, ALLOCATED_IDLE, gpus)
+    return out, joined.unknown
+
+
+def read_activity(cluster: object = None) -> activity.Reading:
+    """The activity source's answer: Prometheus when ``GANGWEB_PROMETHEUS_URL`` is set, else a cluster that
+    reports its own GPUs' activity in dcgm-exporter's shape (the demo's simulation), else missing."""
+    if not settings.GANGWEB_PROMETHEUS_URL and isinstance(cluster, ReportsActivity):
+        rows = activity.count_idle(cluster.dcgm_series(), settings.GANGWEB_IDLE_THRESHOLD)
+        return activity.Reading(activity.OK, rows, detail="the simulation's dcgm-exporter-shaped activity")
+    return activity.query(
+        settings.GANGWEB_PROMETHEUS_URL,
+        window_seconds=settings.GANGWEB_IDLE_WINDOW_SECONDS,
+        threshold=settings.GANGWEB_IDLE_THRESHOLD,
+        token=settings.GANGWEB_PROMETHEUS_TOKEN,
+        timeout=settings.GANGWEB_PROMETHEUS_TIMEOUT_SECONDS,
+    )
+
+
+def record_sample() -> IdleSample:
+    """Sample the idle GPUs now (one reading of the cluster, one query) and keep it."""
+    from gangweb.dashboard import reading as readings
+    from scheduler.preemption import metrics
+    from scheduler.preemption.runtime import get_cluster
+
+    cluster = get_cluster()
+    taken = readings.take(cluster, max_age=settings.GANGWEB_IDLE_SAMPLE_SECONDS / 2)
+    source = read_activity(cluster)
+    counted, unknown = idle_now(
+        taken.picture,
+        taken.objects,
+        source,
+        now=taken.time,
+        window=settings.GANGWEB_IDLE_WINDOW_SECONDS,
+    )
+    at = datetime.fromtimestamp(time.time(), UTC)
+    previous = IdleSample.objects.order_by("-at").values_list("at", flat=True).first()
+    period = float(settings.GANGWEB_IDLE_SAMPLE_SECONDS)
+    seconds = min(2 * period, (at - previous).total_seconds()) if previous else period
+    sample = IdleSample.objects.create(
+        at=at,
+        seconds=max(0.0, seconds),
+        rows=[[ns, name, cause, round(gpus, 3)] for (ns, name, cause), gpus in sorted(counted.items())],
+        activity=source.state,
+        detail=source.detail,
+        unknown_gpus=unknown,
+    )
+    metrics.observe_idle(
+        {c: sum(g for (_, _, cause), g in counted.items() if cause == c) for c in CAUSES}, seconds
+    )
+    IdleSample.objects.filter(at__lt=at - KEEP).delete()
+    return sample
+
+
+def _zero() -> dict[str, float]:
+    return dict.fromkeys(CAUSES, 0.0)
+
+
+def figure(scope: Scope) -> dict[str, Any]:
+    """The idle figure for one reader: GPU-hours by cause over the last hour and day, per namespace and per
+    gang of the reader's namespaces (the cluster's free GPUs count for every reader: the map shows them),
+    the GPUs idle now, and the activity source's state."""
+    now = datetime.now(UTC)
+    hour, day = now - timedelta(hours=1), now - timedelta(days=1)
+    spans = {"lastHour": _zero(), "lastDay": _zero()}
+    namespaces: dict[str, dict[str, dict[str, float]]] = {}
+    gangs: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    latest = None
+    for sample in IdleSample.objects.filter(at__gte=day).order_by("at"):
+        latest = sample
+        names = ("lastDay", "lastHour") if sample.at >= hour else ("lastDay",)
+        for namespace, name, cause, gpus in sample.rows:
+            if namespace and not scope.sees(namespace):
+                continue
+            seconds = gpus * sample.seconds
+            for span in names:
+                spans[span][cause] += seconds
+                if namespace:
+                    namespaces.setdefault(namespace, {"lastHour": _zero(), "lastDay": _zero()})[span][
+                        cause
+                    ] += seconds
+                    gangs.setdefault((namespace, name), {"lastHour": _zero(), "lastDay": _zero()})[span][
+                        cause
+                    ] += seconds
+
+    def hours(block: dict[str, float]) -> dict[str, float]:
+        return {cause: gpu_hours(value) for cause, value in block.items()}
+
+    current = _zero()
+    if latest is not None and latest.at >= now - timedelta(seconds=3 * settings.GANGWEB_IDLE_SAMPLE_SECONDS):
+        for namespace, _name, cause, gpus in latest.rows:
+            if not namespace or scope.sees(namespace):
+                current[cause] += gpus
+    by_gang = sorted(gangs.items(), key=lambda item: (-sum(item[1]["lastDay"].values()), item[0]))
+    return {
+        "lastHour": hours(spans["lastHour"]),
+        "lastDay": hours(spans["lastDay"]),
+        "now": {cause: round(value, 2) for cause, value in current.items()},
+        "byNamespace": [
+            {"namespace": ns, "lastHour": hours(v["lastHour"]), "lastDay": hours(v["lastDay"])}
+            for ns, v in sorted(namespaces.items())
+        ],
+        "byGang": [
+            {"namespace": ns, "name": name, "lastHour": hours(v["lastHour"]), "lastDay": hours(v["lastDay"])}
+            for (ns, name), v in by_gang[:100]
+        ],
+        "activity": {
+            "state": latest.activity
+            if latest
+            else activity.MISSING
+            if not settings.GANGWEB_PROMETHEUS_URL
+            else "unsampled",
+            "detail": latest.detail if latest else "no idle sample taken yet",
+            "at": latest.at.isoformat() if latest else None,
+            "unknownGpus": latest.unknown_gpus if latest else 0,
+        },
+    }

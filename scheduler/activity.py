@@ -1,0 +1,183 @@
+"""Idle GPUs from the Prometheus that scrapes NVIDIA's dcgm-exporter, joined to pods and gangs.
+
+One instant query per refresh (``query``) counts, per pod and per DRA claim, the GPUs whose highest
+activity over the window stayed below the threshold: ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (a ratio), or
+``DCGM_FI_DEV_GPU_UTIL`` (percent) where the profiling metrics are off; a GPU (``UUID``) seen in several
+series of one pod (one per container) counts once. Prometheus does the counting, so the answer has a row
+per pod with idle GPUs, not one per GPU. ``join`` then gives each row to the pods it names, by
+dcgm-exporter's own labels: the DRA labels (``dra_claim_namespace``, ``dra_claim_name``: the consumers of
+a shared claim share its GPUs) else ``namespace``/``pod``. A row that names nothing gangweb knows is
+*unknown*, never idle; an answer Prometheus marks partial, or no answer, counts nothing (docs/idle.md).
+Plain Python: the stdlib's HTTP client.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler import podstate
+
+PROFILING, UTILISATION = "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL"
+# What the activity source is: not configured, answered, answered in part, did not answer.
+MISSING, OK, PARTIAL, UNAVAILABLE = "missing", "ok", "partial", "unavailable"
+
+
+JOIN_LABELS = "namespace, pod, dra_claim_namespace, dra_claim_name"
+
+
+def promql(window_seconds: int, threshold: float) -> str:
+    """The one query: per pod and claim, how many GPUs stayed below ``threshold`` (0-1) over the window,
+    the profiling metric where a GPU has it (``or`` keeps the left side for a series both have)."""
+    w = f"{int(window_seconds)}s"
+    activity = f"max_over_time({PROFILING}[{w}]) or (max_over_time({UTILISATION}[{w}]) / 100)"
+    per_gpu = f"max by (UUID, Hostname, gpu, {JOIN_LABELS}) ({activity})"
+    return f"count by ({JOIN_LABELS}) ({per_gpu} < {float(threshold)!r})"
+
+
+@dataclass
+class Reading:
+    """What one query gave: ``state`` (``ok``, ``partial``, ``unavailable``, ``missing``), the rows
+    (join labels, idle GPUs), a ``detail`` a person can read, and how long the query took."""
+
+    state: str
+    series: list[tuple[dict[str, str], float]] = field(default_factory=list)
+    detail: str = ""
+    seconds: float = 0.0
+
+
+def query(
+    url: str, *, window_seconds: int, threshold: float, token: str = "", timeout: float = 5.0
+) -> Reading:
+    """Ask Prometheus (``url``: its base, with ``user:password@`` for basic auth) over its HTTP API."""
+    import time
+
+    if not url:
+        return Reading(MISSING, detail="no activity source: GANGWEB_PROMETHEUS_URL is not set")
+    parts = urllib.parse.urlsplit(url)
+    base = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")).geturl()
+    request = urllib.request.Request(
+        base.rstrip("/")
+        + "/api/v1/query?"
+        + urllib.parse.urlencode({"query": promql(window_seconds, threshold)}),
+        headers={"Accept": "application/json"},
+    )
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    elif parts.username:
+        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        request.add_header("Authorization", "Basic " + base64.b64encode(pair.encode()).decode())
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            body = json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return Reading(UNAVAILABLE, detail=f"Prometheus answered {exc.code} {exc.reason}")
+    except (OSError, ValueError) as exc:  # refused, timed out, not JSON
+        return Reading(UNAVAILABLE, detail=f"Prometheus did not answer: {exc}")
+    seconds = time.perf_counter() - started
+    return parse(body, seconds=seconds)
+
+
+def parse(body: Any, *, seconds: float = 0.0) -> Reading:
+    """A Prometheus ``/api/v1/query`` answer as a ``Reading``."""
+    if not isinstance(body, dict) or body.get("status") != "success":
+        error = body.get("error") if isinstance(body, dict) else None
+        return Reading(
+            UNAVAILABLE, detail=f"Prometheus refused the query: {error or 'no answer'}", seconds=seconds
+        )
+    data = body.get("data") or {}
+    series = []
+    for item in data.get("result") or []:
+        try:
+            value = float((item.get("value") or [None, "nan"])[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        if math.isnan(value):
+            continue
+        series.append((item.get("metric") or {}, value))
+    warnings = body.get("warnings") or []
+    if warnings:  # a partial answer: some targets or shards missing, so no GPU can be called idle
+        return Reading(PARTIAL, series, detail="; ".join(map(str, warnings))[:500], seconds=seconds)
+    return Reading(OK, series, detail=f"{len(series)} rows of idle GPUs", seconds=seconds)
+
+
+def count_idle(
+    series: Iterable[tuple[str, dict[str, str], float]], threshold: float
+) -> list[tuple[dict[str, str], float]]:
+    """What the query answers, worked out here from dcgm-exporter-shaped series (metric, labels, value) of
+    one moment (a cluster that reports its own activity, ``scheduler.cluster.ReportsActivity``): per pod
+    and claim, the GPUs below ``threshold``, a GPU in several series of one pod counted once."""
+    per_gpu: dict[tuple, float] = {}
+    for metric, labels, value in series:
+        ratio = value / 100 if metric == UTILISATION else value
+        wanted = tuple(
+            labels.get(k, "") for k in ("namespace", "pod", "dra_claim_namespace", "dra_claim_name")
+        )
+        gpu = (labels.get("UUID", ""), labels.get("Hostname", ""), labels.get("gpu", ""), *wanted)
+        per_gpu[gpu] = max(per_gpu.get(gpu, ratio), ratio)
+    counts: dict[tuple, float] = {}
+    for gpu, ratio in per_gpu.items():
+        if ratio < threshold:
+            counts[gpu[3:]] = counts.get(gpu[3:], 0.0) + 1
+    names = ("namespace", "pod", "dra_claim_namespace", "dra_claim_name")
+    return [({k: v for k, v in zip(names, key, strict=True) if v}, n) for key, n in sorted(counts.items())]
+
+
+@dataclass
+class Joined:
+    """Idle GPUs per pod (pod key -> GPUs, a shared claim's split among its consumers) and the idle GPUs
+    that could not be joined: ``unknown`` (labels missing, or naming no pod or claim gangweb knows)."""
+
+    pods: dict[str, float] = field(default_factory=dict)
+    unknown: int = 0
+
+
+def join(rows: Iterable[tuple[dict[str, str], float]], objects: Iterable[dict[str, Any]]) -> Joined:
+    """Give every row to the pods it names (``objects``: the cluster's Pods and ResourceClaims)."""
+    pods: set[str] = set()
+    consumers: dict[str, list[str]] = {}
+    for obj in objects:
+        kind = obj.get("kind")
+        if kind == "Pod":  # podstate's is_bound and is_live, inlined: this loop sees every pod
+            meta = obj.get("metadata") or {}
+            if (
+                (obj.get("spec") or {}).get("nodeName")
+                and not meta.get("deletionTimestamp")
+                and (obj.get("status") or {}).get("phase") not in podstate.FINISHED_PHASES
+            ):
+                pods.add(f"{meta.get('namespace')}/{meta.get('name')}")
+        elif kind == "ResourceClaim":
+            meta = obj.get("metadata") or {}
+            reserved = (obj.get("status") or {}).get("reservedFor") or []
+            consumers[f"{meta.get('namespace')}/{meta.get('name')}"] = [
+                f"{meta.get('namespace')}/{r.get('name')}" for r in reserved if r.get("resource") == "pods"
+            ]
+    out = Joined()
+    unknown = 0.0
+    for labels, gpus in rows:
+        claim = labels.get("dra_claim_name")
+        if claim:
+            namespace = labels.get("dra_claim_namespace") or labels.get("namespace")
+            users = [p for p in consumers.get(f"{namespace}/{claim}", ()) if p in pods]
+        else:
+            key = (
+                f"{labels.get('namespace')}/{labels.get('pod')}"
+                if labels.get("namespace") and labels.get("pod")
+                else ""
+            )
+            users = [key] if key in pods else []
+        if not users:
+            unknown += gpus
+            continue
+        for user in users:
+            out.pods[user] = out.pods.get(user, 0.0) + gpus / len(users)
+    out.unknown = round(unknown)
+    return out

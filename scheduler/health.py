@@ -1,0 +1,321 @@
+"""Gang health: whether a gang that holds GPUs still runs enough members to do its work.
+
+A gang is *broken* when fewer than ``minCount`` of its members run while others hold GPUs: a member
+failed, was evicted or deleted by someone else, crash-loops, or sits on a NotReady node. Such a gang
+holds its remaining GPUs for nothing until its controller restarts it (docs/idle.md).
+
+``judge`` decides one gang from its PodGroup, its pods and its nodes' readiness; ``HealthWatch`` keeps
+the index a watch cache needs to judge only the gangs an event touches (a pod's gang, a node's
+residents), so a broken gang is seen as the event arrives, without listing. Plain Python over
+API-shaped dicts (the same rules serve the map, the API and the pipeline).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from scheduler import podstate
+from scheduler.engine.resources import is_gpu, pod_requests
+
+HEALTHY, BROKEN = "healthy", "broken"
+# Why a member does not count as running (the words of the ledger entry, the API and the page).
+FAILED = "member-failed"
+LOST = "member-lost"  # deleted or evicted, no replacement bound
+CRASH_LOOPING = "crash-looping"
+NODE_NOT_READY = "node-not-ready"
+TERMINATING = "member-terminating"
+CAUSES = (FAILED, LOST, CRASH_LOOPING, NODE_NOT_READY, TERMINATING)
+
+
+@dataclass(frozen=True)
+class GangHealth:
+    """One gang's health now. ``held_gpus``: GPUs its bound, unfinished members hold; ``running``: members
+    that count as running; ``restarting``: a member waits to be bound again (its controller replaced it)."""
+
+    namespace: str
+    name: str
+    min_count: int
+    running: int
+    held_gpus: int
+    causes: tuple[str, ...] = ()
+    restarting: bool = False
+    revision: int = 0  # the newest resourceVersion among the objects it was judged from
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def broken(self) -> bool:
+        return self.held_gpus > 0 and self.running < self.min_count
+
+    @property
+    def state(self) -> str:
+        return BROKEN if self.broken else HEALTHY
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "minCount": self.min_count,
+            "running": self.running,
+            "heldGpus": self.held_gpus,
+            "causes": list(self.causes),
+            "restarting": self.restarting,
+        }
+
+
+def pod_gpus(pod: dict[str, Any]) -> int:
+    """GPUs a pod holds, by the engine's rules (kube-scheduler's effective requests)."""
+    try:
+        requests = pod_requests(pod.get("spec") or {})
+    except ValueError:
+        return 0
+    return sum(value for name, value in requests.items() if is_gpu(name))
+
+
+def node_ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def min_count(podgroup: dict[str, Any] | None) -> int | None:
+    """The gang's ``minCount``; None for a PodGroup without a gang policy (not a gang: never broken)."""
+    if not podgroup:
+        return None
+    spec = podgroup.get("spec") or {}
+    gang = (spec.get("schedulingPolicy") or {}).get("gang")
+    value = (gang or {}).get("minCount") if gang is not None else spec.get("minCount")
+    try:
+        count = int(value) if value is not None else 0
+    except (TypeError, ValueError):
+        return None
+    return count if count > 0 else None
+
+
+def crash_looping(pod: dict[str, Any]) -> bool:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return any(
+        ((s.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff" for s in statuses
+    )
+
+
+def _revision(obj: dict[str, Any]) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def judge(
+    podgroup: dict[str, Any] | None,
+    pods: Iterable[dict[str, Any]],
+    is_ready: Callable[[str], bool],
+) -> GangHealth | None:
+    """The health of the gang ``podgroup`` from its member pods (``is_ready(node name)``); None when it
+    is not a gang (no PodGroup, or one without ``minCount``)."""
+    count = min_count(podgroup)
+    if count is None:
+        return None
+    meta = (podgroup or {}).get("metadata") or {}
+    running = held = bound_live = 0
+    causes: set[str] = set()
+    restarting = False
+    revision = _revision(podgroup or {})
+    for pod in pods:
+        revision = max(revision, _revision(pod))
+        if podstate.is_finished(pod):
+            if (pod.get("status") or {}).get("phase") == "Failed":
+                causes.add(FAILED)
+            continue
+        if not podstate.is_bound(pod):
+            restarting = restarting or not podstate.is_terminating(pod)
+            continue
+        held += pod_gpus(pod)
+        bound_live += 1
+        if podstate.is_terminating(pod):
+            causes.add(TERMINATING)
+        elif not is_ready(podstate.node_name(pod)):
+            causes.add(NODE_NOT_READY)
+        elif crash_looping(pod):
+            causes.add(CRASH_LOOPING)
+        else:
+            running += 1
+    if bound_live < count and not (causes & {FAILED, TERMINATING}):
+        causes.add(LOST)
+    health = GangHealth(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        min_count=count,
+        running=running,
+        held_gpus=held,
+        causes=tuple(c for c in CAUSES if c in causes),
+        restarting=restarting,
+        revision=revision,
+    )
+    if not health.broken:  # causes name what broke a gang, nothing else
+        return GangHealth(health.namespace, health.name, count, running, held, (), restarting, revision)
+    return health
+
+
+def judge_all(objects: Iterable[dict[str, Any]]) -> dict[str, GangHealth]:
+    """Every gang's health among ``objects`` (a snapshot: Nodes, PodGroups, Pods), by ``ns/name``."""
+    ready: dict[str, bool] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    members: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        kind = obj.get("kind")
+        if kind == "Node":
+            ready[str((obj.get("metadata") or {}).get("name"))] = node_ready(obj)
+        elif kind == "PodGroup":
+            meta = obj.get("metadata") or {}
+            groups[f"{meta.get('namespace')}/{meta.get('name')}"] = obj
+        elif kind == "Pod":
+            key = podstate.group_key(obj)
+            if key:
+                members.setdefault(key, []).append(obj)
+    out = {}
+    for key, group in groups.items():
+        health = judge(group, members.get(key, ()), lambda node: ready.get(node, False))
+        if health is not None:
+            out[key] = health
+    return out
+
+
+Changed = Callable[[GangHealth], None]
+
+
+class HealthWatch:
+    """Gang health kept from watch events: ``on_event(type, resource, obj)`` (the informer listener's
+    signature) re-judges the gangs the event touches and calls ``changed(health)`` when a gang turns
+    broken or recovers. Gangs are first judged when the Pods' first list is complete (its ``RELIST``),
+    each broken one then reported once. Thread-safe; cheap per event."""
+
+    def __init__(self, changed: Changed) -> None:
+        self._changed = changed
+        self._lock = threading.Lock()
+        self._pods: dict[str, dict[str, Any]] = {}  # ns/name -> pod
+        self._members: dict[str, set[str]] = {}  # gang -> pod keys
+        self._residents: dict[str, set[str]] = {}  # node -> pod keys
+        self._groups: dict[str, dict[str, Any]] = {}
+        self._ready: dict[str, bool] = {}
+        self._state: dict[str, GangHealth] = {}
+        self._listed = False  # every pod listed once (the Pods reflector's first RELIST, or ``seed``)
+        self._deleted: dict[str, int] = {}  # pods deleted before that, and the version of their deletion
+
+    def health(self, key: str) -> GangHealth | None:
+        with self._lock:
+            return self._state.get(key)
+
+    def broken(self) -> list[GangHealth]:
+        with self._lock:
+            return sorted((h for h in self._state.values() if h.broken), key=lambda h: h.key)
+
+    def seed(self, objects: Iterable[dict[str, Any]]) -> None:
+        """Take in a synced cache's objects (a watch attached after the first list missed its events), then
+        judge every gang as after the Pods' first list. An object older than what the events already
+        brought, or than its deletion, is left out."""
+        with self._lock:
+            for obj in objects:
+                kind, meta = obj.get("kind"), obj.get("metadata") or {}
+                if kind == "Pod":
+                    key = f"{meta.get('namespace')}/{meta.get('name')}"
+                    known = self._pods.get(key)
+                    if _revision(obj) > max(_revision(known or {}), self._deleted.get(key, 0)):
+                        self._pod(key, obj, False)
+                elif kind == "Node":
+                    self._ready.setdefault(str(meta.get("name")), node_ready(obj))
+                elif kind == "PodGroup":
+                    self._groups.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", obj)
+            self._deleted.clear()
+            self._listed = True
+            changes = [h for key in list(self._members) if (h := self._rejudge(key, 0))]
+        for health in changes:
+            self._changed(health)
+
+    def on_event(self, event_type: str, resource: Any, obj: dict[str, Any] | None) -> None:
+        if event_type == "RELIST" and getattr(resource, "kind", "") == "Pod":
+            # Gangs are judged once every pod is listed: a gang half listed looks broken.
+            with self._lock:
+                first, self._listed = not self._listed, True
+                changes = [h for key in list(self._members) if (h := self._rejudge(key, 0))] if first else []
+            for health in changes:
+                self._changed(health)
+            return
+        if not obj:
+            return
+        kind = obj.get("kind") or getattr(resource, "kind", "")
+        meta = obj.get("metadata") or {}
+        deleted = event_type == "DELETED"
+        with self._lock:
+            if kind == "Pod":
+                key = f"{meta.get('namespace')}/{meta.get('name')}"
+                if deleted and not self._listed:
+                    self._deleted[key] = _revision(obj)
+                touched = self._pod(key, obj, deleted)
+            elif kind == "Node":
+                name = str(meta.get("name"))
+                was = self._ready.get(name)
+                now = False if deleted else node_ready(obj)
+                self._ready[name] = now
+                if was == now:
+                    return
+                touched = {
+                    g for p in self._residents.get(name, ()) if (g := podstate.group_key(self._pods[p]))
+                }
+            elif kind == "PodGroup":
+                key = f"{meta.get('namespace')}/{meta.get('name')}"
+                if deleted:
+                    self._groups.pop(key, None)
+                else:
+                    self._groups[key] = obj
+                touched = {key}
+            else:
+                return
+            if not self._listed:
+                return
+            version = _revision(obj)
+            changes = [h for key in touched if (h := self._rejudge(key, version)) is not None]
+        for health in changes:
+            self._changed(health)
+
+    def _pod(self, key: str, obj: dict[str, Any], deleted: bool) -> set[str]:
+        touched = set()
+        old = self._pods.pop(key, None)
+        if old is not None:
+            gang, node = podstate.group_key(old), podstate.node_name(old)
+            if gang:
+                self._members.get(gang, set()).discard(key)
+                touched.add(gang)
+            if node:
+                self._residents.get(node, set()).discard(key)
+        if not deleted:
+            self._pods[key] = obj
+            gang, node = podstate.group_key(obj), podstate.node_name(obj)
+            if gang:
+                self._members.setdefault(gang, set()).add(key)
+                touched.add(gang)
+            if node:
+                self._residents.setdefault(node, set()).add(key)
+        return touched
+
+    def _rejudge(self, key: str, version: int) -> GangHealth | None:
+        """The gang's new health when its state changed (None otherwise), judged at ``version`` (the
+        event's: a deleted pod's is newer than every object left). A node not seen yet counts as ready
+        (the Nodes may be listed after the Pods); a deleted one is not."""
+        pods = [self._pods[p] for p in self._members.get(key, ())]
+        health = judge(self._groups.get(key), pods, lambda node: self._ready.get(node, True))
+        before = self._state.get(key)
+        if health is None:
+            self._state.pop(key, None)
+            if before is None or not before.broken:
+                return None
+            namespace, _, name = key.partition("/")  # a broken gang gone: it holds nothing any more
+            return GangHealth(namespace, name, before.min_count, 0, 0, revision=max(before.revision, version))
+        health = replace(health, revision=max(health.revision, version))
+        self._state[key] = health
+        if (before.state if before else HEALTHY) != health.state:
+            return health
+        return None
