@@ -106,7 +106,9 @@ def plans(scope: Scope, params=None, *, detail: bool = False) -> QuerySet:
         match = Q()
         for outcome in outcomes:
             # "infeasible" matches every infeasible:<why>; the machine codes of docs/engine.md
-            code = outcome in (Outcome.FITS, Outcome.PREEMPT, Outcome.REAP) or outcome.startswith(f"{INFEASIBLE}:")
+            code = outcome in (Outcome.FITS, Outcome.PREEMPT, Outcome.REAP) or outcome.startswith(
+                f"{INFEASIBLE}:"
+            )
             if not code and outcome != INFEASIBLE:
                 raise ValidationError(
                     {"outcome": [f"unknown outcome {outcome!r}; fits, preempt, reap, infeasible[:<why>]"]}
