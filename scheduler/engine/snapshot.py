@@ -3,7 +3,9 @@
 The snapshot contract (docs/design.md): a ``List``/``*List`` or a multi-document YAML/JSON stream of
 Nodes, Pods, PodGroups, CompositePodGroups, Workloads, PodDisruptionBudgets, PriorityClasses and the
 DRA kinds (ResourceClaims, ResourceClaimTemplates, ResourceSlices, DeviceClasses; ``devices.py``).
-Unknown kinds are ignored; a malformed object raises ``SnapshotError`` naming the object and field.
+Objects are told by API group and kind (``scheduler/kinds.py``): a Volcano or KAI ``PodGroup`` is not a
+Kubernetes PodGroup. Unknown kinds are ignored; a malformed object raises ``SnapshotError`` naming the object
+and field.
 
 Everything a plan needs per node is precomputed once here (capacity matrices, pods per node,
 effective priorities, victim units), so plans never rescan the raw objects.
@@ -19,6 +21,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
+from scheduler.kinds import native_kind
 from scheduler.words import plural
 
 from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
@@ -148,7 +151,7 @@ def _parse(objects: Iterable[Any]) -> Snapshot:
         kind = obj.get("kind")
         if not isinstance(kind, str) or not kind:
             raise SnapshotError(f"{object_label('object', obj, position + 1)}: kind: required")
-        parser = _PARSERS.get(kind)
+        parser = _PARSERS.get(native_kind(obj) or "")
         if parser is None:
             continue
         try:

@@ -131,14 +131,22 @@ SNAPSHOT_RESOURCES: tuple[Resource, ...] = (
 
 _BY_KIND = {(r.api_version, r.kind): r for r in RESOURCES}
 _BY_KIND_ONLY: dict[str, Resource] = {}
+_BY_GROUP_KIND: dict[tuple[str, str], Resource] = {}
 for _r in RESOURCES:
     _BY_KIND_ONLY.setdefault(_r.kind, _r)
+    _BY_GROUP_KIND.setdefault((_r.group, _r.kind), _r)
 
 
 def resource_for_object(obj: dict) -> Resource | None:
-    """The resource an object belongs to, by apiVersion+kind (falling back to kind alone)."""
+    """The resource an object belongs to, by apiVersion+kind; kind alone only when it has no apiVersion
+    (a Volcano ``PodGroup`` of a version not described here is no resource of gangweb's, never the
+    Kubernetes PodGroup)."""
     kind = obj.get("kind", "")
-    return _BY_KIND.get((obj.get("apiVersion", ""), kind)) or _BY_KIND_ONLY.get(kind)
+    api_version = obj.get("apiVersion")
+    if api_version:
+        group = str(api_version).rpartition("/")[0]
+        return _BY_KIND.get((api_version, kind)) or _BY_GROUP_KIND.get((group, kind))
+    return _BY_KIND_ONLY.get(kind)
 
 
 def resource_named(api_version: str, kind: str) -> Resource:

@@ -15,6 +15,7 @@ from scheduler.cluster import Cluster, FreshSnapshots, KubeObject, WatchCache, o
 from scheduler.engine import Plan as EnginePlan
 from scheduler.engine import Snapshot, parse_snapshot
 from scheduler.engine import plan as engine_plan
+from scheduler.kinds import is_native
 
 
 def fresh_objects(cluster: Cluster) -> list[KubeObject]:
@@ -94,7 +95,7 @@ def reservation_overrides(cluster: WatchCache, podgroup: str) -> dict[tuple[str,
     placements = reservations(podgroup)
     if not placements:
         return {}
-    reserved = [o for o in cluster.cached_objects() if o.get("kind") == "Pod" and object_key(o) in placements]
+    reserved = [o for o in cluster.cached_objects() if is_native(o, "Pod") and object_key(o) in placements]
     return {("Pod", object_key(o)): o for o in reserve_room(reserved, podgroup, placements)}
 
 
@@ -174,7 +175,7 @@ def reserve_room(
         return objects
     out = []
     for obj in objects:
-        if obj.get("kind") == "Pod":
+        if is_native(obj, "Pod"):
             key = object_key(obj)
             spec, meta = obj.get("spec") or {}, obj.get("metadata") or {}
             if key in placements and not spec.get("nodeName") and not meta.get("deletionTimestamp"):
