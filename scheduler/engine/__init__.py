@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .entry import plan
     from .policies import DEFAULT_POLICY, POLICIES
     from .reading import read_snapshot
-    from .snapshot import DUMP_COMMAND, Snapshot, load_snapshot, parse_snapshot
+    from .snapshot import DUMP_COMMAND, Snapshot, load_objects, load_snapshot, parse_snapshot
 
 _HOMES = {
     "Plan": ".contract",
@@ -36,6 +36,7 @@ _HOMES = {
     "read_snapshot": ".reading",
     "DUMP_COMMAND": ".snapshot",
     "Snapshot": ".snapshot",
+    "load_objects": ".snapshot",
     "load_snapshot": ".snapshot",
     "parse_snapshot": ".snapshot",
 }
@@ -48,6 +49,7 @@ __all__ = [
     "Snapshot",
     "SnapshotError",
     "Victim",
+    "load_objects",
     "load_snapshot",
     "parse_snapshot",
     "plan",

@@ -65,6 +65,16 @@ def load_snapshot(source: str | os.PathLike | BinaryIO) -> Snapshot:
     raise SnapshotError(f"expected a snapshot path, stream or text, got {type(source).__name__}")
 
 
+def load_objects(source: str | os.PathLike | BinaryIO) -> list[Any]:
+    """The raw objects of a snapshot source, read as ``load_snapshot`` reads it and flattened: for the
+    readers beside the engine (the queue model) that need the kinds the engine ignores."""
+    if isinstance(source, str) and _is_text(source):
+        return _flatten(snapshot_documents(source))
+    if isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
+        return _flatten(read_snapshot(source))
+    raise SnapshotError(f"expected a snapshot path, stream or text, got {type(source).__name__}")
+
+
 def _is_text(source: str) -> bool:
     if "\n" in source:
         return True

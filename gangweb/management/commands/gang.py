@@ -1,4 +1,5 @@
-"""``manage.py gang plan``: the engine from the command line; ``manage.py gang replay``: the trace replay.
+"""``manage.py gang plan``: the engine from the command line; ``manage.py gang replay``: the trace replay;
+``manage.py gang queues``: the queues of Kueue, Volcano, KAI and YuniKorn in a snapshot (``_queues.py``).
 
 ``manage.py gang bench`` is a deprecated alias of ``manage.py bench engine`` (``scheduler/bench/engine.py``).
 
@@ -21,6 +22,7 @@ from scheduler.engine import POLICIES, SnapshotError, load_snapshot, plan
 from scheduler.engine.policies import DEFAULT_POLICY
 from scheduler.preemption import planning
 
+from ._queues import queues_arguments, run_queues_command
 from ._replay import replay_arguments, run_replay_command
 
 
@@ -44,7 +46,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         subcommands = parser.add_subparsers(
-            dest="action", required=True, parser_class=_OneLineParser, metavar="{plan,replay,bench}"
+            dest="action", required=True, parser_class=_OneLineParser, metavar="{plan,queues,replay,bench}"
         )
         planning = subcommands.add_parser(
             "plan",
@@ -65,6 +67,13 @@ class Command(BaseCommand):
             "--debug",
             action="store_true",
             help="let an unexpected error end with its traceback instead of one line",
+        )
+        queues_arguments(
+            subcommands.add_parser(
+                "queues",
+                help="print the queues of Kueue, Volcano, KAI and YuniKorn in a snapshot (docs/queues.md)",
+                called_from_command_line=True,
+            )
         )
         replay_arguments(
             subcommands.add_parser(
@@ -91,6 +100,8 @@ class Command(BaseCommand):
             return _run_bench_engine([sys.argv[0], "gang", "bench"])
         if options["action"] == "replay":
             return run_replay_command(options, self.stdout, self._fail)
+        if options["action"] == "queues":
+            return run_queues_command(options, self.stdout, self._fail)
         return self._plan(options)
 
     def _plan(self, options) -> None:
