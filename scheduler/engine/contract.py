@@ -39,6 +39,11 @@ INFEASIBLE = {
     "no-victims": "the group does not fit and no running pod has a lower priority",
     "no-room": "even with the victims the policy may take, fewer pods fit than the group needs",
 }
+# The whys a caller of the engine gives, beside the engine's own: ``scheduler/queues/plans.py`` plans clear of
+# the units a queue manager placed and says so when only those could make room.
+BESIDE_ENGINE = {
+    "queue-owned": "only evicting units a queue manager (Kueue, Volcano, KAI, YuniKorn) placed would make room",
+}
 
 # A feasible plan's ``optimality``: proven the cheapest by docs/design.md's cost order, or the heuristic's.
 PROVEN = "proven"

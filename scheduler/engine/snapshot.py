@@ -13,6 +13,7 @@ effective priorities, victim units), so plans never rescan the raw objects.
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -188,6 +189,8 @@ class Snapshot:
 
     def _build(self, parsed: Mapping[str, Mapping[str, Any]]) -> None:
         self.warnings: list[str] = []
+        # Bound pods no victim unit may hold (``protecting``): a queue manager's, by default.
+        self.protected: frozenset[int] = frozenset()
         self.nodes: list[Node] = [parsed["Node"][k] for k in sorted(parsed["Node"])]
         self.node_index = {node.name: i for i, node in enumerate(self.nodes)}
         self.pods: list[Pod] = [parsed["Pod"][k] for k in sorted(parsed["Pod"])]
@@ -343,6 +346,19 @@ class Snapshot:
             return pod.preemption_policy
         pc = self.priority_classes.get(pod.priority_class or "")
         return pc.preemption_policy if pc is not None and pc.preemption_policy == NEVER else PREEMPT
+
+    def protecting(self, pod_keys: Iterable[str]) -> Snapshot:
+        """A copy whose victim units leave these pods out: they keep their room, and no plan can take it.
+        How plans stay clear of the units a queue manager placed (``scheduler/queues/plans.py``); the
+        snapshot itself, shared by the planners of a process, is left as it is."""
+        from .victims import UnitIndex  # local: victims imports this module's types
+
+        clone = copy.copy(self)
+        clone.protected = frozenset(self.pod_index[k] for k in pod_keys if k in self.pod_index)
+        clone.cache = {}
+        with collector_paused():
+            clone.units = UnitIndex(clone)
+        return clone
 
     def gpus(self, vector_or_matrix: np.ndarray) -> Any:
         if not self.gpu_columns:

@@ -78,6 +78,8 @@ class View:
 
     snapshot: Snapshot
     resource_versions: dict[str, str] = field(default_factory=dict)
+    # Running pods a queue manager owns (scheduler/queues/ownership.py): no victims of gangweb's plans.
+    owners: dict[str, Any] = field(default_factory=dict)
 
 
 def current_view(cluster: Cluster, podgroup: str) -> View:
@@ -86,8 +88,19 @@ def current_view(cluster: Cluster, podgroup: str) -> View:
     if isinstance(cluster, WatchCache):
         live = cluster.live_snapshot()
         versions = cluster.resource_versions()  # before the snapshot: it holds at least these
-        return View(live.snapshot(reservation_overrides(cluster, podgroup)), versions)
-    return View(parse_snapshot(reserve_room(fresh_objects(cluster), podgroup)))
+        snapshot = live.snapshot(reservation_overrides(cluster, podgroup))
+        return View(snapshot, versions, queue_owners(cluster.cached_objects(), snapshot))
+    objects = reserve_room(fresh_objects(cluster), podgroup)
+    snapshot = parse_snapshot(objects)
+    return View(snapshot, owners=queue_owners(objects, snapshot))
+
+
+def queue_owners(objects: list[KubeObject], snapshot: Snapshot) -> dict[str, Any]:
+    """The running pods a queue manager owns, by the registry's signals (docs/queues.md)."""
+    from scheduler.queues.cluster import build_view
+    from scheduler.queues.ownership import owners
+
+    return owners(build_view(objects, snapshot))
 
 
 def reservation_overrides(cluster: WatchCache, podgroup: str) -> dict[tuple[str, str], KubeObject]:
@@ -133,7 +146,15 @@ def compute(objects: list[KubeObject] | View, podgroup: str, policy: str) -> Pla
     started = time.perf_counter()
     view = objects if isinstance(objects, View) else View(parse_snapshot(objects))
     snapshot = view.snapshot
-    result = engine_plan(snapshot, podgroup, policy=policy)
+    if view.owners:
+        from django.conf import settings
+
+        from scheduler.queues.plans import plan_beside_queues
+
+        allowed = getattr(settings, "GANGWEB_QUEUE_VICTIMS", frozenset())
+        result = plan_beside_queues(snapshot, podgroup, policy, view.owners, allowed)
+    else:
+        result = engine_plan(snapshot, podgroup, policy=policy)
     seconds = time.perf_counter() - started
     return result_of(snapshot, result, seconds, view.resource_versions)
 

@@ -221,6 +221,11 @@ def read(view: ClusterView, model: QueueModel) -> None:
             f.limit = None if share.max_allowed == UNLIMITED else Fraction(share.max_allowed)
             f.used = Fraction(used[name][r])
             f.borrowed = max(Fraction(0), f.used - f.guaranteed)
+            # KAI's allocatable share: the larger of quota and fair share, within the limit.
+            allocatable = max(Fraction(f.guaranteed), Fraction(share.fair_share))
+            if f.limit is not None:
+                allocatable = min(allocatable, f.limit)
+            queue.headroom[r] = max(Fraction(0), allocatable - f.used)
         queue.share = {
             "priority": k.priority,
             "fairShare": {r: _out(r, k.shares[r].fair_share) for r in RESOURCES},

@@ -89,6 +89,19 @@ def potential_available(node: Node, fr: FlavorResource) -> int:
     return available
 
 
+def available(node: Node, fr: FlavorResource) -> int:
+    """Kueue's ``available``: what remains for this node now, within borrowing limits (may be negative)."""
+    if node.parent is None:
+        return node.subtree.get(fr, 0) - node.usage.get(fr, 0)
+    parent_available = available(node.parent, fr)
+    limit = node.quotas[fr].borrowing_limit if fr in node.quotas else None
+    if limit is not None:
+        stored = node.subtree.get(fr, 0) - node.local_quota(fr)
+        used = max(0, node.usage.get(fr, 0) - node.local_quota(fr))
+        parent_available = min(stored - used + limit, parent_available)
+    return max(0, node.local_quota(fr) - node.usage.get(fr, 0)) + parent_available
+
+
 def _root(node: Node) -> Node:
     while node.parent is not None:
         node = node.parent
@@ -383,6 +396,11 @@ def read(view: ClusterView, model: QueueModel) -> None:
                     queue.resources[key].limit = sum(
                         node.quotas[fr].nominal + (node.quotas[fr].borrowing_limit or 0) for fr in frs
                     )
+        if kind == "ClusterQueue":
+            for fr in node.quotas:
+                key = view.resource_key(fr[1])
+                if key is not None:
+                    queue.headroom[key] = queue.headroom.get(key, 0) + max(0, available(node, fr))
         drs = dominant_resource_share(node)
         queue.share = {
             "weightedShare": drs.weighted_share,

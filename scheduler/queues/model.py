@@ -51,6 +51,8 @@ class Queue:
     # The namespaces whose gangs run or wait in it (a LocalQueue: its own): who may see it (docs/queues.md).
     namespaces: set[str] = field(default_factory=set)
     namespace: str | None = None
+    # What the system would still admit into it now, per resource (None: no bound); blockers.py reads it.
+    headroom: dict[str, Amount | None] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:

@@ -180,6 +180,8 @@ def read(view: ClusterView, model: QueueModel) -> None:
             f.limit = capability.get(r)
             f.used = allocated[name].get(r, Fraction(0))
             f.borrowed = max(Fraction(0), f.used - f.guaranteed)
+            bound = capability.get(r)
+            queue.headroom[r] = None if bound is None else max(Fraction(0), bound - f.used)
         queue.share = {
             "plugin": "capacity" if use_capacity else "proportion",
             "deserved": {

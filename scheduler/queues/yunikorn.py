@@ -112,6 +112,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
             f.limit = maximum.get(r)
             f.used = used[name][r]
             f.borrowed = max(Fraction(0), f.used - f.guaranteed) if parent is not None else Fraction(0)
+            queue.headroom[r] = None if f.limit is None else max(Fraction(0), f.limit - f.used)
         ratios = [Fraction(f.used) / Fraction(f.guaranteed) for f in queue.resources.values() if f.guaranteed]
         queue.share = {"usageRatio": round(float(max(ratios)), 4) if ratios else None}
         order = sorted(waiting.get(name, {}).items(), key=lambda item: (item[1]["created"], item[0]))
