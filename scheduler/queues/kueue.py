@@ -408,7 +408,10 @@ def read(view: ClusterView, model: QueueModel) -> None:
             "borrowing": drs.borrowing,
         }
         queue.pending = pending_of.get(name, []) if kind == "ClusterQueue" else []
-        queue.namespaces = set(namespaces.get(name, set())) if kind == "ClusterQueue" else set()
+        if kind == "ClusterQueue":  # the namespaces that run or wait in it, and those of its LocalQueues
+            queue.namespaces = set(namespaces.get(name, set())) | {
+                ns for (ns, _), cq in local_queues.items() if cq == name
+            }
         queues[(kind, name)] = queue
 
     # Lent: per Cohort and (flavor, resource), among its direct members (lending.py).

@@ -4,7 +4,7 @@ generated from this list (tests/gangweb/api/v1/test_isolation.py)."""
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from gangweb.api.v1.views import actions, cluster, grouped, ledger, pages, root, simulate
+from gangweb.api.v1.views import actions, cluster, grouped, ledger, pages, queues, root, simulate
 
 app_name = "v1"
 
@@ -25,6 +25,8 @@ urlpatterns = [
     path("usage/", cluster.Usage.as_view(), name="usage"),
     path("decisions/", cluster.Decisions.as_view(), name="decisions"),
     path("simulate/", simulate.Simulate.as_view(), name="simulate"),
+    path("queues/", queues.Queues.as_view(), name="queues"),
+    path("queues/<str:system>/<path:name>/", queues.QueueDetail.as_view(), name="queue-detail"),
     # the dashboard's grouped answers and the what-if lab (gangweb/api/v1/views/grouped.py, simulate.py)
     path("preemptions/", grouped.Preemptions.as_view(), name="preemptions"),
     path("preemptions/lost-gpu-hours/", grouped.LostGpuHours.as_view(), name="preemptions-lost"),
