@@ -97,10 +97,9 @@ def current_view(cluster: Cluster, podgroup: str) -> View:
 
 def queue_owners(objects: list[KubeObject], snapshot: Snapshot) -> dict[str, Any]:
     """The running pods a queue manager owns, by the registry's signals (docs/queues.md)."""
-    from scheduler.queues.cluster import build_view
-    from scheduler.queues.ownership import owners
+    from scheduler.queues.ownership import owners_of
 
-    return owners(build_view(objects, snapshot))
+    return owners_of(objects, snapshot)
 
 
 def reservation_overrides(cluster: WatchCache, podgroup: str) -> dict[tuple[str, str], KubeObject]:

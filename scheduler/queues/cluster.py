@@ -4,7 +4,7 @@ name that tie it to a queue; the cluster's total; which DRA DeviceClasses are GP
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,15 +69,24 @@ def _str_map(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
 
 
-def build_view(objects: Iterable[Mapping[str, Any]], snapshot: Snapshot) -> ClusterView:
-    """One pass over the raw objects, with the engine's parsed snapshot for requests and nodes."""
+def build_view(
+    objects: Iterable[Mapping[str, Any]],
+    snapshot: Snapshot,
+    *,
+    requests: bool = True,
+    keep: Callable[[Mapping[str, Any]], bool] | None = None,
+) -> ClusterView:
+    """One pass over the raw objects, with the engine's parsed snapshot for requests and nodes
+    (``requests=False``: pods without their requests; ``keep``: only the raw pods it keeps).
+    The ownership signals alone need neither requests nor the pods no signal can match."""
     view = ClusterView()
     pods_raw: list[Mapping[str, Any]] = []
     for obj in objects:
         if not isinstance(obj, Mapping):
             continue
         if is_native(obj, "Pod"):
-            pods_raw.append(obj)
+            if keep is None or keep(obj):
+                pods_raw.append(obj)
         else:
             view.by_kind.setdefault(group_kind(obj), []).append(obj)  # type: ignore[arg-type]
     res = snapshot.resource_index
@@ -99,7 +108,7 @@ def build_view(objects: Iterable[Mapping[str, Any]], snapshot: Snapshot) -> Clus
         if index is None:
             continue
         pod = snapshot.pods[index]
-        row = snapshot.pod_req[index]
+        row = snapshot.pod_req[index] if requests else None
         spec = raw.get("spec") or {}
         gates = spec.get("schedulingGates") or []
         view.pods.append(
@@ -116,7 +125,9 @@ def build_view(objects: Iterable[Mapping[str, Any]], snapshot: Snapshot) -> Clus
                     GPU: int(snapshot.gpus(row)),
                     CPU: int(row[cpu_col]) if cpu_col is not None else 0,
                     MEMORY: int(row[mem_col]) if mem_col is not None else 0,
-                },
+                }
+                if requests
+                else {},
                 bound=bool(snapshot.pod_node[index] >= 0),
                 active=pod.active,
                 created=pod.created,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import kai, kueue, volcano, yunikorn
-from .cluster import ClusterView, PodFacts
+from .cluster import ClusterView, PodFacts, build_view
 
 
 @dataclass(frozen=True)
@@ -134,3 +134,33 @@ def owners(view: ClusterView, pods: Iterable[PodFacts] | None = None) -> dict[st
                 out[pod.key] = found
                 break
     return out
+
+
+_SCHEDULERS = frozenset({"volcano", "kai-scheduler", yunikorn.SCHEDULER_NAME})
+_LABELS = frozenset(
+    {kueue.QUEUE_NAME_LABEL, kueue.POD_GROUP_LABEL, "kueue.x-k8s.io/managed", kai.QUEUE_LABEL}
+)
+_ANNOTATIONS = frozenset({volcano.GROUP_ANNOTATION, kai.POD_GROUP_ANNOTATION})
+
+
+def may_be_owned(pod: Mapping[str, Any], with_owner_refs: bool) -> bool:
+    """Whether any signal could match this raw pod (a cheap look before its facts are gathered)."""
+    spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
+    if spec.get("schedulerName") in _SCHEDULERS:
+        return True
+    if _LABELS.intersection(meta.get("labels") or ()) or _ANNOTATIONS.intersection(
+        meta.get("annotations") or ()
+    ):
+        return True
+    return with_owner_refs and bool(meta.get("ownerReferences"))
+
+
+def owners_of(objects: list[Mapping[str, Any]], snapshot) -> dict[str, Owner]:
+    """``owners`` straight from raw objects, gathering facts only of the pods a signal could match."""
+    workloads = any(kueue_kind(o) for o in objects)
+    view = build_view(objects, snapshot, requests=False, keep=lambda pod: may_be_owned(pod, workloads))
+    return owners(view)
+
+
+def kueue_kind(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == "Workload" and str(obj.get("apiVersion", "")).startswith(f"{kueue.GROUP}/")
