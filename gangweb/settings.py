@@ -26,6 +26,7 @@ from gangweb.env import (
     env_networks,
 )
 from gangweb.offline import offline_command
+from scheduler.queues.managers import parse_allowed
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # The package's own files (templates/, static/): inside the package, so an installed wheel has them too.
@@ -281,6 +282,12 @@ GANGWEB_DETECT_INTERVAL_SECONDS = env_int("GANGWEB_DETECT_INTERVAL_SECONDS", 10)
 # Pods wait (PreEnqueue) until the PodGroup they name exists: ensure missing ones often (admission/tasks.py,
 # docs/admission.md).
 GANGWEB_ENSURE_INTERVAL_SECONDS = env_int("GANGWEB_ENSURE_INTERVAL_SECONDS", 5)
+# Queue managers whose units gangweb's plans may take as victims (docs/queues.md "Never fight a queue
+# manager"): none by default; volcano and yunikorn may be allowed, kueue and kai never.
+try:
+    GANGWEB_QUEUE_VICTIMS = parse_allowed(env_list("GANGWEB_QUEUE_VICTIMS", []))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"GANGWEB_QUEUE_VICTIMS: {exc}") from None
 # Room gangweb freed stays reserved for its gang this long, while kube-scheduler binds it.
 GANGWEB_RESERVATION_SECONDS = env_int("GANGWEB_RESERVATION_SECONDS", 120)
 # Celery workers serve their own /metrics here when set (see docs/pipeline.md, "Metrics").

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scheduler.kube.resources import CUSTOM_OWNER_RESOURCES, resource_for_object
+from scheduler.kube.resources import CUSTOM_OWNER_RESOURCES, QUEUE_RESOURCES, resource_for_object
 
 from . import errors
 
@@ -18,8 +18,8 @@ def schema_validator(version: str = KUBERNETES_VERSION) -> Callable[[dict], None
     import kubernetes_validate.utils
 
     def validate(obj: dict) -> None:
-        if resource_for_object(obj) in CUSTOM_OWNER_RESOURCES:
-            return  # JobSet, RayCluster, Volcano's PodGroup...: a real server checks them against their CRDs
+        if resource_for_object(obj) in (*CUSTOM_OWNER_RESOURCES, *QUEUE_RESOURCES):
+            return  # JobSet, RayCluster, Volcano's PodGroup, Kueue...: a real server checks them against their CRDs
         try:
             kubernetes_validate.utils.validate(obj, version, strict=True)
         except Exception as exc:  # ValidationError and friends: the message is what matters

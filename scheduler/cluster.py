@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from scheduler.kinds import is_native
+
 KubeObject = dict[str, Any]
 
 # The condition gangweb's execution sets on the PodGroup it evicts for (``scheduler/preemption/execution/``;
@@ -280,4 +282,4 @@ def split_key(key: str) -> tuple[str, str]:
 
 
 def of_kind(objects: Iterable[KubeObject], kind: str) -> list[KubeObject]:
-    return [o for o in objects if o.get("kind") == kind]
+    return [o for o in objects if is_native(o, kind)]

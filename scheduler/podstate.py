@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler.kinds import is_native
+
 Pod = dict[str, Any]
 FINISHED_PHASES = ("Succeeded", "Failed")
 
@@ -56,7 +58,7 @@ def pending_of(objects: Any, namespace: str, podgroup: str) -> list[Pod]:
     return [
         o
         for o in objects
-        if o.get("kind") == "Pod"
+        if is_native(o, "Pod")
         and (o.get("metadata") or {}).get("namespace") == namespace
         and group_name(o) == podgroup
         and is_pending(o)

@@ -12,6 +12,7 @@ urlpatterns = [
     path("preemptions/", views.preemptions_page, name="preemptions"),
     path("what-if/", views.whatif_page, name="what-if"),
     path("decisions/", views.decisions_page, name="decisions"),
+    path("queues/", views.queues_page, name="queues"),
     path("replay/", views.replay_page, name="replay"),
     path("replay/<str:name>", views.replay_plot, name="replay-plot"),
 ]

@@ -68,6 +68,7 @@ def data_urls() -> dict[str, str]:
         "decisionSummary": reverse("api:v1:decision-summary"),
         "simulate": reverse("api:v1:simulate"),
         "simulatePodGroups": reverse("api:v1:simulate-podgroups"),
+        "queues": reverse("api:v1:queues"),
         # not a URL: simulate's ``policies`` for What if?, every policy, the default first
         "whatIfPolicies": ",".join(whatif.POLICY_ORDER),
         "live": "/ws/live/",
@@ -116,6 +117,12 @@ def whatif_page(request, scope):
 
 @page("dashboard/decisions.html", "Admission decisions", "decisions")
 def decisions_page(request, scope):
+    return {}
+
+
+@page("dashboard/queues.html", "Queues", "queues")
+def queues_page(request, scope):
+    """Kueue, Volcano, KAI and YuniKorn queues, a tree per system (docs/queues.md), read from /api/v1/queues/."""
     return {}
 
 

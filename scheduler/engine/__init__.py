@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .outcomes import Outcome
     from .policies import DEFAULT_POLICY, POLICIES
     from .reading import read_snapshot
-    from .snapshot import DUMP_COMMAND, Snapshot, load_snapshot, parse_snapshot
+    from .snapshot import DUMP_COMMAND, Snapshot, load_objects, load_snapshot, parse_snapshot
 
 _HOMES = {
     "Plan": ".contract",
@@ -39,6 +39,7 @@ _HOMES = {
     "read_snapshot": ".reading",
     "DUMP_COMMAND": ".snapshot",
     "Snapshot": ".snapshot",
+    "load_objects": ".snapshot",
     "load_snapshot": ".snapshot",
     "parse_snapshot": ".snapshot",
 }
@@ -52,6 +53,7 @@ __all__ = [
     "Snapshot",
     "SnapshotError",
     "Victim",
+    "load_objects",
     "load_snapshot",
     "parse_snapshot",
     "plan",

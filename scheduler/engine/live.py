@@ -36,6 +36,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from scheduler.kinds import native_kind
+
 from .errors import SnapshotError, object_label
 from .heap import HeapSettler
 from .snapshot import _PARSERS, Snapshot, collector_paused
@@ -104,7 +106,7 @@ class LiveSnapshot:
         """Apply one watch event; True when the engine's view changed."""
         if not obj:
             return False
-        kind = obj.get("kind")
+        kind = native_kind(obj)
         if kind not in self._parsed:
             return False
         ident = (kind, raw_key(obj))

@@ -3,7 +3,9 @@
 The snapshot contract (docs/design.md): a ``List``/``*List`` or a multi-document YAML/JSON stream of
 Nodes, Pods, PodGroups, CompositePodGroups, Workloads, PodDisruptionBudgets, PriorityClasses and the
 DRA kinds (ResourceClaims, ResourceClaimTemplates, ResourceSlices, DeviceClasses; ``devices.py``).
-Unknown kinds are ignored; a malformed object raises ``SnapshotError`` naming the object and field.
+Objects are told by API group and kind (``scheduler/kinds.py``): a Volcano or KAI ``PodGroup`` is not a
+Kubernetes PodGroup. Unknown kinds are ignored; a malformed object raises ``SnapshotError`` naming the object
+and field.
 
 Everything a plan needs per node is precomputed once here (capacity matrices, pods per node,
 effective priorities, victim units), so plans never rescan the raw objects.
@@ -11,6 +13,7 @@ effective priorities, victim units), so plans never rescan the raw objects.
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -19,6 +22,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
+from scheduler.kinds import native_kind
 from scheduler.words import plural
 
 from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
@@ -59,6 +63,16 @@ def load_snapshot(source: str | os.PathLike[str] | BinaryIO) -> Snapshot:
         return parse_snapshot(snapshot_documents(source))
     if isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
         return parse_snapshot(read_snapshot(source))
+    raise SnapshotError(f"expected a snapshot path, stream or text, got {type(source).__name__}")
+
+
+def load_objects(source: str | os.PathLike[str] | BinaryIO) -> list[Any]:
+    """The raw objects of a snapshot source, read as ``load_snapshot`` reads it and flattened: for the
+    readers beside the engine (the queue model) that need the kinds the engine ignores."""
+    if isinstance(source, str) and _is_text(source):
+        return _flatten(snapshot_documents(source))
+    if isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
+        return _flatten(read_snapshot(source))
     raise SnapshotError(f"expected a snapshot path, stream or text, got {type(source).__name__}")
 
 
@@ -148,7 +162,7 @@ def _parse(objects: Iterable[Any]) -> Snapshot:
         kind = obj.get("kind")
         if not isinstance(kind, str) or not kind:
             raise SnapshotError(f"{object_label('object', obj, position + 1)}: kind: required")
-        parser = _PARSERS.get(kind)
+        parser = _PARSERS.get(native_kind(obj) or "")
         if parser is None:
             continue
         try:
@@ -175,6 +189,8 @@ class Snapshot:
 
     def _build(self, parsed: Mapping[str, Mapping[str, Any]]) -> None:
         self.warnings: list[str] = []
+        # Bound pods no victim unit may hold (``protecting``): a queue manager's, by default.
+        self.protected: frozenset[int] = frozenset()
         self.nodes: list[Node] = [parsed["Node"][k] for k in sorted(parsed["Node"])]
         self.node_index = {node.name: i for i, node in enumerate(self.nodes)}
         self.pods: list[Pod] = [parsed["Pod"][k] for k in sorted(parsed["Pod"])]
@@ -330,6 +346,19 @@ class Snapshot:
             return pod.preemption_policy
         pc = self.priority_classes.get(pod.priority_class or "")
         return pc.preemption_policy if pc is not None and pc.preemption_policy == NEVER else PREEMPT
+
+    def protecting(self, pod_keys: Iterable[str]) -> Snapshot:
+        """A copy whose victim units leave these pods out: they keep their room, and no plan can take it.
+        How plans stay clear of the units a queue manager placed (``scheduler/queues/plans.py``); the
+        snapshot itself, shared by the planners of a process, is left as it is."""
+        from .victims import UnitIndex  # local: victims imports this module's types
+
+        clone = copy.copy(self)
+        clone.protected = frozenset(self.pod_index[k] for k in pod_keys if k in self.pod_index)
+        clone.cache = {}
+        with collector_paused():
+            clone.units = UnitIndex(clone)
+        return clone
 
     def gpus(self, vector_or_matrix: np.ndarray) -> Any:
         if not self.gpu_columns:

@@ -100,7 +100,10 @@ class UnitIndex:
         by_ancestor: dict[tuple[str, str], list[int]] = {}
         singles: list[Unit] = []
         tops: dict[str, Group | None] = {}  # group key -> its top "all" ancestor, shared by its pods
+        protected = snapshot.protected
         for pod_idx in snapshot.bound.tolist():
+            if pod_idx in protected:
+                continue
             pod = pods[pod_idx]
             top_all = None
             if pod.group_name:
@@ -246,6 +249,8 @@ class UnitIndex:
                 unkeyed.setdefault(pdb.namespace, []).append(i)
         out: dict[int, list[int]] = {}
         for pod_idx in snap.bound.tolist():
+            if pod_idx in snap.protected:
+                continue
             pod = snap.pods[pod_idx]
             possible = list(unkeyed.get(pod.namespace, ()))
             for label in pod.labels.items():

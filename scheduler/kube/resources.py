@@ -96,6 +96,22 @@ CUSTOM_OWNER_RESOURCES: tuple[Resource, ...] = (
 )
 OWNER_RESOURCES: tuple[Resource, ...] = (JOBS, *CUSTOM_OWNER_RESOURCES)
 
+# The queue managers' kinds the queue read model reads (scheduler/queues, docs/queues.md): served by the test
+# server in their real shapes; on a cluster they are read from snapshots (docs/queues.md "Snapshots").
+_KUEUE = "kueue.x-k8s.io"
+QUEUE_RESOURCES: tuple[Resource, ...] = (
+    Resource(_KUEUE, "v1beta2", "clusterqueues", "ClusterQueue", namespaced=False),
+    Resource(_KUEUE, "v1beta2", "cohorts", "Cohort", namespaced=False),
+    Resource(_KUEUE, "v1beta2", "localqueues", "LocalQueue"),
+    Resource(_KUEUE, "v1beta2", "resourceflavors", "ResourceFlavor", namespaced=False, has_status=False),
+    Resource(_KUEUE, "v1beta2", "workloads", "Workload"),
+    Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", namespaced=False),
+    Resource("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False),
+)
+CONFIG_MAPS = Resource(
+    "", "v1", "configmaps", "ConfigMap", has_status=False
+)  # YuniKorn's queue configuration
+
 RESOURCES: tuple[Resource, ...] = (
     NODES,
     PODS,
@@ -112,6 +128,8 @@ RESOURCES: tuple[Resource, ...] = (
     RESOURCE_SLICES,
     DEVICE_CLASSES,
     *OWNER_RESOURCES,  # after PODGROUPS: a bare kind "PodGroup" means scheduling.k8s.io's
+    *QUEUE_RESOURCES,  # after WORKLOADS: a bare kind "Workload" means scheduling.k8s.io's
+    CONFIG_MAPS,
 )
 
 # What a snapshot holds (docs/design.md "Contract: cluster snapshot files"), in listing order.
@@ -131,14 +149,22 @@ SNAPSHOT_RESOURCES: tuple[Resource, ...] = (
 
 _BY_KIND = {(r.api_version, r.kind): r for r in RESOURCES}
 _BY_KIND_ONLY: dict[str, Resource] = {}
+_BY_GROUP_KIND: dict[tuple[str, str], Resource] = {}
 for _r in RESOURCES:
     _BY_KIND_ONLY.setdefault(_r.kind, _r)
+    _BY_GROUP_KIND.setdefault((_r.group, _r.kind), _r)
 
 
 def resource_for_object(obj: dict) -> Resource | None:
-    """The resource an object belongs to, by apiVersion+kind (falling back to kind alone)."""
+    """The resource an object belongs to, by apiVersion+kind; kind alone only when it has no apiVersion
+    (a Volcano ``PodGroup`` of a version not described here is no resource of gangweb's, never the
+    Kubernetes PodGroup)."""
     kind = obj.get("kind", "")
-    return _BY_KIND.get((obj.get("apiVersion", ""), kind)) or _BY_KIND_ONLY.get(kind)
+    api_version = obj.get("apiVersion")
+    if api_version:
+        group = str(api_version).rpartition("/")[0]
+        return _BY_KIND.get((api_version, kind)) or _BY_GROUP_KIND.get((group, kind))
+    return _BY_KIND_ONLY.get(kind)
 
 
 def resource_named(api_version: str, kind: str) -> Resource:

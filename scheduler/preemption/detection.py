@@ -16,6 +16,7 @@ from scheduler import podstate
 from scheduler.cluster import KubeObject, object_key
 from scheduler.engine.errors import SnapshotError, object_label
 from scheduler.engine.typed_objects import PREEMPT, Group, PriorityClass, timestamp_or_none
+from scheduler.kinds import is_native, native_kind
 
 NEVER = "Never"
 SCHEDULED_CONDITION = "PodGroupInitiallyScheduled"
@@ -47,7 +48,7 @@ def _policies(objects: list[KubeObject]) -> tuple[dict[str, Group], dict[str, Pr
     groups: dict[str, Group] = {}
     classes: dict[str, PriorityClass] = {}
     for obj in objects:
-        kind = obj.get("kind")
+        kind = native_kind(obj)
         try:
             if kind == "PodGroup":
                 group = Group(obj, "PodGroup")
@@ -81,7 +82,7 @@ def gang_objects(objects: Iterable[KubeObject], podgroup: str) -> list[KubeObjec
     (the watch trigger's pass: 20 ms at 20,000 nodes against 210 ms for every gang, measured in process)."""
     out = []
     for obj in objects:
-        kind = obj.get("kind")
+        kind = native_kind(obj)
         if kind == "Pod":
             if podstate.group_key(obj) == podgroup:
                 out.append(obj)
@@ -96,7 +97,7 @@ def unschedulable_gangs(
     objects = list(objects)
     oldest_pending: dict[str, float | None] = {}
     for pod in objects:
-        if pod.get("kind") != "Pod" or not podstate.is_pending(pod):
+        if not is_native(pod, "Pod") or not podstate.is_pending(pod):
             continue
         key = podstate.group_key(pod)
         if not key:
@@ -106,9 +107,9 @@ def unschedulable_gangs(
         if key not in oldest_pending or (since is not None and (earlier is None or since < earlier)):
             oldest_pending[key] = since
 
-    groups, classes = _policies([o for o in objects if o.get("kind") in ("PodGroup", "PriorityClass")])
+    groups, classes = _policies([o for o in objects if native_kind(o) in ("PodGroup", "PriorityClass")])
     stuck = []
-    for podgroup in (o for o in objects if o.get("kind") == "PodGroup"):
+    for podgroup in (o for o in objects if is_native(o, "PodGroup")):
         key = object_key(podgroup)
         if key not in oldest_pending:
             continue

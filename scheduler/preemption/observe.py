@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from scheduler.cluster import GANGWEB_CONTROLLER, Cluster, KubeObject, ListsEvents, object_key
 from scheduler.engine import parse_snapshot
+from scheduler.kinds import is_native
 from scheduler.preemption import ledger, planning
 from scheduler.preemption.ledger.facts import PodFacts
 from scheduler.preemption.models import (
@@ -54,10 +55,10 @@ def observed_victims(objects: Iterable[KubeObject]) -> dict[str, str | None]:
     """Victim pod key -> preemptor PodGroup key (None when no event names it)."""
     objects = list(objects)
     uid_to_group = {
-        (o.get("metadata") or {}).get("uid"): object_key(o) for o in objects if o.get("kind") == "PodGroup"
+        (o.get("metadata") or {}).get("uid"): object_key(o) for o in objects if is_native(o, "PodGroup")
     }
     victims: dict[str, str | None] = {}
-    for pod in (o for o in objects if o.get("kind") == "Pod"):
+    for pod in (o for o in objects if is_native(o, "Pod")):
         for condition in (pod.get("status") or {}).get("conditions") or []:
             if (
                 condition.get("type") == "DisruptionTarget"
@@ -65,15 +66,15 @@ def observed_victims(objects: Iterable[KubeObject]) -> dict[str, str | None]:
                 and condition.get("reason") == PREEMPTION_BY_SCHEDULER
             ):
                 victims.setdefault(object_key(pod), None)
-    for event in (o for o in objects if o.get("kind") == "Event" and o.get("reason") == "Preempted"):
+    for event in (o for o in objects if is_native(o, "Event") and o.get("reason") == "Preempted"):
         if event.get("reportingController") == GANGWEB_CONTROLLER:
             continue  # our own enforce-mode evictions are in the ledger already
         involved, related, message = _event_parts(event)
-        if involved.get("kind") != "Pod":
+        if not is_native(involved, "Pod"):
             continue
         pod_key = f"{involved.get('namespace') or (event.get('metadata') or {}).get('namespace')}/{involved.get('name')}"
         preemptor = None
-        if related.get("kind") == "PodGroup" and related.get("name"):
+        if is_native(related, "PodGroup") and related.get("name"):
             preemptor = f"{related.get('namespace') or involved.get('namespace')}/{related['name']}"
         else:
             # "Preempted by podgroup <uid> on node cluster"
@@ -106,7 +107,7 @@ def state_before(objects: list[KubeObject], victims: set[str], preemptor: str) -
     namespace, _, name = preemptor.partition("/")
     before = []
     for obj in objects:
-        if obj.get("kind") == "Pod":
+        if is_native(obj, "Pod"):
             key = object_key(obj)
             spec = obj.get("spec") or {}
             in_gang = (obj.get("metadata") or {}).get("namespace") == namespace and (
@@ -119,7 +120,7 @@ def state_before(objects: list[KubeObject], victims: set[str], preemptor: str) -
                     obj.setdefault("status", {})["phase"] = "Running"
                 if in_gang:
                     obj["spec"].pop("nodeName", None)
-        elif obj.get("kind") == "Event":
+        elif is_native(obj, "Event"):
             continue
         before.append(obj)
     return before
@@ -164,7 +165,7 @@ def record_observations(objects: list[KubeObject]) -> list[str]:
     by_preemptor: dict[str, list[str]] = defaultdict(list)
     uids = event_uids(objects)
     uids.update(
-        (object_key(o), (o.get("metadata") or {}).get("uid") or "") for o in objects if o.get("kind") == "Pod"
+        (object_key(o), (o.get("metadata") or {}).get("uid") or "") for o in objects if is_native(o, "Pod")
     )
     seen = _already_recorded([key for key, preemptor in victims.items() if preemptor])
     for pod_key, preemptor in victims.items():

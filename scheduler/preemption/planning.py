@@ -15,6 +15,7 @@ from scheduler.cluster import Cluster, FreshSnapshots, KubeObject, WatchCache, o
 from scheduler.engine import Plan as EnginePlan
 from scheduler.engine import Snapshot, parse_snapshot
 from scheduler.engine import plan as engine_plan
+from scheduler.kinds import is_native
 from scheduler.preemption.ledger.facts import PodFacts
 
 
@@ -69,6 +70,8 @@ class View:
 
     snapshot: Snapshot
     resource_versions: dict[str, str] = field(default_factory=dict)
+    # Running pods a queue manager owns (scheduler/queues/ownership.py): no victims of gangweb's plans.
+    owners: dict[str, Any] = field(default_factory=dict)
 
 
 def current_view(cluster: Cluster, podgroup: str) -> View:
@@ -77,8 +80,18 @@ def current_view(cluster: Cluster, podgroup: str) -> View:
     if isinstance(cluster, WatchCache):
         live = cluster.live_snapshot()
         versions = cluster.resource_versions()  # before the snapshot: it holds at least these
-        return View(live.snapshot(reservation_overrides(cluster, podgroup)), versions)
-    return View(parse_snapshot(reserve_room(fresh_objects(cluster), podgroup)))
+        snapshot = live.snapshot(reservation_overrides(cluster, podgroup))
+        return View(snapshot, versions, queue_owners(cluster.cached_objects(), snapshot))
+    objects = reserve_room(fresh_objects(cluster), podgroup)
+    snapshot = parse_snapshot(objects)
+    return View(snapshot, owners=queue_owners(objects, snapshot))
+
+
+def queue_owners(objects: list[KubeObject], snapshot: Snapshot) -> dict[str, Any]:
+    """The running pods a queue manager owns, by the registry's signals (docs/queues.md)."""
+    from scheduler.queues.ownership import owners_of
+
+    return owners_of(objects, snapshot)
 
 
 def reservation_overrides(cluster: WatchCache, podgroup: str) -> dict[tuple[str, str], KubeObject]:
@@ -86,7 +99,7 @@ def reservation_overrides(cluster: WatchCache, podgroup: str) -> dict[tuple[str,
     placements = reservations(podgroup)
     if not placements:
         return {}
-    reserved = [o for o in cluster.cached_objects() if o.get("kind") == "Pod" and object_key(o) in placements]
+    reserved = [o for o in cluster.cached_objects() if is_native(o, "Pod") and object_key(o) in placements]
     return {("Pod", object_key(o)): o for o in reserve_room(reserved, podgroup, placements)}
 
 
@@ -124,7 +137,15 @@ def compute(objects: list[KubeObject] | View, podgroup: str, policy: str) -> Pla
     started = time.perf_counter()
     view = objects if isinstance(objects, View) else View(parse_snapshot(objects))
     snapshot = view.snapshot
-    result = engine_plan(snapshot, podgroup, policy=policy)
+    if view.owners:
+        from django.conf import settings
+
+        from scheduler.queues.plans import plan_beside_queues
+
+        allowed = getattr(settings, "GANGWEB_QUEUE_VICTIMS", frozenset())
+        result = plan_beside_queues(snapshot, podgroup, policy, view.owners, allowed)
+    else:
+        result = engine_plan(snapshot, podgroup, policy=policy)
     seconds = time.perf_counter() - started
     return result_of(snapshot, result, seconds, view.resource_versions)
 
@@ -166,7 +187,7 @@ def reserve_room(
         return objects
     out = []
     for obj in objects:
-        if obj.get("kind") == "Pod":
+        if is_native(obj, "Pod"):
             key = object_key(obj)
             spec, meta = obj.get("spec") or {}, obj.get("metadata") or {}
             if key in placements and not spec.get("nodeName") and not meta.get("deletionTimestamp"):

@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 
 from scheduler.cluster import Cluster, WatchEvents
+from scheduler.kinds import is_native
 from scheduler.preemption.detection import unschedulable_condition
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def _claim(key: str, transition: str) -> bool:
 
 
 def on_event(event_type: str, resource: Any, obj: dict | None) -> None:
-    if event_type not in ("ADDED", "MODIFIED") or not obj or obj.get("kind") != "PodGroup":
+    if event_type not in ("ADDED", "MODIFIED") or not obj or not is_native(obj, "PodGroup"):
         return
     if settings.CELERY_TASK_ALWAYS_EAGER:
         # No broker: "enqueue" would run the pass here, on the PodGroup watch's own thread, and the pass

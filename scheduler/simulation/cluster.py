@@ -275,7 +275,7 @@ class SimulatedCluster(World):
             for node in self._nodes:
                 for index, key in enumerate(node.slots):
                     pod = self._pods.get(key) if key is not None else None
-                    if pod is None:
+                    if key is None or pod is None:
                         continue
                     gang = self._gangs[pod.gang_key]
                     short = len(self._gang_pods(gang.key)) < gang.min_count

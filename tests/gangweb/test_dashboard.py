@@ -19,7 +19,7 @@ from gangweb.events import publish, send
 from scheduler.engine import DUMP_COMMAND
 
 ORIGIN = [(b"origin", b"http://127.0.0.1")]
-PAGES = ["/", "/gangs/", "/gangs/team-a/job/", "/preemptions/", "/what-if/", "/decisions/"]
+PAGES = ["/", "/gangs/", "/gangs/team-a/job/", "/preemptions/", "/what-if/", "/decisions/", "/queues/"]
 # The auth middleware of the websocket stack closes stale connections, so even a socket touches the DB layer.
 pytestmark = [pytest.mark.usefixtures("small_simulation"), pytest.mark.django_db(transaction=True)]
 

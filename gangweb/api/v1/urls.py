@@ -4,7 +4,18 @@ generated from this list (tests/gangweb/api/v1/test_isolation.py)."""
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from gangweb.api.v1.views import actions, cluster, grouped, idle, ledger, notify, pages, root, simulate
+from gangweb.api.v1.views import (
+    actions,
+    cluster,
+    grouped,
+    idle,
+    ledger,
+    notify,
+    pages,
+    queues,
+    root,
+    simulate,
+)
 
 app_name = "v1"
 
@@ -26,6 +37,8 @@ urlpatterns = [
     path("idle/", idle.Idle.as_view(), name="idle"),
     path("decisions/", cluster.Decisions.as_view(), name="decisions"),
     path("simulate/", simulate.Simulate.as_view(), name="simulate"),
+    path("queues/", queues.Queues.as_view(), name="queues"),
+    path("queues/<str:system>/<path:name>/", queues.QueueDetail.as_view(), name="queue-detail"),
     # the dashboard's grouped answers and the what-if lab (gangweb/api/v1/views/grouped.py, simulate.py)
     path("preemptions/", grouped.Preemptions.as_view(), name="preemptions"),
     path("preemptions/lost-gpu-hours/", grouped.LostGpuHours.as_view(), name="preemptions-lost"),

@@ -1,4 +1,5 @@
-"""``manage.py gang plan``: the engine from the command line; ``manage.py gang replay``: the trace replay.
+"""``manage.py gang plan``: the engine from the command line; ``manage.py gang replay``: the trace replay;
+``manage.py gang queues``: the queues of Kueue, Volcano, KAI and YuniKorn in a snapshot (``_queues.py``).
 
 ``manage.py gang bench`` is a deprecated alias of ``manage.py bench engine`` (``scheduler/bench/engine.py``).
 
@@ -12,15 +13,22 @@ import sys
 from pathlib import Path
 
 import yaml
+from django.conf import settings
 from django.core.management import get_commands, load_command_class
 from django.core.management.base import BaseCommand, CommandParser
 
 from gangweb.cli.kubectl_plugin import PLANS, PLANS_WIDE, table
 from scheduler.argtypes import add_output
-from scheduler.engine import POLICIES, SnapshotError, load_snapshot, plan
+from scheduler.engine import POLICIES, SnapshotError, load_objects, parse_snapshot
 from scheduler.engine.policies import DEFAULT_POLICY
 from scheduler.preemption import planning
+from scheduler.queues import read_view
+from scheduler.queues.blockers import blocker_for, with_blocker
+from scheduler.queues.cluster import build_view
+from scheduler.queues.ownership import owners as queue_owners
+from scheduler.queues.plans import plan_beside_queues
 
+from ._queues import queues_arguments, run_queues_command
 from ._replay import replay_arguments, run_replay_command
 
 
@@ -44,7 +52,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         subcommands = parser.add_subparsers(
-            dest="action", required=True, parser_class=_OneLineParser, metavar="{plan,replay,bench}"
+            dest="action", required=True, parser_class=_OneLineParser, metavar="{plan,queues,replay,bench}"
         )
         planning = subcommands.add_parser(
             "plan",
@@ -65,6 +73,13 @@ class Command(BaseCommand):
             "--debug",
             action="store_true",
             help="let an unexpected error end with its traceback instead of one line",
+        )
+        queues_arguments(
+            subcommands.add_parser(
+                "queues",
+                help="print the queues of Kueue, Volcano, KAI and YuniKorn in a snapshot (docs/queues.md)",
+                called_from_command_line=True,
+            )
         )
         replay_arguments(
             subcommands.add_parser(
@@ -91,6 +106,8 @@ class Command(BaseCommand):
             return _run_bench_engine([sys.argv[0], "gang", "bench"])
         if options["action"] == "replay":
             return run_replay_command(options, self.stdout, self._fail)
+        if options["action"] == "queues":
+            return run_queues_command(options, self.stdout, self._fail)
         return self._plan(options)
 
     def _plan(self, options) -> None:
@@ -98,10 +115,21 @@ class Command(BaseCommand):
             source = options["snapshot"]
             # A Path is always a file (even one named like JSON text, "[snap].json"); both are read within
             # the bounds of scheduler/engine/reading.py (regular files only, GANGWEB_SNAPSHOT_MAX_BYTES, aliases).
-            snapshot = load_snapshot(sys.stdin.buffer if source == "-" else Path(source))
-            result = plan(snapshot, options["podgroup"], options["policy"])
-            # The same ``cost`` block as the API (one function builds it: planning.cost_block).
-            output = {**result.to_dict(), "cost": planning.result_of(snapshot, result).json_cost}
+            objects = load_objects(sys.stdin.buffer if source == "-" else Path(source))
+            snapshot = parse_snapshot(objects)
+            # Never a victim a queue manager placed, unless GANGWEB_QUEUE_VICTIMS allows its system.
+            view = build_view(objects, snapshot)
+            result = plan_beside_queues(
+                snapshot,
+                options["podgroup"],
+                options["policy"],
+                queue_owners(view),
+                settings.GANGWEB_QUEUE_VICTIMS,
+            )
+            # Why the gang waits (docs/queues.md "Why a gang waits"), then the same ``cost`` block as the API.
+            blocker = blocker_for(read_view(view), view, snapshot, options["podgroup"], result)
+            output = with_blocker(result.to_dict(), blocker)
+            output["cost"] = planning.result_of(snapshot, result).json_cost
         except SnapshotError as exc:
             self._fail(str(exc))
         except MemoryError:

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scheduler.cluster import KubeObject, object_key
+from scheduler.kinds import is_native
 from scheduler.kube.budgets import matching_budgets, spends_budget
 
 
@@ -43,9 +44,9 @@ def shortfalls(objects: Iterable[KubeObject], victims: Iterable[str]) -> list[Sh
     pods: dict[str, KubeObject] = {}
     budgets: list[KubeObject] = []
     for obj in objects:
-        if obj.get("kind") == "Pod":
+        if is_native(obj, "Pod"):
             pods[object_key(obj)] = obj
-        elif obj.get("kind") == "PodDisruptionBudget":
+        elif is_native(obj, "PodDisruptionBudget"):
             budgets.append(obj)
     if not budgets:
         return []

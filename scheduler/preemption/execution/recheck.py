@@ -22,6 +22,7 @@ from scheduler import podstate
 from scheduler.cluster import KubeObject, object_key, split_key
 from scheduler.engine import parse_snapshot
 from scheduler.engine import plan as engine_plan
+from scheduler.kinds import is_native
 
 PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 
@@ -47,7 +48,7 @@ def as_if_evicted(objects: list[KubeObject], victim_keys: set[str]) -> list[Kube
     (and their priorities), so one parse serves both checks."""
     out = []
     for obj in objects:
-        if obj.get("kind") == "Pod" and object_key(obj) in victim_keys:
+        if is_native(obj, "Pod") and object_key(obj) in victim_keys:
             obj = {**obj, "metadata": {**(obj.get("metadata") or {}), "deletionTimestamp": EVICTED_AT}}
         out.append(obj)
     return out
@@ -56,8 +57,8 @@ def as_if_evicted(objects: list[KubeObject], victim_keys: set[str]) -> list[Kube
 def recheck(objects: list[KubeObject], stored_plan: Any, evictions: list[Any]) -> Verdict:
     """The re-check on a whole fresh snapshot (clusters without a watch cache)."""
     request = stored_plan.request
-    pods = {object_key(o): o for o in objects if o.get("kind") == "Pod"}
-    groups = {object_key(o) for o in objects if o.get("kind") == "PodGroup"}
+    pods = {object_key(o): o for o in objects if is_native(o, "Pod")}
+    groups = {object_key(o) for o in objects if is_native(o, "PodGroup")}
     pending = bool(pending_pods(objects, request.namespace, request.name))
     snapshot = lambda: parse_snapshot(as_if_evicted(objects, {e.pod for e in evictions}))  # noqa: E731
     return judge(stored_plan, evictions, request.podgroup in groups, pending, pods, snapshot)

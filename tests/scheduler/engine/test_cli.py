@@ -65,6 +65,8 @@ def test_plan_prints_the_contract_json(tmp_path):
         "placement": {"default/g-0": "n1"},
         "domain": None,
         "reason": data["reason"],
+        # Why the gang waits (docs/queues.md): nothing but room it can take, so no blocker.
+        "blocker": None,
         "outcome": "preempt",
         # kep5710 does not search exactly (gangweb would say "proven" here).
         "optimality": "heuristic:policy",
@@ -214,7 +216,7 @@ import django; django.setup()
 import gangweb.management.commands.gang as command
 def broken(*args, **kwargs):
     raise KeyError("engine bug")
-command.plan = broken
+command.plan_beside_queues = broken  # the planning seam of gang plan
 from django.core.management import execute_from_command_line
 execute_from_command_line(["manage.py", "gang", "plan", *sys.argv[1:]])
 """

@@ -29,6 +29,7 @@ from gangweb.dashboard import reading
 from gangweb.dashboard.picture import broken_reason, no_pause, pod_gpus
 from scheduler.engine.resources import is_gpu, parse_resource_list
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
+from scheduler.kinds import is_native, native_kind
 from scheduler.preemption import detection
 from scheduler.preemption.runtime import get_cluster
 
@@ -74,10 +75,10 @@ class ClusterView:
 
 def _by_namespace(objects: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """The Pods and PodGroups of each namespace, each list with every PriorityClass."""
-    classes = [o for o in objects if o.get("kind") == "PriorityClass"]
+    classes = [o for o in objects if is_native(o, "PriorityClass")]
     spaces: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
-        if obj.get("kind") in ("Pod", "PodGroup"):
+        if native_kind(obj) in ("Pod", "PodGroup"):
             spaces.setdefault((obj.get("metadata") or {}).get("namespace") or "", []).append(obj)
     return [members + classes for members in spaces.values()]
 

@@ -96,7 +96,52 @@ def world_objects() -> list[dict]:
     objects += [pod("team-b", "hidden-b-0", group="hidden-b", priority=50, node_name="node-4")]
     objects += [podgroup("team-b", "waiting-b", min_count=1, priority=60, unschedulable=True)]
     objects += [pod("team-b", "waiting-b-0", group="waiting-b", priority=60)]
+    objects += queue_objects()
     return objects
+
+
+def queue_objects() -> list[dict]:
+    """Kueue: ClusterQueue shared (LocalQueues team-a/main and team-b/main) and hidden-b-cq (team-b's only)."""
+    api = "kueue.x-k8s.io/v1beta2"
+    quota = [
+        {
+            "coveredResources": ["nvidia.com/gpu"],
+            "flavors": [{"name": "f", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "16"}]}],
+        }
+    ]
+    return [
+        {"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": "f"}, "spec": {}},
+        {
+            "apiVersion": api,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "shared"},
+            "spec": {"cohortName": "all", "resourceGroups": quota},
+        },
+        {
+            "apiVersion": api,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "hidden-b-cq"},
+            "spec": {"cohortName": "all", "resourceGroups": quota},
+        },
+        {
+            "apiVersion": api,
+            "kind": "LocalQueue",
+            "metadata": {"name": "main", "namespace": "team-a"},
+            "spec": {"clusterQueue": "shared"},
+        },
+        {
+            "apiVersion": api,
+            "kind": "LocalQueue",
+            "metadata": {"name": "main", "namespace": "team-b"},
+            "spec": {"clusterQueue": "shared"},
+        },
+        {
+            "apiVersion": api,
+            "kind": "LocalQueue",
+            "metadata": {"name": "own", "namespace": "team-b"},
+            "spec": {"clusterQueue": "hidden-b-cq"},
+        },
+    ]
 
 
 @pytest.fixture

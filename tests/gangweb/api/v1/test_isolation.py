@@ -51,6 +51,7 @@ EXAMPLES = {
         "namespace": team,
         "name": "train" if team == "team-a" else "waiting-b",
     },
+    "queue-detail": lambda w, team: {"system": "kueue", "name": f"{team}/main"},
     "request-approve": lambda w, team: {"pk": w.requests[team].pk},
     "request-reject": lambda w, team: {"pk": w.requests[team].pk},
     "request-cancel": lambda w, team: {"pk": w.requests[team].pk},

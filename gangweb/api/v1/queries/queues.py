@@ -1,0 +1,91 @@
+"""The queues of the cluster's queue managers (``scheduler/queues``) as API rows, cut to the reader.
+
+Which queues a reader of some namespaces sees (docs/queues.md "Who sees which queue"): the LocalQueues in
+those namespaces, and the cluster-scoped queues those namespaces use (their gangs run or wait in it, or,
+for Kueue, one of their LocalQueues points to it), with the parents above them. Figures of a visible queue
+are shown whole (amounts name nobody); its pending gangs only in the reader's namespaces.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from prometheus_client import Gauge
+
+from gangweb.access.scope import Scope
+from gangweb.api.v1.queries import cluster
+from scheduler.engine import parse_snapshot
+from scheduler.queues import read_queues
+from scheduler.queues.model import Queue, QueueModel
+
+QUEUE_FIGURES = Gauge(
+    "gangweb_queue_resource",
+    "A queue's figure per resource as its queue manager defines it (docs/queues.md): guaranteed, used, borrowed, lent",
+    ["system", "queue", "resource", "figure"],
+)
+QUEUE_PENDING = Gauge("gangweb_queue_pending_gangs", "Gangs waiting in the queue", ["system", "queue"])
+
+_lock = threading.Lock()
+_built: tuple[int, QueueModel] | None = None
+
+
+def current_model() -> QueueModel:
+    """The model of the cluster view's reading, built once per reading."""
+    global _built
+    reading = cluster.cluster_view().reading
+    with _lock:
+        if _built is not None and _built[0] == id(reading):
+            return _built[1]
+    objects = reading.objects
+    model = read_queues(objects, parse_snapshot(objects))
+    _export(model)
+    with _lock:
+        _built = (id(reading), model)
+    return model
+
+
+def _export(model: QueueModel) -> None:
+    QUEUE_FIGURES.clear()
+    QUEUE_PENDING.clear()
+    for queue in model.queues:
+        row = queue.to_dict()
+        for resource, figures in row["resources"].items():
+            for figure in ("guaranteed", "used", "borrowed", "lent"):
+                QUEUE_FIGURES.labels(queue.system, queue.name, resource, figure).set(figures[figure])
+        QUEUE_PENDING.labels(queue.system, queue.name).set(len(queue.pending))
+
+
+def _visible(model: QueueModel, scope: Scope) -> list[Queue]:
+    if scope.all_namespaces:
+        return list(model.queues)
+    seen = {
+        q.key
+        for q in model.queues
+        if (q.namespace and scope.sees(q.namespace))
+        or (not q.namespace and any(scope.sees(ns) for ns in q.namespaces))
+    }
+    by_key = {q.key: q for q in model.queues}
+    for key in list(seen):  # the parents above a visible queue
+        parent = by_key[key].parent
+        while parent and (key[0], parent) in by_key and (key[0], parent) not in seen:
+            seen.add((key[0], parent))
+            parent = by_key[(key[0], parent)].parent
+    return [q for q in model.queues if q.key in seen]
+
+
+def _row(queue: Queue, scope: Scope) -> dict[str, Any]:
+    row = queue.to_dict()
+    row["pending"] = [p for p, mine in zip(row["pending"], queue.pending) if scope.sees(mine.namespace)]
+    return row
+
+
+def queues(scope: Scope) -> list[dict[str, Any]]:
+    return [_row(q, scope) for q in _visible(current_model(), scope)]
+
+
+def queue(scope: Scope, system: str, name: str) -> dict[str, Any] | None:
+    for found in _visible(current_model(), scope):
+        if found.system == system and found.name == name:
+            return _row(found, scope)
+    return None

@@ -1,0 +1,146 @@
+"""Why a gang waits: one dominant blocker, a stable code and a sentence with numbers.
+
+Checked in this order, the first that holds is the blocker: ``configuration`` (the queue the gang names does
+not exist), ``quorum`` (fewer pods than minCount exist), ``quota`` (its queue cannot take what it asks, or the
+queue manager holds it back: Kueue's admission gate), then what the engine's plan says: ``dra``,
+``topology``, ``capacity``. A quota wait is never reported as a capacity wait.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from scheduler.engine import Plan, Snapshot
+
+from .cluster import ClusterView
+from .model import CPU, GPU, RESOURCES, Queue, QueueModel, number
+
+CODES = {
+    "configuration": "the queue the gang names does not exist",
+    "quorum": "fewer pods exist than the group's minCount",
+    "quota": "its queue cannot take what the gang asks now (or the queue manager holds it back)",
+    "dra": "a device claim of the gang cannot be allocated",
+    "topology": "its topology constraint cannot be met",
+    "capacity": "the cluster has too little free room, even with the victims gangweb may take",
+}
+KUEUE_GATE = "kueue.x-k8s.io/admission"
+_WORDS = {GPU: "GPUs", CPU: "cpu", "memory": "bytes of memory"}
+GUARANTEE = {"kueue": "nominal", "volcano": "deserved", "kai": "quota", "yunikorn": "guaranteed"}
+
+
+@dataclass(frozen=True)
+class Blocker:
+    code: str
+    reason: str
+    numbers: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "reason": self.reason, "numbers": dict(self.numbers)}
+
+
+def _amount(resource: str, value) -> str:
+    shown = number(resource, value)
+    return f"{shown} {_WORDS[resource]}"
+
+
+def _queue_of_gang(model: QueueModel, podgroup: str) -> tuple[Queue | None, Any]:
+    for queue in model.queues:
+        if queue.kind == "LocalQueue":
+            continue
+        for pending in queue.pending:
+            if pending.pod_group == podgroup:
+                return queue, pending
+    return None, None
+
+
+def _quota(queue: Queue, need: dict[str, Any], gated: bool) -> Blocker | None:
+    for r in RESOURCES:
+        want = Fraction(need.get(r, 0))
+        room = queue.headroom.get(r)
+        if not want or room is None or want <= room:
+            continue
+        f = queue.figures(r)
+        free = max(Fraction(0), Fraction(f.guaranteed) - Fraction(f.used) - Fraction(f.lent))
+        parts = [
+            f"{queue.kind} {queue.name}: needs {_amount(r, want)}",
+            f"{number(r, free)} free under {GUARANTEE[queue.system]} {number(r, f.guaranteed)}",
+        ]
+        if f.lent:
+            parts.append(f"{number(r, f.lent)} lent to other queues")
+        if f.limit is not None and Fraction(f.used) >= Fraction(f.limit):
+            parts.append("its limit reached")
+        elif room > free:
+            parts.append(f"{number(r, room - free)} more it could borrow")
+        return Blocker(
+            "quota",
+            "; ".join(parts),
+            {
+                "system": queue.system,
+                "queue": queue.name,
+                "resource": r,
+                "needs": number(r, want),
+                "free": number(r, free),
+                "guaranteed": number(r, f.guaranteed),
+                "canTake": number(r, room),
+            },
+        )
+    if gated:
+        return Blocker(
+            "quota",
+            f"{queue.kind} {queue.name}: Kueue has not admitted it yet (its pods wait on the {KUEUE_GATE} gate)",
+            {"system": queue.system, "queue": queue.name},
+        )
+    return None
+
+
+def blocker_for(
+    model: QueueModel, view: ClusterView, snapshot: Snapshot, podgroup: str, plan: Plan | None
+) -> Blocker | None:
+    """The one thing that keeps ``podgroup`` waiting (None when nothing does: it fits or runs)."""
+    for warning in model.warnings:
+        if podgroup in warning and ("does not exist" in warning or "not configured" in warning):
+            return Blocker("configuration", warning, {})
+    group = snapshot.groups.get(podgroup)
+    members = snapshot.group_members.get(podgroup, [])
+    if group is not None and group.min_count and len(members) < group.min_count:
+        return Blocker(
+            "quorum",
+            f"PodGroup {podgroup}: {len(members)} of minCount {group.min_count} pods exist",
+            {"pods": len(members), "minCount": group.min_count},
+        )
+    queue, pending = _queue_of_gang(model, podgroup)
+    gated = any(pod.group == podgroup and KUEUE_GATE in pod.gates for pod in view.pods)
+    if queue is not None:
+        found = _quota(queue, pending.requests, gated)
+        if found is not None:
+            return found
+    if plan is None or plan.feasible:
+        return None
+    if plan.why == "device-claim":
+        return Blocker("dra", plan.reason, {})
+    if plan.why == "topology":
+        return Blocker("topology", plan.reason, {})
+    need = (
+        int(snapshot.gpus(snapshot.pod_req[[i for i in members if snapshot.pod_node[i] < 0]].sum(axis=0)))
+        if members
+        else 0
+    )
+    free = int(snapshot.gpus(snapshot.free[snapshot.node_usable].sum(axis=0))) if len(snapshot.nodes) else 0
+    return Blocker(
+        "capacity",
+        f"needs {need} GPUs; {free} free in the cluster; {plan.reason}",
+        {"needs": need, "free": free, "outcome": plan.outcome},
+    )
+
+
+def with_blocker(plan_json: dict[str, Any], blocker: Blocker | None) -> dict[str, Any]:
+    """The plan's JSON with ``blocker`` placed before ``outcome`` (the contract's last keys keep their order)."""
+    out: dict[str, Any] = {}
+    for key, value in plan_json.items():
+        if key == "outcome":
+            out["blocker"] = blocker.to_dict() if blocker is not None else None
+        out[key] = value
+    out.setdefault("blocker", blocker.to_dict() if blocker is not None else None)
+    return out
