@@ -40,7 +40,19 @@ def test_one_help_lists_every_benchmark():
     parser, choices = subparsers()
     assert (
         list(choices)
-        == ["engine", "webhook", "kube", "execution", "watch", "api", "demo", "live", "map", "signin"]
+        == [
+            "engine",
+            "webhook",
+            "kube",
+            "execution",
+            "watch",
+            "native",
+            "api",
+            "demo",
+            "live",
+            "map",
+            "signin",
+        ]
         == list(BENCHMARKS)
     )
     listing = " ".join(parser.format_help().split())
@@ -55,7 +67,16 @@ FLAGS = {
     "webhook": {"--connections", "--duration", "--slice", "--warmup", "--workers", "--clients", "--json"},
     "kube": {"--nodes", "--pods", "--evictions", "--json"},
     "execution": {"--victims", "--repeat", "--delay-ms", "--json"},
-    "watch": {"--nodes", "--idle-seconds", "--churn-seconds", "--churn-rate", "--concurrency", "--json"},
+    "watch": {
+        "--nodes",
+        "--idle-seconds",
+        "--churn-seconds",
+        "--churn-rate",
+        "--concurrency",
+        "--server",
+        "--json",
+    },
+    "native": {"--nodes", "--gangs", "--policies", "--place-timeout", "--json"},
     "api": {"--requests", "--victims", "--podgroups", "--repeat", "--gc", "--json"},
     "demo": {"--runs", "--json"},
     "signin": {"--guessers", "--seconds", "--path", "--free", "--json"},

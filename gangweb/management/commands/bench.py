@@ -34,6 +34,7 @@ BENCHMARKS = {
     "kube": "scheduler.bench.kube",
     "execution": "scheduler.bench.execution",
     "watch": "scheduler.bench.watch",
+    "native": "scheduler.bench.native",
     "api": "gangweb.api.bench",
     "demo": "gangweb.demo_bench",
     "live": "gangweb.dashboard.bench_live",
@@ -41,8 +42,8 @@ BENCHMARKS = {
     "signin": "gangweb.access.bench",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
-NEEDS_LEDGER = {"execution", "api", "watch", "live", "signin"}
-NEEDS_REDIS = {"watch", "live"}
+NEEDS_LEDGER = {"execution", "api", "watch", "native", "live", "signin"}
+NEEDS_REDIS = {"watch", "native", "live"}
 
 
 class _OneLineParser(CommandParser):
