@@ -160,9 +160,20 @@ def trial(
             return max(at for at, _ in nodes.values())
         return None
 
+    def evictions() -> list[tuple[float, str]]:
+        return [
+            (at, obj["metadata"]["name"])
+            for at, kind, obj in pods.since(t0)
+            if obj["metadata"]["name"] not in members
+            and (kind == "DELETED" or obj["metadata"].get("deletionTimestamp"))
+        ]
+
+    def given_up() -> bool:  # gangweb found no plan (its requests ended, nothing evicted): no room coming
+        return enforce and trials._settled(name, since) and not evictions()
+
     deadline = time.monotonic() + timeout
     placed_at = None
-    while placed_at is None and time.monotonic() < deadline:
+    while placed_at is None and time.monotonic() < deadline and not given_up():
         time.sleep(0.2)
         placed_at = bound()
     unschedulable_at = next(
@@ -185,14 +196,9 @@ def trial(
         )
     else:
         time.sleep(2)  # the victims' deletions of the last moment reach the watch
-    evictions = [
-        (at, obj["metadata"]["name"])
-        for at, kind, obj in pods.since(t0)
-        if obj["metadata"]["name"] not in members
-        and (kind == "DELETED" or obj["metadata"].get("deletionTimestamp"))
-    ]
+    evicted = evictions()
     start = unschedulable_at if unschedulable_at is not None else t0
-    first_eviction = min((at for at, _ in evictions), default=None)
+    first_eviction = min((at for at, _ in evicted), default=None)
     out = {
         "gpus": gpus,
         "pods": len(members),
@@ -203,8 +209,8 @@ def trial(
             round(first_eviction - start, 3) if first_eviction is not None else None
         ),
         "seen_unschedulable": unschedulable_at is not None,
-        "evicted_pods": len({n for _, n in evictions}),
-        "evicted": sorted({n for _, n in evictions}),
+        "evicted_pods": len({n for _, n in evicted}),
+        "evicted": sorted({n for _, n in evicted}),
     }
     progress(
         f"gang of {gpus} GPUs: {'placed' if out['placed'] else 'NOT placed'} "
