@@ -71,6 +71,9 @@ RUNTIME_CONFIG = ["scheduling.k8s.io/v1beta1=true", "scheduling.k8s.io/v1alpha3=
 NODE = "kwok-node-0"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 READY_TIMEOUT = float(os.environ.get("GANGWEB_CLUSTER_TIMEOUT", "180"))
+# KWOK renews each node's lease; with thousands of nodes on a small machine it falls behind the controller
+# manager's grace period and nodes turn Unknown. A longer lease (and grace) keeps large clusters Ready.
+NODE_LEASE_SECONDS = int(os.environ.get("GANGWEB_CLUSTER_NODE_LEASE_SECONDS", "40"))
 
 
 class ClusterError(Exception):
@@ -425,6 +428,11 @@ def up(state: Path) -> Path:
             extra = (
                 [f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}"]
                 + ["--use-service-account-credentials=false", "--controllers=*"]
+                + (
+                    [f"--node-monitor-grace-period={NODE_LEASE_SECONDS + 10}s"]
+                    if NODE_LEASE_SECONDS > 40
+                    else []
+                )
                 if name == "kube-controller-manager"
                 else []
             )
@@ -438,7 +446,11 @@ def up(state: Path) -> Path:
             "kwok",
             [str(bins / "kwok"), f"--kubeconfig={config}", f"--config={cache_dir() / 'kwok-stages.yaml'}"]
             + ["--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake"]
-            + ["--cidr=10.0.0.1/16", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40"]
+            + [
+                "--cidr=10.0.0.1/16",
+                "--node-ip=10.0.0.1",
+                f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
+            ]
             + [f"--server-address=127.0.0.1:{free_port()}"],
         )
         kubectl = [str(bins / "kubectl"), f"--kubeconfig={config}"]

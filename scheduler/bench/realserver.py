@@ -11,6 +11,7 @@ patched afterwards so that every pod has run as long as the synthetic cluster sa
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -50,8 +51,9 @@ def progress(message: str) -> None:
 class ControlPlane:
     """One ``cluster.py up --state DIR`` ... ``down`` (a context manager); ``client`` talks to it."""
 
-    def __init__(self, state: Path):
+    def __init__(self, state: Path, env: dict[str, str] | None = None):
         self.state = state
+        self.env = {**os.environ, **(env or {})}
         self.kubeconfig: Path | None = None
         self.client: Client | None = None
 
@@ -60,6 +62,7 @@ class ControlPlane:
             [sys.executable, str(CLUSTER_SCRIPT), "up", "--state", str(self.state)],
             capture_output=True,
             text=True,
+            env=self.env,
         )
         last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
         if done.returncode != 0 or not last or not last[0].startswith("KUBECONFIG="):
