@@ -260,7 +260,7 @@ def load(
         [o for o in kinds("PodGroup") if o["spec"].get("priorityClassName") != "preemptor"],
         "PodGroups",
     )
-    create_all(client, kinds("PodDisruptionBudget"), "PodDisruptionBudgets")
+    create_all(client, [budget(o, shaped) for o in kinds("PodDisruptionBudget")], "PodDisruptionBudgets")
     running = [o for o in kinds("Pod") if o["spec"].get("nodeName")]
     wait(
         lambda: sum(_ready(n) for n in list_all(client, "/api/v1/nodes", "type%3Dkwok")) >= len(nodes),
@@ -300,7 +300,7 @@ def load(
     budgets = kinds("PodDisruptionBudget")
     wait(
         lambda: all(
-            b["status"].get("observedGeneration") == b["metadata"]["generation"]
+            b.get("status", {}).get("observedGeneration") == b["metadata"]["generation"]
             and b["status"].get("expectedPods", 0) > 0
             for b in list_all(client, f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets")
         ),
@@ -309,6 +309,22 @@ def load(
         2.0,
     )
     return {"load_s": round(time.monotonic() - started, 1), "nodes": len(nodes), "running_pods": len(running)}
+
+
+def budget(pdb: dict[str, Any], shaped: list[dict[str, Any]]) -> dict[str, Any]:
+    """The synthetic budget (a status allowing one disruption) as a spec the disruption controller keeps:
+    ``minAvailable`` one less than the running pods it selects (bare pods: an integer, not a percentage)."""
+    wanted = pdb["spec"]["selector"]["matchLabels"].items()
+    selected = sum(
+        1
+        for o in shaped
+        if o["kind"] == "Pod"
+        and o["spec"].get("nodeName")
+        and wanted <= o["metadata"].get("labels", {}).items()
+    )
+    out = json.loads(json.dumps(pdb))
+    out["spec"]["minAvailable"] = max(selected - 1, 0)
+    return out
 
 
 def _ready(node: dict[str, Any]) -> bool:
