@@ -75,6 +75,9 @@ READY_TIMEOUT = float(os.environ.get("GANGWEB_CLUSTER_TIMEOUT", "180"))
 # Pods with this label are left Running by KWOK even when a Job owns them (KWOK's pod-complete stage finishes
 # every Job's pods at once): a training Job's pods run until they are evicted.
 KEEP_RUNNING_LABEL = "gangweb.io/kwok-keep-running"
+# KWOK renews each node's lease; with thousands of nodes on a small machine it falls behind the controller
+# manager's grace period and nodes turn Unknown. A longer lease (and grace) keeps large clusters Ready.
+NODE_LEASE_SECONDS = int(os.environ.get("GANGWEB_CLUSTER_NODE_LEASE_SECONDS", "40"))
 
 
 class ClusterError(Exception):
@@ -446,6 +449,11 @@ def up(state: Path, admission_config: Path | None = None) -> Path:
             extra = (
                 [f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}"]
                 + ["--use-service-account-credentials=false", "--controllers=*"]
+                + (
+                    [f"--node-monitor-grace-period={NODE_LEASE_SECONDS + 10}s"]
+                    if NODE_LEASE_SECONDS > 40
+                    else []
+                )
                 if name == "kube-controller-manager"
                 else []
             )
@@ -459,7 +467,11 @@ def up(state: Path, admission_config: Path | None = None) -> Path:
             "kwok",
             [str(bins / "kwok"), f"--kubeconfig={config}", f"--config={kwok_stages(state)}"]
             + ["--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake"]
-            + ["--cidr=10.0.0.1/16", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40"]
+            + [
+                "--cidr=10.0.0.1/16",
+                "--node-ip=10.0.0.1",
+                f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
+            ]
             + [f"--server-address=127.0.0.1:{free_port()}"],
         )
         kubectl = [str(bins / "kubectl"), f"--kubeconfig={config}"]

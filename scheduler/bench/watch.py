@@ -1,7 +1,7 @@
 """Watch benchmark: LISTs after start-up, unschedulable to first eviction, incremental snapshot updates, memory.
 
     python manage.py bench watch [--nodes 5000 20000] [--idle-seconds 60] [--churn-seconds 60]
-                                 [--concurrency 1] [--json]
+                                 [--concurrency 1] [--server test|real] [--json]
 
 For each size: the synthetic cluster (``scheduler.engine.synthetic``: N 8-GPU nodes, about 2N pods) is
 loaded into the Kubernetes API test server in its own process, and one real Celery worker (prefork,
@@ -23,6 +23,10 @@ it with Redis (``REDIS_URL``) and the ledger (``DATABASE_URL``). Measured from t
 The figures for the largest size are also the top-level keys (``lists_after_startup_idle``,
 ``lists_after_startup_churn``, ``unschedulable_to_first_eviction_p50_s``, ...); ``sizes`` has every size.
 Ledger rows of the benchmark's namespace are removed afterwards. Figures: docs/kube.md, README.
+
+``--server real`` runs the same worker against the real control plane of ``hack/cluster`` instead, the
+synthetic cluster created as KWOK nodes and pods (``run_size_real``): LISTs counted by the API server
+itself, the preemptors' gangs created one by one and marked ``Unschedulable`` by the real kube-scheduler.
 """
 
 from __future__ import annotations
@@ -152,27 +156,7 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
     server = TestServerProcess(tmp / f"kubeconfig-{nodes}", load=snapshot_file, bookmark_interval=5.0)
     server.start(timeout=900)
     log_path = tmp / f"worker-{nodes}.log"
-    env = {  # gangweb's defaults (enforce mode everywhere), whatever this shell sets
-        **{k: v for k, v in os.environ.items() if not k.startswith("GANGWEB_")},
-        "KUBECONFIG": str(server.kubeconfig),
-        "GANGWEB_CLUSTER": "kube",
-        "GANGWEB_WATCH": "1",
-        "GANGWEB_PENDING_GRACE_SECONDS": str(10**9),  # the synthetic pods were created long ago
-        "GANGWEB_REQUEST_COOLDOWN_SECONDS": "0",
-        "GANGWEB_RESERVATION_SECONDS": "0",
-        "GANGWEB_DETECT_INTERVAL_SECONDS": "3600",
-        "GANGWEB_DEMO": "0",
-    }
-    with open(log_path, "ab") as log:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork"]
-            + [f"--concurrency={options.concurrency}"]
-            + ["--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    worker = start_worker(server.kubeconfig, options.concurrency, log_path)
     control = server.control
     try:
         started = time.monotonic()
@@ -185,16 +169,7 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
             f"the worker's first LIST of each kind (worker log {log_path})",
         )
         figures["lists_answered_s"] = round(time.monotonic() - started, 2)
-        # The live snapshot parses the lists on the informer threads: synced once the memory stops growing.
-        trials.wait(
-            lambda: len(_children(worker.pid)) >= options.concurrency, 60, f"the pool processes ({log_path})"
-        )
-        pool = _children(worker.pid)
-        last, steady = -1, 0
-        while steady < 3:
-            time.sleep(1)
-            rss = sum(_rss_kib(p) for p in pool)
-            steady, last = (steady + 1, rss) if abs(rss - last) < 1024 * len(pool) else (0, rss)
+        pool = wait_synced(worker, options.concurrency, log_path)
         figures["startup_sync_s"] = round(time.monotonic() - started - 3, 2)
         figures["lists_at_startup"] = len([e for e in control.requests(method="GET") if _is_list(e)])
         figures["worker_pool_processes"] = len(pool)
@@ -233,12 +208,139 @@ def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, An
         # The highest resident memory of a pool process over the run (index rebuilds, plans, re-checks).
         figures["worker_peak_rss_mib"] = round(max(_rss_kib(p, "VmHWM") for p in pool) / 1024, 1)
     finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        stop_worker(worker)
         server.stop()
+    return figures
+
+
+def start_worker(kubeconfig: Path, concurrency: int, log_path: Path) -> subprocess.Popen:
+    """One real Celery worker (prefork) with gangweb's defaults (enforce mode everywhere) against the
+    cluster of ``kubeconfig``, whatever this shell sets; the ledger and Redis from the environment."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GANGWEB_")},
+        "KUBECONFIG": str(kubeconfig),
+        "GANGWEB_CLUSTER": "kube",
+        "GANGWEB_WATCH": "1",
+        "GANGWEB_PENDING_GRACE_SECONDS": str(10**9),  # the Unschedulable condition alone opens a request
+        "GANGWEB_REQUEST_COOLDOWN_SECONDS": "0",
+        "GANGWEB_RESERVATION_SECONDS": "0",
+        "GANGWEB_DETECT_INTERVAL_SECONDS": "3600",
+        "GANGWEB_DEMO": "0",
+    }
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "gangweb", "worker", "--pool=prefork"]
+            + [f"--concurrency={concurrency}"]
+            + ["--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def wait_synced(worker: subprocess.Popen, concurrency: int, log_path: Path) -> list[int]:
+    """The pool processes, once their watch caches are synced: the live snapshot parses the lists on the
+    informer threads, so synced is when their memory stops growing."""
+    trials.wait(lambda: len(_children(worker.pid)) >= concurrency, 60, f"the pool processes ({log_path})")
+    pool, last, steady = _children(worker.pid), -1, 0
+    while steady < 3:
+        if worker.poll() is not None:
+            raise RuntimeError(f"the worker exited ({worker.returncode}); its log: {log_path}")
+        time.sleep(1)
+        now = _children(worker.pid)  # a short-lived child at start-up is not a pool process
+        try:
+            rss = sum(_rss_kib(p) for p in now)
+        except FileNotFoundError:
+            rss = -1
+        steady = steady + 1 if now == pool and rss >= 0 and abs(rss - last) < 1024 * len(pool) else 0
+        pool, last = now, rss
+    return pool
+
+
+def stop_worker(worker: subprocess.Popen) -> None:
+    worker.terminate()
+    try:
+        worker.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+
+
+def run_size_real(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """``run_size`` against the real control plane: the API server counts the LISTs (its
+    ``apiserver_request_total{verb="LIST"}``, every client's: the worker's, kube-scheduler's, the controller
+    manager's, KWOK's), the real kube-scheduler marks each preemptor's PodGroup ``Unschedulable`` as it
+    is created, and the first eviction is the first victim pod this process sees terminating on its watch."""
+    from scheduler.engine.synthetic import NAMESPACE, synthetic_cluster
+    from scheduler.kube.resources import SNAPSHOT_RESOURCES
+
+    from .native import trial
+    from .realserver import PODGROUPS, ControlPlane, Watcher, lists_between, load, progress
+
+    objects = synthetic_cluster(nodes)
+    plurals = {r.plural for r in SNAPSHOT_RESOURCES}
+    figures: dict[str, Any] = {"server": "real", "nodes": nodes}
+    _clean_ledger()
+    # Thousands of KWOK nodes renew their leases slower than every 40 s on this machine: a longer lease.
+    with ControlPlane(tmp / f"cluster-{nodes}", env={"GANGWEB_CLUSTER_NODE_LEASE_SECONDS": "600"}) as plane:
+        client = plane.client
+        figures.update(load(client, objects, enforce=True, namespace=NAMESPACE, start_times=False))
+        figures["pods"] = figures.pop("running_pods")
+        log_path = tmp / f"worker-{nodes}.log"
+        before = client.list_lists()
+        started = time.monotonic()
+        worker = start_worker(plane.kubeconfig, options.concurrency, log_path)
+        try:
+            pool = wait_synced(worker, options.concurrency, log_path)
+            figures["startup_sync_s"] = round(time.monotonic() - started - 3, 2)
+            progress("gangweb's worker synced its watch caches")
+            pods = Watcher(client, f"/api/v1/namespaces/{NAMESPACE}/pods")
+            groups = Watcher(client, f"{PODGROUPS}/namespaces/{NAMESPACE}/podgroups")
+            synced = client.list_lists()
+            figures["lists_at_startup"] = lists_between(before, synced, plurals)
+            figures["worker_rss_mib"] = round(_rss_kib(pool[0]) / 1024, 1)
+            figures["worker_total_pss_mib"] = round(sum(_pss_kib(p) for p in [worker.pid, *pool]) / 1024, 1)
+            time.sleep(options.idle_seconds)
+            idle = client.list_lists()
+            figures["lists_after_startup_idle"] = lists_between(synced, idle, plurals)
+            running = [
+                o["metadata"]["name"] for o in objects if o["kind"] == "Pod" and o["spec"].get("nodeName")
+            ]
+            began, sent = time.monotonic(), 0
+            while time.monotonic() - began < options.churn_seconds:
+                client.merge_patch(
+                    f"/api/v1/namespaces/{NAMESPACE}/pods/{running[sent % len(running)]}",
+                    {"metadata": {"labels": {"churn": str(sent)}}},
+                )
+                sent += 1
+                ahead = sent / options.churn_rate - (time.monotonic() - began)
+                if ahead > 0:
+                    time.sleep(ahead)
+            figures["churn_changes_per_s"] = round(sent / (time.monotonic() - began), 1)
+            churned = client.list_lists()
+            figures["lists_after_startup_churn"] = lists_between(idle, churned, plurals)
+            try:
+                gangs = [trial(client, objects, gpus, pods, groups, True, 300) for gpus in (8, 64, 256)]
+            finally:
+                pods.stop()
+                groups.stop()
+            after = client.list_lists()
+            figures["lists_during_trials"] = lists_between(churned, after, plurals)
+            # Whose they may be: the re-check reads the victims' budgets afresh (a LIST of one namespace's).
+            figures["lists_during_trials_by_resource"] = {
+                r: n for r in sorted(plurals) if (n := lists_between(churned, after, [r]))
+            }
+            latencies = [g["seconds_unschedulable_to_first_eviction"] for g in gangs]
+            figures["trials_without_eviction"] = [g["gpus"] for g, s in zip(gangs, latencies) if s is None]
+            figures["unschedulable_to_first_eviction_s"] = latencies
+            measured = [s for s in latencies if s is not None]
+            figures["unschedulable_to_first_eviction_p50_s"] = (
+                round(statistics.median(measured), 3) if measured else None
+            )
+            figures["seconds_to_placed"] = [g["seconds_to_placed"] for g in gangs]
+            figures["worker_peak_rss_mib"] = round(max(_rss_kib(p, "VmHWM") for p in pool) / 1024, 1)
+        finally:
+            stop_worker(worker)
     return figures
 
 
@@ -257,16 +359,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--concurrency", type=at_least_one, default=1, help="the worker's pool processes (deploy/: 2)"
     )
+    parser.add_argument(
+        "--server",
+        choices=["test", "real"],
+        default="test",
+        help="the API test server (default) or the real control plane of hack/cluster with KWOK nodes",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def handle(options: argparse.Namespace) -> int:
+    from .realserver import exit_on_sigterm
+
+    exit_on_sigterm()
     sizes = []
     tmp = tempfile.mkdtemp(prefix="bench-watch-")  # kept when a size fails: the worker's log is in it
     try:
         for nodes in sorted(options.nodes):
-            print(f"bench watch: {nodes} nodes ...", file=sys.stderr)
-            sizes.append(run_size(nodes, options, Path(tmp)))
+            print(f"bench watch: {nodes} nodes ({options.server} server) ...", file=sys.stderr)
+            measure = run_size_real if options.server == "real" else run_size
+            sizes.append(measure(nodes, options, Path(tmp)))
     finally:
         _clean_ledger()
     shutil.rmtree(tmp, ignore_errors=True)

@@ -34,6 +34,7 @@ BENCHMARKS = {
     "kube": "scheduler.bench.kube",
     "execution": "scheduler.bench.execution",
     "watch": "scheduler.bench.watch",
+    "native": "scheduler.bench.native",
     "api": "gangweb.api.bench",
     "demo": "gangweb.demo_bench",
     "live": "gangweb.dashboard.bench_live",
@@ -43,8 +44,8 @@ BENCHMARKS = {
     "health": "scheduler.bench.health",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
-NEEDS_LEDGER = {"execution", "api", "watch", "live", "signin", "notify", "health"}
-NEEDS_REDIS = {"watch", "live", "notify"}
+NEEDS_LEDGER = {"execution", "api", "watch", "native", "live", "signin", "notify", "health"}
+NEEDS_REDIS = {"watch", "native", "live", "notify"}
 
 
 class _OneLineParser(CommandParser):
