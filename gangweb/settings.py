@@ -283,6 +283,10 @@ GANGWEB_RESERVATION_SECONDS = env_int("GANGWEB_RESERVATION_SECONDS", 120)
 GANGWEB_WORKER_METRICS_PORT = env_int("GANGWEB_WORKER_METRICS_PORT", 0)
 # The web process serves its /metrics here when set, never on the dashboard's port (gangweb/metrics.py); 0 = off.
 GANGWEB_WEB_METRICS_PORT = env_int("GANGWEB_WEB_METRICS_PORT", 0)
+# Beat runs as several copies and only the holder of a Redis lock sends (gangweb/beat.py): a holder lost with
+# its node is replaced within this many seconds.
+GANGWEB_BEAT_LOCK_SECONDS = env_int("GANGWEB_BEAT_LOCK_SECONDS", 10)
+CELERY_BEAT_SCHEDULER = "gangweb.beat:LeaderScheduler"
 CELERY_BEAT_SCHEDULE = {
     "detect-unschedulable-gangs": {
         "task": "scheduler.detect_unschedulable_gangs",

@@ -171,9 +171,16 @@ def test_the_webhook_survives_node_drains_and_rollouts(rendered):
     assert probe["port"] in {p["name"] for p in container["ports"]}
 
 
-def test_exactly_one_beat_and_it_runs_the_migrations_first(rendered):
+def test_two_beats_on_different_nodes_and_they_run_the_migrations_first(rendered):
+    """Two beats (only the lock holder sends, gangweb/beat.py): a lost node leaves the other."""
     beat = one(rendered["cert-manager"], "Deployment", "gangweb-beat")
-    assert beat["spec"]["replicas"] == 1 and beat["spec"]["strategy"] == {"type": "Recreate"}
+    assert beat["spec"]["replicas"] == 2
+    assert beat["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    (term,) = beat["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert one(rendered["cert-manager"], "PodDisruptionBudget", "gangweb-beat")["spec"]["minAvailable"] == 1
     (migrate,) = beat["spec"]["template"]["spec"]["initContainers"]
     assert migrate["command"] == ["python", "manage.py", "migrate", "--noinput"]
     for process in ("worker", "web", "webhook"):

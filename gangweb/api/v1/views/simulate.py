@@ -19,11 +19,11 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 
 from gangweb.api.v1 import serializers, summaries, uploads
 from gangweb.api.v1.access import SignedIn
 from gangweb.api.v1.parsers import JSONParser
+from gangweb.api.v1.throttling import SharedScopedRateThrottle
 from gangweb.api.v1.views.base import V1View
 from gangweb.dashboard.queries import whatif
 from scheduler.engine.reading import max_snapshot_bytes
@@ -44,7 +44,7 @@ class Simulating(V1View):
 
     permission_classes = [SignedIn]
     parser_classes = [JSONParser, MultiPartParser]
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [SharedScopedRateThrottle]
     throttle_scope = "simulate"
     job = ""
 

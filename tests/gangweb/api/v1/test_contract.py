@@ -270,10 +270,11 @@ def test_simulate_refuses_bad_input_by_name(client, admin, monkeypatch):
 
 
 def test_simulate_is_throttled_per_user(client, admin, world, monkeypatch):
-    from django.core.cache import cache
     from rest_framework.throttling import ScopedRateThrottle
 
-    cache.clear()
+    from gangweb.api.v1 import throttling
+
+    throttling.clear()
     monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"simulate": "2/min"})
     codes = [
         client.post(
@@ -282,7 +283,7 @@ def test_simulate_is_throttled_per_user(client, admin, world, monkeypatch):
         for _ in range(3)
     ]
     assert codes == [200, 200, 429]
-    cache.clear()
+    throttling.clear()
 
 
 def test_gang_plan_prints_the_same_cost_block_as_the_api(client, admin, world, tmp_path):
