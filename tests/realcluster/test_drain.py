@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from tests.realcluster.test_control_plane import WAIT, apply, namespace  # noqa: F401 (fixture)
+from tests.realcluster.test_control_plane import WAIT, apply
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 
@@ -52,12 +52,12 @@ def deployment(namespace: str, label: str) -> dict:
 
 
 def pods(real_cluster, namespace: str) -> list[dict]:
-    return json.loads(real_cluster.run("get", "-n", namespace, "pods", "-l", "app=served", "-o", "json").stdout)[
-        "items"
-    ]
+    return json.loads(
+        real_cluster.run("get", "-n", namespace, "pods", "-l", "app=served", "-o", "json").stdout
+    )["items"]
 
 
-def test_drain_waits_for_the_budget_and_moves_every_pod(real_cluster, namespace):  # noqa: F811
+def test_drain_waits_for_the_budget_and_moves_every_pod(real_cluster, namespace):
     label = uuid.uuid4().hex[:8]
     first, second = f"drain-{label}-a", f"drain-{label}-b"
     try:
