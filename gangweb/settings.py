@@ -385,6 +385,9 @@ SPECTACULAR_SETTINGS = {
     "(docs/design.md, API v1). Errors are RFC 9457 application/problem+json.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The document, Swagger UI and Redoc are read like the API: signed in (open only where the dashboard is,
+    # the demo), never anonymously on a deployed dashboard's public port.
+    "SERVE_PERMISSIONS": ["gangweb.api.v1.access.Reads"],
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "PREPROCESSING_HOOKS": ["gangweb.api.v1.schema.only_v1"],
     "POSTPROCESSING_HOOKS": [

@@ -18,7 +18,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .errors import SnapshotError
+from .errors import PodGroupNotFound, SnapshotError
 
 if TYPE_CHECKING:
     from .contract import Plan, Victim
@@ -45,6 +45,7 @@ __all__ = [
     "DUMP_COMMAND",
     "POLICIES",
     "Plan",
+    "PodGroupNotFound",
     "Snapshot",
     "SnapshotError",
     "Victim",

@@ -7,8 +7,10 @@ helpers are the ledger API's (``gangweb/api/filters.py``), so both read ``?a=x,y
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 
@@ -47,6 +49,13 @@ class Page(LimitOffsetPagination):
     def get_offset(self, request) -> int:
         return _whole_number(request.query_params, "offset", default=0, least=0)
 
+    def get_schema_operation_parameters(self, view):
+        bounds = {"limit": {"minimum": 1, "maximum": MAX_LIMIT}, "offset": {"minimum": 0}}
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"].update(bounds.get(parameter["name"], {}))
+        return parameters
+
 
 def only_known(params, known: Iterable[str]) -> None:
     """A 400 for a parameter the endpoint does not read (a typo must not widen the answer)."""
@@ -56,3 +65,38 @@ def only_known(params, known: Iterable[str]) -> None:
         raise ValidationError(
             {unknown[0]: [f"unknown parameter; this endpoint reads: {', '.join(sorted(allowed))}"]}
         )
+
+
+# What each parameter accepts, stated in the schema (clients and schemathesis read it): every limit the
+# helpers above and gangweb/api/filters.py enforce.
+_KEY = r"[^\s/,]+/[^\s/,]+"
+_ID = r"[0-9]+"
+
+
+def _list_of(item: str) -> str:
+    return rf"^{item}(,{item})*$"
+
+
+def object_keys_parameter(name: str, description: str = "NAMESPACE/NAME", *, many: bool = True):
+    """``NAMESPACE/NAME`` (``a/b,c/d`` with ``many``), as ``filters._object_keys`` reads it."""
+    pattern = _list_of(_KEY) if many else rf"^{_KEY}$"
+    return OpenApiParameter(name, str, description=description, pattern=pattern)
+
+
+def choices_parameter(name: str, values: Iterable[str], description: str):
+    """One or more of ``values`` (``a,b``), as ``filters._choices`` reads them."""
+    item = "(" + "|".join(sorted(re.escape(v) for v in values)) + ")"
+    return OpenApiParameter(name, str, description=description, pattern=_list_of(item))
+
+
+def ids_parameter(name: str, description: str):
+    """Whole numbers >= 0 (``1,2``), as ``filters._ids`` reads them."""
+    return OpenApiParameter(name, str, description=description, pattern=_list_of(_ID))
+
+
+def whole_number_parameter(name: str, description: str, *, least: int, most: int | None = None):
+    """One whole number within ``least``..``most``, as ``_whole_number`` reads it."""
+    schema = {"type": "integer", "minimum": least}
+    if most is not None:
+        schema["maximum"] = most
+    return OpenApiParameter(name, schema, description=description)

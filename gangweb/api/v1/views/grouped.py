@@ -30,10 +30,10 @@ class Preemptions(V1View):
         parameters=[
             OpenApiParameter("namespace", str, description="only these namespaces (a,b)"),
             OpenApiParameter("gang", str, description="the gang's name contains this (any case)"),
-            OpenApiParameter(
+            params.choices_parameter(
                 "state",
-                str,
-                description="only requests in these states (a,b): " + ", ".join(RequestState.values),
+                RequestState.values,
+                "only requests in these states (a,b): " + ", ".join(RequestState.values),
             ),
         ],
         responses=summaries.Cards,
@@ -60,7 +60,9 @@ class LostGpuHours(V1View):
     pagination_class = None
 
     @extend_schema(
-        parameters=[OpenApiParameter("days", int, description="how many days back (1-30, default 2)")],
+        parameters=[
+            params.whole_number_parameter("days", "how many days back (1-30, default 2)", least=1, most=30)
+        ],
         responses=summaries.LostGpuHours,
     )
     def get(self, request):
