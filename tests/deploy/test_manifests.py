@@ -182,7 +182,7 @@ def test_two_beats_on_different_nodes_and_they_run_the_migrations_first(rendered
     assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
     assert one(rendered["cert-manager"], "PodDisruptionBudget", "gangweb-beat")["spec"]["minAvailable"] == 1
     (migrate,) = beat["spec"]["template"]["spec"]["initContainers"]
-    assert migrate["command"] == ["python", "manage.py", "migrate", "--noinput"]
+    assert migrate["command"] == ["gangweb", "migrate", "--noinput"]
     for process in ("worker", "web", "webhook"):
         commands = [c["command"] for c in pod_spec(rendered["cert-manager"], process)["containers"]]
         assert not any("beat" in command or "--beat" in command for command in commands), process
@@ -198,8 +198,8 @@ def test_containers_run_commands_that_exist(rendered):
             argv = container.get("command")
             if workload["metadata"]["name"].removeprefix("gangweb-") not in PROCESSES:
                 continue  # PostgreSQL and Redis run their images' own programs
-            if argv[:2] == ["python", "manage.py"]:
-                assert argv[2] in commands, f"{workload['metadata']['name']} runs unknown command {argv[2]}"
+            if argv[0] == "gangweb":  # the package's command: manage.py's commands, settings preset
+                assert argv[1] in commands, f"{workload['metadata']['name']} runs unknown command {argv[1]}"
             elif argv[0] == "celery":
                 assert argv[1:3] == ["-A", "gangweb"] and argv[3] in ("worker", "beat")
             else:
