@@ -14,6 +14,8 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 
+from gangweb.api.filters import MAX_ID, SPACE
+
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 # Understood by every endpoint: the page, and DRF's own format switch (the browsable API).
@@ -47,10 +49,10 @@ class Page(LimitOffsetPagination):
         return _whole_number(request.query_params, "limit", default=DEFAULT_LIMIT, least=1, most=MAX_LIMIT)
 
     def get_offset(self, request) -> int:
-        return _whole_number(request.query_params, "offset", default=0, least=0)
+        return _whole_number(request.query_params, "offset", default=0, least=0, most=MAX_ID)
 
     def get_schema_operation_parameters(self, view):
-        bounds = {"limit": {"minimum": 1, "maximum": MAX_LIMIT}, "offset": {"minimum": 0}}
+        bounds = {"limit": {"minimum": 1, "maximum": MAX_LIMIT}, "offset": {"minimum": 0, "maximum": MAX_ID}}
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:
             parameter["schema"].update(bounds.get(parameter["name"], {}))
@@ -69,8 +71,8 @@ def only_known(params, known: Iterable[str]) -> None:
 
 # What each parameter accepts, stated in the schema (clients and schemathesis read it): every limit the
 # helpers above and gangweb/api/filters.py enforce.
-_KEY = r"[^\s/,]+/[^\s/,]+"
-_ID = r"[0-9]+"
+_KEY = rf"[^{SPACE}/,\x00]+/[^{SPACE}/,\x00]+"
+_ID = r"[0-9]{1,18}"  # within PostgreSQL's bigint (filters.MAX_ID)
 
 
 def _list_of(item: str) -> str:

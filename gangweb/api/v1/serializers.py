@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers as s
 
 from gangweb.api import serializers as ledger
+from gangweb.api.filters import SPACE
 from scheduler.engine import DEFAULT_POLICY, POLICIES
 from scheduler.preemption import actors
 from scheduler.preemption.models import LedgerEntry
@@ -270,7 +271,7 @@ class Problem(s.Serializer):
 
 
 # What ``WhatIfSerializer.validate_podGroup`` accepts once the field is trimmed (and CharField refuses NUL).
-PODGROUP_PATTERN = r"^[^/\s\x00][^/\x00]*/[^/\x00]*[^/\s\x00]$"
+PODGROUP_PATTERN = rf"^[^/{SPACE}\x00][^/\x00]*/[^/\x00]*[^/{SPACE}\x00]$"
 PODGROUP_MAX = 507  # a namespace (63) and a name (253) with room to spare; longer is a 400
 
 

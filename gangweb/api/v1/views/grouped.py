@@ -42,6 +42,8 @@ class Preemptions(V1View):
         query = request.query_params
         if len(query.getlist("gang")) > 1:
             raise ValidationError({"gang": ["give it once"]})
+        if "\x00" in query.get("gang", ""):
+            raise ValidationError({"gang": ["must not contain a NUL character"]})
         rows = preemptions.cards(
             self.scope,
             namespaces=filters._values(query, "namespace"),

@@ -112,7 +112,9 @@ class EvictionViewSet(LedgerViewSet):
 @extend_schema_view(
     list=extend_schema(
         parameters=[
-            params.whole_number_parameter("since", "only entries after this id (polling)", least=0),
+            params.whole_number_parameter(
+                "since", "only entries after this id (polling)", least=0, most=params.MAX_ID
+            ),
             params.ids_parameter("request", "request ids"),
             params.choices_parameter(
                 "kind", q.KNOWN_KINDS, "entry kinds (request.opened, plan.created, eviction.result, ...)"
