@@ -294,6 +294,10 @@ GANGWEB_RESERVATION_SECONDS = env_int("GANGWEB_RESERVATION_SECONDS", 120)
 GANGWEB_WORKER_METRICS_PORT = env_int("GANGWEB_WORKER_METRICS_PORT", 0)
 # The web process serves its /metrics here when set, never on the dashboard's port (gangweb/metrics.py); 0 = off.
 GANGWEB_WEB_METRICS_PORT = env_int("GANGWEB_WEB_METRICS_PORT", 0)
+# Beat runs as several copies and only the holder of a Redis lock sends (gangweb/beat.py): a holder lost with
+# its node is replaced within this many seconds.
+GANGWEB_BEAT_LOCK_SECONDS = env_int("GANGWEB_BEAT_LOCK_SECONDS", 10)
+CELERY_BEAT_SCHEDULER = "gangweb.beat:LeaderScheduler"
 CELERY_BEAT_SCHEDULE = {
     "detect-unschedulable-gangs": {
         "task": "scheduler.detect_unschedulable_gangs",
@@ -392,6 +396,9 @@ SPECTACULAR_SETTINGS = {
     "(docs/design.md, API v1). Errors are RFC 9457 application/problem+json.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The document, Swagger UI and Redoc are read like the API: signed in (open only where the dashboard is,
+    # the demo), never anonymously on a deployed dashboard's public port.
+    "SERVE_PERMISSIONS": ["gangweb.api.v1.access.Reads"],
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "PREPROCESSING_HOOKS": ["gangweb.api.v1.schema.only_v1"],
     "POSTPROCESSING_HOOKS": [

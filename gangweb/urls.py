@@ -18,7 +18,8 @@ from gangweb import health
 from gangweb.access import views as access_views
 from gangweb.api.v1 import problems
 
-# Under /api/, Django's own 404 and 500 answer in the API's one error shape (RFC 9457).
+# Under /api/, Django's own 400, 404 and 500 answer in the API's one error shape (RFC 9457).
+handler400 = problems.bad_request
 handler404 = problems.not_found
 handler500 = problems.server_error
 

@@ -14,10 +14,20 @@ from rest_framework.exceptions import ValidationError
 
 from scheduler.preemption.models import EvictionState, Mode, RequestState
 
+# What str.strip() removes, as a regular expression's class body: the schema's patterns leave these out where
+# a value is trimmed (JSON Schema's \s is narrower than Python's).
+SPACE = r"\s\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# The largest id a row can have (PostgreSQL bigint): a larger one matches nothing, and the database refuses it.
+MAX_ID = 2**63 - 1
+
 
 def _values(params, name: str) -> list[str]:
-    """``?name=a&name=b`` and ``?name=a,b`` both mean a or b."""
-    return [part.strip() for raw in params.getlist(name) for part in raw.split(",") if part.strip()]
+    """``?name=a&name=b`` and ``?name=a,b`` both mean a or b. A NUL character is a 400 (no name holds one, and
+    PostgreSQL refuses it in a query)."""
+    values = [part.strip() for raw in params.getlist(name) for part in raw.split(",") if part.strip()]
+    if any("\x00" in value for value in values):
+        raise ValidationError({name: ["must not contain a NUL character"]})
+    return values
 
 
 def _choices(params, name: str, allowed: Iterable[str]) -> list[str]:
@@ -46,6 +56,8 @@ def _ids(params, name: str) -> list[int]:
         raise ValidationError({name: ["must be a whole number"]}) from None
     if any(i < 0 for i in ids):
         raise ValidationError({name: ["must not be negative"]})
+    if any(i > MAX_ID for i in ids):
+        raise ValidationError({name: [f"must be at most {MAX_ID}"]})
     return ids
 
 

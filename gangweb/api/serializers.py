@@ -25,14 +25,14 @@ class EvictionSerializer(serializers.ModelSerializer):
     pod = serializers.CharField(read_only=True)
     podUid = serializers.CharField(source="pod_uid")
     victimUnit = serializers.CharField(source="victim_unit")
-    dryRunCode = serializers.IntegerField(source="dry_run_code")
+    dryRunCode = serializers.IntegerField(source="dry_run_code", allow_null=True)
     dryRunMessage = serializers.CharField(source="dry_run_message")
-    apiCode = serializers.IntegerField(source="api_code")
+    apiCode = serializers.IntegerField(source="api_code", allow_null=True)
     apiMessage = serializers.CharField(source="api_message")
     createdAt = serializers.DateTimeField(source="created_at")
-    dryRunAt = serializers.DateTimeField(source="dry_run_at")
-    requestedAt = serializers.DateTimeField(source="requested_at")
-    finishedAt = serializers.DateTimeField(source="finished_at")
+    dryRunAt = serializers.DateTimeField(source="dry_run_at", allow_null=True)
+    requestedAt = serializers.DateTimeField(source="requested_at", allow_null=True)
+    finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
 
     class Meta:
         model = Eviction
@@ -119,7 +119,7 @@ class RequestSerializer(serializers.ModelSerializer):
     updatedAt = serializers.DateTimeField(source="updated_at")
     plannedAt = serializers.DateTimeField(source="planned_at")
     executionStartedAt = serializers.DateTimeField(source="execution_started_at")
-    finishedAt = serializers.DateTimeField(source="finished_at")
+    finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
 
     class Meta:
         model = PreemptionRequest

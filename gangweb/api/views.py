@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from gangweb.api import serializers
@@ -34,5 +35,8 @@ class WhatIfPlanView(V1View):
         body = serializers.WhatIfSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         podgroup = body.validated_data["podGroup"]
-        simulated = simulate(self.scope, podgroup, [body.validated_data["policy"]])
+        try:
+            simulated = simulate(self.scope, podgroup, [body.validated_data["policy"]])
+        except NotFound as exc:  # this deprecated path keeps its first contract: a missing gang is a 400
+            raise ValidationError({"podGroup": [str(exc.detail)]}) from None
         return Response(simulated["plans"][0])

@@ -19,7 +19,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .errors import SnapshotError
+from .errors import PodGroupNotFound, SnapshotError
 
 if TYPE_CHECKING:
     from .contract import Plan, Victim
@@ -50,6 +50,7 @@ __all__ = [
     "POLICIES",
     "Outcome",
     "Plan",
+    "PodGroupNotFound",
     "Snapshot",
     "SnapshotError",
     "Victim",

@@ -11,6 +11,10 @@ class SnapshotError(ValueError):
         super().__init__(" ".join(str(message).split()))
 
 
+class PodGroupNotFound(SnapshotError):
+    """The PodGroup asked for is not in the snapshot (a name to look up, not a malformed input)."""
+
+
 def object_label(kind: str, obj: object, position: int | None = None) -> str:
     """``Pod ns/name`` (or ``Node name``), falling back to the position in the snapshot."""
     meta = obj.get("metadata") if isinstance(obj, dict) else None

@@ -8,7 +8,7 @@ import numpy as np
 
 from scheduler.words import plural
 
-from .errors import SnapshotError
+from .errors import PodGroupNotFound, SnapshotError
 from .placement import node_mask, topology_domains, unavailable_nodes
 from .typed_objects import NEVER
 
@@ -36,7 +36,7 @@ class Preemptor:
             raise SnapshotError(f"expected --podgroup NAMESPACE/NAME, got {podgroup!r}")
         group = snapshot.groups.get(f"{namespace}/{name}")
         if group is None:
-            raise SnapshotError(f"PodGroup {namespace}/{name} not found in the snapshot")
+            raise PodGroupNotFound(f"PodGroup {namespace}/{name} not found in the snapshot")
         self.snapshot, self.group, self.key = snapshot, group, group.key
         self.priority = snapshot.effective_group_priority(group)
         self.preemption_policy = snapshot.preemption_policy(group)

@@ -104,6 +104,11 @@ def _store():
     return _RedisStore(settings.REDIS_URL) if settings.REDIS_URL else _local_store
 
 
+def store() -> _RedisStore | _LocalStore:
+    """The lock store (Redis with ``REDIS_URL``, else this process's) for a holder outside ``hold``."""
+    return _store()
+
+
 def node_key(node: str) -> str:
     return f"{KEY_PREFIX}node:{node}"
 

@@ -100,3 +100,34 @@ def owner_crds(real_cluster) -> None:
         real_cluster.run(
             "wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=120s"
         )
+
+
+@pytest.fixture(scope="session")
+def release(tmp_path_factory, rendered) -> dict:
+    """`make release` (scripts/release.py, without the image) into a directory of the test's own: the wheel,
+    the manifest and its objects, SHA256SUMS; ``rendered`` beside them for the tests that compare."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.conftest import ROOT
+
+    dist = tmp_path_factory.mktemp("dist")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "release.py"), "--no-image", "--dist", str(dist)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:] + done.stdout[-2000:]
+    (wheel,) = dist.glob("gangweb-*.whl")
+    manifest = (dist / "gangweb.yaml").read_text()
+    return {
+        "dist": dist,
+        "wheel": wheel,
+        "manifest": manifest,
+        "objects": [doc for doc in yaml.safe_load_all(manifest) if doc],
+        "sums": (dist / "SHA256SUMS").read_text(),
+        "rendered": rendered,
+    }

@@ -1,12 +1,13 @@
-"""The Dockerfile, read as Docker would (there is no Docker engine here to build it): the user deploy/
-runs as, the files it copies, the programs deploy/ starts, the writable paths, the ports."""
+"""The Dockerfile, read as a builder would (no image is built here: no registry answers for the base): the
+user deploy/ runs as, the wheel and the hashed lock it installs, the base digest and labels, the programs
+deploy/ starts, the writable paths, the ports."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
-import shutil
-import sys
-from pathlib import Path
+import re
+import zipfile
 
 from tests.conftest import ROOT
 from tests.deploy.rendering import PROCESSES, config_data, pod_spec
@@ -53,22 +54,54 @@ def test_it_runs_as_the_non_root_user_deploy_names(rendered):
         assert (context["runAsUser"], context["runAsGroup"]) == (int(uid), int(gid)), process
 
 
-def test_it_copies_what_exists_and_leaves_the_test_tooling_out():
+def arg_default(name: str) -> str:
+    (value,) = {a.partition("=")[2] for k, a in instructions() if k == "ARG" and a.startswith(f"{name}=")}
+    return value
+
+
+def test_it_installs_the_release_wheel_and_the_hashed_lock_only(release):
+    """The build copies nothing of the checkout but the lock and the wheel `make release` writes (no sources,
+    no test tooling), installs the lock with --require-hashes and the wheel without dependencies."""
     copied = set()
     for keyword, arguments in instructions():
         if keyword == "COPY" and not arguments.startswith("--from"):
             *sources, _target = arguments.split()
-            for source in sources:
-                assert (ROOT / source).exists(), f"COPY {source}: no such file"
-                copied.add(source)
-    assert {
-        "gangweb",
-        "scheduler",
-        "admission",
-        "manage.py",
-        "constraints.txt",
-    } <= copied
-    assert not copied & {"kubetestserver", "tests", "deploy", "."}
+            copied |= {s.replace("${VERSION}", arg_default("VERSION")) for s in sources}
+    wheel = release["wheel"]
+    assert copied == {"requirements.lock", f"dist/{wheel.name}"}, copied
+    run = " ".join(a for k, a in instructions() if k == "RUN")
+    assert "pip install --require-hashes --no-deps -r /build/requirements.lock" in run
+    assert "pip install --no-deps --no-index /build/gangweb-${VERSION}-py3-none-any.whl" in run
+    with zipfile.ZipFile(wheel) as built:
+        tops = {name.split("/")[0] for name in built.namelist()}
+    assert {"gangweb", "scheduler", "admission"} <= tops
+    assert not tops & {"kubetestserver", "tests", "deploy", "hack"}, tops
+
+
+def test_the_lock_pins_constraints_versions_each_with_a_hash():
+    pins = dict(
+        line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines() if "==" in line
+    )
+    pins = {name.lower().replace("_", "-"): version for name, version in pins.items()}
+    locked = {}
+    for entry in (ROOT / "requirements.lock").read_text().replace("\\\n", " ").splitlines():
+        if entry.strip() and not entry.startswith("#"):
+            requirement, *hashes = entry.split()
+            name, _, version = requirement.partition("==")
+            assert hashes and all(re.fullmatch(r"--hash=sha256:[0-9a-f]{64}", h) for h in hashes), entry
+            locked[name.lower().replace("_", "-")] = version
+    assert {"django", "celery", "uvicorn", "redis", "kubernetes", "numpy"} <= set(locked)
+    assert not {"pytest", "ruff", "schemathesis", "playwright"} & set(locked)  # runtime only
+    assert {name: pins.get(name) for name in locked} == locked
+
+
+def test_the_base_is_pinned_by_digest_and_the_image_is_labelled():
+    base = arg_default("PYTHON_BASE")
+    assert re.fullmatch(r"docker\.io/library/python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}", base), base
+    assert [a for k, a in instructions() if k == "FROM"] == ["${PYTHON_BASE} AS build", "${PYTHON_BASE}"]
+    labels = " ".join(a for k, a in final_stage() if k == "LABEL")
+    for key in ("title", "version", "revision", "created", "source", "licenses", "base.name"):
+        assert f"org.opencontainers.image.{key}=" in labels, key
 
 
 def test_it_works_on_a_read_only_root_filesystem(rendered):
@@ -87,23 +120,37 @@ def test_it_works_on_a_read_only_root_filesystem(rendered):
             assert {"/tmp", env["GANGWEB_VAR_DIR"]} <= mounts
 
 
-def test_every_program_deploy_starts_is_in_the_image_at_the_working_directory(rendered):
-    (workdir,) = [a for k, a in final_stage() if k == "WORKDIR"]
+def console_scripts(distribution: str) -> set[str]:
+    return {
+        e.name
+        for e in importlib.metadata.distribution(distribution).entry_points
+        if e.group == "console_scripts"
+    }
+
+
+def test_every_program_deploy_starts_is_a_command_the_image_installs(release):
+    """Each container's program is a console script of the wheel or of a package the lock installs, all in
+    the venv on the image's PATH; nothing runs from a working directory (there is no checkout)."""
     env = env_of(final_stage())
     assert env["PATH"].startswith("/opt/venv/bin:")
-    # The programs come from the dependencies pip installs into that venv (here: the project's venv).
-    venv_bin = Path(sys.executable).parent
-    for process in PROCESSES:
-        spec = pod_spec(rendered["cert-manager"], process)
-        for container in spec.get("initContainers", []) + spec["containers"]:
-            program = container["command"][0]
-            assert program in ("python", "uvicorn", "celery"), program
-            if program != "python":
-                assert (venv_bin / program).exists() or shutil.which(program), program
-            else:
-                assert container["command"][1] == "manage.py" and (ROOT / "manage.py").exists()
-            assert "workingDir" not in container  # manage.py is found in the image's WORKDIR
-    assert workdir == "/app"
+    with zipfile.ZipFile(release["wheel"]) as built:
+        (entry_points,) = [n for n in built.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        text = built.read(entry_points).decode()
+    from_wheel = set(re.findall(r"^(\S+) = ", text.partition("[console_scripts]")[2], flags=re.M))
+    lock = (ROOT / "requirements.lock").read_text().lower()
+    programs = set()
+    for overlay, objects in release["rendered"].items():
+        for process in PROCESSES:
+            spec = pod_spec(objects, process)
+            for container in spec.get("initContainers", []) + spec["containers"]:
+                programs.add(container["command"][0])
+                assert "workingDir" not in container, (overlay, process)
+    for program in programs:
+        if program in from_wheel:
+            continue
+        assert f"\n{program}==" in lock, f"{program}: neither the wheel's command nor a locked package"
+        assert program in console_scripts(program), program
+    assert {"gangweb", "uvicorn", "celery"} == programs, programs
 
 
 def test_it_exposes_the_ports_deploy_uses_and_serves_the_dashboard_by_default(rendered):
@@ -129,6 +176,6 @@ def test_readme_names_the_command_of_each_process():
         "webhook serve",
         "celery -A gangweb worker",
         "celery -A gangweb beat",
-        "manage.py migrate",
+        "gangweb migrate",
     ):
         assert command in readme, command

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -168,7 +169,7 @@ def deployed_webhook(tree, rendered, tmp_path_factory):
     served_port = int(argv[listen + 1])
     argv[listen + 1] = str(port)
     argv = [str(cert_dir / a.removeprefix("/tls/")) if a.startswith("/tls/") else a for a in argv]
-    assert argv[:2] == ["python", "manage.py"]
+    assert argv[0] == "gangweb"  # the package's command, as installed in this venv
     with KubeTestServer() as api:
         env = {
             **os.environ,
@@ -184,7 +185,7 @@ def deployed_webhook(tree, rendered, tmp_path_factory):
         env.pop("DATABASE_URL", None)  # the webhook gets none (deploy/base/webhook.yaml)
         log = (tmp_path / "server.log").open("ab")
         process = subprocess.Popen(
-            [sys.executable, *argv[1:], "--host", "127.0.0.1"],
+            [str(Path(sys.executable).parent / "gangweb"), *argv[1:], "--host", "127.0.0.1"],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,

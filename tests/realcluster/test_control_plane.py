@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
 
 import jsonpatch
 import pytest
@@ -22,14 +21,6 @@ from tests.admission.support import review_bytes
 
 NODE = "kwok-node-0"  # the node `cluster.py up` starts with (hack/cluster/cluster.py NODE)
 WAIT = "120s"  # a loaded 2-core machine: the scheduler and KWOK each take a moment
-
-
-@pytest.fixture
-def namespace(real_cluster):
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    real_cluster.run("create", "namespace", name)
-    yield name
-    real_cluster.run("delete", "namespace", name, "--wait=false", check=False)
 
 
 def pod(namespace: str, name: str, *, labels: dict | None = None, annotations: dict | None = None) -> dict:

@@ -7,10 +7,14 @@ helpers are the ledger API's (``gangweb/api/filters.py``), so both read ``?a=x,y
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
+
+from gangweb.api.filters import MAX_ID, SPACE
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -45,7 +49,14 @@ class Page(LimitOffsetPagination):
         return _whole_number(request.query_params, "limit", default=DEFAULT_LIMIT, least=1, most=MAX_LIMIT)
 
     def get_offset(self, request) -> int:
-        return _whole_number(request.query_params, "offset", default=0, least=0)
+        return _whole_number(request.query_params, "offset", default=0, least=0, most=MAX_ID)
+
+    def get_schema_operation_parameters(self, view):
+        bounds = {"limit": {"minimum": 1, "maximum": MAX_LIMIT}, "offset": {"minimum": 0, "maximum": MAX_ID}}
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"].update(bounds.get(parameter["name"], {}))
+        return parameters
 
 
 def only_known(params, known: Iterable[str]) -> None:
@@ -56,3 +67,38 @@ def only_known(params, known: Iterable[str]) -> None:
         raise ValidationError(
             {unknown[0]: [f"unknown parameter; this endpoint reads: {', '.join(sorted(allowed))}"]}
         )
+
+
+# What each parameter accepts, stated in the schema (clients and schemathesis read it): every limit the
+# helpers above and gangweb/api/filters.py enforce.
+_KEY = rf"[^{SPACE}/,\x00]+/[^{SPACE}/,\x00]+"
+_ID = r"[0-9]{1,18}"  # within PostgreSQL's bigint (filters.MAX_ID)
+
+
+def _list_of(item: str) -> str:
+    return rf"^{item}(,{item})*$"
+
+
+def object_keys_parameter(name: str, description: str = "NAMESPACE/NAME", *, many: bool = True):
+    """``NAMESPACE/NAME`` (``a/b,c/d`` with ``many``), as ``filters._object_keys`` reads it."""
+    pattern = _list_of(_KEY) if many else rf"^{_KEY}$"
+    return OpenApiParameter(name, str, description=description, pattern=pattern)
+
+
+def choices_parameter(name: str, values: Iterable[str], description: str):
+    """One or more of ``values`` (``a,b``), as ``filters._choices`` reads them."""
+    item = "(" + "|".join(sorted(re.escape(v) for v in values)) + ")"
+    return OpenApiParameter(name, str, description=description, pattern=_list_of(item))
+
+
+def ids_parameter(name: str, description: str):
+    """Whole numbers >= 0 (``1,2``), as ``filters._ids`` reads them."""
+    return OpenApiParameter(name, str, description=description, pattern=_list_of(_ID))
+
+
+def whole_number_parameter(name: str, description: str, *, least: int, most: int | None = None):
+    """One whole number within ``least``..``most``, as ``_whole_number`` reads it."""
+    schema = {"type": "integer", "minimum": least}
+    if most is not None:
+        schema["maximum"] = most
+    return OpenApiParameter(name, schema, description=description)

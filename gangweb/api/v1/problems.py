@@ -2,8 +2,8 @@
 
 ``{"type", "title", "status", "detail", "instance"}``, plus ``errors`` (``{parameter or field: [messages]}``)
 for validation failures. A 401 carries ``WWW-Authenticate`` offering Bearer and Basic. DRF views get it
-from ``exception_handler`` (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``); Django's own 404 and 500 under
-``/api/`` from ``not_found`` and ``server_error`` (``gangweb/urls.py`` handlers).
+from ``exception_handler`` (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``); Django's own 400, 404 and 500
+under ``/api/`` from ``bad_request``, ``not_found`` and ``server_error`` (``gangweb/urls.py`` handlers).
 
 A database that does not answer (``DATABASE_UNAVAILABLE``) is a 503 with ``Retry-After``, not a 500: the
 request was fine and will succeed once PostgreSQL is back. The API says it in this shape, the pages in a
@@ -19,6 +19,7 @@ from typing import Any
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.template import loader
 from django.views import defaults
 from rest_framework import exceptions, status
@@ -143,6 +144,17 @@ def problem_response(status_code: int, detail: str, request=None) -> JsonRespons
 
 def _is_api(request) -> bool:
     return request.path.startswith("/api/")
+
+
+def bad_request(request, exception=None):
+    """Django's own 400: a body it cannot read before any view runs (an empty or broken multipart body)."""
+    if _is_api(request):
+        if isinstance(exception, MultiPartParserError):
+            detail = f"the multipart body cannot be read: {_first_line(exception)}"
+        else:
+            detail = "the request cannot be read"
+        return problem_response(status.HTTP_400_BAD_REQUEST, detail, request)
+    return defaults.bad_request(request, exception)
 
 
 def not_found(request, exception=None):

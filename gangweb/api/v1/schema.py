@@ -20,11 +20,20 @@ def only_v1(endpoints, **kwargs):
     return [e for e in endpoints if e[0].startswith("/api/v1/")]
 
 
+NO_NUL = r"^[^\x00]*$"
+
+
 def problems(result, generator, request, public):
-    """Every operation: the problem+json answers, each with the ``Problem`` schema."""
+    """Every operation: the problem+json answers, each with the ``Problem`` schema; and every free-text
+    query parameter says it takes no NUL character (``gangweb/api/filters.py`` refuses one)."""
     result.setdefault("components", {}).setdefault("schemas", {})
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                free = "pattern" not in schema and "enum" not in schema
+                if parameter.get("in") == "query" and schema.get("type") == "string" and free:
+                    schema["pattern"] = NO_NUL
             responses = operation.setdefault("responses", {})
             for code, text in ERRORS.items():
                 answer = responses.setdefault(code, {"description": text})

@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers as s
 
 from gangweb.api import serializers as ledger
+from gangweb.api.filters import SPACE
 from scheduler.engine import DEFAULT_POLICY, POLICIES
 from scheduler.preemption import actors
 from scheduler.preemption.models import LedgerEntry
@@ -290,21 +291,66 @@ class Problem(s.Serializer):
 # --- simulate ------------------------------------------------------------------------------------
 
 
+# What ``WhatIfSerializer.validate_podGroup`` accepts once the field is trimmed (and CharField refuses NUL).
+PODGROUP_PATTERN = rf"^[^/{SPACE}\x00][^/\x00]*/[^/\x00]*[^/{SPACE}\x00]$"
+PODGROUP_MAX = 507  # a namespace (63) and a name (253) with room to spare; longer is a 400
+
+
+@extend_schema_field({"type": "string", "pattern": PODGROUP_PATTERN, "maxLength": PODGROUP_MAX})
+class PodGroupKeyField(s.CharField):
+    """NAMESPACE/NAME of a PodGroup (the schema states the pattern the validation enforces)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=PODGROUP_MAX, **kwargs)
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {"type": "string", "enum": sorted(POLICIES)},
+        "minItems": 1,
+        "maxItems": len(POLICIES),
+        "uniqueItems": True,
+        "default": [DEFAULT_POLICY],
+    }
+)
+class PoliciesField(s.ListField):
+    """One or more policies, each once."""
+
+
+@extend_schema_field(
+    {
+        "description": "a snapshot in the docs/design.md contract (a List of objects, or a list of objects); "
+        "absent: the live cluster. Each object is read as the engine reads a snapshot file: one it cannot read "
+        "is a 400 naming it",
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "kind": {"type": "string", "enum": ["List"]},
+                    "items": {"type": "array", "items": {"type": "object"}},
+                },
+                "required": ["kind", "items"],
+            },
+            {"type": "array", "items": {"type": "object"}},
+        ],
+    }
+)
+class SnapshotField(s.JSONField):
+    """An inline snapshot."""
+
+
 class SimulateBody(s.Serializer):
     """``POST /api/v1/simulate``: a gang, one or more policies, and the live cluster or a snapshot."""
 
-    podGroup = s.CharField(max_length=507, help_text="NAMESPACE/NAME of the PodGroup to place")
-    policies = s.ListField(
+    podGroup = PodGroupKeyField(help_text="NAMESPACE/NAME of the PodGroup to place")
+    policies = PoliciesField(
         child=s.ChoiceField(sorted(POLICIES)),
         min_length=1,
         max_length=len(POLICIES),
         default=[DEFAULT_POLICY],
     )
-    snapshot = s.JSONField(
-        required=False,
-        help_text="a snapshot in the docs/design.md contract (a List of objects, or a list); "
-        "absent: the live cluster",
-    )
+    snapshot = SnapshotField(required=False)
 
     def validate_podGroup(self, value: str) -> str:
         return ledger.WhatIfSerializer().validate_podGroup(value)

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from rest_framework import serializers as s
 
-from gangweb.api.v1.serializers import SIMULATION_SOURCES, SimulateBody, SimulatedPlan, Simulation
+from gangweb.api.v1.serializers import (
+    SIMULATION_SOURCES,
+    SimulateBody,
+    SimulatedPlan,
+    Simulation,
+    SnapshotField,
+)
 from gangweb.dashboard.queries.decisions import NAMED_PODS
 from scheduler.preemption.models import RequestState
 
@@ -141,10 +147,14 @@ class LabSimulateBody(SimulateBody):
 
 
 class SnapshotBody(s.Serializer):
-    snapshot = s.JSONField(
-        required=False,
-        help_text="a snapshot in the docs/design.md contract (a List of objects, or a list), or multipart "
-        "with the file; absent: the live cluster",
+    snapshot = SnapshotField(required=False)
+
+
+class SnapshotUpload(s.Serializer):
+    """The multipart form of ``simulate/podgroups/`` (the schema's; the view reads it as ``SnapshotBody``)."""
+
+    snapshot = s.FileField(
+        required=False, help_text="the snapshot file, YAML or JSON; absent: the live cluster"
     )
 
 

@@ -30,7 +30,7 @@ import threading
 from typing import Any
 
 from django.conf import settings
-from rest_framework.exceptions import APIException, ParseError, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ParseError, ValidationError
 
 from gangweb.api.v1.parsers import TooLarge
 from gangweb.api.v1.problems import CONTENT_TYPE, problem
@@ -238,6 +238,8 @@ class Worker:
         """Raise the error the worker's answer (or its end without one) stands for."""
         if message is not None and "errors" in message:
             raise ValidationError(message["errors"])
+        if message is not None and message.get("status") == 404:
+            raise NotFound(message["detail"])
         if message is not None and "detail" in message:
             raise ParseError(message["detail"])
         self.process.wait()

@@ -63,6 +63,8 @@ def answer(job: dict[str, Any], lines_in, lines_out) -> dict[str, Any] | None:
             scope = job["scope"]
             data = whatif.gangs(objects, Scope(scope["user"], scope["everywhere"], scope["perNamespace"]))
     except whatif.Refused as exc:
+        if exc.missing:
+            return {"status": 404, "detail": str(exc)}
         return {"status": 400, "errors": {exc.field: [str(exc)]}}
     except RecursionError:
         return {"status": 400, "errors": {"snapshot": ["nests lists or objects too deeply"]}}

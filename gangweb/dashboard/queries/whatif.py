@@ -14,7 +14,7 @@ from typing import Any
 
 from gangweb.access.scope import Scope
 from gangweb.dashboard.picture import build_picture
-from scheduler.engine import DEFAULT_POLICY, POLICIES, SnapshotError, parse_snapshot
+from scheduler.engine import DEFAULT_POLICY, POLICIES, PodGroupNotFound, SnapshotError, parse_snapshot
 from scheduler.engine import plan as engine_plan
 from scheduler.preemption import planning
 from scheduler.words import plural
@@ -26,9 +26,10 @@ POLICY_ORDER = tuple(sorted(POLICIES, key=lambda n: (n != DEFAULT_POLICY, n)))
 class Refused(Exception):
     """A snapshot or a gang the engine cannot plan; ``field`` is the part of the request at fault."""
 
-    def __init__(self, field: str, message: str):
+    def __init__(self, field: str, message: str, *, missing: bool = False):
         super().__init__(message)
         self.field = field
+        self.missing = missing  # the gang is not there (a 404), rather than asked for wrongly
 
 
 def plans(objects: list[Any], podgroup: str, policies: list[str], *, maps: bool = False) -> list[dict]:
@@ -45,7 +46,7 @@ def plans(objects: list[Any], podgroup: str, policies: list[str], *, maps: bool 
         try:
             result = engine_plan(snapshot, podgroup, policy=policy)
         except SnapshotError as exc:
-            raise Refused("podGroup", str(exc)) from None
+            raise Refused("podGroup", str(exc), missing=isinstance(exc, PodGroupNotFound)) from None
         planned = planning.result_of(snapshot, result, time.perf_counter() - started)
         row = {
             **planned.plan,

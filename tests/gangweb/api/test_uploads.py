@@ -177,3 +177,27 @@ def test_a_refused_upload_is_answered_before_its_body_is_sent(asgi_server, tmp_p
         timeout=60,
     )
     assert other.status_code == 200, other.text
+
+
+def test_an_empty_or_broken_multipart_body_is_a_problem_naming_it(asgi_server, tmp_path):
+    """Whatever part refuses the body (the view's validation, DRF's parser, Django before any view), the
+    answer is a problem+json 400 with a body that says what is wrong."""
+    tokens = readers(tmp_path)
+    address = asgi_server(env=SERVER)
+    for content_type, body, host, said in [
+        (f"multipart/form-data; boundary={BOUNDARY}", b"", None, "podGroup"),
+        ("multipart/form-data", b"", None, "podGroup"),
+        (f"multipart/form-data; boundary={BOUNDARY}", f"--{BOUNDARY}\r\nbroken".encode(), None, "podGroup"),
+        ("multipart/form-data; boundary=", b"x", None, "boundary"),
+        # refused by Django itself, before any view: a Host not in ALLOWED_HOSTS
+        (f"multipart/form-data; boundary={BOUNDARY}", b"", "elsewhere.example", "cannot be read"),
+    ]:
+        headers = {"Authorization": tokens["uploader"], "Content-Type": content_type}
+        if host:
+            headers["Host"] = host
+        answer = httpx.post(f"http://{address}/api/v1/simulate/", content=body, headers=headers, timeout=30)
+        assert answer.status_code == 400, (content_type, body, answer.text)
+        assert answer.headers["content-type"].startswith("application/problem+json"), answer.headers
+        problem = answer.json()
+        assert problem["status"] == 400 and said in problem["detail"], problem
+        assert problem["instance"] == "/api/v1/simulate/", problem

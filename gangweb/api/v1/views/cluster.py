@@ -25,7 +25,7 @@ SORTS = {
 
 DECISION_PARAMETERS = [
     OpenApiParameter("namespace", str, description="one namespace"),
-    OpenApiParameter("podgroup", str, description="NAMESPACE/NAME of the gang the pod was put in"),
+    params.object_keys_parameter("podgroup", "NAMESPACE/NAME of the gang the pod was put in", many=False),
     OpenApiParameter("allowed", bool, description="only allowed (true) or refused (false)"),
 ]
 
@@ -66,7 +66,7 @@ class PodGroups(V1View):
     @extend_schema(
         parameters=[
             OpenApiParameter("namespace", str, description="only these namespaces (a,b)"),
-            OpenApiParameter("state", str, description=", ".join(STATES)),
+            params.choices_parameter("state", STATES, ", ".join(STATES)),
             OpenApiParameter(
                 "priorityClass",
                 str,
@@ -171,7 +171,11 @@ class Usage(V1View):
     pagination_class = None
 
     @extend_schema(
-        parameters=[OpenApiParameter("points", int, description="how many past samples (0-360, default 60)")],
+        parameters=[
+            params.whole_number_parameter(
+                "points", "how many past samples (0-360, default 60)", least=0, most=360
+            )
+        ],
         responses=serializers.Usage,
     )
     def get(self, request):

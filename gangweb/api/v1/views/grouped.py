@@ -30,10 +30,10 @@ class Preemptions(V1View):
         parameters=[
             OpenApiParameter("namespace", str, description="only these namespaces (a,b)"),
             OpenApiParameter("gang", str, description="the gang's name contains this (any case)"),
-            OpenApiParameter(
+            params.choices_parameter(
                 "state",
-                str,
-                description="only requests in these states (a,b): " + ", ".join(RequestState.values),
+                RequestState.values,
+                "only requests in these states (a,b): " + ", ".join(RequestState.values),
             ),
         ],
         responses=summaries.Cards,
@@ -42,6 +42,8 @@ class Preemptions(V1View):
         query = request.query_params
         if len(query.getlist("gang")) > 1:
             raise ValidationError({"gang": ["give it once"]})
+        if "\x00" in query.get("gang", ""):
+            raise ValidationError({"gang": ["must not contain a NUL character"]})
         rows = preemptions.cards(
             self.scope,
             namespaces=filters._values(query, "namespace"),
@@ -60,7 +62,9 @@ class LostGpuHours(V1View):
     pagination_class = None
 
     @extend_schema(
-        parameters=[OpenApiParameter("days", int, description="how many days back (1-30, default 2)")],
+        parameters=[
+            params.whole_number_parameter("days", "how many days back (1-30, default 2)", least=1, most=30)
+        ],
         responses=summaries.LostGpuHours,
     )
     def get(self, request):

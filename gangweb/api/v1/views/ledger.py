@@ -6,9 +6,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.response import Response
 
-from gangweb.api.v1 import serializers
+from gangweb.api.v1 import params, serializers
 from gangweb.api.v1.queries import ledger as q
 from gangweb.api.v1.views.base import V1, released
+from scheduler.preemption.models import EvictionState, Mode, RequestState
 
 
 def _p(name: str, text: str, kind=str) -> OpenApiParameter:
@@ -39,12 +40,9 @@ NAMESPACE = _p("namespace", "only these namespaces (a,b)")
     list=extend_schema(
         parameters=[
             NAMESPACE,
-            _p("podgroup", "NAMESPACE/NAME"),
-            _p(
-                "state",
-                "pending, planning, planned, executing, succeeded, failed, infeasible, superseded, observed",
-            ),
-            _p("mode", "enforce or observe"),
+            params.object_keys_parameter("podgroup"),
+            params.choices_parameter("state", RequestState.values, ", ".join(RequestState.values)),
+            params.choices_parameter("mode", Mode.values, " or ".join(Mode.values)),
         ]
     )
 )
@@ -63,9 +61,14 @@ class RequestViewSet(LedgerViewSet):
 @extend_schema_view(
     list=extend_schema(
         parameters=[
-            _p("request", "request ids (a,b)"),
+            params.ids_parameter("request", "request ids (a,b)"),
             NAMESPACE,
-            _p("outcome", "fits, preempt, infeasible (every why) or infeasible:<why>"),
+            OpenApiParameter(
+                "outcome",
+                str,
+                description="fits, preempt, infeasible (every why) or infeasible:<why>",
+                pattern=r"^(fits|preempt|infeasible(:[^,]*)?)(,(fits|preempt|infeasible(:[^,]*)?))*$",
+            ),
         ]
     )
 )
@@ -84,12 +87,14 @@ class PlanViewSet(LedgerViewSet):
 @extend_schema_view(
     list=extend_schema(
         parameters=[
-            _p("state", "planned, dry_run_ok, dry_run_refused, evicting, evicted, failed"),
-            _p("pod", "NAMESPACE/NAME"),
-            _p("unit", "NAMESPACE/NAME: the victim unit (a PodGroup, or a lone pod), whatever its kind"),
+            params.choices_parameter("state", EvictionState.values, ", ".join(EvictionState.values)),
+            params.object_keys_parameter("pod"),
+            params.object_keys_parameter(
+                "unit", "NAMESPACE/NAME: the victim unit (a PodGroup, or a lone pod), whatever its kind"
+            ),
             _p("node", "node names"),
-            _p("plan", "plan ids"),
-            _p("request", "request ids"),
+            params.ids_parameter("plan", "plan ids"),
+            params.ids_parameter("request", "request ids"),
             _p("namespace", "the evicted pods' namespaces"),
         ]
     )
@@ -107,10 +112,14 @@ class EvictionViewSet(LedgerViewSet):
 @extend_schema_view(
     list=extend_schema(
         parameters=[
-            _p("since", "only entries after this id (polling)", int),
-            _p("request", "request ids"),
-            _p("kind", "entry kinds (request.opened, plan.created, eviction.result, ...)"),
-            _p("podgroup", "NAMESPACE/NAME"),
+            params.whole_number_parameter(
+                "since", "only entries after this id (polling)", least=0, most=params.MAX_ID
+            ),
+            params.ids_parameter("request", "request ids"),
+            params.choices_parameter(
+                "kind", q.KNOWN_KINDS, "entry kinds (request.opened, plan.created, eviction.result, ...)"
+            ),
+            params.object_keys_parameter("podgroup"),
             NAMESPACE,
         ]
     )

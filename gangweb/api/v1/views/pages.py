@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from gangweb.access.scope import Scope
@@ -50,10 +50,11 @@ class Overview(V1View):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter(
+            params.whole_number_parameter(
                 "points",
-                int,
-                description="how many past samples, newest kept (0-GANGWEB_HISTORY_KEEP, default 720)",
+                "how many past samples, newest kept (0-GANGWEB_HISTORY_KEEP, default 720)",
+                least=0,
+                most=settings.GANGWEB_HISTORY_KEEP,
             )
         ],
         responses=page_serializers.Overview,

@@ -270,10 +270,11 @@ def test_simulate_refuses_bad_input_by_name(client, admin, monkeypatch):
 
 
 def test_simulate_is_throttled_per_user(client, admin, world, monkeypatch):
-    from django.core.cache import cache
     from rest_framework.throttling import ScopedRateThrottle
 
-    cache.clear()
+    from gangweb.api.v1 import throttling
+
+    throttling.clear()
     monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"simulate": "2/min"})
     codes = [
         client.post(
@@ -282,7 +283,7 @@ def test_simulate_is_throttled_per_user(client, admin, world, monkeypatch):
         for _ in range(3)
     ]
     assert codes == [200, 200, 429]
-    cache.clear()
+    throttling.clear()
 
 
 def test_gang_plan_prints_the_same_cost_block_as_the_api(client, admin, world, tmp_path):
@@ -327,3 +328,18 @@ def test_a_session_post_needs_its_csrf_token(world, django_user_model):
     browser.cookies["csrftoken"] = token
     answer = browser.post("/api/v1/simulate/", body, content_type="application/json", HTTP_X_CSRFTOKEN=token)
     assert answer.status_code == 200, answer.content
+
+
+def test_the_schema_and_its_docs_need_a_sign_in_outside_the_demo(client, admin, a_viewer):
+    for path in ("/api/schema/", "/api/docs/", "/api/redoc/"):
+        anonymous = client.get(path)
+        assert anonymous.status_code == 401, (path, anonymous.status_code)
+        assert anonymous["Content-Type"].startswith("application/problem+json"), path
+        assert client.get(path, **a_viewer).status_code == 200, path
+        assert client.get(path, **admin).status_code == 200, path
+
+
+def test_the_schema_and_its_docs_are_open_where_the_dashboard_is(client, settings):
+    settings.DEMO = True
+    for path in ("/api/schema/", "/api/docs/", "/api/redoc/"):
+        assert client.get(path).status_code == 200, path

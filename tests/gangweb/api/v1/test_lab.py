@@ -154,10 +154,11 @@ def test_a_session_post_needs_its_csrf_token(world, django_user_model):
 
 
 def test_listing_and_planning_share_one_throttle_per_user(client, admin, world, monkeypatch):
-    from django.core.cache import cache
     from rest_framework.throttling import ScopedRateThrottle
 
-    cache.clear()
+    from gangweb.api.v1 import throttling
+
+    throttling.clear()
     monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"simulate": "2/min"})
     listed = client.post("/api/v1/simulate/podgroups/", {}, content_type="application/json", **admin)
     planned = client.post(
@@ -166,7 +167,7 @@ def test_listing_and_planning_share_one_throttle_per_user(client, admin, world, 
     third = client.post("/api/v1/simulate/podgroups/", {}, content_type="application/json", **admin)
     assert (listed.status_code, planned.status_code) == (200, 200)
     problem(third, 429)
-    cache.clear()
+    throttling.clear()
 
 
 def test_json_nested_too_deeply_is_a_400_not_a_crash(client, admin, world):

@@ -18,23 +18,42 @@ from tests.gangweb.api.v1.conftest import basic
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
+
+def schema_valid_data_is_accepted(ctx, response, case):
+    """schemathesis' positive-data acceptance: a request the schema allows is not a 400. One allowance: the
+    objects of an inline snapshot are read by the engine's contract (docs/design.md "snapshot files"), which
+    the schema names but does not spell out, so a 400 naming ``snapshot`` alone, for a body that has one,
+    is the engine refusing an object it was given."""
+    snapshot_refused = (
+        set(response.json().get("errors", {})) == {"snapshot"} if response.status_code == 400 else False
+    )
+    if snapshot_refused and isinstance(case.body, dict) and "snapshot" in case.body:
+        return None
+    return checks.positive_data_acceptance(ctx, response, case)
+
+
 CHECKS = [
     checks.not_a_server_error,
     checks.status_code_conformance,
     checks.content_type_conformance,
     checks.response_headers_conformance,
     checks.response_schema_conformance,
+    schema_valid_data_is_accepted,
 ]
 EXAMPLES_PER_OPERATION = 15
 
 
 def test_the_api_answers_as_its_schema_says(world, admin, a_viewer):
-    schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+    schema = schemathesis.openapi.from_wsgi(
+        "/api/schema/",
+        application,
+        headers={"Authorization": basic("ops", "s3cret-enough")["HTTP_AUTHORIZATION"]},
+    )
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 19
     # an admin signing in with Basic, and a team-a viewer with its gangweb token (Bearer)
     readers = (basic("ops", "s3cret-enough"), {"Authorization": a_viewer["HTTP_AUTHORIZATION"]})
-    tried = {}
+    tried, failures = {}, {}
     for operation in operations:
 
         @given(case=operation.as_strategy())
@@ -50,7 +69,14 @@ def test_the_api_answers_as_its_schema_says(world, admin, a_viewer):
                 case.call_and_validate(headers=headers, checks=CHECKS)
             tried[case.operation.label] = tried.get(case.operation.label, 0) + 1
 
-        conforms()
+        try:
+            conforms()
+        except (
+            Exception,
+            BaseExceptionGroup,
+        ) as exc:  # every operation is tried; all their failures are shown together
+            failures[operation.label] = str(exc)[:2000]
+    assert not failures, "\n\n".join(f"{label}:\n{text}" for label, text in failures.items())
     assert len(tried) == len(operations), set(o.label for o in operations) - set(tried)
 
 
