@@ -12,7 +12,7 @@ from admission.podgroups import podgroup_for_pod
 from scheduler.cluster import current_objects
 from scheduler.kube import KubeCluster
 from scheduler.preemption import kubeevents, runtime
-from tests.realcluster.test_control_plane import OBSERVE, apply, namespace, pod  # noqa: F401 (a fixture)
+from tests.realcluster.test_control_plane import OBSERVE, apply, pod
 from tests.scheduler.preemption.test_kube_events import drive_a_plan
 
 pytestmark = pytest.mark.django_db(transaction=True)
