@@ -23,7 +23,7 @@ def podgroup(ns: str, name: str) -> dict:
     return podgroup_for_pod(member, OBSERVE)
 
 
-def test_kubectl_describe_podgroup_shows_gangwebs_events(real_cluster, namespace):  # noqa: F811
+def test_kubectl_describe_podgroup_shows_gangwebs_events(real_cluster, namespace):
     apply(real_cluster, podgroup(namespace, "train"), podgroup(namespace, "low"))
     cluster = KubeCluster.from_kubeconfig(real_cluster.kubeconfig, timeout=(5.0, 30.0), watch_timeout=30)
     cluster.start(timeout=60)
