@@ -9,7 +9,7 @@ too, and no bulk actions (Django's only built-in one deletes).
 
 from django.contrib import admin
 
-from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest
+from scheduler.preemption.models import BrokenGang, Eviction, LedgerEntry, Plan, PreemptionRequest
 
 
 class ViewOnly:
@@ -99,3 +99,10 @@ class LedgerEntryAdmin(ViewOnlyAdmin):
     list_display = ("created_at", "kind", "namespace", "name", "message")
     list_filter = ("kind",)
     search_fields = ("message", "namespace", "name")
+
+
+@admin.register(BrokenGang)
+class BrokenGangAdmin(ViewOnlyAdmin):
+    list_display = ("id", "namespace", "name", "held_gpus", "min_count", "running", "since", "recovered_at")
+    list_filter = ("namespace",)
+    search_fields = ("namespace", "name")

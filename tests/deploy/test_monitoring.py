@@ -129,7 +129,7 @@ def test_each_process_role_exports_only_its_own_families():
     assert not own["gangweb-web"] & own["gangweb-webhook"]
     assert not own["gangweb-worker"] & own["gangweb-webhook"]
     assert all(s.startswith("gangweb_admission_") for s in own["gangweb-webhook"])
-    assert all(s.startswith("gangweb_podgroup_preemption_") for s in own["gangweb-worker"])
+    assert all(s.startswith(("gangweb_podgroup_preemption_", "gangweb_idle_")) for s in own["gangweb-worker"])
 
 
 @pytest.mark.django_db

@@ -13,9 +13,17 @@ from django.contrib import admin
 from django.forms.models import model_to_dict
 from django.test import RequestFactory
 from django.urls import reverse
+from django.utils import timezone
 
 from scheduler.preemption import ledger
-from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest, RequestState
+from scheduler.preemption.models import (
+    BrokenGang,
+    Eviction,
+    LedgerEntry,
+    Plan,
+    PreemptionRequest,
+    RequestState,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -123,6 +131,9 @@ def test_a_superuser_cannot_change_add_or_delete_any_ledger_row(root_client, fai
         Plan: plan,
         Eviction: plan.pod_evictions.first(),
         LedgerEntry: LedgerEntry.objects.filter(request=request).first(),
+        BrokenGang: BrokenGang.objects.create(
+            namespace="team-a", name="broken", held_gpus=8, since=timezone.now()
+        ),
     }[model]
     before = ledger_rows()
     fields = {
