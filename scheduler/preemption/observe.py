@@ -25,7 +25,7 @@ from scheduler.cluster import GANGWEB_CONTROLLER, Cluster, KubeObject, ListsEven
 from scheduler.engine import parse_snapshot
 from scheduler.kinds import is_native
 from scheduler.preemption import ledger, planning
-from scheduler.preemption.ledger.facts import PodFacts
+from scheduler.preemption.facts import PodFacts
 from scheduler.preemption.models import (
     Eviction,
     EvictionState,

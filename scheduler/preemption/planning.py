@@ -16,7 +16,7 @@ from scheduler.engine import Plan as EnginePlan
 from scheduler.engine import Snapshot, parse_snapshot
 from scheduler.engine import plan as engine_plan
 from scheduler.kinds import is_native
-from scheduler.preemption.ledger.facts import PodFacts
+from scheduler.preemption.facts import PodFacts
 
 
 def fresh_objects(cluster: Cluster) -> list[KubeObject]:

@@ -6,7 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler.preemption.events import publish
-from scheduler.preemption.ledger.facts import PodFacts
+from scheduler.preemption.facts import PodFacts
 from scheduler.preemption.ledger.history import lock_request, note, request_payload
 from scheduler.preemption.models import Eviction, EvictionState, Plan, PlanSource
 

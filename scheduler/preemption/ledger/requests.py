@@ -16,8 +16,8 @@ from django.utils import timezone
 from scheduler import tracing
 from scheduler.preemption import metrics
 from scheduler.preemption.events import publish
+from scheduler.preemption.facts import PodFacts
 from scheduler.preemption.ledger.evictions import fail_unstarted_evictions
-from scheduler.preemption.ledger.facts import PodFacts
 from scheduler.preemption.ledger.history import (
     TERMINAL_REQUEST_STATES,
     lock_request,

@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from scheduler.preemption import ledger
-from scheduler.preemption.ledger.facts import PodFacts
+from scheduler.preemption.facts import PodFacts
 from scheduler.preemption.models import Eviction, EvictionState, LedgerEntry, PreemptionRequest, RequestState
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
-"""What the ledger is told about each victim pod: the ledger's own input type, so that it depends on no
-caller (planning and observe mode both hand it these)."""
+"""What the ledger is told about each victim pod: its own input type, apart from planning and from the
+ledger package (which needs Django), so that the snapshot worker can plan without either."""
 
 from __future__ import annotations
 
