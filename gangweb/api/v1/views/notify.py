@@ -79,7 +79,9 @@ class Sinks(V1View):
         paginator, page = self.page(Sink.objects.order_by("name"))
         return paginator.get_paginated_response([config.describe_sink(sink) for sink in page])
 
-    @extend_schema(request=SinkIn, responses={201: SinkOut, 400: OpenApiResponse(Problem), **DENIED})
+    @extend_schema(
+        request={"application/json": SinkIn}, responses={201: SinkOut, 400: OpenApiResponse(Problem), **DENIED}
+    )
     def post(self, request):
         given = SinkIn(data=request.data)
         given.is_valid(raise_exception=True)
