@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 from admission.tasks import ensure_podgroups
-from scheduler.cluster import object_key
+from scheduler.cluster import GANGWEB_CONTROLLER, object_key
 from scheduler.kube import KubeCluster
 from scheduler.preemption import runtime
 from scheduler.preemption.models import (
@@ -181,8 +181,12 @@ class Scene:
         return listed["items"]
 
     def preempted_by(self, controller: str) -> list[dict]:
-        """The ``Preempted`` events ``controller`` wrote about the victims' pods."""
-        return [e for e in self.events(self.batch, "Preempted") if e["reportingController"] == controller]
+        """The ``Preempted`` events ``controller`` wrote about the victims' pods (not their PodGroups')."""
+        return [
+            e
+            for e in self.events(self.batch, "Preempted")
+            if e["reportingController"] == controller and e["regarding"]["kind"] == "Pod"
+        ]
 
     def remove(self) -> None:
         for obj in reversed(self.objects):
@@ -329,7 +333,7 @@ def run_enforced(scene: Scene, webhook: WebhookServer) -> None:
     assert conditions(podgroup)["PodGroupInitiallyScheduled"]["reason"] == "Scheduled"
     assert conditions(podgroup)["gangweb.io/Preemption"]["reason"] == "VictimsEvicted"
     preempted = until(
-        lambda: len(e := scene.preempted_by("gangweb")) == 2 and e, "gangweb's Preempted events"
+        lambda: len(e := scene.preempted_by(GANGWEB_CONTROLLER)) == 2 and e, "gangweb's Preempted events"
     )
     assert sorted(f"{e['regarding']['namespace']}/{e['regarding']['name']}" for e in preempted) == sorted(
         uids(low)
@@ -428,6 +432,6 @@ def test_observe_mode_records_what_kube_scheduler_preempted(real_cluster, webhoo
         assert not Plan.objects.filter(request=request, source=PlanSource.ENGINE).exists()
         assert "deleted" in request.reason, request.reason
         assert not Eviction.objects.filter(plan__source=PlanSource.ENGINE, namespace=scene.batch).exists()
-        assert not scene.preempted_by("gangweb")
+        assert not scene.preempted_by(GANGWEB_CONTROLLER)
     finally:
         scene.remove()
