@@ -34,6 +34,7 @@ LEFT_OUT = {
     "XDG_DATA_HOME": "an installed package's default GANGWEB_VAR_DIR outside a checkout; deploy/ sets GANGWEB_VAR_DIR",
     "GANGWEB_SERVER": "`kubectl gangweb` on the user's machine: gangweb's URL (docs/cli.md)",
     "GANGWEB_TOKEN": "`kubectl gangweb` on the user's machine: a token instead of the kubeconfig's",
+    "OTEL_SERVICE_NAME": "traces are off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; then name each Deployment",
     "GANGWEB_REPLAY_DIR": "`gang replay --plots` output for the /replay/ page; its default under GANGWEB_VAR_DIR is empty",
 }
 SECRET_KEYS = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"}
