@@ -1,10 +1,14 @@
 """`kubectl drain` of a KWOK node whose pods a PodDisruptionBudget protects, against the real control plane:
-the budget refuses the second eviction until the first pod's replacement is Ready on the other node (the
-disruption controller recounts it), drain retries and finishes with both pods on the other node. The API test server cannot do this: it never recounts a budget (docs/kube.md)."""
+the budget refuses the second eviction while the first pod's replacement has nowhere to run; once a second
+node joins and the replacement is Ready there (the disruption controller recounts it), drain retries and
+finishes with both pods on the other node. The API test server cannot do this: it never recounts a budget
+(docs/kube.md)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 import uuid
 
 from tests.realcluster.test_control_plane import WAIT, apply
@@ -85,14 +89,25 @@ def test_drain_waits_for_the_budget_and_moves_every_pod(real_cluster, namespace)
             "--for=jsonpath={.status.disruptionsAllowed}=1",
             f"--timeout={WAIT}",
         )
-        apply(real_cluster, kwok_node(second, label))
-        real_cluster.run("wait", f"node/{second}", "--for=condition=Ready", f"--timeout={WAIT}")
-
-        drained = real_cluster.run(
-            "drain", first, "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={WAIT}"
+        drain = subprocess.Popen(
+            [real_cluster.kubectl, f"--kubeconfig={real_cluster.kubeconfig}", "drain", first]
+            + ["--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={WAIT}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
-        said = drained.stdout + drained.stderr
-        assert f"node/{first} drained" in said, said
+        try:
+            # One pod evicted; its replacement waits with no node to go to, so the budget holds the other.
+            deadline = time.monotonic() + 120
+            while not any(p["status"].get("phase") == "Pending" for p in pods(real_cluster, namespace)):
+                assert time.monotonic() < deadline and drain.poll() is None, "no replacement waited"
+                time.sleep(0.5)
+            apply(real_cluster, kwok_node(second, label))
+            said, _ = drain.communicate(timeout=240)
+        finally:
+            if drain.poll() is None:
+                drain.kill()
+        assert drain.returncode == 0 and f"node/{first} drained" in said, said
         # the second eviction was refused by the budget, retried, and then admitted
         assert "disruption budget" in said, said
         real_cluster.run("rollout", "status", "-n", namespace, "deployment/served", f"--timeout={WAIT}")
