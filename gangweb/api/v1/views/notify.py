@@ -80,7 +80,8 @@ class Sinks(V1View):
         return paginator.get_paginated_response([config.describe_sink(sink) for sink in page])
 
     @extend_schema(
-        request={"application/json": SinkIn}, responses={201: SinkOut, 400: OpenApiResponse(Problem), **DENIED}
+        request={"application/json": SinkIn},
+        responses={201: SinkOut, 400: OpenApiResponse(Problem), **DENIED},
     )
     def post(self, request):
         given = SinkIn(data=request.data)
