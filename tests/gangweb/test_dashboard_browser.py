@@ -87,15 +87,15 @@ def test_the_map_draws_the_cluster_and_a_preemption_repaints_its_victims(start_d
     assert page.locator("#activity li").count() >= 1
 
     # Hover lights the gang up and names it; a click opens its page.
-    box = page.locator("#gpu-map").bounding_box()
     spot = page.evaluate(
         "(() => { const m = window.gangwebMap; const s = m.owner.findIndex((o) => o !== -1 && !m.gangs[o].other);"
         " const r = m.squareAt(s); return {x: r.x + r.size / 2, y: r.y + r.size / 2}; })()"
     )
-    page.mouse.move(box["x"] + spot["x"], box["y"] + spot["y"])
+    # The locator finds the canvas where it is at the moment of the move: live figures may reflow the page.
+    page.locator("#gpu-map").hover(position=spot)
     page.wait_for_function("window.gangwebMap.highlight !== null", timeout=5_000)
     assert "priority" in page.inner_text("#tooltip")
-    page.mouse.click(box["x"] + spot["x"], box["y"] + spot["y"])
+    page.locator("#gpu-map").click(position=spot)
     page.wait_for_url("**/gangs/*/*/", timeout=10_000)
     assert not page.errors, page.errors
     assert demo.stop(signal.SIGTERM) == 0
@@ -427,11 +427,9 @@ def test_dra_devices_are_named_on_hover_and_mig_partitions_drawn_inside_their_gp
     assert first["y"] == second["y"] and 0 < second["x"] - first["x"] < whole["size"]
     assert parts[2]["x"] - first["x"] >= whole["size"], "GPU 7's partitions are in the next cell"
 
-    box = page.locator("#gpu-map").bounding_box()
-
     def hover(square: dict) -> str:
         middle = square["size"] / 2
-        page.mouse.move(box["x"] + square["x"] + middle, box["y"] + square["y"] + middle)
+        page.locator("#gpu-map").hover(position={"x": square["x"] + middle, "y": square["y"] + middle})
         page.wait_for_selector("#tooltip:not([hidden])", timeout=10_000)
         return page.inner_text("#tooltip")
 
