@@ -98,7 +98,6 @@ ALLOWED_HOSTS = env_list(
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -357,7 +356,7 @@ GANGWEB_SESSION_RECHECK_SECONDS = env_int("GANGWEB_SESSION_RECHECK_SECONDS", 30)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not (DEBUG or DEMO or RUNNING_TESTS))
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # Strict-Transport-Security (gangweb/security.py): SecurityMiddleware sends it only on requests that reached
-# gangweb over TLS, which (no proxy header is trusted) means daphne itself terminated it. 0: never.
+# gangweb over TLS, which (no proxy header is trusted) means the ASGI server itself terminated it (uvicorn with --ssl-keyfile). 0: never.
 SECURE_HSTS_SECONDS = env_int("GANGWEB_HSTS_SECONDS", 31_536_000)
 # AdmissionReviews carry up to two 3 MiB objects (the apiserver's own limit); see admission/.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 7 * 1024 * 1024
@@ -497,7 +496,6 @@ LOGGING = {
     "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {
         "django.server": {"level": "WARNING"},
-        "daphne": {"level": "WARNING"},
         "kubernetes": {"level": "WARNING"},
         "urllib3": {"level": "WARNING"},
         "celery": {"level": CELERY_LOG_LEVEL},

@@ -19,6 +19,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from gangweb import webserver
+
 ROOT = Path(__file__).resolve().parent.parent
 # Subprocesses the tests start (servers, workers, CLI runs) read settings outside pytest; with
 # DATABASE_URL/REDIS_URL set they are not the demo and need a key like any deployment.
@@ -159,18 +161,7 @@ def asgi_server(tmp_path):
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             **(env or {}),
         }
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)),
-                *("--lifespan", "off", "--no-access-log", "gangweb.asgi:application"),
-            ],
-            cwd=ROOT,
-            env=full_env,
-            # A file, not a pipe: nobody reads the server's logs during the test, and a full pipe
-            # would block a chatty server.
-            stdout=(tmp_path / f"uvicorn-{port}.log").open("wb"),
-            stderr=subprocess.STDOUT,
-        )
+        proc = webserver.start(port, full_env, log=(tmp_path / f"uvicorn-{port}.log").open("wb"))
         procs.append(proc)
         wait_for_port(port, proc=proc)
         start.processes[f"127.0.0.1:{port}"] = proc

@@ -2,7 +2,7 @@
 
     python manage.py bench signin [--guessers 8] [--seconds 10] [--path /api/v1/] [--free N] [--json]
 
-Starts gangweb's ASGI application in a daphne process on ``DATABASE_URL`` (and ``REDIS_URL`` when set), with
+Starts gangweb's ASGI application in a uvicorn process (as deployed) on ``DATABASE_URL`` (and ``REDIS_URL`` when set), with
 a reader holding a gangweb token and an account that is guessed at. It times the reader's ``GET --path``, one
 after another, for ``--seconds`` alone, then for ``--seconds`` while ``--guessers`` processes, each from its own
 loopback address, send wrong Basic passwords for the account as fast as they are answered (threads of one
@@ -23,16 +23,14 @@ import os
 import secrets
 import statistics
 import subprocess
-import sys
 import time
-from pathlib import Path
 
+from gangweb import webserver
 from scheduler.bench import at_least_one
 
 HELP = "wrong passwords beside another user's API calls: the reader's p50/p99 alone and beside --guessers"
 READER = "gangweb-signin-bench-reader"
 TARGET = "gangweb-signin-bench-target"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,14 +61,6 @@ def _prepare() -> str:
     return tokens.issue(READER)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _start_server(port: int, free: int | None) -> subprocess.Popen:
     env = {
         **os.environ,
@@ -82,26 +72,7 @@ def _start_server(port: int, free: int | None) -> subprocess.Popen:
     }
     if free is not None:
         env["GANGWEB_PASSWORD_ACCOUNT_FAILURES"] = env["GANGWEB_PASSWORD_SOURCE_FAILURES"] = str(free)
-    return subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gangweb.asgi:application"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-def _wait_listening(port: int, timeout: float = 60) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise RuntimeError(f"the ASGI server did not listen on {port} in {timeout}s")
+    return webserver.start(port, env)
 
 
 def _read(port: int, path: str, token: str, seconds: float) -> list[float]:
@@ -161,10 +132,10 @@ def _figures(latencies: list[float]) -> dict:
 
 def measure(options: argparse.Namespace) -> dict:
     token = _prepare()
-    port = _free_port()
+    port = webserver.free_port()
     server = _start_server(port, options.free)
     try:
-        _wait_listening(port)
+        webserver.wait_listening(port, server)
         _read(port, options.path, token, 1)  # warm: imports, the first reading of the cluster
         alone = _figures(_read(port, options.path, token, options.seconds))
         spawn = multiprocessing.get_context("spawn")

@@ -2,7 +2,7 @@
 
     python manage.py bench live [--rate 1000] [--seconds 10] [--clients 20] [--json]
 
-Starts gangweb's ASGI application in a daphne process on ``REDIS_URL`` and ``DATABASE_URL`` (the
+Starts gangweb's ASGI application in a uvicorn process (as deployed) on ``REDIS_URL`` and ``DATABASE_URL`` (the
 deployment's shape: a signed-in user, the Redis channel layer, the topic log in Redis), opens
 ``--clients`` websockets subscribed to the ``activity`` topic, and publishes ``--rate`` events a second
 for ``--seconds`` from this process through ``gangweb.events.send`` (numbered, logged, group-sent, as
@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,12 +23,12 @@ import threading
 import time
 from pathlib import Path
 
+from gangweb import webserver
 from scheduler.bench import at_least_one
 
 HELP = "events through channels-redis to websocket clients: publish-to-receipt p50/p99; needs REDIS_URL"
 BENCH_USER = "gangweb-live-bench"
 GOAL_P99_MS = 250
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,12 +72,6 @@ def _cpu_seconds(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _start_server(port: int) -> subprocess.Popen:
     env = {
         **os.environ,
@@ -88,25 +81,7 @@ def _start_server(port: int) -> subprocess.Popen:
         "ALLOWED_HOSTS": "127.0.0.1",
         "LOG_LEVEL": "WARNING",
     }
-    return subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gangweb.asgi:application"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-async def _wait_listening(port: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            return
-        except OSError:
-            await asyncio.sleep(0.2)
-    raise RuntimeError(f"the ASGI server did not listen on {port} in {timeout}s")
+    return webserver.start(port, env)
 
 
 def _publish(rate: int, seconds: int, run: str, part: int = 0, parts: int = 1, wait: bool = False) -> dict:
@@ -165,12 +140,12 @@ async def _client(port: int, cookie: str, run: str, got: list, ready: asyncio.Ev
 
 
 async def _measure(options: argparse.Namespace, cookie: str) -> dict:
-    port = _free_port()
+    port = webserver.free_port()
     server = _start_server(port)
     run = f"{os.getpid()}-{time.time_ns()}"
     tasks = []
     try:
-        await _wait_listening(port)
+        await asyncio.to_thread(webserver.wait_listening, port, server)
         got: list[tuple[float, bool]] = []
         connected = [0, 0]  # subscribed clients, resyncs received
         ready = asyncio.Event()

@@ -1,4 +1,4 @@
-"""Security headers from a real daphne: HSTS only when gangweb itself terminates TLS, and the
+"""Security headers from a real server (uvicorn): HSTS only when gangweb itself terminates TLS, and the
 Content-Security-Policy on what it answers either way. (Every page under the policy in Chromium:
 test_security_headers_browser.py.)"""
 
@@ -6,34 +6,28 @@ from __future__ import annotations
 
 import os
 import ssl
-import subprocess
-import sys
 
 import httpx
 import pytest
 
 from admission import certs
-from tests.conftest import ROOT, free_port, wait_for_port
+from gangweb import webserver
+from tests.conftest import free_port, wait_for_port
 from tests.gangweb.conftest import EMBEDDED_DEFAULTS
 
 
 @pytest.fixture
 def tls_server(tmp_path):
-    """daphne terminating TLS itself (a Twisted ``ssl:`` endpoint) for ``localhost``; yields its base URL
+    """uvicorn terminating TLS itself for ``localhost``; yields its base URL
     and a client context that trusts its CA."""
     ca = certs.issue_ca("gangweb test CA", days=1)
     serving = certs.issue_serving(ca, ["localhost"], days=1)
     (tmp_path / "tls.crt").write_bytes(serving.cert_pem())
     (tmp_path / "tls.key").write_bytes(serving.key_pem())
     port = free_port()
-    endpoint = f"ssl:port={port}:interface=127.0.0.1:privateKey={tmp_path / 'tls.key'}:certKey={tmp_path / 'tls.crt'}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-e", endpoint, "gangweb.asgi:application"],
-        cwd=ROOT,
-        env={**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path)},
-        stdout=(tmp_path / "daphne-tls.log").open("wb"),
-        stderr=subprocess.STDOUT,
-    )
+    tls = (tmp_path / "tls.key", tmp_path / "tls.crt")
+    env = {**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(tmp_path)}
+    proc = webserver.start(port, env, log=(tmp_path / "uvicorn-tls.log").open("wb"), tls=tls)
     try:
         wait_for_port(port, proc=proc)
         yield f"https://localhost:{port}", ssl.create_default_context(cadata=ca.cert_pem().decode())

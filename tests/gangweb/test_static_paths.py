@@ -40,5 +40,5 @@ def test_paths_out_of_the_static_directories_are_404s_without_a_traceback(asgi_s
     answers = {path: get(address, path) for path in ODD_PATHS}
     assert {path: status for path, (status, _) in answers.items()} == dict.fromkeys(ODD_PATHS, 404)
     assert not [path for path, (_, body) in answers.items() if b"Traceback" in body or b"manage.py" in body]
-    log = "".join(p.read_text(errors="replace") for p in tmp_path.glob("daphne-*.log"))
+    log = "".join(p.read_text(errors="replace") for p in tmp_path.glob("uvicorn-*.log"))
     assert "Traceback" not in log and "Exception inside application" not in log

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gangweb import webserver
 from kubetestserver import KubeTestServer
 from kubetestserver.reviews import mint_token
 from tests.conftest import ROOT, migrate_and_run
@@ -60,14 +61,7 @@ def gangweb(tmp_path_factory):
         )
         migrate_and_run(env, script, timeout=180)
         port = _free_port()
-        log = (tmp_path / "daphne.log").open("wb")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "gangweb.asgi:application"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        proc = webserver.start(port, env, log=(tmp_path / "uvicorn.log").open("wb"))
         try:
             from tests.conftest import wait_for_port
 
