@@ -1,5 +1,5 @@
 # One image for gangweb's four processes (deploy/base): the command picks the role (README "Container image").
-#   web      uvicorn --host 0.0.0.0 --port 8000 --lifespan off --no-access-log gangweb.asgi:application
+#   web      uvicorn --host 0.0.0.0 --port 8000 --lifespan off --no-access-log --timeout-graceful-shutdown 10 gangweb.asgi:application
 #   webhook  gangweb webhook serve --port 8443 --cert /tls/tls.crt --key /tls/tls.key
 #   worker   celery -A gangweb worker --concurrency 2
 #   beat     celery -A gangweb beat --schedule /var/lib/gangweb/celerybeat-schedule  (after: gangweb migrate)
@@ -47,4 +47,4 @@ COPY --from=build /opt/venv /opt/venv
 WORKDIR /var/lib/gangweb
 USER 10001:10001
 EXPOSE 8000 8443 9100
-CMD ["uvicorn", "--host", "0.0.0.0", "--port", "8000", "--lifespan", "off", "--no-access-log", "gangweb.asgi:application"]
+CMD ["uvicorn", "--host", "0.0.0.0", "--port", "8000", "--lifespan", "off", "--no-access-log", "--timeout-graceful-shutdown", "10", "gangweb.asgi:application"]

@@ -57,13 +57,11 @@ async def _first_state(base: str) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=at_least_one, default=3)
-    parser.add_argument(
-        "--json", action="store_true", dest="as_json", help="print one JSON object instead of a table"
-    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
 def handle(options: argparse.Namespace) -> int:
-    runs, as_json = options.runs, options.as_json
+    runs, as_json = options.runs, options.json
     with tempfile.TemporaryDirectory(prefix="gangweb-demo-bench-") as tmp:
         clone = Path(tmp) / "clone"
         done = subprocess.run(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
+GRACEFUL_SHUTDOWN_SECONDS = 10
 
 
 def free_port() -> int:
@@ -27,6 +28,8 @@ def command(port: int, *, tls: tuple[Path, Path] | None = None, access_log: bool
     """uvicorn's command line for ``gangweb.asgi:application`` on ``127.0.0.1:port``; ``tls`` is
     (key, certificate) when the server terminates TLS itself."""
     argv = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port), "--lifespan", "off"]
+    # As deploy/base/web.yaml: a websocket whose client stopped reading would hold the stop forever.
+    argv += ["--timeout-graceful-shutdown", str(GRACEFUL_SHUTDOWN_SECONDS)]
     if tls is not None:
         key, cert = tls
         argv += ["--ssl-keyfile", str(key), "--ssl-certfile", str(cert)]

@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="wrong passwords per account and per source before any wait (default: the settings')",
     )
-    parser.add_argument("--json", action="store_true", dest="as_json", help="one JSON object, no table")
+    parser.add_argument("--json", action="store_true", help="one JSON object, no table")
 
 
 def _prepare() -> str:
@@ -171,7 +171,7 @@ def measure(options: argparse.Namespace) -> dict:
 def handle(options: argparse.Namespace) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per call otherwise
     figures = measure(options)
-    if options.as_json:
+    if options.json:
         print(json.dumps(figures))
         return 0
     print(f"{'reader':<24}{'calls':>8}{'p50 ms':>10}{'p99 ms':>10}")

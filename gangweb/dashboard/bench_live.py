@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="publish with gangweb.events.send, waiting for each event's number (default: publish, as the pipeline does)",
     )
-    parser.add_argument("--json", action="store_true", dest="as_json", help="one JSON object, no table")
+    parser.add_argument("--json", action="store_true", help="one JSON object, no table")
 
 
 def _session_cookie() -> str:
@@ -240,7 +240,7 @@ def handle(options: argparse.Namespace) -> int:
         return 2
     cookie = _session_cookie()
     figures = asyncio.run(_measure(options, cookie))
-    if options.as_json:
+    if options.json:
         print(json.dumps(figures))
     else:
         print(f"{'figure':<16}{'value':>12}")

@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--gpus", type=at_least_one, default=8, help="GPUs per node (default 8)")
     parser.add_argument("--runs", type=at_least_one, default=3, help="page loads per size (default 3)")
-    parser.add_argument("--json", action="store_true", dest="as_json", help="one JSON object, no table")
+    parser.add_argument("--json", action="store_true", help="one JSON object, no table")
 
 
 def synthetic_picture(nodes: int, gpus: int, seed: int = 7) -> dict:
@@ -246,7 +246,7 @@ def handle(options: argparse.Namespace) -> int:
         finally:
             proc.terminate()
             proc.wait(timeout=20)
-    if options.as_json:
+    if options.json:
         print(json.dumps({"results": rows, "goalFirstPaintMs": GOAL_FIRST_PAINT_MS}))
         return 0
     keys = [

@@ -95,6 +95,15 @@ def test_each_benchmark_keeps_its_flags(name):
     assert choices[name].prog == f"manage.py bench {name}"
 
 
+@pytest.mark.parametrize("name", list(BENCHMARKS))
+def test_each_benchmarks_json_flag_reaches_it_as_json(name):
+    """The front door reads ``--json`` as ``options.json`` for every benchmark (and sets it for ``-o json``)."""
+    parser, _ = subparsers()
+    for flags, expected in ((["--json"], True), ([], False)):
+        options = vars(parser.parse_args([name, *flags]))
+        assert options.get("json") is expected, f"bench {name} names its --json something else"
+
+
 def test_kube_benchmark_prints_one_json_object():
     result = manage("bench", "kube", "--nodes", "4", "--pods", "20", "--evictions", "5", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
