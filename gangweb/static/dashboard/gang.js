@@ -106,14 +106,14 @@
     if (requests.some((x) => x.state === "succeeded" || x.state === "executing")) {
       const d = await g.getJSON(g.urls.preemptions, { namespace, gang: name, limit: 1000 });
       const card = d.results.find((c) => c.podGroup === `${namespace}/${name}`);
-      for (const run of card ? card.runs : []) if (run.executed && run.plan) victims.set(run.firstRequest, run.plan.victims);
+      for (const run of card ? card.runs : []) if (run.executed && run.plan) victims.set(run.firstRequest, run.plan);
     }
     const ul = $("as-preemptor");
     ul.replaceChildren();
     for (const x of requests) {
       const li = el("li", "", [`#${x.id} ${g.state(x.state)} `, g.when(x.createdAt), ...(x.reason ? [": ", ...g.timesIn(x.reason)] : [])]);
       if (x.traceId) li.append(" ", el("code", "trace", `trace ${x.traceId}`));
-      if (victims.has(x.id)) li.append(g.victimList(victims.get(x.id)));
+      if (victims.has(x.id)) li.append(" ", g.optimalityMark(victims.get(x.id).optimality), g.victimList(victims.get(x.id).victims));
       ul.append(li);
     }
     if (!requests.length) ul.append(el("li", "empty", "none"));
