@@ -75,6 +75,7 @@
       showApproval(null);
       return;
     }
+    drawTree(r.compositeTree);
     add("priority", `${r.priorityClass || "(no priority class)"} (${Number(r.priority).toLocaleString()})`);
     add("disruption", r.disruptionMode);
     const each = Math.max(0, ...r.members.map((m) => m.gpus));
@@ -117,6 +118,29 @@
       ul.append(li);
     }
     if (!requests.length) ul.append(el("li", "empty", "none"));
+  }
+
+  // The CompositePodGroup tree from the top ancestor down (podgroups/{ns}/{name}/ compositeTree): this gang
+  // in bold, the victim unit marked; a PodGroup under the tree links to its own page.
+  function drawTree(tree) {
+    $("composite").hidden = !tree;
+    const box = $("composite-tree");
+    box.replaceChildren();
+    if (!tree) return;
+    const item = (n) => {
+      const label = n.kind === "PodGroup" && !n.gang ? el("a", "gang-link", n.name) : el(n.gang ? "strong" : "span", "", n.name);
+      if (label.tagName === "A") label.href = g.gangUrl(namespace, n.name);
+      const li = el("li", n.victimUnit ? "victim-unit" : "", [label, ` ${n.kind} · ${n.disruptionMode} · min ${n.minCount}`]);
+      li.dataset.name = n.name;
+      if (n.victimUnit) li.append(" ", el("span", "unit-mark", "victim unit"));
+      if (n.children.length) {
+        const ul = el("ul");
+        for (const c of n.children) ul.append(item(c));
+        li.append(ul);
+      }
+      return li;
+    };
+    box.append(item(tree));
   }
 
   // Approve mode: an operator approves or rejects the waiting plan, after naming what it evicts.
