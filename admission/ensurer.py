@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admission import labels as L
-from admission.mutate import is_mirror_pod, opted_out
+from admission.mutate import grouped_by_controller, is_mirror_pod, opted_out
 from admission.podgroups import API_VERSION as PODGROUP_API_VERSION
 from admission.podgroups import owner_to_fetch, podgroup_for_pod
 from admission.podview import readable_pod
@@ -137,9 +137,15 @@ def ensure_one(
             "Pod's shape; no rule of gangweb's can read it",
             len(pods),
         )
+    controlled = grouped_by_controller(view.metadata)
+    if controlled:
+        return Ensured(namespace, name, NOT_OURS, controlled, len(pods))
     try:
         ref = owner_to_fetch(view, policy)
         owner = owners.get(ref.api_version, ref.kind, namespace, ref.name) if ref else None
+        owner_groups = controller_groups(owner) if owner is not None else ""
+        if owner_groups:
+            return Ensured(namespace, name, NOT_OURS, owner_groups, len(pods))
         if ref and owner is None:
             return Ensured(
                 namespace,
@@ -172,6 +178,19 @@ def ensure_one(
     if not created:
         return Ensured(namespace, name, EXISTS, "created by someone else meanwhile", len(pods), podgroup)
     return Ensured(namespace, name, CREATED, describe(podgroup, len(pods)), len(pods), podgroup)
+
+
+def controller_groups(owner: KubeObject) -> str:
+    """Why ``owner``'s own controller makes its pods' PodGroup (KEP-6089), or "" when gangweb may: a Job
+    with ``.spec.scheduling``, or any owner a parent workload delegated a group template to."""
+    metadata = owner.get("metadata") or {}
+    what = f"{owner.get('kind')} {metadata.get('namespace')}/{metadata.get('name')}"
+    template = (metadata.get("annotations") or {}).get(L.GROUP_TEMPLATE_ANNOTATION)
+    if template:
+        return f"{what} has {L.GROUP_TEMPLATE_ANNOTATION}={template}: its controller makes its PodGroup"
+    if owner.get("kind") == "Job" and (owner.get("spec") or {}).get("scheduling"):
+        return f"{what} has .spec.scheduling: the Job controller makes its PodGroup"
+    return ""
 
 
 def describe(podgroup: KubeObject, pods: int) -> str:

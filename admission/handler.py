@@ -188,6 +188,10 @@ class Webhook:
         mutation = mutate_pod(request, self.policy)
         if not mutation.encoded_patch:
             return Answer(200, build_response(request.uid)), "untouched"
+        unserved = self.podgroups.unserved
+        if unserved:  # a pod naming a PodGroup the cluster cannot hold would wait forever, or lose the field
+            warning = f"gangweb left the pod out of PodGroup {mutation.group}: {unserved}"
+            return Answer(200, build_response(request.uid, warnings=[warning])), "untouched"
         recorder = self.recorder
         if recorder is not None:
             recorder.offer(PendingMutation(request, mutation, self.policy))

@@ -23,4 +23,10 @@ MANAGED_BY_VALUE = "gangweb"
 
 # --- Kubernetes core ----------------------------------------------------------------------------
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+# KEP-6089 (Kubernetes 1.37, k8s.io/kubernetes pkg/apis/scheduling/annotation_key_constants.go): a workload
+# controller that makes its own PodGroup from its Workload's template marks its objects with these; a pod
+# carrying either is grouped by its controller, never by gangweb (docs/kubernetes-versions.md).
+GROUP_TEMPLATE_ANNOTATION = "scheduling.k8s.io/group-template-name"
+PARENT_COMPOSITE_ANNOTATION = "scheduling.k8s.io/parent-compositepodgroup"
+CONTROLLER_GROUPED_ANNOTATIONS = (GROUP_TEMPLATE_ANNOTATION, PARENT_COMPOSITE_ANNOTATION)
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"

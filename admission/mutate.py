@@ -44,6 +44,16 @@ def opted_out(metadata: ObjectMeta) -> bool:
     return labels is not None and labels.get(L.ADMISSION_LABEL) == L.ADMISSION_DISABLED
 
 
+def grouped_by_controller(metadata: ObjectMeta) -> str:
+    """Why the pod's controller groups it itself (a KEP-6089 annotation), or "" when it does not."""
+    annotations = metadata.annotations
+    if annotations:
+        for key in L.CONTROLLER_GROUPED_ANNOTATIONS:
+            if key in annotations:
+                return f"its controller makes its PodGroup ({key}={annotations[key]})"
+    return ""
+
+
 def pod_scope(request: AdmissionRequest, policy: AdmissionPolicy) -> str:
     """Why the request is out of the webhook's scope, or "" when its pod is gangweb's to look at."""
     pod = request.pod  # set only for core/v1 Pod requests
@@ -82,6 +92,9 @@ def mutate_pod(request: AdmissionRequest, policy: AdmissionPolicy) -> Mutation:
     group = pod.spec.schedulingGroup
     if group is not None and group.podGroupName:
         return Mutation(f"already in PodGroup {group.podGroupName}")
+    controlled = grouped_by_controller(pod.metadata)
+    if controlled:
+        return Mutation(controlled)
     # Only the group's name: the gang's size and modes are the PodGroup's business (admission.podgroups).
     claim = claim_of(pod.metadata)
     if claim is None:

@@ -61,6 +61,8 @@ class PodGroupCache:
     def __init__(self) -> None:
         self._facts: dict[GangKey, PodGroupFacts] = {}
         self._synced = threading.Event()
+        # Why the cluster has no PodGroups at all (discovery found them not served); "" when it has.
+        self.unserved = ""
 
     def get(self, key: GangKey) -> PodGroupFacts | None:
         return self._facts.get(key)
@@ -81,6 +83,11 @@ class PodGroupCache:
 
     def mark_synced(self) -> None:
         """Nothing (more) to list: the view is complete as it is (no cluster to watch)."""
+        self._synced.set()
+
+    def mark_unserved(self, why: str) -> None:
+        """The API server serves no PodGroups: the view is complete and empty, and ``why`` says so."""
+        self.unserved = why
         self._synced.set()
 
     @property

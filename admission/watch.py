@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 from admission.state import PodGroupCache
+from scheduler.cluster import ClusterError
 from scheduler.kube import KubeCluster
 from scheduler.kube.resources import PODGROUPS, Resource
 
@@ -38,6 +39,15 @@ class PodGroupWatch:
     def start(self) -> None:
         """List and watch from a thread of this process; returns at once (the cache says when it is listed)."""
         self.cluster.start(wait=False)
+        try:
+            served = self.cluster.served()  # read by ``start``; read again only if that failed
+        except ClusterError:
+            served = None  # the list/watch retries and /readyz waits, as for any API server down
+        if served is not None and not served.podgroups:
+            why = served.limits()[0]
+            self.cache.mark_unserved(why)
+            logger.error("no PodGroups to watch: %s", why, extra={"served": served.as_dict()})
+            return
         logger.info("watching PodGroups for the validating webhook")
 
     def stop(self) -> None:

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -295,6 +296,27 @@ class RealCluster:
 CLUSTER_SCRIPT = ROOT / "hack" / "cluster" / "cluster.py"
 
 
+@contextmanager
+def started_cluster(state: Path, *options: str, webhook_port: int = 0, admission: Path | None = None):
+    """``cluster.py up --state STATE OPTIONS`` as a RealCluster, stopped on exit; a cluster that cannot be
+    built or started fails the test with the script's words."""
+    script = [sys.executable, str(CLUSTER_SCRIPT)]
+    done = subprocess.run([*script, "up", "--state", str(state), *options], capture_output=True, text=True)
+    last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
+    try:
+        if done.returncode != 0 or not last or not last[0].startswith("KUBECONFIG="):
+            pytest.fail(
+                f"hack/cluster/cluster.py up failed ({done.returncode}):\n{done.stderr[-6000:]}{done.stdout[-2000:]}",
+                pytrace=False,
+            )
+        kubeconfig = Path(last[0].removeprefix("KUBECONFIG="))
+        bins = subprocess.run([*script, "bin"], capture_output=True, text=True, check=True).stdout.strip()
+        server = json.loads((state / "cluster.json").read_text())["server"]
+        yield RealCluster(kubeconfig, server, str(Path(bins) / "kubectl"), state, webhook_port, admission)
+    finally:
+        subprocess.run([*script, "down", "--state", str(state)], capture_output=True, text=True, timeout=120)
+
+
 @pytest.fixture(scope="session")
 def real_cluster(tmp_path_factory) -> RealCluster:
     """A real Kubernetes control plane with KWOK nodes, started by `make cluster`'s own script. A cluster
@@ -305,22 +327,7 @@ def real_cluster(tmp_path_factory) -> RealCluster:
     admission = tmp_path_factory.mktemp("admission")
     webhook_port = free_port()
     config = admission_files(admission, webhook_port)
-    script = [sys.executable, str(CLUSTER_SCRIPT)]
-    done = subprocess.run(
-        [*script, "up", "--state", str(state), "--admission-config", str(config)],
-        capture_output=True,
-        text=True,
-    )
-    last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
-    if done.returncode != 0 or not last or not last[0].startswith("KUBECONFIG="):
-        pytest.fail(
-            f"hack/cluster/cluster.py up failed ({done.returncode}):\n{done.stderr[-6000:]}{done.stdout[-2000:]}",
-            pytrace=False,
-        )
-    kubeconfig = Path(last[0].removeprefix("KUBECONFIG="))
-    bins = subprocess.run([*script, "bin"], capture_output=True, text=True, check=True).stdout.strip()
-    server = json.loads((state / "cluster.json").read_text())["server"]
-    try:
-        yield RealCluster(kubeconfig, server, str(Path(bins) / "kubectl"), state, webhook_port, admission)
-    finally:
-        subprocess.run([*script, "down", "--state", str(state)], capture_output=True, text=True, timeout=120)
+    with started_cluster(
+        state, "--admission-config", str(config), webhook_port=webhook_port, admission=admission
+    ) as cluster:
+        yield cluster

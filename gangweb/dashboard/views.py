@@ -53,6 +53,7 @@ def page(template: str, title: str, nav: str):
 def data_urls() -> dict[str, str]:
     """What each page reads: the API v1 (docs/dashboard.md), the live stream, and the page paths."""
     return {
+        "api": reverse("api:v1:root"),  # its ``kubernetes`` part: what the cluster serves (the banner)
         "map": reverse("api:v1:map"),
         "overview": reverse("api:v1:overview"),
         "idle": reverse("api:v1:idle"),

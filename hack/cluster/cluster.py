@@ -2,7 +2,7 @@
 and KWOK, built from the Go modules pinned beside this file (docs/kube.md).
 
     cluster.py build              build the binaries into the cache (nothing to do when they exist)
-    cluster.py up [--state DIR] [--admission-config FILE]
+    cluster.py up [--state DIR] [--admission-config FILE] [--gates NAME=false,...]
                                   build, start, wait until served; the last line is KUBECONFIG=<path>
     cluster.py down [--state DIR] stop what ``up`` started in DIR
 
@@ -68,6 +68,42 @@ FEATURE_GATES = [
     "DRAWorkloadResourceClaims",
 ]
 RUNTIME_CONFIG = ["scheduling.k8s.io/v1beta1=true", "scheduling.k8s.io/v1alpha3=true"]
+# What each gate needs on (k8s.io/kubernetes pkg/features/kube_features.go,
+# defaultKubernetesFeatureGateDependencies at v1.37.2): the components refuse to start otherwise, so a gate
+# turned off with ``--gates`` turns off the gates that need it too.
+GATE_NEEDS = {
+    "CompositePodGroup": ("GenericWorkload", "TopologyAwareWorkloadScheduling"),
+    "DRAWorkloadResourceClaims": ("GenericWorkload",),
+    "PodGroupPreemptionPolicy": ("GenericWorkload",),
+    "TopologyAwareWorkloadScheduling": ("GenericWorkload",),
+    "WorkloadWithJob": ("GenericWorkload",),
+}
+
+
+def feature_gates(overrides: dict[str, bool] | None = None) -> dict[str, bool]:
+    """``FEATURE_GATES`` on, then ``overrides``; a gate whose need is off is off."""
+    gates = {gate: True for gate in FEATURE_GATES} | dict(overrides or {})
+    changed = True
+    while changed:
+        changed = False
+        for gate, needs in GATE_NEEDS.items():
+            if gates.get(gate) and not all(gates.get(need) for need in needs):
+                gates[gate] = False
+                changed = True
+    return gates
+
+
+def parse_gates(text: str) -> dict[str, bool]:
+    """``A=true,B=false`` (the components' own flag syntax) -> {A: True, B: False}."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep or value.lower() not in ("true", "false") or not name:
+            raise ClusterError(f"--gates {part!r}: write NAME=true or NAME=false")
+        out[name] = value.lower() == "true"
+    return out
+
+
 # The node every cluster starts with; tests add their own the same way (kwok_node).
 NODE = "kwok-node-0"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
@@ -388,9 +424,10 @@ def kwok_stages(state: Path) -> Path:
     return write(state / "kwok-stages.yaml", (head + found + tail.replace(anchor, anchor + keep, 1)).encode())
 
 
-def up(state: Path, admission_config: Path | None = None) -> Path:
+def up(state: Path, admission_config: Path | None = None, gates: dict[str, bool] | None = None) -> Path:
     """Start a cluster in ``state``; ``admission_config`` is kube-apiserver's AdmissionConfiguration file
-    (``--admission-control-config-file``: e.g. the client certificate it presents to webhooks)."""
+    (``--admission-control-config-file``: e.g. the client certificate it presents to webhooks); ``gates``
+    override ``FEATURE_GATES`` on every component (``feature_gates``)."""
     bins = build()
     if admission_config is not None and not admission_config.is_file():
         raise ClusterError(f"--admission-config {admission_config}: no such file")
@@ -409,7 +446,7 @@ def up(state: Path, admission_config: Path | None = None) -> Path:
     server = f"https://127.0.0.1:{api_port}"
     cluster.save({"server": server, "versions": version_key(), "pids": {}})
     config = kubeconfig(state, server)
-    gates = ",".join(f"{gate}=true" for gate in FEATURE_GATES)
+    gates = ",".join(f"{gate}={str(on).lower()}" for gate, on in sorted(feature_gates(gates).items()))
     try:
         say(f"starting etcd on 127.0.0.1:{etcd_port}")
         etcd = f"http://127.0.0.1:{etcd_port}"
@@ -542,6 +579,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="kube-apiserver's AdmissionConfiguration file (up only), e.g. the webhooks' client certificates",
     )
+    parser.add_argument(
+        "--gates",
+        default="",
+        help="feature gates over the defaults, e.g. GenericWorkload=false (up only; gates that need an "
+        "off gate are turned off too)",
+    )
     args = parser.parse_args(argv)
     state = args.state.resolve()
     try:
@@ -551,7 +594,11 @@ def main(argv: list[str] | None = None) -> int:
             print(bin_dir())
         elif args.command == "up":
             started = time.monotonic()
-            config = up(state, args.admission_config.resolve() if args.admission_config else None)
+            config = up(
+                state,
+                args.admission_config.resolve() if args.admission_config else None,
+                parse_gates(args.gates),
+            )
             say(f"cluster up in {time.monotonic() - started:.0f} s; state and logs in {state}")
             say(f"kubectl: {bin_dir() / 'kubectl'}; stop it with `make cluster-down`")
             print(f"KUBECONFIG={config}", flush=True)

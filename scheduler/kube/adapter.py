@@ -33,10 +33,20 @@ from ..cluster import (
     version_reached,
 )
 from ..engine.live import LiveSnapshot
+from ..served import Served
 from . import writes
 from .apis import list_raw, read_json, stamp
+from .discovery import discover
 from .informer import Listener, Reflector, ReflectorsByReason
-from .resources import EVENTS_V1, PODS, SNAPSHOT_RESOURCES, Resource
+from .resources import (
+    COMPOSITE_PODGROUPS,
+    EVENTS_V1,
+    PODGROUPS,
+    PODS,
+    SNAPSHOT_RESOURCES,
+    WORKLOADS,
+    Resource,
+)
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +96,7 @@ class KubeCluster:
             for r in self.resources
         }
         self._started = False
+        self._served: Served | None = None
         self._changed = threading.Condition()
         # Events by reason (observe mode's Preempted ones), listed once and then watched, from the first read.
         self._events = ReflectorsByReason(EVENTS_V1, namespace, watch_timeout, timeout)
@@ -158,8 +169,19 @@ class KubeCluster:
         self._api()
         if index:
             self.live.keep_indexed(settle_heap=True)
-        for reflector in self._reflectors.values():
-            reflector.start()
+        try:
+            served = self.served(refresh=True)
+        except ClusterError as exc:  # the informers retry until the API server answers; so will discovery
+            log.warning("cannot read the API server's discovery (%s); watching every kind", exc)
+        else:
+            for limit in served.limits():
+                log.warning("%s", limit, extra={"served": served.as_dict()})
+        readable = self.readable()
+        for resource, reflector in self._reflectors.items():
+            if resource in readable:
+                reflector.start()
+            else:  # not served: an empty cache, never a watch that 404s forever
+                reflector.synced.set()
         self._started = True
         if wait and not self.wait_synced(timeout):
             pending = [r.resource.plural for r in self._reflectors.values() if not r.synced.is_set()]
@@ -185,6 +207,29 @@ class KubeCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # ----- discovery (scheduler.served.Discovers)
+    def served(self, *, refresh: bool = False) -> Served:
+        """What the API server serves of the workload APIs, read once (``refresh``: again)."""
+        if self._served is None or refresh:
+            try:
+                self._served = discover(self._api(), self.timeout)
+            except (ApiException, *writes.TRANSPORT_ERRORS) as exc:
+                writes.raise_cluster_error("reading discovery", exc)
+        assert self._served is not None
+        return self._served
+
+    def readable(self) -> tuple[Resource, ...]:
+        """This cluster's kinds less the workload kinds discovery found not served (all when unknown)."""
+        served = self._served
+        if served is None:
+            return self.resources
+        missing = {
+            PODGROUPS: not served.podgroups,
+            WORKLOADS: not served.workloads,
+            COMPOSITE_PODGROUPS: not served.composite_podgroups,
+        }
+        return tuple(r for r in self.resources if not missing.get(r, False))
 
     def wait_synced(self, timeout: float = 30.0) -> bool:
         deadline = time.monotonic() + timeout
@@ -282,7 +327,12 @@ class KubeCluster:
     def fresh_snapshot(self) -> list[KubeObject]:
         """Every snapshot object as the API server has it now (one list per kind)."""
         objects: list[KubeObject] = []
-        for resource in self.resources:
+        if self._served is None:
+            try:
+                self.served()
+            except ClusterError:
+                pass  # each kind's list below says what is wrong
+        for resource in self.readable():
             try:
                 items, _ = list_raw(self._api(), resource, namespace=self.namespace, timeout=self.timeout)
             except (ApiException, *writes.TRANSPORT_ERRORS) as exc:

@@ -38,6 +38,7 @@ from scheduler.preemption.execution import execute
 from scheduler.preemption.ledger import approvals
 from scheduler.preemption.models import Mode, PreemptionRequest, RequestState
 from scheduler.preemption.runtime import get_cluster, mode_for, observes_any_namespace
+from scheduler.served import served_by
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,24 @@ def settle_mode_changes() -> list[int]:
     return settled
 
 
+_said_unserved = False
+
+
+def cannot_plan(cluster: object) -> str:
+    """Why no gang can be detected on ``cluster`` (its API server serves no PodGroups), said once per
+    process in the log; "" when PodGroups are served."""
+    global _said_unserved
+    served = served_by(cluster)
+    if served.podgroups:
+        _said_unserved = False
+        return ""
+    why = served.limits()[0]
+    if not _said_unserved:
+        logger.error("no gang detected or planned: %s", why, extra={"served": served.as_dict()})
+        _said_unserved = True
+    return why
+
+
 @shared_task(name="scheduler.detect_unschedulable_gangs", ignore_result=True)
 def detect_unschedulable_gangs(podgroup: str | None = None) -> dict:
     """Open one request per gang that stays unschedulable (only ``podgroup``'s: the watch trigger's pass);
@@ -111,6 +130,9 @@ def detect_unschedulable_gangs(podgroup: str | None = None) -> dict:
     if podgroup is None:
         settle_mode_changes()
     try:
+        cannot = cannot_plan(get_cluster())
+        if cannot:
+            return {"opened": [], "observed": [], "error": cannot}
         objects = current_objects(get_cluster())
         judged = objects if podgroup is None else detection.gang_objects(objects, podgroup)
         stuck = detection.unschedulable_gangs(

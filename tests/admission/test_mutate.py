@@ -10,7 +10,9 @@ import pytest
 from kubernetes_validate.utils import validate as schema_validate
 
 from admission.handler import MUTATE, Webhook
+from admission.mutate import mutate_pod
 from admission.policy import AdmissionPolicy
+from admission.review import parse_review
 from tests.admission.support import EXPECTED, POD_FIXTURES, load_pod, review_bytes
 
 WEBHOOK = Webhook(AdmissionPolicy())
@@ -140,3 +142,33 @@ def test_labels_that_only_look_like_a_gang_leave_the_pod_alone():
         },
     }
     assert patch_of(pod) == []
+
+
+@pytest.mark.parametrize(
+    "annotation", ["scheduling.k8s.io/group-template-name", "scheduling.k8s.io/parent-compositepodgroup"]
+)
+@pytest.mark.parametrize("fixture", ["job-parallel.yaml", "jobset-worker.yaml", "lws-worker.yaml"])
+def test_a_pod_its_controller_groups_kep6089_is_left_alone(fixture, annotation):
+    """KEP-6089: a controller that makes the PodGroup from its Workload marks its objects; gangweb must not
+    put the pod in a group of its own choosing as well."""
+    pod = load_pod(fixture)
+    assert patch_of(pod) != []  # the same pod without the annotation joins gangweb's gang
+    pod["metadata"].setdefault("annotations", {})[annotation] = "workers"
+    assert patch_of(pod) == []
+    mutation = mutate_pod(parse_review(review_bytes(pod)), AdmissionPolicy())
+    assert mutation.reason == f"its controller makes its PodGroup ({annotation}=workers)"
+
+
+def test_pods_are_not_grouped_when_the_cluster_serves_no_podgroups():
+    """The webhook answers without a patch, with a warning saying why, when discovery found no PodGroups."""
+    from admission.state import PodGroupCache
+
+    cache = PodGroupCache()
+    cache.mark_unserved("the cluster does not serve PodGroups")
+    webhook = Webhook(AdmissionPolicy(), cache)
+    pod = load_pod("job-parallel.yaml")
+    response = json.loads(webhook.handle(MUTATE, review_bytes(pod)).body)["response"]
+    assert response["allowed"] is True and "patch" not in response
+    assert response["warnings"] == [
+        "gangweb left the pod out of PodGroup resnet-train: the cluster does not serve PodGroups"
+    ]

@@ -149,9 +149,23 @@ class PreemptedBy(s.Serializer):
     at = s.DateTimeField(help_text="its newest eviction row")
 
 
+class CompositeNode(s.Serializer):
+    kind = s.ChoiceField(["CompositePodGroup", "PodGroup"])
+    name = s.CharField()
+    disruptionMode = s.ChoiceField(["single", "all"])
+    minCount = s.IntegerField(help_text="minCount, or a CompositePodGroup's minGroupCount")
+    gang = s.BooleanField(help_text="the page's own PodGroup")
+    victimUnit = s.BooleanField(help_text="preempted as one victim unit with everything under it")
+    children = s.ListField(child=s.DictField(), help_text="CompositeNode objects, by kind and name")
+
+
 class PodGroupPage(serializers.PodGroupDetail):
     tier = s.IntegerField(allow_null=True, help_text="its `tier` on the map (null: not on the map)")
     shade = s.IntegerField(allow_null=True)
     nodes = s.ListField(child=s.CharField(), help_text="the nodes where it holds GPUs on the map")
     nominatedNodes = s.ListField(child=s.CharField(), help_text="nodes nominated for its waiting pods")
     preemptedBy = PreemptedBy(many=True, help_text="`asVictim` grouped per preemptor's request, newest first")
+    compositeTree = CompositeNode(
+        allow_null=True,
+        help_text="its CompositePodGroup tree from the top ancestor down (KEP-6012); null when it has no parent",
+    )

@@ -43,6 +43,9 @@ class CardPlan(s.Serializer):
     evictedGpus = s.IntegerField()
     victimUnits = s.IntegerField()
     lostGpuHours = s.FloatField()
+    optimality = s.CharField(
+        allow_null=True, help_text="proven, or heuristic:<why>; null for plans from before it was recorded"
+    )
     summary = s.CharField(help_text="what it evicted, in counted words")
     victims = s.ListField(child=s.CharField(), help_text="NAMESPACE/NAME of each victim unit")
 

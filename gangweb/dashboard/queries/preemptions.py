@@ -38,6 +38,7 @@ def _plan_summary(plan: Plan | None) -> dict[str, Any] | None:
         "evictedGpus": plan.evicted_gpus,
         "victimUnits": plan.victim_units,
         "lostGpuHours": round(plan.lost_gpu_seconds / 3600, 1),
+        "optimality": plan.optimality,
         "summary": (
             f"evicted {plural(plan.evicted_pods, 'pod')} in {plural(plan.victim_units, 'unit')}, "
             f"{plural(plan.evicted_gpus, 'GPU')}"

@@ -34,6 +34,16 @@
     return `#${v.request} ${words.state(v.state)}${next}${v.reason ? ": " + v.reason : ""}`;
   }
 
+  // A plan's optimality (docs/design.md "gang plan"): "proven" when the exact search proved no cheaper
+  // plan exists, else "heuristic:<why>"; a small mark, the why on hover. Nothing for plans without one.
+  function optimalityMark(optimality) {
+    if (!optimality) return "";
+    const proven = optimality === "proven";
+    const mark = el("span", "optimality " + (proven ? "proven" : "heuristic"), proven ? "proven cheapest" : "heuristic");
+    mark.title = proven ? "no cheaper plan exists under gangweb's cost order" : `not proven cheapest: ${optimality.replace(/^heuristic:/, "")}`;
+    return mark;
+  }
+
   // The gangs a preemption evicted, named where the reader sees their namespace (the API names the
   // others "(other namespace)"; docs/design.md "Scope"): only how many of those.
   function victimList(victims) {
@@ -256,9 +266,22 @@
 
   window.gangweb = {
     urls, $, el, plural, duration, clock, when: words.when, timesIn: words.timesIn, state: words.state, gangState: words.gangState,
-    words, chartHooks, victimList, verdictText, getJSON, postForm, gangUrl, gangColour, live,
+    words, chartHooks, victimList, optimalityMark, verdictText, getJSON, postForm, gangUrl, gangColour, live,
     showApprovals, formToURL, urlToForm, onTheme: (f) => themeListeners.push(f),
   };
   window.gangwebUpdates = 0;
   window.addEventListener("load", () => live.connect());
+  // What gangweb cannot do on this cluster (GET /api/v1/'s kubernetes.limits, from discovery), above
+  // every page; nothing when the cluster serves every workload kind.
+  window.addEventListener("load", async () => {
+    const banner = $("served-banner");
+    if (!banner || !urls.api) return;
+    try {
+      const limits = ((await getJSON(urls.api)).kubernetes || {}).limits || [];
+      banner.replaceChildren(...limits.map((text) => el("p", "", text)));
+      banner.hidden = limits.length === 0;
+    } catch (err) {
+      banner.hidden = true; // the pages say themselves when the API does not answer
+    }
+  });
 })();

@@ -75,6 +75,7 @@
       showApproval(null);
       return;
     }
+    drawTree(r.compositeTree);
     add("priority", `${r.priorityClass || "(no priority class)"} (${Number(r.priority).toLocaleString()})`);
     add("disruption", r.disruptionMode);
     const each = Math.max(0, ...r.members.map((m) => m.gpus));
@@ -106,17 +107,40 @@
     if (requests.some((x) => x.state === "succeeded" || x.state === "executing")) {
       const d = await g.getJSON(g.urls.preemptions, { namespace, gang: name, limit: 1000 });
       const card = d.results.find((c) => c.podGroup === `${namespace}/${name}`);
-      for (const run of card ? card.runs : []) if (run.executed && run.plan) victims.set(run.firstRequest, run.plan.victims);
+      for (const run of card ? card.runs : []) if (run.executed && run.plan) victims.set(run.firstRequest, run.plan);
     }
     const ul = $("as-preemptor");
     ul.replaceChildren();
     for (const x of requests) {
       const li = el("li", "", [`#${x.id} ${g.state(x.state)} `, g.when(x.createdAt), ...(x.reason ? [": ", ...g.timesIn(x.reason)] : [])]);
       if (x.traceId) li.append(" ", el("code", "trace", `trace ${x.traceId}`));
-      if (victims.has(x.id)) li.append(g.victimList(victims.get(x.id)));
+      if (victims.has(x.id)) li.append(" ", g.optimalityMark(victims.get(x.id).optimality), g.victimList(victims.get(x.id).victims));
       ul.append(li);
     }
     if (!requests.length) ul.append(el("li", "empty", "none"));
+  }
+
+  // The CompositePodGroup tree from the top ancestor down (podgroups/{ns}/{name}/ compositeTree): this gang
+  // in bold, the victim unit marked; a PodGroup under the tree links to its own page.
+  function drawTree(tree) {
+    $("composite").hidden = !tree;
+    const box = $("composite-tree");
+    box.replaceChildren();
+    if (!tree) return;
+    const item = (n) => {
+      const label = n.kind === "PodGroup" && !n.gang ? el("a", "gang-link", n.name) : el(n.gang ? "strong" : "span", "", n.name);
+      if (label.tagName === "A") label.href = g.gangUrl(namespace, n.name);
+      const li = el("li", n.victimUnit ? "victim-unit" : "", [label, ` ${n.kind} · ${n.disruptionMode} · min ${n.minCount}`]);
+      li.dataset.name = n.name;
+      if (n.victimUnit) li.append(" ", el("span", "unit-mark", "victim unit"));
+      if (n.children.length) {
+        const ul = el("ul");
+        for (const c of n.children) ul.append(item(c));
+        li.append(ul);
+      }
+      return li;
+    };
+    box.append(item(tree));
   }
 
   // Approve mode: an operator approves or rejects the waiting plan, after naming what it evicts.

@@ -67,6 +67,7 @@
         add("outcome", p.victims.length ? p.summary : "fits without evicting anything");
         add("lost", g.plural(Number((p.cost.lostGpuSeconds / 3600).toFixed(1)), "GPU-hour"));
         if (p.domain) add("domain", p.domain);
+        if (p.optimality) add("optimality", [g.optimalityMark(p.optimality)]);
         add("placed", g.plural(Object.keys(p.placement).length, "pod"));
         card.append(facts);
         if (p.victims.length) {

@@ -13,7 +13,7 @@
   // A run in words, its times as <time> elements (UTC on hover).
   function runText(run) {
     const times = run.count > 1 ? [` × ${run.count} since `, g.when(run.since)] : [" at ", g.when(run.since)];
-    if (run.executed && run.plan) return [g.state(run.state), ...times, `: ${run.plan.summary}, ${g.plural(run.plan.lostGpuHours, "GPU-hour")} lost`];
+    if (run.executed && run.plan) return [g.state(run.state), ...times, `: ${run.plan.summary}, ${g.plural(run.plan.lostGpuHours, "GPU-hour")} lost `, g.optimalityMark(run.plan.optimality)];
     const since = run.count > 1 ? [", last ", g.when(run.until)] : [];
     return [g.state(run.state), ...times, ...since, ...(run.reason ? [": ", ...g.timesIn(run.reason)] : [])];
   }

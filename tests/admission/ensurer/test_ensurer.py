@@ -152,3 +152,26 @@ def test_pods_are_not_changed_by_a_pass():
     before = copy.deepcopy([o for o in cluster.snapshot_objects() if o["kind"] == "Pod"])
     ensurer.ensure_podgroups(cluster, cluster.snapshot_objects(), ENFORCE)
     assert [o for o in cluster.snapshot_objects() if o["kind"] == "Pod"] == before
+
+
+@pytest.mark.parametrize(
+    "mark",
+    [
+        {"spec": {"scheduling": {"schedulingPolicy": {"gang": {"minCount": 4}}}}},
+        {"metadata": {"annotations": {"scheduling.k8s.io/group-template-name": "workers"}}},
+    ],
+    ids=["spec.scheduling", "group-template-name"],
+)
+def test_a_job_whose_controller_makes_its_podgroup_gets_none_from_gangweb(mark):
+    """KEP-6089: a Job with .spec.scheduling (or a delegated group template) has its PodGroup made by the
+    Job controller; the ensurer must not create a second one for the same pods."""
+    owner = load_owner(EXPECTED["job-parallel.yaml"]["owner"])
+    for part, fields in mark.items():
+        owner[part].update(fields)
+    cluster = MemoryCluster([admitted("job-parallel.yaml"), owner])
+    [result] = ensurer.ensure_podgroups(cluster, cluster.snapshot_objects(), ENFORCE)
+    assert result.outcome == ensurer.NOT_OURS
+    assert (
+        "makes its PodGroup" in result.message and f"Job {owner['metadata']['namespace']}/" in result.message
+    )
+    assert podgroups(cluster) == []

@@ -29,6 +29,21 @@ def test_the_ledger_grows_live_grouped_by_gang_and_agrees_with_the_api(start_dem
     first = page.locator("#cards > .card").first
     assert "executed" in (first.get_attribute("class") or "")
     assert "evicted" in first.inner_text() and " 1 pods" not in first.inner_text()
+    # Each executed plan says whether it is proven cheapest, as the API has it.
+    key = first.get_attribute("data-key")
+    namespace, name = key.split("/")
+    card = next(
+        c
+        for c in httpx.get(
+            f"{demo.base_url}/api/v1/preemptions/?gang={name}&namespace={namespace}", timeout=10
+        ).json()["results"]
+        if c["podGroup"] == key
+    )
+    optimality = next(r["plan"]["optimality"] for r in card["runs"] if r["executed"])
+    mark = first.locator(".runs > li.executed .optimality").first
+    assert mark.inner_text() == ("proven cheapest" if optimality == "proven" else "heuristic")
+    # The simulated cluster serves every workload kind: no banner of what gangweb cannot do.
+    assert page.locator("#served-banner").is_hidden()
     cards = page.evaluate(CARDS)
     keys = [key for key, _ in cards]
     assert len(keys) == len(set(keys)), "one card per gang"

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from gangweb.api import filters
 from gangweb.api.v1 import page_serializers, params, serializers
-from gangweb.api.v1.queries import cluster, decisions, ledger, pending, usage
+from gangweb.api.v1.queries import cluster, composites, decisions, ledger, pending, usage
 from gangweb.api.v1.views import pages
 from gangweb.api.v1.views.base import V1View, released
 
@@ -142,6 +142,7 @@ class PodGroupDetail(V1View):
             "asPreemptor": released(serializers.Request(history["asPreemptor"], many=True, context=context)),
             "asVictim": released(serializers.Eviction(history["asVictim"], many=True, context=context)),
             "preemptedBy": pages.preempted_by(history["asVictim"]),
+            "compositeTree": composites.composite_tree(view.reading.objects, namespace, name),
             **pages.gang_on_map(row["podGroup"]),
         }
         return Response(body)

@@ -42,6 +42,8 @@ def test_one_card_per_gang_retries_folded_executions_first(client, world, admin,
     plan = executed["runs"][0]["plan"]
     assert plan["evictedPods"] == world.plans["team-a"].evicted_pods
     assert " 1 pods" not in plan["summary"] and " 1 units" not in plan["summary"]
+    # whether the exact search proved the plan cheapest: the preemptions page's mark
+    assert plan["optimality"] and plan["optimality"] == world.plans["team-a"].optimality
     [run] = cards["team-b/big"]["runs"]
     assert (run["state"], run["count"]) == ("infeasible", 7) and run["reason"].endswith("(26 victims)")
     # the verdict's retry time, as /api/v1/podgroups/ says it
