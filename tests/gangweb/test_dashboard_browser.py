@@ -50,6 +50,17 @@ def json_of(url: str) -> dict:
         return json.loads(answer.read())
 
 
+def square_on_screen(page, slot: str) -> dict:
+    """The middle of device ``slot`` (a JS expression over ``m``, the map) in page coordinates, its node's name
+    and its gang's key, read at once: the layout moves when the page grows a scrollbar."""
+    return page.evaluate(
+        "(() => { const m = window.gangwebMap; const s = " + slot + "; const r = m.squareAt(s);"
+        " const box = m.canvas.getBoundingClientRect(); const o = m.gangs[m.owner[s]];"
+        " return {x: box.left + r.x + r.size / 2, y: box.top + r.y + r.size / 2, size: r.size, slot: s,"
+        " node: m.nodes[r.node].name, gang: o && !o.other ? o.key : null}; })()"
+    )
+
+
 def test_the_map_draws_the_cluster_and_a_preemption_repaints_its_victims(start_demo, browser_page):
     page = browser_page
     demo = start_demo(env=FAST)
@@ -86,17 +97,15 @@ def test_the_map_draws_the_cluster_and_a_preemption_repaints_its_victims(start_d
     )
     assert page.locator("#activity li").count() >= 1
 
-    # Hover lights the gang up and names it; a click opens its page.
-    box = page.locator("#gpu-map").bounding_box()
-    spot = page.evaluate(
-        "(() => { const m = window.gangwebMap; const s = m.owner.findIndex((o) => o !== -1 && !m.gangs[o].other);"
-        " const r = m.squareAt(s); return {x: r.x + r.size / 2, y: r.y + r.size / 2}; })()"
-    )
-    page.mouse.move(box["x"] + spot["x"], box["y"] + spot["y"])
+    # Hover lights the gang up and names it; a click opens its node's page, which links the gang's.
+    spot = square_on_screen(page, "m.owner.findIndex((o) => o !== -1 && !m.gangs[o].other)")
+    page.mouse.move(spot["x"], spot["y"])
     page.wait_for_function("window.gangwebMap.highlight !== null", timeout=5_000)
     assert "priority" in page.inner_text("#tooltip")
-    page.mouse.click(box["x"] + spot["x"], box["y"] + spot["y"])
-    page.wait_for_url("**/gangs/*/*/", timeout=10_000)
+    page.mouse.click(spot["x"], spot["y"])
+    page.wait_for_url(f"**/nodes/{spot['node']}/", timeout=10_000)
+    page.locator(f"#devices a.gang-link:text-is('{spot['gang']}')").first.click()
+    page.wait_for_url(f"**/gangs/{spot['gang']}/", timeout=10_000)
     assert not page.errors, page.errors
     assert demo.stop(signal.SIGTERM) == 0
 
@@ -427,14 +436,17 @@ def test_dra_devices_are_named_on_hover_and_mig_partitions_drawn_inside_their_gp
     assert first["y"] == second["y"] and 0 < second["x"] - first["x"] < whole["size"]
     assert parts[2]["x"] - first["x"] >= whole["size"], "GPU 7's partitions are in the next cell"
 
-    box = page.locator("#gpu-map").bounding_box()
+    def hover(k: int, *words: str) -> None:
+        slot = f"m.start[m.nodes.findIndex((n) => n.name === 'gpu-r0-n07')] + {k}"
+        spot = square_on_screen(page, slot)
+        page.mouse.move(spot["x"], spot["y"])
+        page.wait_for_function(
+            "(words) => { const t = document.querySelector('#tooltip');"
+            " return !t.hidden && words.every((w) => t.textContent.includes(w)); }",
+            arg=list(words),
+            timeout=10_000,
+        )
 
-    def hover(square: dict) -> str:
-        middle = square["size"] / 2
-        page.mouse.move(box["x"] + square["x"] + middle, box["y"] + square["y"] + middle)
-        page.wait_for_selector("#tooltip:not([hidden])", timeout=10_000)
-        return page.inner_text("#tooltip")
-
-    assert "gpu-r0-n07" in hover(whole) and "gpu-0 (DRA device)" in hover(whole)
-    assert "gpu-6-mig-9-4-4 (MIG 3g.40gb of GPU 6): free" in hover(second)
+    hover(0, "gpu-r0-n07", "gpu-0 (DRA device)")
+    hover(7, "gpu-6-mig-9-4-4 (MIG 3g.40gb of GPU 6): free")
     assert not page.errors, page.errors

@@ -72,3 +72,15 @@
 
   window.gangwebWords = { plural, state, gangState, clock, utc, when, timesIn, axisTimes };
 })();
+
+// The node page's and the map's controls' words (node.js, map-controls.js).
+(function () {
+  "use strict";
+  const w = window.gangwebWords;
+  w.deviceKind = (d) => (d.mig ? `MIG ${d.mig[1]} of GPU ${d.mig[0]}` : d.dra ? "DRA device" : "GPU");
+  w.nodeState = (n) => (n.cordoned ? "cordoned" : n.ready ? "ready" : "not ready");
+  w.otherPods = (o) => `${w.plural(o.pods, "pod")} of other namespaces (${w.plural(o.gpus, "GPU")})`;
+  w.noNode = (name) => `There is no node ${name} in the cluster now.`;
+  w.mapMatches = (nodes, devices) => (nodes ? `${w.plural(nodes, "node")} match (${w.plural(devices, "GPU")})` : "nothing matches");
+  w.clickNode = "click: the node's page";
+})();
