@@ -26,6 +26,8 @@ LISTS = (
 
 
 class Root(V1View):
+    """Where every list of the API v1 is: its name and its URL."""
+
     pagination_class = None
 
     @extend_schema(responses=inline_serializer("Root", {name: serializers.URLField() for name in LISTS}))

@@ -94,3 +94,14 @@ def test_the_schema_is_built_without_a_warning(tmp_path):
     document = out.read_text()
     for scheme in ("gangwebToken", "kubernetesToken", "basic", "session"):
         assert f"- {scheme}: []" in document, scheme
+
+
+def test_the_root_endpoint_is_described_in_its_own_words(tmp_path):
+    """Without its own docstring an endpoint is described by the nearest base class's (an internal mixin's)."""
+    import yaml
+    from django.core.management import call_command
+
+    out = tmp_path / "schema.yml"
+    call_command("spectacular", "--file", str(out))
+    root = yaml.safe_load(out.read_text())["paths"]["/api/v1/"]["get"]
+    assert root["description"] == "Where every list of the API v1 is: its name and its URL."
