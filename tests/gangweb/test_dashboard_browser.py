@@ -135,7 +135,7 @@ def test_the_what_if_shows_three_plans_side_by_side(start_demo, browser_page):
     assert page.locator("#plans .mini-map").count() == feasible, "each feasible plan draws its small map"
     page.goto(demo.base_url + "/what-if/")
     page.click("#use-live")
-    page.wait_for_function("document.querySelector('#podgroup').options.length > 1", timeout=30_000)
+    page.wait_for_function("document.querySelectorAll('#podgroup-choices option').length > 0", timeout=30_000)
     page.click("#plan")
     page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
     # An uploaded dump: its gangs listed, then its plans (the demo's own cluster, dumped as kubectl would)
@@ -143,7 +143,7 @@ def test_the_what_if_shows_three_plans_side_by_side(start_demo, browser_page):
         {"apiVersion": "v1", "kind": "List", "items": SimulatedCluster(nodes=16, seed=11).snapshot_objects()}
     )
     page.evaluate(
-        "document.querySelector('#podgroup').replaceChildren(); document.querySelector('#plans').replaceChildren()"
+        "document.querySelector('#podgroup').value = ''; document.querySelector('#plans').replaceChildren()"
     )
     page.set_input_files(
         "#snapshot", files=[{"name": "dump.yaml", "mimeType": "application/yaml", "buffer": dump.encode()}]

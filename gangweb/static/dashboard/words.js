@@ -83,4 +83,11 @@
   w.noNode = (name) => `There is no node ${name} in the cluster now.`;
   w.mapMatches = (nodes, devices) => (nodes ? `${w.plural(nodes, "node")} match (${w.plural(devices, "GPU")})` : "nothing matches");
   w.clickNode = "click: the node's page";
+  // What if?: the gangs offered, the small maps' legend, and why legacy can lose less.
+  w.gangsToPlan = (waiting, running) =>
+    waiting ? `${w.plural(waiting, "waiting gang")} to plan${running ? ` (${w.plural(running, "running gang")} not offered)` : ""}` : "no waiting gang in it to plan";
+  w.notOffered = (key) => `${key} is not a waiting gang of this snapshot: pick one from the list`;
+  w.miniSquares = { held: "held, stays", victim: "freed by an eviction", placed: "taken by the gang", "victim placed": "freed, then taken by the gang", free: "free" };
+  w.legacyNote = (chosen, legacy) =>
+    `${chosen} loses more GPU-hours than legacy (${legacy}): legacy evicts pods one by one, so the gangs it takes them from are left broken, holding GPUs they cannot use, which its figure does not count.`;
 })();
