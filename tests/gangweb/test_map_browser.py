@@ -36,6 +36,7 @@ def test_the_map_finds_filters_zooms_and_pans(start_demo, browser_page):
     page.wait_for_function(FIRST_PAINT, timeout=30_000)
     page.mouse.move(0, 0)
     picture = json_of(demo.base_url + "/api/v1/map/")
+    assert page.locator(".scope-tag").count() == 0, "a reader of every namespace reads one kind of figure"
 
     # A node by name: one node, its GPUs; Enter zooms onto it and its squares grow.
     name = picture["nodes"][20]["name"]
@@ -128,6 +129,13 @@ def test_a_team_viewer_sees_other_teams_pods_on_a_node_as_counts_and_keeps_the_t
     sign_in(page, demo.base_url, "alice", "alice-pw-31")
     page.goto(demo.base_url + "/")
     page.wait_for_function(FIRST_PAINT, timeout=30_000)
+    # Her headline figures say which count the whole cluster and which her namespaces only.
+    tags = page.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('.figure')].map((f) =>"
+        " [f.querySelector('.lbl').id || f.querySelector('.num').id, (f.querySelector('.scope-tag') || {}).textContent]))"
+    )
+    assert tags["fig-waiting-lbl"] == tags["fig-pre-day-lbl"] == "your namespaces", tags
+    assert tags["fig-allocated"] == tags["fig-free"] == "whole cluster", tags
     # Her legend shows the tier colours her squares are drawn in.
     drawn = page.evaluate(
         "(() => { const m = window.gangwebMap; const seen = new Set(m.owner);"

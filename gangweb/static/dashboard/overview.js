@@ -118,6 +118,14 @@
     return [...seen.values()].sort((a, b) => a.tier - b.tier);
   }
 
+  // A reader of some namespaces reads figures of two kinds: GPUs in use and free are the cluster's (her
+  // squares are all drawn), the rest count her namespaces only. Each says which.
+  if (document.body.dataset.allNamespaces === "false") {
+    for (const fig of document.querySelectorAll(".figure[data-scope]")) {
+      fig.append(el("div", `scope-tag ${fig.dataset.scope}`, g.words.figureScope[fig.dataset.scope]));
+    }
+  }
+
   // --- find, filter, zoom (map-view.js) -----------------------------------------------------------
 
   function find(zoomOnto) {

@@ -83,6 +83,8 @@
   w.noNode = (name) => `There is no node ${name} in the cluster now.`;
   w.mapMatches = (nodes, devices) => (nodes ? `${w.plural(nodes, "node")} match (${w.plural(devices, "GPU")})` : "nothing matches");
   w.clickNode = "click: the node's page";
+  // A reader of some namespaces: which headline figures count the whole cluster, which only hers.
+  w.figureScope = { cluster: "whole cluster", own: "your namespaces" };
   // What if?: the gangs offered, the small maps' legend, and why legacy can lose less.
   w.gangsToPlan = (waiting, running) =>
     waiting ? `${w.plural(waiting, "waiting gang")} to plan${running ? ` (${w.plural(running, "running gang")} not offered)` : ""}` : "no waiting gang in it to plan";
