@@ -98,6 +98,19 @@
     return urls.gangPage.replace("NS", encodeURIComponent(namespace)).replace("NAME", encodeURIComponent(name));
   }
 
+  // A link that downloads `rows` (arrays) under `header` as CSV, made in the page from what it shows.
+  function csvLink(a, filename, header, rows) {
+    const cell = (v) => {
+      const s = v === null || v === undefined ? "" : String(v);
+      return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+    };
+    const text = [header, ...rows].map((r) => r.map(cell).join(",")).join("\n") + "\n";
+    if (a.href && a.href.startsWith("blob:")) URL.revokeObjectURL(a.href);
+    a.href = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
+    a.download = filename;
+    a.hidden = !rows.length;
+  }
+
   function nodeUrl(name) {
     return urls.nodePage.replace("NAME", encodeURIComponent(name));
   }
@@ -265,7 +278,7 @@
 
   window.gangweb = {
     urls, $, el, plural, duration, clock, when: words.when, timesIn: words.timesIn, state: words.state, gangState: words.gangState,
-    words, chartHooks, victimList, verdictText, getJSON, postForm, gangUrl, nodeUrl, gangColour, GANG_STATE_COLOURS: Object.keys(STATE_HUES), live,
+    words, chartHooks, victimList, verdictText, getJSON, postForm, csvLink, gangUrl, nodeUrl, gangColour, GANG_STATE_COLOURS: Object.keys(STATE_HUES), live,
     showApprovals, formToURL, urlToForm, onTheme: (f) => themeListeners.push(f),
   };
   window.gangwebUpdates = 0;

@@ -171,16 +171,28 @@
     figure("fig-pre-hour", data.lastHour, "hour");
     figure("fig-pre-day", data.lastDay, "day");
     g.showApprovals(data.awaitingApproval);
+    history = data.history;
+    drawHistory();
+    await loadIdle();
+  }
+
+  // The chart over the chosen range (the samples kept, cut in the page), and its CSV.
+  let history = [];
+  function drawHistory() {
+    const range = Number($("chart-range").value) || 0;
+    const since = range ? Date.now() / 1000 - range : -Infinity;
     const h = { t: [], allocated: [], idle: [], waiting: [] };
-    for (const s of data.history) {
+    for (const s of history) {
+      if (Date.parse(s.at) / 1000 < since) continue;
       h.t.push(Date.parse(s.at) / 1000);
       h.allocated.push(s.allocatedGpus);
       h.idle.push(s.idleGpus);
       h.waiting.push(s.waitingGpus);
     }
     drawChart(h);
-    await loadIdle();
+    g.csvLink($("chart-csv"), "gpus.csv", ["at (UTC)", "allocated GPUs", "idle GPUs", "waiting GPUs"], h.t.map((t, i) => [new Date(t * 1000).toISOString(), h.allocated[i], h.idle[i], h.waiting[i]]));
   }
+  $("chart-range").addEventListener("change", drawHistory);
 
   // Idle GPU-hours of the last hour by cause (/api/v1/idle/, docs/idle.md), and whether GPU activity is read.
   const CAUSES = { freeWhileWaiting: "free while gangs wait", brokenGangs: "broken gangs", allocatedIdle: "allocated, idle", heldForUnplaced: "held for unplaced gangs" };
