@@ -345,6 +345,19 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
         page.goto(demo.base_url + path)
         page.wait_for_load_state("networkidle")
         page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+    # A node's page (what a click on the map opens), and the map zoomed onto a namespace's nodes.
+    node = json_of(demo.base_url + "/api/v1/map/")["nodes"][0]["name"]
+    page.goto(demo.base_url + f"/nodes/{node}/")
+    page.wait_for_selector("#devices tr", timeout=20_000)
+    page.screenshot(path=str(out / "node.png"), full_page=True)
+    page.goto(demo.base_url + "/")
+    page.wait_for_function(
+        "window.gangwebMap && window.gangwebMap.stats.firstPaintMs !== null", timeout=20_000
+    )
+    page.fill("#map-search", "team-llm")
+    page.press("#map-search", "Enter")
+    page.wait_for_timeout(1_000)
+    page.screenshot(path=str(out / "overview-search.png"))
     page.goto(demo.base_url + "/login/")
     page.wait_for_load_state("networkidle")
     page.screenshot(path=str(out / "login.png"), full_page=True)
@@ -362,7 +375,7 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
     page.click("#run-whatif")
     page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
     page.screenshot(path=str(out / "gang.png"), full_page=True)
-    assert len(list(out.glob("*.png"))) >= 9
+    assert len(list(out.glob("*.png"))) >= 11
     assert not page.errors, page.errors
 
 
