@@ -279,7 +279,11 @@ def measure_real(nodes: int, runs: int, seconds: int, tick: float) -> dict:
                     browser.close()
         finally:
             proc.terminate()
-            proc.wait(timeout=60)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
     return {
         "nodes": nodes,
         "gpus": nodes * 8,
