@@ -150,7 +150,10 @@ def test_with_no_page_open_a_tool_reading_the_map_sees_the_cluster_move(client, 
     assert after["seq"] == stream.log().last("map") > before["seq"]
 
 
-def test_the_map_is_gzipped_for_a_browser_that_accepts_it(client, world, admin):
+def test_the_map_is_gzipped_for_a_browser_that_accepts_it(client, world, admin, monkeypatch):
+    from gangweb.dashboard import live
+
+    monkeypatch.setattr(live, "stale_after", lambda: 3600.0)  # one picture for both answers, however slow
     plain = client.get("/api/v1/map/", **admin)
     assert "Content-Encoding" not in plain
     packed = client.get("/api/v1/map/", HTTP_ACCEPT_ENCODING="gzip, deflate, br", **admin)
