@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.overview_page, name="overview"),
     path("gangs/", views.gangs_page, name="gangs"),
     path("gangs/<str:namespace>/<str:name>/", views.gang_page, name="gang"),
+    path("nodes/<str:name>/", views.node_page, name="node"),
     path("preemptions/", views.preemptions_page, name="preemptions"),
     path("what-if/", views.whatif_page, name="what-if"),
     path("decisions/", views.decisions_page, name="decisions"),

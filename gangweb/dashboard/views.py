@@ -60,6 +60,7 @@ def data_urls() -> dict[str, str]:
         "podgroups": reverse("api:v1:podgroups"),
         "usage": reverse("api:v1:usage"),
         "gang": reverse("api:v1:podgroup-detail", args=["NS", "NAME"]),
+        "node": reverse("api:v1:node-detail", args=["NAME"]),
         "requests": reverse("api:v1:request-list"),
         "evictions": reverse("api:v1:eviction-list"),
         # /preemptions/, /decisions/ and What if? (the lab and a gang page's) read the API v1
@@ -74,6 +75,7 @@ def data_urls() -> dict[str, str]:
         "whatIfPolicies": ",".join(whatif.POLICY_ORDER),
         "live": "/ws/live/",
         "gangPage": reverse("dashboard:gang", args=["NS", "NAME"]),
+        "nodePage": reverse("dashboard:node", args=["NAME"]),
         "logout": "/logout/",
         # The API v1's approve mode (issue 12): POST, an operator's session with its CSRF token.
         "requestAction": "/api/v1/requests/ID/ACTION/",
@@ -104,6 +106,12 @@ def gang_page(request, scope, namespace: str, name: str):
         "present": cluster.podgroup(scope, namespace, name) is not None,
         "can_operate": scope.may("approve", namespace),
     }
+
+
+@page("dashboard/node.html", "Node", "overview")
+def node_page(request, scope, name: str):
+    """One node (``GET /api/v1/nodes/{name}/``): what the map's click on its squares opens."""
+    return {"name": name}
 
 
 @page("dashboard/preemptions.html", "Preemptions", "preemptions")

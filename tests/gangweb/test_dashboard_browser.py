@@ -50,6 +50,17 @@ def json_of(url: str) -> dict:
         return json.loads(answer.read())
 
 
+def square_on_screen(page, slot: str) -> dict:
+    """The middle of device ``slot`` (a JS expression over ``m``, the map) in page coordinates, its node's name
+    and its gang's key, read at once: the layout moves when the page grows a scrollbar."""
+    return page.evaluate(
+        "(() => { const m = window.gangwebMap; const s = " + slot + "; const r = m.squareAt(s);"
+        " const box = m.canvas.getBoundingClientRect(); const o = m.gangs[m.owner[s]];"
+        " return {x: box.left + r.x + r.size / 2, y: box.top + r.y + r.size / 2, size: r.size, slot: s,"
+        " node: m.nodes[r.node].name, gang: o && !o.other ? o.key : null}; })()"
+    )
+
+
 def test_the_map_draws_the_cluster_and_a_preemption_repaints_its_victims(start_demo, browser_page):
     page = browser_page
     demo = start_demo(env=FAST)
@@ -86,17 +97,15 @@ def test_the_map_draws_the_cluster_and_a_preemption_repaints_its_victims(start_d
     )
     assert page.locator("#activity li").count() >= 1
 
-    # Hover lights the gang up and names it; a click opens its page.
-    spot = page.evaluate(
-        "(() => { const m = window.gangwebMap; const s = m.owner.findIndex((o) => o !== -1 && !m.gangs[o].other);"
-        " const r = m.squareAt(s); return {x: r.x + r.size / 2, y: r.y + r.size / 2}; })()"
-    )
-    # The locator finds the canvas where it is at the moment of the move: live figures may reflow the page.
-    page.locator("#gpu-map").hover(position=spot)
+    # Hover lights the gang up and names it; a click opens its node's page, which links the gang's.
+    spot = square_on_screen(page, "m.owner.findIndex((o) => o !== -1 && !m.gangs[o].other)")
+    page.mouse.move(spot["x"], spot["y"])
     page.wait_for_function("window.gangwebMap.highlight !== null", timeout=5_000)
     assert "priority" in page.inner_text("#tooltip")
-    page.locator("#gpu-map").click(position=spot)
-    page.wait_for_url("**/gangs/*/*/", timeout=10_000)
+    page.mouse.click(spot["x"], spot["y"])
+    page.wait_for_url(f"**/nodes/{spot['node']}/", timeout=10_000)
+    page.locator(f"#devices a.gang-link:text-is('{spot['gang']}')").first.click()
+    page.wait_for_url(f"**/gangs/{spot['gang']}/", timeout=10_000)
     assert not page.errors, page.errors
     assert demo.stop(signal.SIGTERM) == 0
 
@@ -126,7 +135,7 @@ def test_the_what_if_shows_three_plans_side_by_side(start_demo, browser_page):
     assert page.locator("#plans .mini-map").count() == feasible, "each feasible plan draws its small map"
     page.goto(demo.base_url + "/what-if/")
     page.click("#use-live")
-    page.wait_for_function("document.querySelector('#podgroup').options.length > 1", timeout=30_000)
+    page.wait_for_function("document.querySelectorAll('#podgroup-choices option').length > 0", timeout=30_000)
     page.click("#plan")
     page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
     # An uploaded dump: its gangs listed, then its plans (the demo's own cluster, dumped as kubectl would)
@@ -134,7 +143,7 @@ def test_the_what_if_shows_three_plans_side_by_side(start_demo, browser_page):
         {"apiVersion": "v1", "kind": "List", "items": SimulatedCluster(nodes=16, seed=11).snapshot_objects()}
     )
     page.evaluate(
-        "document.querySelector('#podgroup').replaceChildren(); document.querySelector('#plans').replaceChildren()"
+        "document.querySelector('#podgroup').value = ''; document.querySelector('#plans').replaceChildren()"
     )
     page.set_input_files(
         "#snapshot", files=[{"name": "dump.yaml", "mimeType": "application/yaml", "buffer": dump.encode()}]
@@ -336,6 +345,19 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
         page.goto(demo.base_url + path)
         page.wait_for_load_state("networkidle")
         page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+    # A node's page (what a click on the map opens), and the map zoomed onto a namespace's nodes.
+    node = json_of(demo.base_url + "/api/v1/map/")["nodes"][0]["name"]
+    page.goto(demo.base_url + f"/nodes/{node}/")
+    page.wait_for_selector("#devices tr", timeout=20_000)
+    page.screenshot(path=str(out / "node.png"), full_page=True)
+    page.goto(demo.base_url + "/")
+    page.wait_for_function(
+        "window.gangwebMap && window.gangwebMap.stats.firstPaintMs !== null", timeout=20_000
+    )
+    page.fill("#map-search", "team-llm")
+    page.press("#map-search", "Enter")
+    page.wait_for_timeout(1_000)
+    page.screenshot(path=str(out / "overview-search.png"))
     page.goto(demo.base_url + "/login/")
     page.wait_for_load_state("networkidle")
     page.screenshot(path=str(out / "login.png"), full_page=True)
@@ -353,7 +375,7 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
     page.click("#run-whatif")
     page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
     page.screenshot(path=str(out / "gang.png"), full_page=True)
-    assert len(list(out.glob("*.png"))) >= 9
+    assert len(list(out.glob("*.png"))) >= 11
     assert not page.errors, page.errors
 
 
@@ -427,12 +449,17 @@ def test_dra_devices_are_named_on_hover_and_mig_partitions_drawn_inside_their_gp
     assert first["y"] == second["y"] and 0 < second["x"] - first["x"] < whole["size"]
     assert parts[2]["x"] - first["x"] >= whole["size"], "GPU 7's partitions are in the next cell"
 
-    def hover(square: dict) -> str:
-        middle = square["size"] / 2
-        page.locator("#gpu-map").hover(position={"x": square["x"] + middle, "y": square["y"] + middle})
-        page.wait_for_selector("#tooltip:not([hidden])", timeout=10_000)
-        return page.inner_text("#tooltip")
+    def hover(k: int, *words: str) -> None:
+        slot = f"m.start[m.nodes.findIndex((n) => n.name === 'gpu-r0-n07')] + {k}"
+        spot = square_on_screen(page, slot)
+        page.mouse.move(spot["x"], spot["y"])
+        page.wait_for_function(
+            "(words) => { const t = document.querySelector('#tooltip');"
+            " return !t.hidden && words.every((w) => t.textContent.includes(w)); }",
+            arg=list(words),
+            timeout=10_000,
+        )
 
-    assert "gpu-r0-n07" in hover(whole) and "gpu-0 (DRA device)" in hover(whole)
-    assert "gpu-6-mig-9-4-4 (MIG 3g.40gb of GPU 6): free" in hover(second)
+    hover(0, "gpu-r0-n07", "gpu-0 (DRA device)")
+    hover(7, "gpu-6-mig-9-4-4 (MIG 3g.40gb of GPU 6): free")
     assert not page.errors, page.errors

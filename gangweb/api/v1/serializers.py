@@ -154,6 +154,84 @@ class Node(s.Serializer):
     allocations = Allocation(many=True)
 
 
+class Holder(s.Serializer):
+    namespace = s.CharField(allow_null=True, help_text="null: in use, other namespace")
+    name = s.CharField(allow_null=True, help_text="the gang (PodGroup, or a lone pod)")
+    otherNamespace = s.BooleanField()
+
+
+class NodeDevice(s.Serializer):
+    index = s.IntegerField(help_text="the device's place on the node, as the GPU map draws it")
+    name = s.CharField(allow_null=True, help_text="a DRA device's name in its ResourceSlice; null for a GPU")
+    dra = s.BooleanField()
+    mig = s.ListField(
+        child=s.JSONField(), allow_null=True, help_text="[parent GPU index, MIG profile] of a MIG partition"
+    )
+    heldBy = Holder(allow_null=True, help_text="null: free")
+    nominatedFor = Holder(allow_null=True, help_text="a waiting gang of yours nominated to this free device")
+
+
+class NodePod(s.Serializer):
+    namespace = s.CharField()
+    name = s.CharField()
+    podGroup = s.CharField(allow_null=True, help_text="null: a lone pod")
+    phase = s.CharField()
+    priorityClass = s.CharField(allow_null=True)
+    priority = s.IntegerField()
+    gpus = s.IntegerField()
+    startedAt = s.CharField(allow_null=True)
+    deleting = s.BooleanField()
+
+
+class HiddenPods(s.Serializer):
+    pods = s.IntegerField()
+    gpus = s.IntegerField()
+
+
+class SliceDevice(s.Serializer):
+    name = s.CharField()
+    attributes = s.DictField(child=s.JSONField())
+
+
+class NodeSlice(s.Serializer):
+    name = s.CharField()
+    driver = s.CharField(allow_null=True)
+    pool = s.CharField(allow_null=True)
+    devices = SliceDevice(many=True)
+
+
+class NodeCondition(s.Serializer):
+    type = s.CharField()
+    status = s.CharField()
+    reason = s.CharField(required=False)
+    message = s.CharField(required=False)
+    lastTransitionTime = s.CharField(required=False)
+
+
+class Taint(s.Serializer):
+    key = s.CharField()
+    value = s.CharField(required=False)
+    effect = s.CharField()
+
+
+class NodeDetail(s.Serializer):
+    name = s.CharField()
+    labels = s.DictField(child=s.CharField())
+    taints = Taint(many=True)
+    conditions = NodeCondition(many=True)
+    ready = s.BooleanField()
+    cordoned = s.BooleanField()
+    domain = s.CharField(
+        allow_null=True, help_text="the GPU map's group: its rack label, else its zone; null: not on the map"
+    )
+    zone = s.CharField(allow_null=True)
+    allocatable = s.DictField(child=s.CharField())
+    pods = NodePod(many=True, help_text="the unfinished pods on the node, of namespaces you see")
+    otherNamespaces = HiddenPods(help_text="the pods of namespaces you do not see, only counted")
+    devices = NodeDevice(many=True, help_text="its squares on the GPU map: GPUs, then DRA devices")
+    resourceSlices = NodeSlice(many=True)
+
+
 class Verdict(s.Serializer):
     request = s.IntegerField()
     state = s.CharField()

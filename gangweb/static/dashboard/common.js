@@ -108,6 +108,23 @@
     return urls.gangPage.replace("NS", encodeURIComponent(namespace)).replace("NAME", encodeURIComponent(name));
   }
 
+  // A link that downloads `rows` (arrays) under `header` as CSV, made in the page from what it shows.
+  function csvLink(a, filename, header, rows) {
+    const cell = (v) => {
+      const s = v === null || v === undefined ? "" : String(v);
+      return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+    };
+    const text = [header, ...rows].map((r) => r.map(cell).join(",")).join("\n") + "\n";
+    if (a.href && a.href.startsWith("blob:")) URL.revokeObjectURL(a.href);
+    a.href = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
+    a.download = filename;
+    a.hidden = !rows.length;
+  }
+
+  function nodeUrl(name) {
+    return urls.nodePage.replace("NAME", encodeURIComponent(name));
+  }
+
   // --- colours: hue per tier or per namespace, lightness per gang shade -----------------------------
 
   const TIER_HUES = [350, 28, 205, 150, 270, 55];
@@ -116,9 +133,14 @@
     for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
     return ((h >>> 0) % 360);
   }
+  // Colouring by gang state: running, partly placed, broken (its squares hatched as in every colouring).
+  const STATE_HUES = { running: 150, partial: 40, waiting: 270, broken: 0 };
   function gangColour(gang, by) {
     if (!gang || gang.other) return null;
-    const hue = by === "namespace" ? hashHue(gang.namespace || "") : TIER_HUES[(gang.tier || 0) % TIER_HUES.length];
+    let hue;
+    if (by === "namespace") hue = hashHue(gang.namespace || "");
+    else if (by === "state") hue = STATE_HUES[gang.broken ? "broken" : gang.state] ?? STATE_HUES.running;
+    else hue = TIER_HUES[(gang.tier || 0) % TIER_HUES.length];
     const dark = document.documentElement.dataset.resolvedTheme === "dark";
     const light = (dark ? 44 : 34) + (gang.shade || 0) * 5;
     return `hsl(${hue} 70% ${light}%)`;
@@ -266,7 +288,7 @@
 
   window.gangweb = {
     urls, $, el, plural, duration, clock, when: words.when, timesIn: words.timesIn, state: words.state, gangState: words.gangState,
-    words, chartHooks, victimList, optimalityMark, verdictText, getJSON, postForm, gangUrl, gangColour, live,
+    words, chartHooks, victimList, optimalityMark, verdictText, getJSON, postForm, csvLink, gangUrl, nodeUrl, gangColour, GANG_STATE_COLOURS: Object.keys(STATE_HUES), live,
     showApprovals, formToURL, urlToForm, onTheme: (f) => themeListeners.push(f),
   };
   window.gangwebUpdates = 0;

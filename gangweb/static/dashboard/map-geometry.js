@@ -78,27 +78,27 @@
         best = plan;
         if (plan.height <= target) break;
       }
+      best.width = width;
       this.geom = best;
       this.placeNodes();
-      const dpr = window.devicePixelRatio || 1;
-      this.canvas.style.width = `${width}px`;
-      this.canvas.style.height = `${best.height}px`;
-      this.canvas.width = Math.round(width * dpr);
-      this.canvas.height = Math.round(best.height * dpr);
-      this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      // A new layout keeps the zoom, the view kept inside the map (map-view.js).
+      this.viewHeight = null;
+      this.sizeCanvas();
+      this.clampPan(this.panX, this.panY);
+      this.viewTransform();
     },
 
     planLayout(width, size, domains) {
       const cell = size + GAP;
       const nodeW = this.devCols * cell + 2;
       const nodeH = this.devRows * cell + 2;
-      const label = size >= 4 ? 14 : 0;
+      const label = 14; // every rack named, however small its squares
       const margin = size >= 4 ? 10 : 5;
       const blocks = [];
       let x = 0;
       let y = 0;
       let rowH = 0;
-      for (const d of domains) {
+      for (const [index, d] of domains.entries()) {
         const perRow = Math.max(1, Math.min(d.count, 8, Math.floor(width / nodeW)));
         const w = perRow * nodeW;
         const h = label + Math.ceil(d.count / perRow) * nodeH;
@@ -107,7 +107,7 @@
           y += rowH + margin;
           rowH = 0;
         }
-        blocks.push({ x, y, w, h, perRow, first: d.first, count: d.count, name: d.name, label });
+        blocks.push({ x, y, w, h, perRow, first: d.first, count: d.count, name: d.name, label, index });
         x += w + margin;
         rowH = Math.max(rowH, h);
       }
@@ -129,7 +129,8 @@
       }
     },
 
-    // Where device ``slot`` is drawn (CSS pixels), and the colour drawn there now: for tests and benches.
+    // Where device ``slot`` is drawn on the canvas (CSS pixels, at the current zoom and pan): for tests and
+    // benches, which read the colour drawn there (``pixel``).
     squareAt(slot) {
       let lo = 0;
       let hi = this.nodes.length - 1;
@@ -139,14 +140,14 @@
         else hi = mid - 1;
       }
       const r = this.rect(lo, slot);
-      return { node: lo, x: r[0], y: r[1], size: r[2] };
+      const [x, y] = this.toScreen(r[0], r[1]);
+      return { node: lo, x, y, size: r[2] * this.zoom };
     },
 
     hit(e) {
       if (!this.geom) return null;
       const r = this.canvas.getBoundingClientRect();
-      const x = e.clientX - r.left;
-      const y = e.clientY - r.top;
+      const [x, y] = this.toMap(e.clientX - r.left, e.clientY - r.top);
       for (const b of this.geom.blocks) {
         if (x < b.x || x >= b.x + b.w || y < b.y + b.label || y >= b.y + b.h) continue;
         const col = Math.floor((x - b.x) / this.geom.nodeW);

@@ -1,5 +1,5 @@
 // The GPU map's pointer and keyboard, mixed into GpuMap (map.js): the tooltip's words, hover lighting a
-// gang, click opening its page, arrow keys walking the nodes. Loaded before map.js.
+// gang, click opening the node's page (which links every gang on it), arrow keys walking the nodes. Loaded before map.js.
 (function () {
   "use strict";
   const g = window.gangweb;
@@ -29,6 +29,7 @@
           if (gang.priorityClass) lines.push(`${gang.priorityClass} (priority ${Number(gang.priority).toLocaleString()}) · ${g.plural(gang.gpus, "GPU")}`);
         }
       }
+      lines.push(g.words.clickNode);
       return lines.join("\n");
     },
 
@@ -37,7 +38,7 @@
       const o = h && h.device !== null ? this.owner[h.slot] : FREE;
       const row = o !== FREE ? this.gangs[o] : null;
       this.setHighlight(row && !row.other ? o : null, h ? { text: this.describe(h), x: e.clientX, y: e.clientY } : null);
-      this.canvas.style.cursor = row && !row.other ? "pointer" : "default";
+      this.canvas.style.cursor = h ? "pointer" : "default";
     },
 
     setHighlight(gang, tip) {
@@ -57,10 +58,10 @@
     },
 
     click(e) {
+      if (this.dragged) return; // the end of a pan, not a click
       const h = this.hit(e);
-      if (!h || h.device === null) return;
-      const row = this.gangs[this.owner[h.slot]];
-      if (row && !row.other && row.namespace) location.href = g.gangUrl(row.namespace, row.name);
+      if (!h) return;
+      location.href = g.nodeUrl(this.nodes[h.node].name);
     },
 
     key(e) {
@@ -72,9 +73,7 @@
       else if (e.key === "ArrowDown") i += b.perRow;
       else if (e.key === "ArrowUp") i -= b.perRow;
       else if (e.key === "Enter" && this.focusNode >= 0) {
-        const s = this.start[i];
-        const o = [...this.owner.subarray(s, this.start[i + 1])].find((x) => x !== FREE && !this.gangs[x].other);
-        if (o !== undefined) location.href = g.gangUrl(this.gangs[o].namespace, this.gangs[o].name);
+        location.href = g.nodeUrl(this.nodes[i].name);
         return;
       } else return;
       e.preventDefault();

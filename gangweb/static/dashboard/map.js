@@ -1,7 +1,8 @@
 // The GPU map on one <canvas>: one square per device, nodes as small grids, grouped by topology domain.
 // Built for 5,000 nodes x 8 GPUs: devices live in typed arrays, a full draw batches squares by colour,
 // and a delta redraws only the nodes it names (inside one animation frame). This file holds the data and the
-// drawing; map-geometry.js where each square is, map-pointer.js hover, click and keys (loaded before it).
+// drawing; map-geometry.js where each square is, map-view.js zoom, pan, search and filter, map-pointer.js
+// hover, click and keys (loaded before it).
 (function () {
   "use strict";
   const g = window.gangweb;
@@ -27,6 +28,7 @@
       this.keyIndex = new Map();
       this.flash = new Map(); // node index -> until (ms): squares that just changed are outlined
       this.readColours();
+      this.initView();
       g.onTheme(() => {
         this.readColours();
         this.drawAll();
@@ -113,7 +115,8 @@
         this.pendingNodes.add(index);
         this.flash.set(index, now + 1500);
       }
-      if ((delta.gangs || []).length) this.pendingNodes.add(-1); // colours of changed gangs: full draw
+      if (this.match) this.computeMatch();
+      if ((delta.gangs || []).length || this.match) this.pendingNodes.add(-1); // changed colours or matches: full draw
       this.requestFrame();
       this.stats.lastUpdateMs = performance.now() - t0;
     }
@@ -176,12 +179,20 @@
       if (!this.geom) return;
       const t0 = performance.now();
       const ctx = this.ctx;
+      this.screenTransform();
       ctx.fillStyle = this.colours.bg;
       ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
+      this.viewTransform();
       ctx.fillStyle = this.colours.text;
       ctx.font = "11px system-ui, sans-serif";
       ctx.textBaseline = "top";
-      for (const b of this.geom.blocks) if (b.label) ctx.fillText(b.name, b.x, b.y + 1, b.w);
+      // Each rack (or zone) named over its nodes; its zone too where the block is wide enough.
+      for (const b of this.geom.blocks) {
+        if (!b.label) continue;
+        const zone = this.picture.domains[b.index].zone;
+        const both = zone && zone !== b.name ? `${b.name} · ${zone}` : b.name;
+        ctx.fillText(ctx.measureText(both).width <= b.w ? both : b.name, b.x, b.y + 1, b.w);
+      }
       // In device order: a gang's squares are mostly next to each other, so fillStyle changes per run.
       const dim = this.highlight !== null;
       let current = "";
@@ -189,6 +200,7 @@
       const cell = this.geom.cell;
       const cols = this.devCols;
       for (let i = 0; i < this.nodes.length; i++) {
+        if (!this.inView(i)) continue;
         const nx = this.nodeX[i] + 1;
         const ny = this.nodeY[i] + 1;
         for (let s = this.start[i], j = 0; s < this.start[i + 1]; s++, j++) {
@@ -202,10 +214,12 @@
       }
       if (dim) {
         // Dim everything, then draw the lit gang again on top.
+        this.screenTransform();
         ctx.fillStyle = this.colours.bg;
         ctx.globalAlpha = 0.6;
         ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
         ctx.globalAlpha = 1;
+        this.viewTransform();
         ctx.fillStyle = this.colourOf(this.highlight);
         for (let i = 0; i < this.nodes.length; i++) {
           for (let s = this.start[i]; s < this.start[i + 1]; s++) {
@@ -216,7 +230,11 @@
           }
         }
       }
-      for (let i = 0; i < this.nodes.length; i++) if (this.marked(i)) this.decorate(i, false);
+      for (let i = 0; i < this.nodes.length; i++) {
+        if (!this.inView(i)) continue;
+        if (this.marked(i)) this.decorate(i, false);
+        this.fadeUnmatched(i);
+      }
       this.stats.draws += 1;
       this.stats.lastDrawMs = performance.now() - t0;
     }
@@ -252,6 +270,7 @@
       }
       ctx.globalAlpha = 1;
       this.decorate(i, dim);
+      this.fadeUnmatched(i);
     }
 
     // Marks over the squares: nominated (outline in the gang's colour), DRA (a dot), the lit gang,
@@ -309,6 +328,6 @@
   }
 
   // Where things are and what is under the pointer (map-geometry.js); the pointer and keyboard (map-pointer.js).
-  Object.assign(GpuMap.prototype, g.mapGeometry, g.mapPointer);
+  Object.assign(GpuMap.prototype, g.mapGeometry, g.mapView, g.mapPointer);
   window.GpuMap = GpuMap;
 })();

@@ -5,7 +5,7 @@
   const { $, el, plural } = g;
   const MAX_ACTIVITY = 60;
 
-  const map = new GpuMap($("gpu-map"));
+  const map = new GpuMap($("gpu-map"), { onView: showZoom });
   window.gangwebMap = map;
   let buffered = null; // deltas that arrive while the picture is being fetched again
 
@@ -93,7 +93,9 @@
       legend.appendChild(li);
     };
     if (map.colourBy === "tier") {
-      for (const t of map.picture.tiers || []) add(g.gangColour({ tier: map.picture.tiers.indexOf(t), shade: 1 }, "tier"), `${t.priorityClass} (${Number(t.priority).toLocaleString()})`);
+      for (const t of legendTiers()) add(g.gangColour({ tier: t.tier, shade: 1 }, "tier"), `${t.priorityClass} (${Number(t.priority).toLocaleString()})`);
+    } else if (map.colourBy === "state") {
+      for (const s of g.GANG_STATE_COLOURS) add(g.gangColour({ state: s, shade: 1 }, "state"), g.gangState(s));
     } else {
       const namespaces = [...new Set(map.gangs.filter((r) => r.namespace && !r.other).map((r) => r.namespace))].sort();
       for (const ns of namespaces) add(g.gangColour({ namespace: ns, shade: 1 }, "namespace"), ns);
@@ -105,6 +107,48 @@
     add(null, "DRA device", "dra");
     add(null, "broken gang", "broken");
   }
+
+  // The tiers the squares are coloured by: the picture's, or for a reader of some namespaces (whose picture
+  // leaves out the cluster-wide tiers) those of the gangs she sees, each at the tier index its squares use.
+  function legendTiers() {
+    const tiers = map.picture.tiers || [];
+    if (tiers.length) return tiers.map((t, tier) => ({ ...t, tier }));
+    const seen = new Map();
+    for (const r of map.gangs) if (r && !r.other && r.priorityClass !== undefined && !seen.has(r.tier)) seen.set(r.tier, { tier: r.tier, priorityClass: r.priorityClass || "(no priority class)", priority: r.priority || 0 });
+    return [...seen.values()].sort((a, b) => a.tier - b.tier);
+  }
+
+  // A reader of some namespaces reads figures of two kinds: GPUs in use and free are the cluster's (her
+  // squares are all drawn), the rest count her namespaces only. Each says which.
+  if (document.body.dataset.allNamespaces === "false") {
+    for (const fig of document.querySelectorAll(".figure[data-scope]")) {
+      fig.append(el("div", `scope-tag ${fig.dataset.scope}`, g.words.figureScope[fig.dataset.scope]));
+    }
+  }
+
+  // --- find, filter, zoom (map-view.js) -----------------------------------------------------------
+
+  function find(zoomOnto) {
+    const count = map.setSearch($("map-search").value, $("map-filter").value);
+    $("map-matches").textContent = count ? g.words.mapMatches(count.nodes, count.devices) : "";
+    if (zoomOnto && count && count.nodes) map.show(map.matchedNodes());
+    showZoom();
+  }
+  function showZoom() {
+    $("zoom-level").textContent = map.zoom > 1 ? `×${map.zoom.toFixed(1)}` : "";
+  }
+  $("map-search").addEventListener("input", () => find(false));
+  $("map-filter").addEventListener("change", () => find(false));
+  // Enter in the search zooms onto what it found (the form has no submit button to submit it).
+  $("map-tools").addEventListener("submit", (e) => e.preventDefault());
+  $("map-search").addEventListener("keydown", (e) => {
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    find(true);
+  });
+  $("zoom-in").addEventListener("click", () => map.zoomBy(2));
+  $("zoom-out").addEventListener("click", () => map.zoomBy(0.5));
+  $("zoom-fit").addEventListener("click", () => map.fit());
 
   for (const button of document.querySelectorAll("[data-colour]")) {
     button.addEventListener("click", () => {
@@ -127,16 +171,28 @@
     figure("fig-pre-hour", data.lastHour, "hour");
     figure("fig-pre-day", data.lastDay, "day");
     g.showApprovals(data.awaitingApproval);
+    history = data.history;
+    drawHistory();
+    await loadIdle();
+  }
+
+  // The chart over the chosen range (the samples kept, cut in the page), and its CSV.
+  let history = [];
+  function drawHistory() {
+    const range = Number($("chart-range").value) || 0;
+    const since = range ? Date.now() / 1000 - range : -Infinity;
     const h = { t: [], allocated: [], idle: [], waiting: [] };
-    for (const s of data.history) {
+    for (const s of history) {
+      if (Date.parse(s.at) / 1000 < since) continue;
       h.t.push(Date.parse(s.at) / 1000);
       h.allocated.push(s.allocatedGpus);
       h.idle.push(s.idleGpus);
       h.waiting.push(s.waitingGpus);
     }
     drawChart(h);
-    await loadIdle();
+    g.csvLink($("chart-csv"), "gpus.csv", ["at (UTC)", "allocated GPUs", "idle GPUs", "waiting GPUs"], h.t.map((t, i) => [new Date(t * 1000).toISOString(), h.allocated[i], h.idle[i], h.waiting[i]]));
   }
+  $("chart-range").addEventListener("change", drawHistory);
 
   // Idle GPU-hours of the last hour by cause (/api/v1/idle/, docs/idle.md), and whether GPU activity is read.
   const CAUSES = { freeWhileWaiting: "free while gangs wait", brokenGangs: "broken gangs", allocatedIdle: "allocated, idle", heldForUnplaced: "held for unplaced gangs" };

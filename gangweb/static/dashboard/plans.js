@@ -46,6 +46,20 @@
     return box;
   }
 
+  // What the small maps' squares mean, once under the plans.
+  function miniLegend() {
+    const ul = el("ul", "legend mini-legend");
+    ul.setAttribute("aria-label", "small maps' legend");
+    for (const [cls, label] of Object.entries(g.words.miniSquares)) {
+      const sw = el("span", "mini-node");
+      sw.append(el("i", cls));
+      ul.append(el("li", "", [sw, el("span", "", label)]));
+    }
+    return ul;
+  }
+
+  const hours = (p) => Number((p.cost.lostGpuSeconds / 3600).toFixed(1));
+
   function victimText(v) {
     // A victim of a namespace the reader does not see has no names (docs/design.md "Scope").
     const who = v.name ? `${v.namespace}/${v.name}` : "a gang of another namespace";
@@ -55,6 +69,7 @@
   function render(container, plans) {
     container.replaceChildren();
     const best = plans.find((p) => p.feasible);
+    const legacy = plans.find((p) => p.policy === "legacy" && p.feasible);
     for (const p of plans) {
       const card = el("article", "card plan" + (p === best ? " best" : ""));
       card.dataset.policy = p.policy;
@@ -65,7 +80,7 @@
         const facts = el("dl", "facts");
         const add = (k, v) => facts.append(el("dt", "", k), el("dd", "", v));
         add("outcome", p.victims.length ? p.summary : "fits without evicting anything");
-        add("lost", g.plural(Number((p.cost.lostGpuSeconds / 3600).toFixed(1)), "GPU-hour"));
+        add("lost", g.plural(hours(p), "GPU-hour"));
         if (p.domain) add("domain", p.domain);
         if (p.optimality) add("optimality", [g.optimalityMark(p.optimality)]);
         add("placed", g.plural(Object.keys(p.placement).length, "pod"));
@@ -76,9 +91,13 @@
           card.append(ul);
         }
         if ((p.map || []).length) card.append(miniMap(p.map));
+        if (p === best && legacy && legacy !== best && legacy.cost.lostGpuSeconds < best.cost.lostGpuSeconds) {
+          card.append(el("p", "note legacy-note", g.words.legacyNote(g.plural(hours(best), "GPU-hour"), g.plural(hours(legacy), "GPU-hour"))));
+        }
       }
       container.append(card);
     }
+    if (plans.some((p) => (p.map || []).length)) container.append(miniLegend());
   }
 
   window.gangwebPlans = { render, simulate, podGroups };

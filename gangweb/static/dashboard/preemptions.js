@@ -61,6 +61,17 @@
       card.append(runs);
       box.append(card);
     }
+    // Every run shown, one row each, as the cards list them (victims of other namespaces only counted).
+    const rows = [];
+    for (const c of d.results) {
+      for (const run of c.runs) {
+        const victims = run.plan ? run.plan.victims || [] : [];
+        const named = victims.filter((v) => v !== "(other namespace)");
+        rows.push([c.podGroup, run.firstRequest, run.lastRequest, run.count, run.state, run.since, run.until, run.executed ? "yes" : "no", run.plan ? run.plan.lostGpuHours : "", named.join(" "), victims.length - named.length, run.reason || ""]);
+      }
+    }
+    const header = ["gang", "first request", "last request", "requests", "state", "since (UTC)", "until (UTC)", "executed", "lost GPU-hours", "victims", "victims of other namespaces", "reason"];
+    g.csvLink($("runs-csv"), "preemptions.csv", header, rows);
     $("empty").textContent = EMPTY;
     $("empty").hidden = d.results.length > 0;
     drawLost(lost);
@@ -82,6 +93,7 @@
     $("lost-empty").hidden = lost.points.length > 0;
     $("lost-range").textContent = lost.days === 1 ? "day" : g.plural(lost.days, "day");
     const data = hourly(lost);
+    g.csvLink($("lost-csv"), `lost-gpu-hours-${lost.days}d.csv`, ["hour (UTC)", "GPU-hours lost"], data[0].map((t, i) => [new Date(t * 1000).toISOString(), data[1][i]]));
     if (chart && chart.days === lost.days) return chart.setData(data);
     if (chart) chart.destroy();
     chart = null;

@@ -17,12 +17,17 @@
     return file && !useLive ? file : null;
   }
 
+  // The gangs one may plan: those not running (a running gang has nothing to place), in a list the
+  // input searches as one types (thousands at 5,000 nodes: no select to scroll).
+  let offered = new Set();
   function fillGangs(gangs) {
-    const select = $("podgroup");
-    select.replaceChildren(new Option(gangs.length ? "pick a gang…" : "no gang in it that you may plan", ""));
-    for (const x of gangs) select.add(new Option(`${x.podGroup} (${g.gangState(x.state)}, ${x.priorityClass}, ${g.plural(x.gpus, "GPU")})`, x.podGroup));
-    const firstWaiting = gangs.find((x) => x.state !== "running");
-    if (firstWaiting) select.value = firstWaiting.podGroup;
+    const waiting = gangs.filter((x) => x.state !== "running");
+    const list = $("podgroup-choices");
+    list.replaceChildren(...waiting.map((x) => new Option(`${g.gangState(x.state)}, ${x.priorityClass}, ${g.plural(x.gpus, "GPU")}`, x.podGroup)));
+    offered = new Set(waiting.map((x) => x.podGroup));
+    $("podgroup").value = waiting.length ? waiting[0].podGroup : "";
+    $("podgroup").placeholder = g.words.gangsToPlan(waiting.length, gangs.length - waiting.length);
+    $("podgroup-count").textContent = g.words.gangsToPlan(waiting.length, gangs.length - waiting.length);
   }
 
   async function listGangs() {
@@ -45,6 +50,7 @@
   $("lab").addEventListener("submit", async (e) => {
     e.preventDefault();
     if (!$("podgroup").value) return error("pick a gang first");
+    if (!offered.has($("podgroup").value)) return error(g.words.notOffered($("podgroup").value));
     error("");
     $("plan").disabled = true;
     try {

@@ -72,3 +72,24 @@
 
   window.gangwebWords = { plural, state, gangState, clock, utc, when, timesIn, axisTimes };
 })();
+
+// The node page's and the map's controls' words (node.js, map-controls.js).
+(function () {
+  "use strict";
+  const w = window.gangwebWords;
+  w.deviceKind = (d) => (d.mig ? `MIG ${d.mig[1]} of GPU ${d.mig[0]}` : d.dra ? "DRA device" : "GPU");
+  w.nodeState = (n) => (n.cordoned ? "cordoned" : n.ready ? "ready" : "not ready");
+  w.otherPods = (o) => `${w.plural(o.pods, "pod")} of other namespaces (${w.plural(o.gpus, "GPU")})`;
+  w.noNode = (name) => `There is no node ${name} in the cluster now.`;
+  w.mapMatches = (nodes, devices) => (nodes ? `${w.plural(nodes, "node")} match (${w.plural(devices, "GPU")})` : "nothing matches");
+  w.clickNode = "click: the node's page";
+  // A reader of some namespaces: which headline figures count the whole cluster, which only hers.
+  w.figureScope = { cluster: "whole cluster", own: "your namespaces" };
+  // What if?: the gangs offered, the small maps' legend, and why legacy can lose less.
+  w.gangsToPlan = (waiting, running) =>
+    waiting ? `${w.plural(waiting, "waiting gang")} to plan${running ? ` (${w.plural(running, "running gang")} not offered)` : ""}` : "no waiting gang in it to plan";
+  w.notOffered = (key) => `${key} is not a waiting gang of this snapshot: pick one from the list`;
+  w.miniSquares = { held: "held, stays", victim: "freed by an eviction", placed: "taken by the gang", "victim placed": "freed, then taken by the gang", free: "free" };
+  w.legacyNote = (chosen, legacy) =>
+    `${chosen} loses more GPU-hours than legacy (${legacy}): legacy evicts pods one by one, so the gangs it takes them from are left broken, holding GPUs they cannot use, which its figure does not count.`;
+})();

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from gangweb.api import filters
 from gangweb.api.v1 import page_serializers, params, serializers
-from gangweb.api.v1.queries import cluster, composites, decisions, ledger, pending, usage
+from gangweb.api.v1.queries import cluster, composites, decisions, ledger, nodes, pending, usage
 from gangweb.api.v1.views import pages
 from gangweb.api.v1.views.base import V1View, released
 
@@ -55,6 +55,18 @@ class Nodes(V1View):
             rows = [r for r in rows if r["cordoned"] == (raw == "true")]
         paginator, page = self.page(rows)
         return paginator.get_paginated_response(page)
+
+
+class NodeDetail(V1View):
+    """One node: labels, taints, conditions, the pods on it, its GPUs and DRA devices (the GPU map's
+    squares of it). Pods of namespaces you do not see are only counted, their GPUs held by no name."""
+
+    @extend_schema(responses=serializers.NodeDetail)
+    def get(self, request, name: str):
+        found = nodes.node(self.scope, name)
+        if found is None:
+            raise NotFound(f"no node {name}")
+        return Response(found)
 
 
 class PodGroups(V1View):

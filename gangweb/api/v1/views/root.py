@@ -55,6 +55,8 @@ def kubernetes() -> dict:
 
 
 class Root(V1View):
+    """Where every list of the API v1 is: its name and its URL."""
+
     pagination_class = None
 
     @extend_schema(

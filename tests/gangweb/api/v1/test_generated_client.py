@@ -62,6 +62,7 @@ def endpoint_modules(package) -> dict[str, object]:
 
 # Path parameters other than team-a's gang, and answers other than 200 (a sink made, then removed last).
 PATHS = {
+    "nodes_retrieve": {"name": "node-4"},
     "queues_retrieve": {"system": "kueue", "name": "shared"},
     "notify_sinks_retrieve": {"name": "ops"},
     "notify_sinks_destroy": {"name": "ops"},

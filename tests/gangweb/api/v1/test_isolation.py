@@ -79,6 +79,10 @@ NAMELESS = {
     "idle": "tests/gangweb/api/v1/test_idle.py (a reader's own idle figures and broken gangs)",
 }
 
+# Objects every reader reads, cut inside (route name -> its URL's parameters, an object holding team-b's
+# things): the team-a reader gets it without a name of team-b, the admin's answer names team-b.
+SHARED = {"node-detail": {"name": "node-4"}}
+
 # Admin data: every reader below an admin of every namespace is refused, whatever it asks (route name ->
 # its URL's parameters); their answers are tested in tests/gangweb/notify/test_admin.py.
 ADMIN_ONLY = {"notify-sinks": {}, "notify-sink-detail": {"name": "team-b-chat"}, "notify-deliveries": {}}
@@ -113,6 +117,14 @@ def test_a_team_a_reader_never_reads_team_b(
             assert client.get(route, **reader).status_code == 403
             assert client.post(route, {}, content_type="application/json", **reader).status_code in (403, 405)
             assert client.delete(route, **reader).status_code in (403, 405)
+        return
+    if name in SHARED:
+        answer = client.get(url(name, SHARED[name]), **a_viewer)
+        assert answer.status_code == 200, answer.content
+        assert_hides(answer)
+        everything = client.get(url(name, SHARED[name]), **admin).content.decode()
+        assert any(word in everything for word in HIDDEN), f"{name}: the world has nothing of team-b here"
+        assert methods(callback) == {"GET"}
         return
     route = url(name) if not has_params else name
     if has_params:

@@ -4,6 +4,9 @@ reader's scope on the two-tenant world (team-a preempted the ``batch`` gangs, te
 
 from __future__ import annotations
 
+import gzip
+import json
+
 import pytest
 
 from gangweb.dashboard import stream
@@ -145,3 +148,15 @@ def test_with_no_page_open_a_tool_reading_the_map_sees_the_cluster_move(client, 
     after = client.get("/api/v1/map/", **admin).json()
     assert "team-b/hidden-b" not in owners(after, "node-4")
     assert after["seq"] == stream.log().last("map") > before["seq"]
+
+
+def test_the_map_is_gzipped_for_a_browser_that_accepts_it(client, world, admin, monkeypatch):
+    from gangweb.dashboard import live
+
+    monkeypatch.setattr(live, "stale_after", lambda: 3600.0)  # one picture for both answers, however slow
+    plain = client.get("/api/v1/map/", **admin)
+    assert "Content-Encoding" not in plain
+    packed = client.get("/api/v1/map/", HTTP_ACCEPT_ENCODING="gzip, deflate, br", **admin)
+    assert packed["Content-Encoding"] == "gzip" and "Accept-Encoding" in packed["Vary"]
+    body = json.loads(gzip.decompress(packed.content))
+    assert body["nodes"] == plain.json()["nodes"] and body["seq"] == plain.json()["seq"]

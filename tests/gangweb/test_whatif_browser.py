@@ -1,0 +1,49 @@
+"""What if? in a real Chromium on the demo (issue 31, item 9): only waiting gangs are offered, found by
+typing in a searchable list, a gang not offered is refused with a reason, and the small maps have a legend."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.gangweb.conftest import grant_user, sign_in
+from tests.gangweb.test_dashboard_browser import json_of
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_what_if_offers_waiting_gangs_in_a_searchable_list_and_explains_its_small_maps(
+    start_demo, browser_page
+):
+    page = browser_page
+    demo = start_demo()
+    grant_user(demo.var_dir, "planner", "planner-pw-31", "--role", "viewer", "--all-namespaces")
+    sign_in(page, demo.base_url, "planner", "planner-pw-31")
+    page.goto(demo.base_url + "/what-if/")
+    page.click("#use-live")
+    page.wait_for_function("document.querySelectorAll('#podgroup-choices option').length > 0", timeout=60_000)
+    offered = page.evaluate("[...document.querySelectorAll('#podgroup-choices option')].map((o) => o.value)")
+    running = {
+        r["podGroup"]
+        for r in json_of(demo.base_url + "/api/v1/podgroups/?state=running&limit=1000")["results"]
+    }
+    assert running, "the demo runs gangs"
+    assert not set(offered) & running, "a running gang has nothing to plan"
+    assert page.evaluate("document.querySelector('#podgroup').tagName") == "INPUT"
+    assert "running gang" in page.inner_text("#podgroup-count") and "not offered" in page.inner_text(
+        "#podgroup-count"
+    )
+
+    # A running gang typed in is refused, with the reason.
+    page.fill("#podgroup", sorted(running)[0])
+    page.click("#plan")
+    page.wait_for_selector("#error:not([hidden])", timeout=10_000)
+    assert "not a waiting gang" in page.inner_text("#error")
+
+    page.fill("#podgroup", offered[0])
+    page.click("#plan")
+    page.wait_for_selector("#plans .plan >> nth=2", timeout=90_000)
+    if page.locator("#plans .mini-map").count():
+        legend = page.inner_text("#plans .mini-legend")
+        for words in ("freed by an eviction", "taken by the gang", "free"):
+            assert words in legend
+    assert not page.errors, page.errors
