@@ -195,6 +195,19 @@ def _claims(
     return object_claims(spec, status, kind)
 
 
+def _disrupted_by_scheduler(status: Mapping[str, Any]) -> bool:
+    """The pod's first ``DisruptionTarget`` condition is True with reason ``PreemptionByScheduler``
+    (kube-scheduler's ``PodTerminatingByPreemption``, less the deletion timestamp it also asks for)."""
+    conditions = status.get("conditions") or []
+    if not isinstance(conditions, list):
+        raise ValueError("status.conditions: expected a list")
+    for condition in conditions:
+        condition = _map(condition, "status.conditions[]")
+        if condition.get("type") == "DisruptionTarget":
+            return condition.get("status") == "True" and condition.get("reason") == "PreemptionByScheduler"
+    return False
+
+
 class Pod:
     __slots__ = (
         "active",
@@ -210,6 +223,8 @@ class Pod:
         "namespace",
         "node_name",
         "node_selector",
+        "nominated_node",
+        "preempted",
         "preemption_policy",
         "priority",
         "priority_class",
@@ -229,6 +244,8 @@ class Pod:
         self.node_name = _opt_str(spec.get("nodeName"), "spec.nodeName")
         phase = status.get("phase")
         self.active = not meta.deleting and phase not in ("Succeeded", "Failed")
+        self.preempted = meta.deleting and _disrupted_by_scheduler(status)
+        self.nominated_node = _opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName")
         group = _map(spec.get("schedulingGroup"), "spec.schedulingGroup")
         self.group_name = _opt_str(group.get("podGroupName"), "spec.schedulingGroup.podGroupName")
         self.priority = _int(spec.get("priority"), "spec.priority")

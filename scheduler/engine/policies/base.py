@@ -95,6 +95,9 @@ class PreemptionPolicy(ABC):
                 ),
                 notes,
             )
+        waiting = self.ongoing_preemption(problem)
+        if waiting is not None:
+            return self._finish(waiting, notes)
         if problem.eligible_count == 0:
             return self._finish(
                 problem.plan(
@@ -116,6 +119,11 @@ class PreemptionPolicy(ABC):
             assignments = problem.place(domain, free, removed_all=False)
             if problem.gang.succeeds(len(assignments)):
                 return problem.candidate(domain, assignments, [], "no preemption")
+        return None
+
+    def ongoing_preemption(self, problem: Problem) -> Plan | None:
+        """A plan that waits for a preemption already under way, or None to preempt; asked once the
+        gang does not fit and may preempt. None here: a policy that waits says when."""
         return None
 
     @staticmethod

@@ -2,7 +2,8 @@
 
 One domain (the cluster, or the best topology value by room, standing in for TAS placement
 scoring); every lower-priority victim removed; the gang placed once; that placement fixed; victims
-reprieved one by one, PDB violators first and most important first within each list.
+reprieved one by one, PDB violators first and most important first within each list. Before all
+that, a gang with a preemption under way on its nominated nodes waits for it (``isOngoingPreemption``).
 """
 
 from __future__ import annotations
@@ -34,10 +35,57 @@ def kep5710_candidate(problem: Problem, domains: Sequence[Domain]) -> tuple[Cand
     ), len(best)
 
 
+def nominations(problem: Problem) -> dict[str, str]:
+    """Pending member -> its ``status.nominatedNodeName``, for the nominations naming a node of the snapshot."""
+    snap = problem.snapshot
+    out = {}
+    for p in problem.gang.pending:
+        node = snap.pods[p].nominated_node
+        if node is not None and node in snap.node_index:
+            out[snap.pods[p].key] = node
+    return out
+
+
+def ongoing_preemption_nodes(problem: Problem) -> list[str]:
+    """The nodes, nominated to a pending member, that hold a pod of lower priority terminating by
+    kube-scheduler's preemption (v1.37.2 ``isOngoingPreemption``): sorted, empty when there is none."""
+    nominated = set(nominations(problem).values())
+    if not nominated:
+        return []
+    snap, priority = problem.snapshot, problem.gang.priority
+    return sorted(
+        {
+            pod.node_name
+            for i, pod in enumerate(snap.pods)
+            if pod.preempted
+            and pod.node_name is not None
+            and pod.node_name in nominated
+            and snap.pod_priority[i] < priority
+        }
+    )
+
+
 class Kep5710Policy(PreemptionPolicy):
     name = "kep5710"
     summary = "kube-scheduler v1.37 beta: one placement after removing all candidates, greedy reprieval"
     reprieve_filter_factory = None  # the PreemptionManager seam: set to a ReprieveFilter factory
+
+    def ongoing_preemption(self, problem: Problem) -> Plan | None:
+        """kube-scheduler preempts nothing more and keeps each member's nomination (none for the rest)."""
+        nodes = ongoing_preemption_nodes(problem)
+        if not nodes:
+            return None
+        shown = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+        plan = problem.plan(
+            self.name,
+            True,
+            (
+                f"ongoing preemption on nominated nodes ({shown}): a lower-priority pod there is terminating "
+                "by preemption, so kube-scheduler keeps the nominations and preempts nothing more"
+            ),
+        )
+        plan.placement = nominations(problem)
+        return plan
 
     def preempt(self, problem: Problem, domains: Sequence[Domain]) -> Plan:
         problem.reprieve_filter_factory = self.reprieve_filter_factory
