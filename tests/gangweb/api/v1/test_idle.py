@@ -4,12 +4,15 @@ labels never idle, Prometheus missing, down or slow counting nothing as idle; cu
 
 from __future__ import annotations
 
+import http.server
+import json
 import socket
+import threading
 
 import pytest
 
 from gangweb.dashboard import idle, live
-from scheduler.activity import parse
+from scheduler.activity import parse, query
 from scheduler.preemption import healthwatch, metrics, runtime
 from tests.gangweb.api.v1.conftest import token_reader
 from tests.gangweb.prometheus import PROFILING, UTILISATION, DcgmExporter, Prometheus, gpu_labels
@@ -199,6 +202,41 @@ def test_a_partial_answer_is_said_and_counts_nothing_as_idle():
         "warnings": ["some shards did not answer"],
         "data": {"resultType": "vector", "result": [{"metric": {"pod": "x"}, "value": [1, "0"]}]},
     }
-    reading = parse(body)
+    reading = parse(json.dumps(body).encode())
     assert reading.state == "partial" and "shards" in reading.detail
     assert idle.idle_now({"gangs": [], "nodes": []}, [], reading, now=0, window=30) == ({}, 0)
+
+
+def test_an_answer_prometheus_should_not_give_is_unavailable_never_read_in_part():
+    """A proxy's page, or rows without a [time, value] pair: the whole answer is unreadable, so no GPU is
+    idle and the state says why (not ``ok`` with the rows that happened to parse)."""
+    bodies = [
+        b'{"status": "success", "data": {"resultType": "vector", "result": ['
+        b'{"metric": {"namespace": "team-a", "pod": "notebook-0"}, "value": [1, "1"]},'
+        b'{"metric": {"namespace": "team-a", "pod": "train-0"}, "value": "8"}]}}',
+        b"<html>a proxy's login page</html>",
+    ]
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = bodies[0]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        while bodies:
+            reading = query(f"http://127.0.0.1:{server.server_port}", window_seconds=30, threshold=0.05)
+            assert (reading.state, reading.series) == ("unavailable", []), bodies[0]
+            assert "no instant vector" in reading.detail
+            bodies.pop(0)
+    finally:
+        server.shutdown()
+        server.server_close()
