@@ -21,6 +21,7 @@ from gangweb.dashboard.models import IdleSample
 from scheduler import activity, podstate
 from scheduler.cluster import ReportsActivity
 from scheduler.engine.typed_objects import timestamp_or_none
+from scheduler.health import pod_gpus
 from scheduler.idle import (
     ALLOCATED_IDLE,
     BROKEN_GANGS,
@@ -45,8 +46,11 @@ def idle_now(
     *,
     now: float,
     window: float,
+    reserved: dict[str, str] | None = None,
 ) -> tuple[dict[Row, float], int]:
-    """Idle GPUs now by (namespace, gang, cause), and the GPUs whose activity could not be joined."""
+    """Idle GPUs now by (namespace, gang, cause), and the GPUs whose activity could not be joined.
+    ``reserved`` (pod key -> node) is the room gangweb made for preemptors whose pods still wait
+    (``scheduler.preemption.planning.reservations``)."""
     gangs = picture["gangs"]
     out: dict[Row, float] = {}
 
@@ -57,7 +61,7 @@ def idle_now(
 
     waiting = [g for g in gangs if g["state"] == "waiting"]
     held: dict[int, int] = {}
-    free = 0
+    free: dict[str, int] = {}  # node -> its free GPUs
     for node in picture["nodes"]:
         usable = node["ready"] and not node["cordoned"]
         nominated = node.get("nominated") or [None] * len(node["gpus"])
@@ -67,9 +71,30 @@ def idle_now(
             elif nominee is not None:
                 add(gangs[nominee], HELD_FOR_UNPLACED, 1)
             elif usable:
-                free += 1
+                free[node["name"]] = free.get(node["name"], 0) + 1
+    if reserved:  # free GPUs gangweb reserved for a pending pod of a preemptor: held for its gang
+        by_key = {g["key"]: g for g in gangs}
+        for pod in objects:
+            if pod.get("kind") != "Pod":
+                continue
+            meta = pod.get("metadata") or {}
+            pod_key = f"{meta.get('namespace')}/{meta.get('name')}"
+            node_name = reserved.get(pod_key)
+            gang = by_key.get(podstate.group_key(pod) or pod_key)
+            if (
+                node_name is None
+                or gang is None
+                or podstate.is_bound(pod)
+                or not podstate.is_live(pod)
+                or (pod.get("status") or {}).get("nominatedNodeName")  # counted as nominated above
+            ):
+                continue
+            taken = min(pod_gpus(pod), free.get(node_name, 0))
+            if taken:
+                free[node_name] -= taken
+                add(gang, HELD_FOR_UNPLACED, taken)
     if waiting:
-        add(None, FREE_WHILE_WAITING, free)
+        add(None, FREE_WHILE_WAITING, sum(free.values()))
     settled: set[str] = set()  # gangs whose GPUs are counted under a cause already
     for index, gang in enumerate(gangs):
         if gang.get("broken"):
@@ -118,6 +143,7 @@ def record_sample() -> IdleSample:
     """Sample the idle GPUs now (one reading of the cluster, one query) and keep it."""
     from gangweb.dashboard import reading as readings
     from scheduler.preemption import metrics
+    from scheduler.preemption.planning import reservations
     from scheduler.preemption.runtime import get_cluster
 
     cluster = get_cluster()
@@ -129,6 +155,7 @@ def record_sample() -> IdleSample:
         source,
         now=taken.time,
         window=settings.GANGWEB_IDLE_WINDOW_SECONDS,
+        reserved=reservations(""),  # every gang's
     )
     at = datetime.fromtimestamp(time.time(), UTC)
     previous = IdleSample.objects.order_by("-at").values_list("at", flat=True).first()

@@ -8,12 +8,15 @@ import http.server
 import json
 import socket
 import threading
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from gangweb.dashboard import idle, live
 from scheduler.activity import parse, query
 from scheduler.preemption import healthwatch, metrics, runtime
+from scheduler.preemption.models import Plan, PreemptionRequest, RequestState
 from tests.gangweb.api.v1.conftest import token_reader
 from tests.gangweb.prometheus import PROFILING, UTILISATION, DcgmExporter, Prometheus, gpu_labels
 from tests.scheduler.preemption.builders import FakeCluster, node, pod, podgroup
@@ -240,3 +243,31 @@ def test_an_answer_prometheus_should_not_give_is_unavailable_never_read_in_part(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_gpus_gangweb_reserved_for_a_gang_not_yet_placed_are_held_for_it_not_free(client, world, admin):
+    """team-a/wait's preemption succeeded with node-5 for wait-0: until kube-scheduler binds it, node-5's
+    GPUs are held for it (reserve_room keeps other gangs off them), not free while it waits."""
+    request = PreemptionRequest.objects.create(
+        namespace="team-a", name="wait", state=RequestState.SUCCEEDED, finished_at=timezone.now()
+    )
+    Plan.objects.create(
+        request=request, policy="gangweb", feasible=True, placement={"team-a/wait-0": "node-5"}
+    )
+    idle.record_sample()
+    answer = client.get("/api/v1/idle/", **admin).json()
+    assert answer["now"] == {
+        "freeWhileWaiting": 7,
+        "brokenGangs": 8,
+        "allocatedIdle": 3,
+        "heldForUnplaced": 8,
+    }
+    gangs = {f"{g['namespace']}/{g['name']}": g["lastHour"]["heldForUnplaced"] for g in answer["byGang"]}
+    assert gangs["team-a/wait"] == round(8 * SAMPLE / 3600, 2)
+    viewer = token_reader("viewer-b", "viewer", "--namespaces", "team-b")
+    assert client.get("/api/v1/idle/", **viewer).json()["now"]["heldForUnplaced"] == 0
+
+    # once its reservation is over the room is free again
+    PreemptionRequest.objects.filter(pk=request.pk).update(finished_at=timezone.now() - timedelta(hours=1))
+    idle.record_sample()
+    assert client.get("/api/v1/idle/", **admin).json()["now"]["heldForUnplaced"] == 0
