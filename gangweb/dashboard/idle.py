@@ -139,6 +139,23 @@ def read_activity(cluster: object = None) -> activity.Reading:
     )
 
 
+def gang_queues(cluster: object, objects: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The queue each gang runs or waits in, where a queue manager's objects say (``scheduler/queues``):
+    read from the watch cache's live snapshot where there is one, else from ``objects`` parsed."""
+    from scheduler.cluster import WatchCache
+    from scheduler.engine import parse_snapshot
+    from scheduler.queues import read_queues
+
+    try:
+        snapshot = (
+            cluster.live_snapshot().snapshot() if isinstance(cluster, WatchCache) else parse_snapshot(objects)
+        )
+        return read_queues(objects, snapshot).gangs
+    except ValueError as exc:  # a malformed object (SnapshotError too): the figure without queues, logged
+        logger.warning("idle figure without queues: %s", exc)
+        return {}
+
+
 def record_sample() -> IdleSample:
     """Sample the idle GPUs now (one reading of the cluster, one query) and keep it."""
     from gangweb.dashboard import reading as readings
@@ -157,6 +174,7 @@ def record_sample() -> IdleSample:
         window=settings.GANGWEB_IDLE_WINDOW_SECONDS,
         reserved=reservations(""),  # every gang's
     )
+    queues = gang_queues(cluster, taken.objects)
     at = datetime.fromtimestamp(time.time(), UTC)
     previous = IdleSample.objects.order_by("-at").values_list("at", flat=True).first()
     period = float(settings.GANGWEB_IDLE_SAMPLE_SECONDS)
@@ -164,7 +182,16 @@ def record_sample() -> IdleSample:
     sample = IdleSample.objects.create(
         at=at,
         seconds=max(0.0, seconds),
-        rows=[[ns, name, cause, round(gpus, 3)] for (ns, name, cause), gpus in sorted(counted.items())],
+        rows=[
+            [
+                ns,
+                name,
+                cause,
+                round(gpus, 3),
+                list(queues[f"{ns}/{name}"]) if f"{ns}/{name}" in queues else None,
+            ]
+            for (ns, name, cause), gpus in sorted(counted.items())
+        ],
         activity=source.state,
         detail=source.detail,
         unknown_gpus=unknown,
@@ -181,19 +208,21 @@ def _zero() -> dict[str, float]:
 
 
 def figure(scope: Scope) -> dict[str, Any]:
-    """The idle figure for one reader: GPU-hours by cause over the last hour and day, per namespace and per
-    gang of the reader's namespaces (the cluster's free GPUs count for every reader: the map shows them),
+    """The idle figure for one reader: GPU-hours by cause over the last hour and day, per namespace, per
+    gang and per queue of the reader's namespaces (a queue's figure adds up the gangs in it the reader
+    sees; the cluster's free GPUs count for every reader: the map shows them, and belong to no queue),
     the GPUs idle now, and the activity source's state."""
     now = datetime.now(UTC)
     hour, day = now - timedelta(hours=1), now - timedelta(days=1)
     spans = {"lastHour": _zero(), "lastDay": _zero()}
     namespaces: dict[str, dict[str, dict[str, float]]] = {}
     gangs: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    queues: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
     latest = None
     for sample in IdleSample.objects.filter(at__gte=day).order_by("at"):
         latest = sample
         names = ("lastDay", "lastHour") if sample.at >= hour else ("lastDay",)
-        for namespace, name, cause, gpus in sample.rows:
+        for namespace, name, cause, gpus, *queue in sample.rows:
             if namespace and not scope.sees(namespace):
                 continue
             seconds = gpus * sample.seconds
@@ -206,13 +235,18 @@ def figure(scope: Scope) -> dict[str, Any]:
                     gangs.setdefault((namespace, name), {"lastHour": _zero(), "lastDay": _zero()})[span][
                         cause
                     ] += seconds
+                if queue and queue[0]:  # rows sampled before queues were kept have none
+                    system, queue_name = queue[0]
+                    queues.setdefault((system, queue_name), {"lastHour": _zero(), "lastDay": _zero()})[span][
+                        cause
+                    ] += seconds
 
     def hours(block: dict[str, float]) -> dict[str, float]:
         return {cause: gpu_hours(value) for cause, value in block.items()}
 
     current = _zero()
     if latest is not None and latest.at >= now - timedelta(seconds=3 * settings.GANGWEB_IDLE_SAMPLE_SECONDS):
-        for namespace, _name, cause, gpus in latest.rows:
+        for namespace, _name, cause, gpus, *_queue in latest.rows:
             if not namespace or scope.sees(namespace):
                 current[cause] += gpus
     by_gang = sorted(gangs.items(), key=lambda item: (-sum(item[1]["lastDay"].values()), item[0]))
@@ -227,6 +261,15 @@ def figure(scope: Scope) -> dict[str, Any]:
         "byGang": [
             {"namespace": ns, "name": name, "lastHour": hours(v["lastHour"]), "lastDay": hours(v["lastDay"])}
             for (ns, name), v in by_gang[:100]
+        ],
+        "byQueue": [
+            {
+                "system": system,
+                "queue": name,
+                "lastHour": hours(v["lastHour"]),
+                "lastDay": hours(v["lastDay"]),
+            }
+            for (system, name), v in sorted(queues.items())
         ],
         "activity": {
             "state": latest.activity

@@ -271,3 +271,46 @@ def test_gpus_gangweb_reserved_for_a_gang_not_yet_placed_are_held_for_it_not_fre
     PreemptionRequest.objects.filter(pk=request.pk).update(finished_at=timezone.now() - timedelta(hours=1))
     idle.record_sample()
     assert client.get("/api/v1/idle/", **admin).json()["now"]["heldForUnplaced"] == 0
+
+
+def kai_queue(name: str) -> dict:
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"resources": {"gpu": {"quota": 8, "limit": -1, "overQuotaWeight": 1}, "cpu": unlimited}},
+    }
+
+
+def test_idle_gpu_hours_per_queue_add_up_the_gangs_each_reader_sees(client, world, admin):
+    """KAI's queue label puts team-a/notebook and team-b/util in queue shared, team-a/pair in queue pairs:
+    each queue's figure is its gangs' idle GPU-hours, and a reader adds up only the gangs they see."""
+    objects = cluster_objects() + [kai_queue("shared"), kai_queue("pairs")]
+    queue_of = {"notebook-0": "shared", "util-0": "shared", "pair-0": "pairs", "pair-1": "pairs"}
+    for obj in objects:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"] in queue_of:
+            obj["metadata"].setdefault("labels", {})["kai.scheduler/queue"] = queue_of[
+                obj["metadata"]["name"]
+            ]
+    runtime.set_cluster(FakeCluster(objects))
+    live.reset()
+    idle.record_sample()
+    one = round(SAMPLE / 3600, 2)  # one GPU idle for one sample
+
+    def per_queue(headers):
+        answer = client.get("/api/v1/idle/", **headers)
+        assert answer.status_code == 200
+        return {
+            (q["system"], q["queue"]): (q["lastHour"]["allocatedIdle"], q["lastDay"]["allocatedIdle"])
+            for q in answer.json()["byQueue"]
+        }
+
+    assert per_queue(admin) == {
+        ("kai", "pairs"): (one, one),
+        ("kai", "shared"): (round(2 * SAMPLE / 3600, 2),) * 2,
+    }
+    viewer_a = token_reader("viewer-a", "viewer", "--namespaces", "team-a")
+    assert per_queue(viewer_a) == {("kai", "pairs"): (one, one), ("kai", "shared"): (one, one)}
+    viewer_b = token_reader("viewer-b", "viewer", "--namespaces", "team-b")
+    assert per_queue(viewer_b) == {("kai", "shared"): (one, one)}
