@@ -80,10 +80,11 @@ def idle_now(
             meta = pod.get("metadata") or {}
             pod_key = f"{meta.get('namespace')}/{meta.get('name')}"
             node_name = reserved.get(pod_key)
+            if node_name is None:
+                continue
             gang = by_key.get(podstate.group_key(pod) or pod_key)
             if (
-                node_name is None
-                or gang is None
+                gang is None
                 or podstate.is_bound(pod)
                 or not podstate.is_live(pod)
                 or (pod.get("status") or {}).get("nominatedNodeName")  # counted as nominated above
@@ -182,14 +183,8 @@ def record_sample() -> IdleSample:
     sample = IdleSample.objects.create(
         at=at,
         seconds=max(0.0, seconds),
-        rows=[
-            [
-                ns,
-                name,
-                cause,
-                round(gpus, 3),
-                list(queues[f"{ns}/{name}"]) if f"{ns}/{name}" in queues else None,
-            ]
+        rows=[  # namespace, gang, cause, GPUs, the gang's queue ([system, name]) or None
+            [ns, name, cause, round(gpus, 3), queues.get(f"{ns}/{name}")]
             for (ns, name, cause), gpus in sorted(counted.items())
         ],
         activity=source.state,
