@@ -459,7 +459,12 @@ def up(state: Path, admission_config: Path | None = None) -> Path:
                 [f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}"]
                 + ["--use-service-account-credentials=false", "--controllers=*"]
                 + (
-                    [f"--node-monitor-grace-period={NODE_LEASE_SECONDS + 10}s"]
+                    # A node KWOK has not reported yet is marked Unknown after the startup grace (1 m by
+                    # default): thousands of nodes take KWOK longer than that to report the first time.
+                    [
+                        f"--node-monitor-grace-period={NODE_LEASE_SECONDS + 10}s",
+                        f"--node-startup-grace-period={NODE_LEASE_SECONDS + 10}s",
+                    ]
                     if NODE_LEASE_SECONDS > 40
                     else []
                 )
