@@ -385,7 +385,15 @@ def kwok_stages(state: Path) -> Path:
     if not found or anchor not in tail:
         raise ClusterError(f"{cache_dir() / 'kwok-stages.yaml'} has no pod-complete stage with a selector")
     keep = f"    - key: '.metadata.labels.\"{KEEP_RUNNING_LABEL}\"'\n      operator: 'DoesNotExist'\n"
-    return write(state / "kwok-stages.yaml", (head + found + tail.replace(anchor, anchor + keep, 1)).encode())
+    # KWOK's own client is limited to a few requests a second by default: thousands of nodes then take
+    # half an hour to report Ready (KWOK idle, the API server not busy). Unlimited, with more workers.
+    options = (
+        "---\napiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n"
+        "  disableQPSLimits: true\n  nodePlayStageParallelism: 16\n  nodeLeaseParallelism: 16\n"
+        "  podPlayStageParallelism: 16\n"
+    )
+    staged = head + found + tail.replace(anchor, anchor + keep, 1)
+    return write(state / "kwok-stages.yaml", (staged.rstrip("\n") + "\n" + options).encode())
 
 
 def up(state: Path, admission_config: Path | None = None) -> Path:
