@@ -8,13 +8,13 @@ per pod with idle GPUs, not one per GPU. ``join`` then gives each row to the pod
 dcgm-exporter's own labels: the DRA labels (``dra_claim_namespace``, ``dra_claim_name``: the consumers of
 a shared claim share its GPUs) else ``namespace``/``pod``. A row that names nothing gangweb knows is
 *unknown*, never idle; an answer Prometheus marks partial, or no answer, counts nothing (docs/idle.md).
-Plain Python: the stdlib's HTTP client.
+Plain Python: the stdlib's HTTP client, and msgspec to decode the answer straight into the few fields read
+(a row per pod at 160,000 GPUs is megabytes of JSON: docs/idle.md "Benchmark").
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import math
 import urllib.error
 import urllib.parse
@@ -22,6 +22,8 @@ import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from scheduler import podstate
 
@@ -77,35 +79,59 @@ def query(
     started = time.perf_counter()
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
-            body = json.loads(answer.read())
+            body = answer.read()
     except urllib.error.HTTPError as exc:
         return Reading(UNAVAILABLE, detail=f"Prometheus answered {exc.code} {exc.reason}")
-    except (OSError, ValueError) as exc:  # refused, timed out, not JSON
+    except OSError as exc:  # refused, timed out
         return Reading(UNAVAILABLE, detail=f"Prometheus did not answer: {exc}")
     seconds = time.perf_counter() - started
     return parse(body, seconds=seconds)
 
 
-def parse(body: Any, *, seconds: float = 0.0) -> Reading:
-    """A Prometheus ``/api/v1/query`` answer as a ``Reading``."""
-    if not isinstance(body, dict) or body.get("status") != "success":
-        error = body.get("error") if isinstance(body, dict) else None
+class _Sample(msgspec.Struct, gc=False):
+    metric: dict[str, str] = {}
+    value: tuple[float, str] = (0.0, "NaN")
+
+
+class _Data(msgspec.Struct, gc=False):
+    result: list[_Sample] = []
+
+
+class _Answer(msgspec.Struct, gc=False):
+    """The part of an ``/api/v1/query`` answer read here (Prometheus' HTTP API, an instant vector)."""
+
+    status: str = ""
+    data: _Data | None = None
+    error: str | None = None
+    warnings: list[str] | None = None
+
+
+_decode = msgspec.json.Decoder(_Answer).decode
+
+
+def parse(body: bytes, *, seconds: float = 0.0) -> Reading:
+    """A Prometheus ``/api/v1/query`` answer (the bytes it sent) as a ``Reading``; an answer of another
+    shape is ``unavailable``, never read in part."""
+    try:
+        answer = _decode(body)
+    except msgspec.DecodeError as exc:
+        return Reading(UNAVAILABLE, detail=f"Prometheus answered no instant vector: {exc}", seconds=seconds)
+    if answer.status != "success" or answer.data is None:
         return Reading(
-            UNAVAILABLE, detail=f"Prometheus refused the query: {error or 'no answer'}", seconds=seconds
+            UNAVAILABLE,
+            detail=f"Prometheus refused the query: {answer.error or 'no answer'}",
+            seconds=seconds,
         )
-    data = body.get("data") or {}
     series = []
-    for item in data.get("result") or []:
+    for sample in answer.data.result:
         try:
-            value = float((item.get("value") or [None, "nan"])[1])
-        except (TypeError, ValueError, IndexError):
+            value = float(sample.value[1])
+        except ValueError:
             continue
-        if math.isnan(value):
-            continue
-        series.append((item.get("metric") or {}, value))
-    warnings = body.get("warnings") or []
-    if warnings:  # a partial answer: some targets or shards missing, so no GPU can be called idle
-        return Reading(PARTIAL, series, detail="; ".join(map(str, warnings))[:500], seconds=seconds)
+        if not math.isnan(value):
+            series.append((sample.metric, value))
+    if answer.warnings:  # a partial answer: some targets or shards missing, so no GPU can be called idle
+        return Reading(PARTIAL, series, detail="; ".join(answer.warnings)[:500], seconds=seconds)
     return Reading(OK, series, detail=f"{len(series)} rows of idle GPUs", seconds=seconds)
 
 
@@ -164,16 +190,16 @@ def join(rows: Iterable[tuple[dict[str, str], float]], objects: Iterable[dict[st
     unknown = 0.0
     for labels, gpus in rows:
         claim = labels.get("dra_claim_name")
-        if claim:
-            namespace = labels.get("dra_claim_namespace") or labels.get("namespace")
-            users = [p for p in consumers.get(f"{namespace}/{claim}", ()) if p in pods]
-        else:
-            key = (
-                f"{labels.get('namespace')}/{labels.get('pod')}"
-                if labels.get("namespace") and labels.get("pod")
-                else ""
-            )
-            users = [key] if key in pods else []
+        if not claim:  # most rows: one pod's own GPUs
+            namespace, pod = labels.get("namespace"), labels.get("pod")
+            key = f"{namespace}/{pod}" if namespace and pod else ""
+            if key in pods:
+                out.pods[key] = out.pods.get(key, 0.0) + gpus
+            else:
+                unknown += gpus
+            continue
+        namespace = labels.get("dra_claim_namespace") or labels.get("namespace")
+        users = [p for p in consumers.get(f"{namespace}/{claim}", ()) if p in pods]
         if not users:
             unknown += gpus
             continue

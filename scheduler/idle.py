@@ -4,8 +4,8 @@
 - ``freeWhileWaiting``: free GPUs while a gang waits (fragmentation: room the waiting gangs cannot use);
 - ``brokenGangs``: GPUs held by broken gangs (``scheduler.health``);
 - ``allocatedIdle``: GPUs allocated to a pod that did no work over the window (``scheduler.activity``);
-- ``heldForUnplaced``: GPUs held for a gang not placed yet (nominated for its pods, or bound to the
-  members of a gang still short of ``minCount``).
+- ``heldForUnplaced``: GPUs held for a gang not placed yet (nominated for its pods, reserved for them by
+  gangweb after a preemption made room, or bound to the members of a gang still short of ``minCount``).
 """
 
 FREE_WHILE_WAITING = "freeWhileWaiting"

@@ -21,6 +21,7 @@ from gangweb.dashboard.models import IdleSample
 from scheduler import activity, podstate
 from scheduler.cluster import ReportsActivity
 from scheduler.engine.typed_objects import timestamp_or_none
+from scheduler.health import pod_gpus
 from scheduler.idle import (
     ALLOCATED_IDLE,
     BROKEN_GANGS,
@@ -45,8 +46,11 @@ def idle_now(
     *,
     now: float,
     window: float,
+    reserved: dict[str, str] | None = None,
 ) -> tuple[dict[Row, float], int]:
-    """Idle GPUs now by (namespace, gang, cause), and the GPUs whose activity could not be joined."""
+    """Idle GPUs now by (namespace, gang, cause), and the GPUs whose activity could not be joined.
+    ``reserved`` (pod key -> node) is the room gangweb made for preemptors whose pods still wait
+    (``scheduler.preemption.planning.reservations``)."""
     gangs = picture["gangs"]
     out: dict[Row, float] = {}
 
@@ -57,7 +61,7 @@ def idle_now(
 
     waiting = [g for g in gangs if g["state"] == "waiting"]
     held: dict[int, int] = {}
-    free = 0
+    free: dict[str, int] = {}  # node -> its free GPUs
     for node in picture["nodes"]:
         usable = node["ready"] and not node["cordoned"]
         nominated = node.get("nominated") or [None] * len(node["gpus"])
@@ -67,9 +71,31 @@ def idle_now(
             elif nominee is not None:
                 add(gangs[nominee], HELD_FOR_UNPLACED, 1)
             elif usable:
-                free += 1
+                free[node["name"]] = free.get(node["name"], 0) + 1
+    if reserved:  # free GPUs gangweb reserved for a pending pod of a preemptor: held for its gang
+        by_key = {g["key"]: g for g in gangs}
+        for pod in objects:
+            if pod.get("kind") != "Pod":
+                continue
+            meta = pod.get("metadata") or {}
+            pod_key = f"{meta.get('namespace')}/{meta.get('name')}"
+            node_name = reserved.get(pod_key)
+            if node_name is None:
+                continue
+            gang = by_key.get(podstate.group_key(pod) or pod_key)
+            if (
+                gang is None
+                or podstate.is_bound(pod)
+                or not podstate.is_live(pod)
+                or (pod.get("status") or {}).get("nominatedNodeName")  # counted as nominated above
+            ):
+                continue
+            taken = min(pod_gpus(pod), free.get(node_name, 0))
+            if taken:
+                free[node_name] -= taken
+                add(gang, HELD_FOR_UNPLACED, taken)
     if waiting:
-        add(None, FREE_WHILE_WAITING, free)
+        add(None, FREE_WHILE_WAITING, sum(free.values()))
     settled: set[str] = set()  # gangs whose GPUs are counted under a cause already
     for index, gang in enumerate(gangs):
         if gang.get("broken"):
@@ -114,10 +140,28 @@ def read_activity(cluster: object = None) -> activity.Reading:
     )
 
 
+def gang_queues(cluster: object, objects: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The queue each gang runs or waits in, where a queue manager's objects say (``scheduler/queues``):
+    read from the watch cache's live snapshot where there is one, else from ``objects`` parsed."""
+    from scheduler.cluster import WatchCache
+    from scheduler.engine import parse_snapshot
+    from scheduler.queues import read_queues
+
+    try:
+        snapshot = (
+            cluster.live_snapshot().snapshot() if isinstance(cluster, WatchCache) else parse_snapshot(objects)
+        )
+        return read_queues(objects, snapshot).gangs
+    except ValueError as exc:  # a malformed object (SnapshotError too): the figure without queues, logged
+        logger.warning("idle figure without queues: %s", exc)
+        return {}
+
+
 def record_sample() -> IdleSample:
     """Sample the idle GPUs now (one reading of the cluster, one query) and keep it."""
     from gangweb.dashboard import reading as readings
     from scheduler.preemption import metrics
+    from scheduler.preemption.planning import reservations
     from scheduler.preemption.runtime import get_cluster
 
     cluster = get_cluster()
@@ -129,7 +173,9 @@ def record_sample() -> IdleSample:
         source,
         now=taken.time,
         window=settings.GANGWEB_IDLE_WINDOW_SECONDS,
+        reserved=reservations(""),  # every gang's
     )
+    queues = gang_queues(cluster, taken.objects)
     at = datetime.fromtimestamp(time.time(), UTC)
     previous = IdleSample.objects.order_by("-at").values_list("at", flat=True).first()
     period = float(settings.GANGWEB_IDLE_SAMPLE_SECONDS)
@@ -137,7 +183,10 @@ def record_sample() -> IdleSample:
     sample = IdleSample.objects.create(
         at=at,
         seconds=max(0.0, seconds),
-        rows=[[ns, name, cause, round(gpus, 3)] for (ns, name, cause), gpus in sorted(counted.items())],
+        rows=[  # namespace, gang, cause, GPUs, the gang's queue ([system, name]) or None
+            [ns, name, cause, round(gpus, 3), queues.get(f"{ns}/{name}")]
+            for (ns, name, cause), gpus in sorted(counted.items())
+        ],
         activity=source.state,
         detail=source.detail,
         unknown_gpus=unknown,
@@ -154,19 +203,21 @@ def _zero() -> dict[str, float]:
 
 
 def figure(scope: Scope) -> dict[str, Any]:
-    """The idle figure for one reader: GPU-hours by cause over the last hour and day, per namespace and per
-    gang of the reader's namespaces (the cluster's free GPUs count for every reader: the map shows them),
+    """The idle figure for one reader: GPU-hours by cause over the last hour and day, per namespace, per
+    gang and per queue of the reader's namespaces (a queue's figure adds up the gangs in it the reader
+    sees; the cluster's free GPUs count for every reader: the map shows them, and belong to no queue),
     the GPUs idle now, and the activity source's state."""
     now = datetime.now(UTC)
     hour, day = now - timedelta(hours=1), now - timedelta(days=1)
     spans = {"lastHour": _zero(), "lastDay": _zero()}
     namespaces: dict[str, dict[str, dict[str, float]]] = {}
     gangs: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    queues: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
     latest = None
     for sample in IdleSample.objects.filter(at__gte=day).order_by("at"):
         latest = sample
         names = ("lastDay", "lastHour") if sample.at >= hour else ("lastDay",)
-        for namespace, name, cause, gpus in sample.rows:
+        for namespace, name, cause, gpus, *queue in sample.rows:
             if namespace and not scope.sees(namespace):
                 continue
             seconds = gpus * sample.seconds
@@ -179,13 +230,18 @@ def figure(scope: Scope) -> dict[str, Any]:
                     gangs.setdefault((namespace, name), {"lastHour": _zero(), "lastDay": _zero()})[span][
                         cause
                     ] += seconds
+                if queue and queue[0]:  # rows sampled before queues were kept have none
+                    system, queue_name = queue[0]
+                    queues.setdefault((system, queue_name), {"lastHour": _zero(), "lastDay": _zero()})[span][
+                        cause
+                    ] += seconds
 
     def hours(block: dict[str, float]) -> dict[str, float]:
         return {cause: gpu_hours(value) for cause, value in block.items()}
 
     current = _zero()
     if latest is not None and latest.at >= now - timedelta(seconds=3 * settings.GANGWEB_IDLE_SAMPLE_SECONDS):
-        for namespace, _name, cause, gpus in latest.rows:
+        for namespace, _name, cause, gpus, *_queue in latest.rows:
             if not namespace or scope.sees(namespace):
                 current[cause] += gpus
     by_gang = sorted(gangs.items(), key=lambda item: (-sum(item[1]["lastDay"].values()), item[0]))
@@ -200,6 +256,15 @@ def figure(scope: Scope) -> dict[str, Any]:
         "byGang": [
             {"namespace": ns, "name": name, "lastHour": hours(v["lastHour"]), "lastDay": hours(v["lastDay"])}
             for (ns, name), v in by_gang[:100]
+        ],
+        "byQueue": [
+            {
+                "system": system,
+                "queue": name,
+                "lastHour": hours(v["lastHour"]),
+                "lastDay": hours(v["lastDay"]),
+            }
+            for (system, name), v in sorted(queues.items())
         ],
         "activity": {
             "state": latest.activity

@@ -421,7 +421,15 @@ def kwok_stages(state: Path) -> Path:
     if not found or anchor not in tail:
         raise ClusterError(f"{cache_dir() / 'kwok-stages.yaml'} has no pod-complete stage with a selector")
     keep = f"    - key: '.metadata.labels.\"{KEEP_RUNNING_LABEL}\"'\n      operator: 'DoesNotExist'\n"
-    return write(state / "kwok-stages.yaml", (head + found + tail.replace(anchor, anchor + keep, 1)).encode())
+    # KWOK's own client is limited to a few requests a second by default: thousands of nodes then take
+    # half an hour to report Ready (KWOK idle, the API server not busy). Unlimited, with more workers.
+    options = (
+        "---\napiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n"
+        "  disableQPSLimits: true\n  nodePlayStageParallelism: 16\n  nodeLeaseParallelism: 16\n"
+        "  podPlayStageParallelism: 16\n"
+    )
+    staged = head + found + tail.replace(anchor, anchor + keep, 1)
+    return write(state / "kwok-stages.yaml", (staged.rstrip("\n") + "\n" + options).encode())
 
 
 def up(state: Path, admission_config: Path | None = None, gates: dict[str, bool] | None = None) -> Path:
@@ -447,6 +455,13 @@ def up(state: Path, admission_config: Path | None = None, gates: dict[str, bool]
     cluster.save({"server": server, "versions": version_key(), "pids": {}})
     config = kubeconfig(state, server)
     gates = ",".join(f"{gate}={str(on).lower()}" for gate, on in sorted(feature_gates(gates).items()))
+    # Every LIST the API server answers, with its client's user agent (audit.log, JSON lines): who lists
+    # what, which the API server's own metrics do not say. Nothing else is audited.
+    audit_policy = state / "audit-policy.yaml"
+    audit_policy.write_text(
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n"
+        "- level: Metadata\n  verbs: [list]\n- level: None\n"
+    )
     try:
         say(f"starting etcd on 127.0.0.1:{etcd_port}")
         etcd = f"http://127.0.0.1:{etcd_port}"
@@ -478,6 +493,8 @@ def up(state: Path, admission_config: Path | None = None, gates: dict[str, bool]
             ]
             + [f"--feature-gates={gates}", f"--runtime-config={','.join(RUNTIME_CONFIG)}"]
             + [f"--cert-dir={state / 'apiserver-certs'}", "--allow-privileged=true", "--v=1"]
+            + [f"--audit-policy-file={audit_policy}", f"--audit-log-path={state / 'audit.log'}"]
+            + ["--audit-log-mode=batch", "--audit-log-batch-max-wait=1s", "--audit-log-maxsize=200"]
             + ([f"--admission-control-config-file={admission_config}"] if admission_config else []),
         )
         cluster.wait("kube-apiserver", "ready (/readyz)", lambda: cluster.get("/readyz")[0] == 200)
@@ -487,7 +504,12 @@ def up(state: Path, admission_config: Path | None = None, gates: dict[str, bool]
                 [f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}"]
                 + ["--use-service-account-credentials=false", "--controllers=*"]
                 + (
-                    [f"--node-monitor-grace-period={NODE_LEASE_SECONDS + 10}s"]
+                    # A node KWOK has not reported yet is marked Unknown after the startup grace (1 m by
+                    # default): thousands of nodes take KWOK longer than that to report the first time.
+                    [
+                        f"--node-monitor-grace-period={NODE_LEASE_SECONDS + 10}s",
+                        f"--node-startup-grace-period={NODE_LEASE_SECONDS + 10}s",
+                    ]
                     if NODE_LEASE_SECONDS > 40
                     else []
                 )

@@ -136,7 +136,7 @@ def handle(options: argparse.Namespace) -> int:
     joins, cpu = [], []
     for _ in range(5):
         began, began_cpu = time.perf_counter(), time.process_time()
-        reading = activity.parse(json.loads(body))
+        reading = activity.parse(body)
         activity.join(reading.series, objects)
         joins.append((time.perf_counter() - began) * 1000)
         cpu.append((time.process_time() - began_cpu) * 1000)

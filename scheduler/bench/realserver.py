@@ -145,6 +145,31 @@ def lists_between(before: dict[str, float], after: dict[str, float], resources: 
     return int(sum(after.get(r, 0.0) - before.get(r, 0.0) for r in resources))
 
 
+def audited_lists(state: Path, since: float, until: float) -> dict[str, int]:
+    """The LISTs the control plane's audit log holds between two ``time.time()`` moments, by who asked
+    and what: ``"<user agent's program> <user> <resource>" -> count`` (``hack/cluster/cluster.py`` audits
+    every LIST; the log is written within a second, so wait that long after ``until``)."""
+    counts: dict[str, int] = {}
+    try:
+        lines = (state / "audit.log").read_text(errors="replace").splitlines()
+    except OSError:
+        return counts
+    for line in lines:
+        try:
+            event = json.loads(line)
+            at = datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
+        except (ValueError, KeyError, AttributeError):
+            continue
+        if event.get("verb") != "list" or not since <= at < until:
+            continue
+        agent = (event.get("userAgent") or "?").split("/", 1)[0].split(" ", 1)[0]
+        user = (event.get("user") or {}).get("username", "?")
+        resource = (event.get("objectRef") or {}).get("resource", "?")
+        key = f"{agent} {user} {resource}"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
 def path_of(obj: dict[str, Any], *, collection: bool = False) -> str:
     """The API path of ``obj`` (or of its collection) for the kinds the benchmarks create."""
     kind, meta = obj["kind"], obj["metadata"]

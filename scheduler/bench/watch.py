@@ -275,7 +275,7 @@ def run_size_real(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[st
     from scheduler.kube.resources import SNAPSHOT_RESOURCES
 
     from .native import trial
-    from .realserver import PODGROUPS, ControlPlane, Watcher, lists_between, load, progress
+    from .realserver import PODGROUPS, ControlPlane, Watcher, audited_lists, lists_between, load, progress
 
     objects = synthetic_cluster(nodes)
     plurals = {r.plural for r in SNAPSHOT_RESOURCES}
@@ -296,12 +296,12 @@ def run_size_real(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[st
             progress("gangweb's worker synced its watch caches")
             pods = Watcher(client, f"/api/v1/namespaces/{NAMESPACE}/pods")
             groups = Watcher(client, f"{PODGROUPS}/namespaces/{NAMESPACE}/podgroups")
-            synced = client.list_lists()
+            synced, synced_at = client.list_lists(), time.time()
             figures["lists_at_startup"] = lists_between(before, synced, plurals)
             figures["worker_rss_mib"] = round(_rss_kib(pool[0]) / 1024, 1)
             figures["worker_total_pss_mib"] = round(sum(_pss_kib(p) for p in [worker.pid, *pool]) / 1024, 1)
             time.sleep(options.idle_seconds)
-            idle = client.list_lists()
+            idle, idle_at = client.list_lists(), time.time()
             figures["lists_after_startup_idle"] = lists_between(synced, idle, plurals)
             running = [
                 o["metadata"]["name"] for o in objects if o["kind"] == "Pod" and o["spec"].get("nodeName")
@@ -317,8 +317,12 @@ def run_size_real(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[st
                 if ahead > 0:
                     time.sleep(ahead)
             figures["churn_changes_per_s"] = round(sent / (time.monotonic() - began), 1)
-            churned = client.list_lists()
+            churned, churned_at = client.list_lists(), time.time()
             figures["lists_after_startup_churn"] = lists_between(idle, churned, plurals)
+            time.sleep(1.5)  # the audit log is written in batches of at most a second
+            # Who listed what (every resource, every client; the counts above are the snapshot's kinds).
+            figures["lists_idle_by_client"] = audited_lists(plane.state, synced_at, idle_at)
+            figures["lists_churn_by_client"] = audited_lists(plane.state, idle_at, churned_at)
             try:
                 gangs = [trial(client, objects, gpus, pods, groups, True, 300) for gpus in (8, 64, 256)]
             finally:

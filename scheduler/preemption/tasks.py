@@ -123,10 +123,35 @@ def cannot_plan(cluster: object) -> str:
     return why
 
 
-@shared_task(name="scheduler.detect_unschedulable_gangs", ignore_result=True)
-def detect_unschedulable_gangs(podgroup: str | None = None) -> dict:
+# The watch trigger's pass is retried this often, after 1, 2, 4 … 30 s (a few minutes in all).
+DETECT_RETRIES = 10
+
+
+@shared_task(
+    name="scheduler.detect_unschedulable_gangs", bind=True, ignore_result=True, max_retries=DETECT_RETRIES
+)
+def detect_unschedulable_gangs(self, podgroup: str | None = None) -> dict:
     """Open one request per gang that stays unschedulable (only ``podgroup``'s: the watch trigger's pass);
-    record what kube-scheduler preempted; settle requests whose namespace left approve mode."""
+    record what kube-scheduler preempted; settle requests whose namespace left approve mode.
+
+    The trigger enqueues a gang's pass once per transition, so a pass that fails (the database or the API
+    server away for a moment) is retried with backoff; the beat's own pass is retried by the next beat."""
+    try:
+        return _detect(podgroup)
+    except Exception as exc:
+        if podgroup is None or isinstance(exc, SnapshotError):
+            raise
+        if self.request.retries >= self.max_retries:
+            logger.error("detection of %s kept failing; the beat's pass is left to find it", podgroup)
+            raise
+        countdown = min(30, 2**self.request.retries)
+        logger.warning(
+            "detection of %s failed, retrying in %s s", podgroup, countdown, extra={"error": repr(exc)}
+        )
+        raise self.retry(exc=exc, countdown=countdown) from exc
+
+
+def _detect(podgroup: str | None) -> dict:
     if podgroup is None:
         settle_mode_changes()
     try:
@@ -139,6 +164,8 @@ def detect_unschedulable_gangs(podgroup: str | None = None) -> dict:
             judged, now=time.time(), grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
         )
     except (ClusterError, SnapshotError) as exc:
+        if podgroup is not None and isinstance(exc, ClusterError):
+            raise  # the trigger's pass is retried (detect_unschedulable_gangs)
         # The next beat tries again; one line in the log, not a traceback every ten seconds.
         logger.error("cannot read the cluster snapshot; no gang detected", extra={"error": str(exc)})
         return {"opened": [], "observed": [], "error": str(exc)}

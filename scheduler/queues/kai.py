@@ -169,6 +169,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
             model.warnings.append(f"KAI pod {pod.key}: queue {queue} does not exist")
             continue
         namespaces.setdefault(queue, set()).add(pod.namespace)
+        model.place(pod, "kai", queue)
         for r in RESOURCES:
             requested[queue][r] += pod.requests[r]
             if pod.bound:

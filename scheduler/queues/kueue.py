@@ -236,17 +236,23 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
 
 
-def gang_of(workload: Mapping[str, Any], pods_by_owner: Mapping, pods_by_group: Mapping) -> str:
-    """The gang a Workload stands for: the PodGroup its pods name, else the Workload itself."""
+def members(workload: Mapping[str, Any], pods_by_owner: Mapping, pods_by_group: Mapping) -> list[PodFacts]:
+    """A Workload's pods: those of its pod group label, and those its owner controls."""
     meta = workload.get("metadata") or {}
     namespace, name = meta.get("namespace"), meta.get("name")
-    candidates = list(pods_by_group.get((namespace, name), ()))
+    found = list(pods_by_group.get((namespace, name), ()))
     for owner in meta.get("ownerReferences") or []:
-        candidates += pods_by_owner.get((namespace, owner.get("kind"), owner.get("name")), ())
-    for pod in candidates:
+        found += pods_by_owner.get((namespace, owner.get("kind"), owner.get("name")), ())
+    return found
+
+
+def gang_of(workload: Mapping[str, Any], pods_by_owner: Mapping, pods_by_group: Mapping) -> str:
+    """The gang a Workload stands for: the PodGroup its pods name, else the Workload itself."""
+    for pod in members(workload, pods_by_owner, pods_by_group):
         if pod.group:
             return pod.group
-    return f"{namespace}/{name}"
+    meta = workload.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
 def _pod_indexes(pods: Iterable[PodFacts]) -> tuple[dict, dict]:
@@ -333,6 +339,8 @@ def read(view: ClusterView, model: QueueModel) -> None:
             usage = workload_usage(view, workload)
             add(node.usage, usage)  # type: ignore[arg-type]
             namespaces.setdefault(cq, set()).add(namespace)
+            for pod in members(workload, by_owner, by_group):
+                model.place(pod, "kueue", cq)
             into = lq_usage.setdefault((namespace, queue_name), {})
             for (_, res), value in usage.items():
                 key = view.resource_key(res)
@@ -346,6 +354,8 @@ def read(view: ClusterView, model: QueueModel) -> None:
             order = (-priority, created_at(workload), _key(workload))
             waiting.setdefault(cq, []).append((order, workload))
             lq_waiting.setdefault((namespace, queue_name), []).append(workload)
+            for pod in members(workload, by_owner, by_group):
+                model.place(pod, "kueue", cq)
             namespaces.setdefault(cq, set()).add(namespace)
     for node in nodes.values():
         if node.parent is None:

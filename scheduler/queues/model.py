@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .cluster import PodFacts
 
 GPU, CPU, MEMORY = "gpu", "cpu", "memory"
 RESOURCES = (GPU, CPU, MEMORY)
@@ -116,6 +119,13 @@ class QueueModel:
     # group borrowed from above (lending.py), for Σ lent = Σ borrowed.
     pools: dict[tuple[str, str], dict[str, dict[str, Amount]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # The queue each gang runs or waits in, (system, queue name), by the gang's key as the GPU map names it
+    # (its PodGroup's NS/NAME, else the pod's own): what the idle figure adds up per queue.
+    gangs: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def place(self, pod: PodFacts, system: str, queue: str) -> None:
+        """Say that ``pod``'s gang runs or waits in ``queue`` (the first queue said wins)."""
+        self.gangs.setdefault(pod.group or pod.key, (system, queue))
 
     def find(self, system: str, name: str) -> Queue | None:
         for queue in self.queues:

@@ -142,6 +142,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
         jobs.setdefault(queue, []).append(key)
         pending_req: dict[str, Fraction] = {}
         for pod in members.get(key, ()):
+            model.place(pod, "volcano", queue)
             for r in RESOURCES:
                 request[queue][r] = request[queue].get(r, Fraction(0)) + pod.requests[r]
                 if pod.bound:

@@ -195,3 +195,27 @@ def test_the_ensurer_creates_an_enforced_gangs_podgroup_the_real_server_accepts(
         assert {p["spec"]["nodeName"] for p in running} <= {NODE}
     finally:
         real_cluster.run("delete", "priorityclass", tier, "--wait=false", check=False)
+
+
+def test_the_audit_log_says_who_listed_what(real_cluster, namespace):
+    """Every LIST the API server answers is audited with its client, so a bench can say whose LISTs it
+    counted (scheduler/bench/realserver.py:audited_lists); a GET of one object is not a LIST."""
+    import time
+
+    from scheduler.bench.realserver import audited_lists
+
+    since = time.time()
+    real_cluster.run("get", "configmaps", "-n", namespace)
+    real_cluster.run("get", "namespace", namespace)
+    until = time.time()
+    deadline = time.monotonic() + 30  # the log is written in batches of at most a second
+    while time.monotonic() < deadline:
+        found = {
+            k: n
+            for k, n in audited_lists(real_cluster.state, since, until).items()
+            if k.startswith("kubectl ")
+        }
+        if found:
+            break
+        time.sleep(0.5)
+    assert found == {"kubectl gangweb-admin configmaps": 1}

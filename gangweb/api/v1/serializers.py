@@ -472,13 +472,20 @@ class IdleCauses(s.Serializer):
     brokenGangs = s.FloatField(help_text="GPUs held by broken gangs")
     allocatedIdle = s.FloatField(help_text="allocated GPUs that did no work over the window")
     heldForUnplaced = s.FloatField(
-        help_text="GPUs held for a gang not placed yet (nominated, or bound short of minCount)"
+        help_text="GPUs held for a gang not placed yet (nominated, reserved by gangweb, or bound short of minCount)"
     )
 
 
 class IdleSpan(s.Serializer):
     namespace = s.CharField()
     name = s.CharField(required=False)
+    lastHour = IdleCauses()
+    lastDay = IdleCauses()
+
+
+class IdleQueue(s.Serializer):
+    system = s.ChoiceField(("kueue", "volcano", "kai", "yunikorn"))
+    queue = s.CharField(help_text="the queue's name in its system (Kueue: the ClusterQueue)")
     lastHour = IdleCauses()
     lastDay = IdleCauses()
 
@@ -511,5 +518,8 @@ class IdleFigure(s.Serializer):
     now = IdleCauses(help_text="GPUs idle at the last sample")
     byNamespace = IdleSpan(many=True)
     byGang = IdleSpan(many=True, help_text="the 100 gangs with the most idle GPU-hours over the day")
+    byQueue = IdleQueue(
+        many=True, help_text="per queue of a queue manager: the idle GPU-hours of its gangs you see"
+    )
     broken = BrokenNow(many=True)
     activity = ActivitySource()

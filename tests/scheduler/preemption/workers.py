@@ -161,3 +161,77 @@ def worker_env(api_server, broker: str, **extra: str) -> dict[str, str]:
         "GANGWEB_DEMO": "0",
         **extra,
     }
+
+
+class Gate:
+    """A TCP forwarder to ``host:port`` that a test closes for a moment: closed, it drops the connections
+    it carries and closes each new one at once, as a database that went away looks to its clients. The
+    shared server behind it is never touched."""
+
+    def __init__(self, host: str, port: int) -> None:
+        import socket
+        import threading
+
+        self.target = (host, port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.open = True
+        self._lock = threading.Lock()
+        self._carried: list = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # stopped
+            if not self.open:
+                client.close()
+                continue
+            try:
+                server = socket.create_connection(self.target, timeout=10)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._carried += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source, sink) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                try:
+                    end.close()
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        import socket
+
+        self.open = False
+        with self._lock:
+            carried, self._carried = self._carried, []
+        for end in carried:
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+                end.close()
+            except OSError:
+                pass
+
+    def reopen(self) -> None:
+        self.open = True
+
+    def stop(self) -> None:
+        self.close()
+        self.listener.close()

@@ -4,13 +4,19 @@ labels never idle, Prometheus missing, down or slow counting nothing as idle; cu
 
 from __future__ import annotations
 
+import http.server
+import json
 import socket
+import threading
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from gangweb.dashboard import idle, live
-from scheduler.activity import parse
+from scheduler.activity import parse, query
 from scheduler.preemption import healthwatch, metrics, runtime
+from scheduler.preemption.models import Plan, PreemptionRequest, RequestState
 from tests.gangweb.api.v1.conftest import token_reader
 from tests.gangweb.prometheus import PROFILING, UTILISATION, DcgmExporter, Prometheus, gpu_labels
 from tests.scheduler.preemption.builders import FakeCluster, node, pod, podgroup
@@ -199,6 +205,112 @@ def test_a_partial_answer_is_said_and_counts_nothing_as_idle():
         "warnings": ["some shards did not answer"],
         "data": {"resultType": "vector", "result": [{"metric": {"pod": "x"}, "value": [1, "0"]}]},
     }
-    reading = parse(body)
+    reading = parse(json.dumps(body).encode())
     assert reading.state == "partial" and "shards" in reading.detail
     assert idle.idle_now({"gangs": [], "nodes": []}, [], reading, now=0, window=30) == ({}, 0)
+
+
+def test_an_answer_prometheus_should_not_give_is_unavailable_never_read_in_part():
+    """A proxy's page, or rows without a [time, value] pair: the whole answer is unreadable, so no GPU is
+    idle and the state says why (not ``ok`` with the rows that happened to parse)."""
+    bodies = [
+        b'{"status": "success", "data": {"resultType": "vector", "result": ['
+        b'{"metric": {"namespace": "team-a", "pod": "notebook-0"}, "value": [1, "1"]},'
+        b'{"metric": {"namespace": "team-a", "pod": "train-0"}, "value": "8"}]}}',
+        b"<html>a proxy's login page</html>",
+    ]
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = bodies[0]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        while bodies:
+            reading = query(f"http://127.0.0.1:{server.server_port}", window_seconds=30, threshold=0.05)
+            assert (reading.state, reading.series) == ("unavailable", []), bodies[0]
+            assert "no instant vector" in reading.detail
+            bodies.pop(0)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_gpus_gangweb_reserved_for_a_gang_not_yet_placed_are_held_for_it_not_free(client, world, admin):
+    """team-a/wait's preemption succeeded with node-5 for wait-0: until kube-scheduler binds it, node-5's
+    GPUs are held for it (reserve_room keeps other gangs off them), not free while it waits."""
+    request = PreemptionRequest.objects.create(
+        namespace="team-a", name="wait", state=RequestState.SUCCEEDED, finished_at=timezone.now()
+    )
+    Plan.objects.create(
+        request=request, policy="gangweb", feasible=True, placement={"team-a/wait-0": "node-5"}
+    )
+    idle.record_sample()
+    answer = client.get("/api/v1/idle/", **admin).json()
+    assert answer["now"] == {
+        "freeWhileWaiting": 7,
+        "brokenGangs": 8,
+        "allocatedIdle": 3,
+        "heldForUnplaced": 8,
+    }
+    gangs = {f"{g['namespace']}/{g['name']}": g["lastHour"]["heldForUnplaced"] for g in answer["byGang"]}
+    assert gangs["team-a/wait"] == round(8 * SAMPLE / 3600, 2)
+    viewer = token_reader("viewer-b", "viewer", "--namespaces", "team-b")
+    assert client.get("/api/v1/idle/", **viewer).json()["now"]["heldForUnplaced"] == 0
+
+    # once its reservation is over the room is free again
+    PreemptionRequest.objects.filter(pk=request.pk).update(finished_at=timezone.now() - timedelta(hours=1))
+    idle.record_sample()
+    assert client.get("/api/v1/idle/", **admin).json()["now"]["heldForUnplaced"] == 0
+
+
+def kai_queue(name: str) -> dict:
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"resources": {"gpu": {"quota": 8, "limit": -1, "overQuotaWeight": 1}, "cpu": unlimited}},
+    }
+
+
+def test_idle_gpu_hours_per_queue_add_up_the_gangs_each_reader_sees(client, world, admin):
+    """KAI's queue label puts team-a/notebook and team-b/util in queue shared, team-a/pair in queue pairs:
+    each queue's figure is its gangs' idle GPU-hours, and a reader adds up only the gangs they see."""
+    objects = cluster_objects() + [kai_queue("shared"), kai_queue("pairs")]
+    queue_of = {"notebook-0": "shared", "util-0": "shared", "pair-0": "pairs", "pair-1": "pairs"}
+    for obj in objects:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"] in queue_of:
+            obj["metadata"].setdefault("labels", {})["kai.scheduler/queue"] = queue_of[
+                obj["metadata"]["name"]
+            ]
+    runtime.set_cluster(FakeCluster(objects))
+    live.reset()
+    idle.record_sample()
+    one = round(SAMPLE / 3600, 2)  # one GPU idle for one sample
+
+    def per_queue(headers):
+        answer = client.get("/api/v1/idle/", **headers)
+        assert answer.status_code == 200
+        return {
+            (q["system"], q["queue"]): (q["lastHour"]["allocatedIdle"], q["lastDay"]["allocatedIdle"])
+            for q in answer.json()["byQueue"]
+        }
+
+    assert per_queue(admin) == {
+        ("kai", "pairs"): (one, one),
+        ("kai", "shared"): (round(2 * SAMPLE / 3600, 2),) * 2,
+    }
+    viewer_a = token_reader("viewer-a", "viewer", "--namespaces", "team-a")
+    assert per_queue(viewer_a) == {("kai", "pairs"): (one, one), ("kai", "shared"): (one, one)}
+    viewer_b = token_reader("viewer-b", "viewer", "--namespaces", "team-b")
+    assert per_queue(viewer_b) == {("kai", "shared"): (one, one)}
