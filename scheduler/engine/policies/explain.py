@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from scheduler.words import plural
 
+from ..contract import NO_VICTIM_PRIORITY
 from ..evaluation import Candidate, Problem
+
+MAX_ALTERNATIVES = 3  # the cheapest other plans kept beside the chosen one
 
 
 def _where(problem: Problem, candidate: Candidate) -> str:
@@ -45,3 +50,35 @@ def describe_infeasible(problem: Problem, most_placed: int) -> str:
         f"even with all {plural(problem.eligible_count, 'lower-priority victim unit')} evicted only {most_placed} "
         f"of {plural(len(gang.pending), 'pending pod')} fit{where}{running}, short of {need}"
     )
+
+
+def alternatives(problem: Problem, chosen: Candidate, tried: list[Candidate]) -> list[dict[str, Any]]:
+    """The cheapest plans tried besides the chosen one, one per domain, with their cost (camelCase like
+    the contract): what an operator compares the choice with."""
+    seen = {chosen.domain.name}
+    out = []
+    for candidate in sorted(tried, key=Candidate.rank):
+        if candidate is chosen or candidate.domain.name in seen:
+            continue
+        seen.add(candidate.domain.name)
+        cost = candidate.cost
+        out.append(
+            {
+                "domain": candidate.domain.name,
+                "topologyKey": problem.gang.group.topology_key,
+                "how": candidate.how,
+                "placedPods": candidate.placed,
+                "victimUnits": len(candidate.victims),
+                "evictedPods": cost.evicted_pods,
+                "highestVictimPriority": (
+                    None
+                    if cost.highest_victim_priority == NO_VICTIM_PRIORITY
+                    else cost.highest_victim_priority
+                ),
+                "pdbViolations": cost.pdb_violations,
+                "lostGpuSeconds": round(cost.lost_gpu_seconds, 3),
+            }
+        )
+        if len(out) == MAX_ALTERNATIVES:
+            break
+    return out

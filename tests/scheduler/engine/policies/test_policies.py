@@ -344,12 +344,46 @@ def test_details_carry_what_the_contract_leaves_out():
             "kind": "Pod",
             "namespace": "default",
             "name": "low",
+            "priority": 1,
+            "priorityClass": None,
+            "pods": 1,
             "gpus": 8,
+            "runningSeconds": 86400,
             "lostGpuSeconds": 8 * 86400,
             "pdbViolations": 0,
         }
     ]
     assert details["placedPods"] == details["pendingPods"] == 1
+    assert details["preemptorPriority"] == 100
+
+
+def test_the_cheapest_plans_not_chosen_are_kept_with_their_cost():
+    """An operator compares the choice with what else was possible: one plan per other rack."""
+    snap = parse_snapshot(
+        [
+            node("a", labels={"rack": "r1"}),
+            node("b", labels={"rack": "r2"}),
+            pod("cheap", node="a", gpus=8, priority=1, start="2026-06-30T12:00:00Z"),
+            pod("dear", node="b", gpus=8, priority=1, start="2026-06-30T00:00:00Z"),
+            pod("clock", node="a", gpus=0, priority=1000, start="2026-07-01T00:00:00Z"),
+        ]
+        + _preemptor(topology="rack")
+    )
+    result = plan(snap, "default/hi")
+    assert [v.name for v in result.victims] == ["cheap"]
+    assert result.stats["alternatives"] == [
+        {
+            "domain": "r2",
+            "topologyKey": "rack",
+            "how": result.stats["alternatives"][0]["how"],
+            "placedPods": 1,
+            "victimUnits": 1,
+            "evictedPods": 1,
+            "highestVictimPriority": 1,
+            "pdbViolations": 0,
+            "lostGpuSeconds": 8 * 86400,
+        }
+    ]
 
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
