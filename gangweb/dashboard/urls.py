@@ -10,6 +10,7 @@ urlpatterns = [
     path("gangs/", views.gangs_page, name="gangs"),
     path("gangs/<str:namespace>/<str:name>/", views.gang_page, name="gang"),
     path("preemptions/", views.preemptions_page, name="preemptions"),
+    path("requests/<int:pk>/", views.request_page, name="request"),
     path("what-if/", views.whatif_page, name="what-if"),
     path("decisions/", views.decisions_page, name="decisions"),
     path("queues/", views.queues_page, name="queues"),

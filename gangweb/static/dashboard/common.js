@@ -94,6 +94,16 @@
     return err;
   }
 
+  // The decision view of a preemption request (/requests/<id>/).
+  function requestUrl(id) {
+    return urls.requestPage.replace("ID", encodeURIComponent(id));
+  }
+  function requestLink(id, text) {
+    const a = el("a", "request-link", text || `#${id}`);
+    a.href = requestUrl(id);
+    return a;
+  }
+
   function gangUrl(namespace, name) {
     return urls.gangPage.replace("NS", encodeURIComponent(namespace)).replace("NAME", encodeURIComponent(name));
   }
@@ -256,7 +266,7 @@
 
   window.gangweb = {
     urls, $, el, plural, duration, clock, when: words.when, timesIn: words.timesIn, state: words.state, gangState: words.gangState,
-    words, chartHooks, victimList, verdictText, getJSON, postForm, gangUrl, gangColour, live,
+    words, chartHooks, victimList, verdictText, getJSON, postForm, gangUrl, requestUrl, requestLink, gangColour, live,
     showApprovals, formToURL, urlToForm, onTheme: (f) => themeListeners.push(f),
   };
   window.gangwebUpdates = 0;

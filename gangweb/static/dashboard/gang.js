@@ -94,7 +94,8 @@
     }
     list("conditions", folded(r.conditions), (c) => `${c.text}${c.count > 1 ? ` (× ${c.count})` : ""}`);
     await preemptorList(r.asPreemptor);
-    list("as-victim", r.preemptedBy, (x) => [g.when(x.at), ` for ${x.otherNamespace ? "a gang of another namespace" : `${x.namespace}/${x.name}`}: evicted ${g.plural(x.evictedPods, "pod")} of ${x.pods} (${g.plural(x.gpus, "GPU")}), request #${x.request} ${g.state(x.state)}`]);
+    // another namespace's request is not the reader's to open: its number only
+    list("as-victim", r.preemptedBy, (x) => [g.when(x.at), ` for ${x.otherNamespace ? "a gang of another namespace" : `${x.namespace}/${x.name}`}: evicted ${g.plural(x.evictedPods, "pod")} of ${x.pods} (${g.plural(x.gpus, "GPU")}), request `, x.otherNamespace ? `#${x.request}` : g.requestLink(x.request), ` ${g.state(x.state)}`]);
     list("decisions", grouped(r.decisions), (x) => `${x.webhook} ${x.outcome} ×${x.count}${x.reason ? ": " + x.reason : ""}`);
     showApproval(v);
   }
@@ -111,7 +112,7 @@
     const ul = $("as-preemptor");
     ul.replaceChildren();
     for (const x of requests) {
-      const li = el("li", "", [`#${x.id} ${g.state(x.state)} `, g.when(x.createdAt), ...(x.reason ? [": ", ...g.timesIn(x.reason)] : [])]);
+      const li = el("li", "", [g.requestLink(x.id), ` ${g.state(x.state)} `, g.when(x.createdAt), ...(x.reason ? [": ", ...g.timesIn(x.reason)] : [])]);
       if (x.traceId) li.append(" ", el("code", "trace", `trace ${x.traceId}`));
       if (victims.has(x.id)) li.append(g.victimList(victims.get(x.id)));
       ul.append(li);

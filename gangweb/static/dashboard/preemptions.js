@@ -54,6 +54,8 @@
       const runs = el("ol", "runs");
       for (const run of c.runs.slice(0, 8)) {
         const li = el("li", run.executed ? "executed" : "", runText(run));
+        // each run opens the decision view of its latest request (/requests/<id>/)
+        li.append(" ", g.requestLink(run.lastRequest, `decision #${run.lastRequest}`));
         if (run.executed && run.plan) li.append(g.victimList(run.plan.victims));
         runs.append(li);
       }
