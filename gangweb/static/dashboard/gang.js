@@ -137,20 +137,20 @@
     }
     load();
   }
-  // What the plan evicts, read from the API (names of namespaces the reader does not see are hidden).
+  // What the plan evicts, read from the request's decision (docs/design.md "Decision view"): each victim
+  // with its tier, pods, GPUs, how long it ran and the work it loses; another team's without its name.
   function evictionText(request) {
-    const plan = (request.plans || []).filter((p) => p.feasible).pop();
-    const rows = plan ? plan.podEvictions || [] : [];
-    if (!rows.length) return `Request #${request.id} has no eviction planned.`;
-    const gpus = rows.reduce((n, r) => n + (r.gpus || 0), 0);
-    const named = rows.filter((r) => r.pod).map((r) => `${r.pod} on ${r.node} (${g.plural(r.gpus, "GPU")})`);
-    const hidden = rows.length - named.length;
-    const others = hidden ? `${named.length ? "; and " : ""}${g.plural(hidden, "pod")} of other namespaces` : "";
-    return `Approving request #${request.id} evicts ${g.plural(rows.length, "pod")} (${g.plural(gpus, "GPU")}): ${named.join(", ")}${others}. Evictions cannot be undone.`;
+    const victims = request.decision.victims;
+    if (!victims.length) return `Request #${request.id} has no eviction planned.`;
+    const pods = victims.reduce((n, v) => n + v.podCount, 0);
+    const gpus = victims.reduce((n, v) => n + v.gpus, 0);
+    const lost = victims.reduce((n, v) => n + (v.lostGpuSeconds || 0), 0);
+    return `Approving request #${request.id} evicts ${g.plural(pods, "pod")} (${g.plural(gpus, "GPU")}, ${g.words.gpuHours(lost)} of work lost): ${victims.map(g.words.victimFacts).join("; ")}. ${g.words.ruleLine(request.decision.rule)} Evictions cannot be undone.`;
   }
   $("approve").addEventListener("click", async () => {
     const request = await g.getJSON(g.urls.request.replace("ID", waiting.request));
     $("confirm-text").textContent = evictionText(request);
+    $("confirm-decision").href = g.requestUrl(request.id);
     $("confirm").showModal();
   });
   $("confirm").addEventListener("close", () => {

@@ -115,6 +115,8 @@
     const lower = rule.lowerPriorityOnly ? "every victim ranks lower, so gangweb may evict them" : "a victim does not rank lower";
     return `The gang's ${mine} is above its victims' highest, ${top}: ${lower}. Of the plans that place the whole gang, gangweb takes the one that breaks the fewest disruption budgets, then evicts the lowest priorities, then the fewest gangs and pods, then loses the least work.`;
   };
+  // The rule in one line, for the approval dialog.
+  W.ruleLine = (rule) => (rule.lowerPriorityOnly ? `Every victim ranks below the gang's ${W.tier(null, rule.preemptorPriority)}.` : rule.lowerPriorityOnly === false ? `A victim does not rank below the gang's ${W.tier(null, rule.preemptorPriority)}.` : "");
   W.optimality = (o) => (o === "proven" ? "proven the cheapest" : o ? `the heuristic's best (${String(o).replace(/^heuristic:/, "")})` : "not searched");
 
   // A place a plan was tried ("rack rack-1", "anywhere in the cluster").
