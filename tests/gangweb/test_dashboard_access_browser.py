@@ -128,6 +128,10 @@ def test_an_operator_approves_a_waiting_plan_and_sees_it_executed(start_demo, br
         timeout=60_000,
     )
     assert page.is_hidden("#approval")
+    # issue 31 item 15: gangweb's own PodGroup condition ("Evicting", then "VictimsEvicted") is not said
+    # again beside the verdict, which says it from the ledger
+    assert "gangweb.io/Preemption" not in page.inner_text("#conditions")
+    assert "Evicting" not in page.inner_text("#gang")
     history = api(page, demo.base_url, f"ledger/?request={executed['id']}&kind=request.approved")
     assert history["count"] == 1 and history["results"][0]["data"]["by"] == {"kind": "local", "name": "olga"}
     evictions = api(page, demo.base_url, f"evictions/?request={executed['id']}")["results"]

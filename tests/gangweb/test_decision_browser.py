@@ -72,3 +72,39 @@ def test_the_decision_view_shows_a_preemption_to_a_team_without_other_teams_name
     everyone.goto(demo.base_url + f"/requests/{request['id']}/")
     everyone.wait_for_selector(f"#victims a:text-is('{other['namespace']}/{other['name']}')", timeout=30_000)
     everyone.close()
+
+
+def test_the_feed_says_each_decision_once_linked_and_can_be_paused_and_filtered(start_demo, browser_page):
+    """Item 4 of issue 31: one line per decision, updated in place and linked to its decision view, no
+    line said twice, a pause that holds what arrives and a filter by kind."""
+    demo = start_demo(env=FAST)
+    page = browser_page
+    page.goto(demo.base_url + "/")
+    page.wait_for_selector("#conn[data-state='live']", timeout=30_000)
+    # a decision that evicted someone: its line counts the pods, never one line per pod
+    page.wait_for_selector("#activity li.decision:has-text('evicted')", timeout=120_000)
+    lines = page.locator("#activity li:not([hidden])")
+    texts = [t.split(" ", 1)[1] for t in lines.all_inner_texts()]
+    assert len(texts) == len(set(texts)), texts
+    requests = page.locator("#activity li.decision").evaluate_all("lis => lis.map(li => li.dataset.request)")
+    assert len(requests) == len(set(requests)), requests
+    line = page.locator("#activity li.decision:has-text('evicted')").first
+    request = line.get_attribute("data-request")
+    assert line.locator("a.request-link").get_attribute("href") == f"/requests/{request}/"
+    assert "Preempted by" not in page.inner_text("#activity")
+
+    page.click("#activity-pause")
+    assert page.get_attribute("#activity-pause", "aria-pressed") == "true"
+    before = page.inner_text("#activity")
+    page.wait_for_selector("#activity-pause:has-text('held')", timeout=60_000)
+    assert page.inner_text("#activity") == before, "nothing moves while the feed is paused"
+    page.click("#activity-pause")
+    page.wait_for_function("(before) => document.querySelector('#activity').innerText !== before", arg=before)
+
+    page.select_option("#activity-filter", "decision")
+    kinds = page.locator("#activity li:not([hidden])").evaluate_all("lis => lis.map(li => li.dataset.kind)")
+    assert kinds and set(kinds) == {"decision"}, kinds
+    page.click(f"#activity li.decision[data-request='{request}'] a.request-link")
+    page.wait_for_url(f"**/requests/{request}/", timeout=10_000)
+    page.wait_for_selector("#timeline li", timeout=30_000)
+    assert not page.errors, page.errors

@@ -16,6 +16,7 @@
   }
 
   const canOperate = root.dataset.canOperate === "true";
+  const OWN_CONDITION = "gangweb.io/Preemption"; // scheduler/cluster.py PREEMPTION_CONDITION
   // The server's word on whether the cluster has the gang: a gone one is not asked for (no 404).
   let present = root.dataset.present === "true";
 
@@ -92,7 +93,10 @@
       tr.append(el("td", "", p.name), el("td", "", p.node || "pending"), el("td", "", p.deleting ? `${p.phase} (deleting)` : p.phase));
       body.append(tr);
     }
-    list("conditions", folded(r.conditions), (c) => `${c.text}${c.count > 1 ? ` (× ${c.count})` : ""}`);
+    // gangweb's own condition restates its request, which the verdict above says from the ledger (the
+    // cluster's copy lags it: "Evicting" beside "succeeded"); the page says it once, from the ledger.
+    const theirs = r.conditions.filter((c) => c.type !== OWN_CONDITION);
+    list("conditions", folded(theirs), (c) => `${c.text}${c.count > 1 ? ` (× ${c.count})` : ""}`);
     await preemptorList(r.asPreemptor);
     // another namespace's request is not the reader's to open: its number only
     list("as-victim", r.preemptedBy, (x) => [g.when(x.at), ` for ${x.otherNamespace ? "a gang of another namespace" : `${x.namespace}/${x.name}`}: evicted ${g.plural(x.evictedPods, "pod")} of ${x.pods} (${g.plural(x.gpus, "GPU")}), request `, x.otherNamespace ? `#${x.request}` : g.requestLink(x.request), ` ${g.state(x.state)}`]);

@@ -122,6 +122,12 @@
   // A place a plan was tried ("rack rack-1", "anywhere in the cluster").
   W.where = (a) => (a.domain ? `${a.topologyKey || "domain"} = ${a.domain}` : "anywhere in the cluster");
 
+  // The activity feed: a decision's state on its line, and the pause button.
+  const FEED_STATES = { opened: "request opened", planning: "planning", planned: "planned", executing: "evicting", succeeded: "room made", placed: "room made: placed", awaiting_approval: "waits for approval" };
+  W.feedState = (s) => FEED_STATES[s] || state(s);
+  W.feedPause = "Pause";
+  W.feedResume = (n) => (n ? `Resume (${plural(n, "update")} held)` : "Resume");
+
   // The cascade notice of a decision.
   W.cascadeBy = (c) => `Cascade: this gang had just been evicted by request #${c.request} (${c.otherNamespace || !c.namespace ? "a gang of another team" : `${c.namespace}/${c.name}`}) and at once evicted others.`;
   W.cascadeCaused = (list) => `Cascade: ${plural(list.length, "victim")} of this request at once evicted others: ${list.map((c) => `#${c.request} (${plural(c.evictedPods, "pod")})`).join(", ")}.`;
