@@ -25,13 +25,16 @@
     return m < 60 ? `${m}m` : `${Math.floor(m / 60)}h ${m % 60}m`;
   }
 
-  // gangweb's verdict on a gang (v1's `verdict`): "#12 infeasible, next try 08:29: <reason>". Only a
-  // failed or infeasible request is retried; after any other the retry time is only when another may open.
-  function verdictText(v) {
+  // gangweb's verdict on a gang (v1's `verdict`): "#12 infeasible, next try 08:29". Only a failed or
+  // infeasible request is retried, and only a time still ahead is a next try. Why the gang waits is said
+  // once, by the page's own "why it waits" (the request's words are on its decision view); a gang that
+  // runs now is not called infeasible: its last request is history.
+  function verdictText(v, gangState) {
     if (!v) return "no request";
+    if (gangState === "running") return `last request #${v.request} ${words.state(v.state)}, running now`;
     const retried = v.state === "infeasible" || v.state === "failed";
-    const next = retried && v.retryAt ? `, next try ${clock(v.retryAt)}` : "";
-    return `#${v.request} ${words.state(v.state)}${next}${v.reason ? ": " + v.reason : ""}`;
+    const next = retried && words.ahead(v.retryAt) ? `, next try ${clock(v.retryAt)}` : "";
+    return `#${v.request} ${words.state(v.state)}${next}`;
   }
 
   // The gangs a preemption evicted, named where the reader sees their namespace (the API names the

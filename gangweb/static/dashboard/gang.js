@@ -85,7 +85,7 @@
     add("nodes", r.nodes.join(", ") || "none");
     if (r.nominatedNodes.length) add("nominated", r.nominatedNodes.join(", "));
     const v = r.verdict;
-    add("gangweb", v ? `request ${g.verdictText(v)}` : "no request");
+    add("gangweb", v ? [`${r.state === "running" ? "" : "request "}${g.verdictText(v, r.state)} · `, g.requestLink(v.request, "why")] : "no request");
     const body = $("members");
     body.replaceChildren();
     for (const p of r.members) {

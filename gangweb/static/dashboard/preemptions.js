@@ -48,7 +48,7 @@
       const a = el("a", "gang-link", c.podGroup);
       a.href = g.gangUrl(c.namespace, c.name);
       h.append(a);
-      const next = c.retryAt ? [", next try ", g.when(c.retryAt)] : [];
+      const next = g.words.ahead(c.retryAt) ? [", next try ", g.when(c.retryAt)] : [];
       const summary = [`${g.plural(c.requests, "request")}, ${c.executed} executed · now ${g.state(c.state)}`, ...next];
       card.append(h, el("div", "hint", summary));
       const runs = el("ol", "runs");

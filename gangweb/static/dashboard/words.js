@@ -128,6 +128,9 @@
   W.feedPause = "Pause";
   W.feedResume = (n) => (n ? `Resume (${plural(n, "update")} held)` : "Resume");
 
+  // A time still ahead of the browser's clock (a "next try" that has passed is no next try).
+  W.ahead = (t) => !!t && toDate(t).getTime() > Date.now();
+
   // The cascade notice of a decision.
   W.cascadeBy = (c) => `Cascade: this gang had just been evicted by request #${c.request} (${c.otherNamespace || !c.namespace ? "a gang of another team" : `${c.namespace}/${c.name}`}) and at once evicted others.`;
   W.cascadeCaused = (list) => `Cascade: ${plural(list.length, "victim")} of this request at once evicted others: ${list.map((c) => `#${c.request} (${plural(c.evictedPods, "pod")})`).join(", ")}.`;

@@ -41,14 +41,27 @@ def describe_choice(problem: Problem, candidate: Candidate, how: str) -> str:
 
 
 def describe_infeasible(problem: Problem, most_placed: int) -> str:
+    """Why no plan places the gang, in words a gang's owner reads (no label syntax, no counts of zero)."""
     gang = problem.gang
-    need = f"minCount {gang.min_count}" if gang.is_gang else "at least one pod"
-    running = f" besides {len(gang.running)} running" if gang.running else ""
+    need = (
+        f"needs {gang.min_count} together (minCount {gang.min_count})"
+        if gang.is_gang
+        else "needs at least one"
+    )
+    running = f" beside its {plural(len(gang.running), 'running pod')}" if gang.running else ""
     key = gang.group.topology_key
-    where = f" in any one {key} value" if key else ""
+    where = f"in any one {key.rsplit('/', 1)[-1]} (label {key})" if key else "in the cluster"
+    eligible = problem.eligible_count
+    if eligible > 1:
+        evicted = f"even if all {eligible} lower-priority gangs and pods were evicted"
+    elif eligible:
+        evicted = "even if the one lower-priority gang or pod were evicted"
+    else:
+        evicted = "and nothing of lower priority could be evicted"
+    fit = f"only {most_placed}" if most_placed else "none"
     return (
-        f"even with all {plural(problem.eligible_count, 'lower-priority victim unit')} evicted only {most_placed} "
-        f"of {plural(len(gang.pending), 'pending pod')} fit{where}{running}, short of {need}"
+        f"not enough room {evicted}: {fit} of its {plural(len(gang.pending), 'waiting pod')} would fit "
+        f"{where}{running}, and it {need}"
     )
 
 

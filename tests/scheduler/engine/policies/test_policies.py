@@ -537,3 +537,21 @@ def test_an_infeasible_plan_without_a_why_is_an_engine_bug():
     for why in ("no-room", "infeasible:no-room", Outcome.UNKNOWN, Outcome.FITS):
         with pytest.raises(ValueError, match="needs one of"):
             Problem(snap, Preemptor(snap, "default/hi")).plan("gangweb", False, "no reason given", why=why)
+
+
+def test_an_infeasible_plan_says_why_in_words_not_label_syntax():
+    """Issue 31 item 5: no "only 0 of 4 pending pods fit in any one topology.gangweb.io/rack value"."""
+    key = "topology.gangweb.io/rack"
+    snap = parse_snapshot(
+        [
+            node("a", labels={key: "r1"}),
+            node("b", labels={key: "r2"}),
+            pod("low", node="a", gpus=8, priority=1),
+        ]
+        + _preemptor(count=4, topology=key)
+    )
+    reason = plan(snap, "default/hi").reason
+    assert reason == (
+        "not enough room even if the one lower-priority gang or pod were evicted: none of its 4 waiting pods "
+        f"would fit in any one rack (label {key}), and it needs 4 together (minCount 4)"
+    ), reason
