@@ -30,6 +30,7 @@ from django.db import DatabaseError
 
 from gangweb import metrics
 from gangweb.dashboard import history, mapdelta, reading, stream
+from gangweb.dashboard.admitting import admit_submitted
 from gangweb.events import PublishFailed, bind_server_loop, send
 from scheduler.cluster import Steps
 from scheduler.preemption.runtime import get_cluster
@@ -139,6 +140,7 @@ def tick_and_publish() -> list[dict[str, Any]]:
     moved = simulation_running() and isinstance(cluster, Steps)
     if moved:
         changes = cluster.tick()
+        admit_submitted(cluster, changes)  # the demo's pods reach /decisions/ as a real cluster's would
     refresh(0.0 if moved else tick_interval() / 2, paced=True)
     for change in changes:
         if change.get("type") in NEWS:

@@ -5,8 +5,11 @@ their names), why it was allowed, what else was tried, the timeline and the ledg
 from __future__ import annotations
 
 import json
+import signal
 import time
+import urllib.error
 import urllib.request
+from datetime import datetime
 
 import pytest
 
@@ -107,4 +110,52 @@ def test_the_feed_says_each_decision_once_linked_and_can_be_paused_and_filtered(
     page.click(f"#activity li.decision[data-request='{request}'] a.request-link")
     page.wait_for_url(f"**/requests/{request}/", timeout=10_000)
     page.wait_for_selector("#timeline li", timeout=30_000)
+    assert not page.errors, page.errors
+
+
+def test_the_demo_admits_its_own_pods_through_the_webhook(start_demo, browser_page):
+    """Item 10 of issue 31: /decisions/ shows the webhook's answers for the demo's own pods, nobody posting
+    a review: each gang the simulated cluster submits is reviewed pod by pod by the process's webhook."""
+    demo = start_demo(env=FAST)
+    page = browser_page
+    page.goto(demo.base_url + "/decisions/")
+    page.wait_for_selector("#conn[data-state='live']", timeout=30_000)
+    page.wait_for_function(
+        "[...document.querySelectorAll('#decisions tr')].some(tr => /allowed/.test(tr.innerText))",
+        timeout=90_000,
+    )
+    kept = json_of(demo.base_url + "/api/v1/decisions/?limit=100")["results"]
+    submitted = {d["namespace"] for d in kept if d["webhook"] == "mutate" and d["operation"] == "CREATE"}
+    gangs = {g["namespace"] for g in json_of(demo.base_url + "/api/v1/podgroups/?limit=1000")["results"]}
+    assert submitted and submitted <= gangs, (submitted, gangs)
+    assert not page.errors, page.errors
+
+
+def test_a_demo_restart_starts_a_new_world_without_the_old_ones_ledger_or_chart(
+    start_demo, browser_page, tmp_path
+):
+    """Item 7 of issue 31: the simulated cluster restarts with the same names, so the old world's requests,
+    counters and chart samples must not be shown beside the new one's."""
+    var = tmp_path / "world"
+    demo = start_demo(env=FAST, var_dir=var)
+    old = json_of(demo.base_url + "/api/v1/requests/?limit=1")
+    deadline = time.monotonic() + 120
+    while not old["count"] and time.monotonic() < deadline:
+        time.sleep(1)
+        old = json_of(demo.base_url + "/api/v1/requests/?limit=1")
+    assert old["count"], "the first world opened a request"
+    first = old["results"][0]
+    assert demo.stop(signal.SIGTERM) == 0
+
+    restarted = time.time()
+    demo = start_demo(env=FAST, var_dir=var)
+    gone = urllib.request.Request(demo.base_url + f"/api/v1/requests/{first['id']}/")
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.urlopen(gone, timeout=10)
+    assert answer.value.code == 404
+    history = json_of(demo.base_url + "/api/v1/overview/")["history"]
+    assert all(datetime.fromisoformat(h["at"]).timestamp() >= restarted for h in history), history
+    page = browser_page
+    page.goto(demo.base_url + f"/requests/{first['id']}/")
+    page.wait_for_selector("#missing:not([hidden])", timeout=30_000)
     assert not page.errors, page.errors
