@@ -140,7 +140,6 @@ def tick_and_publish() -> list[dict[str, Any]]:
     moved = simulation_running() and isinstance(cluster, Steps)
     if moved:
         changes = cluster.tick()
-        admit_submitted(cluster, changes)  # the demo's pods reach /decisions/ as a real cluster's would
     refresh(0.0 if moved else tick_interval() / 2, paced=True)
     for change in changes:
         if change.get("type") in NEWS:
@@ -148,6 +147,7 @@ def tick_and_publish() -> list[dict[str, Any]]:
                 send("cluster." + change["type"], change)
             except PublishFailed:
                 break
+    admit_submitted(cluster, changes)  # the demo's pods reach /decisions/ as a real cluster's would
     return changes
 
 
