@@ -197,7 +197,9 @@ class DecisionEntry(s.Serializer):
     createdAt = s.DateTimeField()
 
 
-class Decision(s.Serializer):
+class RequestDecision(s.Serializer):
+    """A request as a decision (named apart from ``Decision``, an admission decision)."""
+
     preemptor = DecisionPreemptor()
     rule = DecisionRule()
     victims = DecisionVictim(many=True)
@@ -216,7 +218,7 @@ class RequestDetail(Request):
         fields = Request.Meta.fields + ["plans", "decision"]
         read_only_fields = fields
 
-    @extend_schema_field(Decision())
+    @extend_schema_field(RequestDecision())
     def get_decision(self, request) -> dict:
         return decision(request, scope_of(self.context["request"]))
 
