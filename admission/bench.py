@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from admission import certs
 from admission.benchload import NAMESPACE, SERVER_NAME, SERVICE, Schedule, cpu_plan, http_requests, load
 from admission.inference import infer_gang
 from admission.policy import AdmissionPolicy
+from admission.review import review_for
 from admission.server import ALLOW_PATH, ECHO_PATH
 from admission.webhookconfig import MUTATE_PATH, VALIDATE_PATH
 
@@ -55,37 +55,6 @@ def _fixture_pods() -> list[dict[str, Any]]:
     return pods
 
 
-def _review(pod: dict[str, Any]) -> dict[str, Any]:
-    metadata = pod["metadata"]
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-            "name": metadata.get("name", ""),
-            "namespace": metadata.get("namespace", "default"),
-            "operation": "CREATE",
-            "userInfo": {
-                "username": "system:serviceaccount:kube-system:job-controller",
-                "uid": str(uuid.uuid4()),
-                "groups": [
-                    "system:serviceaccounts",
-                    "system:serviceaccounts:kube-system",
-                    "system:authenticated",
-                ],
-            },
-            "object": pod,
-            "oldObject": None,
-            "dryRun": False,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-        },
-    }
-
-
 def build_bodies() -> dict[str, list[bytes]]:
     """Request bodies per path: the webhook paths get reviews, the echo path the mutate reviews."""
     pods = _fixture_pods()
@@ -95,13 +64,13 @@ def build_bodies() -> dict[str, list[bytes]]:
         pod = copy.deepcopy(pods[index % len(pods)])
         if "generateName" in pod["metadata"]:
             pod["metadata"]["name"] = f"{pod['metadata']['generateName']}{index:05x}"
-        mutate.append(json.dumps(_review(pod)).encode())
+        mutate.append(json.dumps(review_for(pod)).encode())
         # The validating webhook sees the pod as the mutating webhook left it.
         admitted = copy.deepcopy(pod)
         gang = infer_gang(admitted, admitted["metadata"].get("namespace", ""), policy)
         if gang is not None and not admitted["spec"].get("schedulingGroup"):
             admitted["spec"]["schedulingGroup"] = {"podGroupName": gang.name}
-        validate.append(json.dumps(_review(admitted)).encode())
+        validate.append(json.dumps(review_for(admitted)).encode())
     return {ECHO_PATH: mutate, ALLOW_PATH: mutate, MUTATE_PATH: mutate, VALIDATE_PATH: validate}
 
 

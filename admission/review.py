@@ -10,6 +10,7 @@ oversized) and a message, and never a traceback.
 from __future__ import annotations
 
 import base64
+import uuid
 from typing import Any
 
 import msgspec
@@ -308,3 +309,36 @@ def build_response(
     if warnings:
         response["warnings"] = warnings
     return orjson.dumps({"apiVersion": API_VERSION, "kind": KIND, "response": response})
+
+
+def review_for(pod: dict[str, Any]) -> dict[str, Any]:
+    """The AdmissionReview the API server sends for a Job controller creating ``pod`` (the bench's load and
+    the demo's own pods are reviewed through it, as a real cluster's would be)."""
+    metadata = pod["metadata"]
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": metadata.get("name", ""),
+            "namespace": metadata.get("namespace", "default"),
+            "operation": "CREATE",
+            "userInfo": {
+                "username": "system:serviceaccount:kube-system:job-controller",
+                "uid": str(uuid.uuid4()),
+                "groups": [
+                    "system:serviceaccounts",
+                    "system:serviceaccounts:kube-system",
+                    "system:authenticated",
+                ],
+            },
+            "object": pod,
+            "oldObject": None,
+            "dryRun": False,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        },
+    }

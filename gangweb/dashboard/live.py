@@ -30,6 +30,7 @@ from django.db import DatabaseError
 
 from gangweb import metrics
 from gangweb.dashboard import history, mapdelta, reading, stream
+from gangweb.dashboard.admitting import admit_submitted
 from gangweb.events import PublishFailed, bind_server_loop, send
 from scheduler.cluster import Steps
 from scheduler.preemption.runtime import get_cluster
@@ -146,6 +147,7 @@ def tick_and_publish() -> list[dict[str, Any]]:
                 send("cluster." + change["type"], change)
             except PublishFailed:
                 break
+    admit_submitted(cluster, changes)  # the demo's pods reach /decisions/ as a real cluster's would
     return changes
 
 

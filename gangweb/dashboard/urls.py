@@ -11,6 +11,7 @@ urlpatterns = [
     path("gangs/<str:namespace>/<str:name>/", views.gang_page, name="gang"),
     path("nodes/<str:name>/", views.node_page, name="node"),
     path("preemptions/", views.preemptions_page, name="preemptions"),
+    path("requests/<int:pk>/", views.request_page, name="request"),
     path("what-if/", views.whatif_page, name="what-if"),
     path("decisions/", views.decisions_page, name="decisions"),
     path("queues/", views.queues_page, name="queues"),

@@ -80,6 +80,7 @@ def data_urls() -> dict[str, str]:
         # The API v1's approve mode (issue 12): POST, an operator's session with its CSRF token.
         "requestAction": "/api/v1/requests/ID/ACTION/",
         "request": "/api/v1/requests/ID/",
+        "requestPage": reverse("dashboard:request", args=[0]).replace("/0/", "/ID/"),
     }
 
 
@@ -117,6 +118,12 @@ def node_page(request, scope, name: str):
 @page("dashboard/preemptions.html", "Preemptions", "preemptions")
 def preemptions_page(request, scope):
     return {}
+
+
+@page("dashboard/request.html", "Decision", "preemptions")
+def request_page(request, scope, pk: int):
+    """One preemption request as a decision (docs/dashboard.md "Decision view"), from GET /api/v1/requests/{id}/."""
+    return {"request_id": pk}
 
 
 @page("dashboard/whatif.html", "What if?", "what-if")

@@ -56,6 +56,10 @@ class Victim:
     gpus: int = 0
     lost_gpu_seconds: float = 0.0
     pdb_violations: int = 0
+    # Its tier and how long it has run (since its earliest pod started, at the snapshot's time): what an
+    # operator weighs before approving, kept in the ledger beside the contract JSON, not in it.
+    priority_class: str | None = None
+    running_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +87,7 @@ class Plan:
     pending: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
     why: Outcome | None = None  # for an infeasible plan, its infeasible Outcome
+    preemptor_priority: int | None = None  # the gang's effective priority, the rule's one side
     searched: str = ""  # what an exact search concluded (a key of OPTIMALITY); "" when none ran
 
     @property
@@ -141,12 +146,17 @@ class Plan:
             "pendingPods": self.pending,
             "evictedGpus": self.evicted_gpus,
             "lostGpuSeconds": self.lost_gpu_seconds,
+            "preemptorPriority": self.preemptor_priority,
             "victims": [
                 {
                     "kind": v.kind,
                     "namespace": v.namespace,
                     "name": v.name,
+                    "priority": v.priority,
+                    "priorityClass": v.priority_class,
+                    "pods": len(v.pods),
                     "gpus": v.gpus,
+                    "runningSeconds": v.running_seconds,
                     "lostGpuSeconds": v.lost_gpu_seconds,
                     "pdbViolations": v.pdb_violations,
                 }

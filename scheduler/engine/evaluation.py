@@ -243,6 +243,7 @@ class Problem:
             pending=len(self.gang.pending),
             stats=stats,
             why=None if feasible else why,
+            preemptor_priority=self.priority,
         )
         if candidate is None:
             plan.cost = victim_cost(self.units, [])
@@ -265,6 +266,7 @@ class Problem:
         out = []
         for unit_id, violations in zip(ordered, counts):
             unit = units.units[unit_id]
+            first = snap.pods[unit.pods[0]] if unit.pods else None
             out.append(
                 Victim(
                     kind=unit.kind,
@@ -275,6 +277,12 @@ class Problem:
                     gpus=unit.gpus,
                     lost_gpu_seconds=round(unit.gpu_seconds, 3),
                     pdb_violations=violations,
+                    priority_class=first.priority_class if first is not None else None,
+                    running_seconds=(
+                        None
+                        if unit.earliest_start is None
+                        else round(max(snap.now - unit.earliest_start, 0.0), 3)
+                    ),
                 )
             )
         out.sort(key=lambda v: (v.namespace, v.name, v.kind))

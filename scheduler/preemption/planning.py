@@ -33,6 +33,8 @@ class PlanResult:
     seconds: float = 0.0
     # The JSON ``cost`` block (camelCase), as the API and ``gang plan`` print it.
     json_cost: dict[str, Any] = field(default_factory=dict)
+    # What the decision view shows beside the contract JSON (``decision_facts``).
+    decision: dict[str, Any] = field(default_factory=dict)
 
 
 def pod_facts(snapshot: Snapshot, pod_keys: list[str]) -> dict[str, PodFacts]:
@@ -160,7 +162,22 @@ def result_of(
     facts about each victim pod."""
     plan = stamp_versions(result.to_dict(), resource_versions or {})
     pods = pod_facts(snapshot, plan.get("evictions") or [])
-    return PlanResult(plan, plan_cost(plan, result), pods, seconds, cost_block(plan, result, pods))
+    return PlanResult(
+        plan, plan_cost(plan, result), pods, seconds, cost_block(plan, result, pods), decision_facts(result)
+    )
+
+
+def decision_facts(result: EnginePlan) -> dict[str, Any]:
+    """The facts an operator judges a plan by that the contract JSON leaves out: the preemptor's priority,
+    each victim's tier, GPUs, running time and lost work, and the cheapest plans not chosen."""
+    details = result.details()
+    return {
+        "preemptorPriority": details["preemptorPriority"],
+        "placedPods": details["placedPods"],
+        "pendingPods": details["pendingPods"],
+        "victims": details["victims"],
+        "alternatives": list(result.stats.get("alternatives") or []),
+    }
 
 
 def stamp_versions(plan: dict[str, Any], versions: dict[str, str]) -> dict[str, Any]:

@@ -227,6 +227,7 @@ def after_plan(request_id: int, result: planning.PlanResult, *, planned_by: str)
             pods=result.pods,
             planning_seconds=result.seconds,
             planned_by=planned_by,
+            decision=result.decision,
         )
         request = stored.request
         if request.state != RequestState.PLANNED:

@@ -64,6 +64,14 @@ class SimulatedCluster(World):
             obj = objects.pod_object(pod, self._gangs[pod.gang_key])
             return sim_dra.pod_as_dra(obj, pod)[0] if self.devices == "dra" else obj
 
+    def pods_of(self, gang_key: str) -> tuple[int, list[KubeObject]]:
+        """One gang's minCount and pod objects (the demo reviews them through the webhook as created)."""
+        with self._lock:
+            gang = self._gangs.get(gang_key)
+            if gang is None:
+                return 0, []
+            return gang.min_count, [objects.pod_object(pod, gang) for pod in self._gang_pods(gang_key)]
+
     def get_object(self, api_version: str, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         with self._lock:
             found = self._created.get((api_version, kind, namespace or "", name))

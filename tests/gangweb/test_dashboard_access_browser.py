@@ -91,17 +91,18 @@ def test_an_operator_approves_a_waiting_plan_and_sees_it_executed(start_demo, br
     for _attempt in range(4):
         request = waiting_requests(page, demo.base_url)[0]
         detail = api(page, demo.base_url, f"requests/{request['id']}/")
-        victims = [row["pod"] for row in detail["plans"][-1]["podEvictions"]]
+        victims = [f"{v['namespace']}/{v['name']}" for v in detail["decision"]["victims"]]
         assert victims, "a waiting plan evicts someone"
+        pods = sum(v["podCount"] for v in detail["decision"]["victims"])
         open_waiting_gang(page, demo.base_url, request)
         assert page.is_visible("#approve") and page.is_visible("#reject")
 
         page.click("#approve")
         page.wait_for_selector("#confirm[open]", timeout=30_000)
         text = page.inner_text("#confirm-text")
-        for pod in victims:
-            assert pod in text, f"the confirmation names {pod}: {text}"
-        assert f"{len(victims)} pod" in text and "cannot be undone" in text
+        for victim in victims:
+            assert victim in text, f"the confirmation names {victim}: {text}"
+        assert f"evicts {pods} pod" in text and "cannot be undone" in text
         page.click("#confirm-ok")
         page.wait_for_selector("#confirm", state="hidden", timeout=30_000)
         state = None
@@ -127,11 +128,55 @@ def test_an_operator_approves_a_waiting_plan_and_sees_it_executed(start_demo, br
         timeout=60_000,
     )
     assert page.is_hidden("#approval")
+    # issue 31 item 15: gangweb's own PodGroup condition ("Evicting", then "VictimsEvicted") is not said
+    # again beside the verdict, which says it from the ledger
+    assert "gangweb.io/Preemption" not in page.inner_text("#conditions")
+    assert "Evicting" not in page.inner_text("#gang")
     history = api(page, demo.base_url, f"ledger/?request={executed['id']}&kind=request.approved")
     assert history["count"] == 1 and history["results"][0]["data"]["by"] == {"kind": "local", "name": "olga"}
     evictions = api(page, demo.base_url, f"evictions/?request={executed['id']}")["results"]
     assert evictions and all(row["state"] == "evicted" for row in evictions), evictions
     assert not page.errors, page.errors
+
+
+def test_a_team_operator_approves_knowing_each_victims_tier_gpus_running_time_and_lost_work(
+    start_demo, browser_page
+):
+    """Item 2 of issue 31: the confirmation says, for every victim, what an operator of one team may know
+    of another team's (its tier, pods, GPUs, how long it ran, the work it loses), without its name."""
+    page = browser_page
+    demo = start_demo(env=APPROVE)
+    grant_user(demo.var_dir, "root", "root-pw-31", "--role", "admin", "--all-namespaces")
+    sign_in(page, demo.base_url, "root", "root-pw-31")
+    request = waiting_requests(page, demo.base_url)[0]
+    victims = api(page, demo.base_url, f"requests/{request['id']}/")["decision"]["victims"]
+    assert victims, "a waiting plan evicts someone"
+
+    operator = page.context.browser.new_page()
+    errors: list[str] = []
+    operator.on("pageerror", lambda exc: errors.append(str(exc)))
+    grant_user(demo.var_dir, "otto", "otto-pw-31", "--role", "operator", "--namespaces", request["namespace"])
+    sign_in(operator, demo.base_url, "otto", "otto-pw-31")
+    open_waiting_gang(operator, demo.base_url, request)
+    operator.click("#approve")
+    operator.wait_for_selector("#confirm[open]", timeout=30_000)
+    text = operator.inner_text("#confirm-text")
+    for v in victims:
+        tier = (
+            f"{v['priorityClass']} ({v['priority']:,})"
+            if v["priorityClass"]
+            else f"priority {v['priority']:,}"
+        )
+        pods = f"{v['podCount']} pod" + ("" if v["podCount"] == 1 else "s")
+        gpus = f"{v['gpus']} GPU" + ("" if v["gpus"] == 1 else "s")
+        who = f"{v['namespace']}/{v['name']}" if v["namespace"] == request["namespace"] else "of another team"
+        assert f"{who}: {tier}, {pods}, {gpus}, ran " in text and " GPU-hour" in text, (v, text)
+        if v["namespace"] != request["namespace"]:
+            assert v["name"] not in text and f"{v['namespace']}/" not in text, text
+    assert "ranks below the gang's priority" in text, text
+    assert operator.get_attribute("#confirm-decision", "href") == f"/requests/{request['id']}/"
+    assert not errors, errors
+    operator.close()
 
 
 def test_a_viewer_sees_no_approve_button_and_is_refused_when_trying(start_demo, browser_page):

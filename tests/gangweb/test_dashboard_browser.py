@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -234,9 +235,12 @@ def test_the_gangs_page_says_next_try_only_for_a_gang_gangweb_retries(start_demo
     demo = start_demo()
     states = ["succeeded", "infeasible", "failed", "awaiting_approval"]
 
+    ahead = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+
     def with_verdicts(route):
         body = route.fetch().json()
         for row, state in zip(body["results"], states, strict=False):
+            row["state"] = "pending"
             row["verdict"] = {
                 "request": 7,
                 "state": state,
@@ -244,7 +248,7 @@ def test_the_gangs_page_says_next_try_only_for_a_gang_gangweb_retries(start_demo
                 "outcome": None,
                 "reason": "",
                 "at": "2026-12-01T08:00:00Z",
-                "retryAt": "2026-12-01T08:29:00Z",
+                "retryAt": ahead,
             }
         route.fulfill(json=body)
 
@@ -255,6 +259,38 @@ def test_the_gangs_page_says_next_try_only_for_a_gang_gangweb_retries(start_demo
     words = [state.replace("_", " ") for state in states]  # "awaiting approval"
     assert [s.startswith(f"#7 {word}") for s, word in zip(said, words, strict=True)] == [True] * 4, said
     assert ["next try" in s for s in said] == [False, True, True, False], said
+    assert not page.errors, page.errors
+
+
+def test_the_gangs_page_says_no_past_next_try_and_calls_no_running_gang_infeasible(start_demo, browser_page):
+    """Item 5 of issue 31: a retry time gone by is no "next try", a gang that runs now is not called
+    infeasible, and the gangweb column does not explain the wait again in other words."""
+    page = browser_page
+    demo = start_demo()
+    passed = (datetime.now(UTC) - timedelta(minutes=5)).isoformat()
+    rows = [("pending", "infeasible"), ("running", "infeasible")]
+
+    def with_verdicts(route):
+        body = route.fetch().json()
+        for row, (state, verdict) in zip(body["results"], rows, strict=False):
+            row["state"] = state
+            row["verdict"] = {
+                "request": 7,
+                "state": verdict,
+                "mode": "enforce",
+                "outcome": "infeasible:no-room",
+                "reason": "not enough room in any one rack",
+                "at": "2026-12-01T08:00:00Z",
+                "retryAt": passed,
+            }
+        route.fulfill(json=body)
+
+    page.route("**/api/v1/podgroups/?*", with_verdicts)
+    page.goto(demo.base_url + "/gangs/?sort=name")
+    page.wait_for_selector("#gangs tbody tr:nth-child(2)", timeout=30_000)
+    waiting, running = page.locator("#gangs tbody tr td[data-label=gangweb]").all_inner_texts()[:2]
+    assert waiting == "#7 infeasible", waiting
+    assert running == "last request #7 infeasible, running now", running
     assert not page.errors, page.errors
 
 

@@ -9,9 +9,13 @@ from rest_framework import serializers as s
 
 from gangweb.api import serializers as ledger
 from gangweb.api.filters import SPACE
+from gangweb.api.v1.access import scope_of
+from gangweb.api.v1.queries.decision import decision
 from scheduler.engine import DEFAULT_POLICY, POLICIES
 from scheduler.preemption import actors
 from scheduler.preemption.models import LedgerEntry
+
+PODGROUP_STATES = ("running", "running-partly", "pending", "short", "broken", "empty", "invalid")
 
 
 class Eviction(ledger.EvictionSerializer):
@@ -97,12 +101,126 @@ class Request(ledger.RequestSerializer):
         return request.trace_id or None
 
 
+class DecisionPreemptor(s.Serializer):
+    namespace = s.CharField()
+    name = s.CharField()
+    podGroup = s.CharField()
+    priority = s.IntegerField(allow_null=True, help_text="its priority when planned; null: not known")
+    priorityClass = s.CharField(allow_null=True)
+    state = s.ChoiceField(PODGROUP_STATES, allow_null=True, help_text="now; null: gone or not readable")
+    placedPods = s.IntegerField(allow_null=True)
+    pods = s.IntegerField(allow_null=True)
+    gpus = s.IntegerField(allow_null=True)
+
+
+class DecisionRule(s.Serializer):
+    policy = s.CharField()
+    outcome = s.CharField(allow_null=True)
+    optimality = s.CharField(allow_null=True)
+    preemptorPriority = s.IntegerField(allow_null=True)
+    highestVictimPriority = s.IntegerField(allow_null=True)
+    lowerPriorityOnly = s.BooleanField(
+        allow_null=True, help_text="every victim's priority is below the preemptor's; null: no victims"
+    )
+    pdbViolations = s.IntegerField()
+    reason = s.CharField(allow_blank=True)
+
+
+class DecisionVictim(s.Serializer):
+    """A victim unit; one of a namespace the reader does not see keeps its numbers, not its names."""
+
+    kind = s.CharField()
+    namespace = s.CharField(allow_null=True)
+    name = s.CharField(allow_null=True)
+    otherNamespace = s.BooleanField(required=False)
+    priority = s.IntegerField()
+    priorityClass = s.CharField(allow_null=True, help_text="its tier")
+    podCount = s.IntegerField()
+    gpus = s.IntegerField()
+    runningSeconds = s.FloatField(allow_null=True, help_text="how long it had run when planned")
+    lostGpuSeconds = s.FloatField(allow_null=True, help_text="the work it loses")
+    pdbViolations = s.IntegerField()
+    evictedPods = s.IntegerField()
+    evictions = s.DictField(child=s.IntegerField(), help_text="its pods per eviction state")
+
+
+class DecisionAlternative(s.Serializer):
+    domain = s.CharField(allow_null=True)
+    topologyKey = s.CharField(allow_null=True)
+    how = s.CharField()
+    placedPods = s.IntegerField()
+    victimUnits = s.IntegerField()
+    evictedPods = s.IntegerField()
+    highestVictimPriority = s.IntegerField(allow_null=True)
+    pdbViolations = s.IntegerField()
+    lostGpuSeconds = s.FloatField()
+
+
+class DecisionTry(s.Serializer):
+    plan = s.IntegerField()
+    at = s.DateTimeField()
+    source = s.CharField()
+    policy = s.CharField()
+    feasible = s.BooleanField()
+    outcome = s.CharField(allow_null=True)
+    reason = s.CharField(allow_blank=True)
+
+
+class DecisionStep(s.Serializer):
+    step = s.CharField(help_text="detected, planned, decided, evicting, evicted, placed, or the end state")
+    at = s.DateTimeField()
+    detail = s.CharField(allow_blank=True)
+
+
+class CascadeLink(s.Serializer):
+    request = s.IntegerField()
+    namespace = s.CharField(allow_null=True)
+    name = s.CharField(allow_null=True)
+    otherNamespace = s.BooleanField(required=False)
+    state = s.CharField()
+    at = s.DateTimeField()
+    evictedPods = s.IntegerField()
+
+
+class Cascade(s.Serializer):
+    withinSeconds = s.IntegerField()
+    causedBy = CascadeLink(allow_null=True, help_text="the request that evicted this gang just before")
+    caused = CascadeLink(many=True, help_text="requests of its victims that at once evicted others")
+
+
+class DecisionEntry(s.Serializer):
+    id = s.IntegerField()
+    kind = s.CharField()
+    plan = s.IntegerField(allow_null=True)
+    namespace = s.CharField(allow_null=True)
+    message = s.CharField()
+    createdAt = s.DateTimeField()
+
+
+class RequestDecision(s.Serializer):
+    """A request as a decision (named apart from ``Decision``, an admission decision)."""
+
+    preemptor = DecisionPreemptor()
+    rule = DecisionRule()
+    victims = DecisionVictim(many=True)
+    alternatives = DecisionAlternative(many=True, help_text="the cheapest plans not chosen, one per domain")
+    tried = DecisionTry(many=True)
+    timeline = DecisionStep(many=True)
+    cascade = Cascade()
+    ledger = DecisionEntry(many=True)
+
+
 class RequestDetail(Request):
     plans = PlanDetail(many=True, read_only=True)
+    decision = s.SerializerMethodField(help_text="the request as a decision (docs/design.md 'Decision view')")
 
     class Meta(Request.Meta):
-        fields = Request.Meta.fields + ["plans"]
+        fields = Request.Meta.fields + ["plans", "decision"]
         read_only_fields = fields
+
+    @extend_schema_field(RequestDecision())
+    def get_decision(self, request) -> dict:
+        return decision(request, scope_of(self.context["request"]))
 
 
 class LedgerEntrySerializer(ledger.LedgerEntrySerializer):
@@ -129,7 +247,6 @@ class LedgerEntrySerializer(ledger.LedgerEntrySerializer):
         return super().get_podGroup(entry)
 
 
-PODGROUP_STATES = ("running", "running-partly", "pending", "short", "broken", "empty", "invalid")
 SIMULATION_SOURCES = ("cluster", "snapshot")
 PENDING_STAGES = ("planning", "next", "later", "never")
 

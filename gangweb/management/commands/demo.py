@@ -113,6 +113,7 @@ class Command(BaseCommand):
         try:
             call_command("migrate", interactive=False, verbosity=0)
             login = self._ensure_admin()
+            self._new_world()
         except DatabaseError as exc:
             listener.close()
             detail = " ".join(str(exc).split())
@@ -149,6 +150,25 @@ class Command(BaseCommand):
         sock.listen(128)
         sock.set_inheritable(True)
         return sock
+
+    def _new_world(self) -> None:
+        """A demo start is a new simulated world with the old one's names: on the demo's own database the
+        old world's ledger, samples and kept decisions go, so no figure, card or chart mixes the two
+        (docs/dashboard.md "Demo scene"). A database DATABASE_URL names is a deployment's: kept, and said."""
+        if not _is_demo_database():
+            self.stdout.write(
+                "the ledger and history of this database are kept (not the demo's own database)"
+            )
+            return
+        from gangweb.api.v1 import store
+        from gangweb.dashboard.models import GpuSample, IdleSample
+        from scheduler.preemption.models import BrokenGang, LedgerEntry, PreemptionRequest
+
+        # The ledger is append-only for the pipeline; a world that is gone takes its whole ledger with it.
+        for model in (PreemptionRequest, LedgerEntry, BrokenGang, GpuSample, IdleSample):
+            model.objects.all().delete()
+        store.DECISIONS.clear()
+        store.USAGE.clear()
 
     def _ensure_admin(self) -> str:
         """Create (or reset from GANGWEB_ADMIN_PASSWORD) the demo's admin; what to print as the login.

@@ -25,13 +25,16 @@
     return m < 60 ? `${m}m` : `${Math.floor(m / 60)}h ${m % 60}m`;
   }
 
-  // gangweb's verdict on a gang (v1's `verdict`): "#12 infeasible, next try 08:29: <reason>". Only a
-  // failed or infeasible request is retried; after any other the retry time is only when another may open.
-  function verdictText(v) {
+  // gangweb's verdict on a gang (v1's `verdict`): "#12 infeasible, next try 08:29". Only a failed or
+  // infeasible request is retried, and only a time still ahead is a next try. Why the gang waits is said
+  // once, by the page's own "why it waits" (the request's words are on its decision view); a gang that
+  // runs now is not called infeasible: its last request is history.
+  function verdictText(v, gangState) {
     if (!v) return "no request";
+    if (gangState === "running") return `last request #${v.request} ${words.state(v.state)}, running now`;
     const retried = v.state === "infeasible" || v.state === "failed";
-    const next = retried && v.retryAt ? `, next try ${clock(v.retryAt)}` : "";
-    return `#${v.request} ${words.state(v.state)}${next}${v.reason ? ": " + v.reason : ""}`;
+    const next = retried && words.ahead(v.retryAt) ? `, next try ${clock(v.retryAt)}` : "";
+    return `#${v.request} ${words.state(v.state)}${next}`;
   }
 
   // A plan's optimality (docs/design.md "gang plan"): "proven" when the exact search proved no cheaper
@@ -102,6 +105,16 @@
     const err = new Error(text);
     err.status = answer.status;
     return err;
+  }
+
+  // The decision view of a preemption request (/requests/<id>/).
+  function requestUrl(id) {
+    return urls.requestPage.replace("ID", encodeURIComponent(id));
+  }
+  function requestLink(id, text) {
+    const a = el("a", "request-link", text || `#${id}`);
+    a.href = requestUrl(id);
+    return a;
   }
 
   function gangUrl(namespace, name) {
@@ -288,7 +301,7 @@
 
   window.gangweb = {
     urls, $, el, plural, duration, clock, when: words.when, timesIn: words.timesIn, state: words.state, gangState: words.gangState,
-    words, chartHooks, victimList, optimalityMark, verdictText, getJSON, postForm, csvLink, gangUrl, nodeUrl, gangColour, GANG_STATE_COLOURS: Object.keys(STATE_HUES), live,
+    words, chartHooks, victimList, optimalityMark, verdictText, getJSON, postForm, csvLink, gangUrl, nodeUrl, requestUrl, requestLink, gangColour, GANG_STATE_COLOURS: Object.keys(STATE_HUES), live,
     showApprovals, formToURL, urlToForm, onTheme: (f) => themeListeners.push(f),
   };
   window.gangwebUpdates = 0;

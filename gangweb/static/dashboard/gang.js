@@ -16,6 +16,7 @@
   }
 
   const canOperate = root.dataset.canOperate === "true";
+  const OWN_CONDITION = "gangweb.io/Preemption"; // scheduler/cluster.py PREEMPTION_CONDITION
   // The server's word on whether the cluster has the gang: a gone one is not asked for (no 404).
   let present = root.dataset.present === "true";
 
@@ -85,7 +86,7 @@
     add("nodes", r.nodes.join(", ") || "none");
     if (r.nominatedNodes.length) add("nominated", r.nominatedNodes.join(", "));
     const v = r.verdict;
-    add("gangweb", v ? `request ${g.verdictText(v)}` : "no request");
+    add("gangweb", v ? [`${r.state === "running" ? "" : "request "}${g.verdictText(v, r.state)} · `, g.requestLink(v.request, "why")] : "no request");
     const body = $("members");
     body.replaceChildren();
     for (const p of r.members) {
@@ -93,9 +94,13 @@
       tr.append(el("td", "", p.name), el("td", "", p.node || "pending"), el("td", "", p.deleting ? `${p.phase} (deleting)` : p.phase));
       body.append(tr);
     }
-    list("conditions", folded(r.conditions), (c) => `${c.text}${c.count > 1 ? ` (× ${c.count})` : ""}`);
+    // gangweb's own condition restates its request, which the verdict above says from the ledger (the
+    // cluster's copy lags it: "Evicting" beside "succeeded"); the page says it once, from the ledger.
+    const theirs = r.conditions.filter((c) => c.type !== OWN_CONDITION);
+    list("conditions", folded(theirs), (c) => `${c.text}${c.count > 1 ? ` (× ${c.count})` : ""}`);
     await preemptorList(r.asPreemptor);
-    list("as-victim", r.preemptedBy, (x) => [g.when(x.at), ` for ${x.otherNamespace ? "a gang of another namespace" : `${x.namespace}/${x.name}`}: evicted ${g.plural(x.evictedPods, "pod")} of ${x.pods} (${g.plural(x.gpus, "GPU")}), request #${x.request} ${g.state(x.state)}`]);
+    // another namespace's request is not the reader's to open: its number only
+    list("as-victim", r.preemptedBy, (x) => [g.when(x.at), ` for ${x.otherNamespace ? "a gang of another namespace" : `${x.namespace}/${x.name}`}: evicted ${g.plural(x.evictedPods, "pod")} of ${x.pods} (${g.plural(x.gpus, "GPU")}), request `, x.otherNamespace ? `#${x.request}` : g.requestLink(x.request), ` ${g.state(x.state)}`]);
     list("decisions", grouped(r.decisions), (x) => `${x.webhook} ${x.outcome} ×${x.count}${x.reason ? ": " + x.reason : ""}`);
     showApproval(v);
   }
@@ -112,7 +117,7 @@
     const ul = $("as-preemptor");
     ul.replaceChildren();
     for (const x of requests) {
-      const li = el("li", "", [`#${x.id} ${g.state(x.state)} `, g.when(x.createdAt), ...(x.reason ? [": ", ...g.timesIn(x.reason)] : [])]);
+      const li = el("li", "", [g.requestLink(x.id), ` ${g.state(x.state)} `, g.when(x.createdAt), ...(x.reason ? [": ", ...g.timesIn(x.reason)] : [])]);
       if (x.traceId) li.append(" ", el("code", "trace", `trace ${x.traceId}`));
       if (victims.has(x.id)) li.append(" ", g.optimalityMark(victims.get(x.id).optimality), g.victimList(victims.get(x.id).victims));
       ul.append(li);
@@ -160,20 +165,20 @@
     }
     load();
   }
-  // What the plan evicts, read from the API (names of namespaces the reader does not see are hidden).
+  // What the plan evicts, read from the request's decision (docs/design.md "Decision view"): each victim
+  // with its tier, pods, GPUs, how long it ran and the work it loses; another team's without its name.
   function evictionText(request) {
-    const plan = (request.plans || []).filter((p) => p.feasible).pop();
-    const rows = plan ? plan.podEvictions || [] : [];
-    if (!rows.length) return `Request #${request.id} has no eviction planned.`;
-    const gpus = rows.reduce((n, r) => n + (r.gpus || 0), 0);
-    const named = rows.filter((r) => r.pod).map((r) => `${r.pod} on ${r.node} (${g.plural(r.gpus, "GPU")})`);
-    const hidden = rows.length - named.length;
-    const others = hidden ? `${named.length ? "; and " : ""}${g.plural(hidden, "pod")} of other namespaces` : "";
-    return `Approving request #${request.id} evicts ${g.plural(rows.length, "pod")} (${g.plural(gpus, "GPU")}): ${named.join(", ")}${others}. Evictions cannot be undone.`;
+    const victims = request.decision.victims;
+    if (!victims.length) return `Request #${request.id} has no eviction planned.`;
+    const pods = victims.reduce((n, v) => n + v.podCount, 0);
+    const gpus = victims.reduce((n, v) => n + v.gpus, 0);
+    const lost = victims.reduce((n, v) => n + (v.lostGpuSeconds || 0), 0);
+    return `Approving request #${request.id} evicts ${g.plural(pods, "pod")} (${g.plural(gpus, "GPU")}, ${g.words.gpuHours(lost)} of work lost): ${victims.map(g.words.victimFacts).join("; ")}. ${g.words.ruleLine(request.decision.rule)} Evictions cannot be undone.`;
   }
   $("approve").addEventListener("click", async () => {
     const request = await g.getJSON(g.urls.request.replace("ID", waiting.request));
     $("confirm-text").textContent = evictionText(request);
+    $("confirm-decision").href = g.requestUrl(request.id);
     $("confirm").showModal();
   });
   $("confirm").addEventListener("close", () => {

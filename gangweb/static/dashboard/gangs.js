@@ -53,7 +53,7 @@
       cell(tr, "Placed / min", `${r.placedPods} / ${r.minCount} of ${g.plural(r.pods, "pod")}, ${g.plural(r.gpus, "GPU")}`);
       cell(tr, "Waiting", r.state === "running" ? "" : g.duration(r.waitingSeconds));
       cell(tr, "Why it waits", r.state === "running" ? "" : r.reason).className = "reason-cell";
-      cell(tr, "gangweb", g.verdictText(r.verdict)).className = "reason-cell";
+      cell(tr, "gangweb", g.verdictText(r.verdict, r.state)).className = "reason-cell";
       body.append(tr);
     }
   }

@@ -3,7 +3,6 @@
   "use strict";
   const g = window.gangweb;
   const { $, el, plural } = g;
-  const MAX_ACTIVITY = 60;
 
   const map = new GpuMap($("gpu-map"), { onView: showZoom });
   window.gangwebMap = map;
@@ -239,36 +238,9 @@
     new ResizeObserver(() => chart.setSize({ width: Math.max(240, box.clientWidth), height: 200 })).observe(box);
   }
 
-  // --- activity -----------------------------------------------------------------------------------
+  // --- activity: feed.js -------------------------------------------------------------------------
 
-  function describe(m) {
-    const p = m.payload || {};
-    switch (m.type) {
-      case "request.opened": return `${p.podGroup} waits: gangweb opened request #${p.request}`;
-      case "plan.created": return `plan for ${p.podGroup}: ${p.reason || g.state(p.state)}`;
-      case "eviction": return p.state === "evicted" ? `evicted ${p.pod} for ${p.podGroup}` : null;
-      case "gang.placed": return `${p.podGroup} placed: its pods were bound`;
-      case "request.finished": return `request #${p.request} for ${p.podGroup} ${g.state(p.state)}${p.reason ? ": " + p.reason : ""}`;
-      case "request.failed": return `request #${p.request} for ${p.podGroup} failed: ${p.reason}`;
-      case "observed.preemption": return `kube-scheduler preempted for ${p.podGroup}`;
-      case "cluster.gang-submitted": return `${p.podGroup} submitted (${plural(p.gpus, "GPU")}, ${p.priorityClass})`;
-      case "cluster.gang-bound": return `${p.podGroup} bound`;
-      case "cluster.pod-evicted": return `${p.pod} evicted from ${p.node}`;
-      case "cluster.gang-restarted": return `${p.podGroup} restarted (attempt ${p.attempt})`;
-      case "cluster.gang-abandoned": return `${p.podGroup} gave up waiting`;
-      case "cluster.event": return `${p.reason}: ${p.message}`;
-      default: return null;
-    }
-  }
-
-  function addActivity(m) {
-    const text = describe(m);
-    if (!text) return;
-    const li = el("li", m.type.replace(/\W/g, "-"));
-    li.append(g.when(m.at), el("span", "", " " + text));
-    $("activity").prepend(li);
-    while ($("activity").children.length > MAX_ACTIVITY) $("activity").lastChild.remove();
-  }
+  const addActivity = (m) => window.gangwebFeed.add(m);
 
   let refreshSoon = null;
   function onLedger(m) {

@@ -48,12 +48,14 @@
       const a = el("a", "gang-link", c.podGroup);
       a.href = g.gangUrl(c.namespace, c.name);
       h.append(a);
-      const next = c.retryAt ? [", next try ", g.when(c.retryAt)] : [];
+      const next = g.words.ahead(c.retryAt) ? [", next try ", g.when(c.retryAt)] : [];
       const summary = [`${g.plural(c.requests, "request")}, ${c.executed} executed · now ${g.state(c.state)}`, ...next];
       card.append(h, el("div", "hint", summary));
       const runs = el("ol", "runs");
       for (const run of c.runs.slice(0, 8)) {
         const li = el("li", run.executed ? "executed" : "", runText(run));
+        // each run opens the decision view of its latest request (/requests/<id>/)
+        li.append(" ", g.requestLink(run.lastRequest, `decision #${run.lastRequest}`));
         if (run.executed && run.plan) li.append(g.victimList(run.plan.victims));
         runs.append(li);
       }

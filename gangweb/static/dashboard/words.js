@@ -71,6 +71,69 @@
   }
 
   window.gangwebWords = { plural, state, gangState, clock, utc, when, timesIn, axisTimes };
+
+  // --- the decision view (/requests/<id>/) and what links to it --------------------------------------
+  const W = window.gangwebWords;
+
+  // A timeline step of a request, as a reader says it.
+  const STEPS = { detected: "waiting gang detected", planned: "plan made", decided: "decided", evicting: "evictions started", evicted: "victims evicted", placed: "room made: the gang is placed" };
+  W.step = (s) => STEPS[s] || state(s);
+
+  // A tier: the priority class and its number ("batch (10)"), or the number alone.
+  W.tier = (priorityClass, priority) => (priority === null || priority === undefined ? "unknown" : priorityClass ? `${priorityClass} (${Number(priority).toLocaleString()})` : `priority ${Number(priority).toLocaleString()}`);
+
+  // How long something ran, in words ("3h 12m", "2 days 4h").
+  W.span = (seconds) => {
+    if (seconds === null || seconds === undefined) return "unknown";
+    const s = Math.max(0, Math.round(seconds));
+    if (s < 60) return plural(s, "second");
+    const m = Math.floor(s / 60);
+    if (m < 60) return plural(m, "minute");
+    const h = Math.floor(m / 60);
+    if (h < 48) return `${h}h ${m % 60}m`;
+    return `${plural(Math.floor(h / 24), "day")} ${h % 24}h`;
+  };
+
+  // GPU-seconds as GPU-hours, one decimal ("1.5 GPU-hours", "1 GPU-hour").
+  W.gpuHours = (seconds) => {
+    if (seconds === null || seconds === undefined) return "unknown";
+    const h = Math.round((seconds / 3600) * 10) / 10;
+    return `${h.toLocaleString()} GPU-${h === 1 ? "hour" : "hours"}`;
+  };
+
+  // A victim unit: its name where the reader sees its namespace, else "a gang of another team".
+  W.victimName = (v) => (v.otherNamespace || !v.namespace ? `a ${v.kind === "Pod" ? "pod" : "gang"} of another team` : `${v.namespace}/${v.name}`);
+
+  // One victim in one line, for the approval dialog: tier, pods, GPUs, how long it ran, the work it loses.
+  W.victimFacts = (v) => `${W.victimName(v)}: ${W.tier(v.priorityClass, v.priority)}, ${plural(v.podCount, "pod")}, ${plural(v.gpus, "GPU")}, ran ${W.span(v.runningSeconds)}, loses ${W.gpuHours(v.lostGpuSeconds)}`;
+
+  // The rule that allowed a preemption, in one sentence.
+  W.rule = (rule, victims) => {
+    if (!victims.length) return rule.outcome === "fits" ? "Nothing had to be evicted: the gang fits as the cluster is." : "No victim was chosen.";
+    const mine = W.tier(null, rule.preemptorPriority);
+    const top = W.tier(null, rule.highestVictimPriority);
+    const lower = rule.lowerPriorityOnly ? "every victim ranks lower, so gangweb may evict them" : "a victim does not rank lower";
+    return `The gang's ${mine} is above its victims' highest, ${top}: ${lower}. Of the plans that place the whole gang, gangweb takes the one that breaks the fewest disruption budgets, then evicts the lowest priorities, then the fewest gangs and pods, then loses the least work.`;
+  };
+  // The rule in one line, for the approval dialog.
+  W.ruleLine = (rule) => (rule.lowerPriorityOnly ? `Every victim ranks below the gang's ${W.tier(null, rule.preemptorPriority)}.` : rule.lowerPriorityOnly === false ? `A victim does not rank below the gang's ${W.tier(null, rule.preemptorPriority)}.` : "");
+  W.optimality = (o) => (o === "proven" ? "proven the cheapest" : o ? `the heuristic's best (${String(o).replace(/^heuristic:/, "")})` : "not searched");
+
+  // A place a plan was tried ("rack rack-1", "anywhere in the cluster").
+  W.where = (a) => (a.domain ? `${a.topologyKey || "domain"} = ${a.domain}` : "anywhere in the cluster");
+
+  // The activity feed: a decision's state on its line, and the pause button.
+  const FEED_STATES = { opened: "request opened", planning: "planning", planned: "planned", executing: "evicting", succeeded: "room made", placed: "room made: placed", awaiting_approval: "waits for approval" };
+  W.feedState = (s) => FEED_STATES[s] || state(s);
+  W.feedPause = "Pause";
+  W.feedResume = (n) => (n ? `Resume (${plural(n, "update")} held)` : "Resume");
+
+  // A time still ahead of the browser's clock (a "next try" that has passed is no next try).
+  W.ahead = (t) => !!t && toDate(t).getTime() > Date.now();
+
+  // The cascade notice of a decision.
+  W.cascadeBy = (c) => `Cascade: this gang had just been evicted by request #${c.request} (${c.otherNamespace || !c.namespace ? "a gang of another team" : `${c.namespace}/${c.name}`}) and at once evicted others.`;
+  W.cascadeCaused = (list) => `Cascade: ${plural(list.length, "victim")} of this request at once evicted others: ${list.map((c) => `#${c.request} (${plural(c.evictedPods, "pod")})`).join(", ")}.`;
 })();
 
 // The node page's and the map's controls' words (node.js, map-controls.js).

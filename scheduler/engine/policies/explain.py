@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from scheduler.words import plural
 
+from ..contract import NO_VICTIM_PRIORITY
 from ..evaluation import Candidate, Problem
+
+MAX_ALTERNATIVES = 3  # the cheapest other plans kept beside the chosen one
 
 
 def _where(problem: Problem, candidate: Candidate) -> str:
@@ -36,12 +41,57 @@ def describe_choice(problem: Problem, candidate: Candidate, how: str) -> str:
 
 
 def describe_infeasible(problem: Problem, most_placed: int) -> str:
+    """Why no plan places the gang, in words a gang's owner reads (no label syntax, no counts of zero)."""
     gang = problem.gang
-    need = f"minCount {gang.min_count}" if gang.is_gang else "at least one pod"
-    running = f" besides {len(gang.running)} running" if gang.running else ""
-    key = gang.group.topology_key
-    where = f" in any one {key} value" if key else ""
-    return (
-        f"even with all {plural(problem.eligible_count, 'lower-priority victim unit')} evicted only {most_placed} "
-        f"of {plural(len(gang.pending), 'pending pod')} fit{where}{running}, short of {need}"
+    need = (
+        f"needs {gang.min_count} together (minCount {gang.min_count})"
+        if gang.is_gang
+        else "needs at least one"
     )
+    running = f" beside its {plural(len(gang.running), 'running pod')}" if gang.running else ""
+    key = gang.group.topology_key
+    where = f"in any one {key.rsplit('/', 1)[-1]} (label {key})" if key else "in the cluster"
+    eligible = problem.eligible_count
+    if eligible > 1:
+        evicted = f"even if all {eligible} lower-priority gangs and pods were evicted"
+    elif eligible:
+        evicted = "even if the one lower-priority gang or pod were evicted"
+    else:
+        evicted = "and nothing of lower priority could be evicted"
+    fit = f"only {most_placed}" if most_placed else "none"
+    return (
+        f"not enough room {evicted}: {fit} of its {plural(len(gang.pending), 'waiting pod')} would fit "
+        f"{where}{running}, and it {need}"
+    )
+
+
+def alternatives(problem: Problem, chosen: Candidate, tried: list[Candidate]) -> list[dict[str, Any]]:
+    """The cheapest plans tried besides the chosen one, one per domain, with their cost (camelCase like
+    the contract): what an operator compares the choice with."""
+    seen = {chosen.domain.name}
+    out = []
+    for candidate in sorted(tried, key=Candidate.rank):
+        if candidate is chosen or candidate.domain.name in seen:
+            continue
+        seen.add(candidate.domain.name)
+        cost = candidate.cost
+        out.append(
+            {
+                "domain": candidate.domain.name,
+                "topologyKey": problem.gang.group.topology_key,
+                "how": candidate.how,
+                "placedPods": candidate.placed,
+                "victimUnits": len(candidate.victims),
+                "evictedPods": cost.evicted_pods,
+                "highestVictimPriority": (
+                    None
+                    if cost.highest_victim_priority == NO_VICTIM_PRIORITY
+                    else cost.highest_victim_priority
+                ),
+                "pdbViolations": cost.pdb_violations,
+                "lostGpuSeconds": round(cost.lost_gpu_seconds, 3),
+            }
+        )
+        if len(out) == MAX_ALTERNATIVES:
+            break
+    return out

@@ -97,8 +97,10 @@ def record_plan(
     planning_seconds: float = 0.0,
     planned_by: str = "single",
     source: str = PlanSource.ENGINE,
+    decision: dict[str, Any] | None = None,
 ) -> Plan:
-    """Store an engine plan (``gang plan`` JSON) and its evictions; planning -> planned | infeasible."""
+    """Store an engine plan (``gang plan`` JSON) and its evictions; planning -> planned | infeasible.
+    ``decision`` (``planning.decision_facts``) is kept in the ``plan.created`` entry for the decision view."""
     with transaction.atomic():
         request = lock_request(request_id)
         stored = Plan.objects.create(
@@ -151,7 +153,7 @@ def record_plan(
                 f"{stored.reason}",
                 request=request,
                 plan=stored,
-                data={"plan": stored.as_gang_plan(), "plannedBy": planned_by},
+                data={"plan": stored.as_gang_plan(), "plannedBy": planned_by, "decision": decision or {}},
             )
         payload = {**request_payload(request), "plan": stored.pk, "source": source, **stored.as_gang_plan()}
         publish("plan.created", payload)

@@ -47,7 +47,12 @@ def make_request(published, settings):
         ledger.begin_planning(request.pk)
         result = planning.compute(cluster.snapshot_objects(), request.podgroup, request.policy)
         stored = ledger.record_plan(
-            request.pk, result.plan, cost=result.cost, pods=result.pods, planning_seconds=result.seconds
+            request.pk,
+            result.plan,
+            cost=result.cost,
+            pods=result.pods,
+            planning_seconds=result.seconds,
+            decision=result.decision,
         )
         if refuse:
             cluster.dry_run_answers[sorted(result.plan["evictions"])[-1]] = 429

@@ -24,7 +24,7 @@ from ...evaluation import Candidate, Problem
 from ...outcomes import Outcome
 from ...preemptor import Domain
 from ..base import PreemptionPolicy
-from ..explain import describe_choice, describe_infeasible
+from ..explain import alternatives, describe_choice, describe_infeasible
 from ..kep5710 import kep5710_candidate
 from .candidates import improve
 from .domainrank import rank_domains
@@ -66,7 +66,13 @@ class GangwebPolicy(PreemptionPolicy):
                 f"highest priority {heuristic.cost.highest_victim_priority}, "
                 f"{plural(heuristic.cost.pdb_violations, 'PDB violation')}): {how}"
             )
-        plan = problem.plan(self.name, True, describe_choice(problem, best, how), best)
+        plan = problem.plan(
+            self.name,
+            True,
+            describe_choice(problem, best, how),
+            best,
+            alternatives=alternatives(problem, best, [heuristic, *workable]),
+        )
         plan.searched = optimality
         return plan
 

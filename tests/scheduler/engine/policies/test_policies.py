@@ -344,12 +344,46 @@ def test_details_carry_what_the_contract_leaves_out():
             "kind": "Pod",
             "namespace": "default",
             "name": "low",
+            "priority": 1,
+            "priorityClass": None,
+            "pods": 1,
             "gpus": 8,
+            "runningSeconds": 86400,
             "lostGpuSeconds": 8 * 86400,
             "pdbViolations": 0,
         }
     ]
     assert details["placedPods"] == details["pendingPods"] == 1
+    assert details["preemptorPriority"] == 100
+
+
+def test_the_cheapest_plans_not_chosen_are_kept_with_their_cost():
+    """An operator compares the choice with what else was possible: one plan per other rack."""
+    snap = parse_snapshot(
+        [
+            node("a", labels={"rack": "r1"}),
+            node("b", labels={"rack": "r2"}),
+            pod("cheap", node="a", gpus=8, priority=1, start="2026-06-30T12:00:00Z"),
+            pod("dear", node="b", gpus=8, priority=1, start="2026-06-30T00:00:00Z"),
+            pod("clock", node="a", gpus=0, priority=1000, start="2026-07-01T00:00:00Z"),
+        ]
+        + _preemptor(topology="rack")
+    )
+    result = plan(snap, "default/hi")
+    assert [v.name for v in result.victims] == ["cheap"]
+    assert result.stats["alternatives"] == [
+        {
+            "domain": "r2",
+            "topologyKey": "rack",
+            "how": result.stats["alternatives"][0]["how"],
+            "placedPods": 1,
+            "victimUnits": 1,
+            "evictedPods": 1,
+            "highestVictimPriority": 1,
+            "pdbViolations": 0,
+            "lostGpuSeconds": 8 * 86400,
+        }
+    ]
 
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
@@ -503,3 +537,21 @@ def test_an_infeasible_plan_without_a_why_is_an_engine_bug():
     for why in ("no-room", "infeasible:no-room", Outcome.UNKNOWN, Outcome.FITS):
         with pytest.raises(ValueError, match="needs one of"):
             Problem(snap, Preemptor(snap, "default/hi")).plan("gangweb", False, "no reason given", why=why)
+
+
+def test_an_infeasible_plan_says_why_in_words_not_label_syntax():
+    """Issue 31 item 5: no "only 0 of 4 pending pods fit in any one topology.gangweb.io/rack value"."""
+    key = "topology.gangweb.io/rack"
+    snap = parse_snapshot(
+        [
+            node("a", labels={key: "r1"}),
+            node("b", labels={key: "r2"}),
+            pod("low", node="a", gpus=8, priority=1),
+        ]
+        + _preemptor(count=4, topology=key)
+    )
+    reason = plan(snap, "default/hi").reason
+    assert reason == (
+        "not enough room even if the one lower-priority gang or pod were evicted: none of its 4 waiting pods "
+        f"would fit in any one rack (label {key}), and it needs 4 together (minCount 4)"
+    ), reason

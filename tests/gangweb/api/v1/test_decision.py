@@ -1,0 +1,88 @@
+"""``GET /api/v1/requests/{id}/``'s decision: the preemptor and its victims (another team's without their
+names, with their tier, GPUs, running time and lost work), the rule that allowed it, the plans not chosen,
+the timeline and the ledger entries, and a cascade flagged from both of its ends."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from scheduler.preemption.models import Plan, PreemptionRequest, RequestState
+from tests.gangweb.api.v1.conftest import HIDDEN
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def detail(client, request_id: int, reader: dict) -> dict:
+    answer = client.get(reverse("api:v1:request-detail", kwargs={"pk": request_id}), **reader)
+    assert answer.status_code == 200, answer.content
+    return answer.json()
+
+
+def test_a_team_reader_judges_a_decision_on_another_teams_victims_without_their_names(
+    client, world, admin, a_viewer
+):
+    request = world.requests["team-a"]
+    mine = detail(client, request.pk, a_viewer)
+    decision = mine["decision"]
+    assert decision["preemptor"]["podGroup"] == "team-a/train"
+    assert decision["preemptor"]["priority"] == 100
+    rule = decision["rule"]
+    assert (rule["preemptorPriority"], rule["highestVictimPriority"], rule["lowerPriorityOnly"]) == (
+        100,
+        10,
+        True,
+    )
+    [victim] = decision["victims"]
+    assert victim["namespace"] is None and victim["name"] is None and victim["otherNamespace"] is True
+    assert (victim["kind"], victim["priority"], victim["podCount"], victim["gpus"]) == ("PodGroup", 10, 2, 16)
+    assert victim["runningSeconds"] > 0 and victim["lostGpuSeconds"] == pytest.approx(
+        16 * victim["runningSeconds"]
+    )
+    assert victim["evictedPods"] == 2 and victim["evictions"] == {"evicted": 2}
+    assert [s["step"] for s in decision["timeline"]] == [
+        "detected",
+        "planned",
+        "evicting",
+        "evicted",
+        "placed",
+    ]
+    assert decision["timeline"][0]["detail"] == "test: pending for 45s"
+    kinds = [e["kind"] for e in decision["ledger"]]
+    assert kinds[0] == "request.opened" and "plan.created" in kinds and kinds[-1] == "request.succeeded"
+    text = str(mine)
+    assert not any(word in text for word in HIDDEN), text
+    # the admin reads the same decision with the victims named
+    [named] = detail(client, request.pk, admin)["decision"]["victims"]
+    assert (named["namespace"], named["name"]) == ("batch", "low")
+    assert {k: v for k, v in named.items() if k not in ("namespace", "name")} == {
+        k: v for k, v in victim.items() if k not in ("namespace", "name", "otherNamespace")
+    }
+
+
+def test_a_victim_that_at_once_evicts_others_is_flagged_a_cascade_from_both_ends(client, world, admin):
+    first = world.requests["team-a"]  # evicted batch/low
+    now = timezone.now()
+    second = PreemptionRequest.objects.create(
+        namespace="batch",
+        name="low",
+        state=RequestState.SUCCEEDED,
+        execution_started_at=now,
+        finished_at=now,
+    )
+    Plan.objects.create(request=second, policy="gangweb", feasible=True, outcome="preempt", evicted_pods=6)
+    cascade = detail(client, first.pk, admin)["decision"]["cascade"]
+    assert [(c["request"], c["namespace"], c["name"], c["evictedPods"]) for c in cascade["caused"]] == [
+        (second.pk, "batch", "low", 6)
+    ]
+    assert cascade["causedBy"] is None
+    back = detail(client, second.pk, admin)["decision"]["cascade"]
+    assert back["causedBy"]["request"] == first.pk and back["caused"] == []
+
+
+def test_a_request_of_another_team_is_not_found(client, world, a_viewer):
+    answer = client.get(
+        reverse("api:v1:request-detail", kwargs={"pk": world.requests["team-b"].pk}), **a_viewer
+    )
+    assert answer.status_code == 404
