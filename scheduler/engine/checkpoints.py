@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 
 CHECKPOINT_ANNOTATION = "gangweb.io/last-checkpoint"
@@ -81,6 +82,24 @@ def lost_gpu_seconds(gpus: float, started: Moment | None, checkpoint: Moment | N
     if checkpoint is not None:
         since = max(since, _seconds(checkpoint))
     return float(gpus) * max(_seconds(now) - since, 0.0)
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """How often a workload that reports no checkpoint is assumed to save, in seconds of its run: its
+    namespace's interval, else the default (0: never, so it loses everything since it started)."""
+
+    default: float = 0.0
+    namespaces: Mapping[str, float] = field(default_factory=dict)
+
+    def of(self, namespace: str) -> float:
+        return self.namespaces.get(namespace, self.default)
+
+    def __bool__(self) -> bool:
+        return self.default > 0 or any(v > 0 for v in self.namespaces.values())
+
+
+NO_INTERVALS = Intervals()
 
 
 def _seconds(moment: Moment) -> float:
