@@ -148,13 +148,14 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def parse_snapshot(objects: Iterable[Any]) -> Snapshot:
-    """Build a ``Snapshot`` from raw object dicts (lists are flattened), the collector paused."""
+def parse_snapshot(objects: Iterable[Any], intervals: Intervals = NO_INTERVALS) -> Snapshot:
+    """Build a ``Snapshot`` from raw object dicts (lists are flattened), the collector paused; workloads
+    that report no checkpoint are assumed to save at ``intervals`` (``with_lost_work``)."""
     with collector_paused():
-        return _parse(objects)
+        return _parse(objects, intervals)
 
 
-def _parse(objects: Iterable[Any]) -> Snapshot:
+def _parse(objects: Iterable[Any], intervals: Intervals = NO_INTERVALS) -> Snapshot:
     parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
     for position, obj in enumerate(_flatten(objects)):
         if not isinstance(obj, dict):
@@ -179,7 +180,7 @@ def _parse(objects: Iterable[Any]) -> Snapshot:
         if key in parsed[kind]:
             raise SnapshotError(f"{kind} {key}: appears twice in the snapshot")
         parsed[kind][key] = item
-    return Snapshot(parsed)
+    return Snapshot(parsed, intervals)
 
 
 class Snapshot:
@@ -191,7 +192,8 @@ class Snapshot:
     allowance: Allowance | None = None
     _base: Snapshot | None = None  # the snapshot a ``with_lost_work`` copy shares its victim units with
 
-    def __init__(self, parsed: Mapping[str, Mapping[str, Any]]) -> None:
+    def __init__(self, parsed: Mapping[str, Mapping[str, Any]], intervals: Intervals = NO_INTERVALS) -> None:
+        self.intervals = intervals
         with collector_paused():  # however it is built: a parse, a LiveSnapshot's index, a local cut
             self._build(parsed)
 
