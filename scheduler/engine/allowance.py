@@ -17,8 +17,13 @@ if TYPE_CHECKING:
     from .contract import Victim
 
 
+NAMESPACE_POOL = "lost-work-budget"
+
+
 def namespace_pool(namespace: str) -> str:
-    return f"namespace {namespace}"
+    """``NAMESPACE/lost-work-budget``: shaped like an object key, so an answer for a reader who does not
+    see the namespace hides it like any other name (gangweb/api/v1/redact.py)."""
+    return f"{namespace}/{NAMESPACE_POOL}"
 
 
 def queue_pool(queue: str) -> str:
@@ -37,10 +42,9 @@ class Allowance:
     queue_of: Mapping[str, str] = field(default_factory=dict)
 
     def left(self, pool: str) -> float:
-        kind, _, name = pool.partition(" ")
-        if kind == "queue":
-            return self.queues[name]
-        left = self.namespaces.get(name, self.default)
+        if pool.startswith("queue "):
+            return self.queues[pool.removeprefix("queue ")]
+        left = self.namespaces.get(pool.removesuffix(f"/{NAMESPACE_POOL}"), self.default)
         assert left is not None, pool
         return left
 

@@ -138,7 +138,7 @@ def test_a_plan_that_would_overdraw_a_namespace_chooses_other_victims():
     guarded = snap.with_lost_work(allowance=Allowance(namespaces={"team-a": 0.0}))
     result = plan(guarded, "default/hi")
     assert result.feasible and [v.name for v in result.victims] == ["other"]
-    assert "within the lost-work budget" in result.reason and "namespace team-a" in result.reason
+    assert "within the lost-work budget" in result.reason and "team-a/lost-work-budget" in result.reason
 
 
 def test_a_gang_waits_when_every_plan_overdraws_and_its_verdict_says_so():
@@ -149,7 +149,7 @@ def test_a_gang_waits_when_every_plan_overdraws_and_its_verdict_says_so():
         assert result.to_dict()["outcome"] == "infeasible:lost-work-budget"
         assert "waits for the lost-work budget" in result.reason
         assert result.stats["lostWorkBudget"] == [
-            {"pool": "namespace team-a", "wantedGpuSeconds": 8 * HOUR, "leftGpuSeconds": 0.0}
+            {"pool": "team-a/lost-work-budget", "wantedGpuSeconds": 8 * HOUR, "leftGpuSeconds": 0.0}
         ]
 
 
@@ -163,7 +163,7 @@ def test_allowance_left_admits_one_unit_past_it_but_no_more():
     one = Allowance(default=1.0)
     big = [_victim("a", 8 * HOUR)]
     assert one.overdrawn(big) == {}  # one unit may go past what is left
-    assert set(one.overdrawn(big + [_victim("b", 1.0)])) == {"namespace team"}
+    assert set(one.overdrawn(big + [_victim("b", 1.0)])) == {"team/lost-work-budget"}
     assert Allowance(default=0.0).overdrawn(big) != {}
     assert Allowance(namespaces={"other": 0.0}).overdrawn(big) == {}  # no cap on this namespace
     queued = Allowance(queues={"q": 0.0}, queue_of={"team/a-0": "q"})

@@ -55,7 +55,7 @@ def test_a_gang_waits_when_its_plan_would_overdraw_the_namespace_budget(cluster,
     assert second_plan.evictions == []
     assert set(cluster.evictions_of("evict")) == {"batch/low-0", "batch/low-1"}  # the first plan's only
     assert "waits for the lost-work budget" in second_plan.reason
-    assert "namespace batch (16.00 GPU-h wanted, 4.00 left)" in second_plan.reason
+    assert "batch/lost-work-budget (16.00 GPU-h wanted, 4.00 left)" in second_plan.reason
 
 
 def test_a_namespace_override_and_a_silent_workload_s_assumed_interval(cluster, settings):
@@ -68,4 +68,4 @@ def test_a_namespace_override_and_a_silent_workload_s_assumed_interval(cluster, 
     assert first.state == RequestState.SUCCEEDED, first.reason
     assert first_plan.lost_gpu_seconds == 16 * 1200
     assert [v["lostGpuSeconds"] for v in first_plan.victims] == [16 * 1200]
-    assert lostwork.allowance().left("namespace batch") == 6 * 3600 - 16 * 1200
+    assert lostwork.allowance().left("batch/lost-work-budget") == 6 * 3600 - 16 * 1200
