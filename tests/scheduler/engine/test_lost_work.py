@@ -236,3 +236,14 @@ def test_the_lost_work_cap_is_never_exceeded_by_more_than_one_unit(case, policy)
         objects = kept
     for team, cap in caps.items():
         assert lost[team] <= cap + largest[team] + 1e-6, (team, lost[team], cap, largest[team])
+
+
+def test_a_watch_event_that_only_moves_the_checkpoint_reaches_the_live_snapshot():
+    from scheduler.engine.live import LiveSnapshot
+
+    objects = [node("a")] + gang("low", "a") + clock() + preemptor()
+    live = LiveSnapshot(objects)
+    assert victims_json(plan(live.snapshot(), "default/hi")) == {"low": 8 * HOUR}
+    saved = gang("low", "a", checkpoint="2026-07-01T00:45:00Z")[0]
+    assert live.apply("MODIFIED", saved)  # the engine's view changed: the index is built again
+    assert victims_json(plan(live.snapshot(), "default/hi")) == {"low": 8 * 900.0}
