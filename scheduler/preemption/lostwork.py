@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from scheduler.engine.allowance import Allowance
 from scheduler.engine.checkpoints import Intervals
-from scheduler.preemption.models import Eviction, EvictionState, Plan
 
 WINDOW = timedelta(hours=1)
 
@@ -31,6 +30,8 @@ def intervals() -> Intervals:
 
 def lost_by_namespace(since: datetime) -> dict[str, float]:
     """GPU-seconds each namespace's victim units lost to evictions requested since ``since``."""
+    from scheduler.preemption.models import Eviction, EvictionState, Plan  # local: gang plan reads no ledger
+
     units = set(
         Eviction.objects.filter(
             state__in=(EvictionState.EVICTING, EvictionState.EVICTED), requested_at__gte=since
