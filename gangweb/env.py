@@ -86,3 +86,31 @@ def env_namespace_map(name: str, allowed: tuple[str, ...]) -> dict[str, str]:
             )
         result[namespace] = value
     return result
+
+
+def env_namespace_numbers(name: str) -> dict[str, float]:
+    """``team-a=600,team-b=0`` per-namespace (or per-queue) numbers, each 0 or more."""
+    result: dict[str, float] = {}
+    for item in env_list(name, []):
+        key, sep, value = item.partition("=")
+        try:
+            number = float(value) if sep and key else -1.0
+        except ValueError:
+            number = -1.0
+        if number < 0 or number != number:
+            raise ImproperlyConfigured(
+                f"{name} entries look like 'team-a=4' with a number 0 or more, got {item!r}"
+            )
+        result[key] = number
+    return result
+
+
+def env_optional_float(name: str) -> float | None:
+    """A number 0 or more, or None when unset or empty."""
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return None
+    number = _number(name, 0.0, float, "a number")
+    if number < 0 or number != number:
+        raise ImproperlyConfigured(f"{name} must be a number 0 or more, got {value!r}")
+    return number

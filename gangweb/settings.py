@@ -23,7 +23,9 @@ from gangweb.env import (
     env_int,
     env_list,
     env_namespace_map,
+    env_namespace_numbers,
     env_networks,
+    env_optional_float,
 )
 from gangweb.offline import offline_command
 from scheduler.queues.managers import parse_allowed
@@ -289,6 +291,13 @@ except ValueError as exc:
     raise ImproperlyConfigured(f"GANGWEB_QUEUE_VICTIMS: {exc}") from None
 # Room gangweb freed stays reserved for its gang this long, while kube-scheduler binds it.
 GANGWEB_RESERVATION_SECONDS = env_int("GANGWEB_RESERVATION_SECONDS", 120)
+# Lost work (docs/engine.md "Lost work", docs/pipeline.md "The lost-work budget"): a workload that reports no
+# checkpoint is assumed to save every this many seconds of its run (0: never), per namespace too.
+GANGWEB_CHECKPOINT_INTERVAL_SECONDS = env_optional_float("GANGWEB_CHECKPOINT_INTERVAL_SECONDS") or 0.0
+GANGWEB_NAMESPACE_CHECKPOINT_INTERVALS = env_namespace_numbers("GANGWEB_NAMESPACE_CHECKPOINT_INTERVALS")
+# GPU-hours of work a namespace's victims may lose to preemption per rolling hour (unset: no cap).
+GANGWEB_LOST_WORK_BUDGET_GPU_HOURS = env_optional_float("GANGWEB_LOST_WORK_BUDGET_GPU_HOURS")
+GANGWEB_NAMESPACE_LOST_WORK_BUDGETS = env_namespace_numbers("GANGWEB_NAMESPACE_LOST_WORK_BUDGETS")
 # Celery workers serve their own /metrics here when set (see docs/pipeline.md, "Metrics").
 GANGWEB_WORKER_METRICS_PORT = env_int("GANGWEB_WORKER_METRICS_PORT", 0)
 # The web process serves its /metrics here when set, never on the dashboard's port (gangweb/metrics.py); 0 = off.

@@ -57,6 +57,7 @@ def pod(
     spec: dict[str, Any] | None = None,
     phase: str | None = None,
     deleting: bool = False,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     requests: dict[str, Any] = {"cpu": cpu, "memory": memory}
     if gpus:
@@ -77,6 +78,8 @@ def pod(
         "labels": dict(labels or {}),
         "uid": uid or f"uid-{namespace}-{name}",
     }
+    if annotations:
+        meta["annotations"] = dict(annotations)
     if created:
         meta["creationTimestamp"] = created
     if deleting:

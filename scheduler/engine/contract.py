@@ -68,6 +68,7 @@ class Victim:
             "name": self.name,
             "priority": self.priority,
             "pods": list(self.pods),
+            "lostGpuSeconds": self.lost_gpu_seconds,
         }
 
 

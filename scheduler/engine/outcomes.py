@@ -21,6 +21,7 @@ class Outcome(StrEnum):
     NEVER_PREEMPTS = "infeasible:never-preempts"  # does not fit, and its preemption policy is Never
     NO_VICTIMS = "infeasible:no-victims"  # does not fit, and no running pod has a lower priority
     NO_ROOM = "infeasible:no-room"  # even with the victims the policy may take, too few pods fit
+    LOST_WORK_BUDGET = "infeasible:lost-work-budget"  # every plan would overdraw a lost-work budget: it waits
     # Beside the engine: ``scheduler/queues/plans.py`` plans clear of the units a queue manager placed.
     QUEUE_OWNED = "infeasible:queue-owned"  # only units a queue manager placed would make room
     UNKNOWN = "infeasible:unknown"  # a plan built outside the engine without one; the engine never gives it

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .builders import node, pdb, pod, podgroup
+from .checkpoints import CHECKPOINT_ANNOTATION
 from .contract import PROVEN, Cost
 from .entry import plan
 from .evaluation import Problem
@@ -92,6 +93,21 @@ def small_cluster(rng: random.Random) -> list[dict[str, Any]]:
     )
     gpus = rng.choice((2, 4, 8))
     objects += [pod(f"hi-{i}", group="hi", gpus=gpus) for i in range(count)]
+    return _checkpointed(objects)
+
+
+def _checkpointed(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Half the victims' groups and bare pods report a last checkpoint, so the lost work the optimum weighs
+    is checkpoint-aware too. Drawn from the cluster itself, not from the study's generator: the clusters
+    are the ones the study always drew."""
+    marks = random.Random(repr([(o["kind"], o["metadata"]["name"]) for o in objects]))
+    for obj in objects:
+        name = obj["metadata"]["name"]
+        reports = (obj["kind"] == "PodGroup" and name != "hi") or name.startswith("bare")
+        if reports and marks.random() < 0.5:
+            obj["metadata"].setdefault("annotations", {})[CHECKPOINT_ANNOTATION] = (
+                f"2026-06-{marks.randint(1, 28):02d}T12:00:00Z"
+            )
     return objects
 
 

@@ -25,6 +25,8 @@ import numpy as np
 from scheduler.kinds import native_kind
 from scheduler.words import plural
 
+from .allowance import Allowance
+from .checkpoints import NO_INTERVALS, Intervals
 from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .errors import SnapshotError, object_label
 from .reading import read_snapshot, snapshot_documents
@@ -146,13 +148,14 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def parse_snapshot(objects: Iterable[Any]) -> Snapshot:
-    """Build a ``Snapshot`` from raw object dicts (lists are flattened), the collector paused."""
+def parse_snapshot(objects: Iterable[Any], intervals: Intervals = NO_INTERVALS) -> Snapshot:
+    """Build a ``Snapshot`` from raw object dicts (lists are flattened), the collector paused; workloads
+    that report no checkpoint are assumed to save at ``intervals`` (``with_lost_work``)."""
     with collector_paused():
-        return _parse(objects)
+        return _parse(objects, intervals)
 
 
-def _parse(objects: Iterable[Any]) -> Snapshot:
+def _parse(objects: Iterable[Any], intervals: Intervals = NO_INTERVALS) -> Snapshot:
     parsed: dict[str, dict[str, Any]] = {kind: {} for kind in _PARSERS}
     for position, obj in enumerate(_flatten(objects)):
         if not isinstance(obj, dict):
@@ -177,13 +180,20 @@ def _parse(objects: Iterable[Any]) -> Snapshot:
         if key in parsed[kind]:
             raise SnapshotError(f"{kind} {key}: appears twice in the snapshot")
         parsed[kind][key] = item
-    return Snapshot(parsed)
+    return Snapshot(parsed, intervals)
 
 
 class Snapshot:
     """Read-only, indexed cluster state. Node and pod indices are stable (sorted by name/key)."""
 
-    def __init__(self, parsed: Mapping[str, Mapping[str, Any]]) -> None:
+    # What victims lose (docs/engine.md "Lost work"): the assumed checkpoint intervals and, when the pipeline
+    # gives one, the lost-work budget left this hour. Set by ``with_lost_work``.
+    intervals: Intervals = NO_INTERVALS
+    allowance: Allowance | None = None
+    _base: Snapshot | None = None  # the snapshot a ``with_lost_work`` copy shares its victim units with
+
+    def __init__(self, parsed: Mapping[str, Mapping[str, Any]], intervals: Intervals = NO_INTERVALS) -> None:
+        self.intervals = intervals
         with collector_paused():  # however it is built: a parse, a LiveSnapshot's index, a local cut
             self._build(parsed)
 
@@ -358,6 +368,27 @@ class Snapshot:
         clone.cache = {}
         with collector_paused():
             clone.units = UnitIndex(clone)
+        return clone
+
+    def with_lost_work(
+        self, intervals: Intervals | None = None, allowance: Allowance | None = None
+    ) -> Snapshot:
+        """A copy whose victims' lost work assumes these checkpoint intervals for workloads that report
+        none, and whose plans stay within this lost-work budget (``entry.plan``). The victim units are
+        built again only when the intervals change what they lose."""
+        from .victims import UnitIndex  # local: victims imports this module's types
+
+        intervals = self.intervals if intervals is None else intervals
+        if intervals == self.intervals and allowance == self.allowance:
+            return self
+        clone = copy.copy(self)
+        clone.intervals, clone.allowance = intervals, allowance
+        if intervals != self.intervals:
+            clone.cache = {}
+            with collector_paused():
+                clone.units = UnitIndex(clone)
+        else:
+            clone._base = self  # the shared units refer to this snapshot weakly: it must outlive the copy
         return clone
 
     def gpus(self, vector_or_matrix: np.ndarray) -> Any:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .checkpoints import last_checkpoint
 from .resources import parse_resource_list, pod_requests
 from .selectors import (
     LabelSelector,
@@ -85,6 +86,12 @@ def timestamp_or_none(value: Any) -> float | None:
         return parse_time(value, "timestamp")
     except ValueError:
         return None
+
+
+def _checkpoint(annotations: Mapping[str, str]) -> float | None:
+    """The last checkpoint the object reports (``checkpoints.py``), seconds since the epoch."""
+    moment = last_checkpoint(annotations) if annotations else None
+    return moment.timestamp() if moment is not None else None
 
 
 def _preemption_policy(value: Any, where: str) -> str | None:
@@ -212,6 +219,7 @@ class Pod:
     __slots__ = (
         "active",
         "affinity_terms",
+        "checkpoint",
         "claim_refs",
         "claim_statuses",
         "created",
@@ -267,6 +275,7 @@ class Pod:
         self.tolerations = _tolerations(spec)
         self.host_ports = _host_ports(spec)
         self.start_time = parse_time(status.get("startTime"), "status.startTime")
+        self.checkpoint = _checkpoint(meta.annotations)
         self.claim_refs, self.claim_statuses = _claims(spec, status, "Pod")
 
     def placement_signature(self) -> tuple[object, ...]:
@@ -304,6 +313,7 @@ class Group:
     """A PodGroup or a CompositePodGroup (same fields that matter to preemption)."""
 
     __slots__ = (
+        "checkpoint",
         "claim_refs",
         "claim_statuses",
         "disruption",
@@ -360,6 +370,7 @@ class Group:
                 raise ValueError("spec.schedulingConstraints.topology[0].key: required")
             self.topology_key = first["key"]
         self.parent = _opt_str(spec.get("parentCompositePodGroupName"), "spec.parentCompositePodGroupName")
+        self.checkpoint = _checkpoint(meta.annotations)
         self.claim_refs, self.claim_statuses = _claims(spec, _map(obj.get("status"), "status"), kind)
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .backref import SnapshotRef
+from .checkpoints import assumed_checkpoint
 from .contract import NO_VICTIM_COST, NO_VICTIM_PRIORITY, Cost
 from .typed_objects import ALL
 
@@ -148,6 +149,7 @@ class UnitIndex:
             pairs[appearance] % max(n_nodes, 1),
             entry_req[appearance],
         )
+        self.pod_lost = np.zeros(n_pods, dtype=np.float64)  # per pod: GPU-seconds an eviction now loses
         if n_units:
             self._sums(units, flat, owner, sizes, e_owner, e_node, e_req)
         pod_owner = np.full(n_pods, -1, dtype=np.int64)
@@ -199,9 +201,12 @@ class UnitIndex:
         started = np.array(
             [np.inf if p.start_time is None else p.start_time for p in snap.pods], dtype=np.float64
         )
-        # GPU-seconds a pod has run (lost if it is evicted now); pods without a start time lose nothing.
+        # GPU-seconds a pod would lose if evicted now: since its start or its last checkpoint
+        # (checkpoints.lost_gpu_seconds); pods without a start time lose nothing.
         # bincount adds in row order, as a per-unit sum in pod order does: the very same floats.
-        lost = np.where(np.isfinite(started), gpu_per_pod * np.maximum(snap.now - started, 0.0), 0.0)
+        since = np.maximum(started, self._checkpoints(flat))
+        lost = np.where(np.isfinite(started), gpu_per_pod * np.maximum(snap.now - since, 0.0), 0.0)
+        self.pod_lost = lost
         gpu_seconds = np.bincount(owner, weights=lost[flat], minlength=len(units))
         earliest = np.minimum.reduceat(started[flat], firsts)
         uids = [pod.uid for pod in snap.pods]
@@ -221,6 +226,35 @@ class UnitIndex:
             a, b = e_bounds[u], e_bounds[u + 1]
             unit.node_req = dict(zip(nodes[a:b], rows[a:b]))
             unit.node_req_t = dict(zip(nodes[a:b], tuples[a:b]))
+
+    def _checkpoints(self, flat: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Per pod, its last checkpoint (-inf: none): the newest its pod and the groups above it report,
+        else the one its namespace's assumed interval gives (``checkpoints.assumed_checkpoint``)."""
+        snap = self.snapshot
+        out = np.full(len(snap.pods), -np.inf, dtype=np.float64)
+        intervals = snap.intervals
+        reported = any(p.checkpoint is not None for p in snap.pods) or any(
+            g.checkpoint is not None for groups in (snap.groups, snap.composites) for g in groups.values()
+        )
+        if not reported and not intervals:
+            return out  # the usual cluster: nobody reports, nothing assumed
+        by_group: dict[str, float | None] = {}
+        for p in flat.tolist():
+            pod = snap.pods[p]
+            newest = pod.checkpoint
+            group = snap.group_of(pod)
+            if group is not None:
+                if group.key not in by_group:
+                    times = [g.checkpoint for g in snap.ancestors(group) if g.checkpoint is not None]
+                    by_group[group.key] = max(times) if times else None
+                from_group = by_group[group.key]
+                if from_group is not None and (newest is None or from_group > newest):
+                    newest = from_group
+            if newest is None and intervals:
+                newest = assumed_checkpoint(pod.start_time, intervals.of(pod.namespace), snap.now)
+            if newest is not None:
+                out[p] = newest
+        return out
 
     def entries_on(self, nodes: np.ndarray) -> np.ndarray:
         """Indices of the (unit, node) entries on these nodes."""

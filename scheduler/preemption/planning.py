@@ -82,11 +82,18 @@ def current_view(cluster: Cluster, podgroup: str) -> View:
     if isinstance(cluster, WatchCache):
         live = cluster.live_snapshot()
         versions = cluster.resource_versions()  # before the snapshot: it holds at least these
-        snapshot = live.snapshot(reservation_overrides(cluster, podgroup))
+        snapshot = with_lost_work(live.snapshot(reservation_overrides(cluster, podgroup)))
         return View(snapshot, versions, queue_owners(cluster.cached_objects(), snapshot))
     objects = reserve_room(fresh_objects(cluster), podgroup)
-    snapshot = parse_snapshot(objects)
+    snapshot = with_lost_work(parse_snapshot(objects))
     return View(snapshot, owners=queue_owners(objects, snapshot))
+
+
+def with_lost_work(snapshot: Snapshot) -> Snapshot:
+    """The snapshot with the checkpoint intervals and the lost-work budget left this hour (lostwork.py)."""
+    from scheduler.preemption import lostwork
+
+    return snapshot.with_lost_work(lostwork.intervals(), lostwork.allowance())
 
 
 def queue_owners(objects: list[KubeObject], snapshot: Snapshot) -> dict[str, Any]:

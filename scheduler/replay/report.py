@@ -31,6 +31,8 @@ class ReplayConfig:
     seed: int = 1
     policies: tuple[str, ...] = POLICIES
     checkpoint_minutes: float = 30.0
+    notice_seconds: float = 0.0
+    lost_work_budget_gpu_hours: float | None = None
     background_load: float = 0.45
     gang_load: float = 0.55
 
@@ -69,6 +71,8 @@ def run_replay(
             policy,
             horizon=horizon,
             checkpoint_seconds=config.checkpoint_minutes * 60,
+            notice_seconds=config.notice_seconds,
+            lost_work_budget_gpu_hours=config.lost_work_budget_gpu_hours,
             progress=tick,
         )
         tallies[policy] = replay.run()
@@ -82,6 +86,8 @@ def run_replay(
         "gpus": workload.gpus,
         "seed": config.seed,
         "checkpointMinutes": config.checkpoint_minutes,
+        "noticeSeconds": config.notice_seconds,
+        "lostWorkBudgetGpuHours": config.lost_work_budget_gpu_hours,
         "backgroundLoad": config.background_load,
         "gangLoad": config.gang_load,
         "workload": {
@@ -95,6 +101,16 @@ def run_replay(
         "cpus": os.cpu_count(),
     }
     return ReplayResult(report, tallies)
+
+
+def notice_words(report: dict) -> str:
+    """The header's words for the notice and the lost-work budget, when either is on."""
+    words = ""
+    if report.get("noticeSeconds"):
+        words += f", notice {report['noticeSeconds']:g} s"
+    if report.get("lostWorkBudgetGpuHours") is not None:
+        words += f", lost-work budget {report['lostWorkBudgetGpuHours']:g} GPU-h/h per namespace"
+    return words
 
 
 def _pct(values: list[float], q: float, digits: int = 1) -> float | None:
@@ -162,7 +178,8 @@ def _fmt(value, digits: int = 0) -> str:
 def format_table(report: dict) -> str:
     head = (
         f"gang replay: {report['nodes']} nodes, {report['gpus']} GPUs, {report['hours']:g} h, seed {report['seed']}, "
-        f"checkpoint every {report['checkpointMinutes']:g} min; {report['workload']['gangsSubmitted']} gangs submitted "
+        f"checkpoint every {report['checkpointMinutes']:g} min"
+        f"{notice_words(report)}; {report['workload']['gangsSubmitted']} gangs submitted "
         f"({report['workload']['gangsAtStart']} running at the start), "
         f"{report['workload']['backgroundPodsSubmitted']:,} trace pods; {report['elapsedSeconds']:g} s on {report['cpus']} CPU(s)"
     )

@@ -20,8 +20,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scheduler.engine import plan as engine_plan
+from scheduler.engine.allowance import Allowance
+from scheduler.engine.checkpoints import Intervals
 from scheduler.replay.snapshot import SnapshotBuilder
-from scheduler.replay.state import Capacity, ReplayJob, ReplayNode, ReplayPod, saved_progress
+from scheduler.replay.state import (
+    Capacity,
+    ReplayJob,
+    ReplayNode,
+    ReplayPod,
+    notice_save_seconds,
+    saved_progress,
+)
 from scheduler.replay.workload import Workload
 from scheduler.simulation.binder import first_fit
 
@@ -33,7 +42,8 @@ BACKOFF_SECONDS = (60.0, 960.0)  # first and longest wait between two preemption
 
 FIRST_FIT_HEAD = 64
 
-ARRIVE, COMPLETE, RESTART, SAMPLE = 0, 1, 2, 3
+ARRIVE, COMPLETE, RESTART, SAMPLE, EVICT = 0, 1, 2, 3, 4
+LOST_WORK_WINDOW = 3600.0  # the lost-work budget's rolling hour
 
 
 @dataclass
@@ -74,11 +84,18 @@ class Replay:
         *,
         horizon: float,
         checkpoint_seconds: float,
+        notice_seconds: float = 0.0,
+        lost_work_budget_gpu_hours: float | None = None,
         progress: Callable[[float], None] | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}: choose from {', '.join(POLICIES)}")
         self.policy, self.horizon, self.checkpoint = policy, horizon, checkpoint_seconds
+        # Gangs checkpoint on notice: their victims are evicted once every one has saved, or at the deadline.
+        self.notice = notice_seconds
+        self.budget = None if lost_work_budget_gpu_hours is None else lost_work_budget_gpu_hours * 3600
+        self.lost_log: list[tuple[float, str, float]] = []  # (when, namespace, GPU-seconds lost)
+        self.intervals = Intervals(default=checkpoint_seconds)
         self.nodes = [ReplayNode(n) for n in workload.nodes]
         self.by_name = {n.name: n for n in self.nodes}
         self.capacity = Capacity(self.nodes)
@@ -147,6 +164,12 @@ class Replay:
             for pod in subject.bound_pods:
                 self._release(pod)
             self._update(subject)
+        elif kind == EVICT:
+            job, result = subject
+            if not self._execute(job, result):
+                self._back_off(job)
+            else:
+                job.next_try = self.now
         elif kind == RESTART and version == subject.version and subject.broken:
             self.tally.restarts += 1
             for pod in subject.bound_pods:
@@ -243,8 +266,46 @@ class Replay:
         """An eviction hit the job: it falls back to its last checkpoint."""
         self._settle(job)
         kept = saved_progress(job.progress, self.checkpoint)
-        self.tally.lost_gpu_seconds[job.spec.kind] += (job.progress - kept) * job.gpus
+        if job.saved_on_notice is not None:
+            kept = max(kept, job.saved_on_notice)
+            job.saved_on_notice = None
+        lost = (job.progress - kept) * job.gpus
+        self.tally.lost_gpu_seconds[job.spec.kind] += lost
+        self.lost_log.append((self.now, job.spec.namespace, lost))
         job.progress = kept
+
+    def _allowance(self) -> Allowance | None:
+        """What each namespace may still lose this rolling hour (``--lost-work-budget``)."""
+        if self.budget is None:
+            return None
+        since = self.now - LOST_WORK_WINDOW
+        self.lost_log = [entry for entry in self.lost_log if entry[0] > since]
+        spent: dict[str, float] = {}
+        for _, namespace, lost in self.lost_log:
+            spent[namespace] = spent.get(namespace, 0.0) + lost
+        return Allowance(
+            default=self.budget, namespaces={ns: self.budget - lost for ns, lost in spent.items()}
+        )
+
+    def _give_notice(self, job: ReplayJob, result) -> None:
+        """The victims hear of their eviction: gangs save what they have, taking ``notice_save_seconds``;
+        all are evicted together once every one that can has saved, or at the deadline."""
+        wait = 0.0
+        for key in {key for v in result.victims for key in v.pods}:
+            pod = self.bound.get(key)
+            if pod is None or pod.node is None:
+                continue
+            victim = pod.job
+            save = notice_save_seconds(victim.gpus) if victim.is_gang else float("inf")
+            if save > self.notice:
+                wait = self.notice
+                continue
+            wait = max(wait, save)
+            if victim.saved_on_notice is None:
+                self._settle(victim)
+                victim.saved_on_notice = victim.progress
+        job.next_try = float("inf")  # planned: it waits for its own evictions
+        self._push(self.now + wait, EVICT, (job, result))
 
     # ---- scheduling
     def _preemptors(self) -> list[ReplayJob]:
@@ -300,12 +361,17 @@ class Replay:
                 continue
             if snapshot is None:
                 started = time.perf_counter()
-                snapshot = self.snapshots.build(self.running_gangs.values(), due, self.now)
+                snapshot = self.snapshots.build(self.running_gangs.values(), due, self.now, self.intervals)
+                snapshot = snapshot.with_lost_work(allowance=self._allowance())
                 self.tally.snapshot_ms.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
             result = engine_plan(snapshot, job.key, self.policy)
             self.tally.plan_ms.append((time.perf_counter() - started) * 1000)
             self.tally.plans += 1
+            if result.feasible and result.victims and self.notice > 0:
+                self._give_notice(job, result)
+                snapshot = None
+                continue
             if not result.feasible or not self._execute(job, result):
                 self._back_off(job)
                 continue

@@ -13,6 +13,7 @@ from typing import Any
 
 from scheduler.engine import Snapshot, parse_snapshot
 from scheduler.engine import builders as b
+from scheduler.engine.checkpoints import NO_INTERVALS, Intervals
 from scheduler.replay.state import ReplayJob, ReplayNode, ReplayPod
 from scheduler.simulation.catalog import RACK_LABEL
 from scheduler.simulation.clock import FIXED_EPOCH
@@ -88,7 +89,11 @@ class SnapshotBuilder:
         self._groups.pop(id(job), None)
 
     def build(
-        self, running_gangs: Iterable[ReplayJob], preemptors: Iterable[ReplayJob], now: float
+        self,
+        running_gangs: Iterable[ReplayJob],
+        preemptors: Iterable[ReplayJob],
+        now: float,
+        intervals: Intervals = NO_INTERVALS,
     ) -> Snapshot:
         objects: list[dict[str, Any]] = list(self._nodes)
         objects.extend(self._bound.values())
@@ -99,4 +104,4 @@ class SnapshotBuilder:
                 objects.append(self._group(job))
         for job in preemptors:
             objects.extend(pod_object(p, now) for p in job.pending_pods)
-        return parse_snapshot(objects)
+        return parse_snapshot(objects, intervals)

@@ -68,6 +68,7 @@ class ReplayJob:
     blocked_at: int = -1  # the release count when binding last failed
     busy_gpus: int = 0  # what the job adds to the replay's busy and broken meters
     broken_gpus: int = 0
+    saved_on_notice: float | None = None  # a victim's progress saved when its notice came (None: no notice)
 
     def __post_init__(self) -> None:
         self.pods = [ReplayPod(self, i) for i in range(self.spec.size)]
@@ -116,6 +117,12 @@ class ReplayJob:
 
     def working_rate(self) -> float:
         return self.running / self.spec.size if self.running >= self.spec.min_count else 0.0
+
+
+def notice_save_seconds(gpus: int) -> float:
+    """How long a job that checkpoints on notice takes to save: a base plus a share per GPU (larger
+    models write more state). The replay's assumption, docs/replay.md "Notice"."""
+    return 30.0 + 0.5 * gpus
 
 
 def saved_progress(progress: float, checkpoint_seconds: float) -> float:

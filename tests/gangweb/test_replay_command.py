@@ -88,9 +88,23 @@ def test_a_malformed_trace_row_is_one_line_and_exit_2(tmp_path: Path):
         (("--hours", "0"), "--hours: expected more than 0"),
         (("--nodes", "0"), "--nodes: expected at least 1"),
         (("--hours", "many"), "argument --hours: invalid float value"),
+        (("--notice-seconds", "-5"), "--notice-seconds: expected 0 to 3600, got -5"),
+        (("--lost-work-budget", "-1"), "--lost-work-budget: expected 0 or more, got -1"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(args, message):
     done = gang(*args)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and message in done.stderr
+
+
+def test_notice_and_budget_are_in_the_report_and_its_header():
+    done = gang(
+        "--trace", str(FIXTURE), "--hours", "1", "--policies", "gangweb", "--notice-seconds", "60",
+        "--lost-work-budget", "4", "-o", "json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["noticeSeconds"] == 60 and report["lostWorkBudgetGpuHours"] == 4
+    table = gang("--trace", str(FIXTURE), "--hours", "1", "--policies", "none", "--notice-seconds", "60")
+    assert "checkpoint every 30 min, notice 60 s;" in table.stdout.splitlines()[0]

@@ -187,6 +187,22 @@ def test_allowed_hosts_debug_and_modes_come_from_the_environment(tmp_path):
         ({"GANGWEB_SIM_NODES": "many"}, "GANGWEB_SIM_NODES must be an integer"),
         ({"GANGWEB_NAMESPACE_DISRUPTION_MODES": "team-a=some"}, "GANGWEB_NAMESPACE_DISRUPTION_MODES entries"),
         ({"GANGWEB_SIM_TICK_SECONDS": "soon"}, "GANGWEB_SIM_TICK_SECONDS must be a number"),
+        (
+            {"GANGWEB_LOST_WORK_BUDGET_GPU_HOURS": "-1"},
+            "GANGWEB_LOST_WORK_BUDGET_GPU_HOURS must be a number 0 or more, got '-1'",
+        ),
+        (
+            {"GANGWEB_NAMESPACE_LOST_WORK_BUDGETS": "team-a=lots"},
+            "GANGWEB_NAMESPACE_LOST_WORK_BUDGETS entries look like 'team-a=4'",
+        ),
+        (
+            {"GANGWEB_NAMESPACE_CHECKPOINT_INTERVALS": "team-a=-600"},
+            "GANGWEB_NAMESPACE_CHECKPOINT_INTERVALS entries look like 'team-a=4'",
+        ),
+        (
+            {"GANGWEB_CHECKPOINT_INTERVAL_SECONDS": "often"},
+            "GANGWEB_CHECKPOINT_INTERVAL_SECONDS must be a number",
+        ),
     ],
 )
 def test_bad_values_fail_with_a_message_naming_the_variable(tmp_path, env, message):

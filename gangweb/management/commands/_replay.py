@@ -1,7 +1,8 @@
 """``manage.py gang replay``: the thin adapter over ``scheduler/replay/`` (options, progress bar, output).
 
 Contract (docs/design.md): ``gang replay [--trace DIR] [--hours H] [--nodes N] [--seed S]
-[--policies a,b,...] [--checkpoint-minutes M] [--plots DIR] [--json]``. Bad input (options, a missing
+[--policies a,b,...] [--checkpoint-minutes M] [--notice-seconds S] [--lost-work-budget GPU_HOURS]
+[--plots DIR] [--json]``. Bad input (options, a missing
 or malformed trace file) is one line on stderr and exit 2.
 """
 
@@ -39,6 +40,19 @@ def replay_arguments(parser) -> None:
         "--checkpoint-minutes", type=float, default=30.0, help="checkpoint interval (default 30; 0: none)"
     )
     parser.add_argument(
+        "--notice-seconds",
+        type=float,
+        default=0.0,
+        help="notice before an eviction; gangs checkpoint on it (default 0: none)",
+    )
+    parser.add_argument(
+        "--lost-work-budget",
+        type=float,
+        default=None,
+        metavar="GPU_HOURS",
+        help="GPU-hours each namespace may lose to preemption per rolling hour (default: no cap)",
+    )
+    parser.add_argument(
         "--background-load", type=float, default=0.45, help="trace pods' share of the GPUs (default 0.45)"
     )
     parser.add_argument(
@@ -60,6 +74,10 @@ def _config(options, fail) -> ReplayConfig:
         fail(f"--nodes: expected at least 1, got {options['nodes']}")
     if options["checkpoint_minutes"] < 0:
         fail(f"--checkpoint-minutes: expected 0 or more, got {options['checkpoint_minutes']:g}")
+    if not 0 <= options["notice_seconds"] <= 3600:
+        fail(f"--notice-seconds: expected 0 to 3600, got {options['notice_seconds']:g}")
+    if options["lost_work_budget"] is not None and not options["lost_work_budget"] >= 0:
+        fail(f"--lost-work-budget: expected 0 or more, got {options['lost_work_budget']:g}")
     for name in ("background_load", "gang_load"):
         if not 0 <= options[name] <= 2:
             fail(f"--{name.replace('_', '-')}: expected 0 to 2, got {options[name]:g}")
@@ -71,6 +89,8 @@ def _config(options, fail) -> ReplayConfig:
         seed=options["seed"],
         policies=policies,
         checkpoint_minutes=options["checkpoint_minutes"],
+        notice_seconds=options["notice_seconds"],
+        lost_work_budget_gpu_hours=options["lost_work_budget"],
         background_load=options["background_load"],
         gang_load=options["gang_load"],
     )

@@ -21,7 +21,7 @@ from gangweb.cli.kubectl_plugin import PLANS, PLANS_WIDE, table
 from scheduler.argtypes import add_output
 from scheduler.engine import POLICIES, SnapshotError, load_objects, parse_snapshot
 from scheduler.engine.policies import DEFAULT_POLICY
-from scheduler.preemption import planning
+from scheduler.preemption import lostwork, planning
 from scheduler.queues import read_view
 from scheduler.queues.blockers import blocker_for, with_blocker
 from scheduler.queues.cluster import build_view
@@ -116,7 +116,8 @@ class Command(BaseCommand):
             # A Path is always a file (even one named like JSON text, "[snap].json"); both are read within
             # the bounds of scheduler/engine/reading.py (regular files only, GANGWEB_SNAPSHOT_MAX_BYTES, aliases).
             objects = load_objects(sys.stdin.buffer if source == "-" else Path(source))
-            snapshot = parse_snapshot(objects)
+            # Workloads that report no checkpoint save every GANGWEB_CHECKPOINT_INTERVAL_SECONDS (docs/engine.md).
+            snapshot = parse_snapshot(objects).with_lost_work(lostwork.intervals())
             # Never a victim a queue manager placed, unless GANGWEB_QUEUE_VICTIMS allows its system.
             view = build_view(objects, snapshot)
             result = plan_beside_queues(

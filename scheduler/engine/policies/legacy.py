@@ -228,9 +228,7 @@ class LegacyPolicy(PreemptionPolicy):
                 priority=snap.pod_priority[p],
                 pods=[snap.pods[p].key],
                 gpus=int(gpus[p]),
-                lost_gpu_seconds=round(
-                    float(gpus[p]) * max(0.0, snap.now - (snap.pods[p].start_time or snap.now)), 3
-                ),
+                lost_gpu_seconds=round(float(problem.units.pod_lost[p]), 3),
                 pdb_violations=0,
             )
             for p in sorted(evicted)

@@ -59,7 +59,14 @@ def test_plan_prints_the_contract_json(tmp_path):
         "policy": "kep5710",
         "feasible": True,
         "victims": [
-            {"kind": "Pod", "namespace": "default", "name": "low", "priority": 1, "pods": ["default/low"]}
+            {
+                "kind": "Pod",
+                "namespace": "default",
+                "name": "low",
+                "priority": 1,
+                "pods": ["default/low"],
+                "lostGpuSeconds": data["cost"]["lostGpuSeconds"],
+            }
         ],
         "evictions": ["default/low"],
         "placement": {"default/g-0": "n1"},

@@ -176,3 +176,37 @@ def test_a_cluster_too_small_for_any_gang_replays_its_trace_pods_alone(trace_dir
     assert report["gpus"] == 1 and report["workload"]["gangsSubmitted"] == 0
     assert report["workload"]["backgroundPodsSubmitted"] > 0
     assert all(figures["evictions"] == 0 for figures in report["policies"].values())
+
+
+def _run_with(policy: str, **options) -> dict:
+    return policy_report(
+        Replay(_one_node_scenario(), policy, horizon=5400.0, checkpoint_seconds=CHECKPOINT, **options).run()
+    )
+
+
+@pytest.mark.parametrize("policy", ["gangweb", "kep5710"])
+def test_a_notice_long_enough_to_save_keeps_the_work_and_delays_the_preemptor(policy):
+    # Planned at t=1,010 with 1,000 s of work done. The low gang (8 GPUs) saves in 30 + 0.5 x 8 = 34 s,
+    # within a 60 s notice: it is evicted at t=1,044, losing only the 34 s it worked while saving.
+    noticed = _run_with(policy, notice_seconds=60.0)
+    assert noticed["gpuHoursLostGangs"] == round(34 * 8 / 3600, 1) == 0.1
+    assert noticed["evictions"] == 2 and noticed["gangsEvictedWhole"] == 1
+    # The high gang starts when its victims are gone: 34 s after the cycle that planned it.
+    assert noticed["waitSecondsP50ByTier"]["high"] == CYCLE_SECONDS + 34
+    # Without notice it falls back to its checkpoint at 600 s: 400 s x 8 GPUs lost.
+    assert _run(policy)["gpuHoursLostGangs"] == round(400 * 8 / 3600, 1)
+
+
+def test_a_notice_too_short_to_save_evicts_at_the_deadline_from_the_last_checkpoint():
+    short = _run_with("gangweb", notice_seconds=20.0)
+    # Evicted at t=1,030 with 1,020 s done: back to the checkpoint at 600 s.
+    assert short["gpuHoursLostGangs"] == round(420 * 8 / 3600, 1)
+    assert short["waitSecondsP50ByTier"]["high"] == CYCLE_SECONDS + 20
+
+
+def test_a_lost_work_budget_makes_the_preemptor_wait_rather_than_overdraw_it():
+    capped = _run_with("gangweb", lost_work_budget_gpu_hours=0.0)
+    assert capped["evictions"] == 0 and capped["gpuHoursLostGangs"] == 0.0
+    assert capped["gangsNeverStartedByTier"]["high"] == 1
+    # A budget with room left lets the one unit go, as without a budget.
+    assert _run_with("gangweb", lost_work_budget_gpu_hours=0.1)["evictions"] == 2

@@ -41,3 +41,25 @@ def test_names_in_text_and_keys_are_hidden_but_other_slashes_are_not():
 def test_an_all_namespace_reader_reads_everything_as_it_is():
     row = {"namespace": "batch", "message": "dry run batch/low-0"}
     assert redact(row, Scope(user="ops", everywhere=ADMIN)) is row
+
+
+def test_a_plan_waiting_for_another_namespace_s_lost_work_budget_hides_that_namespace():
+    from scheduler.engine import parse_snapshot, plan
+    from scheduler.engine.allowance import Allowance
+    from scheduler.engine.builders import node, pod, podgroup
+
+    snap = parse_snapshot(
+        [
+            node("a"),
+            node("clock", gpus=0),
+            podgroup("low", namespace="team-b", min_count=1, priority=1, mode="all"),
+            pod("low-0", namespace="team-b", node="a", group="low", gpus=8, priority=1),
+            pod("clock", node="clock", start="2026-07-01T01:00:00Z"),
+            podgroup("hi", namespace="team-a", min_count=1, priority=100),
+            pod("hi-0", namespace="team-a", group="hi", gpus=8, priority=100),
+        ]
+    ).with_lost_work(allowance=Allowance(default=0.0))
+    waiting = plan(snap, "team-a/hi").details() | {"reason": plan(snap, "team-a/hi").reason}
+    assert "team-b" in waiting["reason"] and "team-b" in str(waiting["stats"])
+    seen = redact(waiting, TEAM_A)
+    assert "team-b" not in str(seen) and OTHER in seen["reason"], seen

@@ -4,6 +4,7 @@ import pytest
 
 from scheduler.engine import POLICIES, SnapshotError, parse_snapshot, plan
 from scheduler.engine import dra_builders as dra
+from scheduler.engine.allowance import Allowance
 from scheduler.engine.builders import node, pdb, pod, podgroup
 from scheduler.engine.synthetic import preemptor_name
 
@@ -62,6 +63,7 @@ def test_all_group_is_evicted_whole_including_pods_elsewhere(policy):
             "name": "low",
             "priority": 10,
             "pods": ["default/low-0", "default/low-1"],
+            "lostGpuSeconds": 0.0,  # every pod started at the snapshot's now
         }
     ]
     assert result.to_dict()["evictions"] == ["default/low-0", "default/low-1"]
@@ -191,6 +193,7 @@ def test_composite_all_root_is_one_victim():
             "name": "job",
             "priority": 10,
             "pods": ["default/leader-0", "default/worker-0"],
+            "lostGpuSeconds": 0.0,  # every pod started at the snapshot's now
         }
     ]
 
@@ -508,7 +511,17 @@ OUTCOMES = {
     + _preemptor(preemption_policy="Never"),
     "infeasible:no-victims": [node("a"), pod("peer", node="a", gpus=8, priority=100)] + _preemptor(),
     "infeasible:no-room": [node("a", gpus=4), pod("low", node="a", gpus=4, priority=1)] + _preemptor(),
+    # The only victim ran an hour without a checkpoint, and its namespace has no lost work left this hour.
+    "infeasible:lost-work-budget": [
+        node("a"),
+        node("b", gpus=0),
+        pod("low", node="a", gpus=8, priority=1),
+        pod("clock", node="b", start="2026-07-01T01:00:00Z"),
+    ]
+    + _preemptor(),
 }
+# What the snapshot of a case is planned under, beside its objects.
+BUDGETS = {"infeasible:lost-work-budget": Allowance(namespaces={"default": 0.0})}
 
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
@@ -516,7 +529,8 @@ OUTCOMES = {
 def test_every_plan_carries_its_outcome_code_beside_its_sentence(policy, outcome):
     from scheduler.engine.outcomes import BESIDE_ENGINE, Outcome
 
-    result = plan(parse_snapshot(OUTCOMES[outcome]), "default/hi", policy)
+    snapshot = parse_snapshot(OUTCOMES[outcome]).with_lost_work(allowance=BUDGETS.get(outcome))
+    result = plan(snapshot, "default/hi", policy)
     assert result.outcome is Outcome(outcome)
     assert result.outcome == outcome == result.to_dict()["outcome"] == result.details()["outcome"]
     # The JSON and the ledger get the plain string: any encoder (YAML's too) writes the same bytes.

@@ -1,0 +1,71 @@
+"""The lost-work budget in the pipeline (docs/pipeline.md "The lost-work budget"): what one plan's
+evictions lost this hour is what the next plan may not take again, and the gang that would overdraw it
+waits with a verdict that says so. PostgreSQL, the Celery tasks run eagerly through apply_async."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.engine.outcomes import Outcome
+from scheduler.preemption import ledger, lostwork
+from scheduler.preemption.models import Plan, RequestState
+from scheduler.preemption.tasks import plan_request
+from tests.scheduler.preemption.builders import T1, pod, podgroup
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def in_process_tasks(settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.GANGWEB_LOCK_TTL_SECONDS = 2
+
+
+def _second_gang(cluster):
+    for obj in [
+        podgroup("team-b", "tune", min_count=2, priority=100, unschedulable=True),
+        pod("team-b", "tune-0", group="tune", priority=100, created=T1),
+        pod("team-b", "tune-1", group="tune", priority=100, created=T1),
+    ]:
+        cluster.objects[(obj["kind"], f"{obj['metadata']['namespace']}/{obj['metadata']['name']}")] = obj
+
+
+def _run(namespace, name):
+    request, _ = ledger.open_request(namespace, name, mode="enforce", trigger="test")
+    plan_request.apply(args=[request.pk]).get()
+    request.refresh_from_db()
+    return request, Plan.objects.filter(request=request).first()
+
+
+def test_a_gang_waits_when_its_plan_would_overdraw_the_namespace_budget(cluster, settings):
+    """batch's victims ran an hour on 8 GPUs each, checkpointing never: 8 GPU-hours per pod."""
+    settings.GANGWEB_LOST_WORK_BUDGET_GPU_HOURS = 20.0
+    _second_gang(cluster)
+
+    first, first_plan = _run("team-a", "train")
+    assert first.state == RequestState.SUCCEEDED, first.reason
+    # The first plan took the low gang: 2 pods x 8 GPUs x 1 hour, within the 20 GPU-hours.
+    assert first_plan.lost_gpu_seconds == 16 * 3600
+    assert lostwork.lost_by_namespace(first_plan.created_at.replace(year=2000)) == {"batch": 16 * 3600}
+
+    # What is left (4 GPU-hours) would be overdrawn by both mid pods (16): the gang waits and says why.
+    second, second_plan = _run("team-b", "tune")
+    assert second.state == RequestState.INFEASIBLE
+    assert second_plan.outcome == Outcome.LOST_WORK_BUDGET == "infeasible:lost-work-budget"
+    assert second_plan.evictions == []
+    assert set(cluster.evictions_of("evict")) == {"batch/low-0", "batch/low-1"}  # the first plan's only
+    assert "waits for the lost-work budget" in second_plan.reason
+    assert "batch/lost-work-budget (16.00 GPU-h wanted, 4.00 left)" in second_plan.reason
+
+
+def test_a_namespace_override_and_a_silent_workload_s_assumed_interval(cluster, settings):
+    """Assumed to save every 40 minutes, the low gang loses the last 20 of its hour: 16 GPUs x 20 min is
+    5.3 GPU-hours, within batch's own budget of 6, which stands in for the default of 1."""
+    settings.GANGWEB_LOST_WORK_BUDGET_GPU_HOURS = 1.0
+    settings.GANGWEB_NAMESPACE_LOST_WORK_BUDGETS = {"batch": 6.0}
+    settings.GANGWEB_NAMESPACE_CHECKPOINT_INTERVALS = {"batch": 2400.0}
+    first, first_plan = _run("team-a", "train")
+    assert first.state == RequestState.SUCCEEDED, first.reason
+    assert first_plan.lost_gpu_seconds == 16 * 1200
+    assert [v["lostGpuSeconds"] for v in first_plan.victims] == [16 * 1200]
+    assert lostwork.allowance().left("batch/lost-work-budget") == 6 * 3600 - 16 * 1200
