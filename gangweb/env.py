@@ -86,3 +86,16 @@ def env_namespace_map(name: str, allowed: tuple[str, ...]) -> dict[str, str]:
             )
         result[namespace] = value
     return result
+
+
+def env_namespace_seconds(name: str) -> dict[str, int]:
+    """``team-a=300,team-b=0`` per-namespace overrides, each a whole number of seconds, 0 or more."""
+    result: dict[str, int] = {}
+    for item in env_list(name, []):
+        namespace, sep, value = item.partition("=")
+        if not sep or not namespace or not value.isdigit():
+            raise ImproperlyConfigured(
+                f"{name} entries look like 'team-a=300' with a whole number of seconds, got {item!r}"
+            )
+        result[namespace] = int(value)
+    return result

@@ -129,6 +129,13 @@ class Cluster(Protocol):
         self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
     ) -> None: ...
 
+    def annotate(
+        self, api_version: str, kind: str, namespace: str, name: str, annotations: dict[str, str | None]
+    ) -> bool:
+        """Merge ``annotations`` into the object's (a None value removes that key): False when the object is
+        gone. Raises ClusterError when the cluster cannot answer."""
+        ...
+
     def get_object(self, api_version: str, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         """One object of any kind the cluster serves (e.g. a gang's Job, JobSet or RayCluster), or None when
         it does not exist. Raises ClusterError when the cluster cannot answer."""

@@ -169,6 +169,25 @@ class SimulatedCluster(World):
                 }
             )
 
+    def annotate(
+        self, api_version: str, kind: str, namespace: str, name: str, annotations: dict[str, str | None]
+    ) -> bool:
+        """Merge ``annotations`` into a PodGroup's (None removes a key); the simulation's pods keep none, so
+        a pod is only looked up. False when the object is gone."""
+        with self._lock:
+            if kind == "Pod":
+                return f"{namespace}/{name}" in self._pods
+            gang = self._gangs.get(f"{namespace}/{name}")
+            if kind != "PodGroup" or gang is None:
+                return False
+            for key, value in annotations.items():
+                if value is None:
+                    gang.annotations.pop(key, None)
+                else:
+                    gang.annotations[key] = value
+            gang.resource_version = self._next_rv()
+            return True
+
     def set_podgroup_condition(
         self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
     ) -> None:

@@ -49,6 +49,8 @@ def _eviction_payload(eviction: Eviction) -> dict[str, Any]:
         "attempts": eviction.attempts,
         "code": eviction.api_code if eviction.api_code is not None else eviction.dry_run_code,
         "message": eviction.api_message or eviction.dry_run_message,
+        "estimatedLostGpuSeconds": eviction.estimated_lost_gpu_seconds,
+        "lostGpuSeconds": eviction.lost_gpu_seconds,
     }
 
 
@@ -115,6 +117,11 @@ def record_eviction(
             return eviction
         new_state = EvictionState.EVICTED if evicted else EvictionState.FAILED
         _move(eviction, new_state, api_code=code, api_message=message, finished_at=timezone.now())
+        if evicted and eviction.work_since is not None:
+            eviction.lost_gpu_seconds = round(
+                eviction.gpus * max(0.0, (eviction.finished_at - eviction.work_since).total_seconds()), 3
+            )
+            eviction.save(update_fields=["lost_gpu_seconds"])
         verdict = "evicted" if evicted else "NOT evicted"
         text = f"{eviction.pod} {verdict} after {eviction.attempts} attempt(s)" + (f" ({how})" if how else "")
         note(
