@@ -3,8 +3,9 @@
 The notice a victim sees, through the API it already watches (docs/design.md "Notice"):
 - on a PodGroup unit, the 1.37 ``DisruptionTarget`` status condition (``True``, reason ``PreemptionNotice``,
   the deadline in its message) and the annotation ``gangweb.io/preemption-deadline`` (RFC 3339);
-- on a pod unit (a pod in no gang), the annotation only: a pod's ``DisruptionTarget`` condition means it
-  is being evicted now, and the kubelet and Job controller read it so.
+- on a pod unit (a pod of a ``single`` PodGroup, or in none) and a CompositePodGroup unit, the annotation
+  only: a pod's ``DisruptionTarget`` condition means it is being evicted now (the Job controller's pod
+  failure policies read it so), and the 1.37 CompositePodGroup has no such condition.
 A unit has saved its work once its ``gangweb.io/last-checkpoint`` annotation (RFC 3339) is later than the
 notice. Withdrawing removes the annotation and sets the condition ``False`` (reason ``PreemptionWithdrawn``).
 Every write here is idempotent: telling a unit twice carries the same deadline.
@@ -17,7 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from scheduler.cluster import Cluster, KubeObject
-from scheduler.preemption.execution.recheck import PODGROUP_API_VERSION
 from scheduler.preemption.models import Eviction, Plan
 from scheduler.preemption.runtime import notice_seconds_for
 
@@ -27,6 +27,12 @@ DISRUPTION_TARGET = "DisruptionTarget"
 NOTICE_REASON, WITHDRAWN_REASON = "PreemptionNotice", "PreemptionWithdrawn"
 DEADLINE_ANNOTATION = "gangweb.io/preemption-deadline"
 CHECKPOINT_ANNOTATION = "gangweb.io/last-checkpoint"
+# The API version of each kind of victim unit (scheduler/engine/victims.py).
+API_VERSIONS = {
+    "Pod": "v1",
+    "PodGroup": "scheduling.k8s.io/v1beta1",
+    "CompositePodGroup": "scheduling.k8s.io/v1alpha3",
+}
 
 
 @dataclass(frozen=True)
@@ -83,11 +89,11 @@ def parse_time(value: object) -> datetime | None:
 def _object(cluster: Cluster, unit: Unit) -> KubeObject | None:
     if unit.kind == "Pod":
         return cluster.get_pod(unit.namespace, unit.name)
-    return cluster.get_object(PODGROUP_API_VERSION, unit.kind, unit.namespace, unit.name)
+    return cluster.get_object(API_VERSIONS[unit.kind], unit.kind, unit.namespace, unit.name)
 
 
 def _api_version(unit: Unit) -> str:
-    return "v1" if unit.kind == "Pod" else PODGROUP_API_VERSION
+    return API_VERSIONS[unit.kind]
 
 
 def tell(cluster: Cluster, plan: Plan, units: list[Unit]) -> None:
