@@ -192,6 +192,8 @@
       case "plan.created": return `plan for ${p.podGroup}: ${p.reason || g.state(p.state)}`;
       case "eviction": return p.state === "evicted" ? `evicted ${p.pod} for ${p.podGroup}` : null;
       case "gang.placed": return `${p.podGroup} placed: its pods were bound`;
+      case "notice.given": return `notice to ${(p.units || []).join(", ")} for ${p.podGroup}: evicted together by ${g.clock(p.noticeDeadline)} at the latest, sooner once each has saved`;
+      case "notice.withdrawn": return `notice for ${p.podGroup} withdrawn, nobody evicted: ${p.reason}`;
       case "request.finished": return `request #${p.request} for ${p.podGroup} ${g.state(p.state)}${p.reason ? ": " + p.reason : ""}`;
       case "request.failed": return `request #${p.request} for ${p.podGroup} failed: ${p.reason}`;
       case "observed.preemption": return `kube-scheduler preempted for ${p.podGroup}`;

@@ -158,6 +158,33 @@ def look(cluster: Cluster, units: list[Unit]) -> dict[Unit, Seen]:
     return seen
 
 
+def planned_notice(victims: list[dict], objects: list[KubeObject]) -> dict | None:
+    """The notice a plan's victims would get (``gang plan``'s ``notice``): the seconds their namespaces ask
+    for, and the deadline of a notice the snapshot shows running on them (null when none); None when there
+    is neither."""
+    if not victims:
+        return None
+    seconds = max(notice_seconds_for(str(v.get("namespace") or "")) for v in victims)
+    wanted = {(str(v.get("kind", "Pod")), f"{v.get('namespace')}/{v.get('name')}") for v in victims}
+    running = [
+        parsed
+        for obj in objects
+        if (
+            obj.get("kind"),
+            f"{(obj.get('metadata') or {}).get('namespace')}/{(obj.get('metadata') or {}).get('name')}",
+        )
+        in wanted
+        and (
+            parsed := parse_time(
+                ((obj.get("metadata") or {}).get("annotations") or {}).get(DEADLINE_ANNOTATION)
+            )
+        )
+    ]
+    if not seconds and not running:
+        return None
+    return {"seconds": seconds, "deadline": rfc3339(max(running)) if running else None}
+
+
 def saved(seen: Seen, given_at: datetime) -> bool:
     """The unit has nothing left to lose: it saved after the notice, or it is gone already."""
     # Checkpoint times are often whole seconds: one written in the notice's second counts.

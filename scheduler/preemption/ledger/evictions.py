@@ -116,12 +116,14 @@ def record_eviction(
         if eviction.state in (EvictionState.EVICTED, EvictionState.FAILED):
             return eviction
         new_state = EvictionState.EVICTED if evicted else EvictionState.FAILED
-        _move(eviction, new_state, api_code=code, api_message=message, finished_at=timezone.now())
-        if evicted and eviction.work_since is not None:
-            eviction.lost_gpu_seconds = round(
-                eviction.gpus * max(0.0, (eviction.finished_at - eviction.work_since).total_seconds()), 3
-            )
-            eviction.save(update_fields=["lost_gpu_seconds"])
+        now = timezone.now()
+        # The work really lost: GPUs x the time since its unsaved work began (docs/design.md "Lost work").
+        lost = (
+            round(eviction.gpus * max(0.0, (now - eviction.work_since).total_seconds()), 3)
+            if evicted and eviction.work_since is not None
+            else None
+        )
+        _move(eviction, new_state, api_code=code, api_message=message, finished_at=now, lost_gpu_seconds=lost)
         verdict = "evicted" if evicted else "NOT evicted"
         text = f"{eviction.pod} {verdict} after {eviction.attempts} attempt(s)" + (f" ({how})" if how else "")
         note(
