@@ -9,7 +9,11 @@ together: as soon as both saved, or at the deadline.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -29,6 +33,7 @@ from scheduler.preemption.models import (
     PreemptionRequest,
     RequestState,
 )
+from tests.conftest import ROOT
 from tests.scheduler.preemption.builders import T1, node, pod, podgroup
 from tests.scheduler.preemption.workers import Worker, real_evictions, wait_until, worker_env
 
@@ -38,6 +43,7 @@ TICK = 1.0
 UNITS = ("a", "b")
 VICTIMS = [f"batch/{unit}-0" for unit in UNITS]
 GROUP = "/apis/scheduling.k8s.io/v1beta1/namespaces/batch/podgroups"
+EXAMPLE = ROOT / "examples" / "notice" / "train.py"
 
 
 def two_units() -> list[dict]:
@@ -332,3 +338,54 @@ def test_an_approved_plan_gives_its_notice_before_evicting(api_server, started, 
     assert_all_evicted_once()
     kinds = list(request.history.order_by("id").values_list("kind", flat=True))
     assert kinds.index("request.approved") < kinds.index("notice.given") < kinds.index("execution.evicting")
+
+
+def test_the_example_workload_saves_on_notice_and_its_gang_is_evicted_long_before_the_deadline(
+    api_server, started, tmp_path
+):
+    """examples/notice/train.py, one process per victim gang (checkpoints on notice only), against the same
+    API server: the protocol end to end."""
+    cluster, sender, start, log_path = started
+    request, plan = planned(cluster)
+    token = tmp_path / "token"
+    token.write_text("gangweb-test-token")
+    workloads = []
+    for unit in UNITS:
+        env = {
+            **os.environ,
+            "PODGROUP": unit,
+            "POD_NAMESPACE": "batch",
+            "CHECKPOINT_DIR": str(tmp_path / unit),
+            "CHECKPOINT_EVERY": "0",
+            "STEP_SECONDS": "0.2",
+            "KUBERNETES_API": api_server.url,
+            "TOKEN_FILE": str(token),
+            "CA_FILE": str(tmp_path / "no-ca"),
+        }
+        out = open(tmp_path / f"{unit}.log", "wb")  # noqa: SIM115 (closed with the process below)
+        workloads.append(
+            (subprocess.Popen([sys.executable, str(EXAMPLE)], env=env, stdout=out, stderr=out), out)
+        )
+    start(notice=300)
+    try:
+        sender.send_task("scheduler.execute_plan", args=[request.pk])
+        wait_until(
+            lambda: PreemptionRequest.objects.get(pk=request.pk).state == RequestState.SUCCEEDED,
+            90,
+            "the example workloads to save and their gangs to be evicted",
+            log_path,
+        )
+    finally:
+        for process, out in workloads:
+            process.terminate()
+            process.wait(timeout=10)
+            out.close()
+    plan.refresh_from_db()
+    assert max(Eviction.objects.values_list("requested_at", flat=True)) < plan.notice_deadline - timedelta(
+        seconds=200
+    )
+    assert "every victim unit saved" in LedgerEntry.objects.get(kind="notice.ended").message
+    for unit in UNITS:
+        assert json.loads((tmp_path / unit / "checkpoint.json").read_text())["step"] > 0
+        assert "notice until" in (tmp_path / f"{unit}.log").read_text()
+    assert_all_evicted_once()
