@@ -258,8 +258,9 @@ GANGWEB_NAMESPACE_MODES = env_namespace_map("GANGWEB_NAMESPACE_MODES", GANGWEB_M
 GANGWEB_APPROVAL_TIMEOUT_SECONDS = env_int("GANGWEB_APPROVAL_TIMEOUT_SECONDS", 3600)
 # Preempt with notice (docs/design.md "Notice"): victims are told this many seconds before they are evicted,
 # and evicted sooner once every victim unit has saved a checkpoint; per victim namespace as "team-a=300";
-# 0 = no notice (evicted at once). The notice is looked at every TICK seconds.
-GANGWEB_PREEMPTION_NOTICE_SECONDS = env_int("GANGWEB_PREEMPTION_NOTICE_SECONDS", 0)
+# 0 = no notice (evicted at once); the demo gives 10 s, which its simulated workloads that save on notice
+# answer. The notice is looked at every TICK seconds.
+GANGWEB_PREEMPTION_NOTICE_SECONDS = env_int("GANGWEB_PREEMPTION_NOTICE_SECONDS", 10 if DEMO else 0)
 GANGWEB_NAMESPACE_PREEMPTION_NOTICE_SECONDS = env_namespace_seconds(
     "GANGWEB_NAMESPACE_PREEMPTION_NOTICE_SECONDS"
 )

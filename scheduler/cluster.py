@@ -22,6 +22,10 @@ KubeObject = dict[str, Any]
 # a domain-prefixed type: kube-scheduler owns PodGroupInitiallyScheduled, we only add ours), and its reasons
 # while the victims are evicted and once they are. The simulation reads it like kube-scheduler would.
 PREEMPTION_CONDITION = "gangweb.io/Preemption"
+# Preempt with notice (docs/design.md): the deadline gangweb writes on a victim unit it gives notice to, and
+# the time of the last good checkpoint the workload writes back.
+NOTICE_DEADLINE_ANNOTATION = "gangweb.io/preemption-deadline"
+LAST_CHECKPOINT_ANNOTATION = "gangweb.io/last-checkpoint"
 EVICTING, VICTIMS_EVICTED = "Evicting", "VictimsEvicted"
 
 

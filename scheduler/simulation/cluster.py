@@ -16,6 +16,8 @@ from typing import Any
 
 from scheduler.cluster import (
     EVICTING,
+    LAST_CHECKPOINT_ANNOTATION,
+    NOTICE_DEADLINE_ANNOTATION,
     PREEMPTION_CONDITION,
     VICTIMS_EVICTED,
     ClusterEvent,
@@ -33,6 +35,8 @@ PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 # stays short of it for LOST_TICKS.
 LOSS_OFFSET = 15
 LOST_TICKS = 30
+# A gang that checkpoints "every" so often saves each this many ticks (5 minutes at the demo's 2 s).
+CHECKPOINT_TICKS = 150
 
 
 class SimulatedCluster(World):
@@ -227,6 +231,7 @@ class SimulatedCluster(World):
             self._tick_count += 1
             self._now = self._clock.advance(self._now)
             self._finish_done_gangs()
+            self._save_checkpoints()
             self._lose_a_member()
             self._recreate_evicted_pods()
             self._abandon_stale_gangs()
@@ -240,6 +245,29 @@ class SimulatedCluster(World):
             if gang.started_tick is not None and gang.started_tick + gang.run_ticks <= self._tick_count:
                 self._changes.append(self._change("gang-finished", gang))
                 self._drop(gang)
+
+    def _save_checkpoints(self) -> None:
+        """What the running gangs' workloads do (examples/notice/train.py, simulated): an "every" gang saves
+        each ``CHECKPOINT_TICKS``, a "notice" gang on the tick after gangweb gives it notice, a "never" gang
+        never; each save is the PodGroup's ``gangweb.io/last-checkpoint``."""
+        for gang in self._gangs.values():
+            if gang.started_tick is None or gang.checkpoints == "never":
+                continue
+            last = gang.annotations.get(LAST_CHECKPOINT_ANNOTATION, "")
+            deadline = gang.annotations.get(NOTICE_DEADLINE_ANNOTATION)
+            if gang.checkpoints == "every":
+                due = (self._tick_count - gang.started_tick) % CHECKPOINT_TICKS == 0
+            else:  # once per notice
+                due = bool(deadline) and gang.answered != deadline
+            if not due or self._tick_count == gang.started_tick:
+                continue
+            gang.annotations[LAST_CHECKPOINT_ANNOTATION] = rfc3339(self._now)
+            gang.answered = deadline or ""
+            gang.resource_version = self._next_rv()
+            if last != gang.annotations[LAST_CHECKPOINT_ANNOTATION]:
+                self._changes.append(
+                    self._change("gang-checkpointed", gang, onNotice=gang.checkpoints == "notice")
+                )
 
     def _recreate_evicted_pods(self) -> None:
         """What the gangs' controllers do: bring the pod count back to ``size``.

@@ -200,6 +200,7 @@
       case "cluster.gang-submitted": return `${p.podGroup} submitted (${plural(p.gpus, "GPU")}, ${p.priorityClass})`;
       case "cluster.gang-bound": return `${p.podGroup} bound`;
       case "cluster.pod-evicted": return `${p.pod} evicted from ${p.node}`;
+      case "cluster.gang-checkpointed": return `${p.podGroup} saved a checkpoint${p.onNotice ? " on notice" : ""}`;
       case "cluster.gang-restarted": return `${p.podGroup} restarted (attempt ${p.attempt})`;
       case "cluster.gang-abandoned": return `${p.podGroup} gave up waiting`;
       case "cluster.event": return `${p.reason}: ${p.message}`;

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from scheduler.cluster import Cluster, KubeObject
+from scheduler.cluster import LAST_CHECKPOINT_ANNOTATION, NOTICE_DEADLINE_ANNOTATION, Cluster, KubeObject
 from scheduler.preemption.models import Eviction, Plan
 from scheduler.preemption.runtime import notice_seconds_for
 
@@ -25,8 +25,8 @@ logger = logging.getLogger(__name__)
 
 DISRUPTION_TARGET = "DisruptionTarget"
 NOTICE_REASON, WITHDRAWN_REASON = "PreemptionNotice", "PreemptionWithdrawn"
-DEADLINE_ANNOTATION = "gangweb.io/preemption-deadline"
-CHECKPOINT_ANNOTATION = "gangweb.io/last-checkpoint"
+DEADLINE_ANNOTATION = NOTICE_DEADLINE_ANNOTATION
+CHECKPOINT_ANNOTATION = LAST_CHECKPOINT_ANNOTATION
 # The API version of each kind of victim unit (scheduler/engine/victims.py).
 API_VERSIONS = {
     "Pod": "v1",
