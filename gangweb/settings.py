@@ -256,6 +256,19 @@ GANGWEB_MODE = env_choice("GANGWEB_MODE", GANGWEB_MODES)
 GANGWEB_NAMESPACE_MODES = env_namespace_map("GANGWEB_NAMESPACE_MODES", GANGWEB_MODES)
 # approve mode: a plan not approved by an operator within this time expires (docs/design.md, "Modes").
 GANGWEB_APPROVAL_TIMEOUT_SECONDS = env_int("GANGWEB_APPROVAL_TIMEOUT_SECONDS", 3600)
+# Preempt with notice (docs/design.md "Notice"): victims are told this many seconds before they are evicted,
+# and evicted sooner once every victim unit has saved a checkpoint; per victim namespace as "team-a=300";
+# 0 = no notice (evicted at once); the demo gives 10 s, which its simulated workloads that save on notice
+# answer. The notice is looked at every TICK seconds.
+GANGWEB_PREEMPTION_NOTICE_SECONDS = env_int("GANGWEB_PREEMPTION_NOTICE_SECONDS", 10 if DEMO else 0)
+GANGWEB_NAMESPACE_PREEMPTION_NOTICE_SECONDS = env_namespace_numbers(
+    "GANGWEB_NAMESPACE_PREEMPTION_NOTICE_SECONDS"
+)
+GANGWEB_PREEMPTION_NOTICE_TICK_SECONDS = env_float("GANGWEB_PREEMPTION_NOTICE_TICK_SECONDS", 2.0)
+if GANGWEB_PREEMPTION_NOTICE_SECONDS < 0:
+    raise ImproperlyConfigured("GANGWEB_PREEMPTION_NOTICE_SECONDS must be 0 or more")
+if GANGWEB_PREEMPTION_NOTICE_TICK_SECONDS <= 0:
+    raise ImproperlyConfigured("GANGWEB_PREEMPTION_NOTICE_TICK_SECONDS must be more than 0")
 GANGWEB_NAMESPACE = os.environ.get("GANGWEB_NAMESPACE", "gangweb-system")
 # Admission webhook (docs/admission.md): disruption mode of the PodGroups it builds (default, and per
 # namespace as "team-a=single,team-b=all"), extra namespaces it never touches.
@@ -321,6 +334,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "scheduler.expire_approvals",
         "schedule": float(min(30, max(1, GANGWEB_APPROVAL_TIMEOUT_SECONDS))),
         "options": {"expires": 30.0},
+    },
+    "tick-notices": {
+        "task": "scheduler.tick_notices",
+        "schedule": GANGWEB_PREEMPTION_NOTICE_TICK_SECONDS,
+        "options": {"expires": GANGWEB_PREEMPTION_NOTICE_TICK_SECONDS},
     },
     "ensure-podgroups": {
         "task": "scheduler.ensure_podgroups",

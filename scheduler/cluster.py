@@ -22,6 +22,9 @@ KubeObject = dict[str, Any]
 # a domain-prefixed type: kube-scheduler owns PodGroupInitiallyScheduled, we only add ours), and its reasons
 # while the victims are evicted and once they are. The simulation reads it like kube-scheduler would.
 PREEMPTION_CONDITION = "gangweb.io/Preemption"
+# Preempt with notice (docs/design.md): the deadline gangweb writes on a victim unit it gives notice to (the
+# workload answers with its checkpoint, scheduler/engine/checkpoints.py).
+NOTICE_DEADLINE_ANNOTATION = "gangweb.io/preemption-deadline"
 EVICTING, VICTIMS_EVICTED = "Evicting", "VictimsEvicted"
 
 
@@ -128,6 +131,13 @@ class Cluster(Protocol):
     def set_podgroup_condition(
         self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
     ) -> None: ...
+
+    def annotate(
+        self, api_version: str, kind: str, namespace: str, name: str, annotations: dict[str, str | None]
+    ) -> bool:
+        """Merge ``annotations`` into the object's (a None value removes that key): False when the object is
+        gone. Raises ClusterError when the cluster cannot answer."""
+        ...
 
     def get_object(self, api_version: str, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         """One object of any kind the cluster serves (e.g. a gang's Job, JobSet or RayCluster), or None when

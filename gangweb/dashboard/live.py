@@ -142,7 +142,10 @@ def tick_and_publish() -> list[dict[str, Any]]:
         changes = cluster.tick()
     refresh(0.0 if moved else tick_interval() / 2, paced=True)
     for change in changes:
-        if change.get("type") in NEWS:
+        # A checkpoint is news when it answers a notice (the regular ones would bury the feed).
+        if change.get("type") in NEWS or (
+            change.get("type") == "gang-checkpointed" and change.get("onNotice")
+        ):
             try:
                 send("cluster." + change["type"], change)
             except PublishFailed:

@@ -131,7 +131,9 @@ def cut_message(message: dict[str, Any], scope: Scope) -> dict[str, Any] | None:
         return {**message, "payload": {"decisions": mine, "count": len(mine), "dropped": 0}}
     key = payload.get("podGroup") or payload.get("pod") or ""
     namespace = payload.get("namespace") or _namespace(key)
-    if not (namespace and scope.sees(namespace)):
+    # A notice concerns its victims' teams as much as the preemptor's.
+    victims = [_namespace(str(unit).partition(" ")[2]) for unit in payload.get("units") or []]
+    if not any(ns and scope.sees(ns) for ns in (namespace, *victims)):
         return None
     # A visible event may still name another tenant's pods (the victims of this team's preemption).
     return {**message, "payload": redact(payload, scope)}

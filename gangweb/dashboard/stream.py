@@ -49,6 +49,8 @@ TOPICS = {
         "request.approved",
         "request.rejected",
         "request.cancelled",
+        "notice.given",
+        "notice.withdrawn",
     ),
     "decisions": ("admission.decisions",),
     "activity": (),

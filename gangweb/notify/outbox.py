@@ -30,9 +30,9 @@ def namespaces_of(payload: dict[str, Any]) -> set[str]:
         value = payload.get(key)
         if isinstance(value, str) and "/" in value:
             found.add(value.partition("/")[0])
-    unit = payload.get("victimUnit")
-    if isinstance(unit, str) and "/" in unit:
-        found.add(unit.partition(" ")[2].partition("/")[0])
+    for unit in [payload.get("victimUnit"), *(payload.get("units") or [])]:
+        if isinstance(unit, str) and "/" in unit:
+            found.add(unit.partition(" ")[2].partition("/")[0])
     for victim in payload.get("victims") or []:
         if isinstance(victim, dict) and victim.get("namespace"):
             found.add(victim["namespace"])

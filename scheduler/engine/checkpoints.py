@@ -22,7 +22,7 @@ CHECKPOINT_ANNOTATIONS = (CHECKPOINT_ANNOTATION, "volcano.sh/last-checkpoint-tim
 Moment = float | datetime  # seconds since the epoch, or an aware datetime
 
 
-def parse_checkpoint(value: str) -> datetime | None:
+def parse_rfc3339(value: str) -> datetime | None:
     """An RFC 3339 timestamp with its offset (``Z`` or ``+hh:mm``), or None for anything else: a
     timestamp without an offset names no instant."""
     if not isinstance(value, str) or not value:
@@ -43,7 +43,7 @@ def last_checkpoint(annotations: Mapping[str, str]) -> datetime | None:
     for key in CHECKPOINT_ANNOTATIONS:
         value = annotations.get(key)
         if value is not None:
-            moment = parse_checkpoint(value)
+            moment = parse_rfc3339(value)
             if moment is not None:
                 return moment
     return None

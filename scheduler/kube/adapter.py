@@ -415,6 +415,13 @@ class KubeCluster:
         """The longest one non-watch call can take (connect + read): how long a lock must outlast a call."""
         return float(sum(self.timeout))
 
+    def annotate(
+        self, api_version: str, kind: str, namespace: str, name: str, annotations: dict[str, str | None]
+    ) -> bool:
+        return writes.annotate(
+            self._api(), api_version, kind, namespace, name, annotations, timeout=self.timeout
+        )
+
     def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
         writes.mark_disruption_target(self._api(), namespace, name, message, timeout=self.timeout)
 

@@ -343,6 +343,48 @@ def create_object(api_client: client.ApiClient, obj: dict[str, Any], *, timeout:
     return False
 
 
+def annotate(
+    api_client: client.ApiClient,
+    api_version: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    annotations: dict[str, str | None],
+    *,
+    timeout: Timeout,
+) -> bool:
+    """Merge-patch ``metadata.annotations`` of one namespaced object (None removes a key); False when it is
+    gone."""
+    patch = {"metadata": {"annotations": annotations}}
+    what = f"annotating {kind} {namespace}/{name}"
+    try:
+        if kind == "Pod" and api_version == "v1":
+            response = client.CoreV1Api(api_client).patch_namespaced_pod(
+                name, namespace, patch, _request_timeout=timeout, _preload_content=False
+            )
+        else:
+            api, resource = _custom_api(api_client, api_version, kind)
+            response = api.patch_namespaced_custom_object(
+                resource.group,
+                resource.version,
+                namespace,
+                resource.plural,
+                name,
+                patch,
+                _request_timeout=timeout,
+                _preload_content=False,
+            )
+        discard(response)
+        return True
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise_cluster_error(what, exc)
+    except TRANSPORT_ERRORS as exc:
+        raise_cluster_error(what, exc)
+    return False
+
+
 def read_object(
     api_client: client.ApiClient,
     api_version: str,

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class PodFacts:
-    """A victim pod as the plan saw it: its UID (empty when the snapshot had none), node and GPUs."""
+    """A victim pod as the plan saw it: its UID (empty when the snapshot had none), node, GPUs, and when it
+    started (seconds since the epoch; None when the snapshot did not say)."""
 
     uid: str = ""
     node: str = ""
     gpus: int = 0
+    started: float | None = None

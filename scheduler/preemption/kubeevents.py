@@ -3,8 +3,8 @@
 ``events.publish`` hands every ledger event here once its transaction commits (``observe``); those that
 tell a gang's owner something become ``events.k8s.io/v1`` Events (reporting controller
 ``GANGWEB_CONTROLLER``): on the preemptor's PodGroup (planned, awaiting approval, executed, infeasible with
-its reason code, failed) and on each evicted pod and its victim unit (preempted by whom, with the request
-and plan ids). Others (dry runs, approvals made in the web process) are left to the ledger.
+its reason code, failed), on each evicted pod and its victim unit (preempted by whom, with the request
+and plan ids), and on both for a notice given or withdrawn. Others (dry runs, approvals made in the web process) are left to the ledger.
 
 Events are written off the pipeline's path by one thread per process (``EventRecorder``), and repeats are
 counted as Kubernetes does: an Event identical to one written in the last ``SERIES_WINDOW_SECONDS`` (same
@@ -86,7 +86,49 @@ def events_for(kind: str, payload: dict[str, Any]) -> list[ClusterEvent]:
         return [_on_preemptor(payload, "PreemptionFailed", note, "Warning")]
     if kind == "eviction" and payload.get("state") == "evicted":
         return _victim_events(payload)
+    if kind in ("notice.given", "notice.withdrawn"):
+        return _notice_events(kind, payload)
     return []
+
+
+def _notice_events(kind: str, payload: dict[str, Any]) -> list[ClusterEvent]:
+    """A notice given or withdrawn: on the preemptor, and on each victim unit (the one its owner watches)."""
+    preemptor_ns, preemptor = _split(payload.get("podGroup", ""))
+    units = payload.get("units") or []
+    if kind == "notice.given":
+        deadline = payload.get("noticeDeadline", "?")
+        reason = "PreemptionNotice"
+        mine = (
+            f"gangweb gave {len(units)} victim unit(s) notice to save until {deadline} ({_ids(payload)}); "
+            "they are evicted together once each has saved, at the latest then"
+        )
+        theirs = (
+            f"gangweb preempts this object for PodGroup {preemptor_ns}/{preemptor} ({_ids(payload)}) at "
+            f"{deadline} at the latest: save a checkpoint and set gangweb.io/last-checkpoint"
+        )
+    else:
+        reason = "PreemptionNoticeWithdrawn"
+        mine = f"gangweb withdrew its notice, nothing evicted ({_ids(payload)}): {payload.get('reason', '')}"
+        theirs = f"gangweb withdrew its notice for PodGroup {preemptor_ns}/{preemptor} ({_ids(payload)}): nothing is evicted"
+    out = [_on_preemptor(payload, reason, mine)]
+    related = {"related_kind": PODGROUP, "related_name": preemptor, "related_namespace": preemptor_ns}
+    for unit in units:
+        unit_kind, _, key = str(unit).partition(" ")
+        namespace, name = _split(key)
+        if unit_kind and namespace and name:
+            out.append(
+                ClusterEvent(
+                    namespace=namespace,
+                    involved_kind=unit_kind,
+                    involved_name=name,
+                    reason=reason,
+                    message=theirs,
+                    type="Warning" if kind == "notice.given" else "Normal",
+                    extra={"action": "Preempting"},
+                    **related,
+                )
+            )
+    return out
 
 
 def _victim_events(payload: dict[str, Any]) -> list[ClusterEvent]:

@@ -200,6 +200,11 @@ class Plan(models.Model):
     # The watch cache's resourceVersion per plural the plan was made at (docs/design.md); {} = a fresh list.
     resource_versions = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Preempt with notice (docs/design.md "Notice"): when the victims were told, until when they may save,
+    # and when the notice was withdrawn (the gang no longer needed the room); all null without a notice.
+    notice_given_at = models.DateTimeField(null=True, blank=True)
+    notice_deadline = models.DateTimeField(null=True, blank=True)
+    notice_withdrawn_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -279,6 +284,12 @@ class Eviction(models.Model):
     dry_run_at = models.DateTimeField(null=True, blank=True)
     requested_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Lost work (docs/design.md "Lost work"): the plan's estimate for this pod, GPU-seconds since
+    # max(start, last checkpoint) as last read (``work_since``), and what was really lost once evicted:
+    # gpus x (finished_at - work_since).
+    estimated_lost_gpu_seconds = models.FloatField(null=True, blank=True)
+    work_since = models.DateTimeField(null=True, blank=True)
+    lost_gpu_seconds = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["plan_id", "victim_unit", "namespace", "name"]

@@ -48,6 +48,7 @@ def pod_facts(snapshot: Snapshot, pod_keys: list[str]) -> dict[str, PodFacts]:
             uid=pod.uid if pod.uid != pod.key else "",
             node=pod.node_name or "",
             gpus=int(snapshot.gpus(snapshot.pod_req[index])),
+            started=pod.start_time,
         )
     return facts
 

@@ -115,3 +115,11 @@ def reaper_for(namespace: str) -> str:
     """``report`` or ``evict``: what the reaper does with a broken gang of ``namespace``
     (GANGWEB_NAMESPACE_REAPERS, else GANGWEB_REAPER; docs/idle.md "The reaper")."""
     return settings.GANGWEB_NAMESPACE_REAPERS.get(namespace, settings.GANGWEB_REAPER)
+
+
+def notice_seconds_for(namespace: str) -> int:
+    """How many seconds of notice a victim in ``namespace`` gets before it is evicted (0: none):
+    GANGWEB_NAMESPACE_PREEMPTION_NOTICE_SECONDS, else GANGWEB_PREEMPTION_NOTICE_SECONDS (docs/design.md "Notice")."""
+    return settings.GANGWEB_NAMESPACE_PREEMPTION_NOTICE_SECONDS.get(
+        namespace, settings.GANGWEB_PREEMPTION_NOTICE_SECONDS
+    )

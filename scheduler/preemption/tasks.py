@@ -36,7 +36,7 @@ from scheduler.preemption import (
 )
 from scheduler.preemption.execution import execute
 from scheduler.preemption.ledger import approvals
-from scheduler.preemption.models import Mode, PreemptionRequest, RequestState
+from scheduler.preemption.models import Mode, Plan, PreemptionRequest, RequestState
 from scheduler.preemption.runtime import get_cluster, mode_for, observes_any_namespace
 from scheduler.served import served_by
 
@@ -295,6 +295,31 @@ def execute_plan(self, request_id: int) -> str:
     if outcome.replan:
         replan(PreemptionRequest.objects.get(pk=request_id), f"re-plan: {outcome.reason}")
     return outcome.state
+
+
+@shared_task(name="scheduler.tick_notices", ignore_result=True)
+def tick_notices() -> list[int]:
+    """Look at every running notice (GANGWEB_PREEMPTION_NOTICE_TICK_SECONDS): each request whose victims
+    were told and whose execution is not running now goes on (``execute`` evicts once every unit has saved
+    or the deadline has come, withdraws when the gang no longer needs the room, else waits); the ids."""
+    running = (
+        Plan.objects.filter(
+            request__state=RequestState.EXECUTING,
+            notice_given_at__isnull=False,
+            notice_withdrawn_at__isnull=True,
+        )
+        .values_list("request_id", flat=True)
+        .distinct()
+    )
+    looked = []
+    for request_id in sorted(running):
+        if locks.is_locked(locks.request_key(request_id)):
+            continue  # its execution runs now
+        looked.append(request_id)
+        _enqueue(
+            execute_plan, (request_id,), {"expires": float(settings.GANGWEB_PREEMPTION_NOTICE_TICK_SECONDS)}
+        )
+    return looked
 
 
 @shared_task(name="scheduler.expire_approvals", ignore_result=True)

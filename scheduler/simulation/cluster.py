@@ -16,12 +16,14 @@ from typing import Any
 
 from scheduler.cluster import (
     EVICTING,
+    NOTICE_DEADLINE_ANNOTATION,
     PREEMPTION_CONDITION,
     VICTIMS_EVICTED,
     ClusterEvent,
     EvictionResult,
     KubeObject,
 )
+from scheduler.engine.checkpoints import CHECKPOINT_ANNOTATION
 from scheduler.simulation import dra as sim_dra
 from scheduler.simulation import objects
 from scheduler.simulation.catalog import TIERS
@@ -33,6 +35,8 @@ PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 # stays short of it for LOST_TICKS.
 LOSS_OFFSET = 15
 LOST_TICKS = 30
+# A gang that checkpoints "every" so often saves each this many ticks (5 minutes at the demo's 2 s).
+CHECKPOINT_TICKS = 150
 
 
 class SimulatedCluster(World):
@@ -177,6 +181,25 @@ class SimulatedCluster(World):
                 }
             )
 
+    def annotate(
+        self, api_version: str, kind: str, namespace: str, name: str, annotations: dict[str, str | None]
+    ) -> bool:
+        """Merge ``annotations`` into a PodGroup's (None removes a key); the simulation's pods keep none, so
+        a pod is only looked up. False when the object is gone."""
+        with self._lock:
+            if kind == "Pod":
+                return f"{namespace}/{name}" in self._pods
+            gang = self._gangs.get(f"{namespace}/{name}")
+            if kind != "PodGroup" or gang is None:
+                return False
+            for key, value in annotations.items():
+                if value is None:
+                    gang.annotations.pop(key, None)
+                else:
+                    gang.annotations[key] = value
+            gang.resource_version = self._next_rv()
+            return True
+
     def set_podgroup_condition(
         self, namespace: str, name: str, type_: str, status: str, reason: str, message: str
     ) -> None:
@@ -216,6 +239,7 @@ class SimulatedCluster(World):
             self._tick_count += 1
             self._now = self._clock.advance(self._now)
             self._finish_done_gangs()
+            self._save_checkpoints()
             self._lose_a_member()
             self._recreate_evicted_pods()
             self._abandon_stale_gangs()
@@ -229,6 +253,29 @@ class SimulatedCluster(World):
             if gang.started_tick is not None and gang.started_tick + gang.run_ticks <= self._tick_count:
                 self._changes.append(self._change("gang-finished", gang))
                 self._drop(gang)
+
+    def _save_checkpoints(self) -> None:
+        """What the running gangs' workloads do (examples/notice/train.py, simulated): an "every" gang saves
+        each ``CHECKPOINT_TICKS``, a "notice" gang on the tick after gangweb gives it notice, a "never" gang
+        never; each save is the PodGroup's ``gangweb.io/last-checkpoint``."""
+        for gang in self._gangs.values():
+            if gang.started_tick is None or gang.checkpoints == "never":
+                continue
+            last = gang.annotations.get(CHECKPOINT_ANNOTATION, "")
+            deadline = gang.annotations.get(NOTICE_DEADLINE_ANNOTATION)
+            if gang.checkpoints == "every":
+                due = (self._tick_count - gang.started_tick) % CHECKPOINT_TICKS == 0
+            else:  # once per notice
+                due = bool(deadline) and gang.answered != deadline
+            if not due or self._tick_count == gang.started_tick:
+                continue
+            gang.annotations[CHECKPOINT_ANNOTATION] = rfc3339(self._now)
+            gang.answered = deadline or ""
+            gang.resource_version = self._next_rv()
+            if last != gang.annotations[CHECKPOINT_ANNOTATION]:
+                self._changes.append(
+                    self._change("gang-checkpointed", gang, onNotice=gang.checkpoints == "notice")
+                )
 
     def _recreate_evicted_pods(self) -> None:
         """What the gangs' controllers do: bring the pod count back to ``size``.

@@ -107,6 +107,8 @@ def podgroup_object(gang: SimGang) -> dict[str, Any]:
         ),
         "spec": spec,
     }
+    if gang.annotations:
+        obj["metadata"]["annotations"] = dict(gang.annotations)
     if gang.conditions:
         obj["status"] = {"conditions": [dict(c) for c in gang.conditions]}
     return obj

@@ -102,6 +102,12 @@ class SimGang:
     # Bumped each time the controller recreates evicted pods, so new pods get new names.
     attempt: int = 0
     conditions: list[dict[str, Any]] = field(default_factory=list)
+    # The PodGroup's annotations (a notice's deadline, the last checkpoint the workload saved).
+    annotations: dict[str, str] = field(default_factory=dict)
+    # When its workload saves a checkpoint: "every" CHECKPOINT_TICKS, on "notice" only, or "never"; the
+    # deadline of the last notice it answered with one.
+    checkpoints: str = "never"
+    answered: str = ""
     resource_version: int = 0
     # A member lost and its controller slow to notice: no pod is recreated before this tick (a broken gang).
     stuck_until: int = 0

@@ -7,6 +7,9 @@ import random
 from scheduler.simulation.catalog import NAMESPACES, TIERS, WORKLOAD_WORDS, Tier
 from scheduler.simulation.state import SimGang
 
+# How the simulated workloads checkpoint (docs/dashboard.md "Demo"): a third each.
+CHECKPOINT_KINDS = ("every", "notice", "never")
+
 
 class WorkloadGenerator:
     """Draws gangs from the tier mix; the same seed gives the same gangs in the same order."""
@@ -35,6 +38,8 @@ class WorkloadGenerator:
         pdb_min_available = None
         if rng.random() < tier.pdb_share:
             pdb_min_available = max(1, size - 1) if tier.disruption == "single" else size
+        # Checkpointing by serial, not drawn: the seeded stream of gangs stays what it was.
+        checkpoints = CHECKPOINT_KINDS[self._serial % len(CHECKPOINT_KINDS)]
         return SimGang(
             namespace=namespace,
             name=f"{word}-{self._serial:04d}",
@@ -47,4 +52,5 @@ class WorkloadGenerator:
             run_ticks=rng.randint(*tier.ticks),
             created=created,
             queued_tick=queued_tick,
+            checkpoints=checkpoints,
         )

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 
@@ -40,17 +41,19 @@ from gangweb.access.scope import scope_for
 from kubetestserver import KubeTestServer
 from kubetestserver.httpapi import parse_route
 from kubetestserver.reviews import mint_token
+from scheduler.engine.reading import read_snapshot
 from scheduler.preemption import execution as execution_module
-from scheduler.preemption import kubeevents, runtime
-from scheduler.preemption.execution import execute
+from scheduler.preemption import kubeevents, ledger, planning, runtime
+from scheduler.preemption.execution import NOTICE, execute
 from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.models import PreemptionRequest, RequestState
 from scheduler.preemption.tasks import detect_unschedulable_gangs
 from tests.admission.ensurer.test_end_to_end import GANG_FIXTURES, create_owner, through_the_webhook
 from tests.admission.support import EXPECTED, load_owner, load_pod
+from tests.conftest import ROOT
 from tests.deploy.rendering import NAMESPACE, PROCESSES, base_objects, granted, rules_of
 from tests.gangweb.access.test_kubernetes import READ_PODGROUPS, binding, cluster_role, drf_request
-from tests.scheduler.preemption.builders import small_cluster
+from tests.scheduler.preemption.builders import node, pod, podgroup, small_cluster
 from tests.scheduler.preemption.test_budgets import FAST, budgeted_cluster, plan_for
 from tests.scheduler.preemption.test_observe_kube import kube_scheduler_preempted
 
@@ -175,6 +178,18 @@ def web_calls(environment) -> set[Call]:
         return calls(server)
 
 
+UPSTREAM = ROOT / "tests" / "fixtures" / "upstream"
+
+
+def single_pods() -> list[dict]:
+    """A 2x8 gang whose room two pods of a ``single`` PodGroup hold: each pod is a victim unit of its own."""
+    objects = [node(f"node-{i}") for i in range(2)]
+    objects += [podgroup("batch", "mid", min_count=1, priority=20, disruption="single")]
+    objects += [pod("batch", f"mid-{i}", group="mid", priority=20, node_name=f"node-{i}") for i in range(2)]
+    objects += [podgroup("team-a", "train", min_count=2, priority=100, unschedulable=True)]
+    return objects + [pod("team-a", f"train-{i}", group="train", priority=100) for i in range(2)]
+
+
 def worker_calls(environment, settings, monkeypatch) -> set[Call]:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     found: set[Call] = set()
@@ -220,6 +235,32 @@ def worker_calls(environment, settings, monkeypatch) -> set[Call]:
         assert execute(request.pk, runtime.get_cluster(), retry=FAST).state == RequestState.SUCCEEDED
         settings.GANGWEB_PDB_POLICY = "respect"
         found |= calls(server)
+
+    # Preempt with notice: each victim unit told (a PodGroup's annotation and condition, a pod's or a
+    # CompositePodGroup's annotation), looked at afresh by name at the next look, evicted at the deadline.
+    settings.GANGWEB_PREEMPTION_NOTICE_SECONDS = 1
+    for objects, preemptor in (
+        (small_cluster(), "team-a/train"),
+        (single_pods(), "team-a/train"),
+        (read_snapshot(UPSTREAM / "cpg-all-victim-across-nodes.yaml"), "default/high"),
+    ):
+        with KubeTestServer() as server:
+            server.load(objects)
+            environment(server)
+            cluster = runtime.get_cluster()
+            namespace, name = preemptor.split("/")
+            request, _ = ledger.open_request(namespace, name, mode="enforce", trigger="rbac test")
+            ledger.begin_planning(request.pk)
+            result = planning.compute(planning.fresh_objects(cluster), request.podgroup, "gangweb")
+            plan = ledger.record_plan(request.pk, result.plan, cost=result.cost, pods=result.pods)
+            assert execute(request.pk, cluster, retry=FAST).state == NOTICE
+            plan.refresh_from_db()
+            deadline = plan.notice_deadline
+            assert _eventually(lambda deadline=deadline: timezone.now() >= deadline)
+            assert execute(request.pk, cluster, retry=FAST).state == RequestState.SUCCEEDED
+            found |= calls(server)
+            PreemptionRequest.objects.all().delete()
+    settings.GANGWEB_PREEMPTION_NOTICE_SECONDS = 0
 
     # Observe mode: detection also reads kube-scheduler's Preempted events.
     with KubeTestServer() as server:

@@ -77,6 +77,10 @@ def cards_of(key: str, at: datetime) -> dict:
                             "evictedGpus": 16,
                             "victimUnits": 2,
                             "lostGpuHours": 1,
+                            "estimatedLostGpuHours": 1,
+                            "realisedLostGpuHours": 1,
+                            "noticeDeadline": at.isoformat(),
+                            "noticeWithdrawn": False,
                             "summary": "evicted 2 pods in 2 units, 16 GPUs",
                             "victims": ["team-llm/small-3", OTHER],
                         },
@@ -118,6 +122,8 @@ def test_preemptions_say_times_states_counts_and_victims_in_words(start_demo, br
     text = card.inner_text()
     assert "awaiting_approval" not in text and "now awaiting approval" in text, text
     assert "1 GPU-hour lost" in text and "GPU-hours" not in text, text
+    # lost work estimated against what the evictions really lost, and the victims' notice
+    assert "1 GPU-hour lost (estimated; 1 GPU-hour really lost); notice until" in text, text
     # the victims: the one the reader sees named (a link to its page), the other counted
     victims = card.locator(".runs li.executed .victims li")
     assert victims.all_inner_texts() == ["team-llm/small-3", "1 gang of other namespaces"]

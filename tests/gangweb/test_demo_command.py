@@ -157,6 +157,8 @@ def test_the_demo_stages_its_scene_a_preemption_for_a_top_tier_gang(start_demo):
 
     seen = asyncio.run(scene_events())
     assert seen[0] == "request.opened" and "plan.created" in seen and "gang.placed" in seen, seen
+    # The demo gives its victims notice (GANGWEB_PREEMPTION_NOTICE_SECONDS, 10 s there) before evicting.
+    assert seen.index("notice.given") < seen.index("gang.placed"), seen
     printed = [line.strip() for line in demo.lines if line.strip()]
     assert printed[-1].startswith("stop:"), f"the banner is the last thing printed: {printed[-3:]}"
     assert demo.stop(signal.SIGTERM) == 0

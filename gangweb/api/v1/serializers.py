@@ -13,13 +13,60 @@ from gangweb.api.v1.access import scope_of
 from gangweb.api.v1.queries.decision import decision
 from scheduler.engine import DEFAULT_POLICY, POLICIES
 from scheduler.preemption import actors
-from scheduler.preemption.models import LedgerEntry
+from scheduler.preemption.models import LedgerEntry, PlanSource
 
 PODGROUP_STATES = ("running", "running-partly", "pending", "short", "broken", "empty", "invalid")
 
 
 class Eviction(ledger.EvictionSerializer):
     url = s.HyperlinkedIdentityField(view_name="api:v1:eviction-detail")
+    estimatedLostGpuSeconds = s.FloatField(
+        source="estimated_lost_gpu_seconds",
+        read_only=True,
+        allow_null=True,
+        help_text="the plan's estimate for this pod: its GPUs x time since its unit's last checkpoint",
+    )
+    workSince = s.DateTimeField(
+        source="work_since",
+        read_only=True,
+        allow_null=True,
+        help_text="when its unsaved work began: max(start, last checkpoint) as last read",
+    )
+    lostGpuSeconds = s.FloatField(
+        source="lost_gpu_seconds",
+        read_only=True,
+        allow_null=True,
+        help_text="really lost once evicted: GPUs x (eviction time - workSince); null: not evicted",
+    )
+
+    class Meta(ledger.EvictionSerializer.Meta):
+        fields = ledger.EvictionSerializer.Meta.fields + [
+            "estimatedLostGpuSeconds",
+            "workSince",
+            "lostGpuSeconds",
+        ]
+        read_only_fields = fields
+
+
+class Notice(s.Serializer):
+    """A plan's notice to its victims (docs/design.md "Notice")."""
+
+    plan = s.IntegerField()
+    givenAt = s.DateTimeField()
+    deadline = s.DateTimeField(help_text="the victims are evicted then at the latest")
+    withdrawnAt = s.DateTimeField(allow_null=True, help_text="withdrawn then: nobody evicted; null: not")
+
+
+def notice_json(plan) -> dict | None:
+    """A plan's ``Notice``, None when its victims were given none."""
+    if plan is None or plan.notice_given_at is None:
+        return None
+    return {
+        "plan": plan.pk,
+        "givenAt": plan.notice_given_at,
+        "deadline": plan.notice_deadline,
+        "withdrawnAt": plan.notice_withdrawn_at,
+    }
 
 
 class Cost(s.Serializer):
@@ -37,17 +84,23 @@ class Plan(ledger.PlanSerializer):
     namespace = s.CharField(source="request.namespace", read_only=True)
     name = s.CharField(source="request.name", read_only=True)
     cost = s.SerializerMethodField()
+    notice = s.SerializerMethodField(help_text="its victims' notice; null: none was given")
 
     class Meta(ledger.PlanSerializer.Meta):
         fields = (
             ledger.PlanSerializer.Meta.fields[:3]
             + ["namespace", "name"]
             + ledger.PlanSerializer.Meta.fields[3:]
+            + ["notice"]
         )
         read_only_fields = fields
 
     def get_cost(self, plan) -> Cost:  # the annotation is the schema's
         return super().get_cost(plan)
+
+    @extend_schema_field(Notice(allow_null=True))
+    def get_notice(self, plan) -> dict | None:
+        return notice_json(plan)
 
 
 class PlanDetail(Plan):
@@ -82,6 +135,7 @@ class Request(ledger.RequestSerializer):
     traceId = s.SerializerMethodField(
         help_text="its OpenTelemetry trace id (32 hex digits; docs/design.md, 'Traces'); null: not traced"
     )
+    notice = s.SerializerMethodField(help_text="the notice its latest plan gave the victims; null: none")
 
     class Meta(ledger.RequestSerializer.Meta):
         fields = ledger.RequestSerializer.Meta.fields + [
@@ -89,8 +143,23 @@ class Request(ledger.RequestSerializer):
             "decidedBy",
             "decidedAt",
             "traceId",
+            "notice",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(Notice(allow_null=True))
+    def get_notice(self, request) -> dict | None:
+        if hasattr(request, "noticed_plan"):  # the list's query reads it beside each request
+            if request.noticed_plan is None:
+                return None
+            return {
+                "plan": request.noticed_plan,
+                "givenAt": request.notice_given_at,
+                "deadline": request.notice_deadline,
+                "withdrawnAt": request.notice_withdrawn_at,
+            }
+        plans = [p for p in request.plans.all() if p.source == PlanSource.ENGINE]
+        return notice_json(max(plans, key=lambda p: (p.created_at, p.pk)) if plans else None)
 
     @extend_schema_field(ActorSerializer(allow_null=True))
     def get_decidedBy(self, request) -> dict | None:
@@ -357,6 +426,7 @@ class Verdict(s.Serializer):
     reason = s.CharField(allow_blank=True)
     at = s.DateTimeField()
     retryAt = s.DateTimeField(allow_null=True, help_text="when gangweb may open its next request")
+    notice = Notice(allow_null=True, help_text="the notice its latest plan gave the victims; null: none")
 
 
 class Broken(s.Serializer):
@@ -388,6 +458,11 @@ class PodGroup(s.Serializer):
     waitingSeconds = s.IntegerField()
     reason = s.CharField(help_text="the dominant reason, in plain words")
     broken = Broken(allow_null=True, help_text="how the gang is broken (docs/idle.md); null: it is not")
+    noticeDeadline = s.CharField(
+        allow_null=True,
+        help_text="gangweb gave this gang notice: it is preempted then at the latest (its "
+        "gangweb.io/preemption-deadline annotation); null: no notice",
+    )
     verdict = Verdict(allow_null=True)
 
 

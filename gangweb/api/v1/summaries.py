@@ -46,6 +46,14 @@ class CardPlan(s.Serializer):
     optimality = s.CharField(
         allow_null=True, help_text="proven, or heuristic:<why>; null for plans from before it was recorded"
     )
+    estimatedLostGpuHours = s.FloatField(help_text="the plan's estimate of the work its evictions lose")
+    realisedLostGpuHours = s.FloatField(
+        allow_null=True, help_text="what its evictions really lost, once evicted; null: none evicted yet"
+    )
+    noticeDeadline = s.DateTimeField(
+        allow_null=True, help_text="its victims' notice ran until then; null: none"
+    )
+    noticeWithdrawn = s.BooleanField(help_text="the notice was withdrawn: nobody was evicted")
     summary = s.CharField(help_text="what it evicted, in counted words")
     victims = s.ListField(child=s.CharField(), help_text="NAMESPACE/NAME of each victim unit")
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from gangweb.access.scope import Scope
 from gangweb.api.v1.queries.ledger import verdicts
-from scheduler.preemption.models import Plan, PlanSource, PreemptionRequest, RequestState
+from scheduler.preemption.models import Eviction, Plan, PlanSource, PreemptionRequest, RequestState
 from scheduler.words import plural
 
 EXECUTED = {RequestState.SUCCEEDED, RequestState.EXECUTING}
@@ -27,9 +27,10 @@ RETRIED = (RequestState.INFEASIBLE, RequestState.FAILED)  # a new request comes 
 MAX_REQUESTS = 2000
 
 
-def _plan_summary(plan: Plan | None) -> dict[str, Any] | None:
+def _plan_summary(plan: Plan | None, realised: dict[int, float | None]) -> dict[str, Any] | None:
     if plan is None:
         return None
+    lost = realised.get(plan.pk)
     return {
         "policy": plan.policy,
         "feasible": plan.feasible,
@@ -39,6 +40,12 @@ def _plan_summary(plan: Plan | None) -> dict[str, Any] | None:
         "victimUnits": plan.victim_units,
         "lostGpuHours": round(plan.lost_gpu_seconds / 3600, 1),
         "optimality": plan.optimality,
+        # Estimated at planning (GPUs x time since each victim's last checkpoint) against what its evictions
+        # really lost (docs/design.md "Lost work"); null until an eviction knows.
+        "estimatedLostGpuHours": round(plan.lost_gpu_seconds / 3600, 2),
+        "realisedLostGpuHours": round(lost / 3600, 2) if lost is not None else None,
+        "noticeDeadline": plan.notice_deadline.isoformat() if plan.notice_deadline else None,
+        "noticeWithdrawn": plan.notice_withdrawn_at is not None,
         "summary": (
             f"evicted {plural(plan.evicted_pods, 'pod')} in {plural(plan.victim_units, 'unit')}, "
             f"{plural(plan.evicted_gpus, 'GPU')}"
@@ -65,6 +72,12 @@ def cards(
         "id"
     ):
         plans[plan.request_id] = plan
+    realised = dict(
+        Eviction.objects.filter(plan_id__in=[p.pk for p in plans.values()], lost_gpu_seconds__isnull=False)
+        .values("plan_id")
+        .annotate(seconds=Sum("lost_gpu_seconds"))
+        .values_list("plan_id", "seconds")
+    )
     by_gang: dict[str, list[PreemptionRequest]] = {}
     for request in requests:
         by_gang.setdefault(f"{request.namespace}/{request.name}", []).append(request)
@@ -106,7 +119,7 @@ def cards(
                     "lastRequest": r.pk,
                     "executed": executed,
                     "mode": r.mode,
-                    "plan": _plan_summary(plan),
+                    "plan": _plan_summary(plan, realised),
                 }
             )
         newest = rows[-1]

@@ -22,6 +22,7 @@ from scheduler.argtypes import add_output
 from scheduler.engine import POLICIES, SnapshotError, load_objects, parse_snapshot
 from scheduler.engine.policies import DEFAULT_POLICY
 from scheduler.preemption import lostwork, planning
+from scheduler.preemption.execution.notice import planned_notice
 from scheduler.queues import read_view
 from scheduler.queues.blockers import blocker_for, with_blocker
 from scheduler.queues.cluster import build_view
@@ -131,6 +132,8 @@ class Command(BaseCommand):
             blocker = blocker_for(read_view(view), view, snapshot, options["podgroup"], result)
             output = with_blocker(result.to_dict(), blocker)
             output["cost"] = planning.result_of(snapshot, result).json_cost
+            # The notice its victims get before they are evicted (docs/design.md "Notice").
+            output["notice"] = planned_notice(output.get("victims") or [], objects)
         except SnapshotError as exc:
             self._fail(str(exc))
         except MemoryError:

@@ -19,6 +19,7 @@
   function decisionText(d) {
     const parts = [];
     if (d.planned !== null) parts.push(d.planned ? `evicts ${w.plural(d.planned, "pod")}` : "evicts nobody");
+    if (d.notice) parts.push(d.notice);
     if (d.evicted.size) parts.push(`evicted ${w.plural(d.evicted.size, "pod")}`);
     parts.push(w.feedState(d.state));
     return `${d.podGroup}: ${parts.join(", ")}`;
@@ -29,7 +30,7 @@
     const id = p.request;
     let d = decisions.get(id);
     if (!d) {
-      d = { li: el("li", "decision"), podGroup: p.podGroup, state: "opened", evicted: new Set(), planned: null };
+      d = { li: el("li", "decision"), podGroup: p.podGroup, state: "opened", evicted: new Set(), planned: null, notice: "" };
       d.li.dataset.kind = "decision";
       d.li.dataset.request = id;
       decisions.set(id, d);
@@ -44,6 +45,11 @@
       if (!p.feasible) d.state = "infeasible";
     } else if (m.type === "gang.placed") {
       d.state = "placed";
+    } else if (m.type === "notice.given") {
+      // Preempt with notice (docs/design.md): the victims save, then go together by the deadline.
+      d.notice = `notice to ${w.plural((p.units || []).length, "unit")} until ${g.clock(p.noticeDeadline)}`;
+    } else if (m.type === "notice.withdrawn") {
+      d.notice = `notice withdrawn, nobody evicted${p.reason ? ": " + p.reason : ""}`;
     } else if (p.state) {
       d.state = p.state;
     }
@@ -60,6 +66,7 @@
       case "cluster.gang-submitted": return `${p.podGroup} submitted (${w.plural(p.gpus, "GPU")}, ${p.priorityClass})`;
       case "cluster.gang-bound": return `${p.podGroup} bound`;
       case "cluster.pod-evicted": return evictedPods.has(p.pod) ? null : `${p.pod} evicted from ${p.node}`;
+      case "cluster.gang-checkpointed": return `${p.podGroup} saved a checkpoint${p.onNotice ? " on notice" : ""}`;
       case "cluster.gang-restarted": return `${p.podGroup} restarted (attempt ${p.attempt})`;
       case "cluster.gang-abandoned": return `${p.podGroup} gave up waiting`;
       case "cluster.event": return p.reason === "Preempted" ? null : `${p.reason}: ${p.message}`;

@@ -87,6 +87,10 @@
     if (r.nominatedNodes.length) add("nominated", r.nominatedNodes.join(", "));
     const v = r.verdict;
     add("gangweb", v ? [`${r.state === "running" ? "" : "request "}${g.verdictText(v, r.state)} · `, g.requestLink(v.request, "why")] : "no request");
+    // Preempt with notice: this gang's victims were told (as preemptor), or this gang was (as victim).
+    const n = v && v.notice;
+    if (n) add("notice", n.withdrawnAt ? `given to its victims, withdrawn at ${g.clock(n.withdrawnAt)}` : `given to its victims until ${g.clock(n.deadline)}; they are evicted together once each has saved`);
+    if (r.noticeDeadline) add("notice", `gangweb preempts this gang at ${g.clock(r.noticeDeadline)} at the latest: save a checkpoint and set gangweb.io/last-checkpoint`);
     const body = $("members");
     body.replaceChildren();
     for (const p of r.members) {

@@ -10,10 +10,19 @@
   let first = true;
   let chart = null;
 
+  // Lost work estimated at planning against what the evictions really lost (once they did), and the
+  // victims' notice, when they had one.
+  function lostText(plan) {
+    const estimated = plan.estimatedLostGpuHours ?? plan.lostGpuHours;
+    const realised = plan.realisedLostGpuHours == null ? "" : ` (estimated; ${g.plural(plan.realisedLostGpuHours, "GPU-hour")} really lost)`;
+    const notice = plan.noticeDeadline ? `; notice until ${g.clock(plan.noticeDeadline)}${plan.noticeWithdrawn ? " (withdrawn)" : ""}` : "";
+    return `${g.plural(estimated, "GPU-hour")} lost${realised}${notice}`;
+  }
+
   // A run in words, its times as <time> elements (UTC on hover).
   function runText(run) {
     const times = run.count > 1 ? [` × ${run.count} since `, g.when(run.since)] : [" at ", g.when(run.since)];
-    if (run.executed && run.plan) return [g.state(run.state), ...times, `: ${run.plan.summary}, ${g.plural(run.plan.lostGpuHours, "GPU-hour")} lost `, g.optimalityMark(run.plan.optimality)];
+    if (run.executed && run.plan) return [g.state(run.state), ...times, `: ${run.plan.summary}, ${lostText(run.plan)} `, g.optimalityMark(run.plan.optimality)];
     const since = run.count > 1 ? [", last ", g.when(run.until)] : [];
     return [g.state(run.state), ...times, ...since, ...(run.reason ? [": ", ...g.timesIn(run.reason)] : [])];
   }

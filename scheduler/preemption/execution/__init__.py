@@ -8,6 +8,13 @@ Order of an execution (each step recorded in the ledger as it happens):
 3. Evict every victim pod for real, in parallel. A unit whose evictions fail part-way is finished
    (retrying with backoff) rather than left half-evicted; if it cannot be finished the ledger says so.
 
+With a notice (``GANGWEB_PREEMPTION_NOTICE_SECONDS`` > 0 for a victim's namespace; ``notice.py``), step 2 is
+followed by the notice, recorded in the ledger before any victim is told, and the execution returns: each
+later call (the ``tick_notices`` beat task) looks whether every victim unit has saved a checkpoint since, or
+the deadline has come, and only then goes on to step 2 again on fresh reads and step 3, all units together.
+Meanwhile a plan the re-check finds moot or stale withdraws its notice. A resumed call never gives a
+second notice: the ledger's one is told again, with its deadline.
+
 Calling ``execute`` again for the same request (task retry, a successor after a crash) resumes:
 rows already evicted are skipped, rows caught in ``evicting`` are re-checked at the API before any
 new request is sent, and once a real eviction has started the plan is finished rather than re-planned.
@@ -22,6 +29,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
 
 from scheduler import tracing
 from scheduler.cluster import (
@@ -34,7 +43,7 @@ from scheduler.cluster import (
     WatchCache,
 )
 from scheduler.preemption import ledger, locks, metrics
-from scheduler.preemption.execution import reaping
+from scheduler.preemption.execution import notice, reaping
 from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.execution.evictor import (
     DELETE,
@@ -54,6 +63,8 @@ from scheduler.words import plural
 logger = logging.getLogger(__name__)
 
 STARTED_STATES = (EvictionState.EVICTING, EvictionState.EVICTED)
+# The outcome of a call that gave a notice, or found it still running: the request stays executing.
+NOTICE = "notice"
 
 
 @dataclass(frozen=True)
@@ -111,8 +122,15 @@ def execute(
             return Outcome("skipped", f"request is {plan.request.state} now")
         rows = list(plan.pod_evictions.all())  # re-read under the locks
         if not any(r.state in STARTED_STATES for r in rows):
+            noticed = plan.notice_given_at is not None
+            if noticed or notice.seconds_for(rows):
+                waiting = _notice(calls, plan, rows)
+                if waiting is not None:
+                    return waiting
             refusal = _check_and_dry_run(calls, plan, rows)
             if refusal is not None:
+                if noticed:
+                    _take_back(calls.cluster, plan, rows, f"the plan was not executed: {refusal.reason}")
                 return refusal
         with _stage("evictions", plan, pods=len(rows)):
             return _evict_all(calls, plan, retry)
@@ -153,8 +171,59 @@ def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcom
         return _budgets_and_dry_runs(calls, plan, rows, objects)
 
 
-def _recheck(cluster: Cluster, plan: Plan, rows: list[Eviction], calls: Calls):
-    """The plan re-checked on fresh reads: (verdict, the objects it was checked against)."""
+def _notice(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcome | None:
+    """Give the plan's notice, or look at the one given: an outcome while the victims still have time to
+    save (or the plan did not hold), None once every unit has saved or the deadline has come."""
+    cluster, units = calls.cluster, notice.units_of(rows)
+    if plan.notice_given_at is None:
+        refusal = _check_and_dry_run(calls, plan, rows)
+        if refusal is not None:
+            return refusal
+        plan, _ = ledger.give_notice(plan.pk, notice.seconds_for(rows))
+        calls.ready()
+        notice.tell(cluster, plan, units)
+        return Outcome(NOTICE, f"notice given until {notice.rfc3339(plan.notice_deadline)}")
+    calls.ready()
+    seen = notice.look(cluster, units)
+    untold = [unit for unit in units if not seen[unit].told]
+    if untold:  # the ledger has the notice but the victims were not all told (a crash in between)
+        notice.tell(cluster, plan, untold)
+    saved = [unit for unit in units if notice.saved(seen[unit], plan.notice_given_at)]
+    deadline = notice.rfc3339(plan.notice_deadline)
+    if len(saved) == len(units) or timezone.now() >= plan.notice_deadline:
+        why = (
+            f"every victim unit saved a checkpoint after the notice: evicting all {plural(len(units), 'unit')}"
+            if len(saved) == len(units)
+            else f"deadline {deadline} reached with {len(saved)} of {plural(len(units), 'unit')} saved: "
+            "evicting all"
+        )
+        checkpoints = {str(u): seen[u].checkpoint for u in units if seen[u].checkpoint is not None}
+        ledger.end_notice(plan, why, checkpoints)
+        return None
+    verdict, _ = _recheck(cluster, plan, rows, calls, quiet=True)
+    if not verdict.ok:
+        reason = f"notice withdrawn, nothing evicted: {verdict.reason}"
+        _take_back(cluster, plan, rows, verdict.reason, finish=reason)
+        return Outcome(RequestState.SUPERSEDED, reason, replan=not verdict.moot)
+    return Outcome(
+        NOTICE, f"{len(saved)} of {plural(len(units), 'victim unit')} saved; waiting until {deadline}"
+    )
+
+
+def _take_back(cluster: Cluster, plan: Plan, rows: list[Eviction], why: str, finish: str = "") -> None:
+    """Withdraw the plan's notice: the victims first (a crash before the ledger tells them again, then
+    withdraws again), then the ledger, with the request's end when ``finish`` says why."""
+    notice.untell(cluster, plan, notice.units_of(rows), why)
+    with transaction.atomic():
+        ledger.withdraw_notice(plan.pk, why)
+        if finish:
+            ledger.fail_unstarted_evictions(plan.pk, "not evicted: the notice was withdrawn")
+            ledger.finish(plan.request.pk, RequestState.SUPERSEDED, finish)
+
+
+def _recheck(cluster: Cluster, plan: Plan, rows: list[Eviction], calls: Calls, *, quiet: bool = False):
+    """The plan re-checked on fresh reads: (verdict, the objects it was checked against); ``quiet``: the
+    history records only a failed one (a notice re-checks at every look)."""
     request = plan.request
     began = time.perf_counter()
     seconds: dict[str, float] = {}
@@ -176,6 +245,8 @@ def _recheck(cluster: Cluster, plan: Plan, rows: list[Eviction], calls: Calls):
     seconds["total"] = time.perf_counter() - began
     # How long each part took (the benchmark's timeline reads it: docs/kube.md, "Figures").
     timing = {key: round(value, 4) for key, value in seconds.items()}
+    if quiet and verdict.ok:
+        return verdict, objects
     ledger.note("execution.recheck", verdict.reason, plan=plan, data={"ok": verdict.ok, "seconds": timing})
     return verdict, objects
 

@@ -5,7 +5,7 @@ that the transition is legal, appends a history entry, and publishes the matchin
 transaction commits. Callers (tasks, execution, observe, the PodGroup ensurer) never write the models
 directly, so the ledger and the events cannot drift apart. By concern: ``requests`` (a request's states
 and its plans, and the pause between two requests of one gang), ``evictions`` (the rows of a plan's
-victims), ``observed`` (what kube-scheduler preempted) and ``history`` (the entries and shared helpers).
+victims), ``notices`` (a plan's notice to its victims), ``observed`` (what kube-scheduler preempted) and ``history`` (the entries and shared helpers).
 """
 
 from scheduler.preemption.ledger.evictions import (
@@ -18,6 +18,7 @@ from scheduler.preemption.ledger.evictions import (
     record_eviction,
 )
 from scheduler.preemption.ledger.history import TERMINAL_REQUEST_STATES, note, record_podgroup_created
+from scheduler.preemption.ledger.notices import end_notice, give_notice, withdraw_notice
 from scheduler.preemption.ledger.observed import record_observed_victims
 from scheduler.preemption.ledger.requests import (
     begin_execution,
@@ -36,8 +37,10 @@ __all__ = [
     "begin_planning",
     "claim_for_eviction",
     "cooling_down",
+    "end_notice",
     "fail_unstarted_evictions",
     "finish",
+    "give_notice",
     "note",
     "note_budget_spent",
     "open_request",
@@ -50,4 +53,5 @@ __all__ = [
     "record_podgroup_created",
     "requeue_planning",
     "retry_at",
+    "withdraw_notice",
 ]

@@ -49,6 +49,8 @@ def _eviction_payload(eviction: Eviction) -> dict[str, Any]:
         "attempts": eviction.attempts,
         "code": eviction.api_code if eviction.api_code is not None else eviction.dry_run_code,
         "message": eviction.api_message or eviction.dry_run_message,
+        "estimatedLostGpuSeconds": eviction.estimated_lost_gpu_seconds,
+        "lostGpuSeconds": eviction.lost_gpu_seconds,
     }
 
 
@@ -114,7 +116,14 @@ def record_eviction(
         if eviction.state in (EvictionState.EVICTED, EvictionState.FAILED):
             return eviction
         new_state = EvictionState.EVICTED if evicted else EvictionState.FAILED
-        _move(eviction, new_state, api_code=code, api_message=message, finished_at=timezone.now())
+        now = timezone.now()
+        # The work really lost: GPUs x the time since its unsaved work began (docs/design.md "Lost work").
+        lost = (
+            round(eviction.gpus * max(0.0, (now - eviction.work_since).total_seconds()), 3)
+            if evicted and eviction.work_since is not None
+            else None
+        )
+        _move(eviction, new_state, api_code=code, api_message=message, finished_at=now, lost_gpu_seconds=lost)
         verdict = "evicted" if evicted else "NOT evicted"
         text = f"{eviction.pod} {verdict} after {eviction.attempts} attempt(s)" + (f" ({how})" if how else "")
         note(

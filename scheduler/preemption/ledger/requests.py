@@ -7,7 +7,7 @@ commits.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -128,7 +128,9 @@ def record_plan(
         )
         for victim in stored.victims:
             unit = f"{victim.get('kind', 'Pod')} {victim.get('namespace')}/{victim.get('name')}"
-            for pod_key in victim.get("pods") or []:
+            members = victim.get("pods") or []
+            unit_gpus = sum(pods.get(p, PodFacts()).gpus for p in members)
+            for pod_key in members:
                 namespace, _, name = pod_key.partition("/")
                 facts = pods.get(pod_key, PodFacts())
                 Eviction.objects.create(
@@ -139,6 +141,10 @@ def record_plan(
                     node=facts.node,
                     gpus=facts.gpus,
                     victim_unit=unit,
+                    estimated_lost_gpu_seconds=_pod_share(
+                        victim.get("lostGpuSeconds"), facts.gpus, unit_gpus
+                    ),
+                    work_since=_when(facts.started),
                 )
         if source == PlanSource.ENGINE:
             if request.state == RequestState.PLANNING:
@@ -190,6 +196,17 @@ def finish(request_id: int, state: str, reason: str, data: dict[str, Any] | None
                 fail_unstarted_evictions(plan_id, f"not evicted: request {state}: {reason}")
         _finish_side_effects(request)
         return request
+
+
+def _pod_share(unit_lost: float | None, gpus: int, unit_gpus: int) -> float | None:
+    """A pod's part of its victim unit's estimated lost work (the plan's ``lostGpuSeconds``), by its GPUs."""
+    if unit_lost is None:
+        return None
+    return round(float(unit_lost) * (gpus / unit_gpus if unit_gpus else 0.0), 3)
+
+
+def _when(epoch: float | None) -> datetime | None:
+    return datetime.fromtimestamp(epoch, tz=UTC) if epoch is not None else None
 
 
 def _finish_side_effects(request: PreemptionRequest) -> None:

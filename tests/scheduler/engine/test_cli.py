@@ -87,10 +87,27 @@ def test_plan_prints_the_contract_json(tmp_path):
             "evictedGpus": 8,
             "lostGpuSeconds": data["cost"]["lostGpuSeconds"],
         },
+        # No notice: GANGWEB_PREEMPTION_NOTICE_SECONDS is 0 and none runs on the victim.
+        "notice": None,
     }
     # After the docs/design.md keys, which keep their order.
-    assert list(data)[-3:] == ["outcome", "optimality", "cost"]
+    assert list(data)[-4:] == ["outcome", "optimality", "cost", "notice"]
     assert data["reason"] and "\n" not in data["reason"]
+
+
+def test_plan_says_the_notice_its_victims_get_and_the_deadline_of_one_running(tmp_path):
+    objects = _objects()
+    snapshot = _write(tmp_path, objects)
+    env = {"GANGWEB_NAMESPACE_PREEMPTION_NOTICE_SECONDS": "default=120,other=600"}
+    assert json.loads(gang_plan("--snapshot", snapshot, "--podgroup", "default/g", env=env).stdout)[
+        "notice"
+    ] == {
+        "seconds": 120,
+        "deadline": None,
+    }
+    objects[3]["metadata"]["annotations"] = {"gangweb.io/preemption-deadline": "2026-12-02T06:00:00Z"}
+    done = gang_plan("--snapshot", _write(tmp_path, objects), "--podgroup", "default/g")
+    assert json.loads(done.stdout)["notice"] == {"seconds": 0, "deadline": "2026-12-02T06:00:00Z"}
 
 
 def test_infeasible_plan_still_exits_zero(tmp_path):

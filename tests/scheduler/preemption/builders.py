@@ -236,6 +236,21 @@ class FakeCluster:
     def set_podgroup_condition(self, namespace, name, type_, status, reason, message) -> None:
         self.podgroup_conditions.append((f"{namespace}/{name}", type_, status, reason))
 
+    def annotate(
+        self, api_version: str, kind: str, namespace: str, name: str, annotations: dict[str, str | None]
+    ) -> bool:
+        with self._lock:
+            found = self.objects.get((kind, f"{namespace}/{name}"))
+            if found is None:
+                return False
+            current = found.setdefault("metadata", {}).setdefault("annotations", {})
+            for key, value in annotations.items():
+                if value is None:
+                    current.pop(key, None)
+                else:
+                    current[key] = value
+            return True
+
     def get_object(self, api_version: str, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         with self._lock:
             found = self.objects.get((kind, f"{namespace}/{name}" if namespace else name))

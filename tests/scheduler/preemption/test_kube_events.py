@@ -170,3 +170,42 @@ def test_nothing_is_written_for_a_ledger_write_that_rolls_back(api_server, kube)
     assert kubeevents.flush(30)
     [event] = events_of(kube)
     assert "infeasible:quota" in event["note"]
+
+
+def test_a_notice_given_then_withdrawn_is_told_to_the_preemptor_and_each_victim_unit(api_server, kube):
+    request, _ = ledger.open_request("team-a", "train", mode="enforce", trigger="test")
+    ledger.begin_planning(request.pk)
+    victims = [
+        {"kind": "PodGroup", "namespace": "batch", "name": "low-0", "pods": ["batch/low-0-0"]},
+        {"kind": "Pod", "namespace": "batch", "name": "solo", "pods": ["batch/solo"]},
+    ]
+    plan = ledger.record_plan(
+        request.pk,
+        {
+            "feasible": True,
+            "victims": victims,
+            "evictions": ["batch/low-0-0", "batch/solo"],
+            "outcome": "preempt",
+        },
+        cost={},
+        pods={},
+    )
+    plan, given = ledger.give_notice(plan.pk, 300)
+    assert given and ledger.give_notice(plan.pk, 300) == (plan, False)  # never a second notice
+    ledger.withdraw_notice(plan.pk, "the gang fits without evicting")
+    assert kubeevents.flush(60)
+    told = sorted(
+        (regarding(e)["kind"], regarding(e)["name"], e["reason"], e["type"])
+        for e in events_of(kube)
+        if "Notice" in e["reason"]
+    )
+    assert told == [
+        ("Pod", "solo", "PreemptionNotice", "Warning"),
+        ("Pod", "solo", "PreemptionNoticeWithdrawn", "Normal"),
+        ("PodGroup", "low-0", "PreemptionNotice", "Warning"),
+        ("PodGroup", "low-0", "PreemptionNoticeWithdrawn", "Normal"),
+        ("PodGroup", "train", "PreemptionNotice", "Normal"),
+        ("PodGroup", "train", "PreemptionNoticeWithdrawn", "Normal"),
+    ]
+    deadline = plan.notice_deadline.isoformat()
+    assert all(deadline in e["note"] for e in events_of(kube) if e["reason"] == "PreemptionNotice")

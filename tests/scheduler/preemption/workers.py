@@ -80,8 +80,11 @@ def postgres_url_for_test_db() -> str:
 
 
 class Worker:
-    def __init__(self, env: dict[str, str], log_path, concurrency: int = 1):
+    """``beat_schedule``: a file path, to run beat inside the worker (``-B``; its periodic tasks with it)."""
+
+    def __init__(self, env: dict[str, str], log_path, concurrency: int = 1, beat_schedule=None):
         self.env, self.log_path, self.proc, self.concurrency = env, log_path, None, concurrency
+        self.beat = ["-B", "-s", str(beat_schedule)] if beat_schedule else []
 
     def start(self) -> Worker:
         self.log = open(self.log_path, "ab")  # noqa: SIM115 (lives as long as the worker; closed in stop())
@@ -93,6 +96,7 @@ class Worker:
                 "-A",
                 "gangweb",
                 "worker",
+                *self.beat,
                 "--pool=prefork",
                 f"--concurrency={self.concurrency}",
                 "--loglevel=INFO",

@@ -31,6 +31,7 @@ from scheduler.engine.resources import is_gpu, parse_resource_list
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
 from scheduler.kinds import is_native, native_kind
 from scheduler.preemption import detection
+from scheduler.preemption.execution.notice import DEADLINE_ANNOTATION
 from scheduler.preemption.runtime import get_cluster
 
 logger = logging.getLogger(__name__)
@@ -283,6 +284,7 @@ def _group_row(
         row["waitingSeconds"] = max(0, int(now - since))
     # The gang's health as the map judged it (scheduler.health): null unless it is broken now.
     row["broken"] = broken.get(key)
+    row["noticeDeadline"] = (meta.get("annotations") or {}).get(DEADLINE_ANNOTATION)
     row["state"] = _state(row)
     row["reason"] = _reason(row, mapped.get(key))
     return row

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery
 from rest_framework.exceptions import ValidationError
 
 from gangweb.access.scope import Scope
@@ -22,6 +22,7 @@ from scheduler.preemption.models import (
     Eviction,
     LedgerEntry,
     Plan,
+    PlanSource,
     PreemptionRequest,
     RequestState,
 )
@@ -37,6 +38,9 @@ KNOWN_KINDS = frozenset(
         "execution.evicting",
         "execution.recheck",
         "execution.waiting",
+        "notice.ended",
+        "notice.given",
+        "notice.withdrawn",
         "observed.preemption",
         "plan.created",
         "plan.fan_out",
@@ -78,6 +82,16 @@ def _evictions() -> QuerySet:
 
 def requests(scope: Scope, params=None, *, detail: bool = False) -> QuerySet:
     queryset = scope.filter(PreemptionRequest.objects.order_by("-created_at", "-id"))
+    if not detail:  # each row's notice, read beside it (the detail has its plans)
+        noticed = Plan.objects.filter(
+            request=OuterRef("pk"), source=PlanSource.ENGINE, notice_given_at__isnull=False
+        ).order_by("-created_at", "-id")
+        queryset = queryset.annotate(
+            noticed_plan=Subquery(noticed.values("pk")[:1]),
+            notice_given_at=Subquery(noticed.values("notice_given_at")[:1]),
+            notice_deadline=Subquery(noticed.values("notice_deadline")[:1]),
+            notice_withdrawn_at=Subquery(noticed.values("notice_withdrawn_at")[:1]),
+        )
     if detail:
         # prefetch_related hands each eviction its plan (no select_related: that read the plan again
         # for each of its evictions)
@@ -179,12 +193,20 @@ def verdicts(keys: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
             found.append(request)
     latest_ids = [found[0].pk for found in rows.values()]
     outcomes: dict[int, str] = {}
-    for request_id, outcome in (
+    notices: dict[int, dict[str, Any] | None] = {}
+    for request_id, plan_id, outcome, given, deadline, withdrawn in (
         Plan.objects.filter(request_id__in=latest_ids)
         .order_by("created_at", "id")
-        .values_list("request_id", "outcome")
+        .values_list(
+            "request_id", "id", "outcome", "notice_given_at", "notice_deadline", "notice_withdrawn_at"
+        )
     ):
         outcomes[request_id] = outcome
+        notices[request_id] = (
+            {"plan": plan_id, "givenAt": given, "deadline": deadline, "withdrawnAt": withdrawn}
+            if given
+            else None
+        )
     pause = settings.GANGWEB_REQUEST_COOLDOWN_SECONDS
     out = {}
     for key, found in rows.items():
@@ -201,6 +223,7 @@ def verdicts(keys: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
             "reason": last.reason,
             "at": last.updated_at,
             "retryAt": again,
+            "notice": notices.get(last.pk),
         }
     return out
 
