@@ -4,7 +4,11 @@
 #   worker   celery -A gangweb worker --concurrency 2
 #   beat     celery -A gangweb beat --schedule /var/lib/gangweb/celerybeat-schedule  (after: gangweb migrate)
 # Built by `make release` (scripts/release.py) from the wheel it writes to dist/ and from requirements.lock
-# (every runtime dependency pinned with its sha256; pip refuses anything else), on a base pinned by digest.
+# (every runtime dependency pinned with its sha256; pip refuses anything else; their wheels are downloaded
+# beforehand into dist/wheels by `pip download --require-hashes`, so the build itself needs no network),
+# on a base pinned by digest:
+# `make release` passes PYTHON_BASE=localhost/gangweb-base@sha256:... (Debian bookworm's python3.11, made by
+# mmdebstrap from Debian's mirror); the default below is the same Python from a registry, for builders with one.
 # Runs as uid 10001 on a read-only root filesystem: everything is compiled at build time, and the only writable
 # paths are /tmp and GANGWEB_VAR_DIR (/var/lib/gangweb), emptyDirs in deploy/ (`docker run --read-only
 # --tmpfs /tmp --tmpfs /var/lib/gangweb ...` outside Kubernetes). Only the wheel's packages are in the image: no
@@ -15,9 +19,10 @@ FROM ${PYTHON_BASE} AS build
 ARG VERSION=0.1.0
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY requirements.lock /build/requirements.lock
+COPY dist/wheels /build/wheels
 COPY dist/gangweb-${VERSION}-py3-none-any.whl /build/
-RUN python -m venv /opt/venv \
-    && /opt/venv/bin/pip install --require-hashes --no-deps -r /build/requirements.lock \
+RUN python3 -m venv /opt/venv \
+    && /opt/venv/bin/pip install --require-hashes --no-deps --no-index --find-links /build/wheels -r /build/requirements.lock \
     && /opt/venv/bin/pip install --no-deps --no-index /build/gangweb-${VERSION}-py3-none-any.whl \
     && /opt/venv/bin/python -m compileall -q /opt/venv
 

@@ -23,6 +23,11 @@ import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 CLIENT = "gangweb.client"
+# WebhookProtocol extends uvicorn's private httptools protocol (its callbacks and the attributes loop,
+# transport, scope, cycle, pipeline; the cycle's response_started, response_complete, disconnected,
+# message_event): pinned to these releases in pyproject.toml and checked by
+# tests/admission/test_protocol_internals.py, which fails when another release is installed.
+TESTED_WITH = {"uvicorn": "0.54.0", "httptools": "0.9.0"}
 
 _STATUS = {"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "Timeout", "code": 408}
 

@@ -360,6 +360,9 @@ LOGIN_REDIRECT_URL = "/"
 # --- Access (docs/design.md "Access") ------------------------------------------------------------
 # TokenReview and SubjectAccessReview answers (and the RoleBinding list) are reused for this long.
 GANGWEB_K8S_REVIEW_TTL_SECONDS = env_int("GANGWEB_K8S_REVIEW_TTL_SECONDS", 30)
+# A "no" (a token TokenReview did not authenticate, a SubjectAccessReview not allowed) for this long, at most
+# the TTL above: a new token or grant is seen sooner. Shared by the web replicas in Redis when REDIS_URL is set.
+GANGWEB_K8S_REVIEW_NEGATIVE_TTL_SECONDS = env_int("GANGWEB_K8S_REVIEW_NEGATIVE_TTL_SECONDS", 10)
 # Guessing (docs/design.md "Access: guessing"): wrong passwords per account and per source address, and
 # TokenReviews of tokens that did not authenticate per source address, are free up to these counts; then
 # each further one makes the next attempt wait twice as long (1 s, 2 s, 4 s, ... at most the max wait),

@@ -30,6 +30,15 @@ if ! command -v promtool >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
     || echo "warning: could not install prometheus; tests/deploy/test_monitoring.py will report it" >&2
 fi
 
+# tests/deploy/test_image.py builds the image as `make release` does: Debian's buildah, and mmdebstrap for the
+# base it makes (once; kept under ~/.cache/gangweb). Installed when we may, as for Chromium.
+if { ! command -v buildah >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1; } \
+    && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "==> installing Debian's buildah and mmdebstrap for the image test"
+  (apt-get install -y -q buildah mmdebstrap >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q buildah mmdebstrap >/dev/null 2>&1; }) \
+    || echo "warning: could not install buildah and mmdebstrap; tests/deploy/test_image.py will skip and say why" >&2
+fi
+
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gangweb}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/15}"
 export GANGWEB_REQUIRE_SERVICES=1

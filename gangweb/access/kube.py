@@ -1,10 +1,12 @@
 """Kubernetes identities: TokenReview says who a bearer token is, SubjectAccessReview what it may do.
 
 Role per namespace (docs/design.md, "Access"): may ``list podgroups.scheduling.k8s.io`` there → viewer;
-may also ``create pods/eviction`` there → operator. Every answer is cached for
-``GANGWEB_K8S_REVIEW_TTL_SECONDS`` (positive and negative), per token digest and per identity, in
-caches bounded by size that push out their least recently used entry; tokens that did not authenticate
-have a cache of their own, so a flood of them never pushes out an identity.
+may also ``create pods/eviction`` there → operator. An answer that lets in is cached for
+``GANGWEB_K8S_REVIEW_TTL_SECONDS``, one that does not for ``GANGWEB_K8S_REVIEW_NEGATIVE_TTL_SECONDS`` (at
+most the TTL), per token and per identity, shared by every web process through Redis when ``REDIS_URL`` is
+set (``gangweb.access.sharedcache``); in the process, the caches are bounded by size and push out their
+least recently used entry; tokens that did not authenticate have a cache of their own, so a flood of them
+never pushes out an identity.
 
 Unknown tokens cost the API server little: a token not shaped like a Kubernetes token
 (``is_kubernetes_token``) is never reviewed, and reviews of tokens not in the cache are charged to their
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import logging
 import re
@@ -39,7 +40,7 @@ from django.conf import settings
 
 from gangweb.access import throttle
 from gangweb.access.scope import OPERATOR, VIEWER, Scope
-from gangweb.access.ttlcache import TTLCache
+from gangweb.access.sharedcache import SharedCache
 from scheduler.preemption import actors
 
 logger = logging.getLogger(__name__)
@@ -80,15 +81,20 @@ _EKS_TOKEN = re.compile(r"k8s-aws-v1\.[A-Za-z0-9_-]{16,}")
 # RFC 7235 token68: what a bearer credential may be at all (static token files, webhook authenticators).
 _TOKEN68 = re.compile(r"[A-Za-z0-9._~+/-]{16,}=*")
 
-_tokens = TTLCache(TOKENS_KEPT)  # token digest -> the Identity TokenReview answered
-_rejected = TTLCache(TOKENS_KEPT)  # token digest -> True: TokenReview did not authenticate it
-_decisions = TTLCache(DECISIONS_KEPT)
+_tokens = SharedCache("token", TOKENS_KEPT)  # token -> the Identity TokenReview answered, as a list
+_rejected = SharedCache("rejected", TOKENS_KEPT)  # token -> True: TokenReview did not authenticate it
+_decisions = SharedCache("decision", DECISIONS_KEPT)  # identity, namespace, check -> allowed
 _bindings: dict[str, Any] = {"at": -1e18, "index": {}}
 _bindings_lock = threading.Lock()
 
 
 def ttl() -> float:
     return float(settings.GANGWEB_K8S_REVIEW_TTL_SECONDS)
+
+
+def negative_ttl() -> float:
+    """How long a "no" is kept: shorter than a "yes", so that a new grant or token is seen sooner."""
+    return min(ttl(), float(settings.GANGWEB_K8S_REVIEW_NEGATIVE_TTL_SECONDS))
 
 
 def clear_caches() -> None:
@@ -155,10 +161,11 @@ def review_token(token: str, source: str) -> Identity | None:
     ``throttle.Refused`` otherwise."""
     from kubernetes import client
 
-    key = hashlib.sha256(token.encode()).digest()
-    hit, identity = _tokens.get(key)
+    key = token
+    hit, known = _tokens.get(key)
     if hit:
-        return identity
+        username, uid, groups = known
+        return Identity(username, uid, tuple(groups))
     if _rejected.get(key)[0]:
         return None
     attempt = throttle.review_attempt(source)
@@ -176,10 +183,10 @@ def review_token(token: str, source: str) -> Identity | None:
     user = status.get("user") or {}
     if status.get("authenticated") and user.get("username"):
         identity = Identity(user["username"], user.get("uid") or "", tuple(user.get("groups") or ()))
-        _tokens.put(key, identity, ttl())
+        _tokens.put(key, [identity.username, identity.uid, list(identity.groups)], ttl())
         attempt.refund()
         return identity
-    _rejected.put(key, True, ttl())
+    _rejected.put(key, True, negative_ttl())
     attempt.fail()
     return None
 
@@ -188,7 +195,7 @@ def allowed(identity: Identity, namespace: str, check: tuple[str, str, str, str]
     """One SubjectAccessReview (cached): may ``identity`` do ``check`` in ``namespace`` ("" = everywhere)?"""
     from kubernetes import client
 
-    key = (identity.key, namespace, check)
+    key = json.dumps([identity.key, namespace, *check])
     hit, answer = _decisions.get(key)
     if hit:
         return answer
@@ -210,7 +217,7 @@ def allowed(identity: Identity, namespace: str, check: tuple[str, str, str, str]
         )
     )
     answer = bool((result.get("status") or {}).get("allowed"))
-    _decisions.put(key, answer, ttl())
+    _decisions.put(key, answer, ttl() if answer else negative_ttl())
     return answer
 
 

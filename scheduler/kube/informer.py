@@ -18,7 +18,6 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from kubernetes.watch.watch import iter_resp_lines
 
 from ..cluster import ClusterError
 from .apis import list_function, list_raw, stamp
@@ -179,7 +178,8 @@ class Reflector:
     def _watch_once(self) -> int:
         """Watch until the server ends the stream; returns how many events (bookmarks too) came."""
         # The client's Watch helper cannot report ERROR events without building models
-        # (deserialize=False trips over them), so the stream is read here, line by line.
+        # (deserialize=False trips over them), so the stream is read here, line by line, through
+        # urllib3's public line iteration of the response (one JSON event a line, b"\n" kept).
         fn = list_function(self._api_client, self.resource, self._namespace)
         self.watches += 1
         selector = {"field_selector": self._field_selector} if self._field_selector else {}
@@ -196,9 +196,11 @@ class Reflector:
         self._response = response
         received = 0
         try:
-            for line in iter_resp_lines(response):
+            for line in response:
                 if self._stop.is_set():
                     break
+                if not line.endswith(b"\n"):
+                    break  # the stream was cut inside an event: resume from the last one applied
                 if not line.strip():
                     continue
                 event = json.loads(line)

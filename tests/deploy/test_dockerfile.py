@@ -1,4 +1,4 @@
-"""The Dockerfile, read as a builder would (no image is built here: no registry answers for the base): the
+"""The Dockerfile, read as a builder would (the image itself is built and opened by test_image.py): the
 user deploy/ runs as, the wheel and the hashed lock it installs, the base digest and labels, the programs
 deploy/ starts, the writable paths, the ports."""
 
@@ -68,9 +68,12 @@ def test_it_installs_the_release_wheel_and_the_hashed_lock_only(release):
             *sources, _target = arguments.split()
             copied |= {s.replace("${VERSION}", arg_default("VERSION")) for s in sources}
     wheel = release["wheel"]
-    assert copied == {"requirements.lock", f"dist/{wheel.name}"}, copied
+    assert copied == {"requirements.lock", "dist/wheels", f"dist/{wheel.name}"}, copied
     run = " ".join(a for k, a in instructions() if k == "RUN")
-    assert "pip install --require-hashes --no-deps -r /build/requirements.lock" in run
+    assert (
+        "pip install --require-hashes --no-deps --no-index --find-links /build/wheels -r /build/requirements.lock"
+        in run
+    )
     assert "pip install --no-deps --no-index /build/gangweb-${VERSION}-py3-none-any.whl" in run
     with zipfile.ZipFile(wheel) as built:
         tops = {name.split("/")[0] for name in built.namelist()}

@@ -11,6 +11,7 @@ from rest_framework.test import APIRequestFactory
 from gangweb.access import kube
 from gangweb.access.authentication import DEFAULT_AUTHENTICATION_CLASSES
 from gangweb.access.scope import scope_for
+from gangweb.access.ttlcache import TTLCache
 from kubetestserver import KubeTestServer
 from kubetestserver.reviews import mint_token
 from scheduler.kube import KubeCluster
@@ -231,7 +232,7 @@ def who(token: str) -> str | None:
 
 
 def test_a_full_token_cache_pushes_out_the_least_recently_used_identity_only(server, monkeypatch):
-    monkeypatch.setattr(kube, "_tokens", kube.TTLCache(2))
+    monkeypatch.setattr(kube, "_tokens", TTLCache(2))
     first, second, third = (mint_token(name) for name in ("first", "second", "third"))
     for token, name in ((first, "first"), (second, "second"), (third, "third")):
         server.add_token(token, name)
@@ -245,7 +246,7 @@ def test_a_full_token_cache_pushes_out_the_least_recently_used_identity_only(ser
 
 def test_tokens_the_api_server_rejected_never_push_out_an_identity(server, settings, monkeypatch):
     settings.GANGWEB_K8S_REVIEW_FAILURES = 1000
-    monkeypatch.setattr(kube, "_tokens", kube.TTLCache(4))
+    monkeypatch.setattr(kube, "_tokens", TTLCache(4))
     server.add_token(SA_TOKEN, "system:serviceaccount:team-a:ci")
     assert who(SA_TOKEN) == "system:serviceaccount:team-a:ci"
     assert [who(mint_token("made-up")) for _ in range(20)] == [None] * 20
