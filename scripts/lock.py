@@ -24,15 +24,47 @@ HEADER = """\
 """
 
 
-def pins() -> list[tuple[str, str]]:
+# The image's interpreter: Debian bookworm's python3.11 (scripts/release.py BASE_SUITE). A dependency whose
+# marker holds there but not here (redis wants async-timeout below 3.11.3) must be in the lock all the same.
+IMAGE_PYTHON = {"python_version": "3.11", "python_full_version": "3.11.2"}
+
+
+def _resolve(extra: list[str]) -> list[dict]:
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.json"
         subprocess.run(
             [*PIP, "install", "--dry-run", "--ignore-installed", "--report", str(report)]
-            + ["-c", str(ROOT / "constraints.txt"), str(ROOT)],
+            + ["-c", str(ROOT / "constraints.txt"), str(ROOT), *extra],
             check=True,
         )
-        installed = json.loads(report.read_text())["install"]
+        return list(json.loads(report.read_text())["install"])
+
+
+def _missing_for_image(installed: list[dict]) -> list[str]:
+    """Requirements of the resolved packages that the image's interpreter needs and this one did not."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    have = {canonicalize_name(i["metadata"]["name"]) for i in installed}
+    missing = set()
+    for item in installed:
+        for line in item["metadata"].get("requires_dist") or []:
+            req = Requirement(line)
+            if req.marker is None or canonicalize_name(req.name) in have:
+                continue
+            if req.marker.evaluate({**IMAGE_PYTHON, "extra": ""}):
+                missing.add(req.name)
+    return sorted(missing)
+
+
+def pins() -> list[tuple[str, str]]:
+    extra: list[str] = []
+    while True:
+        installed = _resolve(extra)
+        missing = _missing_for_image(installed)
+        if not missing:
+            break
+        extra += missing
     found = [(i["metadata"]["name"], i["metadata"]["version"]) for i in installed]
     return sorted(((n, v) for n, v in found if n.lower() != "gangweb"), key=lambda p: p[0].lower())
 

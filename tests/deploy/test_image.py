@@ -87,11 +87,6 @@ def test_every_program_deploy_starts_is_in_the_images_venv_and_starts_there(imag
     assert (site / "gangweb" / "templates").is_dir() and (site / "gangweb" / "static").is_dir()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="requirements.lock lacks async-timeout, which redis needs on Python < 3.11.3 (Debian bookworm's "
-    "python3.11 is 3.11.2): scripts/lock.py resolves the markers for the Python that runs it",
-)
 def test_the_web_application_imports_inside_the_image(image):
     done = inside(
         image, "python", "-c", "import gangweb.asgi, scheduler.engine, admission.server; print('ok')"
