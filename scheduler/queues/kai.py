@@ -169,6 +169,9 @@ def read(view: ClusterView, model: QueueModel) -> None:
             model.warnings.append(f"KAI pod {pod.key}: queue {queue} does not exist")
             continue
         namespaces.setdefault(queue, set()).add(pod.namespace)
+        group_name = pod.annotations.get(POD_GROUP_ANNOTATION)
+        for gang in {pod.group, f"{pod.namespace}/{group_name}" if group_name else None} - {None}:
+            model.gangs[str(gang)] = ("kai", queue)
         for r in RESOURCES:
             requested[queue][r] += pod.requests[r]
             if pod.bound:

@@ -116,6 +116,19 @@ class QueueModel:
     # group borrowed from above (lending.py), for Σ lent = Σ borrowed.
     pools: dict[tuple[str, str], dict[str, dict[str, Amount]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # The gang (``NS/NAME`` of its PodGroup) -> (system, queue) it runs or waits in: the gangs list's queue.
+    gangs: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def queue_of(self, podgroup: str) -> tuple[Queue | None, Pending | None]:
+        """The queue ``podgroup`` waits in (not a Kueue LocalQueue: its ClusterQueue holds the quota) and its
+        entry there; (None, None) when it waits in none."""
+        if self._pending_index is None:
+            self._pending_index = {
+                p.pod_group: (q, p) for q in self.queues if q.kind != "LocalQueue" for p in q.pending
+            }
+        return self._pending_index.get(podgroup, (None, None))
+
+    _pending_index: dict[str, tuple[Queue, Pending]] | None = field(default=None, repr=False, compare=False)
 
     def find(self, system: str, name: str) -> Queue | None:
         for queue in self.queues:

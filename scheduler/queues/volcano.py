@@ -140,6 +140,10 @@ def read(view: ClusterView, model: QueueModel) -> None:
             model.warnings.append(f"Volcano PodGroup {key}: queue {queue} does not exist")
             continue
         jobs.setdefault(queue, []).append(key)
+        model.gangs[key] = ("volcano", queue)
+        for pod in members.get(key, ()):
+            if pod.group:
+                model.gangs[pod.group] = ("volcano", queue)
         pending_req: dict[str, Fraction] = {}
         for pod in members.get(key, ()):
             for r in RESOURCES:

@@ -85,6 +85,8 @@ def read(view: ClusterView, model: QueueModel) -> None:
             model.warnings.append(f"YuniKorn pod {pod.key}: queue {queue} is not configured")
             continue
         namespaces.setdefault(queue, set()).add(pod.namespace)
+        if pod.group:
+            model.gangs[pod.group] = ("yunikorn", queue)
         if pod.bound:
             for r in RESOURCES:
                 used[queue][r] += pod.requests[r]

@@ -12,6 +12,8 @@ from gangweb.api.filters import SPACE
 from scheduler.engine import DEFAULT_POLICY, POLICIES
 from scheduler.preemption import actors
 from scheduler.preemption.models import LedgerEntry
+from scheduler.queues.blockers import CODES as BLOCKER_CODES
+from scheduler.queues.managers import SYSTEMS
 
 
 class Eviction(ledger.EvictionSerializer):
@@ -164,6 +166,17 @@ class Verdict(s.Serializer):
     retryAt = s.DateTimeField(allow_null=True, help_text="when gangweb may open its next request")
 
 
+class GangQueue(s.Serializer):
+    system = s.ChoiceField(SYSTEMS)
+    name = s.CharField()
+
+
+class Blocker(s.Serializer):
+    code = s.ChoiceField(tuple(BLOCKER_CODES))
+    reason = s.CharField(help_text="one sentence with numbers")
+    numbers = s.DictField(help_text="the figures the sentence names")
+
+
 class Broken(s.Serializer):
     state = s.CharField()
     minCount = s.IntegerField()
@@ -193,6 +206,13 @@ class PodGroup(s.Serializer):
     waitingSeconds = s.IntegerField()
     reason = s.CharField(help_text="the dominant reason, in plain words")
     broken = Broken(allow_null=True, help_text="how the gang is broken (docs/idle.md); null: it is not")
+    queue = GangQueue(
+        allow_null=True, help_text="the queue manager's queue it runs or waits in (docs/queues.md)"
+    )
+    blocker = Blocker(
+        allow_null=True,
+        help_text="why it waits (docs/queues.md); null: it does not wait, or nothing known blocks it",
+    )
     verdict = Verdict(allow_null=True)
 
 

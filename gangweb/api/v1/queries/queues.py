@@ -16,7 +16,9 @@ from prometheus_client import Gauge
 from gangweb.access.scope import Scope
 from gangweb.api.v1.queries import cluster
 from scheduler.engine import parse_snapshot
-from scheduler.queues import read_queues
+from scheduler.queues import read_view
+from scheduler.queues.blockers import Waits
+from scheduler.queues.cluster import build_view
 from scheduler.queues.model import Queue, QueueModel
 
 QUEUE_FIGURES = Gauge(
@@ -27,22 +29,47 @@ QUEUE_FIGURES = Gauge(
 QUEUE_PENDING = Gauge("gangweb_queue_pending_gangs", "Gangs waiting in the queue", ["system", "queue"])
 
 _lock = threading.Lock()
-_built: tuple[int, QueueModel] | None = None
+_built: tuple[int, Waits] | None = None
+# The gangs that wait: a blocker is worked out for these only (docs/queues.md "Why a gang waits").
+WAITING_STATES = frozenset({"pending", "short", "running-partly"})
 
 
-def current_model() -> QueueModel:
-    """The model of the cluster view's reading, built once per reading."""
+def current_waits() -> Waits:
+    """The queue model of the cluster view's reading with the view and snapshot it was read from, built
+    once per reading."""
     global _built
     reading = cluster.cluster_view().reading
     with _lock:
         if _built is not None and _built[0] == id(reading):
             return _built[1]
     objects = reading.objects
-    model = read_queues(objects, parse_snapshot(objects))
-    _export(model)
+    snapshot = parse_snapshot(objects)
+    view = build_view(objects, snapshot)
+    waits = Waits(read_view(view), view, snapshot)
+    _export(waits.model)
     with _lock:
-        _built = (id(reading), model)
-    return model
+        _built = (id(reading), waits)
+    return waits
+
+
+def current_model() -> QueueModel:
+    """The model of the cluster view's reading, built once per reading."""
+    return current_waits().model
+
+
+def gang_queue(waits: Waits, podgroup: str) -> dict[str, str] | None:
+    """The queue a gang runs or waits in, ``{"system", "name"}``; None when it is in none."""
+    found = waits.model.gangs.get(podgroup)
+    return {"system": found[0], "name": found[1]} if found else None
+
+
+def gang_blocker(waits: Waits, row: dict[str, Any], verdict: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Why a waiting gang waits: the queue side first, then gangweb's last plan of it (its verdict)."""
+    if row["state"] not in WAITING_STATES:
+        return None
+    outcome = (verdict or {}).get("outcome")
+    found = waits.of_outcome(row["podGroup"], outcome, (verdict or {}).get("reason") or "")
+    return found.to_dict() if found is not None else None
 
 
 def _export(model: QueueModel) -> None:
