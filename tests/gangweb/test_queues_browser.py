@@ -74,5 +74,9 @@ def test_without_a_queue_manager_the_page_says_so(start_demo, browser_page):
     assert page.inner_text("#empty") == "No queue manager's queues in this cluster."
     page.goto(demo.base_url + "/gangs/")
     page.wait_for_selector("#gangs tbody tr", timeout=60_000)
+    # The Queue column is there, empty, and its filter hidden: no queue to choose.
+    assert page.locator("#gangs thead th", has_text="Queue").count() == 1
+    assert set(page.locator("#gangs tbody td[data-label=Queue]").all_inner_texts()) == {""}
+    assert page.locator("select[name=queue]").count() == 1
     assert not page.locator("select[name=queue]").is_visible()
     assert not page.errors, page.errors
