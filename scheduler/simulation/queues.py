@@ -30,6 +30,8 @@ KAI_QUEUE_LABEL = "kai.scheduler/queue"
 KAI_POD_GROUP_ANNOTATION = "pod-group-name"
 YUNIKORN_QUEUE_LABEL = "queue"
 LOCAL_QUEUE = "main"
+Groups = dict[tuple[str, str], dict[str, Any]]  # (namespace, name) -> the gang's PodGroup
+Members = dict[tuple[str, str], list[dict[str, Any]]]  # (namespace, name) -> the gang's pods
 COHORT = "gpu-pool"
 
 
@@ -66,14 +68,14 @@ def publish(system: str, objects: list[dict[str, Any]], gpus: int, now: str) -> 
     if system == "none":
         return objects
     quotas = [max(1, math.floor(gpus * share)) for share in SHARES]
-    groups = {
+    groups: Groups = {
         (o["metadata"]["namespace"], o["metadata"]["name"]): o
         for o in objects
         if o["kind"] == "PodGroup"
         and o.get("apiVersion") == "scheduling.k8s.io/v1beta1"
         and o["metadata"].get("namespace") in GOVERNED
     }
-    members: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    members: Members = {}
     for obj in objects:
         if obj["kind"] == "Pod" and obj["metadata"].get("namespace") in GOVERNED:
             gang = (
@@ -106,7 +108,7 @@ def _quantities(gpus: int) -> dict[str, str]:
     return {"cpu": str(gpus * 16), "memory": f"{gpus * 128}Gi", GPU: str(gpus)}
 
 
-def _kueue(quotas, groups, members, now) -> list[dict[str, Any]]:
+def _kueue(quotas: list[int], groups: Groups, members: Members, now: str) -> list[dict[str, Any]]:
     api = "kueue.x-k8s.io/v1beta2"
     out: list[dict[str, Any]] = [
         {"apiVersion": api, "kind": "ResourceFlavor", "metadata": _meta("default", now), "spec": {}},
@@ -209,7 +211,7 @@ def _condition(type_: str, status: str, reason: str, message: str, now: str) -> 
     return {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": now}
 
 
-def _volcano(quotas, groups, members, now) -> list[dict[str, Any]]:
+def _volcano(quotas: list[int], groups: Groups, members: Members, now: str) -> list[dict[str, Any]]:
     api = "scheduling.volcano.sh/v1beta1"
     out: list[dict[str, Any]] = []
     for namespace, quota in zip(GOVERNED, quotas, strict=True):
@@ -236,7 +238,7 @@ def _volcano(quotas, groups, members, now) -> list[dict[str, Any]]:
     return out
 
 
-def _kai(quotas, groups, members, now) -> list[dict[str, Any]]:
+def _kai(quotas: list[int], groups: Groups, members: Members, now: str) -> list[dict[str, Any]]:
     api = "scheduling.run.ai/v2"
     out: list[dict[str, Any]] = [
         {
@@ -266,7 +268,7 @@ def _kai_resources(gpus: int, weight: int) -> dict[str, Any]:
     }
 
 
-def _yunikorn(quotas, groups, members, now) -> list[dict[str, Any]]:
+def _yunikorn(quotas: list[int], groups: Groups, members: Members, now: str) -> list[dict[str, Any]]:
     teams = [
         {"name": namespace, "resources": {"guaranteed": {"nvidia.com/gpu": quota}}}
         for namespace, quota in zip(GOVERNED, quotas, strict=True)
