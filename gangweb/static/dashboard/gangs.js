@@ -27,7 +27,7 @@
   // The namespaces and priority classes the reader sees, from usage/ (one row per namespace and class), and
   // the queues (queues/; the filter is shown only where a queue manager has queues).
   async function loadOptions() {
-    const [usage, queues] = await Promise.all([g.getJSON(g.urls.usage, { points: 0 }), g.getJSON(g.urls.queues, { limit: 1000 })]);
+    const [usage, queues] = await Promise.all([g.getJSON(g.urls.usage, { points: 0 }), g.getJSON(g.urls.queues, { limit: 1000 }).catch(() => ({ results: [] }))]);
     const seen = usage.rows.filter((r) => !r.otherNamespace);
     options($("f-namespace"), [...new Set(seen.map((r) => r.namespace))].sort());
     options($("f-class"), [...new Set(seen.map((r) => r.priorityClass))]);
