@@ -116,13 +116,17 @@ def configuration(state: Path, webhook_port: int, health_port: int) -> Path:
     return path
 
 
-def kubectl(kubeconfig: Path, *args: str, input: str | None = None) -> str:
+def kubectl_binary() -> str:
+    """hack/cluster's kubectl (the control plane's own version), else the one on PATH."""
     bins = subprocess.run(
         [sys.executable, str(ROOT / "hack" / "cluster" / "cluster.py"), "bin"], capture_output=True, text=True
     ).stdout.strip()
-    tool = str(Path(bins) / "kubectl") if bins else "kubectl"
+    return str(Path(bins) / "kubectl") if bins else "kubectl"
+
+
+def kubectl(tool: str, kubeconfig: Path, *args: str) -> str:
     done = subprocess.run(
-        [tool, f"--kubeconfig={kubeconfig}", *args], input=input, capture_output=True, text=True, timeout=180
+        [tool, f"--kubeconfig={kubeconfig}", *args], capture_output=True, text=True, timeout=300
     )
     if done.returncode != 0:
         raise KueueError(f"kubectl {' '.join(args[:3])} failed:\n{done.stderr[-2000:]}")
@@ -133,12 +137,16 @@ def up(kubeconfig: Path, state: Path) -> int:
     """Apply the CRDs, start the controller, wait for its readiness probe; returns its process id."""
     binary = build()
     state.mkdir(parents=True, exist_ok=True)
-    for crd in crds():
-        kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(crd))
-    for crd in crds():
-        kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=120s", "-f", str(crd))
-    if not kubectl(kubeconfig, "get", "namespace", NAMESPACE, "--ignore-not-found", "-o", "name").strip():
-        kubectl(kubeconfig, "create", "namespace", NAMESPACE)
+    tool, files = kubectl_binary(), crds()
+    kubectl(
+        tool, kubeconfig, "apply", "--server-side", "--force-conflicts", *(f"--filename={f}" for f in files)
+    )
+    names = [f"crd/{'.'.join(reversed(f.stem.split('_', 1)))}" for f in files]  # kueue.x-k8s.io_workloads
+    kubectl(tool, kubeconfig, "wait", "--for=condition=Established", "--timeout=120s", *names)
+    if not kubectl(
+        tool, kubeconfig, "get", "namespace", NAMESPACE, "--ignore-not-found", "-o", "name"
+    ).strip():
+        kubectl(tool, kubeconfig, "create", "namespace", NAMESPACE)
     ca = issue_ca("gangweb kueue test CA", 2)
     _pair(state / "webhook-certs", ca)
     _pair(state / "etc-upper" / "kueue" / "metrics" / "certs", ca)
