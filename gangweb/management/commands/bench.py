@@ -42,7 +42,7 @@ BENCHMARKS = {
     "signin": "gangweb.access.bench",
     "notify": "gangweb.notify.bench",
     "health": "scheduler.bench.health",
-    "queues": "scheduler.bench.queues",
+    "queues": "gangweb.api.bench_queues",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
 NEEDS_LEDGER = {"execution", "api", "watch", "native", "live", "signin", "notify", "health", "queues"}
