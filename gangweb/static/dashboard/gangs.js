@@ -57,7 +57,9 @@
       cell(tr, "Disruption", r.disruptionMode);
       cell(tr, "Placed / min", `${r.placedPods} / ${r.minCount} of ${g.plural(r.pods, "pod")}, ${g.plural(r.gpus, "GPU")}`);
       cell(tr, "Waiting", r.state === "running" ? "" : g.duration(r.waitingSeconds));
-      const why = r.blocker ? `${r.blocker.code}: ${r.blocker.reason}` : r.reason;
+      // The map's reason says what the cluster lacks; a queue manager's wait (quota, a missing queue) it cannot know.
+      const queued = r.blocker && ["quota", "configuration"].includes(r.blocker.code);
+      const why = queued ? `${r.blocker.code}: ${r.blocker.reason}` : r.reason;
       cell(tr, "Why it waits", r.state === "running" ? "" : why).className = "reason-cell";
       cell(tr, "gangweb", g.verdictText(r.verdict)).className = "reason-cell";
       body.append(tr);
