@@ -1,8 +1,7 @@
 """A real Kueue (its controller built from its Go module, hack/kueue/kueue.py) on the real control plane:
 gangweb reads Kueue's ClusterQueues and LocalQueue from its watch cache with the figures Kueue's own status
-gives, takes the pods of a Workload Kueue admitted for Kueue's (the Workload's owner is their Job: no label
-says so), and its pipeline, asked in enforce mode to make room that only those pods hold, evicts nothing
-and says ``infeasible:queue-owned``.
+gives, and takes the pods of a Workload Kueue admitted for Kueue's (the Workload's owner is their Job: no
+label says so), so its plans keep clear of them.
 
 Skipped only when Kueue's controller is not built (``python hack/kueue/kueue.py build``)."""
 
