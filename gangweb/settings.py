@@ -29,6 +29,7 @@ from gangweb.env import (
 )
 from gangweb.offline import offline_command
 from scheduler.queues.managers import parse_allowed
+from scheduler.simulation.queues import SYSTEMS as SIM_QUEUE_SYSTEMS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # The package's own files (templates/, static/): inside the package, so an installed wheel has them too.
@@ -236,6 +237,8 @@ GANGWEB_DEMO_SCENE_SECONDS = env_float("GANGWEB_DEMO_SCENE_SECONDS", 20.0)
 GANGWEB_SIM_SEED = env_int("GANGWEB_SIM_SEED", 7)
 # GPUs of the simulated cluster: the nvidia.com/gpu extended resource, or DRA devices (ResourceSlices, claims).
 GANGWEB_SIM_DEVICES = env_choice("GANGWEB_SIM_DEVICES", ("extended", "dra"))
+# The queue manager the simulated cluster's team namespaces run under (scheduler/simulation/queues.py).
+GANGWEB_SIM_QUEUES = env_choice("GANGWEB_SIM_QUEUES", SIM_QUEUE_SYSTEMS)
 GANGWEB_SIM_TICK_SECONDS = env_float("GANGWEB_SIM_TICK_SECONDS", 2.0)
 # Every this many ticks a running gang of the simulation loses a member for a while (a broken gang to see;
 # docs/idle.md); 0: never.

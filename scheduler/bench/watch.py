@@ -54,9 +54,11 @@ def _is_list(entry: dict[str, Any]) -> bool:
 
 
 def _collection(path: str) -> bool:
-    from scheduler.kube.resources import SNAPSHOT_RESOURCES
+    """A list of the kinds the worker's watch cache holds: the snapshot kinds and the queue kinds the test
+    server serves (by their full path: Kueue's ``workloads`` are not Kubernetes')."""
+    from scheduler.kube.resources import QUEUE_WATCHED, SNAPSHOT_RESOURCES
 
-    return any(path.endswith("/" + r.plural) for r in SNAPSHOT_RESOURCES)
+    return path in {r.collection_path() for r in (*SNAPSHOT_RESOURCES, *QUEUE_WATCHED)}
 
 
 def _rss_kib(pid: int, field: str = "VmRSS") -> int:

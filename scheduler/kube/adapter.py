@@ -7,6 +7,11 @@
     cluster.stop()
 
 Without ``start()`` the cluster still works: ``snapshot_objects()`` then lists on every call.
+
+Beside the snapshot kinds it reads the queue managers' kinds the server serves (``QUEUE_WATCHED``: Kueue,
+Volcano, KAI), found by discovery once per start and then listed and watched like the others, so the queue
+read model and its ownership signals see them; a cluster without them pays one discovery request per API
+group version.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from ..engine.live import LiveSnapshot
 from ..served import Served
 from . import writes
 from .apis import list_raw, read_json, stamp
+from .apis import served as served_kinds
 from .discovery import discover
 from .informer import Listener, Reflector, ReflectorsByReason
 from .resources import (
@@ -43,6 +49,7 @@ from .resources import (
     EVENTS_V1,
     PODGROUPS,
     PODS,
+    QUEUE_WATCHED,
     SNAPSHOT_RESOURCES,
     WORKLOADS,
     Resource,
@@ -66,13 +73,20 @@ class KubeCluster:
         controller: str = GANGWEB_CONTROLLER,
         instance: str | None = None,
         max_parallel_writes: int = 32,
+        queue_kinds: Iterable[Resource] | None = None,
     ):
-        """``namespace`` limits namespaced kinds to one namespace (nodes and priority classes stay global)."""
+        """``namespace`` limits namespaced kinds to one namespace (nodes and priority classes stay global).
+        ``queue_kinds``: the custom kinds read when served (default: ``QUEUE_WATCHED`` for a reader of the
+        snapshot kinds, none for a reader of a few kinds such as the webhook's PodGroup watch)."""
         if isinstance(configuration, client.ApiClient):
             configuration = configuration.configuration
         self.name = name
         self.namespace = namespace
         self.resources = tuple(resources)
+        if queue_kinds is None:
+            queue_kinds = QUEUE_WATCHED if self.resources == SNAPSHOT_RESOURCES else ()
+        self.queue_kinds = tuple(queue_kinds)
+        self._watch_timeout = watch_timeout
         self.timeout = timeout
         self.controller = controller
         self.instance = instance or f"gangweb-{socket.gethostname()}"
@@ -82,19 +96,16 @@ class KubeCluster:
         self.api_client = self._new_client(max_parallel_writes)
         # Watches hold their connections for minutes: they get a pool of their own, so parallel
         # evictions never wait for (or evict from the pool) a watch connection.
-        self._watch_client = self._new_client(len(self.resources) + 2)
+        self._watch_client = self._new_client(self._watch_pool_size())
         self._listeners: list[Listener] = []
-        self._reflectors = {
-            r: Reflector(
-                self._watch_client,
-                r,
-                namespace=namespace,
-                watch_timeout=watch_timeout,
-                request_timeout=timeout,
-                listener=self._notify,
-            )
-            for r in self.resources
-        }
+        self._reflectors = {r: self._reflector(r) for r in self.resources}
+        # The queue kinds the server serves: discovered once (None until then), each with its reflector.
+        self._served_queue_kinds: tuple[Resource, ...] | None = None
+        self._queue_reflectors: dict[Resource, Reflector] = {}
+        self._queue_lock = threading.Lock()
+        self._queues_found = threading.Event()
+        self._queue_thread: threading.Thread | None = None
+        self._stopping = threading.Event()
         self._started = False
         self._served: Served | None = None
         self._changed = threading.Condition()
@@ -103,6 +114,19 @@ class KubeCluster:
         # The engine's parsed view of the same cache, kept from the same events (docs/kube.md, "Watch cache").
         self.live = LiveSnapshot()
         self._listeners.append(lambda type_, _resource, obj: self.live.apply(type_, obj))
+
+    def _watch_pool_size(self) -> int:
+        return len(self.resources) + len(self.queue_kinds) + 2
+
+    def _reflector(self, resource: Resource) -> Reflector:
+        return Reflector(
+            self._watch_client,
+            resource,
+            namespace=self.namespace,
+            watch_timeout=self._watch_timeout,
+            request_timeout=self.timeout,
+            listener=self._notify,
+        )
 
     def _new_client(self, pool_size: int) -> client.ApiClient:
         configuration = copy.deepcopy(self._configuration)
@@ -115,8 +139,8 @@ class KubeCluster:
         if os.getpid() != self._pid:
             self._pid = os.getpid()
             self.api_client = self._new_client(self._max_parallel_writes)
-            self._watch_client = self._new_client(len(self.resources) + 2)
-            for reflector in self._reflectors.values():
+            self._watch_client = self._new_client(self._watch_pool_size())
+            for reflector in self._all_reflectors():
                 reflector.use_client(self._watch_client)
             self._events.use_client(self._watch_client)
         return self.api_client
@@ -182,18 +206,79 @@ class KubeCluster:
                 reflector.start()
             else:  # not served: an empty cache, never a watch that 404s forever
                 reflector.synced.set()
+        self._stopping.clear()
+        if self.queue_kinds and self._queue_thread is None:
+            self._queue_thread = threading.Thread(
+                target=self._watch_queue_kinds, name="queue-kinds", daemon=True
+            )
+            self._queue_thread.start()
         self._started = True
         if wait and not self.wait_synced(timeout):
-            pending = [r.resource.plural for r in self._reflectors.values() if not r.synced.is_set()]
-            errors = {r.resource.plural: r.last_error for r in self._reflectors.values() if r.last_error}
+            pending = self._pending()
+            errors = {r.resource.plural: r.last_error for r in self._all_reflectors() if r.last_error}
             self.stop()
             raise ClusterError(f"informers not synced after {timeout}s: {pending} {errors}")
         return self
 
+    def _all_reflectors(self) -> list[Reflector]:
+        with self._queue_lock:
+            return [*self._reflectors.values(), *self._queue_reflectors.values()]
+
+    def _pending(self) -> list[str]:
+        pending = [
+            f"{r.resource.plural}.{r.resource.group}".rstrip(".")
+            for r in self._all_reflectors()
+            if not r.synced.is_set()
+        ]
+        if self.queue_kinds and not self._queues_found.is_set():
+            pending.append("discovery of the queue kinds")
+        return pending
+
+    def served_queue_kinds(self) -> tuple[Resource, ...]:
+        """The queue kinds this server serves (discovered at the first call; ClusterError when the server
+        cannot be asked)."""
+        with self._queue_lock:
+            if self._served_queue_kinds is not None:
+                return self._served_queue_kinds
+        try:
+            found = served_kinds(self._api(), self.queue_kinds, self.timeout) if self.queue_kinds else ()
+        except (ApiException, *writes.TRANSPORT_ERRORS) as exc:
+            writes.raise_cluster_error("discovering the queue kinds", exc)
+            raise  # unreachable: raise_cluster_error raises
+        with self._queue_lock:
+            self._served_queue_kinds = found
+        return found
+
+    def _watch_queue_kinds(self) -> None:
+        """Discover the served queue kinds (retried with backoff until the server answers), then list and
+        watch each like a snapshot kind."""
+        delay = 0.2
+        while not self._stopping.is_set():
+            try:
+                kinds = self.served_queue_kinds()
+            except ClusterError as exc:
+                log.warning("queue kinds: %s; retrying in %.1fs", exc, delay)
+                self._stopping.wait(delay)
+                delay = min(delay * 2, 10.0)
+                continue
+            with self._queue_lock:
+                if self._stopping.is_set():
+                    return
+                for resource in kinds:
+                    if resource not in self._queue_reflectors:
+                        self._queue_reflectors[resource] = self._reflector(resource)
+                    self._queue_reflectors[resource].start()
+            self._queues_found.set()
+            return
+
     def stop(self) -> None:
         self.live.stop_indexing()
         self._events.stop()
-        for reflector in self._reflectors.values():
+        self._stopping.set()
+        thread, self._queue_thread = self._queue_thread, None
+        if thread is not None:
+            thread.join(5.0)
+        for reflector in self._all_reflectors():
             reflector.stop()
         self._started = False
 
@@ -232,8 +317,16 @@ class KubeCluster:
         return tuple(r for r in self.resources if not missing.get(r, False))
 
     def wait_synced(self, timeout: float = 30.0) -> bool:
+        """Whether every kind is listed within ``timeout``: the snapshot kinds, and the queue kinds once
+        discovered (a plan before then could take a queue manager's pods for free ones)."""
         deadline = time.monotonic() + timeout
-        return all(r.synced.wait(max(0.0, deadline - time.monotonic())) for r in self._reflectors.values())
+        if not all(r.synced.wait(max(0.0, deadline - time.monotonic())) for r in self._reflectors.values()):
+            return False
+        if self.queue_kinds and not self._queues_found.wait(max(0.0, deadline - time.monotonic())):
+            return False
+        with self._queue_lock:
+            queue_reflectors = list(self._queue_reflectors.values())
+        return all(r.synced.wait(max(0.0, deadline - time.monotonic())) for r in queue_reflectors)
 
     def reflector(self, resource: Resource) -> Reflector:
         return self._reflectors[resource]
@@ -268,12 +361,11 @@ class KubeCluster:
 
     # ----- Cluster protocol: reading
     def _cached(self) -> list[KubeObject]:
-        return [o for r in self.resources for o in self._reflectors[r].objects()]
+        return [o for reflector in self._all_reflectors() for o in reflector.objects()]
 
     def _await_sync(self) -> None:
         if not self.wait_synced(self.sync_timeout):
-            pending = [r.resource.plural for r in self._reflectors.values() if not r.synced.is_set()]
-            raise ClusterError(f"watch cache not synced after {self.sync_timeout:g}s: {pending}")
+            raise ClusterError(f"watch cache not synced after {self.sync_timeout:g}s: {self._pending()}")
 
     def snapshot_objects(self) -> list[KubeObject]:
         """The informer cache, copied (once synced: a partial snapshot would make the engine plan on a
@@ -325,14 +417,15 @@ class KubeCluster:
         return self._started
 
     def fresh_snapshot(self) -> list[KubeObject]:
-        """Every snapshot object as the API server has it now (one list per kind)."""
+        """Every snapshot object as the API server has it now (one list per kind, the served queue kinds
+        included)."""
         objects: list[KubeObject] = []
         if self._served is None:
             try:
                 self.served()
             except ClusterError:
                 pass  # each kind's list below says what is wrong
-        for resource in self.readable():
+        for resource in (*self.readable(), *self.served_queue_kinds()):
             try:
                 items, _ = list_raw(self._api(), resource, namespace=self.namespace, timeout=self.timeout)
             except (ApiException, *writes.TRANSPORT_ERRORS) as exc:

@@ -80,6 +80,8 @@ RBAC_RESOURCES: tuple[Resource, ...] = (ROLES, ROLE_BINDINGS, CLUSTER_ROLES, CLU
 # controllers and other gang schedulers' PodGroups. Read (never listed or watched) by the PodGroup ensurer;
 # served by the test server as plain custom objects (no schema: a real server checks them against a CRD).
 JOBS = Resource("batch", "v1", "jobs", "Job")
+VOLCANO_PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
+KAI_PODGROUPS = Resource("scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup")  # KAI-Scheduler
 CUSTOM_OWNER_RESOURCES: tuple[Resource, ...] = (
     Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet"),
     Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet"),
@@ -91,13 +93,14 @@ CUSTOM_OWNER_RESOURCES: tuple[Resource, ...] = (
     Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob"),
     Resource("ray.io", "v1", "rayclusters", "RayCluster"),
     Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup"),  # scheduler-plugins coscheduling
-    Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup"),
-    Resource("scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup"),  # KAI-Scheduler
+    VOLCANO_PODGROUPS,
+    KAI_PODGROUPS,
 )
 OWNER_RESOURCES: tuple[Resource, ...] = (JOBS, *CUSTOM_OWNER_RESOURCES)
 
 # The queue managers' kinds the queue read model reads (scheduler/queues, docs/queues.md): served by the test
-# server in their real shapes; on a cluster they are read from snapshots (docs/queues.md "Snapshots").
+# server in their real shapes; the adapter watches those a cluster serves (``QUEUE_WATCHED``), and
+# snapshots carry them (docs/queues.md "Snapshots").
 _KUEUE = "kueue.x-k8s.io"
 QUEUE_RESOURCES: tuple[Resource, ...] = (
     Resource(_KUEUE, "v1beta2", "clusterqueues", "ClusterQueue", namespaced=False),
@@ -108,6 +111,10 @@ QUEUE_RESOURCES: tuple[Resource, ...] = (
     Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", namespaced=False),
     Resource("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False),
 )
+# What the adapter lists once and watches beside the snapshot kinds, each only when discovery finds it served:
+# the queues, and the Volcano and KAI PodGroups their gangs wait in. YuniKorn's queues live in a ConfigMap,
+# read from snapshots only (docs/queues.md "On a live cluster").
+QUEUE_WATCHED: tuple[Resource, ...] = (*QUEUE_RESOURCES, VOLCANO_PODGROUPS, KAI_PODGROUPS)
 CONFIG_MAPS = Resource(
     "", "v1", "configmaps", "ConfigMap", has_status=False
 )  # YuniKorn's queue configuration

@@ -60,6 +60,7 @@ def _build_cluster() -> Cluster:
             nodes=settings.GANGWEB_SIM_NODES,
             seed=settings.GANGWEB_SIM_SEED,
             devices=settings.GANGWEB_SIM_DEVICES,
+            queues=settings.GANGWEB_SIM_QUEUES,
         )
         simulated.loss_ticks = settings.GANGWEB_SIM_LOSS_TICKS
         return simulated

@@ -45,16 +45,6 @@ def _amount(resource: str, value) -> str:
     return f"{shown} {_WORDS[resource]}"
 
 
-def _queue_of_gang(model: QueueModel, podgroup: str) -> tuple[Queue | None, Any]:
-    for queue in model.queues:
-        if queue.kind == "LocalQueue":
-            continue
-        for pending in queue.pending:
-            if pending.pod_group == podgroup:
-                return queue, pending
-    return None, None
-
-
 def _quota(queue: Queue, need: dict[str, Any], gated: bool) -> Blocker | None:
     for r in RESOURCES:
         want = Fraction(need.get(r, 0))
@@ -95,44 +85,72 @@ def _quota(queue: Queue, need: dict[str, Any], gated: bool) -> Blocker | None:
     return None
 
 
+class Waits:
+    """Why each gang of one reading of the cluster waits: the queue model, the queue readers' view and the
+    engine's snapshot of the same objects, indexed once so that a list of thousands of gangs costs a lookup
+    per gang."""
+
+    def __init__(self, model: QueueModel, view: ClusterView, snapshot: Snapshot) -> None:
+        self.model, self.view, self.snapshot = model, view, snapshot
+        self._gated = {pod.group for pod in view.pods if pod.group and KUEUE_GATE in pod.gates}
+        self._missing = [w for w in model.warnings if "does not exist" in w or "not configured" in w]
+
+    def queue_side(self, podgroup: str) -> Blocker | None:
+        """What keeps ``podgroup`` waiting before any plan is read: configuration, quorum or quota."""
+        for warning in self._missing:
+            if podgroup in warning:
+                return Blocker("configuration", warning, {})
+        group = self.snapshot.groups.get(podgroup)
+        members = self.snapshot.group_members.get(podgroup, [])
+        if group is not None and group.min_count and len(members) < group.min_count:
+            return Blocker(
+                "quorum",
+                f"PodGroup {podgroup}: {len(members)} of minCount {group.min_count} pods exist",
+                {"pods": len(members), "minCount": group.min_count},
+            )
+        queue, pending = self.model.queue_of(podgroup)
+        if queue is not None and pending is not None:
+            return _quota(queue, pending.requests, podgroup in self._gated)
+        return None
+
+    def of(self, podgroup: str, plan: Plan | None) -> Blocker | None:
+        """The one thing that keeps ``podgroup`` waiting (None when nothing does: it fits or runs)."""
+        found = self.queue_side(podgroup)
+        if found is not None or plan is None or plan.feasible:
+            return found
+        return self._from_plan(podgroup, str(plan.why), plan.reason, str(plan.outcome))
+
+    def of_outcome(self, podgroup: str, outcome: str | None, reason: str) -> Blocker | None:
+        """``of`` with the outcome and reason of a plan made before (the ledger's last plan of the gang)."""
+        found = self.queue_side(podgroup)
+        if found is not None or not outcome or not outcome.startswith("infeasible:"):
+            return found
+        return self._from_plan(podgroup, outcome.partition(":")[2], reason, outcome)
+
+    def _from_plan(self, podgroup: str, why: str, reason: str, outcome: str) -> Blocker:
+        if why == "device-claim":
+            return Blocker("dra", reason, {})
+        if why == "topology":
+            return Blocker("topology", reason, {})
+        snapshot = self.snapshot
+        members = snapshot.group_members.get(podgroup, [])
+        pending = [i for i in members if snapshot.pod_node[i] < 0]
+        need = int(snapshot.gpus(snapshot.pod_req[pending].sum(axis=0))) if pending else 0
+        free = (
+            int(snapshot.gpus(snapshot.free[snapshot.node_usable].sum(axis=0))) if len(snapshot.nodes) else 0
+        )
+        return Blocker(
+            "capacity",
+            f"needs {need} GPUs; {free} free in the cluster; {reason}",
+            {"needs": need, "free": free, "outcome": outcome},
+        )
+
+
 def blocker_for(
     model: QueueModel, view: ClusterView, snapshot: Snapshot, podgroup: str, plan: Plan | None
 ) -> Blocker | None:
     """The one thing that keeps ``podgroup`` waiting (None when nothing does: it fits or runs)."""
-    for warning in model.warnings:
-        if podgroup in warning and ("does not exist" in warning or "not configured" in warning):
-            return Blocker("configuration", warning, {})
-    group = snapshot.groups.get(podgroup)
-    members = snapshot.group_members.get(podgroup, [])
-    if group is not None and group.min_count and len(members) < group.min_count:
-        return Blocker(
-            "quorum",
-            f"PodGroup {podgroup}: {len(members)} of minCount {group.min_count} pods exist",
-            {"pods": len(members), "minCount": group.min_count},
-        )
-    queue, pending = _queue_of_gang(model, podgroup)
-    gated = any(pod.group == podgroup and KUEUE_GATE in pod.gates for pod in view.pods)
-    if queue is not None:
-        found = _quota(queue, pending.requests, gated)
-        if found is not None:
-            return found
-    if plan is None or plan.feasible:
-        return None
-    if plan.why == "device-claim":
-        return Blocker("dra", plan.reason, {})
-    if plan.why == "topology":
-        return Blocker("topology", plan.reason, {})
-    need = (
-        int(snapshot.gpus(snapshot.pod_req[[i for i in members if snapshot.pod_node[i] < 0]].sum(axis=0)))
-        if members
-        else 0
-    )
-    free = int(snapshot.gpus(snapshot.free[snapshot.node_usable].sum(axis=0))) if len(snapshot.nodes) else 0
-    return Blocker(
-        "capacity",
-        f"needs {need} GPUs; {free} free in the cluster; {plan.reason}",
-        {"needs": need, "free": free, "outcome": plan.outcome},
-    )
+    return Waits(model, view, snapshot).of(podgroup, plan)
 
 
 def with_blocker(plan_json: dict[str, Any], blocker: Blocker | None) -> dict[str, Any]:

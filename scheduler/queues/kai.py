@@ -170,6 +170,9 @@ def read(view: ClusterView, model: QueueModel) -> None:
             continue
         namespaces.setdefault(queue, set()).add(pod.namespace)
         model.place(pod, "kai", queue)
+        group_name = pod.annotations.get(POD_GROUP_ANNOTATION)
+        if group_name:  # KAI names a pod's group by annotation too
+            model.gangs.setdefault(f"{pod.namespace}/{group_name}", ("kai", queue))
         for r in RESOURCES:
             requested[queue][r] += pod.requests[r]
             if pod.bound:

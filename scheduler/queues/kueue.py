@@ -338,6 +338,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
                 continue
             usage = workload_usage(view, workload)
             add(node.usage, usage)  # type: ignore[arg-type]
+            model.gangs[gang_of(workload, by_owner, by_group)] = ("kueue", cq)
             namespaces.setdefault(cq, set()).add(namespace)
             for pod in members(workload, by_owner, by_group):
                 model.place(pod, "kueue", cq)
@@ -353,6 +354,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
             priority = int((workload.get("spec") or {}).get("priority") or 0)
             order = (-priority, created_at(workload), _key(workload))
             waiting.setdefault(cq, []).append((order, workload))
+            model.gangs[gang_of(workload, by_owner, by_group)] = ("kueue", cq)
             lq_waiting.setdefault((namespace, queue_name), []).append(workload)
             for pod in members(workload, by_owner, by_group):
                 model.place(pod, "kueue", cq)

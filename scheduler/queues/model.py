@@ -127,6 +127,17 @@ class QueueModel:
         """Say that ``pod``'s gang runs or waits in ``queue`` (the first queue said wins)."""
         self.gangs.setdefault(pod.group or pod.key, (system, queue))
 
+    def queue_of(self, podgroup: str) -> tuple[Queue | None, Pending | None]:
+        """The queue ``podgroup`` waits in (not a Kueue LocalQueue: its ClusterQueue holds the quota) and its
+        entry there; (None, None) when it waits in none."""
+        if self._pending_index is None:
+            self._pending_index = {
+                p.pod_group: (q, p) for q in self.queues if q.kind != "LocalQueue" for p in q.pending
+            }
+        return self._pending_index.get(podgroup, (None, None))
+
+    _pending_index: dict[str, tuple[Queue, Pending]] | None = field(default=None, repr=False, compare=False)
+
     def find(self, system: str, name: str) -> Queue | None:
         for queue in self.queues:
             if queue.system == system and queue.name == name:

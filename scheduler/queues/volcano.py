@@ -140,6 +140,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
             model.warnings.append(f"Volcano PodGroup {key}: queue {queue} does not exist")
             continue
         jobs.setdefault(queue, []).append(key)
+        model.gangs[key] = ("volcano", queue)
         pending_req: dict[str, Fraction] = {}
         for pod in members.get(key, ()):
             model.place(pod, "volcano", queue)

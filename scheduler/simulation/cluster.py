@@ -26,6 +26,7 @@ from scheduler.cluster import (
 from scheduler.engine.checkpoints import CHECKPOINT_ANNOTATION
 from scheduler.simulation import dra as sim_dra
 from scheduler.simulation import objects
+from scheduler.simulation import queues as sim_queues
 from scheduler.simulation.catalog import TIERS
 from scheduler.simulation.state import SimGang, condition, rfc3339, stable_uid, upsert_condition
 from scheduler.simulation.world import MAX_PENDING_GANGS, MAX_WAIT_TICKS, World
@@ -58,14 +59,15 @@ class SimulatedCluster(World):
             if self.devices == "dra":
                 out = sim_dra.publish(out, self._nodes, self._pods)
             out += [copy.deepcopy(o) for o in self._created.values()]
-            return out
+            return sim_queues.publish(self.queues, out, self._total_gpus, rfc3339(self._started_at))
 
     def get_pod(self, namespace: str, name: str) -> KubeObject | None:
         with self._lock:
             pod = self._pods.get(f"{namespace}/{name}")
             if pod is None:
                 return None
-            obj = objects.pod_object(pod, self._gangs[pod.gang_key])
+            gang = self._gangs[pod.gang_key]
+            obj = sim_queues.mark_pod(self.queues, objects.pod_object(pod, gang), gang.name)
             return sim_dra.pod_as_dra(obj, pod)[0] if self.devices == "dra" else obj
 
     def pods_of(self, gang_key: str) -> tuple[int, list[KubeObject]]:

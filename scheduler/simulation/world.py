@@ -19,6 +19,7 @@ from typing import Any
 
 from scheduler.cluster import ClusterEvent, KubeObject
 from scheduler.simulation import dra as sim_dra
+from scheduler.simulation import queues as sim_queues
 from scheduler.simulation.binder import first_fit
 from scheduler.simulation.catalog import NODES_PER_RACK, RACKS_PER_ZONE
 from scheduler.simulation.clock import SteppedClock, WallClock
@@ -47,10 +48,12 @@ class World:
         clock: WallClock | SteppedClock | None = None,
         devices: str = "extended",
         mig: bool = True,
+        queues: str = "none",
     ) -> None:
         """``clock`` dates the objects: the wall clock by default, ``SteppedClock()`` for identical snapshots.
         ``devices``: GPUs as the ``nvidia.com/gpu`` extended resource, or ``"dra"`` (``simulation/dra.py``;
-        with ``mig`` a few of its nodes have GPUs in MIG mode)."""
+        with ``mig`` a few of its nodes have GPUs in MIG mode). ``queues``: the queue manager its team
+        namespaces run under (``simulation/queues.py``), or ``"none"``."""
         if nodes < 1:
             raise ValueError(f"a simulated cluster needs at least one node, got {nodes}")
         if devices not in sim_dra.DEVICES:
@@ -58,6 +61,7 @@ class World:
                 f"simulated devices must be one of {', '.join(sim_dra.DEVICES)}, got {devices!r}"
             )
         self.devices = devices
+        self.queues = sim_queues.check(queues)
         self._mig = mig and devices == "dra"
         self.seed = seed
         self._lock = threading.RLock()

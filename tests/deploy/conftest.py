@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from scheduler.kube.resources import CUSTOM_OWNER_RESOURCES
+from scheduler.kube.resources import CUSTOM_OWNER_RESOURCES, QUEUE_WATCHED
 from tests.deploy.rendering import COMPOSED, OVERLAYS, build, compose, prepare
 
 
@@ -91,8 +91,10 @@ def stand_in_crd(resource) -> dict:
 
 @pytest.fixture(scope="session")
 def owner_crds(real_cluster) -> None:
-    """The gang owners' CRDs installed on the real cluster and established."""
-    crds = [stand_in_crd(r) for r in CUSTOM_OWNER_RESOURCES]
+    """The gang owners' and the queue managers' CRDs installed on the real cluster and established (stand-ins:
+    tests/realcluster/test_kueue.py applies Kueue's own over them)."""
+    kinds = {(r.group, r.plural): r for r in (*CUSTOM_OWNER_RESOURCES, *QUEUE_WATCHED)}
+    crds = [stand_in_crd(r) for r in kinds.values()]
     real_cluster.run(
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": crds})
     )

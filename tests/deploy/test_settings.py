@@ -24,6 +24,7 @@ LEFT_OUT = {
     "GANGWEB_SIM_TICK_SECONDS": "the simulated cluster only",
     "GANGWEB_SIM_DEVICES": "the simulated cluster only (its GPUs as extended resources or DRA devices)",
     "GANGWEB_SIM_LOSS_TICKS": "the simulated cluster only (its gangs that lose a member)",
+    "GANGWEB_SIM_QUEUES": "the simulated cluster only (the queue manager its team namespaces run under)",
     "GANGWEB_PROMETHEUS_TOKEN": "a credential: set it from a Secret of your own when your Prometheus wants one",
     "GANGWEB_CELERY_LOG_LEVEL": "defaults to LOG_LEVEL outside the demo (WARNING only in the demo)",
     "GANGWEB_HOST": "`manage.py demo` only",

@@ -54,6 +54,7 @@ def test_one_help_lists_every_benchmark():
             "signin",
             "notify",
             "health",
+            "queues",
         ]
         == list(BENCHMARKS)
     )
@@ -84,6 +85,7 @@ FLAGS = {
     "signin": {"--guessers", "--seconds", "--path", "--free", "--json"},
     "notify": {"--rate", "--seconds", "--concurrency", "--goal", "--json"},
     "health": {"--nodes", "--trials", "--json"},
+    "queues": {"--nodes", "--queues", "--pending", "--trials", "--repeat", "--json"},
 }
 
 
@@ -190,3 +192,31 @@ def test_health_benchmark_prints_the_contract_keys():
     assert 0 < figures["broken_detect_p50_s"] <= figures["broken_detect_p99_s"]
     assert figures["broken_detect_p50_s"] >= figures["settle_s"]  # a change is recorded once it has held
     assert figures["activity_join_p50_ms"] > 0 and figures["activity_idle_gpus"] > 0
+
+
+def test_queues_benchmark_prints_the_contract_keys():
+    """``bench queues``: the read model, the ownership signals, a Workload event and GET /api/v1/queues/."""
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        pytest.skip("bench queues needs DATABASE_URL (PostgreSQL)")
+    result = manage(
+        "bench",
+        "queues",
+        "--nodes",
+        "200",
+        "--queues",
+        "20",
+        "--pending",
+        "50",
+        "--trials",
+        "2",
+        "--repeat",
+        "5",
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    figures = json.loads(result.stdout)
+    assert figures["queues"] == 2 + 20 + 20  # Cohorts, ClusterQueues, LocalQueues
+    assert figures["pending"] == 50 and figures["ownedPods"] > 0
+    for key in ("build", "owners", "event", "api"):
+        unit = "us" if key == "event" else "ms"
+        assert 0 < figures[f"{key}_p50_{unit}"] <= figures[f"{key}_p99_{unit}"]

@@ -182,6 +182,10 @@ def test_allowed_hosts_debug_and_modes_come_from_the_environment(tmp_path):
         ({"GANGWEB_CLUSTER": "k8s"}, "GANGWEB_CLUSTER must be one of 'simulated', 'kube'"),
         ({"GANGWEB_PDB_POLICY": "ignore"}, "GANGWEB_PDB_POLICY must be one of 'respect', 'delete'"),
         ({"GANGWEB_SIM_DEVICES": "mig"}, "GANGWEB_SIM_DEVICES must be one of 'extended', 'dra'"),
+        (
+            {"GANGWEB_SIM_QUEUES": "slurm"},
+            "GANGWEB_SIM_QUEUES must be one of 'none', 'kueue', 'volcano', 'kai', 'yunikorn'",
+        ),
         ({"GANGWEB_DISRUPTION_MODE": "some"}, "GANGWEB_DISRUPTION_MODE must be one of 'all', 'single'"),
         ({"GANGWEB_NAMESPACE_MODES": "team-a:observe"}, "GANGWEB_NAMESPACE_MODES entries"),
         ({"GANGWEB_SIM_NODES": "many"}, "GANGWEB_SIM_NODES must be an integer"),

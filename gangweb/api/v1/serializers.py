@@ -14,6 +14,8 @@ from gangweb.api.v1.queries.decision import decision
 from scheduler.engine import DEFAULT_POLICY, POLICIES
 from scheduler.preemption import actors
 from scheduler.preemption.models import LedgerEntry, PlanSource
+from scheduler.queues.blockers import CODES as BLOCKER_CODES
+from scheduler.queues.managers import SYSTEMS
 
 PODGROUP_STATES = ("running", "running-partly", "pending", "short", "broken", "empty", "invalid")
 
@@ -429,6 +431,17 @@ class Verdict(s.Serializer):
     notice = Notice(allow_null=True, help_text="the notice its latest plan gave the victims; null: none")
 
 
+class GangQueue(s.Serializer):
+    system = s.ChoiceField(SYSTEMS)
+    name = s.CharField()
+
+
+class Blocker(s.Serializer):
+    code = s.ChoiceField(tuple(BLOCKER_CODES))
+    reason = s.CharField(help_text="one sentence with numbers")
+    numbers = s.DictField(help_text="the figures the sentence names")
+
+
 class Broken(s.Serializer):
     state = s.CharField()
     minCount = s.IntegerField()
@@ -462,6 +475,13 @@ class PodGroup(s.Serializer):
         allow_null=True,
         help_text="gangweb gave this gang notice: it is preempted then at the latest (its "
         "gangweb.io/preemption-deadline annotation); null: no notice",
+    )
+    queue = GangQueue(
+        allow_null=True, help_text="the queue manager's queue it runs or waits in (docs/queues.md)"
+    )
+    blocker = Blocker(
+        allow_null=True,
+        help_text="why it waits (docs/queues.md); null: it does not wait, or nothing known blocks it",
     )
     verdict = Verdict(allow_null=True)
 

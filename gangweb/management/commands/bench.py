@@ -42,9 +42,10 @@ BENCHMARKS = {
     "signin": "gangweb.access.bench",
     "notify": "gangweb.notify.bench",
     "health": "scheduler.bench.health",
+    "queues": "gangweb.api.bench_queues",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
-NEEDS_LEDGER = {"execution", "api", "watch", "native", "live", "signin", "notify", "health"}
+NEEDS_LEDGER = {"execution", "api", "watch", "native", "live", "signin", "notify", "health", "queues"}
 NEEDS_REDIS = {"watch", "native", "live", "notify"}
 
 

@@ -83,6 +83,8 @@
     add("placed", `${r.placedPods} of ${g.plural(r.pods, "pod")} (min ${r.minCount}), ${g.plural(r.gpus, "GPU")}${r.pods > 1 ? ` (${each} each)` : ""}`);
     if (r.broken) add("broken", r.reason);
     else if (r.state !== "running") add("waiting", `${g.duration(r.waitingSeconds)}: ${r.reason}`);
+    if (r.queue) add("queue", `${r.queue.system} ${r.queue.name}`);
+    if (r.blocker) add("blocked by", `${r.blocker.code}: ${r.blocker.reason}`);
     add("nodes", r.nodes.join(", ") || "none");
     if (r.nominatedNodes.length) add("nominated", r.nominatedNodes.join(", "));
     const v = r.verdict;

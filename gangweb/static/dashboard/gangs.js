@@ -24,12 +24,16 @@
     select.value = keep;
   }
 
-  // The namespaces and priority classes the reader sees, from usage/ (one row per namespace and class).
+  // The namespaces and priority classes the reader sees, from usage/ (one row per namespace and class), and
+  // the queues (queues/; the filter is shown only where a queue manager has queues).
   async function loadOptions() {
-    const usage = await g.getJSON(g.urls.usage, { points: 0 });
+    const [usage, queues] = await Promise.all([g.getJSON(g.urls.usage, { points: 0 }), g.getJSON(g.urls.queues, { limit: 1000 }).catch(() => ({ results: [] }))]);
     const seen = usage.rows.filter((r) => !r.otherNamespace);
     options($("f-namespace"), [...new Set(seen.map((r) => r.namespace))].sort());
     options($("f-class"), [...new Set(seen.map((r) => r.priorityClass))]);
+    const names = queues.results.filter((q) => q.kind !== "LocalQueue" && q.kind !== "Cohort").map((q) => `${q.system}/${q.name}`);
+    options($("f-queue"), names);
+    $("f-queue").closest("label").hidden = names.length === 0;
   }
 
   function fromURL() {
@@ -49,10 +53,14 @@
       cell(tr, "Gang", a);
       cell(tr, "State", el("span", `state ${r.state}`, g.gangState(r.state)));
       cell(tr, "Priority", `${r.priorityClass || "(no priority class)"} (${Number(r.priority).toLocaleString()})`);
+      cell(tr, "Queue", r.queue ? `${r.queue.system} ${r.queue.name}` : "");
       cell(tr, "Disruption", r.disruptionMode);
       cell(tr, "Placed / min", `${r.placedPods} / ${r.minCount} of ${g.plural(r.pods, "pod")}, ${g.plural(r.gpus, "GPU")}`);
       cell(tr, "Waiting", r.state === "running" ? "" : g.duration(r.waitingSeconds));
-      cell(tr, "Why it waits", r.state === "running" ? "" : r.reason).className = "reason-cell";
+      // The map's reason says what the cluster lacks; a queue manager's wait (quota, a missing queue) it cannot know.
+      const queued = r.blocker && ["quota", "configuration"].includes(r.blocker.code);
+      const why = queued ? `${r.blocker.code}: ${r.blocker.reason}` : r.reason;
+      cell(tr, "Why it waits", r.state === "running" ? "" : why).className = "reason-cell";
       cell(tr, "gangweb", g.verdictText(r.verdict, r.state)).className = "reason-cell";
       body.append(tr);
     }

@@ -9,7 +9,7 @@ import pytest
 
 from scheduler.cluster import WatchCache, current_objects
 from scheduler.engine import parse_snapshot, plan
-from scheduler.kube.resources import EVENTS_V1, PODS, SNAPSHOT_RESOURCES
+from scheduler.kube.resources import EVENTS_V1, PODS, QUEUE_WATCHED, SNAPSHOT_RESOURCES
 
 from .objects import pod
 
@@ -46,11 +46,11 @@ def converged(server, cluster, timeout: float = 30.0) -> None:
 
 
 def lists(server) -> list[str]:
-    plurals = tuple("/" + r.plural for r in (*SNAPSHOT_RESOURCES, EVENTS_V1))
+    paths = {r.collection_path() for r in (*SNAPSHOT_RESOURCES, EVENTS_V1, *QUEUE_WATCHED)}
     return [
         r["path"]
         for r in server.requests(method="GET")
-        if r["path"].endswith(plurals) and "watch=" not in (r["query"] or "")
+        if r["path"] in paths and "watch=" not in (r["query"] or "")
     ]
 
 
@@ -171,7 +171,8 @@ def test_one_list_per_kind_over_a_long_run(server, cluster):
         got = sorted(e["metadata"]["name"] for e in cluster.list_events(reason="Preempted"))
         time.sleep(0.05)
     assert got == want and len(want) > 1
-    assert len(lists(server)) == len(SNAPSHOT_RESOURCES) + 1  # + the Events of reason Preempted, once
+    # + the queue kinds the test server serves, and the Events of reason Preempted, once each
+    assert len(lists(server)) == len(SNAPSHOT_RESOURCES) + len(QUEUE_WATCHED) + 1
 
 
 @pytest.mark.timeout(400)

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from gangweb.api import filters
 from gangweb.api.v1 import page_serializers, params, serializers
-from gangweb.api.v1.queries import cluster, composites, decisions, ledger, nodes, pending, usage
+from gangweb.api.v1.queries import cluster, composites, decisions, ledger, nodes, pending, queues, usage
 from gangweb.api.v1.views import pages
 from gangweb.api.v1.views.base import V1View, released
 
@@ -73,7 +73,7 @@ class PodGroups(V1View):
     """PodGroups with their state, priority, minCount against placed pods, waiting time, the dominant
     reason in plain words, and gangweb's verdict (its last request, that request's outcome, when it retries)."""
 
-    query_params = ("namespace", "state", "priorityClass", "q", "sort")
+    query_params = ("namespace", "state", "priorityClass", "queue", "q", "sort")
 
     @extend_schema(
         parameters=[
@@ -83,6 +83,9 @@ class PodGroups(V1View):
                 "priorityClass",
                 str,
                 description=f"only these priority classes (a,b; {usage.NO_CLASS!r} for none)",
+            ),
+            OpenApiParameter(
+                "queue", str, description="only the gangs in these queues (SYSTEM/NAME,...; docs/queues.md)"
             ),
             OpenApiParameter("q", str, description="NAMESPACE/NAME contains this (any case)"),
             OpenApiParameter(
@@ -104,6 +107,12 @@ class PodGroups(V1View):
             rows = [r for r in rows if r["state"] in states]
         if classes := filters._values(query, "priorityClass"):
             rows = [r for r in rows if (r["priorityClass"] or usage.NO_CLASS) in classes]
+        waits = queues.current_waits()
+        rows = [{**r, "queue": queues.gang_queue(waits, r["podGroup"])} for r in rows]
+        if wanted := filters._values(query, "queue"):
+            rows = [
+                r for r in rows if r["queue"] and f"{r['queue']['system']}/{r['queue']['name']}" in wanted
+            ]
         if len(query.getlist("q")) > 1 or len(query.getlist("sort")) > 1:
             raise ValidationError({"q" if len(query.getlist("q")) > 1 else "sort": ["give it once"]})
         if search := query.get("q", "").strip().lower():
@@ -114,11 +123,13 @@ class PodGroups(V1View):
             rows = sorted(rows, key=SORTS[order])
         paginator, page = self.page(rows)
         verdict = ledger.verdicts((r["namespace"], r["name"]) for r in page)
-        return paginator.get_paginated_response([_public(r, verdict.get(r["podGroup"])) for r in page])
+        return paginator.get_paginated_response([_public(r, verdict.get(r["podGroup"]), waits) for r in page])
 
 
-def _public(row: dict, verdict: dict | None) -> dict:
+def _public(row: dict, verdict: dict | None, waits) -> dict:
     out = {k: v for k, v in row.items() if k not in ("invalid", "waitingSince", "labels")}
+    out["queue"] = queues.gang_queue(waits, row["podGroup"])
+    out["blocker"] = queues.gang_blocker(waits, row, verdict)
     out["verdict"] = verdict
     return out
 
@@ -138,7 +149,7 @@ class PodGroupDetail(V1View):
         history = ledger.history_of(namespace, name, [m["name"] for m in members])
         context = {"request": request}
         body = {
-            **_public(row, verdict),
+            **_public(row, verdict, queues.current_waits()),
             "members": [
                 {k: m[k] for k in ("namespace", "name", "node", "phase", "gpus", "deleting")} for m in members
             ],
