@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import pytest
 
+from kubetestserver import KubeTestServer
+from scheduler.cluster import WatchCache, object_key
 from scheduler.engine import parse_snapshot
 from scheduler.engine.outcomes import Outcome
-from scheduler.preemption import ledger, lostwork
+from scheduler.kube import KubeCluster
+from scheduler.preemption import ledger, lostwork, planning
 from scheduler.preemption.models import Plan, RequestState
 from scheduler.preemption.tasks import plan_request
-from tests.scheduler.preemption.builders import T1, pod, podgroup
+from tests.scheduler.preemption.builders import T1, pod, podgroup, small_cluster
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,9 +75,15 @@ def test_a_namespace_override_and_a_silent_workload_s_assumed_interval(cluster, 
     assert lostwork.allowance().left("batch/lost-work-budget") == 6 * 3600 - 16 * 1200
 
 
-def _in_volcano_queue(cluster, namespace, gang, queue="q1"):
-    """Put ``gang``'s pods in Volcano's ``queue`` (a Volcano PodGroup they name), as Volcano's admission does."""
-    objects = [
+def in_volcano_queue(objects, namespace, gang, queue="q1"):
+    """``objects`` with ``gang``'s pods in Volcano's ``queue`` (a Volcano PodGroup they name), as Volcano's
+    admission puts them."""
+    for obj in objects:
+        group = ((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+        if obj["kind"] == "Pod" and obj["metadata"]["namespace"] == namespace and group == gang:
+            obj["metadata"].setdefault("annotations", {})["scheduling.k8s.io/group-name"] = f"{gang}-vc"
+    return [
+        *objects,
         {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
             "kind": "Queue",
@@ -89,14 +98,12 @@ def _in_volcano_queue(cluster, namespace, gang, queue="q1"):
             "status": {"phase": "Running"},
         },
     ]
-    for obj in objects:
-        meta = obj["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]
-        cluster.objects[(obj["kind"], key)] = obj
-    for (kind, _key), obj in cluster.objects.items():
-        group = ((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-        if kind == "Pod" and obj["metadata"]["namespace"] == namespace and group == gang:
-            obj["metadata"].setdefault("annotations", {})["scheduling.k8s.io/group-name"] = f"{gang}-vc"
+
+
+def _in_volcano_queue(cluster, namespace, gang):
+    cluster.objects = {
+        (o["kind"], object_key(o)): o for o in in_volcano_queue(cluster.snapshot_objects(), namespace, gang)
+    }
 
 
 def _queues(cluster):
@@ -144,3 +151,22 @@ def test_a_queue_s_lost_work_this_hour_is_what_its_next_plan_may_not_take(cluste
     assert second_plan.outcome == Outcome.LOST_WORK_BUDGET
     assert second_plan.evictions == []
     assert "queue volcano/q1 (16.00 GPU-h wanted, 4.00 left)" in second_plan.reason
+
+
+def test_a_queue_budget_holds_on_the_watch_cache_s_live_snapshot(settings, tmp_path):
+    """The same cap as above, planned on a started watch cache of the API test server: the queue of each
+    pod comes from the Volcano objects it watches."""
+    settings.GANGWEB_QUEUE_VICTIMS = frozenset({"volcano"})
+    settings.GANGWEB_QUEUE_LOST_WORK_BUDGETS = {"volcano/q1": 0.0}
+    with KubeTestServer() as server:
+        server.load(in_volcano_queue(small_cluster(), "batch", "low"))
+        kube = KubeCluster.from_kubeconfig(server.write_kubeconfig(tmp_path / "kubeconfig"))
+        kube.start()
+        try:
+            view = planning.current_view(kube, "team-a/train")
+            result = planning.compute(view, "team-a/train", "gangweb")
+        finally:
+            kube.close()
+    assert isinstance(kube, WatchCache)
+    assert sorted(result.plan["evictions"]) == ["batch/mid-0", "batch/mid-1"]
+    assert view.snapshot.allowance.queue_of == {"batch/low-0": "volcano/q1", "batch/low-1": "volcano/q1"}
