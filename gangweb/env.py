@@ -88,8 +88,9 @@ def env_namespace_map(name: str, allowed: tuple[str, ...]) -> dict[str, str]:
     return result
 
 
-def env_namespace_numbers(name: str) -> dict[str, float]:
-    """``team-a=600,team-b=0`` per-namespace (or per-queue) numbers, each 0 or more."""
+def env_namespace_numbers(name: str, example: str = "team-a=4") -> dict[str, float]:
+    """``team-a=600,team-b=0`` per-namespace (or per-queue) numbers, each 0 or more; ``example`` shows an
+    entry in the error."""
     result: dict[str, float] = {}
     for item in env_list(name, []):
         key, sep, value = item.partition("=")
@@ -99,7 +100,7 @@ def env_namespace_numbers(name: str) -> dict[str, float]:
             number = -1.0
         if number < 0 or number != number:
             raise ImproperlyConfigured(
-                f"{name} entries look like 'team-a=4' with a number 0 or more, got {item!r}"
+                f"{name} entries look like {example!r} with a number 0 or more, got {item!r}"
             )
         result[key] = number
     return result

@@ -314,6 +314,8 @@ GANGWEB_NAMESPACE_CHECKPOINT_INTERVALS = env_namespace_numbers("GANGWEB_NAMESPAC
 # GPU-hours of work a namespace's victims may lose to preemption per rolling hour (unset: no cap).
 GANGWEB_LOST_WORK_BUDGET_GPU_HOURS = env_optional_float("GANGWEB_LOST_WORK_BUDGET_GPU_HOURS")
 GANGWEB_NAMESPACE_LOST_WORK_BUDGETS = env_namespace_numbers("GANGWEB_NAMESPACE_LOST_WORK_BUDGETS")
+# ... and a queue's (SYSTEM/NAME, as docs/queues.md names queues), over its namespaces' (no default).
+GANGWEB_QUEUE_LOST_WORK_BUDGETS = env_namespace_numbers("GANGWEB_QUEUE_LOST_WORK_BUDGETS", "volcano/q1=2")
 # Celery workers serve their own /metrics here when set (see docs/pipeline.md, "Metrics").
 GANGWEB_WORKER_METRICS_PORT = env_int("GANGWEB_WORKER_METRICS_PORT", 0)
 # The web process serves its /metrics here when set, never on the dashboard's port (gangweb/metrics.py); 0 = off.

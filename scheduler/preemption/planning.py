@@ -83,18 +83,22 @@ def current_view(cluster: Cluster, podgroup: str) -> View:
     if isinstance(cluster, WatchCache):
         live = cluster.live_snapshot()
         versions = cluster.resource_versions()  # before the snapshot: it holds at least these
-        snapshot = with_lost_work(live.snapshot(reservation_overrides(cluster, podgroup)))
-        return View(snapshot, versions, queue_owners(cluster.cached_objects(), snapshot))
+        snapshot = live.snapshot(reservation_overrides(cluster, podgroup))
+        objects = cluster.cached_objects()
+        snapshot = with_lost_work(snapshot, objects)
+        return View(snapshot, versions, queue_owners(objects, snapshot))
     objects = reserve_room(fresh_objects(cluster), podgroup)
-    snapshot = with_lost_work(parse_snapshot(objects))
+    snapshot = with_lost_work(parse_snapshot(objects), objects)
     return View(snapshot, owners=queue_owners(objects, snapshot))
 
 
-def with_lost_work(snapshot: Snapshot) -> Snapshot:
-    """The snapshot with the checkpoint intervals and the lost-work budget left this hour (lostwork.py)."""
+def with_lost_work(snapshot: Snapshot, objects: list[KubeObject]) -> Snapshot:
+    """The snapshot (parsed from ``objects``) with the checkpoint intervals and the lost-work budget left
+    this hour, per namespace and per queue (lostwork.py)."""
     from scheduler.preemption import lostwork
 
-    return snapshot.with_lost_work(lostwork.intervals(), lostwork.allowance())
+    allowance = lostwork.allowance(queues=lostwork.queues(objects, snapshot))
+    return snapshot.with_lost_work(lostwork.intervals(), allowance)
 
 
 def queue_owners(objects: list[KubeObject], snapshot: Snapshot) -> dict[str, Any]:

@@ -200,6 +200,11 @@ def test_allowed_hosts_debug_and_modes_come_from_the_environment(tmp_path):
             "GANGWEB_NAMESPACE_LOST_WORK_BUDGETS entries look like 'team-a=4'",
         ),
         (
+            {"GANGWEB_QUEUE_LOST_WORK_BUDGETS": "volcano/q1=-2"},
+            "GANGWEB_QUEUE_LOST_WORK_BUDGETS entries look like 'volcano/q1=2' with a number 0 or more, "
+            "got 'volcano/q1=-2'",
+        ),
+        (
             {"GANGWEB_NAMESPACE_CHECKPOINT_INTERVALS": "team-a=-600"},
             "GANGWEB_NAMESPACE_CHECKPOINT_INTERVALS entries look like 'team-a=4'",
         ),

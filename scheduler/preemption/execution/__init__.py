@@ -326,6 +326,9 @@ def _evict_all(calls: Calls, plan: Plan, retry: RetryPolicy) -> Outcome:
         for unit, members in by_unit.items()
         if any(m.state != EvictionState.EVICTED for m in members)
     }
+    if plan.notice_given_at is not None:  # before the request ends: a resumed call clears it again
+        calls.ready()
+        notice.clear(cluster, plan, [notice.Unit.of(unit) for unit in sorted(by_unit) if unit not in broken])
     if not broken:
         evicted = sum(len(m) for m in by_unit.values())
         reason = (

@@ -7,7 +7,8 @@ The notice a victim sees, through the API it already watches (docs/design.md "No
   only: a pod's ``DisruptionTarget`` condition means it is being evicted now (the Job controller's pod
   failure policies read it so), and the 1.37 CompositePodGroup has no such condition.
 A unit has saved its work once its ``gangweb.io/last-checkpoint`` annotation (RFC 3339) is later than the
-notice. Withdrawing removes the annotation and sets the condition ``False`` (reason ``PreemptionWithdrawn``).
+notice. Withdrawing removes the annotation and sets the condition ``False`` (reason ``PreemptionWithdrawn``);
+so do the evictions once a unit's pods are all evicted (reason ``PreemptionCompleted``).
 Every write here is idempotent: telling a unit twice carries the same deadline.
 """
 
@@ -26,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 DISRUPTION_TARGET = "DisruptionTarget"
 NOTICE_REASON, WITHDRAWN_REASON = "PreemptionNotice", "PreemptionWithdrawn"
+EVICTED_REASON = "PreemptionCompleted"
 DEADLINE_ANNOTATION = NOTICE_DEADLINE_ANNOTATION
 # The API version of each kind of victim unit (scheduler/engine/victims.py).
 API_VERSIONS = {
@@ -113,6 +115,18 @@ def tell(cluster: Cluster, plan: Plan, units: list[Unit]) -> None:
 
 def untell(cluster: Cluster, plan: Plan, units: list[Unit], why: str) -> None:
     """Take the notice back from every unit (best effort: a unit gone needs nothing)."""
+    _end(cluster, units, WITHDRAWN_REASON, f"gangweb withdrew its notice (plan {plan.pk}): {why}")
+
+
+def clear(cluster: Cluster, plan: Plan, units: list[Unit]) -> None:
+    """End the notice on every unit whose pods were evicted, so that it does not read as a notice still
+    running (best effort; a pod unit is gone with its eviction and needs nothing)."""
+    message = f"gangweb evicted this unit's pods for PodGroup {plan.request.podgroup} (plan {plan.pk})"
+    _end(cluster, [u for u in units if u.kind != "Pod"], EVICTED_REASON, message)
+
+
+def _end(cluster: Cluster, units: list[Unit], reason: str, message: str) -> None:
+    """The deadline annotation removed and, on a PodGroup, ``DisruptionTarget`` set ``False``."""
     for unit in units:
         try:
             cluster.annotate(
@@ -120,15 +134,10 @@ def untell(cluster: Cluster, plan: Plan, units: list[Unit], why: str) -> None:
             )
             if unit.kind == "PodGroup":
                 cluster.set_podgroup_condition(
-                    unit.namespace,
-                    unit.name,
-                    DISRUPTION_TARGET,
-                    "False",
-                    WITHDRAWN_REASON,
-                    f"gangweb withdrew its notice (plan {plan.pk}): {why}",
+                    unit.namespace, unit.name, DISRUPTION_TARGET, "False", reason, message
                 )
         except Exception as exc:
-            logger.warning("could not withdraw the notice", extra={"unit": str(unit), "error": str(exc)})
+            logger.warning("could not end the notice", extra={"unit": str(unit), "error": str(exc)})
 
 
 def look(cluster: Cluster, units: list[Unit]) -> dict[Unit, Seen]:

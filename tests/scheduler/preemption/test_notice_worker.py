@@ -127,6 +127,16 @@ def assert_all_evicted_once() -> None:
     assert LedgerEntry.objects.filter(kind="notice.given").count() == 1
 
 
+def assert_notice_over(api_server) -> None:
+    """Evicted, the victims' PodGroups no longer show a notice running (read once the request succeeded)."""
+    for unit in UNITS:
+        group = group_of(api_server, unit)
+        assert DEADLINE_ANNOTATION not in (group["metadata"].get("annotations") or {}), unit
+        condition = notice_condition(group)
+        assert (condition["status"], condition["reason"]) == ("False", "PreemptionCompleted"), unit
+        assert f"plan {Plan.objects.get().pk}" in condition["message"]
+
+
 @pytest.fixture
 def started(api_server, broker, tmp_path):
     api_server.control.load(two_units())
@@ -189,6 +199,7 @@ def test_victims_are_told_then_evicted_together_within_a_tick_of_the_last_checkp
     for p in VICTIMS:
         assert [code for code in real_evictions(api_server, p) if code < 300] == [201], p
     assert_all_evicted_once()
+    assert_notice_over(api_server)
     ended = LedgerEntry.objects.get(kind="notice.ended")
     assert "every victim unit saved" in ended.message
     for row in Eviction.objects.all():  # lost since the checkpoint, not since the pod started an hour ago
@@ -212,6 +223,7 @@ def test_at_the_deadline_every_unit_is_evicted(api_server, started, saving):
     )
     assert min(Eviction.objects.values_list("requested_at", flat=True)) >= plan.notice_deadline
     assert_all_evicted_once()
+    assert_notice_over(api_server)
     assert "deadline" in LedgerEntry.objects.get(kind="notice.ended").message
     lost = dict(Eviction.objects.values_list("name", "lost_gpu_seconds"))
     started_at = datetime(2026, 11, 30, 8, tzinfo=UTC)  # builders.T0: the victims' start

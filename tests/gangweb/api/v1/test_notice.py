@@ -5,10 +5,11 @@ gang page reads the same."""
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from gangweb.dashboard import live
 from scheduler.preemption.execution import NOTICE, execute
-from scheduler.preemption.execution.notice import DEADLINE_ANNOTATION
+from scheduler.preemption.execution.notice import CHECKPOINT_ANNOTATION, DEADLINE_ANNOTATION, rfc3339
 from tests.scheduler.preemption.test_budgets import FAST
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,3 +60,13 @@ def test_each_eviction_says_what_was_estimated_and_what_was_really_lost(client, 
     assert card["realisedLostGpuHours"] == round(sum(r["lostGpuSeconds"] for r in rows) / 3600, 2)
     assert card["estimatedLostGpuHours"] == round(made.plan.lost_gpu_seconds / 3600, 2)
     assert card["noticeDeadline"] is None
+
+
+def test_once_its_pods_are_evicted_the_victim_shows_no_notice(client, admin, noticed):
+    """batch/low saves after the notice and is evicted: its row's deadline goes, its condition says so."""
+    victim = noticed.cluster.objects[("PodGroup", "batch/low")]
+    victim["metadata"]["annotations"][CHECKPOINT_ANNOTATION] = rfc3339(timezone.now())
+    assert execute(noticed.request.pk, noticed.cluster, retry=FAST).state == "succeeded"
+    assert client.get("/api/v1/podgroups/batch/low/", **admin).json()["noticeDeadline"] is None
+    told = [c[2:] for c in noticed.cluster.podgroup_conditions if c[:2] == ("batch/low", "DisruptionTarget")]
+    assert told == [("True", "PreemptionNotice"), ("False", "PreemptionCompleted")]
