@@ -17,9 +17,20 @@ import pytest
 from scheduler.engine import parse_snapshot
 from scheduler.engine.builders import podgroup
 from scheduler.engine.resources import parse_quantity
+from scheduler.engine.typed_objects import POLICY_ANNOTATION
 from scheduler.kube import KubeCluster
 from scheduler.preemption import runtime
+from scheduler.preemption.models import (
+    ACTIVE_REQUEST_STATES,
+    Eviction,
+    LedgerEntry,
+    Plan,
+    PlanSource,
+    PreemptionRequest,
+    RequestState,
+)
 from scheduler.preemption.planning import queue_owners
+from scheduler.preemption.tasks import detect_unschedulable_gangs
 from scheduler.queues import read_queues
 from tests.conftest import ROOT
 from tests.realcluster.test_end_to_end import KEEP_RUNNING, WAIT, priority_class, running, until
@@ -179,13 +190,17 @@ class KueueScene:
         }
 
     def gang(self, name: str, pods: int, gpus: int) -> list[dict]:
-        """A gang of its own PodGroup and pods (no Job, no queue), of the high class."""
+        """A gang of its own PodGroup and pods (no Job, no queue), of the high class. Its ``spec.preemptionPolicy``
+        is the class's ``Never`` (the API server's Priority admission allows no other), so gangweb's own
+        decision is the annotation, as its ensurer writes it in enforce mode: without it the gang never
+        preempts."""
         group = podgroup(
             name,
             namespace=self.ns,
             min_count=pods,
             priority_class=f"high-{self.id}",
             preemption_policy="Never",
+            annotations={POLICY_ANNOTATION: "PreemptLowerPriority"},
         )
         del group["metadata"]["uid"]
         members = [
@@ -237,7 +252,7 @@ def _reserved(cq: dict) -> dict[str, dict[str, int]]:
     return out
 
 
-def test_gangweb_reads_kueues_queues_and_owns_its_pods_by_the_workload(
+def test_gangweb_reads_kueues_queues_and_never_evicts_what_kueue_admitted(
     real_cluster, kueue, pipeline, settings
 ):
     scene = KueueScene(real_cluster)
@@ -297,5 +312,36 @@ def test_gangweb_reads_kueues_queues_and_owns_its_pods_by_the_workload(
         keys = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in admitted}
         assert {k: o.system for k, o in owners.items() if k in keys} == dict.fromkeys(keys, "kueue")
 
+        # A gang of higher priority that only Kueue's pods make room for: 2 pods of 4 GPUs, 2 GPUs free.
+        settings.GANGWEB_NAMESPACE_MODES = {scene.ns: "enforce"}
+        settings.GANGWEB_PENDING_GRACE_SECONDS = 0
+        scene.apply(*scene.gang("urgent", pods=2, gpus=4))
+        request = until(
+            lambda: PreemptionRequest.objects.filter(namespace=scene.ns, name="urgent").first(),
+            "gangweb opens a request for the urgent gang",
+            beat=(detect_unschedulable_gangs,),
+        )
+        request = until(
+            lambda: (
+                (r := PreemptionRequest.objects.get(pk=request.pk)).state not in ACTIVE_REQUEST_STATES and r
+            ),
+            "the request finishes",
+        )
+        assert (request.mode, request.state) == ("enforce", RequestState.INFEASIBLE), (
+            request.state,
+            request.reason,
+        )
+        plan = Plan.objects.get(request=request, source=PlanSource.ENGINE)
+        assert plan.outcome == "infeasible:queue-owned" and not plan.evictions, (plan.outcome, plan.evictions)
+        assert f"only units kueue placed could make room for {scene.ns}/urgent" in plan.reason, plan.reason
+        assert f"Kueue would have to evict Workload {scene.ns}/" in plan.reason, plan.reason
+        # The ledger: no eviction in the namespace, no eviction step of the request.
+        assert not Eviction.objects.filter(namespace=scene.ns).exists()
+        kinds = set(LedgerEntry.objects.filter(request=request).values_list("kind", flat=True))
+        assert not {k for k in kinds if k.startswith("eviction.")}, kinds
+        # Kueue's pods are untouched: the same ones, still running.
+        after = scene.pods("train")
+        assert running(after, 3)
+        assert {p["metadata"]["uid"] for p in after} == {p["metadata"]["uid"] for p in admitted}
     finally:
         scene.remove()
