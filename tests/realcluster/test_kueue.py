@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from scheduler.cluster import version_reached
 from scheduler.engine import parse_snapshot
 from scheduler.engine.builders import podgroup
 from scheduler.engine.resources import parse_quantity
@@ -33,7 +34,15 @@ from scheduler.preemption.planning import queue_owners
 from scheduler.preemption.tasks import detect_unschedulable_gangs
 from scheduler.queues import read_queues
 from tests.conftest import ROOT
-from tests.realcluster.test_end_to_end import KEEP_RUNNING, WAIT, priority_class, running, until
+from tests.realcluster.test_end_to_end import (
+    KEEP_RUNNING,
+    PODGROUPS,
+    WAIT,
+    conditions,
+    priority_class,
+    running,
+    until,
+)
 from tests.realcluster.webhook import as_list
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
@@ -142,6 +151,7 @@ class KueueScene:
             "spec": {
                 "cohortName": self.cohort,
                 "namespaceSelector": {},
+                "preemption": {"withinClusterQueue": "LowerPriority"},
                 "resourceGroups": [
                     {
                         "coveredResources": ["cpu", GPU],
@@ -159,9 +169,10 @@ class KueueScene:
             },
         }
 
-    def job(self, name: str, pods: int, gpus: int) -> dict:
+    def job(self, name: str, pods: int, gpus: int, tier: str = "low") -> dict:
         """A Job of Kueue's LocalQueue, created suspended (Kueue's webhook would suspend it; none is
-        registered): Kueue admits its Workload and resumes it. Its pods carry no Kueue label."""
+        registered): Kueue admits its Workload and resumes it. Its pods carry no Kueue label; its class
+        (``tier``) is its Workload's priority."""
         requests = {"cpu": "1", GPU: str(gpus)}
         return {
             "apiVersion": "batch/v1",
@@ -175,7 +186,7 @@ class KueueScene:
                     "metadata": {"labels": {KEEP_RUNNING: "true"}},
                     "spec": {
                         "restartPolicy": "Never",
-                        "priorityClassName": f"low-{self.id}",
+                        "priorityClassName": f"{tier}-{self.id}",
                         "nodeSelector": self.pool,
                         "containers": [
                             {
@@ -230,6 +241,13 @@ class KueueScene:
 
     def get(self, *args: str) -> dict:
         return json.loads(self.cluster.run("get", *args, "-o", "json").stdout)
+
+    def workloads(self) -> dict[str, dict]:
+        """Kueue's Workloads of the namespace by their Job (``workloads`` alone is the native kind)."""
+        return {
+            w["metadata"]["ownerReferences"][0]["name"]: w
+            for w in self.get("workloads.kueue.x-k8s.io", "-n", self.ns)["items"]
+        }
 
     def pods(self, job: str) -> list[dict]:
         return self.get("pods", "-n", self.ns, "-l", f"job-name={job}")["items"]
@@ -343,5 +361,58 @@ def test_gangweb_reads_kueues_queues_and_never_evicts_what_kueue_admitted(
         after = scene.pods("train")
         assert running(after, 3)
         assert {p["metadata"]["uid"] for p in after} == {p["metadata"]["uid"] for p in admitted}
+
+        # Kueue preempts by itself: a Job of the high class needing 4 GPUs (ClusterQueue a's nominal quota)
+        # evicts train's Workload (withinClusterQueue: LowerPriority). The urgent gang goes first, or
+        # kube-scheduler would give it the freed GPUs (its pods first: the PodGroup is kept while they exist).
+        scene.cluster.run("delete", "pods", "urgent-0", "urgent-1", "-n", scene.ns, "--wait=true")
+        scene.cluster.run("delete", PODGROUPS, "urgent", "-n", scene.ns, "--wait=false")
+        scene.apply(scene.job("boss", pods=2, gpus=2, tier="high"))
+        until(lambda: running(scene.pods("boss"), 2), "Kueue preempts train and admits boss; its pods run")
+        cq_a = until(
+            lambda: (
+                (r := _reserved(c := scene.get("clusterqueue", scene.cq_a)).get(GPU, {})).get("total") == 4
+                and r.get("borrowed") == 0
+                and c
+            ),
+            "Kueue's status of ClusterQueue a says 4 GPUs reserved, none borrowed",
+        )
+        cq_b = scene.get("clusterqueue", scene.cq_b)
+        workloads = scene.workloads()
+        preempted = conditions(workloads["train"])
+        assert preempted["Preempted"]["reason"] == "InClusterQueue", preempted
+        assert preempted.get("QuotaReserved", {}).get("status") != "True", preempted
+        assert conditions(workloads["boss"])["QuotaReserved"]["status"] == "True", workloads["boss"]
+        # gangweb's watch cache holds at least what was just read of Kueue's objects.
+        read = {(o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"] for o in (cq_a, cq_b)}
+        read |= {
+            ("Workload", w["metadata"]["name"]): w["metadata"]["resourceVersion"] for w in workloads.values()
+        }
+        assert pipeline.wait_for(
+            lambda objects: all(
+                version_reached(cached.get(key, ""), version) and key in cached
+                for cached in [
+                    {
+                        (o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"]
+                        for o in objects
+                        if o["apiVersion"] == KUEUE and o["metadata"].get("namespace") in (None, scene.ns)
+                    }
+                ]
+                for key, version in read.items()
+            ),
+            timeout=WAIT,
+        ), "gangweb's watch cache never reached Kueue's Workloads and ClusterQueues after its preemption"
+        objects = pipeline.cached_objects()
+        model = read_queues(objects, parse_snapshot(objects))
+        a, b = model.find("kueue", scene.cq_a), model.find("kueue", scene.cq_b)
+        kueue_says = _reserved(cq_a)[GPU]
+        assert (a.figures("gpu").used, a.figures("gpu").borrowed) == (
+            kueue_says["total"],
+            kueue_says["borrowed"],
+        )
+        assert (a.figures("gpu").used, a.figures("gpu").borrowed, b.figures("gpu").lent) == (4, 0, 0)
+        assert _reserved(cq_b).get(GPU, {}).get("total", 0) == b.figures("gpu").used == 0
+        # Kueue evicted train's pods, not gangweb: its ledger holds no eviction in the namespace.
+        assert not Eviction.objects.filter(namespace=scene.ns).exists()
     finally:
         scene.remove()
