@@ -1,7 +1,9 @@
 """A real Kueue (its controller built from its Go module, hack/kueue/kueue.py) on the real control plane:
 gangweb reads Kueue's ClusterQueues and LocalQueue from its watch cache with the figures Kueue's own status
 gives, and takes the pods of a Workload Kueue admitted for Kueue's (the Workload's owner is their Job: no
-label says so), so its plans keep clear of them.
+label says so), so its plans keep clear of them: a gang only those pods could make room for ends
+``infeasible:queue-owned`` and nothing is evicted, and after Kueue preempts by itself gangweb's figures are
+Kueue's again.
 
 Skipped only when Kueue's controller is not built (``python hack/kueue/kueue.py build``)."""
 
