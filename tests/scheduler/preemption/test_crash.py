@@ -271,6 +271,10 @@ def test_real_workers_plan_on_their_watch_caches_as_the_engine_does(api_server, 
     # The workers planned on their watch caches: the plan says which resourceVersion it was made at.
     versions = got.pop("resourceVersions")
     assert got.pop("resourceVersion") == versions["pods"] and set(versions) >= {"pods", "nodes", "podgroups"}
+    # Lost work runs with the clock (GPUs x time since the last checkpoint): the worker plans at the wall
+    # clock's now, the engine on a file at the snapshot's own; the victims chosen are the same.
+    for victims in (got["victims"], expected["victims"]):
+        assert all(v.pop("lostGpuSeconds") > 0 for v in victims)
     assert {k: v for k, v in got.items() if k != "reason"} == {
         k: v for k, v in expected.items() if k != "reason"
     }
