@@ -40,7 +40,7 @@ LEFT_OUT = {
 }
 SECRET_KEYS = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"}
 READ = re.compile(
-    r"(?:os\.environ\.get|os\.getenv|env_bool|env_int|env_float|env_choice|env_list|env_namespace_map|env_networks|_env_path)\(\s*\"([A-Z][A-Z0-9_]+)\""
+    r"(?:os\.environ\.get|os\.getenv|env_bool|env_int|env_float|env_optional_float|env_choice|env_list|env_namespace_map|env_namespace_numbers|env_networks|_env_path)\(\s*\"([A-Z][A-Z0-9_]+)\""
     r"|_ENV\s*=\s*\"([A-Z][A-Z0-9_]+)\""
 )
 
