@@ -48,7 +48,7 @@ def test_gang_plan_says_quota_with_numbers_for_a_kueue_wait():
         "ClusterQueue team-b: needs 16 GPUs; 8 free under nominal 16; 8 lent to other queues"
     )
     assert result["blocker"]["numbers"]["canTake"] == 8 and result["blocker"]["numbers"]["needs"] == 16
-    assert list(result)[-4:] == ["blocker", "outcome", "optimality", "cost"]
+    assert list(result)[-5:] == ["blocker", "outcome", "optimality", "cost", "notice"]
 
 
 def test_volcano_capability_is_a_quota_wait():
