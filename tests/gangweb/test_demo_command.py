@@ -138,9 +138,13 @@ def test_the_demo_stages_its_scene_a_preemption_for_a_top_tier_gang(start_demo):
             "GANGWEB_SIM_TICK_SECONDS": "0.5",
             "GANGWEB_DETECT_INTERVAL_SECONDS": "1",
             "GANGWEB_DEMO_SCENE_SECONDS": "1",
+            "GANGWEB_SIM_LOSS_TICKS": "0",
+            "GANGWEB_PREEMPTION_NOTICE_SECONDS": "3",
         }
     )
     wanted = "team-llm/scene-serve"
+
+    story: list[str] = []  # every event of the scene's gang with its reason, for a failure's message
 
     async def scene_events() -> list[str]:
         seen: list[str] = []
@@ -153,11 +157,12 @@ def test_the_demo_stages_its_scene_a_preemption_for_a_top_tier_gang(start_demo):
                 for message in frame["messages"] if frame["type"] == "batch" else [frame]:
                     if (message.get("payload") or {}).get("podGroup") == wanted:
                         seen.append(message["type"])
+                        story.append(f"{message['type']}: {(message.get('payload') or {}).get('reason', '')}")
         return seen
 
     seen = asyncio.run(scene_events())
-    assert seen[0] == "request.opened" and "plan.created" in seen and "gang.placed" in seen, seen
-    # The demo gives its victims notice (GANGWEB_PREEMPTION_NOTICE_SECONDS, 10 s there) before evicting.
+    assert seen[0] == "request.opened" and "plan.created" in seen and "gang.placed" in seen, "\n".join(story)
+    # The demo gives its victims notice (GANGWEB_PREEMPTION_NOTICE_SECONDS: 10 s by default, 3 s here) first.
     assert seen.index("notice.given") < seen.index("gang.placed"), seen
     printed = [line.strip() for line in demo.lines if line.strip()]
     assert printed[-1].startswith("stop:"), f"the banner is the last thing printed: {printed[-3:]}"
