@@ -19,13 +19,11 @@ import math
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-
-from scheduler import podstate
 
 PROFILING, UTILISATION = "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL"
 # What the activity source is: not configured, answered, answered in part, did not answer.
@@ -166,44 +164,51 @@ class Joined:
     unknown: int = 0
 
 
-def join(rows: Iterable[tuple[dict[str, str], float]], objects: Iterable[dict[str, Any]]) -> Joined:
-    """Give every row to the pods it names (``objects``: the cluster's Pods and ResourceClaims)."""
-    pods: set[str] = set()
-    consumers: dict[str, list[str]] = {}
-    for obj in objects:
-        kind = obj.get("kind")
-        if kind == "Pod":  # podstate's is_bound and is_live, inlined: this loop sees every pod
-            meta = obj.get("metadata") or {}
-            if (
-                (obj.get("spec") or {}).get("nodeName")
-                and not meta.get("deletionTimestamp")
-                and (obj.get("status") or {}).get("phase") not in podstate.FINISHED_PHASES
-            ):
-                pods.add(f"{meta.get('namespace')}/{meta.get('name')}")
-        elif kind == "ResourceClaim":
-            meta = obj.get("metadata") or {}
-            reserved = (obj.get("status") or {}).get("reservedFor") or []
-            consumers[f"{meta.get('namespace')}/{meta.get('name')}"] = [
-                f"{meta.get('namespace')}/{r.get('name')}" for r in reserved if r.get("resource") == "pods"
-            ]
+def join(
+    rows: Iterable[tuple[dict[str, str], float]],
+    bound: Container[str],
+    objects: Iterable[dict[str, Any]] = (),
+) -> Joined:
+    """Give every row to the pods it names. ``bound``: the keys (namespace/name) of the cluster's live pods
+    bound to a node (a reading's index, ``gangweb.dashboard.reading``, else ``podstate.bound_by_key``): a
+    row's pod is looked up, not searched for among every pod, and the pods themselves are not read (at
+    160,000 GPUs, reading each pod's fields costs more than the rest of the join: docs/idle.md). A claim's
+    consumers come from ``objects``' ResourceClaims, read only when a row names a claim."""
     out = Joined()
     unknown = 0.0
+    consumers: dict[str, list[str]] | None = None
     for labels, gpus in rows:
+        namespace = labels.get("namespace")
         claim = labels.get("dra_claim_name")
         if not claim:  # most rows: one pod's own GPUs
-            namespace, pod = labels.get("namespace"), labels.get("pod")
-            key = f"{namespace}/{pod}" if namespace and pod else ""
-            if key in pods:
+            pod = labels.get("pod")
+            key = f"{namespace}/{pod}"
+            if namespace and pod and key in bound:
                 out.pods[key] = out.pods.get(key, 0.0) + gpus
             else:
                 unknown += gpus
             continue
-        namespace = labels.get("dra_claim_namespace") or labels.get("namespace")
-        users = [p for p in consumers.get(f"{namespace}/{claim}", ()) if p in pods]
+        if consumers is None:
+            consumers = _consumers(objects)
+        namespace = labels.get("dra_claim_namespace") or namespace
+        users = [p for p in consumers.get(f"{namespace}/{claim}", ()) if p in bound]
         if not users:
             unknown += gpus
             continue
         for user in users:
             out.pods[user] = out.pods.get(user, 0.0) + gpus / len(users)
     out.unknown = round(unknown)
+    return out
+
+
+def _consumers(objects: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+    """The pods (namespace/name) each ResourceClaim is reserved for, by claim."""
+    out = {}
+    for obj in objects:
+        if obj.get("kind") == "ResourceClaim":
+            meta = obj.get("metadata") or {}
+            reserved = (obj.get("status") or {}).get("reservedFor") or []
+            out[f"{meta.get('namespace')}/{meta.get('name')}"] = [
+                f"{meta.get('namespace')}/{r.get('name')}" for r in reserved if r.get("resource") == "pods"
+            ]
     return out

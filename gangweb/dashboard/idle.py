@@ -44,12 +44,14 @@ def idle_now(
     objects: list[dict[str, Any]],
     reading: activity.Reading,
     *,
+    bound: dict[str, dict[str, Any]],
     now: float,
     window: float,
     reserved: dict[str, str] | None = None,
 ) -> tuple[dict[Row, float], int]:
     """Idle GPUs now by (namespace, gang, cause), and the GPUs whose activity could not be joined.
-    ``reserved`` (pod key -> node) is the room gangweb made for preemptors whose pods still wait
+    ``bound`` holds ``objects``' live bound pods by key (the reading's index); ``reserved`` (pod key ->
+    node) is the room gangweb made for preemptors whose pods still wait
     (``scheduler.preemption.planning.reservations``)."""
     gangs = picture["gangs"]
     out: dict[Row, float] = {}
@@ -106,15 +108,10 @@ def idle_now(
             settled.add(gang["key"])
     if reading.state != activity.OK:
         return out, 0
-    joined = activity.join(reading.series, objects)
+    joined = activity.join(reading.series, bound, objects)
     by_key = {g["key"]: g for g in gangs}
-    pods = {
-        f"{(o.get('metadata') or {}).get('namespace')}/{(o.get('metadata') or {}).get('name')}": o
-        for o in objects
-        if o.get("kind") == "Pod"
-    }
     for pod_key, gpus in joined.pods.items():
-        pod = pods[pod_key]
+        pod = bound[pod_key]
         gang = by_key.get(podstate.group_key(pod) or pod_key)
         if gang is None or gang["key"] in settled:
             continue
@@ -171,6 +168,7 @@ def record_sample() -> IdleSample:
         taken.picture,
         taken.objects,
         source,
+        bound=taken.bound,
         now=taken.time,
         window=settings.GANGWEB_IDLE_WINDOW_SECONDS,
         reserved=reservations(""),  # every gang's

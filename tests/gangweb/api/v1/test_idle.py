@@ -207,7 +207,7 @@ def test_a_partial_answer_is_said_and_counts_nothing_as_idle():
     }
     reading = parse(json.dumps(body).encode())
     assert reading.state == "partial" and "shards" in reading.detail
-    assert idle.idle_now({"gangs": [], "nodes": []}, [], reading, now=0, window=30) == ({}, 0)
+    assert idle.idle_now({"gangs": [], "nodes": []}, [], reading, bound={}, now=0, window=30) == ({}, 0)
 
 
 def test_an_answer_prometheus_should_not_give_is_unavailable_never_read_in_part():
