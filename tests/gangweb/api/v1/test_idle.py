@@ -211,12 +211,16 @@ def test_a_partial_answer_is_said_and_counts_nothing_as_idle():
 
 
 def test_an_answer_prometheus_should_not_give_is_unavailable_never_read_in_part():
-    """A proxy's page, or rows without a [time, value] pair: the whole answer is unreadable, so no GPU is
-    idle and the state says why (not ``ok`` with the rows that happened to parse)."""
+    """A proxy's page, or rows without a [time, value] pair or with a value that is no number: the whole
+    answer is unreadable, so no GPU is idle and the state says why (not ``ok`` with the rows that happened
+    to parse)."""
     bodies = [
         b'{"status": "success", "data": {"resultType": "vector", "result": ['
         b'{"metric": {"namespace": "team-a", "pod": "notebook-0"}, "value": [1, "1"]},'
         b'{"metric": {"namespace": "team-a", "pod": "train-0"}, "value": "8"}]}}',
+        b'{"status": "success", "data": {"resultType": "vector", "result": ['
+        b'{"metric": {"namespace": "team-a", "pod": "notebook-0"}, "value": [1, "1"]},'
+        b'{"metric": {"namespace": "team-a", "pod": "train-0"}, "value": [1, "eight"]}]}}',
         b"<html>a proxy's login page</html>",
     ]
 
