@@ -200,6 +200,28 @@ def _zero() -> dict[str, float]:
     return dict.fromkeys(CAUSES, 0.0)
 
 
+def _seen(sample: IdleSample, scope: Scope) -> list[list[Any]]:
+    """The rows of a sample one reader sees: those of their namespaces, and the cluster's free GPUs (no
+    namespace: every reader's map shows them)."""
+    return [row for row in sample.rows if not row[0] or scope.sees(row[0])]
+
+
+def per_hour(scope: Scope, days: int) -> list[dict[str, Any]]:
+    """Idle GPU-hours by cause per hour of the last ``days``, as one reader sees them, oldest first
+    (``[{"at": the hour's start, <cause>: GPU-hours}]``); an hour without a sample is left out: nothing
+    was measured then, which is not nothing idle."""
+    hours: dict[datetime, dict[str, float]] = {}
+    since = datetime.now(UTC) - timedelta(days=days)
+    for sample in IdleSample.objects.filter(at__gte=since).order_by("at"):
+        block = hours.setdefault(sample.at.replace(minute=0, second=0, microsecond=0), _zero())
+        for _namespace, _name, cause, gpus, *_queue in _seen(sample, scope):
+            block[cause] += gpus * sample.seconds
+    return [
+        {"at": hour.isoformat(), **{cause: gpu_hours(value) for cause, value in block.items()}}
+        for hour, block in sorted(hours.items())
+    ]
+
+
 def figure(scope: Scope) -> dict[str, Any]:
     """The idle figure for one reader: GPU-hours by cause over the last hour and day, per namespace, per
     gang and per queue of the reader's namespaces (a queue's figure adds up the gangs in it the reader
@@ -215,9 +237,7 @@ def figure(scope: Scope) -> dict[str, Any]:
     for sample in IdleSample.objects.filter(at__gte=day).order_by("at"):
         latest = sample
         names = ("lastDay", "lastHour") if sample.at >= hour else ("lastDay",)
-        for namespace, name, cause, gpus, *queue in sample.rows:
-            if namespace and not scope.sees(namespace):
-                continue
+        for namespace, name, cause, gpus, *queue in _seen(sample, scope):
             seconds = gpus * sample.seconds
             for span in names:
                 spans[span][cause] += seconds
@@ -239,9 +259,8 @@ def figure(scope: Scope) -> dict[str, Any]:
 
     current = _zero()
     if latest is not None and latest.at >= now - timedelta(seconds=3 * settings.GANGWEB_IDLE_SAMPLE_SECONDS):
-        for namespace, _name, cause, gpus, *_queue in latest.rows:
-            if not namespace or scope.sees(namespace):
-                current[cause] += gpus
+        for _namespace, _name, cause, gpus, *_queue in _seen(latest, scope):
+            current[cause] += gpus
     by_gang = sorted(gangs.items(), key=lambda item: (-sum(item[1]["lastDay"].values()), item[0]))
     return {
         "lastHour": hours(spans["lastHour"]),

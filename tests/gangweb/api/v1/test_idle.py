@@ -14,6 +14,7 @@ import pytest
 from django.utils import timezone
 
 from gangweb.dashboard import idle, live
+from gangweb.dashboard.models import IdleSample
 from scheduler.activity import parse, query
 from scheduler.preemption import healthwatch, metrics, runtime
 from scheduler.preemption.models import Plan, PreemptionRequest, RequestState
@@ -168,6 +169,40 @@ def test_a_reader_sees_the_figures_of_their_namespaces(client, world, admin):
     assert [(e["namespace"], e["name"], e["data"]["heldGpus"]) for e in entries] == [("team-b", "lame", 8)]
     assert client.get("/api/v1/ledger/?kind=gang.broken", **viewer).json()["count"] == 0
     assert everything["now"]["brokenGangs"] == 8 and len(everything["byNamespace"]) == 2
+
+
+def test_idle_gpu_hours_per_hour_are_the_readers_namespaces_and_the_free_gpus(client, world, admin):
+    """The history behind the overview's idle chart and its CSV: each hour adds up its samples' GPUs times
+    the time they cover, a team reader's only her namespaces' gangs (and the cluster's free GPUs, which her
+    map shows), within the range asked."""
+    healthwatch.sweep(runtime.get_cluster().snapshot_objects())  # team-b/lame recorded broken
+    samples = [idle.record_sample() for _ in range(3)]
+    now = samples[-1].at
+    for sample, back, seconds in zip(samples, (30, 3, 0), (3600, 1800, 3600), strict=True):
+        IdleSample.objects.filter(pk=sample.pk).update(at=now - timedelta(hours=back), seconds=seconds)
+    viewer = token_reader("viewer-a", "viewer", "--namespaces", "team-a")
+
+    def per_hour(reader, query=""):
+        answer = client.get("/api/v1/idle/gpu-hours/" + query, **reader)
+        assert answer.status_code == 200, answer.content
+        body = answer.json()
+        return (
+            body["days"],
+            [{k: v for k, v in p.items() if k != "at"} for p in body["points"]],
+            body["total"],
+        )
+
+    hour = {"freeWhileWaiting": 15.0, "brokenGangs": 0.0, "allocatedIdle": 2.0, "heldForUnplaced": 0.0}
+    half = {cause: gpus / 2 for cause, gpus in hour.items()}
+    days, points, total = per_hour(viewer)
+    assert days == 2 and points == [hour, half, hour]  # 30 h, 3 h back (half an hour), now; oldest first
+    assert total == {cause: hour[cause] * 2.5 for cause in hour}
+    days, points, _ = per_hour(viewer, "?days=1")
+    assert days == 1 and points == [half, hour]
+    everything = {**hour, "brokenGangs": 8.0, "allocatedIdle": 3.0}  # team-b's broken gang and idle GPU
+    assert per_hour(admin, "?days=1")[1] == [{k: v / 2 for k, v in everything.items()}, everything]
+    for wrong in ("0", "3", "two"):
+        assert client.get(f"/api/v1/idle/gpu-hours/?days={wrong}", **viewer).status_code == 400
 
 
 def test_prometheus_down_slow_or_missing_counts_nothing_as_idle(client, world, admin, settings):
