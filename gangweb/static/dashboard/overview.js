@@ -226,7 +226,7 @@
     const box = $("idle-chart");
     const now = Date.now() / 1000;
     const hues = { freeWhileWaiting: 150, brokenGangs: 350, allocatedIdle: 45, heldForUnplaced: 265 };
-    idleChart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - answer.days * 86400, now + 1800] }, y: { range: (u, min, max) => [0, Math.max(max, 0.1)] } }, axes: [{ values: g.words.axisTimes }, { label: "GPU-hours" }], hooks: g.chartHooks, series: [{ value: (u, t) => g.clock(t) }, ...keys.map((k) => ({ label: CAUSES[k], stroke: `hsl(${hues[k]} 60% 45%)`, width: 2 }))] }, data, box);
+    idleChart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - answer.days * 86400, now + 1800] }, y: { range: (u, min, max) => [0, Math.max(max, 0.1)] } }, axes: [{ values: g.words.axisTimes, space: 90 }, { label: "GPU-hours" }], hooks: g.chartHooks, series: [{ value: (u, t) => g.clock(t) }, ...keys.map((k) => ({ label: CAUSES[k], stroke: `hsl(${hues[k]} 60% 45%)`, width: 2, points: { show: true, size: 6, fill: `hsl(${hues[k]} 60% 45%)` } }))] }, data, box);
     idleChart.days = answer.days;
   }
   $("idle-days").addEventListener("change", loadIdleHours);
