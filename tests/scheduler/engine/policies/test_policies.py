@@ -472,7 +472,7 @@ def test_gangweb_keeps_walking_domains_while_its_best_plan_breaks_a_budget():
 
 
 def test_the_registry_order_is_the_benchmarks_and_the_quality_study_grades_atomic_policies():
-    from scheduler.engine.bench import POLICY_ORDER
+    from bench.engine_timing import POLICY_ORDER
 
     # The registry's order is the benchmark's; the quality study grades the policies that evict whole units.
     assert POLICY_ORDER == tuple(POLICIES) == ("kep5710", "gangweb", "legacy")

@@ -25,8 +25,8 @@ import sys
 import time
 import tracemalloc
 
+from bench import at_least_one
 from scheduler import activity, podstate
-from scheduler.bench import at_least_one
 from scheduler.health import pod_gpus
 
 HELP = "a member killed -> gang.broken in the ledger, p50/p99 at --nodes; the Prometheus join per refresh"

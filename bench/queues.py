@@ -31,7 +31,7 @@ import sys
 import time
 from typing import Any
 
-from scheduler.bench import at_least_one
+from bench import at_least_one
 
 HELP = "the queue read model, ownership signals and GET /api/v1/queues/ at --nodes with --queues queues"
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -203,8 +203,8 @@ def _api(objects: list[dict[str, Any]], repeat: int) -> dict[str, float]:
     from django.contrib.auth import get_user_model
     from django.test import Client, override_settings
 
+    from bench.timing import timed
     from gangweb.access.grants import grant
-    from gangweb.api.bench_timing import timed
     from gangweb.api.v1.queries import cluster as cluster_queries
     from scheduler.preemption.runtime import get_cluster, set_cluster
 
