@@ -16,7 +16,7 @@ from scheduler.engine.dra_builders import as_dra
 from scheduler.engine.entry import plan
 from scheduler.engine.policies import POLICIES
 from scheduler.engine.snapshot import load_snapshot
-from scheduler.engine.synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
+from testkit.synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
 
 DEFAULT_NODES = (1000, 5000, 20000)
 POLICY_ORDER = tuple(POLICIES)  # the registry's order

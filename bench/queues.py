@@ -3,7 +3,7 @@
     python manage.py bench queues [--nodes 20000] [--queues 500] [--pending 5000] [--trials 5]
                                   [--repeat 100] [--json]
 
-The synthetic cluster (``scheduler.engine.synthetic``: ``--nodes`` nodes of 8 GPUs, 90 % allocated) under
+The synthetic cluster (``testkit.synthetic``: ``--nodes`` nodes of 8 GPUs, 90 % allocated) under
 Kueue: ``--queues`` ClusterQueues, ten to a Cohort, each with a LocalQueue in a namespace of its own; every
 running gang an admitted Workload (its pods tied to it by Kueue's ``pod-group-name`` label) and
 ``--pending`` Workloads waiting, spread over the queues. Timed:
@@ -72,8 +72,8 @@ def _quota(gpus: int) -> list[dict[str, Any]]:
 
 def kueue_world(nodes: int, queues: int, pending: int) -> list[dict[str, Any]]:
     """The synthetic cluster with Kueue's objects over it (see the module's docstring)."""
-    from scheduler.engine.synthetic import synthetic_cluster
     from scheduler.kinds import is_native
+    from testkit.synthetic import synthetic_cluster
 
     objects = synthetic_cluster(nodes)
     total = sum(int(o["status"]["allocatable"].get(GPU, 0)) for o in objects if is_native(o, "Node"))

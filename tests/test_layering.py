@@ -112,10 +112,10 @@ def test_the_project_check_sees_every_way_in(tmp_path):
     ]
 
 
-# ----- product code never imports the scaffolding: the Kubernetes API test server and the benchmarks
+# ----- product code never imports the scaffolding: the Kubernetes API test server, benchmarks, test builders
 
-# Test tooling and benchmarks (``manage.py bench`` names its modules as data and imports them on demand).
-SCAFFOLDING = ("kubetestserver", "bench")
+# Test tooling, benchmarks and test builders (``manage.py bench`` names its modules as data, imported on demand).
+SCAFFOLDING = ("kubetestserver", "bench", "testkit")
 PRODUCT_FILES = python_files("scheduler") + python_files("admission") + python_files("gangweb")
 
 
@@ -146,9 +146,10 @@ def test_the_scaffolding_rule_sees_a_violation(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(
         "import importlib\nfrom kubetestserver.store import ObjectStore\nfrom bench.engine import HELP\n"
+        "from testkit.synthetic import NOW\n"
         "importlib.import_module('kubetestserver.testserver')\n"
     )
-    assert {"kubetestserver.store", "kubetestserver.testserver", "bench.engine"} <= {
+    assert {"kubetestserver.store", "kubetestserver.testserver", "bench.engine", "testkit.synthetic"} <= {
         m for m in imported_modules(bad) | modules_named_to_importlib(bad) if m.startswith(SCAFFOLDING)
     }
     assert len(PRODUCT_FILES) > 100 and not any("bench" in f.parts for f in PRODUCT_FILES)

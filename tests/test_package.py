@@ -98,7 +98,9 @@ def test_the_wheel_holds_templates_and_static_files_and_no_scaffolding(wheel):
     assert "gangweb/templates/drf_spectacular/redoc.html" in names
     assert "gangweb/static/dashboard/common.js" in names
     assert any(name.startswith("gangweb/static/vendor/") for name in names)
-    assert not [name for name in names if name.startswith(("kubetestserver/", "bench/", "tests/"))]
+    assert not [
+        name for name in names if name.startswith(("kubetestserver/", "bench/", "testkit/", "tests/"))
+    ]
     entry_points = next(name for name in names if name.endswith(".dist-info/entry_points.txt"))
     assert "gangweb = gangweb.command:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

@@ -19,7 +19,7 @@ class PreemptionPolicy(ABC):
 
     name: str = ""
     summary: str = ""
-    # Evicts whole victim units, so its plans are graded against the brute-force optimum (quality.py);
+    # Evicts whole victim units, so its plans are graded against the brute-force optimum (testkit/quality.py);
     # False for a group-unaware policy kept for comparison.
     atomic: bool = True
     # Runs an exact search on its plans and says in each whether it is proven the cheapest (gangweb).

@@ -12,7 +12,7 @@ import pytest
 from scheduler.engine import load_snapshot, plan
 from scheduler.engine.heap import FULL, YOUNG, HeapSettler
 from scheduler.engine.live import LiveSnapshot
-from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
+from testkit.synthetic import preemptor_name, synthetic_cluster
 from tests.conftest import ROOT
 
 DRA = ROOT / "tests" / "fixtures" / "engine" / "dra-gpus.yaml"

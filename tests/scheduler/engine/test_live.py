@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scheduler.engine import SnapshotError, parse_snapshot, plan
 from scheduler.engine.builders import pod
 from scheduler.engine.live import LiveSnapshot, raw_key
-from scheduler.engine.synthetic import NAMESPACE, preemptor_name, synthetic_cluster
+from testkit.synthetic import NAMESPACE, preemptor_name, synthetic_cluster
 
 BASE = synthetic_cluster(48, seed=3)
 SETTINGS = settings(
