@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scheduler.engine.builders import as_list
-from scheduler.engine.dra_builders import as_dra
+from scheduler.engine.dra.builders import as_dra
 from scheduler.engine.entry import plan
 from scheduler.engine.policies import POLICIES
 from scheduler.engine.snapshot import load_snapshot

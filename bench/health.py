@@ -83,7 +83,7 @@ def handle(options: argparse.Namespace) -> int:
     for version, obj in enumerate(objects, start=first):
         obj["metadata"]["resourceVersion"] = str(version)
     revision = first + len(objects)
-    # What a process does with its watch cache (scheduler/engine/heap.py): settled out of the collector's
+    # What a process does with its watch cache (scheduler/engine/caching/heap.py): settled out of the collector's
     # passes, which would otherwise walk the whole cluster while the join allocates its rows.
     gc.collect()
     gc.freeze()

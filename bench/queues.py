@@ -179,7 +179,7 @@ class _Cluster:
 
 
 def _event_costs(objects: list[dict[str, Any]], count: int) -> list[float]:
-    from scheduler.engine.live import LiveSnapshot
+    from scheduler.engine.caching.live import LiveSnapshot
     from scheduler.kube.informer import Reflector
     from scheduler.kube.resources import QUEUE_RESOURCES
 

@@ -89,7 +89,7 @@ def incremental(objects: list[dict[str, Any]], events: int = 2000, seed: int = 1
 
     from scheduler.engine import parse_snapshot, plan
     from scheduler.engine.builders import pod
-    from scheduler.engine.live import LiveSnapshot, raw_key
+    from scheduler.engine.caching.live import LiveSnapshot, raw_key
     from testkit.synthetic import NAMESPACE, preemptor_name
 
     rng = random.Random(seed)

@@ -63,7 +63,7 @@ class PreemptionPolicy(ABC):
             if gang.never_preempts:
                 reason = f"the group's claims need evictions ({'; '.join(claims.freed)}) but preemptionPolicy=Never"
                 return self._finish(problem.plan(self.name, False, reason, why=Outcome.DEVICE_CLAIM), notes)
-            from ..groupclaims import plan_freeing  # local: only PodGroup-level claims need it
+            from ..dra.groupclaims import plan_freeing  # local: only PodGroup-level claims need it
 
             return self._finish(plan_freeing(self, problem, claims), notes)
         no_node = gang.no_node_reason()

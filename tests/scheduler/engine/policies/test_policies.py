@@ -3,9 +3,9 @@
 import pytest
 
 from scheduler.engine import POLICIES, SnapshotError, parse_snapshot, plan
-from scheduler.engine import dra_builders as dra
 from scheduler.engine.allowance import Allowance
 from scheduler.engine.builders import node, pdb, pod, podgroup
+from scheduler.engine.dra import builders as dra
 from testkit.synthetic import preemptor_name
 
 ATOMIC = ("kep5710", "gangweb")
