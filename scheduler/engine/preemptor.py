@@ -13,7 +13,7 @@ from .placement import node_mask, topology_domains, unavailable_nodes
 from .typed_objects import NEVER
 
 if TYPE_CHECKING:
-    from .groupclaims import GroupClaims
+    from .dra.groupclaims import GroupClaims
     from .snapshot import Snapshot
 
 
@@ -82,8 +82,8 @@ class Preemptor:
         index = self.snapshot.devices
         if index is None:
             return None
-        from .devices import notes_for
-        from .groupclaims import GroupClaims, group_claim_needs
+        from .dra.devices import notes_for
+        from .dra.groupclaims import GroupClaims, group_claim_needs
 
         notes = notes_for(index, [self.snapshot.pods[p].key for p in self.pending])
         found = GroupClaims()

@@ -2,7 +2,7 @@
 
 The snapshot contract (docs/design.md): a ``List``/``*List`` or a multi-document YAML/JSON stream of
 Nodes, Pods, PodGroups, CompositePodGroups, Workloads, PodDisruptionBudgets, PriorityClasses and the
-DRA kinds (ResourceClaims, ResourceClaimTemplates, ResourceSlices, DeviceClasses; ``devices.py``).
+DRA kinds (ResourceClaims, ResourceClaimTemplates, ResourceSlices, DeviceClasses; ``dra/devices.py``).
 Objects are told by API group and kind (``scheduler/kinds.py``): a Volcano or KAI ``PodGroup`` is not a
 Kubernetes PodGroup. Unknown kinds are ignored; a malformed object raises ``SnapshotError`` naming the object
 and field.
@@ -27,7 +27,7 @@ from scheduler.words import plural
 
 from .allowance import Allowance
 from .checkpoints import NO_INTERVALS, Intervals
-from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from .dra.objects import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .errors import SnapshotError, object_label
 from .reading import read_snapshot, snapshot_documents
 from .resources import CPU, EPHEMERAL, MEMORY, PODS, is_gpu
@@ -214,8 +214,8 @@ class Snapshot:
         defaults = [pc for pc in self.priority_classes.values() if pc.global_default]
         self.default_priority = max((pc.value for pc in defaults), default=0)
         self.cache: dict[Any, Any] = {}  # per-snapshot memo for placement masks, domains...
-        self.devices = None  # DRA devices as columns (devices.py), only when the snapshot has DRA objects
-        from .devices import DeviceIndex, has_dra  # local: most snapshots have none
+        self.devices = None  # DRA devices as columns (dra/devices.py), only when the snapshot has DRA objects
+        from .dra.devices import DeviceIndex, has_dra  # local: most snapshots have none
 
         if has_dra(parsed):
             self.devices = DeviceIndex(self, parsed)

@@ -28,7 +28,7 @@ ALL, SINGLE = "all", "single"
 HostPort = tuple[str, str, int]  # (protocol, hostIP, hostPort) of a container port
 
 if TYPE_CHECKING:
-    from .dra import ClaimRef
+    from .dra.objects import ClaimRef
 
 
 def _map(value: Any, where: str) -> Mapping[str, Any]:
@@ -197,7 +197,7 @@ def _claims(
     used = any(isinstance(c, dict) and "claims" in (c.get("resources") or {}) for c in containers)
     if not (used or spec.get("resourceClaims") or status.get("resourceClaimStatuses")):
         return [], {}
-    from .dra import object_claims
+    from .dra.objects import object_claims
 
     return object_claims(spec, status, kind)
 

@@ -19,7 +19,7 @@ class PreemptionPolicy(ABC):
 
     name: str = ""
     summary: str = ""
-    # Evicts whole victim units, so its plans are graded against the brute-force optimum (quality.py);
+    # Evicts whole victim units, so its plans are graded against the brute-force optimum (testkit/quality.py);
     # False for a group-unaware policy kept for comparison.
     atomic: bool = True
     # Runs an exact search on its plans and says in each whether it is proven the cheapest (gangweb).
@@ -63,7 +63,7 @@ class PreemptionPolicy(ABC):
             if gang.never_preempts:
                 reason = f"the group's claims need evictions ({'; '.join(claims.freed)}) but preemptionPolicy=Never"
                 return self._finish(problem.plan(self.name, False, reason, why=Outcome.DEVICE_CLAIM), notes)
-            from ..groupclaims import plan_freeing  # local: only PodGroup-level claims need it
+            from ..dra.groupclaims import plan_freeing  # local: only PodGroup-level claims need it
 
             return self._finish(plan_freeing(self, problem, claims), notes)
         no_node = gang.no_node_reason()

@@ -297,7 +297,7 @@ class _Search:
 class _Branch:
     """Depth-first branch and bound over one domain's units, cheapest first: take unit i, or leave it.
     Plain methods, no recursive closure: a closure that refers to itself is a reference cycle, and the
-    snapshot it reaches would wait for the cyclic collector (``heap.py``)."""
+    snapshot it reaches would wait for the cyclic collector (``caching/heap.py``)."""
 
     def __init__(self, search: _Search, domain: Domain, members: list[int], prefix: list[int]) -> None:
         snap, index = search.snap, search.index
