@@ -92,12 +92,16 @@ def test_kube_schedulers_figures_are_shown_only_for_an_observed_gang_and_say_whe
     client, world, admin, settings
 ):
     request = world.requests["team-a"]
-    assert detail(client, request.pk, admin)["decision"]["native"] is None  # enforce mode: nothing to set beside
+    assert (
+        detail(client, request.pk, admin)["decision"]["native"] is None
+    )  # enforce mode: nothing to set beside
     PreemptionRequest.objects.filter(pk=request.pk).update(mode="observe")
     settings.GANGWEB_SCHEDULER_METRICS_URL = ""
     native = detail(client, request.pk, admin)["decision"]["native"]
     assert native["state"] == "missing" and "GANGWEB_SCHEDULER_METRICS_URL" in native["detail"]
-    settings.GANGWEB_SCHEDULER_METRICS_URL = "https://127.0.0.1:9/metrics"  # nothing listens on the discard port
+    settings.GANGWEB_SCHEDULER_METRICS_URL = (
+        "https://127.0.0.1:9/metrics"  # nothing listens on the discard port
+    )
     native = detail(client, request.pk, admin)["decision"]["native"]
     assert native["state"] == "unavailable" and "127.0.0.1:9" in native["detail"]
     assert native["podGroup"]["preemptions"] == 0
