@@ -67,7 +67,9 @@ def parse(text: str, names: Iterable[str] = READ) -> dict[str, list[tuple[Labels
 
 
 def _total(samples: dict[str, list[tuple[Labels, float]]], name: str, **match: str) -> float:
-    return sum(v for labels, v in samples.get(name, []) if all((k, m) in labels for k, m in match.items()))
+    return float(
+        sum(v for labels, v in samples.get(name, []) if all((k, m) in labels for k, m in match.items()))
+    )
 
 
 def _by(samples: dict[str, list[tuple[Labels, float]]], name: str, label: str) -> dict[str, float]:
