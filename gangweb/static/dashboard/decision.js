@@ -110,7 +110,7 @@
               ["budgets broken", String(pg.pdbViolations)],
               ["evaluation, mean", pg.evaluationSecondsMean === null ? "none yet" : `${(pg.evaluationSecondsMean * 1000).toFixed(1)} ms`],
               ["pod preemption attempts", String(n.pod.attempts)],
-              ["read", g.when(new Date(n.readAt * 1000).toISOString())],
+              ["read", [g.when(new Date(n.readAt * 1000).toISOString())]],
             ],
       );
     }
