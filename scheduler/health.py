@@ -266,11 +266,11 @@ def judge_all(objects: Iterable[dict[str, Any]]) -> dict[str, GangHealth]:
             out[key] = health
     if composites:
         for key, composite in short_composites(groups, composites, members, is_ready).items():
-            out[key] = _short(out.get(key), groups[key], members.get(key, ()), is_ready, composite)
+            out[key] = composite_short(out.get(key), groups[key], members.get(key, ()), is_ready, composite)
     return out
 
 
-def _short(
+def composite_short(
     health: GangHealth | None,
     group: dict[str, Any],
     pods: Iterable[dict[str, Any]],

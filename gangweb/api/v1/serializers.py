@@ -478,6 +478,10 @@ class Broken(s.Serializer):
     heldGpus = s.IntegerField(help_text="GPUs its bound members hold")
     causes = s.ListField(child=s.CharField(), help_text="member-failed, member-lost, crash-looping, ...")
     restarting = s.BooleanField(help_text="a member waits to be bound again")
+    composite = s.CharField(
+        allow_blank=True,
+        help_text="the highest CompositePodGroup above, short of its minGroupCount ('' if none)",
+    )
 
 
 class PodGroup(s.Serializer):
