@@ -229,9 +229,14 @@ def broken_reason(broken: dict[str, Any]) -> str:
     """The sentence of a broken gang (``scheduler.health.GangHealth.as_json``)."""
     causes = ", ".join(c.replace("-", " ") for c in broken["causes"]) or "members missing"
     restarting = "; a member is being restarted" if broken.get("restarting") else ""
+    composite = (
+        f"; CompositePodGroup {broken['composite']} runs fewer child groups than its minGroupCount"
+        if broken.get("composite")
+        else ""
+    )
     return (
         f"broken: {broken['running']} of {broken['minCount']} members run ({causes}) "
-        f"while it holds {broken['heldGpus']} GPUs{restarting}"
+        f"while it holds {broken['heldGpus']} GPUs{composite}{restarting}"
     )
 
 

@@ -110,4 +110,5 @@ def test_a_whole_gang_under_a_composite_short_of_groups_is_broken_and_says_which
     assert whole["state"] == "broken", whole
     assert whole["broken"]["causes"] == ["composite-short"] and whole["broken"]["composite"] == "team-a/serve"
     assert whole["broken"]["running"] == whole["broken"]["minCount"] == 2
+    assert "CompositePodGroup team-a/serve runs fewer child groups than its minGroupCount" in whole["reason"]
     assert rows["team-a/replica-0"]["broken"]["causes"] == ["member-lost", "composite-short"]
