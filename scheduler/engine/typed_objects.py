@@ -238,6 +238,7 @@ class Pod:
         "priority_class",
         "requests",
         "start_time",
+        "terminating",
         "tolerations",
         "uid",
         "uses_pod_affinity",
@@ -252,6 +253,8 @@ class Pod:
         self.node_name = _opt_str(spec.get("nodeName"), "spec.nodeName")
         phase = status.get("phase")
         self.active = not meta.deleting and phase not in ("Succeeded", "Failed")
+        # Deleted but not finished: it holds its node's room until it is gone (``Snapshot.holding_for``).
+        self.terminating = meta.deleting and phase not in ("Succeeded", "Failed")
         self.preempted = meta.deleting and _disrupted_by_scheduler(status)
         self.nominated_node = _opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName")
         group = _map(spec.get("schedulingGroup"), "spec.schedulingGroup")

@@ -136,7 +136,12 @@ class _Search:
         # last one that nodes without the label (-1) hit.
         wanted = np.zeros(max(max(self.domains), int(node_domain.max(initial=0))) + 2, dtype=bool)
         wanted[list(self.domains)] = True
-        self.usable = node_mask(snap, snap.pods[first]) & (node_domain >= 0) & wanted[node_domain]
+        in_domains = np.zeros(len(snap.nodes), dtype=bool)  # a domain may hold part of its value's nodes
+        for d in domains:
+            in_domains[d.nodes] = True
+        self.usable = (
+            node_mask(snap, snap.pods[first]) & (node_domain >= 0) & wanted[node_domain] & in_domains
+        )
         self.node_domain = node_domain
         self.base = np.where(self.usable, _slots(snap.free, self.request, self.cols), 0)
         self.domain_base = np.bincount(
