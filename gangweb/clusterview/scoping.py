@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from gangweb.access.scope import DEMO_READER, NOBODY, Scope, scope_for
-from gangweb.api.v1.redact import redact
-from gangweb.dashboard.picture import totals
+from gangweb.clusterview.picture import totals
+from gangweb.clusterview.redact import redact
 
 OTHER = "~"
 OTHER_ROW = {

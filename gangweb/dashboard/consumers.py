@@ -41,7 +41,8 @@ from django.conf import settings
 
 from gangweb.access import sessions
 from gangweb.access.liveness import session_scope
-from gangweb.dashboard import live, scoping, stream
+from gangweb.clusterview import scoping
+from gangweb.dashboard import live, stream
 from gangweb.dashboard.hub import Frames, hub
 from gangweb.events import bind_server_loop
 

@@ -29,7 +29,8 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from gangweb import metrics
-from gangweb.dashboard import history, mapdelta, reading, stream
+from gangweb.clusterview import reading
+from gangweb.dashboard import history, mapdelta, stream
 from gangweb.dashboard.admitting import admit_submitted
 from gangweb.events import PublishFailed, bind_server_loop, send
 from scheduler.cluster import Steps
@@ -67,7 +68,7 @@ def read_picture(max_age: float = 0.0, *, paced: bool = False) -> dict[str, Any]
 
 def empty_picture(name: str, note: str) -> dict[str, Any]:
     picture = {"cluster": name, "time": time.time(), "domains": [], "nodes": [], "gangs": [], "tiers": []}
-    from gangweb.dashboard.picture import totals
+    from gangweb.clusterview.picture import totals
 
     return {**picture, "totals": totals(picture), "note": note}
 

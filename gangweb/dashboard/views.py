@@ -18,8 +18,9 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from gangweb.access.scope import Scope
-from gangweb.api.v1.queries import cluster
-from gangweb.dashboard import live, replay, scoping
+from gangweb.clusterview import rows as cluster_rows
+from gangweb.clusterview import scoping
+from gangweb.dashboard import live, replay
 from gangweb.dashboard.queries import overview, whatif
 from scheduler.engine import DUMP_COMMAND
 
@@ -104,7 +105,7 @@ def gang_page(request, scope, namespace: str, name: str):
         "namespace": namespace,
         "name": name,
         "visible": scope.sees(namespace),
-        "present": cluster.podgroup(scope, namespace, name) is not None,
+        "present": cluster_rows.podgroup(scope, namespace, name) is not None,
         "can_operate": scope.may("approve", namespace),
     }
 

@@ -14,7 +14,8 @@ from django.db import connection, connections
 
 from gangweb.access.scope import VIEWER, Scope
 from gangweb.asgi import application
-from gangweb.dashboard import live, scoping, stream
+from gangweb.clusterview import scoping
+from gangweb.dashboard import live, stream
 from gangweb.events import publish, send
 from scheduler.engine import DUMP_COMMAND
 

@@ -2,7 +2,7 @@
 
 A request, its plans and its history belong to the namespace of the gang that asked; an eviction row
 to the namespace of the pod it evicted (team A sees the pods it lost, whoever took them). Names of
-other namespaces inside a visible row are hidden by ``gangweb.api.v1.redact`` on the way out.
+other namespaces inside a visible row are hidden by ``gangweb.clusterview.redact`` on the way out.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The live cluster, read through ``get_cluster`` (``queries/cluster.py``): nodes, PodGroups, the queue of
+"""The live cluster, read through ``get_cluster`` (``gangweb/clusterview/rows.py``): nodes, PodGroups, the queue of
 waiting gangs, GPU usage, and the admission decisions."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from rest_framework.response import Response
 
 from gangweb.api import filters
 from gangweb.api.v1 import page_serializers, params, serializers
-from gangweb.api.v1.queries import cluster, composites, decisions, ledger, nodes, pending, queues, usage
+from gangweb.api.v1.queries import composites, decisions, ledger, nodes, pending, queues, usage
 from gangweb.api.v1.views import pages
 from gangweb.api.v1.views.base import V1View, released
+from gangweb.clusterview import rows as cluster_rows
 
 STATES = serializers.PODGROUP_STATES
 # ``?sort=``: the /gangs/ page's orders; each ends in namespace/name so a page boundary is stable.
@@ -48,7 +49,7 @@ class Nodes(V1View):
         responses=_paged(serializers.Node),
     )
     def get(self, request):
-        rows = cluster.nodes(self.scope)
+        rows = cluster_rows.nodes(self.scope)
         if (raw := request.query_params.get("cordoned")) is not None:
             if raw not in ("true", "false"):
                 raise ValidationError({"cordoned": ["true or false"]})
@@ -100,7 +101,7 @@ class PodGroups(V1View):
     )
     def get(self, request):
         query = request.query_params
-        rows = cluster.podgroups(self.scope)
+        rows = cluster_rows.podgroups(self.scope)
         if namespaces := filters._values(query, "namespace"):
             rows = [r for r in rows if r["namespace"] in namespaces]
         if states := filters._choices(query, "state", STATES):
@@ -140,7 +141,7 @@ class PodGroupDetail(V1View):
 
     @extend_schema(responses=page_serializers.PodGroupPage)
     def get(self, request, namespace: str, name: str):
-        found = cluster.podgroup(self.scope, namespace, name)
+        found = cluster_rows.podgroup(self.scope, namespace, name)
         if found is None:
             raise NotFound(f"no PodGroup {namespace}/{name} that you may see")
         row, view = found
