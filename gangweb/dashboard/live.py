@@ -28,9 +28,9 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 
-from gangweb import metrics
+from gangweb import metrics, stream
 from gangweb.clusterview import reading
-from gangweb.dashboard import history, mapdelta, stream
+from gangweb.dashboard import history, mapdelta
 from gangweb.dashboard.admitting import admit_submitted
 from gangweb.events import PublishFailed, bind_server_loop, send
 from scheduler.cluster import Steps
@@ -49,11 +49,6 @@ def simulation_running() -> bool:
 
 def tick_interval() -> float:
     return settings.GANGWEB_SIM_TICK_SECONDS if simulation_running() else settings.GANGWEB_MAP_REFRESH_SECONDS
-
-
-def dashboard_is_public() -> bool:
-    """The demo's dashboard is readable without a login; anywhere else it needs a signed-in user."""
-    return bool(settings.DEMO)
 
 
 def read_picture(max_age: float = 0.0, *, paced: bool = False) -> dict[str, Any]:

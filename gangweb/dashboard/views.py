@@ -19,16 +19,16 @@ from django.urls import reverse
 
 from gangweb.access.scope import Scope
 from gangweb.clusterview import rows as cluster_rows
-from gangweb.clusterview import scoping
-from gangweb.dashboard import live, replay
-from gangweb.dashboard.queries import overview, whatif
+from gangweb.clusterview import scoping, whatif
+from gangweb.dashboard import replay
+from gangweb.dashboard.queries import overview
 from scheduler.engine import DUMP_COMMAND
 
 logger = logging.getLogger(__name__)
 
 
 def reader(request: HttpRequest) -> Scope:
-    return scoping.reader_scope(request, public=live.dashboard_is_public())
+    return scoping.reader_scope(request, public=scoping.dashboard_is_public())
 
 
 def page(template: str, title: str, nav: str):

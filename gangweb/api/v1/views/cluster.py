@@ -7,8 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
-from gangweb.api import filters
-from gangweb.api.v1 import page_serializers, params, serializers
+from gangweb.api.v1 import filters, page_serializers, params, serializers
 from gangweb.api.v1.queries import composites, decisions, ledger, nodes, pending, queues, usage
 from gangweb.api.v1.views import pages
 from gangweb.api.v1.views.base import V1View, released
@@ -102,15 +101,15 @@ class PodGroups(V1View):
     def get(self, request):
         query = request.query_params
         rows = cluster_rows.podgroups(self.scope)
-        if namespaces := filters._values(query, "namespace"):
+        if namespaces := filters.values_of(query, "namespace"):
             rows = [r for r in rows if r["namespace"] in namespaces]
-        if states := filters._choices(query, "state", STATES):
+        if states := filters.choices_of(query, "state", STATES):
             rows = [r for r in rows if r["state"] in states]
-        if classes := filters._values(query, "priorityClass"):
+        if classes := filters.values_of(query, "priorityClass"):
             rows = [r for r in rows if (r["priorityClass"] or usage.NO_CLASS) in classes]
         waits = queues.current_waits()
         rows = [{**r, "queue": queues.gang_queue(waits, r["podGroup"])} for r in rows]
-        if wanted := filters._values(query, "queue"):
+        if wanted := filters.values_of(query, "queue"):
             rows = [
                 r for r in rows if r["queue"] and f"{r['queue']['system']}/{r['queue']['name']}" in wanted
             ]
@@ -183,7 +182,7 @@ class PendingQueue(V1View):
     )
     def get(self, request):
         rows = pending.pending(self.scope)
-        if namespaces := filters._values(request.query_params, "namespace"):
+        if namespaces := filters.values_of(request.query_params, "namespace"):
             rows = [r for r in rows if r["namespace"] in namespaces]
         paginator, page = self.page(rows)
         return paginator.get_paginated_response(page)
@@ -204,7 +203,7 @@ class Usage(V1View):
         responses=serializers.Usage,
     )
     def get(self, request):
-        points = params._whole_number(request.query_params, "points", default=60, least=0, most=360)
+        points = params.whole_number(request.query_params, "points", default=60, least=0, most=360)
         return Response(usage.usage(self.scope, points=points))
 
 

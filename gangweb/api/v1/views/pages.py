@@ -61,7 +61,7 @@ class Overview(V1View):
         responses=page_serializers.Overview,
     )
     def get(self, request):
-        points = params._whole_number(
+        points = params.whole_number(
             request.query_params, "points", default=720, least=0, most=settings.GANGWEB_HISTORY_KEEP
         )
         scope = self.scope

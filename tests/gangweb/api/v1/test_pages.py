@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from gangweb.dashboard import stream
+from gangweb import stream
 from scheduler.preemption import runtime
 from tests.gangweb.api.v1.conftest import HIDDEN, token_reader
 from tests.gangweb.api.v1.test_contract import problem
