@@ -27,6 +27,7 @@ from rest_framework.exceptions import APIException
 from gangweb.access.scope import Scope
 from gangweb.clusterview import reading
 from gangweb.clusterview.picture import broken_reason, no_pause, pod_gpus
+from scheduler import podstate
 from scheduler.engine.resources import is_gpu, parse_resource_list
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
 from scheduler.kinds import is_native, native_kind
@@ -164,10 +165,6 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _holds(pod: dict[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-
-
 def build_view(taken: reading.Reading, *, pause: Callable[[], None] = no_pause) -> ClusterView:
     """The rows of one reading: its pods' GPUs as the picture counted them, a waiting gang's reason the
     picture's. ``pause`` as in ``picture.build_picture``."""
@@ -187,7 +184,7 @@ def build_view(taken: reading.Reading, *, pause: Callable[[], None] = no_pause) 
     counted = taken.gpus
     for pod in by_kind.get("Pod", []):
         pause()
-        if not _holds(pod):
+        if podstate.is_finished(pod):  # the pods the picture counted, by the same rule
             continue
         meta, spec = _meta(pod), pod.get("spec") or {}
         namespace = meta.get("namespace") or ""
