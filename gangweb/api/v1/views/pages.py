@@ -21,8 +21,7 @@ from gangweb.access.scope import Scope
 from gangweb.api.v1 import page_serializers, params
 from gangweb.api.v1.views.base import V1View
 from gangweb.clusterview import scoping
-from gangweb.dashboard import history, live
-from gangweb.dashboard.queries import overview
+from gangweb.dashboard import history, live, overview
 
 
 def _map(scope: Scope) -> dict[str, Any]:
