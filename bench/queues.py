@@ -205,7 +205,7 @@ def _api(objects: list[dict[str, Any]], repeat: int) -> dict[str, float]:
 
     from bench.timing import timed
     from gangweb.access.grants import grant
-    from gangweb.api.v1.queries import cluster as cluster_queries
+    from gangweb.clusterview import rows as cluster_rows
     from scheduler.preemption.runtime import get_cluster, set_cluster
 
     grant(BENCH_USER, "viewer", all_namespaces=True)
@@ -213,7 +213,7 @@ def _api(objects: list[dict[str, Any]], repeat: int) -> dict[str, float]:
     own = get_cluster()
     try:
         set_cluster(_Cluster(objects))  # type: ignore[arg-type]
-        cluster_queries.forget()
+        cluster_rows.forget()
         client = Client()
         client.force_login(user)
 
@@ -226,7 +226,7 @@ def _api(objects: list[dict[str, Any]], repeat: int) -> dict[str, float]:
             return timed(call, repeat)
     finally:
         set_cluster(own)
-        cluster_queries.forget()
+        cluster_rows.forget()
         user.delete()
 
 

@@ -1,7 +1,7 @@
 """Live events for browsers: one function to publish; each event goes to its topic's feed.
 
 Every event is numbered in its topic, kept a while and sent on the topic's feed in one step
-(``gangweb/dashboard/stream.py``), so a browser that reconnects resumes where it was; each server
+(``gangweb/stream.py``), so a browser that reconnects resumes where it was; each server
 process follows the feed (``gangweb/dashboard/hub.py``). What a process publishes while its previous
 batch is on its way leaves together, in order (``_Batcher``).
 
@@ -27,7 +27,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
 from admission.recorder import PublishRefused
-from gangweb.dashboard import stream
+from gangweb import stream
 
 logger = logging.getLogger(__name__)
 

@@ -258,7 +258,7 @@ class Steps(Protocol):
 @runtime_checkable
 class HoldsDevices(Protocol):
     """A cluster that knows which GPU index of a node each pod holds (the simulation). It says only what
-    holds what; the dashboard draws its own picture (``gangweb/dashboard/picture.py``) from the snapshot
+    holds what; the dashboard draws its own picture (``gangweb/clusterview/picture.py``) from the snapshot
     and, for the other clusters, hands a node's GPUs to its pods in start order."""
 
     def device_holders(self) -> dict[str, list[str | None]]:

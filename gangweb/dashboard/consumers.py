@@ -39,9 +39,11 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
+from gangweb import stream
 from gangweb.access import sessions
 from gangweb.access.liveness import session_scope
-from gangweb.dashboard import live, scoping, stream
+from gangweb.clusterview import scoping
+from gangweb.dashboard import live
 from gangweb.dashboard.hub import Frames, hub
 from gangweb.events import bind_server_loop
 
@@ -100,7 +102,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             self.user_id, self.reader = found
             groups = (sessions.user_group(self.user_id), sessions.session_group(self.session_key))
         else:  # the public demo's anonymous reader, or nobody
-            self.reader = await sync_to_async(scoping.reader_scope)(user, public=live.dashboard_is_public())
+            self.reader = await sync_to_async(scoping.reader_scope)(
+                user, public=scoping.dashboard_is_public()
+            )
             groups = ()
         if not self.reader.authenticated:
             await self.close(code=CLOSE_LOGIN_REQUIRED)

@@ -146,7 +146,7 @@ def test_no_publisher_connected_counts_the_decisions_lost(monkeypatch):
 
 
 class _Log:
-    """The live stream's topic log (``gangweb.dashboard.stream``) with its Redis down (``broken``) or up."""
+    """The live stream's topic log (``gangweb.stream``) with its Redis down (``broken``) or up."""
 
     def __init__(self):
         self.broken, self.sent = True, []
@@ -165,7 +165,7 @@ def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypa
     from gangweb.events import send
 
     layer = _Log()
-    monkeypatch.setattr("gangweb.dashboard.stream.append_many", layer.append_many)
+    monkeypatch.setattr("gangweb.stream.append_many", layer.append_many)
     recorder = DecisionRecorder(send, interval=3600)
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
     caplog.set_level(logging.DEBUG)
@@ -200,7 +200,7 @@ def test_other_senders_keep_their_warnings(monkeypatch, caplog):
     from gangweb import events
 
     log = _Log()
-    monkeypatch.setattr("gangweb.dashboard.stream.append_many", log.append_many)
+    monkeypatch.setattr("gangweb.stream.append_many", log.append_many)
     monkeypatch.setattr(events, "_outage", events._Outage())  # a fresh outage: its first warning
     caplog.set_level(logging.WARNING)
     events.publish("preemption.planned", {"id": 1})

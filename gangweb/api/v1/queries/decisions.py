@@ -12,7 +12,7 @@ from typing import Any
 from rest_framework.exceptions import ValidationError
 
 from gangweb.access.scope import Scope
-from gangweb.api import filters
+from gangweb.api.v1 import filters
 from gangweb.api.v1.store import DECISIONS
 
 EVENT_TYPE = "admission.decisions"
@@ -67,7 +67,7 @@ def asked(scope: Scope, query) -> list[dict]:
     ``?allowed=true|false``; a bad value is a 400 naming the parameter."""
     namespace = query.get("namespace") or None
     gang = None
-    if keys := filters._object_keys(query, "podgroup"):
+    if keys := filters.keys_of(query, "podgroup"):
         namespace, gang = keys[0]
     rows = decisions(scope, namespace=namespace, podgroup=gang)
     if (raw := query.get("allowed")) is not None:

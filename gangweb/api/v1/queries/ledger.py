@@ -2,7 +2,7 @@
 
 A request, its plans and its history belong to the namespace of the gang that asked; an eviction row
 to the namespace of the pod it evicted (team A sees the pods it lost, whoever took them). Names of
-other namespaces inside a visible row are hidden by ``gangweb.api.v1.redact`` on the way out.
+other namespaces inside a visible row are hidden by ``gangweb.clusterview.redact`` on the way out.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery
 from rest_framework.exceptions import ValidationError
 
 from gangweb.access.scope import Scope
-from gangweb.api import filters
+from gangweb.api.v1 import filters
 from scheduler.engine.outcomes import INFEASIBLE, Outcome
 from scheduler.preemption.ledger.requests import RETRY_LOOKBACK, retry_at
 from scheduler.preemption.models import (
@@ -114,9 +114,9 @@ def plans(scope: Scope, params=None, *, detail: bool = False) -> QuerySet:
     if params is None:
         return queryset
     queryset = filters.filter_plans(queryset, params)
-    if namespaces := filters._values(params, "namespace"):
+    if namespaces := filters.values_of(params, "namespace"):
         queryset = queryset.filter(request__namespace__in=namespaces)
-    if outcomes := filters._values(params, "outcome"):
+    if outcomes := filters.values_of(params, "outcome"):
         match = Q()
         for outcome in outcomes:
             # "infeasible" matches every infeasible:<why>; the machine codes of docs/engine.md
@@ -137,7 +137,7 @@ def evictions(scope: Scope, params=None) -> QuerySet:
     if params is None:
         return queryset
     queryset = filters.filter_evictions(queryset, params)
-    if namespaces := filters._values(params, "namespace"):
+    if namespaces := filters.values_of(params, "namespace"):
         queryset = queryset.filter(namespace__in=namespaces)
     return queryset
 
@@ -154,7 +154,7 @@ def ledger(scope: Scope, params=None) -> QuerySet:
         return queryset
     # A kind the pipeline writes is known without a look at the table (a DISTINCT over the whole
     # ledger: 25 ms of a 45 ms answer at 20,083 rows); any other kind must have been written.
-    unknown = [k for k in filters._values(params, "kind") if k not in KNOWN_KINDS]
+    unknown = [k for k in filters.values_of(params, "kind") if k not in KNOWN_KINDS]
     if unknown:
         written = set(
             LedgerEntry.objects.filter(kind__in=unknown).order_by().values_list("kind", flat=True).distinct()
@@ -164,7 +164,7 @@ def ledger(scope: Scope, params=None) -> QuerySet:
             raise ValidationError(
                 {"kind": [f"unknown kind {missing[0]!r}; known: {', '.join(sorted(known))}"]}
             )
-    if namespaces := filters._values(params, "namespace"):
+    if namespaces := filters.values_of(params, "namespace"):
         queryset = queryset.filter(namespace__in=namespaces)
     return filters.filter_ledger(queryset, params)
 

@@ -18,8 +18,8 @@ from typing import Any
 from django.conf import settings
 
 from gangweb.access.scope import Scope
-from gangweb.api.v1.queries.cluster import NEVER, ClusterView, cluster_view
 from gangweb.api.v1.queries.ledger import verdicts
+from gangweb.clusterview.rows import NEVER, ClusterView, cluster_view
 from scheduler.preemption.models import ACTIVE_REQUEST_STATES, PreemptionRequest
 
 WAITING_STATES = ("pending", "short")

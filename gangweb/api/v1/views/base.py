@@ -1,5 +1,5 @@
 """What every v1 view shares: the reader's scope, validated parameters, pages, problem answers, and the
-redaction pass over every answer (``gangweb.api.v1.redact``)."""
+redaction pass over every answer (``gangweb.clusterview.redact``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 from gangweb.api.v1 import params
 from gangweb.api.v1.access import Reads, scope_of
 from gangweb.api.v1.problems import AUTHENTICATE
-from gangweb.api.v1.redact import redact
+from gangweb.clusterview.redact import redact
 
 
 def _drop_data(response):

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from gangweb.access.scope import DEMO_READER, NOBODY, Scope, scope_for
-from gangweb.api.v1.redact import redact
-from gangweb.dashboard.picture import totals
+from gangweb.clusterview.picture import totals
+from gangweb.clusterview.redact import redact
 
 OTHER = "~"
 OTHER_ROW = {
@@ -26,6 +28,11 @@ OTHER_ROW = {
     "tier": -1,
     "shade": 0,
 }
+
+
+def dashboard_is_public() -> bool:
+    """The demo's dashboard is readable without a login; anywhere else it needs a signed-in user."""
+    return bool(settings.DEMO)
 
 
 def reader_scope(request_or_user: Any, *, public: bool) -> Scope:

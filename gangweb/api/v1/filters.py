@@ -1,4 +1,8 @@
-"""Query-string filters of the list endpoints.
+"""Query-string filters of the list endpoints: the one home of how a parameter is read.
+
+``values_of`` (``?a=x,y`` and ``?a=x&a=y``), ``choices_of``, ``keys_of`` (NAMESPACE/NAME) and ``ids_of`` read one
+parameter for any v1 view or query; ``filter_*`` apply the ledger's to a queryset (``params.py`` describes
+them for the schema).
 
 A filter value that cannot match anything by construction (an unknown state, a pod without its
 namespace, a non-numeric id) is a 400 naming the parameter, not an empty list: a typo in a
@@ -21,7 +25,7 @@ SPACE = r"\s\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 MAX_ID = 2**63 - 1
 
 
-def _values(params, name: str) -> list[str]:
+def values_of(params, name: str) -> list[str]:
     """``?name=a&name=b`` and ``?name=a,b`` both mean a or b. A NUL character is a 400 (no name holds one, and
     PostgreSQL refuses it in a query)."""
     values = [part.strip() for raw in params.getlist(name) for part in raw.split(",") if part.strip()]
@@ -30,8 +34,8 @@ def _values(params, name: str) -> list[str]:
     return values
 
 
-def _choices(params, name: str, allowed: Iterable[str]) -> list[str]:
-    values = _values(params, name)
+def choices_of(params, name: str, allowed: Iterable[str]) -> list[str]:
+    values = values_of(params, name)
     allowed = list(allowed)
     unknown = [v for v in values if v not in allowed]
     if unknown:
@@ -39,9 +43,9 @@ def _choices(params, name: str, allowed: Iterable[str]) -> list[str]:
     return values
 
 
-def _object_keys(params, name: str) -> list[tuple[str, str]]:
+def keys_of(params, name: str) -> list[tuple[str, str]]:
     keys = []
-    for value in _values(params, name):
+    for value in values_of(params, name):
         namespace, slash, obj = value.partition("/")
         if not (slash and namespace and obj) or "/" in obj:
             raise ValidationError({name: [f"{value!r} is not NAMESPACE/NAME"]})
@@ -49,9 +53,9 @@ def _object_keys(params, name: str) -> list[tuple[str, str]]:
     return keys
 
 
-def _ids(params, name: str) -> list[int]:
+def ids_of(params, name: str) -> list[int]:
     try:
-        ids = [int(v) for v in _values(params, name)]
+        ids = [int(v) for v in values_of(params, name)]
     except ValueError:
         raise ValidationError({name: ["must be a whole number"]}) from None
     if any(i < 0 for i in ids):
@@ -74,19 +78,19 @@ def _any_of(
 
 def filter_requests(queryset: QuerySet, params) -> QuerySet:
     """``namespace``, ``podgroup`` (NAMESPACE/NAME), ``state``, ``mode``."""
-    if namespaces := _values(params, "namespace"):
+    if namespaces := values_of(params, "namespace"):
         queryset = queryset.filter(namespace__in=namespaces)
-    queryset = _any_of(queryset, _object_keys(params, "podgroup"), "namespace", "name")
-    if states := _choices(params, "state", RequestState.values):
+    queryset = _any_of(queryset, keys_of(params, "podgroup"), "namespace", "name")
+    if states := choices_of(params, "state", RequestState.values):
         queryset = queryset.filter(state__in=states)
-    if modes := _choices(params, "mode", Mode.values):
+    if modes := choices_of(params, "mode", Mode.values):
         queryset = queryset.filter(mode__in=modes)
     return queryset
 
 
 def filter_plans(queryset: QuerySet, params) -> QuerySet:
     """``request``."""
-    if requests := _ids(params, "request"):
+    if requests := ids_of(params, "request"):
         queryset = queryset.filter(request_id__in=requests)
     return queryset
 
@@ -94,33 +98,33 @@ def filter_plans(queryset: QuerySet, params) -> QuerySet:
 def filter_evictions(queryset: QuerySet, params) -> QuerySet:
     """``state``, ``pod`` (NAMESPACE/NAME), ``unit`` (NAMESPACE/NAME: the victim unit, a PodGroup or a lone
     pod, whatever its kind), ``node``, ``plan``, ``request``."""
-    if states := _choices(params, "state", EvictionState.values):
+    if states := choices_of(params, "state", EvictionState.values):
         queryset = queryset.filter(state__in=states)
-    queryset = _any_of(queryset, _object_keys(params, "pod"), "namespace", "name")
-    if units := _object_keys(params, "unit"):
+    queryset = _any_of(queryset, keys_of(params, "pod"), "namespace", "name")
+    if units := keys_of(params, "unit"):
         # victim_unit is "Kind namespace/name"; a unit's pods are in its namespace
         match = Q()
         for namespace, name in units:
             match |= Q(namespace=namespace, victim_unit__endswith=f" {namespace}/{name}")
         queryset = queryset.filter(match)
-    if nodes := _values(params, "node"):
+    if nodes := values_of(params, "node"):
         queryset = queryset.filter(node__in=nodes)
-    if plans := _ids(params, "plan"):
+    if plans := ids_of(params, "plan"):
         queryset = queryset.filter(plan_id__in=plans)
-    if requests := _ids(params, "request"):
+    if requests := ids_of(params, "request"):
         queryset = queryset.filter(plan__request_id__in=requests)
     return queryset
 
 
 def filter_ledger(queryset: QuerySet, params) -> QuerySet:
     """``since`` (entries after that id), ``request``, ``kind``, ``podgroup``."""
-    since = _ids(params, "since")
+    since = ids_of(params, "since")
     if len(since) > 1:
         raise ValidationError({"since": ["give one entry id"]})
     if since:
         queryset = queryset.filter(pk__gt=since[0])
-    if requests := _ids(params, "request"):
+    if requests := ids_of(params, "request"):
         queryset = queryset.filter(request_id__in=requests)
-    if kinds := _values(params, "kind"):
+    if kinds := values_of(params, "kind"):
         queryset = queryset.filter(kind__in=kinds)
-    return _any_of(queryset, _object_keys(params, "podgroup"), "namespace", "name")
+    return _any_of(queryset, keys_of(params, "podgroup"), "namespace", "name")

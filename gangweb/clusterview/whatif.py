@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from gangweb.access.scope import Scope
-from gangweb.dashboard.picture import build_picture
+from gangweb.clusterview.picture import build_picture
 from scheduler.engine import DEFAULT_POLICY, POLICIES, PodGroupNotFound, SnapshotError, parse_snapshot
 from scheduler.engine import plan as engine_plan
 from scheduler.preemption import planning

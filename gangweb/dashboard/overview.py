@@ -9,10 +9,14 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from gangweb.access.scope import Scope
-from scheduler.preemption.models import Plan, PlanSource, PreemptionRequest, RequestState
-
-APPROVE_MODE = "approve"
-AWAITING_STATES = ("planned", "awaiting_approval")
+from scheduler.preemption.models import (
+    AWAITING_APPROVAL_STATES,
+    Mode,
+    Plan,
+    PlanSource,
+    PreemptionRequest,
+    RequestState,
+)
 
 
 def preemption_figures(scope: Scope) -> dict[str, Any]:
@@ -37,7 +41,9 @@ def waiting_approvals(scope: Scope) -> list[dict[str, Any]]:
     if not scope.signed_in:
         return []
     rows = scope.filter(
-        PreemptionRequest.objects.filter(mode=APPROVE_MODE, state__in=AWAITING_STATES).order_by("created_at")
+        PreemptionRequest.objects.filter(mode=Mode.APPROVE, state__in=AWAITING_APPROVAL_STATES).order_by(
+            "created_at"
+        )
     )[:20]
     return [{"id": r.pk, "namespace": r.namespace, "name": r.name, "state": r.state} for r in rows]
 

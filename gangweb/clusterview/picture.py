@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from gangweb.dashboard.reasons import Room, dominant_reason
+from gangweb.clusterview.reasons import Room, dominant_reason
 from scheduler import health, podstate
 from scheduler.engine.resources import is_gpu, parse_resource_list, pod_requests
 from scheduler.engine.typed_objects import timestamp_or_none
@@ -142,7 +142,7 @@ def build_picture(
 ) -> dict[str, Any]:
     """The picture of ``objects``. ``gpus``, when given, is filled with every unfinished pod's GPUs by
     ``id(pod)`` (another reader of the same objects counts them once); ``pause`` is called in the loops
-    (``gangweb.dashboard.reading.Pace``: a build beside requests lets them run)."""
+    (``gangweb.clusterview.reading.Pace``: a build beside requests lets them run)."""
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
         by_kind.setdefault(obj.get("kind", ""), []).append(obj)

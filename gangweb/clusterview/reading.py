@@ -1,7 +1,7 @@
 """One reading of the cluster per process: its objects and the GPU map's picture of them, built once.
 
 Two readers want the cluster every few seconds: the dashboard's ticker (``live.refresh``: the picture it
-publishes) and the REST API (``gangweb/api/v1/queries/cluster.py``: its rows, and a waiting gang's reason,
+publishes) and the REST API (``gangweb/clusterview/rows.py``: its rows, and a waiting gang's reason,
 which is the picture's own). They share one reading: ``take(cluster, max_age=...)`` hands back the latest
 reading of that cluster if it started less than ``max_age`` seconds ago, else reads the cluster
 (``current_objects``: the watch cache where there is one, not copied) and builds its picture once
@@ -28,7 +28,7 @@ from typing import Any
 
 from django.core.signals import request_finished, request_started
 
-from gangweb.dashboard.picture import build_picture, no_pause
+from gangweb.clusterview.picture import build_picture, no_pause
 from scheduler.cluster import Cluster, HoldsDevices, KubeObject, current_objects
 
 # A paced build works PACE_EVERY seconds, then sleeps PACE_PAUSE (another thread waiting for the lock
@@ -54,8 +54,8 @@ def _finished(**_: Any) -> None:
         _serving = max(0, _serving - 1)
 
 
-request_started.connect(_started, weak=False, dispatch_uid="gangweb.dashboard.reading.started")
-request_finished.connect(_finished, weak=False, dispatch_uid="gangweb.dashboard.reading.finished")
+request_started.connect(_started, weak=False, dispatch_uid="gangweb.clusterview.reading.started")
+request_finished.connect(_finished, weak=False, dispatch_uid="gangweb.clusterview.reading.finished")
 
 
 def serving() -> int:

@@ -1,15 +1,15 @@
 """The live cluster as rows: nodes with who holds their GPUs, PodGroups with their members.
 
-The rows are built from the process's shared reading of the cluster (``gangweb.dashboard.reading``: the
+The rows are built from the process's shared reading of the cluster (``gangweb.clusterview.reading``: the
 objects and the GPU map's picture of them, which the dashboard's ticker takes too), once per reading,
 into a ``ClusterView``. A view is served while its reading is younger than
 ``GANGWEB_API_CLUSTER_CACHE_SECONDS`` and no newer reading exists (a list endpoint paged through 5,000
 PodGroups must not relist the cluster for every page); then one background thread builds the next view,
 from the ticker's newer reading or from one it takes itself, paced so the requests beside it keep their
 pace. PodGroups are read with the engine's own typed reader (``scheduler.engine.typed_objects.Group``)
-and GPUs counted by its rules (``gangweb.dashboard.picture.pod_gpus``, counted once per reading), so the
+and GPUs counted by its rules (``gangweb.clusterview.picture.pod_gpus``, counted once per reading), so the
 API, the page and the planner agree. A waiting gang's reason is the GPU map's
-(``gangweb.dashboard.reasons``, in the picture of this same reading), not the words of its Unschedulable
+(``gangweb.clusterview.reasons``, in the picture of this same reading), not the words of its Unschedulable
 condition, which kube-scheduler wrote at another moment.
 """
 
@@ -25,8 +25,9 @@ from django.conf import settings
 from rest_framework.exceptions import APIException
 
 from gangweb.access.scope import Scope
-from gangweb.dashboard import reading
-from gangweb.dashboard.picture import broken_reason, no_pause, pod_gpus
+from gangweb.clusterview import reading
+from gangweb.clusterview.picture import broken_reason, no_pause, pod_gpus
+from scheduler import podstate
 from scheduler.engine.resources import is_gpu, parse_resource_list
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
 from scheduler.kinds import is_native, native_kind
@@ -164,10 +165,6 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _holds(pod: dict[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-
-
 def build_view(taken: reading.Reading, *, pause: Callable[[], None] = no_pause) -> ClusterView:
     """The rows of one reading: its pods' GPUs as the picture counted them, a waiting gang's reason the
     picture's. ``pause`` as in ``picture.build_picture``."""
@@ -187,7 +184,7 @@ def build_view(taken: reading.Reading, *, pause: Callable[[], None] = no_pause) 
     counted = taken.gpus
     for pod in by_kind.get("Pod", []):
         pause()
-        if not _holds(pod):
+        if podstate.is_finished(pod):  # the pods the picture counted, by the same rule
             continue
         meta, spec = _meta(pod), pod.get("spec") or {}
         namespace = meta.get("namespace") or ""
@@ -304,7 +301,7 @@ def _state(row: dict[str, Any]) -> str:
 
 def _reason(row: dict[str, Any], mapped: str | None) -> str:
     """The one sentence a person reads first: why this gang is where it is. A waiting gang's is the
-    map's dominant reason (``gangweb.dashboard.reasons.dominant_reason``)."""
+    map's dominant reason (``gangweb.clusterview.reasons.dominant_reason``)."""
     state = row["state"]
     if state == "invalid":
         return f"the PodGroup cannot be read: {row['invalid']}"
