@@ -26,8 +26,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
-from admission.recorder import PublishRefused
 from gangweb.dashboard import stream
+from scheduler.publishing import PublishRefused
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +76,8 @@ def _target_loop(layer) -> asyncio.AbstractEventLoop | None:
 
 
 class PublishFailed(PublishRefused):
-    """The channel layer did not take the event (Redis down, a send timed out). A ``PublishRefused``, so
-    the admission recorder counts it as an outage rather than a bug."""
+    """The channel layer did not take the event (Redis down, a send timed out): a refusal under the
+    seam's rule (``scheduler/publishing.py``), an outage rather than a bug."""
 
 
 class _Batcher:
