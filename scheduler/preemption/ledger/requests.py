@@ -7,6 +7,7 @@ commits.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -240,6 +241,38 @@ def cooling_down(namespace: str, name: str, *, pause_seconds: float) -> bool:
     )
     again = retry_at(recent, pause_seconds=pause_seconds)
     return again is not None and timezone.now() < again
+
+
+def recent_requests(keys: Iterable[str], *fields: str) -> dict[str, list[PreemptionRequest]]:
+    """Each gang's newest requests by gang key, newest first (``RETRY_LOOKBACK`` + 1 at most), in one
+    query however many gangs; ``fields`` are loaded beside the ones ``next_request_at`` reads."""
+    wanted = set(keys)
+    if not wanted:
+        return {}
+    namespaces = {key.split("/", 1)[0] for key in wanted}
+    names = {key.split("/", 1)[1] for key in wanted}
+    rows: dict[str, list[PreemptionRequest]] = {}
+    candidates = PreemptionRequest.objects.filter(namespace__in=namespaces, name__in=names).order_by(
+        "-created_at", "-id"
+    )
+    for request in candidates.only("id", "namespace", "name", "state", "finished_at", *fields):
+        if request.podgroup not in wanted:
+            continue
+        found = rows.setdefault(request.podgroup, [])
+        if len(found) <= RETRY_LOOKBACK:
+            found.append(request)
+    return rows
+
+
+def next_request_at(found: list[PreemptionRequest], *, pause_seconds: float) -> datetime | None:
+    """When the gang of ``found`` (``recent_requests``) may get its next request; None while its newest
+    is active or when it never finished one."""
+    if found[0].is_active:
+        return None
+    finished = [
+        (r.state, r.finished_at) for r in found if r.finished_at and r.state != RequestState.SUPERSEDED
+    ]
+    return retry_at(finished[:RETRY_LOOKBACK], pause_seconds=pause_seconds)
 
 
 def retry_at(recent: list[tuple[str, datetime]], *, pause_seconds: float) -> datetime | None:
