@@ -27,7 +27,7 @@ from scheduler.engine import SnapshotError
 from scheduler.preemption import (
     detection,
     dispatch,
-    healthwatch,  # registers gang health on the watch events
+    healthwatch,
     ledger,
     locks,
     metrics,

@@ -123,7 +123,7 @@ def test_gangweb_hands_the_webhook_its_publisher_at_startup():
     """gangweb's AppConfig.ready() connects the dashboard's send (keeping the decisions for the API on the
     way) to the webhook's seam; admission never imports gangweb itself."""
     from admission import runtime
-    from gangweb.api.v1.queries import decisions
+    from gangweb.api.v1 import store
     from scheduler import publishing
 
     runtime.get_webhook.cache_clear()
@@ -131,7 +131,7 @@ def test_gangweb_hands_the_webhook_its_publisher_at_startup():
         assert runtime.get_webhook().recorder._seam is publishing.DECISIONS
     finally:
         runtime.get_webhook.cache_clear()
-    assert publishing.DECISIONS.publisher is decisions.keep_and_send
+    assert publishing.DECISIONS.publisher is store.keep_and_send
 
 
 def test_background_thread_publishes_through_the_publisher_connected_after_it_was_built():

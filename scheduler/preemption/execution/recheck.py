@@ -16,13 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler import podstate
 from scheduler.cluster import KubeObject, object_key, split_key
 from scheduler.engine import parse_snapshot
 from scheduler.engine import plan as engine_plan
 from scheduler.kinds import is_native
+
+if TYPE_CHECKING:
+    from scheduler.engine.live import LiveSnapshot
 
 PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 
@@ -114,7 +117,7 @@ def _highest(a: str, b: str) -> str:
 
 
 def recheck_reads(
-    reads: FreshReads, live: Any, overrides: dict, stored_plan: Any, evictions: list[Any]
+    reads: FreshReads, live: LiveSnapshot, overrides: dict, stored_plan: Any, evictions: list[Any]
 ) -> Verdict:
     """The re-check on fresh reads, with the engine's check on the watch cache's live snapshot (which has
     reached the reads' resourceVersions): the victims as if evicted, ``overrides`` (reservations) on top.
@@ -132,7 +135,7 @@ def recheck_reads(
         nodes = {e.node for e in evictions if e.node} | {
             n for n in (stored_plan.placement or {}).values() if n
         }
-        local = live.local(nodes, request.podgroup, merged) if hasattr(live, "local") else None
+        local = live.local(nodes, request.podgroup, merged)
         return local if local is not None else live.snapshot(merged)
 
     return judge(stored_plan, evictions, reads.podgroup is not None, pending, reads.pods, snapshot)

@@ -17,7 +17,7 @@ from django.utils import timezone
 from scheduler import tracing
 from scheduler.preemption import metrics
 from scheduler.preemption.events import publish
-from scheduler.preemption.facts import PodFacts
+from scheduler.preemption.facts import VictimFacts
 from scheduler.preemption.ledger.evictions import fail_unstarted_evictions
 from scheduler.preemption.ledger.history import (
     TERMINAL_REQUEST_STATES,
@@ -94,7 +94,7 @@ def record_plan(
     plan: dict[str, Any],
     *,
     cost: dict[str, Any],
-    pods: dict[str, PodFacts],
+    pods: dict[str, VictimFacts],
     planning_seconds: float = 0.0,
     planned_by: str = "single",
     source: str = PlanSource.ENGINE,
@@ -121,7 +121,7 @@ def record_plan(
             victim_priority_sum=cost.get("victim_priority_sum", 0),
             victim_units=cost.get("victim_units", len(plan.get("victims") or [])),
             evicted_pods=len(plan.get("evictions") or []),
-            evicted_gpus=sum(pods.get(p, PodFacts()).gpus for p in plan.get("evictions") or []),
+            evicted_gpus=sum(pods.get(p, VictimFacts()).gpus for p in plan.get("evictions") or []),
             lost_gpu_seconds=cost.get("lost_gpu_seconds", 0.0),
             planning_seconds=planning_seconds,
             planned_by=planned_by,
@@ -130,10 +130,10 @@ def record_plan(
         for victim in stored.victims:
             unit = f"{victim.get('kind', 'Pod')} {victim.get('namespace')}/{victim.get('name')}"
             members = victim.get("pods") or []
-            unit_gpus = sum(pods.get(p, PodFacts()).gpus for p in members)
+            unit_gpus = sum(pods.get(p, VictimFacts()).gpus for p in members)
             for pod_key in members:
                 namespace, _, name = pod_key.partition("/")
-                facts = pods.get(pod_key, PodFacts())
+                facts = pods.get(pod_key, VictimFacts())
                 Eviction.objects.create(
                     plan=stored,
                     namespace=namespace,
