@@ -41,8 +41,8 @@ from ..engine.live import LiveSnapshot
 from ..served import Served
 from . import writes
 from .apis import list_raw, read_json, stamp
-from .apis import served as served_kinds
 from .discovery import discover
+from .discovery import served as served_kinds
 from .informer import Listener, Reflector, ReflectorsByReason
 from .resources import (
     COMPOSITE_PODGROUPS,

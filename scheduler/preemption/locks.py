@@ -20,6 +20,8 @@ from contextlib import contextmanager
 
 from django.conf import settings
 
+from scheduler import redisclient
+
 logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "gangweb:lock:"
@@ -38,9 +40,7 @@ class LockBusy(Exception):
 
 class _RedisStore:
     def __init__(self, url: str):
-        import redis
-
-        self.client = redis.Redis.from_url(url)
+        self.client = redisclient.connect(url, timeout=None)
         self._release = self.client.register_script(_RELEASE)
         self._refresh = self.client.register_script(_REFRESH)
 

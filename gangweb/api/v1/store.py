@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 
 from admission.recorder import EVENT_TYPE as DECISIONS_EVENT
+from scheduler import redisclient
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +41,7 @@ class Recent:
             return None
         with self._lock:
             if self._client is None or self._client_url != url:
-                import redis
-
-                self._client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+                self._client = redisclient.connect(url)
                 self._client_url = url
             return self._client
 
