@@ -152,9 +152,19 @@ class Lease:
         self._lost = ""
         self._stopped = ""
         self.stopping = threading.Event()  # set once the holder must stop; waits in retries watch it
+        self.refreshes = 0  # heartbeats that refreshed every key
+        self._beat = threading.Condition()
 
     def refreshed(self, at: float) -> None:
-        self._valid_until = max(self._valid_until, at + self.ttl)
+        with self._beat:
+            self._valid_until = max(self._valid_until, at + self.ttl)
+            self.refreshes += 1
+            self._beat.notify_all()
+
+    def wait_refreshes(self, count: int, timeout: float) -> bool:
+        """True once the heartbeat has refreshed every key ``count`` times; False after ``timeout`` s."""
+        with self._beat:
+            return self._beat.wait_for(lambda: self.refreshes >= count, timeout)
 
     def lose(self, why: str) -> None:
         self._lost = self._lost or why
