@@ -189,7 +189,7 @@ class KubeCluster:
         ``timeout``, informers stopped again). ``index``: the live snapshot indexes itself in the background
         after each quiet moment (``LiveSnapshot.keep_indexed``), for processes that plan, and the process's
         heap is settled after each index (``scheduler.engine.heap``: the cache frozen out of the garbage
-        collector's full passes, which took 0.5-1.9 s at 20,000 nodes)."""
+        collector's full passes, which would walk it all, GIL held)."""
         self._api()
         if index:
             self.live.keep_indexed(settle_heap=True)

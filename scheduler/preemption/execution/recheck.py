@@ -94,8 +94,8 @@ def read_fresh(cluster: Any, stored_plan: Any, evictions: list[Any], *, budgets:
     if budgets:
         for namespace in sorted({e.pod.partition("/")[0] for e in evictions}):
             # The list's own resourceVersion is the store's newest, which the budgets' watch reaches only at
-            # their next change or bookmark (a minute on a real API server; 1-4 s of each re-check in
-            # bench watch): the cache catches up to the budgets read, as it does to the pods.
+            # their next change or bookmark (which may be a minute away; docs/measurements.md): the cache
+            # catches up to the budgets read, as it does to the pods.
             items, _listed_at = cluster.read_fresh("PodDisruptionBudget", namespace)
             listed += items
     for plural, objs in (
@@ -124,8 +124,8 @@ def recheck_reads(
 
     The engine's check runs on the plan's nodes only (``LiveSnapshot.local``: the victims' and the placement's
     nodes, the group's own pods, every group and priority class), not on the whole cluster re-indexed: if
-    the gang fits there without evicting anyone else, it fits in the cluster (more nodes only add room).
-    Measured at 20,000 nodes: 1.4 s (whole re-index, on a loaded 2-core machine) against a few ms. A cluster
+    the gang fits there without evicting anyone else, it fits in the cluster (more nodes only add room), and a
+    whole re-index of a large cluster costs seconds (docs/measurements.md). A cluster
     with DRA objects is checked on the whole snapshot (devices are shared across nodes)."""
     request = stored_plan.request
     pending = bool(podstate.pending_of(reads.objects(), request.namespace, request.name))

@@ -153,7 +153,7 @@ def ledger(scope: Scope, params=None) -> QuerySet:
     if params is None:
         return queryset
     # A kind the pipeline writes is known without a look at the table (a DISTINCT over the whole
-    # ledger: 25 ms of a 45 ms answer at 20,083 rows); any other kind must have been written.
+    # ledger, most of the answer's time: docs/measurements.md); any other kind must have been written.
     unknown = [k for k in filters._values(params, "kind") if k not in KNOWN_KINDS]
     if unknown:
         written = set(
