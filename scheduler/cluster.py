@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from scheduler.kinds import is_native
 
 if TYPE_CHECKING:
-    from scheduler.engine.live import LiveSnapshot
+    from scheduler.engine.caching.live import LiveSnapshot
 
 KubeObject = dict[str, Any]
 
@@ -169,7 +169,7 @@ class FreshSnapshots(Protocol):
 class WatchCache(Protocol):
     """A cluster that keeps one watch cache per kind in this process (the kube adapter once started): listed
     once, then watched. Detection, the ensurer and the dashboard read ``cached_objects``; planning reads
-    ``live_snapshot`` (``scheduler.engine.live.LiveSnapshot``, kept from the same events); the re-check
+    ``live_snapshot`` (``scheduler.engine.caching.live.LiveSnapshot``, kept from the same events); the re-check
     reads only what it must afresh and waits until the cache holds those reads (``wait_for_versions``)."""
 
     def cached_objects(self) -> list[KubeObject]:

@@ -190,11 +190,18 @@ def build_picture(
             placed_pods[gang] = placed_pods.get(gang, 0) + 1
 
     ready = {_meta(n).get("name"): _ready(n) for n in by_kind.get("Node", [])}
+    is_ready: Callable[[str], bool] = lambda n: ready.get(n, False)  # noqa: E731
+    composites = {_key(c): c for c in by_kind.get("CompositePodGroup", [])}
+    short = health.short_composites(gangs.groups, composites, gangs.members, is_ready) if composites else {}
     gang_rows = []
     for key in gangs.order:
         pause()
         row = _gang_row(key, gangs, placed_pods.get(key, 0), now)
-        judged = health.judge(gangs.groups.get(key), gangs.members[key], lambda n: ready.get(n, False))
+        judged = health.judge(gangs.groups.get(key), gangs.members[key], is_ready)
+        if key in short:
+            judged = health.composite_short(
+                judged, gangs.groups[key], gangs.members[key], is_ready, short[key]
+            )
         if judged is not None and judged.broken:
             row["broken"] = judged.as_json()
         gang_rows.append(row)
@@ -222,9 +229,14 @@ def broken_reason(broken: dict[str, Any]) -> str:
     """The sentence of a broken gang (``scheduler.health.GangHealth.as_json``)."""
     causes = ", ".join(c.replace("-", " ") for c in broken["causes"]) or "members missing"
     restarting = "; a member is being restarted" if broken.get("restarting") else ""
+    composite = (
+        f"; CompositePodGroup {broken['composite']} runs fewer child groups than its minGroupCount"
+        if broken.get("composite")
+        else ""
+    )
     return (
         f"broken: {broken['running']} of {broken['minCount']} members run ({causes}) "
-        f"while it holds {broken['heldGpus']} GPUs{restarting}"
+        f"while it holds {broken['heldGpus']} GPUs{composite}{restarting}"
     )
 
 

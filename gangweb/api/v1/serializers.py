@@ -268,6 +268,31 @@ class DecisionEntry(s.Serializer):
     createdAt = s.DateTimeField()
 
 
+class NativePodGroupFigures(s.Serializer):
+    attempts = s.DictField(child=s.FloatField(), help_text="pod group preemption attempts by result")
+    preemptions = s.FloatField(help_text="pod group preemptions that chose victims")
+    victims = s.FloatField(help_text="victims they chose, summed")
+    disruptions = s.FloatField(help_text="pod groups those victims disrupted")
+    pdbViolations = s.FloatField()
+    evaluations = s.FloatField()
+    evaluationSecondsMean = s.FloatField(allow_null=True)
+
+
+class NativePodFigures(s.Serializer):
+    attempts = s.FloatField()
+    victims = s.FloatField()
+
+
+class NativeFigures(s.Serializer):
+    """kube-scheduler's own preemption totals since it started (scheduler/nativemetrics.py)."""
+
+    state = s.CharField(help_text="ok, unavailable, or missing (no GANGWEB_SCHEDULER_METRICS_URL)")
+    detail = s.CharField(allow_blank=True)
+    readAt = s.FloatField(allow_null=True, help_text="seconds since the epoch")
+    podGroup = NativePodGroupFigures()
+    pod = NativePodFigures()
+
+
 class RequestDecision(s.Serializer):
     """A request as a decision (named apart from ``Decision``, an admission decision)."""
 
@@ -279,6 +304,10 @@ class RequestDecision(s.Serializer):
     timeline = DecisionStep(many=True)
     cascade = Cascade()
     ledger = DecisionEntry(many=True)
+    native = NativeFigures(
+        allow_null=True,
+        help_text="observe mode: kube-scheduler's preemption totals, read from its /metrics, beside the plans",
+    )
 
 
 class RequestDetail(Request):
@@ -449,6 +478,10 @@ class Broken(s.Serializer):
     heldGpus = s.IntegerField(help_text="GPUs its bound members hold")
     causes = s.ListField(child=s.CharField(), help_text="member-failed, member-lost, crash-looping, ...")
     restarting = s.BooleanField(help_text="a member waits to be bound again")
+    composite = s.CharField(
+        allow_blank=True,
+        help_text="the highest CompositePodGroup above, short of its minGroupCount ('' if none)",
+    )
 
 
 class PodGroup(s.Serializer):

@@ -25,7 +25,7 @@ from scheduler.engine import plan as engine_plan
 from scheduler.kinds import is_native
 
 if TYPE_CHECKING:
-    from scheduler.engine.live import LiveSnapshot
+    from scheduler.engine.caching.live import LiveSnapshot
 
 PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 

@@ -182,8 +182,8 @@ def test_a_paged_start_up_list_of_a_synthetic_cluster_plans_like_a_fresh_parse(s
     """The start-up list spans several pages of ``LIST_PAGE_SIZE``; the cache holds every object of every
     page, and the live snapshot plans the benchmark's three preemptors exactly like a fresh parse of the
     server's objects (what ``bench watch`` compares its real worker's evictions against)."""
-    from scheduler.engine.synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
     from scheduler.kube.apis import LIST_PAGE_SIZE
+    from testkit.synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
 
     server.store.validator = None
     server.load(synthetic_cluster(600))

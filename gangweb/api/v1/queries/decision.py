@@ -14,9 +14,11 @@ from typing import Any
 
 from gangweb.access.scope import Scope
 from gangweb.api.v1.queries import cluster
+from scheduler.preemption import runtime
 from scheduler.preemption.models import (
     EvictionState,
     LedgerEntry,
+    Mode,
     Plan,
     PlanSource,
     PreemptionRequest,
@@ -66,6 +68,7 @@ def decision(request: PreemptionRequest, scope: Scope) -> dict[str, Any]:
             }
             for p in plans
         ],
+        "native": runtime.native_reading().as_json() if request.mode == Mode.OBSERVE else None,
         "timeline": _timeline(request, chosen),
         "cascade": _cascade(request, chosen),
         "ledger": [

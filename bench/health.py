@@ -2,7 +2,7 @@
 
     python manage.py bench health [--nodes 20000] [--trials 20] [--json]
 
-A synthetic cluster (``scheduler.engine.synthetic``: ``--nodes`` nodes of 8 GPUs, 90 % allocated to gangs)
+A synthetic cluster (``testkit.synthetic``: ``--nodes`` nodes of 8 GPUs, 90 % allocated to gangs)
 is handed to the gang-health watch of ``scheduler/preemption/healthwatch.py`` as a watch cache hands it
 (``seed``, then one event at a time on the listener, as the informer calls it). Each trial kills a member
 of a running gang (its ``DELETED`` event) and times until ``gang.broken`` is committed in the ledger
@@ -25,8 +25,8 @@ import sys
 import time
 import tracemalloc
 
+from bench import at_least_one
 from scheduler import activity, podstate
-from scheduler.bench import at_least_one
 from scheduler.health import pod_gpus
 
 HELP = "a member killed -> gang.broken in the ledger, p50/p99 at --nodes; the Prometheus join per refresh"
@@ -72,9 +72,9 @@ def handle(options: argparse.Namespace) -> int:
     from django.conf import settings
     from django.db.models import Max
 
-    from scheduler.engine.synthetic import synthetic_cluster
     from scheduler.preemption import healthwatch
     from scheduler.preemption.models import BrokenGang
+    from testkit.synthetic import synthetic_cluster
 
     started = time.perf_counter()
     objects = synthetic_cluster(options.nodes)
@@ -83,7 +83,7 @@ def handle(options: argparse.Namespace) -> int:
     for version, obj in enumerate(objects, start=first):
         obj["metadata"]["resourceVersion"] = str(version)
     revision = first + len(objects)
-    # What a process does with its watch cache (scheduler/engine/heap.py): settled out of the collector's
+    # What a process does with its watch cache (scheduler/engine/caching/heap.py): settled out of the collector's
     # passes, which would otherwise walk the whole cluster while the join allocates its rows.
     gc.collect()
     gc.freeze()

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .resources import parse_quantity
-from .selectors import NodeSelectorTerm, parse_node_selector_terms
-from .typed_objects import Meta, _int, _map, _opt_str
+from ..resources import parse_quantity
+from ..selectors import NodeSelectorTerm, parse_node_selector_terms
+from ..typed_objects import Meta, _int, _map, _opt_str
 
 EXACT_COUNT, ALL_DEVICES = "ExactCount", "All"
 MAX_GROUP_CLAIMS = 4  # PodGroup spec.resourceClaims (KEP-5729)

@@ -3,11 +3,11 @@
     python manage.py bench engine [--nodes 1000 5000 20000] [--repeats 7] [--policy ...] [--seed 7] [--devices extended|dra]
         [--quality N] [--json]
 
-Generates clusters of 8-GPU nodes (``scheduler/engine/synthetic.py``), loads each as a snapshot file and plans
+Generates clusters of 8-GPU nodes (``testkit/synthetic.py``), loads each as a snapshot file and plans
 the synthetic preemptors with every policy: one cold plan, then ``--repeats`` timed ones (p50/p95/p99), and each
 plan's ``optimality``. With ``--quality N`` it compares the plans with the brute-force optimum on N small random
 clusters instead, and counts the gangweb plans proven the cheapest and how many of them the brute force confirms.
-Needs no database. The measuring itself is ``scheduler/engine/bench.py`` and ``scheduler/engine/quality.py``;
+Needs no database. The measuring itself is ``bench/engine_timing.py`` and ``testkit/quality.py``;
 figures and what they mean: docs/engine.md. (Formerly ``manage.py gang bench``, still an alias.)
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from bench.engine_timing import DEFAULT_NODES, POLICY_ORDER
 from scheduler.engine import POLICIES
-from scheduler.engine.bench import DEFAULT_NODES, POLICY_ORDER
 
 from . import at_least_one
 
@@ -53,8 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def handle(options: argparse.Namespace) -> int:
-    from scheduler.engine.bench import format_table, run_benchmark, stderr_progress
-    from scheduler.engine.quality import format_study, study
+    from bench.engine_timing import format_table, run_benchmark, stderr_progress
+    from testkit.quality import format_study, study
 
     if options.quality:
         found = study(options.quality, seed=options.seed, progress=stderr_progress)

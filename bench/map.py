@@ -36,7 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-from scheduler.bench import at_least_one
+from bench import at_least_one
 
 HELP = "the overview's GPU map in Chromium: first paint and update cost at 1,000/5,000 nodes"
 CHROMIUM = "/usr/bin/chromium"

@@ -46,7 +46,7 @@ def wait(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
 def expected_evictions(objects: list[dict[str, Any]]) -> dict[str, list[str]]:
     """Per preemptor (PodGroup name): the pods the engine evicts for it on ``objects``, planned here."""
     from scheduler.engine import parse_snapshot, plan
-    from scheduler.engine.synthetic import PREEMPTORS, preemptor_name
+    from testkit.synthetic import PREEMPTORS, preemptor_name
 
     snapshot = parse_snapshot(objects)
     return {
@@ -56,7 +56,7 @@ def expected_evictions(objects: list[dict[str, Any]]) -> dict[str, list[str]]:
 
 
 def _set_condition(base: str, name: str, status: str) -> None:
-    from scheduler.engine.synthetic import NAMESPACE
+    from testkit.synthetic import NAMESPACE
 
     url = f"{base}/apis/scheduling.k8s.io/v1beta1/namespaces/{NAMESPACE}/podgroups/{name}/status"
     condition = {
@@ -81,8 +81,8 @@ def _evicted(control: Any) -> list[tuple[float, str]]:
 
 
 def _requests(name: str, since: datetime):
-    from scheduler.engine.synthetic import NAMESPACE
     from scheduler.preemption.models import PreemptionRequest
+    from testkit.synthetic import NAMESPACE
 
     return PreemptionRequest.objects.filter(namespace=NAMESPACE, name=name, created_at__gte=since)
 

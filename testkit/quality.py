@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from .builders import node, pdb, pod, podgroup
-from .checkpoints import CHECKPOINT_ANNOTATION
-from .contract import PROVEN, Cost
-from .entry import plan
-from .evaluation import Problem
-from .placement import fit_columns, node_mask
-from .policies import POLICIES
-from .preemptor import Preemptor
-from .snapshot import parse_snapshot
-from .victims import victim_cost
+from scheduler.engine.builders import node, pdb, pod, podgroup
+from scheduler.engine.checkpoints import CHECKPOINT_ANNOTATION
+from scheduler.engine.contract import PROVEN, Cost
+from scheduler.engine.entry import plan
+from scheduler.engine.evaluation import Problem
+from scheduler.engine.placement import fit_columns, node_mask
+from scheduler.engine.policies import POLICIES
+from scheduler.engine.preemptor import Preemptor
+from scheduler.engine.snapshot import parse_snapshot
+from scheduler.engine.victims import victim_cost
 
 MAX_UNITS = 10
 

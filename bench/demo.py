@@ -29,7 +29,7 @@ import websockets
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from scheduler.bench import at_least_one
+from bench import at_least_one
 
 HELP = "seconds from a fresh clone to a live page: URL printed, page served, first websocket state"
 EMBEDDED_DEFAULTS = {

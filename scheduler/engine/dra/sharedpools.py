@@ -25,7 +25,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from .devices import DeviceIndex, Matcher
-    from .dra import Request
+    from .objects import Request
 
 SHARED = -2  # DeviceIndex.local of a device that several nodes reach
 

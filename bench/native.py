@@ -4,7 +4,7 @@
                                   [--place-timeout 300] [--json]
 
 For each size and each policy a fresh real control plane (``hack/cluster/cluster.py up``: kube-apiserver,
-kube-scheduler, kube-controller-manager, KWOK) gets the same synthetic cluster (``scheduler.engine.synthetic``:
+kube-scheduler, kube-controller-manager, KWOK) gets the same synthetic cluster (``testkit.synthetic``:
 N 8-GPU KWOK nodes in racks and blocks, about 90 % of the GPUs held by gangs in four priority tiers, a third
 of them ``disruptionMode: single``, PodDisruptionBudgets), then the preemptors' gangs of 8, 64 (rack topology)
 and 256 GPUs (block topology) are created one after the other; each must be placed before the next.
@@ -82,7 +82,7 @@ def handle(options: argparse.Namespace) -> int:
 
 def run(policy: str, nodes: int, options: argparse.Namespace) -> dict[str, Any]:
     """One policy on one fresh control plane of ``nodes`` KWOK nodes."""
-    from scheduler.engine.synthetic import NAMESPACE, synthetic_cluster
+    from testkit.synthetic import NAMESPACE, synthetic_cluster
 
     from .watch import _clean_ledger, start_worker, stop_worker, wait_synced
 
@@ -134,7 +134,7 @@ def trial(
     timeout: float,
 ) -> dict[str, Any]:
     """Create one preemptor gang, wait until all its pods are bound (or ``timeout``), and say what it took."""
-    from scheduler.engine.synthetic import preemptor_name
+    from testkit.synthetic import preemptor_name
 
     from . import trials
 
@@ -221,7 +221,7 @@ def trial(
 
 def damage(objects: list[dict[str, Any]], evicted: list[str]) -> dict[str, Any]:
     """What evicting ``evicted`` (pod names of the synthetic cluster) cost: the contract's figures."""
-    from scheduler.engine.synthetic import NOW
+    from testkit.synthetic import NOW
 
     groups = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PodGroup"}
     pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}

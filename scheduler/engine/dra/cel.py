@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from .resources import parse_quantity
+from ..resources import parse_quantity
 
 _LITERAL = re.compile(r"\"([^\"\\]*)\"|'([^'\\]*)'")
 _SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")

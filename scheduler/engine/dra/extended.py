@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .resources import is_gpu
+from ..resources import is_gpu
 
 if TYPE_CHECKING:
     from .devices import DeviceIndex

@@ -21,8 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from gangweb.api.bench_timing import timed
-from scheduler.bench import at_least_one
+from bench import at_least_one
+from bench.timing import timed
 
 HELP = "the REST API's and the dashboard's reads on a filled ledger; needs DATABASE_URL"
 BENCH_NAMESPACE = "gangweb-api-bench"

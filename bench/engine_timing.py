@@ -1,4 +1,4 @@
-"""The engine benchmark behind ``manage.py gang bench`` (no Django here)."""
+"""The engine benchmark behind ``manage.py bench engine``: plan() timed on synthetic clusters (no Django here)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .builders import as_list
-from .dra_builders import as_dra
-from .entry import plan
-from .policies import POLICIES
-from .snapshot import load_snapshot
-from .synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
+from scheduler.engine.builders import as_list
+from scheduler.engine.dra.builders import as_dra
+from scheduler.engine.entry import plan
+from scheduler.engine.policies import POLICIES
+from scheduler.engine.snapshot import load_snapshot
+from testkit.synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
 
 DEFAULT_NODES = (1000, 5000, 20000)
 POLICY_ORDER = tuple(POLICIES)  # the registry's order

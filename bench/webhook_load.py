@@ -1,5 +1,5 @@
 """The webhook benchmark's load generator: closed-loop keep-alive TLS connections in their own
-processes, taking turns between targets in short slices (``Schedule``). ``admission/bench.py`` starts the
+processes, taking turns between targets in short slices (``Schedule``). ``bench/webhook.py`` starts the
 server and reports; this module only sends requests and times the answers."""
 
 from __future__ import annotations

@@ -22,16 +22,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .backref import SnapshotRef
+from ..backref import SnapshotRef
+from ..resources import is_gpu_device
 from .cel import CelError, evaluate
-from .dra import ALL_DEVICES, ClaimRef, ClaimSpec, Device, DeviceClass, Request, ResourceClaim, ResourceSlice
 from .extended import ExtendedResources
-from .resources import is_gpu_device
+from .objects import (
+    ALL_DEVICES,
+    ClaimRef,
+    ClaimSpec,
+    Device,
+    DeviceClass,
+    Request,
+    ResourceClaim,
+    ResourceSlice,
+)
 from .sharedpools import mark_shared, reach_capacity
 
 if TYPE_CHECKING:
-    from .snapshot import Snapshot
-    from .typed_objects import Pod
+    from ..snapshot import Snapshot
+    from ..typed_objects import Pod
 
 GPU_COLUMN = "dra/gpu"
 IMPOSSIBLE = "dra:unsatisfiable"  # capacity 0 everywhere: a pod asking for it never fits
@@ -382,7 +391,7 @@ class DeviceIndex:
     def charged_pod(self, claim: ResourceClaim, node: int, node_of: np.ndarray) -> int | None:
         """The pod whose eviction stands for freeing the claim: one on the device's node, when all
         consumers form one victim unit; else None (the devices stay held)."""
-        from .victims import unit_key
+        from ..victims import unit_key
 
         pods = self.consumer_pods(claim)
         if not pods or len({unit_key(self.snapshot, p) for p in pods}) != 1:

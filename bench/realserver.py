@@ -2,7 +2,7 @@
 
 ``bench native`` and ``bench watch --server real`` both run Kubernetes' own kube-apiserver, kube-scheduler,
 kube-controller-manager and KWOK, started by ``hack/cluster/cluster.py`` (the one way to get that cluster,
-docs/kube.md). The synthetic cluster of ``scheduler.engine.synthetic`` is created through the API in the
+docs/kube.md). The synthetic cluster of ``testkit.synthetic`` is created through the API in the
 shapes the real server accepts: KWOK's annotation on each node, no uids, statuses or priorities on create
 (the Priority admission computes them), the running pods bound by ``nodeName`` and their start times
 patched afterwards so that every pod has run as long as the synthetic cluster says.
@@ -269,7 +269,7 @@ def load(
     """Create the synthetic cluster's running part (everything but the preemptors' gangs), wait until every
     node is Ready, every pod Running and every budget's status computed, then (``start_times``) set the pods'
     start times. Returns how long it took and what was created."""
-    from scheduler.engine.synthetic import NOW
+    from testkit.synthetic import NOW
 
     shaped = [real_shape(o, enforce=enforce, preemptor_class="preemptor") for o in objects]
     kinds = lambda k: [o for o in shaped if o["kind"] == k]  # noqa: E731

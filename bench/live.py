@@ -23,8 +23,8 @@ import threading
 import time
 from pathlib import Path
 
+from bench import at_least_one
 from gangweb import webserver
-from scheduler.bench import at_least_one
 
 HELP = "events through channels-redis to websocket clients: publish-to-receipt p50/p99; needs REDIS_URL"
 BENCH_USER = "gangweb-live-bench"

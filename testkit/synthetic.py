@@ -13,7 +13,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .builders import node, pdb, pod, podgroup, priority_class
+from scheduler.engine.builders import node, pdb, pod, podgroup, priority_class
 
 GPUS_PER_NODE = 8
 RACK_SIZE = 16

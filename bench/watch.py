@@ -3,7 +3,7 @@
     python manage.py bench watch [--nodes 5000 20000] [--idle-seconds 60] [--churn-seconds 60]
                                  [--concurrency 1] [--server test|real] [--json]
 
-For each size: the synthetic cluster (``scheduler.engine.synthetic``: N 8-GPU nodes, about 2N pods) is
+For each size: the synthetic cluster (``testkit.synthetic``: N 8-GPU nodes, about 2N pods) is
 loaded into the Kubernetes API test server in its own process, and one real Celery worker (prefork,
 ``--concurrency`` pool processes, one by default; ``GANGWEB_CLUSTER=kube``, enforce mode) starts against
 it with Redis (``REDIS_URL``) and the ledger (``DATABASE_URL``). Measured from the test server's request log (``/__testserver/requests``):
@@ -89,8 +89,8 @@ def incremental(objects: list[dict[str, Any]], events: int = 2000, seed: int = 1
 
     from scheduler.engine import parse_snapshot, plan
     from scheduler.engine.builders import pod
-    from scheduler.engine.live import LiveSnapshot, raw_key
-    from scheduler.engine.synthetic import NAMESPACE, preemptor_name
+    from scheduler.engine.caching.live import LiveSnapshot, raw_key
+    from testkit.synthetic import NAMESPACE, preemptor_name
 
     rng = random.Random(seed)
     current = {(o["kind"], raw_key(o)): o for o in objects}
@@ -139,7 +139,7 @@ def incremental(objects: list[dict[str, Any]], events: int = 2000, seed: int = 1
 
 def run_size(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     from kubetestserver import TestServerProcess
-    from scheduler.engine.synthetic import synthetic_cluster
+    from testkit.synthetic import synthetic_cluster
 
     objects = synthetic_cluster(nodes)
     for obj in objects:  # the trials set the condition themselves
@@ -273,8 +273,8 @@ def run_size_real(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[st
     ``apiserver_request_total{verb="LIST"}``, every client's: the worker's, kube-scheduler's, the controller
     manager's, KWOK's), the real kube-scheduler marks each preemptor's PodGroup ``Unschedulable`` as it
     is created, and the first eviction is the first victim pod this process sees terminating on its watch."""
-    from scheduler.engine.synthetic import NAMESPACE, synthetic_cluster
     from scheduler.kube.resources import SNAPSHOT_RESOURCES
+    from testkit.synthetic import NAMESPACE, synthetic_cluster
 
     from .native import trial
     from .realserver import PODGROUPS, ControlPlane, Watcher, audited_lists, lists_between, load, progress
@@ -351,8 +351,8 @@ def run_size_real(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[st
 
 
 def _clean_ledger() -> None:
-    from scheduler.engine.synthetic import NAMESPACE
     from scheduler.preemption.models import PreemptionRequest
+    from testkit.synthetic import NAMESPACE
 
     PreemptionRequest.objects.filter(namespace=NAMESPACE).delete()
 

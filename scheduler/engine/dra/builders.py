@@ -1,13 +1,13 @@
 """Builders for DRA objects in their real ``resource.k8s.io/v1`` shapes, as the NVIDIA DRA driver
 publishes them (``gpu.nvidia.com``: productName, uuid, type, memory capacity). For tests, benchmarks,
-the simulated cluster and demos; ``builders.py`` has the other kinds."""
+the simulated cluster and demos; ``scheduler/engine/builders.py`` has the other kinds."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from .dra import EXTENDED_RESOURCE_CLAIM
+from .objects import EXTENDED_RESOURCE_CLAIM
 
 API = "resource.k8s.io/v1"
 DRIVER = "gpu.nvidia.com"

@@ -25,8 +25,8 @@ import statistics
 import subprocess
 import time
 
+from bench import at_least_one
 from gangweb import webserver
-from scheduler.bench import at_least_one
 
 HELP = "wrong passwords beside another user's API calls: the reader's p50/p99 alone and beside --guessers"
 READER = "gangweb-signin-bench-reader"

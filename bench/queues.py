@@ -3,7 +3,7 @@
     python manage.py bench queues [--nodes 20000] [--queues 500] [--pending 5000] [--trials 5]
                                   [--repeat 100] [--json]
 
-The synthetic cluster (``scheduler.engine.synthetic``: ``--nodes`` nodes of 8 GPUs, 90 % allocated) under
+The synthetic cluster (``testkit.synthetic``: ``--nodes`` nodes of 8 GPUs, 90 % allocated) under
 Kueue: ``--queues`` ClusterQueues, ten to a Cohort, each with a LocalQueue in a namespace of its own; every
 running gang an admitted Workload (its pods tied to it by Kueue's ``pod-group-name`` label) and
 ``--pending`` Workloads waiting, spread over the queues. Timed:
@@ -31,7 +31,7 @@ import sys
 import time
 from typing import Any
 
-from scheduler.bench import at_least_one
+from bench import at_least_one
 
 HELP = "the queue read model, ownership signals and GET /api/v1/queues/ at --nodes with --queues queues"
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -72,8 +72,8 @@ def _quota(gpus: int) -> list[dict[str, Any]]:
 
 def kueue_world(nodes: int, queues: int, pending: int) -> list[dict[str, Any]]:
     """The synthetic cluster with Kueue's objects over it (see the module's docstring)."""
-    from scheduler.engine.synthetic import synthetic_cluster
     from scheduler.kinds import is_native
+    from testkit.synthetic import synthetic_cluster
 
     objects = synthetic_cluster(nodes)
     total = sum(int(o["status"]["allocatable"].get(GPU, 0)) for o in objects if is_native(o, "Node"))
@@ -179,7 +179,7 @@ class _Cluster:
 
 
 def _event_costs(objects: list[dict[str, Any]], count: int) -> list[float]:
-    from scheduler.engine.live import LiveSnapshot
+    from scheduler.engine.caching.live import LiveSnapshot
     from scheduler.kube.informer import Reflector
     from scheduler.kube.resources import QUEUE_RESOURCES
 
@@ -203,8 +203,8 @@ def _api(objects: list[dict[str, Any]], repeat: int) -> dict[str, float]:
     from django.contrib.auth import get_user_model
     from django.test import Client, override_settings
 
+    from bench.timing import timed
     from gangweb.access.grants import grant
-    from gangweb.api.bench_timing import timed
     from gangweb.api.v1.queries import cluster as cluster_queries
     from scheduler.preemption.runtime import get_cluster, set_cluster
 

@@ -36,12 +36,12 @@ import yaml
 from django.conf import settings
 
 from admission import certs
-from admission.benchload import NAMESPACE, SERVER_NAME, SERVICE, Schedule, cpu_plan, http_requests, load
 from admission.inference import infer_gang
 from admission.policy import AdmissionPolicy
 from admission.review import review_for
 from admission.server import ALLOW_PATH, ECHO_PATH
 from admission.webhookconfig import MUTATE_PATH, VALIDATE_PATH
+from bench.webhook_load import NAMESPACE, SERVER_NAME, SERVICE, Schedule, cpu_plan, http_requests, load
 
 GOAL_RATIO, GOAL_P99_MS = 0.75, 20.0
 VARIANTS = 256  # distinct request bodies per path (uids and names differ)

@@ -38,9 +38,9 @@ from typing import Any
 
 from scheduler.kinds import native_kind
 
-from .errors import SnapshotError, object_label
+from ..errors import SnapshotError, object_label
+from ..snapshot import _PARSERS, Snapshot, collector_paused
 from .heap import HeapSettler
-from .snapshot import _PARSERS, Snapshot, collector_paused
 
 KubeObject = dict[str, Any]
 
@@ -271,7 +271,7 @@ class LiveSnapshot:
         Workload; ``overrides`` as in ``snapshot``. A gang that fits there without evictions fits in the
         whole cluster (more nodes only add room). None when the cluster has DRA objects: devices are
         shared across nodes (slices, claims), so only the whole snapshot answers."""
-        from .devices import has_dra
+        from ..dra.devices import has_dra
 
         with self._lock:
             if self._errors:

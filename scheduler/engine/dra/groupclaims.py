@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .contract import UNMODELLED, Plan
-from .dra import ALL_DEVICES, Request, ResourceClaim
-from .evaluation import Problem
-from .preemptor import Preemptor
-from .victims import UnitIndex, victim_cost
+from ..contract import UNMODELLED, Plan
+from ..evaluation import Problem
+from ..preemptor import Preemptor
+from ..victims import UnitIndex, victim_cost
+from .objects import ALL_DEVICES, Request, ResourceClaim
 
 if TYPE_CHECKING:
+    from ..policies.base import PreemptionPolicy
+    from ..snapshot import Snapshot
+    from ..typed_objects import Group
     from .devices import DeviceIndex
-    from .policies.base import PreemptionPolicy
-    from .snapshot import Snapshot
-    from .typed_objects import Group
 
 
 class GroupClaims:
