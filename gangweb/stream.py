@@ -34,6 +34,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
+from scheduler import redisclient
+
 # Topics and the event types that go to each (an unknown type goes to "activity").
 TOPICS = {
     "map": ("map.delta", "map.reset"),
@@ -160,10 +162,8 @@ class MemoryLog:
 
 class RedisLog:
     def __init__(self, url: str) -> None:
-        import redis
-
         self._url = url
-        self._redis = redis.Redis.from_url(url, socket_timeout=5)
+        self._redis = redisclient.connect(url, timeout=5)
         self._append = self._redis.register_script(_APPEND)
         self._epoch = self._redis.register_script(_EPOCH + "return epoch")
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from scheduler.kinds import is_native
+
+if TYPE_CHECKING:
+    from scheduler.engine.caching.live import LiveSnapshot
 
 KubeObject = dict[str, Any]
 
@@ -173,7 +176,7 @@ class WatchCache(Protocol):
         """Every cached object (no copy: callers must not modify them), once the cache is synced."""
         ...
 
-    def live_snapshot(self) -> Any: ...
+    def live_snapshot(self) -> LiveSnapshot: ...
 
     def resource_versions(self) -> dict[str, str]:
         """The resourceVersion (per plural) up to which every event is in the cache and the live snapshot."""
@@ -253,6 +256,16 @@ class Steps(Protocol):
     """A cluster that moves only when told (the simulation): each ``tick`` returns what changed."""
 
     def tick(self) -> list[dict[str, Any]]: ...
+
+
+@runtime_checkable
+class SubmitsGangs(Protocol):
+    """A cluster that submits gangs itself (the simulation): their pods as a controller creates them, so
+    the demo's webhook reviews them as a real cluster's would (``gangweb/dashboard/admitting.py``)."""
+
+    def pods_of(self, gang_key: str) -> tuple[int, list[KubeObject]]:
+        """The gang's minCount and pod objects; (0, []) for a gang it does not know."""
+        ...
 
 
 @runtime_checkable

@@ -56,8 +56,7 @@ MAX_BACKFILL = 200
 # Live messages go out in one frame per this many seconds at most (``{"type": "batch", "messages"}``
 # when there are several): 1,000 events a second are 20 frames a socket, not 1,000. A message after a
 # quiet spell leaves at once; only a busy stream waits for the next slot. Each frame is a socket write,
-# and bench live's profile of the server (20 sockets, 1,000 events/s, load 8 on 2 cores) found them the
-# largest cost: 4.7 s of 23 s in socket.send, ~1 ms a call, at one frame per 20 ms.
+# the server's largest cost under a busy stream (docs/measurements.md).
 FLUSH_EVERY = 0.05
 
 

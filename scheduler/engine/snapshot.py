@@ -299,7 +299,7 @@ class Snapshot:
         self.pod_priority = self._pod_priorities()
 
     def _pod_priorities(self) -> list[int]:
-        """``_pod_priority`` of every pod, once per group (40,000 pods in 2,367 groups: 59 -> 22 ms)."""
+        """``_pod_priority`` of every pod, worked out once per group, not once per pod."""
         by_group: dict[str, int] = {}
         out = []
         for pod in self.pods:

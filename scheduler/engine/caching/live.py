@@ -198,7 +198,7 @@ class LiveSnapshot:
                 with collector_paused():
                     built = Snapshot(parsed)
                     # Frozen before the collector wakes: its first passes would otherwise walk the new
-                    # index's few hundred thousand objects (0.1-0.4 s at 20,000 nodes) right after each build.
+                    # index's few hundred thousand objects right after each build (docs/measurements.md).
                     self._settler.settle()
         finally:
             if not overrides:

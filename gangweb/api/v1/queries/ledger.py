@@ -17,7 +17,7 @@ from rest_framework.exceptions import ValidationError
 from gangweb.access.scope import Scope
 from gangweb.api.v1 import filters
 from scheduler.engine.outcomes import INFEASIBLE, Outcome
-from scheduler.preemption.ledger.requests import RETRY_LOOKBACK, retry_at
+from scheduler.preemption.ledger.requests import next_request_at, recent_requests
 from scheduler.preemption.models import (
     Eviction,
     LedgerEntry,
@@ -153,7 +153,7 @@ def ledger(scope: Scope, params=None) -> QuerySet:
     if params is None:
         return queryset
     # A kind the pipeline writes is known without a look at the table (a DISTINCT over the whole
-    # ledger: 25 ms of a 45 ms answer at 20,083 rows); any other kind must have been written.
+    # ledger, most of the answer's time: docs/measurements.md); any other kind must have been written.
     unknown = [k for k in filters.values_of(params, "kind") if k not in KNOWN_KINDS]
     if unknown:
         written = set(
@@ -174,23 +174,9 @@ def ledger(scope: Scope, params=None) -> QuerySet:
 
 def verdicts(keys: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
     """``"ns/name" -> verdict`` for the given gangs, in two queries however many they are."""
-    wanted = {f"{namespace}/{name}" for namespace, name in keys}
-    if not wanted:
-        return {}
-    namespaces = {key.split("/", 1)[0] for key in wanted}
-    names = {key.split("/", 1)[1] for key in wanted}
-    rows: dict[str, list[PreemptionRequest]] = {}
-    candidates = PreemptionRequest.objects.filter(namespace__in=namespaces, name__in=names).order_by(
-        "-created_at", "-id"
+    rows = recent_requests(
+        (f"{namespace}/{name}" for namespace, name in keys), "mode", "reason", "updated_at"
     )
-    for request in candidates.only(
-        "id", "namespace", "name", "state", "mode", "reason", "updated_at", "finished_at"
-    ):
-        if request.podgroup not in wanted:
-            continue
-        found = rows.setdefault(request.podgroup, [])
-        if len(found) <= RETRY_LOOKBACK:
-            found.append(request)
     latest_ids = [found[0].pk for found in rows.values()]
     outcomes: dict[int, str] = {}
     notices: dict[int, dict[str, Any] | None] = {}
@@ -211,10 +197,7 @@ def verdicts(keys: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
     out = {}
     for key, found in rows.items():
         last = found[0]
-        finished = [
-            (r.state, r.finished_at) for r in found if r.finished_at and r.state != RequestState.SUPERSEDED
-        ]
-        again = None if last.is_active else retry_at(finished[:RETRY_LOOKBACK], pause_seconds=pause)
+        again = next_request_at(found, pause_seconds=pause)
         out[key] = {
             "request": last.pk,
             "state": last.state,

@@ -25,8 +25,8 @@ def released(serializer):
     serializer), so whatever it holds, the page of model instances with their decoded JSON and the
     answer built from them, outlived the request until the cyclic garbage collector found it. At a
     100-plan page (500 KB) that was tens of thousands of objects an answer, promoted through the
-    collector's generations and walked again by each collection: the one-in-a-hundred 300-500 ms
-    answers of ``plans``, ``evictions`` and ``ledger?kind=`` (bench api, docs/api.md). Released, the
+    collector's generations and walked again by each collection: the slowest answers of ``plans``,
+    ``evictions`` and ``ledger?kind=`` (docs/measurements.md). Released, the
     rows die by reference counting when the answer has been written; the cycle left is the few
     field objects."""
     data = serializer.data
