@@ -4,7 +4,7 @@ certificate checked once per connection.
 **Read timeout.** A request must arrive whole, headers and body, within ``read_timeout`` seconds of its
 first byte; otherwise the server answers 408 (when no other answer is being written on the connection)
 and closes it. uvicorn has no such timeout: a client that declared 100 bytes and sent 1 held its
-connection and a task for as long as it liked (over 200 s measured). A connection that sends no request
+connection and a task for as long as it liked (docs/measurements.md). A connection that sends no request
 at all is closed after ``idle_timeout`` seconds, as uvicorn closes one idle between requests.
 
 **Client certificate.** With a client CA the TLS layer asks every client for a certificate and verifies

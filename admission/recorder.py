@@ -2,24 +2,16 @@
 
 The webhook answers first; a decision is only *offered*: appended to a deque that keeps the newest
 ``max_batch`` (appending to a full one lets the oldest go), and counted. Nothing is locked and nothing
-waits. A background thread wakes every ``interval`` seconds and publishes the interval as one
-``admission.decisions`` event through the publisher it was given (``admission.runtime`` hands it the
-dashboard's, which gangweb connects at startup). Batching matters: a busy cluster
-admits thousands of pods a second, and one channel-layer send per pod would cost the server more CPU
-than the admission decisions themselves (and no browser can show thousands of rows a second).
-
-Only the newest ``max_batch`` decisions are ever held, so a burst keeps few requests (their pods,
-labels and annotations) alive.
+waits. A background thread wakes every ``interval`` seconds and sends the interval as one
+``admission.decisions`` event through its seam (``scheduler.publishing.DECISIONS``, whose publisher
+gangweb connects at startup). Batching matters: one channel-layer send per pod would cost a busy
+server more CPU than the admission decisions themselves, and no browser can show thousands a second.
 
 Event payload: ``{"decisions": [...], "count": N, "dropped": D}``: the newest (up to ``max_batch``)
 decisions of the interval (each: uid, webhook, kind, namespace, name, operation, dryRun, allowed,
 message, warnings, and for mutations podGroup, source, minCount, mode), the number of decisions in the
-interval, and how many earlier ones were lost because publishing failed (Redis or the database down)
-since the previous event. The dashboard is a view: admission never waits on it.
-
-An outage (Redis or the channel layer down) is logged twice: one warning when the first publish fails,
-one when publishing works again (how long it lasted, how many decisions were dropped). The failed sends
-in between are counted, not logged. The publisher tells the recorder a send failed by raising.
+interval, and how many earlier ones were lost because publishing failed since the previous event. A
+failed send is counted here and told by the seam (its one failure rule, ``scheduler/publishing.py``).
 """
 
 from __future__ import annotations
@@ -29,10 +21,10 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from admission.metrics import RecorderStats
+from scheduler.publishing import Seam
 
 logger = logging.getLogger(__name__)
 
@@ -49,13 +41,6 @@ def _after_fork() -> None:
 os.register_at_fork(after_in_child=_after_fork)
 
 EVENT_TYPE = "admission.decisions"
-Publish = Callable[[str, dict[str, Any]], None]
-
-
-class PublishRefused(Exception):
-    """What a publisher raises when the event was not taken (the channel layer is down, a send timed
-    out): an outage the recorder counts and reports once. Any other exception from a publisher is a bug,
-    logged with its traceback. The dashboard's publisher (``gangweb.events.send``) raises a subclass."""
 
 
 class Recordable(Protocol):
@@ -63,9 +48,8 @@ class Recordable(Protocol):
 
 
 class DecisionRecorder:
-    def __init__(self, publish: Publish, interval: float = 0.5, max_batch: int = 100) -> None:
-        # Sends one event at once, raising ``PublishRefused`` when it was not taken.
-        self._publish = publish
+    def __init__(self, seam: Seam, interval: float = 0.5, max_batch: int = 100) -> None:
+        self._seam = seam
         self.interval = interval
         self.max_batch = max_batch
         # deque.append and popleft are atomic: the request path takes no lock here.
@@ -80,9 +64,6 @@ class DecisionRecorder:
         self._thread_pid = 0
         self._start_lock = threading.Lock()
         self.stats = RecorderStats()
-        # While publishing fails: when it started and what was dropped since (logged once at each end).
-        self._outage_since: float | None = None
-        self._outage_dropped = 0
 
     def offer(self, decision: Recordable) -> None:
         """Never blocks, never fails: only the newest ``max_batch`` decisions are kept."""
@@ -117,44 +98,19 @@ class DecisionRecorder:
         if count or batch:
             try:
                 decisions = [decision.as_event() for decision in batch]
-                self._publish(
-                    EVENT_TYPE, {"decisions": decisions, "count": count, "dropped": self._lost_since_publish}
-                )
-            except Exception as error:
-                self._lost_since_publish += count
-                self.stats.dropped["publish_failed"] += count
-                self._failed(error, count)
-            else:
+            except Exception:  # a bug: shown, and the thread goes on with the next interval
+                logger.exception("%d admission decisions could not be made into an event", len(batch))
+                decisions = None
+            payload = {"decisions": decisions, "count": count, "dropped": self._lost_since_publish}
+            if decisions is not None and self._seam.send(EVENT_TYPE, payload, items=count):
                 self._lost_since_publish = 0
                 self.stats.recorded += count
-                self._recovered()
+            else:
+                self._lost_since_publish += count
+                self.stats.dropped["publish_failed"] += count
         with self._flushed:
             self._published_upto = offered
             self._flushed.notify_all()
-
-    def _failed(self, error: Exception, count: int) -> None:
-        """One warning when an outage starts; the flushes that fail after it only count."""
-        self._outage_dropped += count
-        if self._outage_since is not None:
-            return
-        self._outage_since = time.monotonic()
-        logger.warning(
-            "admission decisions are not reaching the dashboard (%s); dropping and counting them in "
-            "gangweb_admission_events_dropped_total until publishing works again",
-            str(error)[:300] or type(error).__name__,
-            exc_info=not isinstance(error, PublishRefused),  # anything but a refused send is a bug: show it
-        )
-
-    def _recovered(self) -> None:
-        """One warning when an outage ends, with how long it lasted and what it cost."""
-        if self._outage_since is None:
-            return
-        logger.warning(
-            "admission decisions reach the dashboard again after %.0f s; %d decisions were dropped",
-            time.monotonic() - self._outage_since,
-            self._outage_dropped,
-        )
-        self._outage_since, self._outage_dropped = None, 0
 
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """True once every decision offered before the call was published or counted lost (tests, shutdown)."""

@@ -3,40 +3,20 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from admission.handler import Webhook
 from admission.policy import AdmissionPolicy
-from admission.recorder import DecisionRecorder, Publish
+from admission.recorder import DecisionRecorder
 from admission.review import MAX_BODY_BYTES
 from admission.state import PodGroupCache
 from scheduler.preemption.runtime import mode_for
+from scheduler.publishing import DECISIONS
 
 if TYPE_CHECKING:
     from admission.watch import PodGroupWatch
-
-
-_publisher: Publish | None = None
-
-
-class NoPublisher(RuntimeError):
-    """Nothing was handed to ``connect_publisher``: the decisions have nowhere to go."""
-
-
-def connect_publisher(publish: Publish | None) -> None:
-    """Where the webhook's recorder sends its events: gangweb's ``AppConfig.ready()`` hands in the
-    dashboard's ``gangweb.events.send`` (admission never imports the project)."""
-    global _publisher
-    _publisher = publish
-
-
-def _publish(event_type: str, payload: dict[str, Any]) -> None:
-    # Looked up per send, so a webhook built before the publisher was connected still finds it.
-    if _publisher is None:
-        raise NoPublisher("no publisher connected (admission.runtime.connect_publisher)")
-    _publisher(event_type, payload)
 
 
 @lru_cache(maxsize=1)
@@ -44,7 +24,7 @@ def get_webhook() -> Webhook:
     return Webhook(
         AdmissionPolicy.from_settings(settings, mode_for),
         PodGroupCache(),
-        DecisionRecorder(_publish),
+        DecisionRecorder(DECISIONS),
         max_body_bytes=MAX_BODY_BYTES,
     )
 

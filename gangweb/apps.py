@@ -6,15 +6,16 @@ class GangwebConfig(AppConfig):
     verbose_name = "gangweb"
 
     def ready(self) -> None:
-        # The pipeline and the webhook never import the project: their live events go through the
-        # publishers handed in here (docs/ARCHITECTURE.md, "Who may import whom").
-        from admission import runtime as admission_runtime
+        # The pipeline and the webhook never import the project: their live events leave by the seams
+        # connected here (scheduler/publishing.py; docs/ARCHITECTURE.md, "Who may import whom").
         from gangweb import events
-        from gangweb.api.v1.queries import decisions
+        from gangweb.api.v1 import store
         from gangweb.notify import outbox
+        from scheduler import publishing
         from scheduler.preemption import events as pipeline_events
 
-        pipeline_events.connect(events.publish, outbox.enqueue)
+        publishing.LEDGER.connect(events.publish)
+        pipeline_events.connect_outbox(outbox.enqueue)
         # The recorder counts its own losses: it needs the send that raises when the layer refuses. The
         # decisions are also kept for the API (``/api/v1/decisions``) before they are sent.
-        admission_runtime.connect_publisher(decisions.keep_and_send)
+        publishing.DECISIONS.connect(store.keep_and_send)

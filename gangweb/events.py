@@ -1,7 +1,7 @@
 """Live events for browsers: one function to publish; each event goes to its topic's feed.
 
 Every event is numbered in its topic, kept a while and sent on the topic's feed in one step
-(``gangweb/dashboard/stream.py``), so a browser that reconnects resumes where it was; each server
+(``gangweb/stream.py``), so a browser that reconnects resumes where it was; each server
 process follows the feed (``gangweb/dashboard/hub.py``). What a process publishes while its previous
 batch is on its way leaves together, in order (``_Batcher``).
 
@@ -26,8 +26,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
-from admission.recorder import PublishRefused
-from gangweb.dashboard import stream
+from gangweb import stream
+from scheduler.publishing import PublishRefused
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,8 @@ def bind_server_loop(loop: asyncio.AbstractEventLoop) -> None:
 
 # Outside a web server (Celery workers, management commands), sends to a networked layer go through
 # one long-lived loop per process, so channels-redis keeps its connections instead of opening a
-# pool per event (async_to_sync: a new loop, ~16 ms a send). Keyed by pid: a forked worker starts its own.
+# pool per event (async_to_sync: a new loop a send; docs/measurements.md). Keyed by pid: a forked worker
+# starts its own.
 _publisher: tuple[int, asyncio.AbstractEventLoop] | None = None
 _publisher_lock = threading.Lock()
 
@@ -76,19 +77,16 @@ def _target_loop(layer) -> asyncio.AbstractEventLoop | None:
 
 
 class PublishFailed(PublishRefused):
-    """The channel layer did not take the event (Redis down, a send timed out). A ``PublishRefused``, so
-    the admission recorder counts it as an outage rather than a bug."""
+    """The channel layer did not take the event (Redis down, a send timed out): a refusal under the
+    seam's rule (``scheduler/publishing.py``), an outage rather than a bug."""
 
 
 class _Batcher:
     """``publish``'s sender, one per process. What is published while the previous batch is on its way
     goes out in the next one, together: one round trip numbers, keeps and sends a whole batch
     (``stream.append_many``), in the order it was published. Nothing waits for a window to fill: alone,
-    an event leaves at once, and the publisher (an eviction, a ledger write) never waits for Redis.
-
-    Before: per event, the log's append and a Channels group send, 2.1 ms (0.33 + 1.74 ms measured, the
-    latter a hop to the sending loop and two round trips), which capped one process near 450 events/s
-    and ~230 with bench live's clients beside it; docs/dashboard.md has the figures since."""
+    an event leaves at once, and the publisher (an eviction, a ledger write) never waits for Redis. One
+    round trip per event capped what one process could publish (docs/measurements.md)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()

@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import redis
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+
+from scheduler import redisclient
 
 REDIS_TIMEOUT_SECONDS = 1.0
 
@@ -29,11 +30,7 @@ def check_database() -> str | None:
 
 
 def check_redis() -> str | None:
-    client = redis.Redis.from_url(
-        settings.REDIS_URL,
-        socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
-        socket_timeout=REDIS_TIMEOUT_SECONDS,
-    )
+    client = redisclient.connect(settings.REDIS_URL, timeout=REDIS_TIMEOUT_SECONDS)
     try:
         client.ping()
     except Exception as exc:

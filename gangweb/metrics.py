@@ -96,13 +96,12 @@ class _ApprovalsCollector:
         from django.db.models import Count, Min
         from django.utils import timezone
 
-        from gangweb.dashboard.queries.overview import APPROVE_MODE, AWAITING_STATES
-        from scheduler.preemption.models import PreemptionRequest
+        from scheduler.preemption.models import AWAITING_APPROVAL_STATES, Mode, PreemptionRequest
 
         try:
-            row = PreemptionRequest.objects.filter(mode=APPROVE_MODE, state__in=AWAITING_STATES).aggregate(
-                waiting=Count("id"), oldest=Min("created_at")
-            )
+            row = PreemptionRequest.objects.filter(
+                mode=Mode.APPROVE, state__in=AWAITING_APPROVAL_STATES
+            ).aggregate(waiting=Count("id"), oldest=Min("created_at"))
         except Exception as error:
             logger.warning("approvals not scraped", extra={"error": str(error)})
             return []

@@ -501,6 +501,14 @@ GANGWEB_REAP_GRACE_SECONDS = env_int("GANGWEB_REAP_GRACE_SECONDS", 300)
 GANGWEB_PROMETHEUS_URL = os.environ.get("GANGWEB_PROMETHEUS_URL", "")
 GANGWEB_PROMETHEUS_TOKEN = os.environ.get("GANGWEB_PROMETHEUS_TOKEN", "")
 GANGWEB_PROMETHEUS_TIMEOUT_SECONDS = env_float("GANGWEB_PROMETHEUS_TIMEOUT_SECONDS", 5.0)
+# kube-scheduler's own /metrics, read in observe mode to show its preemption figures beside gangweb's
+# (scheduler/nativemetrics.py; docs/pipeline.md "kube-scheduler's figures"). Empty: not read. HTTPS is checked
+# against the CA file (empty: the system's roots); a client certificate or a bearer token when it asks for one.
+GANGWEB_SCHEDULER_METRICS_URL = os.environ.get("GANGWEB_SCHEDULER_METRICS_URL", "")
+GANGWEB_SCHEDULER_METRICS_CA = os.environ.get("GANGWEB_SCHEDULER_METRICS_CA", "")
+GANGWEB_SCHEDULER_METRICS_CERT = os.environ.get("GANGWEB_SCHEDULER_METRICS_CERT", "")
+GANGWEB_SCHEDULER_METRICS_KEY = os.environ.get("GANGWEB_SCHEDULER_METRICS_KEY", "")
+GANGWEB_SCHEDULER_METRICS_TOKEN = os.environ.get("GANGWEB_SCHEDULER_METRICS_TOKEN", "")
 # An allocated GPU is idle when its activity (0-1) stayed below the threshold over the whole window.
 GANGWEB_IDLE_THRESHOLD = env_float("GANGWEB_IDLE_THRESHOLD", 0.05)
 GANGWEB_IDLE_WINDOW_SECONDS = env_int("GANGWEB_IDLE_WINDOW_SECONDS", 60 if DEMO else 600)

@@ -172,7 +172,7 @@ def join(
     objects: Iterable[dict[str, Any]] = (),
 ) -> Joined:
     """Give every row to the pods it names. ``bound``: the keys (namespace/name) of the cluster's live pods
-    bound to a node (a reading's index, ``gangweb.dashboard.reading``, else ``podstate.bound_by_key``): a
+    bound to a node (a reading's index, ``gangweb.clusterview.reading``, else ``podstate.bound_by_key``): a
     row's pod is looked up, not searched for among every pod, and the pods themselves are not read (at
     160,000 GPUs, reading each pod's fields costs more than the rest of the join: docs/idle.md). A claim's
     consumers come from ``objects``' ResourceClaims, read only when a row names a claim."""

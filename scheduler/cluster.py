@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from scheduler.kinds import is_native
+
+if TYPE_CHECKING:
+    from scheduler.engine.caching.live import LiveSnapshot
 
 KubeObject = dict[str, Any]
 
@@ -166,14 +169,14 @@ class FreshSnapshots(Protocol):
 class WatchCache(Protocol):
     """A cluster that keeps one watch cache per kind in this process (the kube adapter once started): listed
     once, then watched. Detection, the ensurer and the dashboard read ``cached_objects``; planning reads
-    ``live_snapshot`` (``scheduler.engine.live.LiveSnapshot``, kept from the same events); the re-check
+    ``live_snapshot`` (``scheduler.engine.caching.live.LiveSnapshot``, kept from the same events); the re-check
     reads only what it must afresh and waits until the cache holds those reads (``wait_for_versions``)."""
 
     def cached_objects(self) -> list[KubeObject]:
         """Every cached object (no copy: callers must not modify them), once the cache is synced."""
         ...
 
-    def live_snapshot(self) -> Any: ...
+    def live_snapshot(self) -> LiveSnapshot: ...
 
     def resource_versions(self) -> dict[str, str]:
         """The resourceVersion (per plural) up to which every event is in the cache and the live snapshot."""
@@ -256,9 +259,19 @@ class Steps(Protocol):
 
 
 @runtime_checkable
+class SubmitsGangs(Protocol):
+    """A cluster that submits gangs itself (the simulation): their pods as a controller creates them, so
+    the demo's webhook reviews them as a real cluster's would (``gangweb/dashboard/admitting.py``)."""
+
+    def pods_of(self, gang_key: str) -> tuple[int, list[KubeObject]]:
+        """The gang's minCount and pod objects; (0, []) for a gang it does not know."""
+        ...
+
+
+@runtime_checkable
 class HoldsDevices(Protocol):
     """A cluster that knows which GPU index of a node each pod holds (the simulation). It says only what
-    holds what; the dashboard draws its own picture (``gangweb/dashboard/picture.py``) from the snapshot
+    holds what; the dashboard draws its own picture (``gangweb/clusterview/picture.py``) from the snapshot
     and, for the other clusters, hands a node's GPUs to its pods in start order."""
 
     def device_holders(self) -> dict[str, list[str | None]]:

@@ -27,7 +27,11 @@ LOST = "member-lost"  # deleted or evicted, no replacement bound
 CRASH_LOOPING = "crash-looping"
 NODE_NOT_READY = "node-not-ready"
 TERMINATING = "member-terminating"
-CAUSES = (FAILED, LOST, CRASH_LOOPING, NODE_NOT_READY, TERMINATING)
+# The CompositePodGroup above (KEP-6012) runs fewer child groups than its minGroupCount: the gang's own
+# members may all run, but the composite's work cannot go on without the groups it lost.
+COMPOSITE_SHORT = "composite-short"
+CAUSES = (FAILED, LOST, CRASH_LOOPING, NODE_NOT_READY, TERMINATING, COMPOSITE_SHORT)
+MAX_TREE_DEPTH = 8  # as the engine's walk up parentCompositePodGroupName (the API allows 4)
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class GangHealth:
     causes: tuple[str, ...] = ()
     restarting: bool = False
     revision: int = 0  # the newest resourceVersion among the objects it was judged from
+    # The highest CompositePodGroup above that is short of its minGroupCount ("" when none is).
+    composite: str = ""
 
     @property
     def key(self) -> str:
@@ -50,7 +56,7 @@ class GangHealth:
 
     @property
     def broken(self) -> bool:
-        return self.held_gpus > 0 and self.running < self.min_count
+        return self.held_gpus > 0 and (self.running < self.min_count or bool(self.composite))
 
     @property
     def state(self) -> str:
@@ -64,6 +70,7 @@ class GangHealth:
             "heldGpus": self.held_gpus,
             "causes": list(self.causes),
             "restarting": self.restarting,
+            "composite": self.composite,
         }
 
 
@@ -160,28 +167,123 @@ def judge(
     return health
 
 
+def min_group_count(composite: dict[str, Any]) -> int | None:
+    """A CompositePodGroup's ``gang.minGroupCount``; None for the basic policy (never short)."""
+    gang = ((composite.get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
+    try:
+        count = int((gang or {}).get("minGroupCount") or 0)
+    except (TypeError, ValueError):
+        return None
+    return count if count > 0 else None
+
+
+def _runs(pod: dict[str, Any], is_ready: Callable[[str], bool]) -> bool:
+    """Counts as running, by ``judge``'s rules: bound, not finished or terminating, Ready node, no crash loop."""
+    return (
+        podstate.is_bound(pod)
+        and podstate.is_live(pod)
+        and is_ready(podstate.node_name(pod))
+        and not crash_looping(pod)
+    )
+
+
+def short_composites(
+    groups: dict[str, dict[str, Any]],
+    composites: dict[str, dict[str, Any]],
+    members: dict[str, list[dict[str, Any]]],
+    is_ready: Callable[[str], bool],
+) -> dict[str, str]:
+    """PodGroup ``ns/name`` -> the highest CompositePodGroup above it that runs fewer satisfied child groups
+    than its ``minGroupCount`` (KEP-6012). A PodGroup is satisfied when ``minCount`` members run (one, for the
+    basic policy); a composite when ``minGroupCount`` of its children are (one, for the basic policy)."""
+    children: dict[str, list[str]] = {}
+    for kind, table in (("PodGroup", groups), ("CompositePodGroup", composites)):
+        for key, obj in table.items():
+            parent = (obj.get("spec") or {}).get("parentCompositePodGroupName")
+            if parent:
+                children.setdefault(f"{key.partition('/')[0]}/{parent}", []).append(f"{kind}:{key}")
+    satisfied: dict[str, bool] = {}
+
+    def ok(node: str, depth: int) -> bool:
+        if node in satisfied:
+            return satisfied[node]
+        satisfied[node] = True  # a cycle counts as satisfied: it is the API server's to refuse
+        kind, _, key = node.partition(":")
+        if kind == "PodGroup":
+            running = sum(1 for pod in members.get(key, ()) if _runs(pod, is_ready))
+            result = running >= (min_count(groups[key]) or 1)
+        else:
+            below = children.get(key, []) if depth < MAX_TREE_DEPTH else []
+            result = sum(1 for child in below if ok(child, depth + 1)) >= (
+                min_group_count(composites[key]) or 1
+            )
+        satisfied[node] = result
+        return result
+
+    out: dict[str, str] = {}
+    for key, obj in groups.items():
+        namespace, current, seen, highest = key.partition("/")[0], obj, {key}, ""
+        for _ in range(MAX_TREE_DEPTH):
+            parent = (current.get("spec") or {}).get("parentCompositePodGroupName")
+            above = f"{namespace}/{parent}" if parent else ""
+            if not above or above not in composites or above in seen:
+                break
+            seen.add(above)
+            current = composites[above]
+            if min_group_count(current) is not None and not ok(f"CompositePodGroup:{above}", 0):
+                highest = above
+        if highest:
+            out[key] = highest
+    return out
+
+
 def judge_all(objects: Iterable[dict[str, Any]]) -> dict[str, GangHealth]:
-    """Every gang's health among ``objects`` (a snapshot: Nodes, PodGroups, Pods), by ``ns/name``."""
+    """Every gang's health among ``objects`` (a snapshot: Nodes, PodGroups, CompositePodGroups, Pods), by
+    ``ns/name``; a PodGroup under a CompositePodGroup short of its ``minGroupCount`` is broken while it holds
+    GPUs (``COMPOSITE_SHORT``), whatever its own members do."""
     ready: dict[str, bool] = {}
     groups: dict[str, dict[str, Any]] = {}
+    composites: dict[str, dict[str, Any]] = {}
     members: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
         kind = obj.get("kind")
         if kind == "Node":
             ready[str((obj.get("metadata") or {}).get("name"))] = node_ready(obj)
-        elif kind == "PodGroup":
+        elif kind in ("PodGroup", "CompositePodGroup"):
             meta = obj.get("metadata") or {}
-            groups[f"{meta.get('namespace')}/{meta.get('name')}"] = obj
+            (groups if kind == "PodGroup" else composites)[f"{meta.get('namespace')}/{meta.get('name')}"] = (
+                obj
+            )
         elif kind == "Pod":
             key = podstate.group_key(obj)
             if key:
                 members.setdefault(key, []).append(obj)
+    is_ready: Callable[[str], bool] = lambda node: ready.get(node, False)  # noqa: E731
     out = {}
     for key, group in groups.items():
-        health = judge(group, members.get(key, ()), lambda node: ready.get(node, False))
+        health = judge(group, members.get(key, ()), is_ready)
         if health is not None:
             out[key] = health
+    if composites:
+        for key, composite in short_composites(groups, composites, members, is_ready).items():
+            out[key] = composite_short(out.get(key), groups[key], members.get(key, ()), is_ready, composite)
     return out
+
+
+def composite_short(
+    health: GangHealth | None,
+    group: dict[str, Any],
+    pods: Iterable[dict[str, Any]],
+    is_ready: Callable[[str], bool],
+    composite: str,
+) -> GangHealth:
+    """``health`` (or a basic group's, first judged as a gang of one) under a short composite."""
+    if health is None:
+        health = judge({**group, "spec": {**(group.get("spec") or {}), "minCount": 1}}, pods, is_ready)
+        assert health is not None
+    causes = tuple(c for c in CAUSES if c in health.causes or c == COMPOSITE_SHORT)
+    shorted = replace(health, composite=composite, causes=causes)
+    return shorted if shorted.broken else replace(health, composite=composite)
 
 
 Changed = Callable[[GangHealth], None]

@@ -41,7 +41,8 @@ def is_live(pod: Pod) -> bool:
 
 def bound_by_key(objects: Any) -> dict[str, Pod]:
     """The live pods bound to a node among ``objects``, by ``namespace/name`` (other kinds skipped): the
-    pods that can leave GPUs idle, as a dashboard reading indexes them while it builds its picture."""
+    pods that can leave GPUs idle, as a cluster reading (``gangweb.clusterview.reading``) indexes them
+    while it builds its picture."""
     pods = {}
     for obj in objects:
         if obj.get("kind") == "Pod" and is_bound(obj) and is_live(obj):

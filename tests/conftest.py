@@ -279,6 +279,15 @@ class RealCluster:
     webhook_port: int = 0
     admission: Path | None = None
 
+    @property
+    def scheduler_metrics(self) -> str:
+        """kube-scheduler's /metrics URL (HTTPS on loopback, its certificate signed by ``ca``)."""
+        return str(json.loads((self.state / "cluster.json").read_text())["schedulerMetrics"])
+
+    @property
+    def ca(self) -> Path:
+        return self.state / "pki" / "ca.crt"
+
     def run(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
         """``kubectl <args>`` against this cluster; a failure says what kubectl said."""
         done = subprocess.run(

@@ -112,16 +112,11 @@ def test_the_project_check_sees_every_way_in(tmp_path):
     ]
 
 
-# ----- product code never imports the Kubernetes API test server (kubetestserver/ is test tooling)
+# ----- product code never imports the scaffolding: the Kubernetes API test server, benchmarks, test builders
 
-TEST_TOOLING = "kubetestserver"
-# Benchmarks are scaffolding too: they run the product against the test server (``manage.py bench``).
-SCAFFOLDING = ("scheduler/bench",)
-PRODUCT_FILES = [
-    f
-    for f in python_files("scheduler") + python_files("admission") + python_files("gangweb")
-    if not any(f.is_relative_to(ROOT / place) for place in SCAFFOLDING)
-]
+# Test tooling, benchmarks and test builders (``manage.py bench`` names its modules as data, imported on demand).
+SCAFFOLDING = ("kubetestserver", "bench", "testkit")
+PRODUCT_FILES = python_files("scheduler") + python_files("admission") + python_files("gangweb")
 
 
 def modules_named_to_importlib(path: Path) -> set[str]:
@@ -138,22 +133,23 @@ def modules_named_to_importlib(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("path", PRODUCT_FILES, ids=[str(f.relative_to(ROOT)) for f in PRODUCT_FILES])
-def test_product_code_does_not_import_the_test_server(path):
+def test_product_code_does_not_import_the_scaffolding(path):
     modules = imported_modules(path) | modules_named_to_importlib(path)
-    reached = sorted(m for m in modules if m.split(".")[0] == TEST_TOOLING)
+    reached = sorted(m for m in modules if m.split(".")[0] in SCAFFOLDING)
     assert not reached, (
-        f"{path.relative_to(ROOT)} imports {reached}: the Kubernetes API test server is test tooling; "
-        "product code must not depend on it (docs/ARCHITECTURE.md)"
+        f"{path.relative_to(ROOT)} imports {reached}: test tooling and benchmarks are scaffolding; "
+        "product code must not depend on them (docs/ARCHITECTURE.md)"
     )
 
 
-def test_the_test_server_rule_sees_a_violation(tmp_path):
+def test_the_scaffolding_rule_sees_a_violation(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(
-        "import importlib\nfrom kubetestserver.store import ObjectStore\n"
+        "import importlib\nfrom kubetestserver.store import ObjectStore\nfrom bench.engine import HELP\n"
+        "from testkit.synthetic import NOW\n"
         "importlib.import_module('kubetestserver.testserver')\n"
     )
-    assert {"kubetestserver.store", "kubetestserver.testserver"} <= {
-        m for m in imported_modules(bad) | modules_named_to_importlib(bad) if m.startswith(TEST_TOOLING)
+    assert {"kubetestserver.store", "kubetestserver.testserver", "bench.engine", "testkit.synthetic"} <= {
+        m for m in imported_modules(bad) | modules_named_to_importlib(bad) if m.startswith(SCAFFOLDING)
     }
-    assert len(PRODUCT_FILES) > 100 and not any("scheduler/bench" in str(f) for f in PRODUCT_FILES)
+    assert len(PRODUCT_FILES) > 100 and not any("bench" in f.parts for f in PRODUCT_FILES)

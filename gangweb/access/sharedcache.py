@@ -21,6 +21,7 @@ from django.conf import settings
 from django.utils.crypto import salted_hmac
 
 from gangweb.access.ttlcache import TTLCache
+from scheduler import redisclient
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +55,7 @@ class SharedCache:
             return None
         with self._lock:
             if self._client is None or self._url != url:
-                import redis
-
-                self._client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+                self._client = redisclient.connect(url)
                 self._url = url
             return self._client
 
@@ -119,7 +118,7 @@ class SharedCache:
             return
         import redis
 
-        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+        client = redisclient.connect(settings.REDIS_URL)
         try:
             names = list(client.scan_iter(match=f"{PREFIX}{self.kind}:*", count=1000))
             if names:

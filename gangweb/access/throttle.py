@@ -26,6 +26,7 @@ from functools import lru_cache
 from django.conf import settings
 
 from gangweb.access.ttlcache import TTLCache
+from scheduler import redisclient
 
 logger = logging.getLogger(__name__)
 
@@ -147,9 +148,7 @@ class _Redis:
         try:
             with self._lock:
                 if self._client is None or self._url != url:
-                    import redis
-
-                    self._client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+                    self._client = redisclient.connect(url)
                     self._url = url
                     self._scripts = {}
                 if name not in self._scripts:
@@ -185,7 +184,7 @@ class _Redis:
         if settings.REDIS_URL and self._written:
             import redis
 
-            client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+            client = redisclient.connect(settings.REDIS_URL)
             try:
                 keys = list(client.scan_iter(match=PREFIX + "*", count=1000))
                 if keys:

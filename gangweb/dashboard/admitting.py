@@ -15,6 +15,7 @@ from admission.handler import MUTATE
 from admission.labels import MIN_COUNT_ANNOTATION, POD_GROUP_LABEL
 from admission.review import review_for
 from admission.runtime import get_webhook
+from scheduler.cluster import SubmitsGangs
 
 logger = logging.getLogger(__name__)
 
@@ -37,15 +38,14 @@ def as_created(pod: dict[str, Any], min_count: int) -> dict[str, Any]:
 
 def admit_submitted(cluster: Any, changes: list[dict[str, Any]]) -> int:
     """Review the pods of every gang submitted in ``changes``; returns how many were reviewed."""
-    pods_of = getattr(cluster, "pods_of", None)
-    if pods_of is None:
+    if not isinstance(cluster, SubmitsGangs):
         return 0
     webhook = get_webhook()
     reviewed = 0
     for change in changes:
         if change.get("type") != "gang-submitted":
             continue
-        min_count, pods = pods_of(change["podGroup"])
+        min_count, pods = cluster.pods_of(change["podGroup"])
         for pod in pods:
             answer = webhook.handle(MUTATE, orjson.dumps(review_for(as_created(pod, min_count))))
             if answer.status != 200:

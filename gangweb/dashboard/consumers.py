@@ -39,9 +39,11 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
+from gangweb import stream
 from gangweb.access import sessions
 from gangweb.access.liveness import session_scope
-from gangweb.dashboard import live, scoping, stream
+from gangweb.clusterview import scoping
+from gangweb.dashboard import live
 from gangweb.dashboard.hub import Frames, hub
 from gangweb.events import bind_server_loop
 
@@ -54,8 +56,7 @@ MAX_BACKFILL = 200
 # Live messages go out in one frame per this many seconds at most (``{"type": "batch", "messages"}``
 # when there are several): 1,000 events a second are 20 frames a socket, not 1,000. A message after a
 # quiet spell leaves at once; only a busy stream waits for the next slot. Each frame is a socket write,
-# and bench live's profile of the server (20 sockets, 1,000 events/s, load 8 on 2 cores) found them the
-# largest cost: 4.7 s of 23 s in socket.send, ~1 ms a call, at one frame per 20 ms.
+# the server's largest cost under a busy stream (docs/measurements.md).
 FLUSH_EVERY = 0.05
 
 
@@ -100,7 +101,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             self.user_id, self.reader = found
             groups = (sessions.user_group(self.user_id), sessions.session_group(self.session_key))
         else:  # the public demo's anonymous reader, or nobody
-            self.reader = await sync_to_async(scoping.reader_scope)(user, public=live.dashboard_is_public())
+            self.reader = await sync_to_async(scoping.reader_scope)(
+                user, public=scoping.dashboard_is_public()
+            )
             groups = ()
         if not self.reader.authenticated:
             await self.close(code=CLOSE_LOGIN_REQUIRED)

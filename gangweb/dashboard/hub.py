@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 
-from gangweb.dashboard import stream
+from gangweb import stream
 
 logger = logging.getLogger(__name__)
 RETRY_SECONDS = 1.0

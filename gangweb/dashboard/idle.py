@@ -156,7 +156,7 @@ def gang_queues(cluster: object, objects: list[dict[str, Any]]) -> dict[str, tup
 
 def record_sample() -> IdleSample:
     """Sample the idle GPUs now (one reading of the cluster, one query) and keep it."""
-    from gangweb.dashboard import reading as readings
+    from gangweb.clusterview import reading as readings
     from scheduler.preemption import metrics
     from scheduler.preemption.planning import reservations
     from scheduler.preemption.runtime import get_cluster

@@ -28,8 +28,9 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 
-from gangweb import metrics
-from gangweb.dashboard import history, mapdelta, reading, stream
+from gangweb import metrics, stream
+from gangweb.clusterview import reading
+from gangweb.dashboard import history, mapdelta
 from gangweb.dashboard.admitting import admit_submitted
 from gangweb.events import PublishFailed, bind_server_loop, send
 from scheduler.cluster import Steps
@@ -50,11 +51,6 @@ def tick_interval() -> float:
     return settings.GANGWEB_SIM_TICK_SECONDS if simulation_running() else settings.GANGWEB_MAP_REFRESH_SECONDS
 
 
-def dashboard_is_public() -> bool:
-    """The demo's dashboard is readable without a login; anywhere else it needs a signed-in user."""
-    return bool(settings.DEMO)
-
-
 def read_picture(max_age: float = 0.0, *, paced: bool = False) -> dict[str, Any]:
     """The picture of a reading of the cluster no older than ``max_age`` seconds (0: read it now), or an
     empty one that says why there is none."""
@@ -67,7 +63,7 @@ def read_picture(max_age: float = 0.0, *, paced: bool = False) -> dict[str, Any]
 
 def empty_picture(name: str, note: str) -> dict[str, Any]:
     picture = {"cluster": name, "time": time.time(), "domains": [], "nodes": [], "gangs": [], "tiers": []}
-    from gangweb.dashboard.picture import totals
+    from gangweb.clusterview.picture import totals
 
     return {**picture, "totals": totals(picture), "note": note}
 

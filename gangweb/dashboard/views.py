@@ -1,8 +1,8 @@
 """The dashboard's pages (server-side shells) and the JSON they fetch, all cut to the reader's scope.
 
 Each page renders its frame and a first copy of its data; ``gangweb/static/dashboard/<page>.js`` fetches the
-JSON endpoints in ``data_urls`` (``gangweb/dashboard/urls.py``) and follows the live stream. The data
-functions live in ``gangweb/dashboard/queries/`` so the API v1 can serve the same answers.
+JSON endpoints in ``data_urls`` (``gangweb/dashboard/urls.py``), all of them API v1's, and follows the live
+stream. What the pages render first is read from ``gangweb/clusterview/`` and ``overview.py``, never the API.
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from gangweb.access.scope import Scope
-from gangweb.api.v1.queries import cluster
-from gangweb.dashboard import live, replay, scoping
-from gangweb.dashboard.queries import overview, whatif
+from gangweb.clusterview import rows as cluster_rows
+from gangweb.clusterview import scoping, whatif
+from gangweb.dashboard import overview, replay
 from scheduler.engine import DUMP_COMMAND
 
 logger = logging.getLogger(__name__)
 
 
 def reader(request: HttpRequest) -> Scope:
-    return scoping.reader_scope(request, public=live.dashboard_is_public())
+    return scoping.reader_scope(request, public=scoping.dashboard_is_public())
 
 
 def page(template: str, title: str, nav: str):
@@ -105,7 +105,7 @@ def gang_page(request, scope, namespace: str, name: str):
         "namespace": namespace,
         "name": name,
         "visible": scope.sees(namespace),
-        "present": cluster.podgroup(scope, namespace, name) is not None,
+        "present": cluster_rows.podgroup(scope, namespace, name) is not None,
         "can_operate": scope.may("approve", namespace),
     }
 

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from gangweb.access.scope import VIEWER, Scope
-from gangweb.api.v1.redact import redact
+from gangweb.clusterview.redact import redact
 from gangweb.notify.models import Delivery, Sink
 
 logger = logging.getLogger(__name__)

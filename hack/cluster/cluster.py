@@ -251,6 +251,10 @@ def certificates(pki: Path) -> None:
     write(pki / "apiserver.key", serving.key_pem())
     write(pki / "admin.crt", admin.cert_pem(), 0o644)
     write(pki / "admin.key", admin.key_pem())
+    # kube-scheduler serves its /metrics on loopback with this one (``up``): a client checks it with ca.crt.
+    scheduler = issue_serving(ca, ["kube-scheduler", "localhost"], days=30, ips=("127.0.0.1",))
+    write(pki / "scheduler.crt", scheduler.cert_pem(), 0o644)
+    write(pki / "scheduler.key", scheduler.key_pem())
     signer = ec.generate_private_key(ec.SECP256R1())
     write(
         pki / "sa.key",
@@ -450,9 +454,13 @@ def up(state: Path, admission_config: Path | None = None, gates: dict[str, bool]
     cluster.logs.mkdir()
     pki = state / "pki"
     certificates(pki)
-    etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+    etcd_port, peer_port, api_port, scheduler_port = free_port(), free_port(), free_port(), free_port()
     server = f"https://127.0.0.1:{api_port}"
-    cluster.save({"server": server, "versions": version_key(), "pids": {}})
+    # kube-scheduler's metrics (docs/kube.md "kube-scheduler's metrics"): anyone on loopback may read /metrics.
+    scheduler_metrics = f"https://127.0.0.1:{scheduler_port}/metrics"
+    cluster.save(
+        {"server": server, "schedulerMetrics": scheduler_metrics, "versions": version_key(), "pids": {}}
+    )
     config = kubeconfig(state, server)
     gates = ",".join(f"{gate}={str(on).lower()}" for gate, on in sorted(feature_gates(gates).items()))
     # Every LIST the API server answers, with its client's user agent (audit.log, JSON lines): who lists
@@ -516,9 +524,19 @@ def up(state: Path, admission_config: Path | None = None, gates: dict[str, bool]
                 if name == "kube-controller-manager"
                 else []
             )
+            serving = (
+                [f"--secure-port={scheduler_port}", "--bind-address=127.0.0.1"]
+                + [
+                    f"--tls-cert-file={pki / 'scheduler.crt'}",
+                    f"--tls-private-key-file={pki / 'scheduler.key'}",
+                ]
+                + ["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"]
+                if name == "kube-scheduler"
+                else ["--secure-port=0"]
+            )
             cluster.start(
                 name,
-                [str(bins / name), f"--kubeconfig={config}", "--leader-elect=false", "--secure-port=0"]
+                [str(bins / name), f"--kubeconfig={config}", "--leader-elect=false", *serving]
                 + [f"--feature-gates={gates}", "--v=1", *extra],
             )
         say("starting kwok")
@@ -556,7 +574,9 @@ def up(state: Path, admission_config: Path | None = None, gates: dict[str, bool]
         )
         # Services get their IP from the default ServiceCIDR, made Ready by the API server after /readyz.
         cluster.wait("kube-apiserver", "the default ServiceCIDR Ready", service_cidr_ready(cluster))
-        cluster.wait("kube-scheduler", "running", lambda: True)
+        cluster.wait(
+            "kube-scheduler", "serving /metrics", lambda: _https_ok(scheduler_metrics, pki / "ca.crt")
+        )
     except (ClusterError, subprocess.CalledProcessError):
         cluster.stop()
         raise
@@ -577,6 +597,15 @@ def _zombie(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
+        return False
+
+
+def _https_ok(url: str, cafile: Path) -> bool:
+    try:
+        context = ssl.create_default_context(cafile=str(cafile))
+        with urllib.request.urlopen(url, timeout=2, context=context) as answer:
+            return answer.status == 200
+    except (urllib.error.URLError, OSError):
         return False
 
 

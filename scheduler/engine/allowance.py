@@ -22,7 +22,7 @@ NAMESPACE_POOL = "lost-work-budget"
 
 def namespace_pool(namespace: str) -> str:
     """``NAMESPACE/lost-work-budget``: shaped like an object key, so an answer for a reader who does not
-    see the namespace hides it like any other name (gangweb/api/v1/redact.py)."""
+    see the namespace hides it like any other name (gangweb/clusterview/redact.py)."""
     return f"{namespace}/{NAMESPACE_POOL}"
 
 

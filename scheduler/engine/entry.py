@@ -18,7 +18,9 @@ MAX_BUDGET_ROUNDS = 16
 def _problem(snapshot: Snapshot, podgroup: str) -> Problem:
     if not isinstance(snapshot, Snapshot):
         raise SnapshotError("plan() needs a Snapshot from load_snapshot() or parse_snapshot()")
-    return Problem(snapshot, Preemptor(snapshot, podgroup))
+    gang = Preemptor(snapshot, podgroup)
+    seen = snapshot.holding_for(gang.priority)
+    return Problem(snapshot, gang) if seen is snapshot else Problem(seen, Preemptor(seen, podgroup))
 
 
 def plan(snapshot: Snapshot, podgroup: str, policy: str = DEFAULT_POLICY) -> Plan:

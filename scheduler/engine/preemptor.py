@@ -13,7 +13,7 @@ from .placement import node_mask, topology_domains, unavailable_nodes
 from .typed_objects import NEVER
 
 if TYPE_CHECKING:
-    from .groupclaims import GroupClaims
+    from .dra.groupclaims import GroupClaims
     from .snapshot import Snapshot
 
 
@@ -82,8 +82,8 @@ class Preemptor:
         index = self.snapshot.devices
         if index is None:
             return None
-        from .devices import notes_for
-        from .groupclaims import GroupClaims, group_claim_needs
+        from .dra.devices import notes_for
+        from .dra.groupclaims import GroupClaims, group_claim_needs
 
         notes = notes_for(index, [self.snapshot.pods[p].key for p in self.pending])
         found = GroupClaims()
@@ -122,7 +122,51 @@ class Preemptor:
         return self._static_mask
 
     def domains(self) -> tuple[list[Domain], str | None]:
-        """Candidate domains, or ([], reason) when the topology constraint cannot be met."""
+        """Candidate domains, or ([], reason) when the topology constraint cannot be met; cut to the topology
+        values the running groups of its CompositePodGroups already sit in (``composite_nodes``)."""
+        found, why_not = self._own_domains()
+        if why_not or not self.group.parent:
+            return found, why_not
+        allowed, why_not = self.composite_nodes()
+        if why_not:
+            return [], why_not
+        if allowed is None:
+            return found, None
+        cut = [Domain(d.name, d.nodes[allowed[d.nodes]], d.order) for d in found]
+        cut = [d for d in cut if len(d.nodes)]
+        if not cut:
+            return (
+                [],
+                "no node lies in the topology values its CompositePodGroups' running groups already hold",
+            )
+        return cut, None
+
+    def composite_nodes(self) -> tuple[np.ndarray | None, str | None]:
+        """KEP-5732 through CompositePodGroups: a composite with ``schedulingConstraints.topology`` keeps its
+        whole tree in one value of that label, so once some group under it runs, the value is fixed for this
+        one too. The nodes allowed (None: no composite fixes any), or a reason none can be."""
+        snap = self.snapshot
+        allowed: np.ndarray | None = None
+        for ancestor in snap.ancestors(self.group)[1:]:
+            key = ancestor.topology_key
+            if key is None:
+                continue
+            under = [g for g in snap.groups.values() if g.key != self.key and ancestor in snap.ancestors(g)]
+            running = [p for g in under for p in snap.group_members.get(g.key, []) if snap.pod_node[p] >= 0]
+            if not running:
+                continue
+            _, node_domain = topology_domains(snap, key)
+            held = {int(node_domain[snap.pod_node[p]]) for p in running}
+            name = f"{ancestor.kind} {ancestor.name}"
+            if -1 in held:
+                return None, f"running groups of {name} sit on nodes without its topology label {key!r}"
+            if len(held) > 1:
+                return None, f"running groups of {name} already span several {key!r} values"
+            mask = node_domain == held.pop()
+            allowed = mask if allowed is None else allowed & mask
+        return allowed, None
+
+    def _own_domains(self) -> tuple[list[Domain], str | None]:
         snap = self.snapshot
         key = self.group.topology_key
         if key is None:

@@ -7,7 +7,7 @@ that names the file and the problem:
   from ``stat`` before it is opened; the open itself is non-blocking and checked again with ``fstat``,
   so a FIFO swapped in meanwhile cannot hang the reader either.
 - At most ``max_snapshot_bytes()`` are read (``GANGWEB_SNAPSHOT_MAX_BYTES``, default 256 MiB; a
-  50,000-node dump of ``synthetic.py`` is 73 MB as JSON, 75 MB as YAML). Standard input is read in
+  50,000-node dump of ``testkit/synthetic.py`` is 73 MB as JSON, 75 MB as YAML). Standard input is read in
   chunks and refused as soon as it passes the cap.
 - A file whose name ends in ``.json`` is JSON. Any other text that starts with ``{`` or ``[`` is tried as
   JSON (one document or a stream) and otherwise read as YAML.

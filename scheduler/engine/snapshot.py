@@ -2,7 +2,7 @@
 
 The snapshot contract (docs/design.md): a ``List``/``*List`` or a multi-document YAML/JSON stream of
 Nodes, Pods, PodGroups, CompositePodGroups, Workloads, PodDisruptionBudgets, PriorityClasses and the
-DRA kinds (ResourceClaims, ResourceClaimTemplates, ResourceSlices, DeviceClasses; ``devices.py``).
+DRA kinds (ResourceClaims, ResourceClaimTemplates, ResourceSlices, DeviceClasses; ``dra/devices.py``).
 Objects are told by API group and kind (``scheduler/kinds.py``): a Volcano or KAI ``PodGroup`` is not a
 Kubernetes PodGroup. Unknown kinds are ignored; a malformed object raises ``SnapshotError`` naming the object
 and field.
@@ -27,7 +27,7 @@ from scheduler.words import plural
 
 from .allowance import Allowance
 from .checkpoints import NO_INTERVALS, Intervals
-from .dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from .dra.objects import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .errors import SnapshotError, object_label
 from .reading import read_snapshot, snapshot_documents
 from .resources import CPU, EPHEMERAL, MEMORY, PODS, is_gpu
@@ -214,8 +214,8 @@ class Snapshot:
         defaults = [pc for pc in self.priority_classes.values() if pc.global_default]
         self.default_priority = max((pc.value for pc in defaults), default=0)
         self.cache: dict[Any, Any] = {}  # per-snapshot memo for placement masks, domains...
-        self.devices = None  # DRA devices as columns (devices.py), only when the snapshot has DRA objects
-        from .devices import DeviceIndex, has_dra  # local: most snapshots have none
+        self.devices = None  # DRA devices as columns (dra/devices.py), only when the snapshot has DRA objects
+        from .dra.devices import DeviceIndex, has_dra  # local: most snapshots have none
 
         if has_dra(parsed):
             self.devices = DeviceIndex(self, parsed)
@@ -263,12 +263,15 @@ class Snapshot:
         self.pods_by_node: list[list[int]] = [[] for _ in self.nodes]
         self.group_members: dict[str, list[int]] = {}
         missing_nodes = 0
+        leaving: list[tuple[int, int]] = []
         for i, pod in enumerate(self.pods):
             req[i, 0] = 1
             for name, value in pod.requests.items():
                 req[i, index[name]] = value
             if pod.group_name:
                 self.group_members.setdefault(f"{pod.namespace}/{pod.group_name}", []).append(i)
+            if pod.node_name and pod.terminating and pod.node_name in self.node_index:
+                leaving.append((i, self.node_index[pod.node_name]))
             if pod.node_name and pod.active:
                 node = self.node_index.get(pod.node_name)
                 if node is None:
@@ -282,6 +285,9 @@ class Snapshot:
             )
         self.pod_req = req
         self.pod_node = node_of
+        # Pods already terminating on a node (``holding_for``): no victim unit, no room in ``free``.
+        self.leaving = np.array([i for i, _ in leaving], dtype=np.int64)
+        self.leaving_node = np.array([n for _, n in leaving], dtype=np.int64)
         self.bound = np.flatnonzero(node_of >= 0)
         used = np.zeros_like(self.alloc)
         if self.devices is not None:  # claims' devices: on the pods that hold them, or held for good
@@ -293,7 +299,7 @@ class Snapshot:
         self.pod_priority = self._pod_priorities()
 
     def _pod_priorities(self) -> list[int]:
-        """``_pod_priority`` of every pod, once per group (40,000 pods in 2,367 groups: 59 -> 22 ms)."""
+        """``_pod_priority`` of every pod, worked out once per group, not once per pod."""
         by_group: dict[str, int] = {}
         out = []
         for pod in self.pods:
@@ -368,6 +374,32 @@ class Snapshot:
         clone.cache = {}
         with collector_paused():
             clone.units = UnitIndex(clone)
+        return clone
+
+    def leaving_below(self, priority: int) -> list[int]:
+        """The terminating pods a preemptor of this priority could preempt: their room is its to count on."""
+        return [p for p in self.leaving.tolist() if self.pod_priority[p] < priority]
+
+    def holding_for(self, priority: int) -> Snapshot:
+        """The snapshot as a preemptor of this priority sees it: pods already terminating at its priority or
+        above hold their room until they are gone, as in kube-scheduler's cache (it may preempt only lower
+        pods, and a terminating one it outranks it takes with no API call). ``free`` counts every
+        terminating pod gone, so this is the snapshot itself when no such pod outranks the preemptor."""
+        held = [
+            (p, n)
+            for p, n in zip(self.leaving.tolist(), self.leaving_node.tolist())
+            if self.pod_priority[p] >= priority
+        ]
+        if not held:
+            return self
+        clone = copy.copy(self)
+        clone.free = self.free.copy()
+        for p, n in held:
+            clone.free[n] -= self.pod_req[p]
+        clone.cache = {}
+        clone._base = (
+            self._base or self
+        )  # the shared units refer to their snapshot weakly: it must outlive the copy
         return clone
 
     def with_lost_work(

@@ -28,7 +28,7 @@ ALL, SINGLE = "all", "single"
 HostPort = tuple[str, str, int]  # (protocol, hostIP, hostPort) of a container port
 
 if TYPE_CHECKING:
-    from .dra import ClaimRef
+    from .dra.objects import ClaimRef
 
 
 def _map(value: Any, where: str) -> Mapping[str, Any]:
@@ -197,7 +197,7 @@ def _claims(
     used = any(isinstance(c, dict) and "claims" in (c.get("resources") or {}) for c in containers)
     if not (used or spec.get("resourceClaims") or status.get("resourceClaimStatuses")):
         return [], {}
-    from .dra import object_claims
+    from .dra.objects import object_claims
 
     return object_claims(spec, status, kind)
 
@@ -238,6 +238,7 @@ class Pod:
         "priority_class",
         "requests",
         "start_time",
+        "terminating",
         "tolerations",
         "uid",
         "uses_pod_affinity",
@@ -252,6 +253,8 @@ class Pod:
         self.node_name = _opt_str(spec.get("nodeName"), "spec.nodeName")
         phase = status.get("phase")
         self.active = not meta.deleting and phase not in ("Succeeded", "Failed")
+        # Deleted but not finished: it holds its node's room until it is gone (``Snapshot.holding_for``).
+        self.terminating = meta.deleting and phase not in ("Succeeded", "Failed")
         self.preempted = meta.deleting and _disrupted_by_scheduler(status)
         self.nominated_node = _opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName")
         group = _map(spec.get("schedulingGroup"), "spec.schedulingGroup")

@@ -37,12 +37,12 @@ from ..cluster import (
     KubeObject,
     version_reached,
 )
-from ..engine.live import LiveSnapshot
+from ..engine.caching.live import LiveSnapshot
 from ..served import Served
 from . import writes
 from .apis import list_raw, read_json, stamp
-from .apis import served as served_kinds
 from .discovery import discover
+from .discovery import served as served_kinds
 from .informer import Listener, Reflector, ReflectorsByReason
 from .resources import (
     COMPOSITE_PODGROUPS,
@@ -188,8 +188,8 @@ class KubeCluster:
         """Start the informers; with ``wait``, return once every kind is listed (ClusterError after
         ``timeout``, informers stopped again). ``index``: the live snapshot indexes itself in the background
         after each quiet moment (``LiveSnapshot.keep_indexed``), for processes that plan, and the process's
-        heap is settled after each index (``scheduler.engine.heap``: the cache frozen out of the garbage
-        collector's full passes, which took 0.5-1.9 s at 20,000 nodes)."""
+        heap is settled after each index (``scheduler.engine.caching.heap``: the cache frozen out of the
+        garbage collector's full passes, which would walk it all, GIL held)."""
         self._api()
         if index:
             self.live.keep_indexed(settle_heap=True)

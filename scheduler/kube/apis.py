@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from .resources import (
     COMPOSITE_PODGROUPS,
@@ -92,32 +91,6 @@ def list_function(
         fn = getattr(api, namespaced_name)
         return lambda **kw: fn(namespace, **kw)
     return getattr(api, all_name)
-
-
-def served(
-    api_client: client.ApiClient, resources: tuple[Resource, ...], timeout: float | tuple[float, float]
-) -> tuple[Resource, ...]:
-    """Those of the custom ``resources`` the server serves, by discovery: one request per API group
-    version (a 404: that group version is not served). Other errors raise, so a caller retries rather than
-    taking an unreachable server for one without the kinds."""
-    found: list[Resource] = []
-    answers: dict[tuple[str, str], set[str]] = {}
-    for resource in resources:
-        gv = (resource.group, resource.version)
-        if gv not in answers:
-            try:
-                response = client.CustomObjectsApi(api_client).get_api_resources(
-                    *gv, _request_timeout=timeout, _preload_content=False
-                )
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-                answers[gv] = set()
-            else:
-                answers[gv] = {str(r.get("name")) for r in read_json(response).get("resources") or []}
-        if resource.plural in answers[gv]:
-            found.append(resource)
-    return tuple(found)
 
 
 def stamp(resource: Resource, obj: dict) -> dict:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import socket
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import urllib3
 from kubernetes import client
@@ -118,10 +119,26 @@ def _answer(namespace: str, name: str, dry_run: bool, call) -> EvictionResult:
         return EvictionResult(namespace, name, 503, f"API server unreachable: {exc}", dry_run)
 
 
-def raise_cluster_error(what: str, exc: Exception) -> None:
+def raise_cluster_error(what: str, exc: Exception) -> NoReturn:
     if isinstance(exc, ApiException):
         raise ClusterError(f"{what}: {exc.status} {status_message(exc)}", code=int(exc.status or 0)) from exc
     raise ClusterError(f"{what}: {type(exc).__name__}: {exc}", code=0) from exc
+
+
+T = TypeVar("T")
+
+
+def call(what: str, request: Callable[[], T], *, absent: int | None = None) -> T | None:
+    """The answer to ``request()``; None when the server answers ``absent`` (404: gone; 409: already
+    there). Any other refusal, and a server that does not answer, raise ``ClusterError`` naming ``what``."""
+    try:
+        return request()
+    except ApiException as exc:
+        if absent is not None and exc.status == absent:
+            return None
+        raise_cluster_error(what, exc)
+    except TRANSPORT_ERRORS as exc:
+        raise_cluster_error(what, exc)
 
 
 def mark_disruption_target(
@@ -148,21 +165,15 @@ def mark_disruption_target(
             ]
         }
     }
-    try:
-        discard(
-            client.CoreV1Api(api_client).patch_namespaced_pod_status(
-                name,
-                namespace,
-                patch,
-                _request_timeout=timeout,
-                _preload_content=False,
-            )
-        )
-    except ApiException as exc:
-        if exc.status != 404:
-            raise_cluster_error(f"marking pod {namespace}/{name} as disruption target", exc)
-    except TRANSPORT_ERRORS as exc:
-        raise_cluster_error(f"marking pod {namespace}/{name} as disruption target", exc)
+    response = call(
+        f"marking pod {namespace}/{name} as disruption target",
+        lambda: client.CoreV1Api(api_client).patch_namespaced_pod_status(
+            name, namespace, patch, _request_timeout=timeout, _preload_content=False
+        ),
+        absent=404,
+    )
+    if response is not None:
+        discard(response)
 
 
 def _reference(kind: str, namespace: str | None, name: str, uid: str | None = None) -> dict[str, Any]:
@@ -213,14 +224,13 @@ def record_event(
             extra.pop("related_uid", related_uid),
         )
     body.update(extra)
-    try:
-        response = client.EventsV1Api(api_client).create_namespaced_event(
+    response = call(
+        f"recording event {event.reason} on {event.namespace}/{event.involved_name}",
+        lambda: client.EventsV1Api(api_client).create_namespaced_event(
             event.namespace, body, _request_timeout=timeout, _preload_content=False
-        )
-        return read_json(response)
-    except (ApiException, *TRANSPORT_ERRORS) as exc:
-        raise_cluster_error(f"recording event {event.reason} on {event.namespace}/{event.involved_name}", exc)
-        raise  # unreachable; keeps type checkers calm
+        ),
+    )
+    return read_json(response)
 
 
 def update_event_series(
@@ -229,13 +239,13 @@ def update_event_series(
     """Set an Event's ``series`` (its count and last observation now), as client-go's recorder does when
     the same event happens again: one object counts the repeats instead of one object per repeat."""
     body = {"series": {"count": count, "lastObservedTime": now_micro()}}
-    try:
-        response = client.EventsV1Api(api_client).patch_namespaced_event(
+    response = call(
+        f"updating the series of event {namespace}/{name}",
+        lambda: client.EventsV1Api(api_client).patch_namespaced_event(
             name, namespace, body, _request_timeout=timeout, _preload_content=False
-        )
-        discard(response)
-    except (ApiException, *TRANSPORT_ERRORS) as exc:
-        raise_cluster_error(f"updating the series of event {namespace}/{name}", exc)
+        ),
+    )
+    discard(response)
 
 
 def set_podgroup_condition(
@@ -253,18 +263,16 @@ def set_podgroup_condition(
     api = client.SchedulingV1beta1Api(api_client)
     what = f"setting condition {condition['type']} on PodGroup {namespace}/{name}"
     for attempt in range(attempts):
-        try:
-            current = read_json(
-                api.read_namespaced_pod_group_status(
-                    name, namespace, _request_timeout=timeout, _preload_content=False
-                )
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise_cluster_error(what, exc)
-        except TRANSPORT_ERRORS as exc:
-            raise_cluster_error(what, exc)
+        response = call(
+            what,
+            lambda: api.read_namespaced_pod_group_status(
+                name, namespace, _request_timeout=timeout, _preload_content=False
+            ),
+            absent=404,
+        )
+        if response is None:
+            return False
+        current = read_json(response)
         conditions = (current.get("status") or {}).get("conditions") or []
         old = next((c for c in conditions if c.get("type") == condition["type"]), None)
         new = dict(condition)
@@ -305,6 +313,27 @@ def _custom_api(api_client: client.ApiClient, api_version: str, kind: str):
     return client.CustomObjectsApi(api_client), resource
 
 
+def _custom_call(
+    api: Any, resource: Any, verb: str, namespace: str | None, *args: Any, timeout: Timeout
+) -> Any:
+    """``CustomObjectsApi``'s ``verb`` (create, get, patch) on ``resource``, namespaced or cluster-scoped as it is."""
+    if resource.namespaced:
+        method = getattr(api, f"{verb}_namespaced_custom_object")
+        scope: tuple[str, ...] = (namespace or "default",)
+    else:
+        method = getattr(api, f"{verb}_cluster_custom_object")
+        scope = ()
+    return method(
+        resource.group,
+        resource.version,
+        *scope,
+        resource.plural,
+        *args,
+        _request_timeout=timeout,
+        _preload_content=False,
+    )
+
+
 def create_object(api_client: client.ApiClient, obj: dict[str, Any], *, timeout: Timeout) -> bool:
     """POST ``obj`` to its collection (any API group: typed by its apiVersion/kind). True: created; False:
     an object of that name already exists (409 AlreadyExists), which callers that ensure objects treat as
@@ -312,35 +341,14 @@ def create_object(api_client: client.ApiClient, obj: dict[str, Any], *, timeout:
     meta = obj.get("metadata") or {}
     api, resource = _custom_api(api_client, str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     what = f"creating {resource.kind} {meta.get('namespace', '')}/{meta.get('name', '')}"
-    try:
-        if resource.namespaced:
-            response = api.create_namespaced_custom_object(
-                resource.group,
-                resource.version,
-                meta.get("namespace") or "default",
-                resource.plural,
-                obj,
-                _request_timeout=timeout,
-                _preload_content=False,
-            )
-        else:
-            response = api.create_cluster_custom_object(
-                resource.group,
-                resource.version,
-                resource.plural,
-                obj,
-                _request_timeout=timeout,
-                _preload_content=False,
-            )
-        discard(response)
-        return True
-    except ApiException as exc:
-        if exc.status == 409:
-            return False
-        raise_cluster_error(what, exc)
-    except TRANSPORT_ERRORS as exc:
-        raise_cluster_error(what, exc)
-    return False
+    namespace = meta.get("namespace")
+    response = call(
+        what, lambda: _custom_call(api, resource, "create", namespace, obj, timeout=timeout), absent=409
+    )
+    if response is None:
+        return False
+    discard(response)
+    return True
 
 
 def annotate(
@@ -357,32 +365,25 @@ def annotate(
     gone."""
     patch = {"metadata": {"annotations": annotations}}
     what = f"annotating {kind} {namespace}/{name}"
-    try:
-        if kind == "Pod" and api_version == "v1":
-            response = client.CoreV1Api(api_client).patch_namespaced_pod(
+    if kind == "Pod" and api_version == "v1":
+        response = call(
+            what,
+            lambda: client.CoreV1Api(api_client).patch_namespaced_pod(
                 name, namespace, patch, _request_timeout=timeout, _preload_content=False
-            )
-        else:
-            api, resource = _custom_api(api_client, api_version, kind)
-            response = api.patch_namespaced_custom_object(
-                resource.group,
-                resource.version,
-                namespace,
-                resource.plural,
-                name,
-                patch,
-                _request_timeout=timeout,
-                _preload_content=False,
-            )
-        discard(response)
-        return True
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise_cluster_error(what, exc)
-    except TRANSPORT_ERRORS as exc:
-        raise_cluster_error(what, exc)
-    return False
+            ),
+            absent=404,
+        )
+    else:
+        api, resource = _custom_api(api_client, api_version, kind)
+        response = call(
+            what,
+            lambda: _custom_call(api, resource, "patch", namespace, name, patch, timeout=timeout),
+            absent=404,
+        )
+    if response is None:
+        return False
+    discard(response)
+    return True
 
 
 def read_object(
@@ -398,35 +399,12 @@ def read_object(
     installed) does not exist."""
     api, resource = _custom_api(api_client, api_version, kind)
     what = f"reading {kind} {namespace or ''}/{name}"
-    try:
-        if resource.namespaced:
-            response = api.get_namespaced_custom_object(
-                resource.group,
-                resource.version,
-                namespace or "default",
-                resource.plural,
-                name,
-                _request_timeout=timeout,
-                _preload_content=False,
-            )
-        else:
-            response = api.get_cluster_custom_object(
-                resource.group,
-                resource.version,
-                resource.plural,
-                name,
-                _request_timeout=timeout,
-                _preload_content=False,
-            )
-        found = read_json(response)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise_cluster_error(what, exc)
+    response = call(
+        what, lambda: _custom_call(api, resource, "get", namespace, name, timeout=timeout), absent=404
+    )
+    if response is None:
         return None
-    except TRANSPORT_ERRORS as exc:
-        raise_cluster_error(what, exc)
-        return None
+    found = read_json(response)
     found.setdefault("apiVersion", api_version)
     found.setdefault("kind", kind)
     return found

@@ -20,6 +20,8 @@ from contextlib import contextmanager
 
 from django.conf import settings
 
+from scheduler import redisclient
+
 logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "gangweb:lock:"
@@ -38,9 +40,7 @@ class LockBusy(Exception):
 
 class _RedisStore:
     def __init__(self, url: str):
-        import redis
-
-        self.client = redis.Redis.from_url(url)
+        self.client = redisclient.connect(url, timeout=None)
         self._release = self.client.register_script(_RELEASE)
         self._refresh = self.client.register_script(_REFRESH)
 
@@ -152,9 +152,19 @@ class Lease:
         self._lost = ""
         self._stopped = ""
         self.stopping = threading.Event()  # set once the holder must stop; waits in retries watch it
+        self.refreshes = 0  # heartbeats that refreshed every key
+        self._beat = threading.Condition()
 
     def refreshed(self, at: float) -> None:
-        self._valid_until = max(self._valid_until, at + self.ttl)
+        with self._beat:
+            self._valid_until = max(self._valid_until, at + self.ttl)
+            self.refreshes += 1
+            self._beat.notify_all()
+
+    def wait_refreshes(self, count: int, timeout: float) -> bool:
+        """True once the heartbeat has refreshed every key ``count`` times; False after ``timeout`` s."""
+        with self._beat:
+            return self._beat.wait_for(lambda: self.refreshes >= count, timeout)
 
     def lose(self, why: str) -> None:
         self._lost = self._lost or why

@@ -40,6 +40,9 @@ ACTIVE_REQUEST_STATES = (
     RequestState.EXECUTING,
 )
 
+# approve mode: a request in these states waits for a person (the dashboard's header, the approvals gauge).
+AWAITING_APPROVAL_STATES = (RequestState.PLANNED, RequestState.AWAITING_APPROVAL)
+
 REQUEST_TRANSITIONS: dict[str, frozenset[str]] = {
     # pending -> observed: observe mode, kube-scheduler's victims deleted before gangweb read them (no plan).
     RequestState.PENDING: frozenset(

@@ -25,7 +25,7 @@ from scheduler.cluster import GANGWEB_CONTROLLER, Cluster, KubeObject, ListsEven
 from scheduler.engine import parse_snapshot
 from scheduler.kinds import is_native
 from scheduler.preemption import ledger, planning
-from scheduler.preemption.facts import PodFacts
+from scheduler.preemption.facts import VictimFacts
 from scheduler.preemption.models import (
     Eviction,
     EvictionState,
@@ -181,7 +181,7 @@ def record_observations(objects: list[KubeObject]) -> list[str]:
     for preemptor, pods in sorted(by_preemptor.items()):
         request, created = _request_for(preemptor)
         units = _units(snapshot, pods)
-        facts = {key: PodFacts(uid=uids.get(key, "")) for key in pods}
+        facts = {key: VictimFacts(uid=uids.get(key, "")) for key in pods}
         facts.update(planning.pod_facts(snapshot, pods))
         new = ledger.record_observed_victims(request.pk, units, facts)
         recorded += new

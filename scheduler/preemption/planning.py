@@ -16,7 +16,7 @@ from scheduler.engine import Plan as EnginePlan
 from scheduler.engine import Snapshot, parse_snapshot
 from scheduler.engine import plan as engine_plan
 from scheduler.kinds import is_native
-from scheduler.preemption.facts import PodFacts
+from scheduler.preemption.facts import VictimFacts
 
 
 def fresh_objects(cluster: Cluster) -> list[KubeObject]:
@@ -29,7 +29,7 @@ def fresh_objects(cluster: Cluster) -> list[KubeObject]:
 class PlanResult:
     plan: dict[str, Any]
     cost: dict[str, Any] = field(default_factory=dict)
-    pods: dict[str, PodFacts] = field(default_factory=dict)
+    pods: dict[str, VictimFacts] = field(default_factory=dict)
     seconds: float = 0.0
     # The JSON ``cost`` block (camelCase), as the API and ``gang plan`` print it.
     json_cost: dict[str, Any] = field(default_factory=dict)
@@ -37,14 +37,14 @@ class PlanResult:
     decision: dict[str, Any] = field(default_factory=dict)
 
 
-def pod_facts(snapshot: Snapshot, pod_keys: list[str]) -> dict[str, PodFacts]:
+def pod_facts(snapshot: Snapshot, pod_keys: list[str]) -> dict[str, VictimFacts]:
     facts = {}
     for key in pod_keys:
         index = snapshot.pod_index.get(key)
         if index is None:
             continue
         pod = snapshot.pods[index]
-        facts[key] = PodFacts(
+        facts[key] = VictimFacts(
             uid=pod.uid if pod.uid != pod.key else "",
             node=pod.node_name or "",
             gpus=int(snapshot.gpus(snapshot.pod_req[index])),
@@ -134,7 +134,9 @@ def cost_json(values: dict[str, Any]) -> dict[str, Any]:
     return {key: values.get(fact) for fact, key in COST_KEYS.items()}
 
 
-def cost_block(plan: dict[str, Any], engine_result: EnginePlan, pods: dict[str, PodFacts]) -> dict[str, Any]:
+def cost_block(
+    plan: dict[str, Any], engine_result: EnginePlan, pods: dict[str, VictimFacts]
+) -> dict[str, Any]:
     """The one ``cost`` block of the API, the CLI (``gang plan``) and the ledger's plan rows."""
     evictions = plan.get("evictions") or []
     return cost_json(

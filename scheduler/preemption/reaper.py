@@ -24,9 +24,10 @@ from scheduler.cluster import KubeObject, object_key
 from scheduler.engine.typed_objects import timestamp_or_none
 from scheduler.preemption import ledger
 from scheduler.preemption.execution.reaping import REAP
+from scheduler.preemption.facts import VictimFacts
 from scheduler.preemption.ledger import health as recorded
 from scheduler.preemption.models import BrokenGang, RequestState
-from scheduler.preemption.planning import PlanResult, PodFacts
+from scheduler.preemption.planning import PlanResult
 from scheduler.preemption.runtime import mode_for, reaper_for
 
 logger = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ def _restarting_within_grace(pods: list[KubeObject], now: float, grace: float) -
     return False
 
 
-def plan_of(podgroup: KubeObject, pods: list[KubeObject]) -> tuple[dict[str, Any], dict[str, PodFacts]]:
+def plan_of(podgroup: KubeObject, pods: list[KubeObject]) -> tuple[dict[str, Any], dict[str, VictimFacts]]:
     """The reap's plan (``gang plan`` JSON): one victim unit, the gang's bound unfinished pods."""
     meta = podgroup.get("metadata") or {}
     key = object_key(podgroup)
@@ -71,7 +72,7 @@ def plan_of(podgroup: KubeObject, pods: list[KubeObject]) -> tuple[dict[str, Any
         key=object_key,
     )
     facts = {
-        object_key(p): PodFacts(
+        object_key(p): VictimFacts(
             uid=str((p.get("metadata") or {}).get("uid") or ""),
             node=podstate.node_name(p),
             gpus=health.pod_gpus(p),

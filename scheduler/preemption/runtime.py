@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 
 from django.conf import settings
 
 from scheduler.cluster import Closable, Cluster
+from scheduler.nativemetrics import NativeMetrics, NativeReading, Scrape, Unconfigured
 
 _lock = threading.Lock()
 _cluster: Cluster | None = None
@@ -124,3 +126,33 @@ def notice_seconds_for(namespace: str) -> int:
     return settings.GANGWEB_NAMESPACE_PREEMPTION_NOTICE_SECONDS.get(
         namespace, settings.GANGWEB_PREEMPTION_NOTICE_SECONDS
     )
+
+
+_native: tuple[tuple[str, ...], float, NativeReading] | None = None
+NATIVE_READ_SECONDS = 10.0  # one read of kube-scheduler's metrics serves every page asking this long
+
+
+def native_metrics() -> NativeMetrics:
+    """kube-scheduler's metrics source the settings name (``GANGWEB_SCHEDULER_METRICS_*``)."""
+    if not settings.GANGWEB_SCHEDULER_METRICS_URL:
+        return Unconfigured()
+    return Scrape(
+        settings.GANGWEB_SCHEDULER_METRICS_URL,
+        cafile=settings.GANGWEB_SCHEDULER_METRICS_CA,
+        certfile=settings.GANGWEB_SCHEDULER_METRICS_CERT,
+        keyfile=settings.GANGWEB_SCHEDULER_METRICS_KEY,
+        token=settings.GANGWEB_SCHEDULER_METRICS_TOKEN,
+        timeout=2.0,
+    )
+
+
+def native_reading() -> NativeReading:
+    """kube-scheduler's preemption figures, read at most once per ``NATIVE_READ_SECONDS`` per process."""
+    global _native
+    key = (settings.GANGWEB_SCHEDULER_METRICS_URL, settings.GANGWEB_SCHEDULER_METRICS_CA)
+    now = time.monotonic()
+    if _native is not None and _native[0] == key and now - _native[1] < NATIVE_READ_SECONDS:
+        return _native[2]
+    read = native_metrics().read()
+    _native = (key, now, read)
+    return read

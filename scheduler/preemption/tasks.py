@@ -26,7 +26,8 @@ from scheduler.cluster import ClusterError, current_objects
 from scheduler.engine import SnapshotError
 from scheduler.preemption import (
     detection,
-    healthwatch,  # registers gang health on the watch events
+    dispatch,
+    healthwatch,
     ledger,
     locks,
     metrics,
@@ -218,40 +219,9 @@ def plan_request(self, request_id: int) -> None:
 
 
 def after_plan(request_id: int, result: planning.PlanResult, *, planned_by: str) -> None:
-    """Record the plan and start what comes next for the request's mode."""
+    """Record the plan and take the step its mode decides (``dispatch``); an execution is enqueued here."""
     with transaction.atomic():
-        stored = ledger.record_plan(
-            request_id,
-            result.plan,
-            cost=result.cost,
-            pods=result.pods,
-            planning_seconds=result.seconds,
-            planned_by=planned_by,
-            decision=result.decision,
-        )
-        request = stored.request
-        if request.state != RequestState.PLANNED:
-            return
-        if request.mode == Mode.OBSERVE:
-            ledger.finish(
-                request_id,
-                RequestState.OBSERVED,
-                "observe mode: gangweb's plan is recorded beside kube-scheduler's actions, not executed",
-            )
-        elif stored.pdb_violations and settings.GANGWEB_PDB_POLICY == "respect":
-            # The engine ranks budget-breaking plans last, so the best one breaking a budget means every plan
-            # it found does (docs/pipeline.md, "Disruption budgets").
-            ledger.finish(
-                request_id,
-                RequestState.INFEASIBLE,
-                f"every plan found breaks a disruption budget (the best one by {stored.pdb_violations} "
-                "disruptions); GANGWEB_PDB_POLICY=respect executes only plans the budgets allow",
-            )
-        elif request.mode == Mode.APPROVE:
-            # approve mode: an operator approves (scheduler/preemption/actions.py), or the plan expires.
-            deadline = timezone.now() + timedelta(seconds=settings.GANGWEB_APPROVAL_TIMEOUT_SECONDS)
-            approvals.await_approval(request_id, deadline)
-        else:
+        if dispatch.after_plan(request_id, result, planned_by=planned_by) == dispatch.Next.EXECUTE:
             after_commit(execute_plan, request_id)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 
+from scheduler import redisclient
 from scheduler.cluster import Cluster, WatchEvents
 from scheduler.kinds import is_native
 from scheduler.preemption.detection import unschedulable_condition
@@ -35,9 +36,7 @@ last_trigger: dict[str, float] = {}
 def _claim(key: str, transition: str) -> bool:
     if not settings.REDIS_URL:
         return True
-    import redis
-
-    client = redis.Redis.from_url(settings.REDIS_URL)
+    client = redisclient.connect(settings.REDIS_URL, timeout=None)
     return bool(client.set(f"{CLAIM_PREFIX}{key}:{transition}", "1", nx=True, ex=CLAIM_SECONDS))
 
 

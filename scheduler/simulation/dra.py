@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.engine import dra_builders as dra
+from scheduler.engine.dra import builders as dra
 from scheduler.simulation.catalog import GPU, GPU_PRODUCT, GPUS_PER_NODE, NODES_PER_RACK
 from scheduler.simulation.state import SimNode, SimPod
 

@@ -2,10 +2,8 @@
 the first-fit binder's bindings. ``SimulatedCluster`` (``cluster.py``) adds the ``Cluster`` protocol and
 the controllers that move the world each tick.
 
-Building 5,000 nodes once took 171 s: every gang submitted while filling summed all nodes' GPUs twice,
-listed all gangs, and scanned all pods for its own (``_gang_pods``), and the binder re-filtered every
-node per rack. Pods are indexed by gang here, the fill keeps running counts, and the binder is linear in
-the nodes (``binder.py``); docs/dashboard.md has the figures.
+Pods are indexed by gang, the fill keeps running counts, and the binder is linear in the nodes
+(``binder.py``), so building a large world is not quadratic (docs/measurements.md).
 """
 
 from __future__ import annotations
@@ -119,7 +117,7 @@ class World:
         those wait from the start, the situation gangweb exists for.
         """
         # Running counts: the allocated GPUs and the waiting gangs would cost a pass over every node and
-        # gang per gang submitted (quadratic: 171 s at 5,000 nodes).
+        # gang per gang submitted (quadratic in the nodes).
         allocated, waiting, target = self.allocated_gpus, len(self._waiting()), fill * self.total_gpus
         for _ in range(20 * len(self._nodes)):
             if allocated >= target and waiting >= INITIAL_WAITING_GANGS:

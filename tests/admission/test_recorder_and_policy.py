@@ -11,8 +11,14 @@ import pytest
 from admission.handler import MUTATE, VALIDATE, Webhook
 from admission.metrics import REGISTRY
 from admission.policy import AdmissionPolicy
-from admission.recorder import EVENT_TYPE, DecisionRecorder, PublishRefused
+from admission.recorder import EVENT_TYPE, DecisionRecorder
+from scheduler.publishing import PublishRefused, Seam
 from tests.admission.support import load_pod, review_bytes
+
+
+def seam(publish):
+    """A seam of admission decisions with ``publish`` connected."""
+    return Seam("admission decisions", publish)
 
 
 def dropped(reason: str) -> float:
@@ -21,9 +27,7 @@ def dropped(reason: str) -> float:
 
 def test_patched_pods_and_denials_are_published_as_one_batch():
     published = []
-    recorder = DecisionRecorder(
-        publish=lambda kind, payload: published.append((kind, payload)), interval=3600
-    )
+    recorder = DecisionRecorder(seam(lambda kind, payload: published.append((kind, payload))), interval=3600)
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
     webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid="a"))
     webhook.handle(MUTATE, review_bytes(load_pod("deployment-pod.yaml"), uid="untouched"))
@@ -48,7 +52,7 @@ def test_patched_pods_and_denials_are_published_as_one_batch():
 def test_a_busy_interval_publishes_its_newest_decisions_and_counts_them_all():
     published = []
     recorder = DecisionRecorder(
-        publish=lambda kind, payload: published.append(payload), interval=3600, max_batch=3
+        seam(lambda kind, payload: published.append(payload)), interval=3600, max_batch=3
     )
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
     for n in range(5):
@@ -66,7 +70,7 @@ def test_answers_never_wait_for_a_slow_channel_layer():
         entered.set()
         release.wait(10)
 
-    recorder = DecisionRecorder(publish=slow, interval=0.01, max_batch=3)
+    recorder = DecisionRecorder(seam(slow), interval=0.01, max_batch=3)
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
     webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid="first"))
     assert entered.wait(5)  # the publishing thread is now stuck in the channel layer
@@ -85,7 +89,7 @@ def test_failing_channel_layer_is_counted_and_the_answer_still_comes():
     def broken(kind, payload):
         raise ConnectionError("redis down")
 
-    recorder = DecisionRecorder(publish=broken, interval=0.05)
+    recorder = DecisionRecorder(seam(broken), interval=0.05)
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
     before = dropped("publish_failed")
     answer = webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml")))
@@ -102,7 +106,7 @@ def test_decisions_lost_in_an_outage_are_reported_with_the_next_event():
             raise ConnectionError("redis down")
         published.append(payload)
 
-    recorder = DecisionRecorder(publish=flaky, interval=3600)
+    recorder = DecisionRecorder(seam(flaky), interval=3600)
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
     for n in range(2):
         webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml"), uid=str(n)))
@@ -117,28 +121,29 @@ def test_decisions_lost_in_an_outage_are_reported_with_the_next_event():
 
 def test_gangweb_hands_the_webhook_its_publisher_at_startup():
     """gangweb's AppConfig.ready() connects the dashboard's send (keeping the decisions for the API on the
-    way); admission never imports gangweb itself."""
+    way) to the webhook's seam; admission never imports gangweb itself."""
     from admission import runtime
-    from gangweb.api.v1.queries import decisions
+    from gangweb.api.v1 import store
+    from scheduler import publishing
 
-    assert runtime._publisher is decisions.keep_and_send
+    runtime.get_webhook.cache_clear()
+    try:
+        assert runtime.get_webhook().recorder._seam is publishing.DECISIONS
+    finally:
+        runtime.get_webhook.cache_clear()
+    assert publishing.DECISIONS.publisher is store.keep_and_send
 
 
-def test_background_thread_publishes_through_the_connected_publisher(monkeypatch):
-    from admission import runtime
-
-    seen = threading.Event()
-    monkeypatch.setattr(runtime, "_publisher", lambda kind, payload: seen.set())
-    recorder = DecisionRecorder(runtime._publish, interval=0.05)
+def test_background_thread_publishes_through_the_publisher_connected_after_it_was_built():
+    seen, later = threading.Event(), seam(None)
+    recorder = DecisionRecorder(later, interval=0.05)
+    later.connect(lambda kind, payload: seen.set())
     Webhook(AdmissionPolicy(), recorder=recorder).handle(MUTATE, review_bytes(load_pod("job-parallel.yaml")))
     assert seen.wait(5)
 
 
-def test_no_publisher_connected_counts_the_decisions_lost(monkeypatch):
-    from admission import runtime
-
-    monkeypatch.setattr(runtime, "_publisher", None)
-    recorder = DecisionRecorder(runtime._publish, interval=3600)
+def test_no_publisher_connected_counts_the_decisions_lost():
+    recorder = DecisionRecorder(seam(None), interval=3600)
     before = dropped("publish_failed")
     Webhook(AdmissionPolicy(), recorder=recorder).handle(MUTATE, review_bytes(load_pod("job-parallel.yaml")))
     recorder.flush()
@@ -146,7 +151,7 @@ def test_no_publisher_connected_counts_the_decisions_lost(monkeypatch):
 
 
 class _Log:
-    """The live stream's topic log (``gangweb.dashboard.stream``) with its Redis down (``broken``) or up."""
+    """The live stream's topic log (``gangweb.stream``) with its Redis down (``broken``) or up."""
 
     def __init__(self):
         self.broken, self.sent = True, []
@@ -165,8 +170,8 @@ def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypa
     from gangweb.events import send
 
     layer = _Log()
-    monkeypatch.setattr("gangweb.dashboard.stream.append_many", layer.append_many)
-    recorder = DecisionRecorder(send, interval=3600)
+    monkeypatch.setattr("gangweb.stream.append_many", layer.append_many)
+    recorder = DecisionRecorder(seam(send), interval=3600)
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
     caplog.set_level(logging.DEBUG)
     before = dropped("publish_failed")
@@ -175,7 +180,7 @@ def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypa
         recorder.flush()
     assert dropped("publish_failed") == before + 6
     [started] = [record for record in caplog.records if record.levelno >= logging.WARNING]
-    assert started.name == "admission.recorder" and not started.exc_info  # no traceback
+    assert started.name == "scheduler.publishing" and not started.exc_info  # no traceback
     assert (
         "not reaching the dashboard" in started.getMessage()
         and "ConnectionRefusedError" in started.getMessage()
@@ -188,7 +193,8 @@ def test_an_outage_logs_one_warning_when_it_starts_and_one_when_it_ends(monkeypa
     recorder.flush()
     [ended] = [record for record in caplog.records if record.levelno >= logging.WARNING]
     assert (
-        "reach the dashboard again" in ended.getMessage() and "6 decisions were dropped" in ended.getMessage()
+        "admission decisions reach the dashboard again" in ended.getMessage()
+        and "6 were dropped" in ended.getMessage()
     )
     [batch] = layer.sent
     [message] = batch["decisions"]  # in its topic, as gangweb.events numbers and keeps it
@@ -200,7 +206,7 @@ def test_other_senders_keep_their_warnings(monkeypatch, caplog):
     from gangweb import events
 
     log = _Log()
-    monkeypatch.setattr("gangweb.dashboard.stream.append_many", log.append_many)
+    monkeypatch.setattr("gangweb.stream.append_many", log.append_many)
     monkeypatch.setattr(events, "_outage", events._Outage())  # a fresh outage: its first warning
     caplog.set_level(logging.WARNING)
     events.publish("preemption.planned", {"id": 1})
@@ -240,15 +246,15 @@ def test_bad_disruption_mode_is_a_clear_error():
     "error, traceback", [(PublishRefused("layer down"), False), (ConnectionError("a bug"), True)]
 )
 def test_a_refused_publish_is_an_outage_and_anything_else_a_bug(caplog, error, traceback):
-    """The publisher says the send was refused by raising ``PublishRefused``; any other exception is
-    logged with its traceback."""
+    """The publisher says the send was refused by raising ``PublishRefused``; any other exception is a
+    bug, logged with its traceback (the seam's one rule, scheduler/publishing.py)."""
 
     def publish(kind, payload):
         raise error
 
-    recorder = DecisionRecorder(publish=publish, interval=3600)
+    recorder = DecisionRecorder(seam(publish), interval=3600)
     webhook = Webhook(AdmissionPolicy(), recorder=recorder)
-    with caplog.at_level(logging.WARNING, logger="admission.recorder"):
+    with caplog.at_level(logging.WARNING, logger="scheduler.publishing"):
         webhook.handle(MUTATE, review_bytes(load_pod("job-parallel.yaml")))
         recorder.flush()
     [started] = [r for r in caplog.records if "not reaching the dashboard" in r.getMessage()]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from admission.handler import VALIDATE, Webhook
 from admission.policy import AdmissionPolicy
 from admission.state import PodGroupCache
-from scheduler.engine import dra_builders as dra
+from scheduler.engine.dra import builders as dra
 from tests.admission.support import load_pod, review_bytes
 
 PODGROUP = ("scheduling.k8s.io", "v1beta1", "PodGroup")

@@ -12,9 +12,11 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.db import connection, connections
 
+from gangweb import stream
 from gangweb.access.scope import VIEWER, Scope
 from gangweb.asgi import application
-from gangweb.dashboard import live, scoping, stream
+from gangweb.clusterview import scoping
+from gangweb.dashboard import live
 from gangweb.events import publish, send
 from scheduler.engine import DUMP_COMMAND
 

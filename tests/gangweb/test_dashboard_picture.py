@@ -1,4 +1,4 @@
-"""The GPU map's picture (gangweb/dashboard/picture.py): from any cluster's objects, with the simulation's
+"""The GPU map's picture (gangweb/clusterview/picture.py): from any cluster's objects, with the simulation's
 device holders or by start order, cut to a reader's scope, and its deltas."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import time
 import pytest
 
 from gangweb.access.scope import VIEWER, Scope
-from gangweb.dashboard import mapdelta, scoping
-from gangweb.dashboard.picture import build_picture
+from gangweb.clusterview import scoping
+from gangweb.clusterview.picture import build_picture
+from gangweb.dashboard import mapdelta
 from scheduler.simulation import SimulatedCluster, SteppedClock
 
 CREATED = "2027-01-15T08:00:00Z"

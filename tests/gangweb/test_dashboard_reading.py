@@ -1,11 +1,11 @@
-"""The process's one reading of the cluster (gangweb/dashboard/reading.py): taken once for every reader
+"""The process's one reading of the cluster (gangweb/clusterview/reading.py): taken once for every reader
 that asks within its max age, and paced beside requests without changing what it draws."""
 
 from __future__ import annotations
 
 from django.core.signals import request_finished, request_started
 
-from gangweb.dashboard import reading
+from gangweb.clusterview import reading
 from scheduler.simulation import SimulatedCluster
 
 

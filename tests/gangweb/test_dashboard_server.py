@@ -120,7 +120,7 @@ def test_with_redis_events_from_another_process_reach_the_browser(asgi_server, r
             await next_of(ws, "subscribed")
             await next_of(ws, "map.delta")  # the server's own ticker publishing through Redis
             # Another process (a Celery worker, say) publishes through the same Redis, numbered in its topic.
-            from gangweb.dashboard import stream
+            from gangweb import stream
 
             marker = f"from-test-{time.time_ns()}"
             message = {

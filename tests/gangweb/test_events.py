@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from gangweb import events
-from gangweb.dashboard import stream
+from gangweb import events, stream
 
 
 class DownLog:

@@ -14,7 +14,7 @@ import pytest
 import websockets
 from websockets.exceptions import WebSocketException
 
-from gangweb.dashboard import stream
+from gangweb import stream
 from tests.conftest import migrate_and_run
 from tests.gangweb.test_dashboard_server import FAST_SMALL_SIMULATION, signed_in_cookie
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from gangweb.access.scope import VIEWER, Scope
-from gangweb.dashboard import scoping
+from gangweb.clusterview import scoping
 from gangweb.notify.models import Sink
 from gangweb.notify.outbox import cut
 

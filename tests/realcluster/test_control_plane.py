@@ -199,10 +199,10 @@ def test_the_ensurer_creates_an_enforced_gangs_podgroup_the_real_server_accepts(
 
 def test_the_audit_log_says_who_listed_what(real_cluster, namespace):
     """Every LIST the API server answers is audited with its client, so a bench can say whose LISTs it
-    counted (scheduler/bench/realserver.py:audited_lists); a GET of one object is not a LIST."""
+    counted (bench/realserver.py:audited_lists); a GET of one object is not a LIST."""
     import time
 
-    from scheduler.bench.realserver import audited_lists
+    from bench.realserver import audited_lists
 
     since = time.time()
     real_cluster.run("get", "configmaps", "-n", namespace)

@@ -20,6 +20,7 @@ import pytest
 from admission.tasks import ensure_podgroups
 from scheduler.cluster import GANGWEB_CONTROLLER, object_key
 from scheduler.kube import KubeCluster
+from scheduler.nativemetrics import Scrape
 from scheduler.preemption import runtime
 from scheduler.preemption.models import (
     ACTIVE_REQUEST_STATES,
@@ -369,10 +370,17 @@ def run_enforced(scene: Scene, webhook: WebhookServer) -> None:
     assert sorted(evicted) == sorted(uids(low).values()), evicted
 
 
-def test_observe_mode_records_what_kube_scheduler_preempted(real_cluster, webhook, pipeline, settings):
+def test_observe_mode_records_what_kube_scheduler_preempted(
+    real_cluster, webhook, pipeline, settings, client, django_user_model
+):
     scene = Scene(real_cluster, preemptor_policy="PreemptLowerPriority")  # kube-scheduler preempts itself
     try:
         settings.GANGWEB_NAMESPACE_MODES = {scene.train: "observe"}
+        settings.GANGWEB_SCHEDULER_METRICS_URL = real_cluster.scheduler_metrics
+        settings.GANGWEB_SCHEDULER_METRICS_CA = str(real_cluster.ca)
+        native = Scrape(real_cluster.scheduler_metrics, cafile=str(real_cluster.ca))
+        before_native = native.read()
+        assert before_native.state == "ok", before_native.detail
         scene.victims()
         until(lambda: running(scene.pods(scene.batch, "low"), 2), "low's pods Running", beat=BEAT)
         until(lambda: running(scene.pods(scene.batch, "mid"), 2), "mid's pods Running", beat=BEAT)
@@ -433,5 +441,19 @@ def test_observe_mode_records_what_kube_scheduler_preempted(real_cluster, webhoo
         assert "deleted" in request.reason, request.reason
         assert not Eviction.objects.filter(plan__source=PlanSource.ENGINE, namespace=scene.batch).exists()
         assert not scene.preempted_by(GANGWEB_CONTROLLER)
+        # kube-scheduler's own figures, read from its /metrics, counted this pod group preemption and its two
+        # victims; the request's decision view shows them beside the plans.
+        django_user_model.objects.create_superuser("ops", password="s3cret-enough")
+        client.login(username="ops", password="s3cret-enough")
+        answer = client.get(f"/api/v1/requests/{request.pk}/")
+        assert answer.status_code == 200, answer.content
+        shown = answer.json()["decision"]["native"]
+        assert shown["state"] == "ok", shown
+        figures, was = shown["podGroup"], before_native
+        assert sum(figures["attempts"].values()) >= sum(was.attempts.values()) + 1, (figures, was)
+        assert figures["preemptions"] >= was.preemptions + 1, (figures, was)
+        assert figures["victims"] >= was.victims + len(victims), (figures, was)
+        assert figures["evaluations"] >= was.evaluations + 1, (figures, was)
+        assert [t["source"] for t in answer.json()["decision"]["tried"]] == ["kube-scheduler"]
     finally:
         scene.remove()

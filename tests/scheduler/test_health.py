@@ -106,3 +106,85 @@ def test_the_watch_reports_a_change_once_every_pod_is_listed_and_only_for_the_ga
     for i, p in enumerate(pods):  # the gang deleted: a broken gang gone holds nothing any more
         watch.on_event("DELETED", PODS, _versioned(p, 40 + i))
     assert seen[-1].state == "healthy" and seen[-1].held_gpus == 0 and seen[-1].revision == 43
+
+
+def composite(name: str, min_group_count: int | None, parent: str | None = None) -> dict:
+    spec: dict = {
+        "schedulingPolicy": {"basic": {}}
+        if min_group_count is None
+        else {"gang": {"minGroupCount": min_group_count}},
+        "disruptionMode": {"single": {}},
+    }
+    if parent:
+        spec["parentCompositePodGroupName"] = parent
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "CompositePodGroup",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": spec,
+    }
+
+
+def replicas(count: int, *, parent: str = "serve", size: int = 2) -> list[dict]:
+    """``count`` PodGroups of ``size`` members each under CompositePodGroup ``parent``, all running."""
+    out: list[dict] = []
+    for r in range(count):
+        group = podgroup(f"replica-{r}", min_count=size)
+        group["spec"]["parentCompositePodGroupName"] = parent
+        out += [group] + [
+            pod(f"replica-{r}-{i}", group=f"replica-{r}", node=f"node-{i + 1}") for i in range(size)
+        ]
+    return out
+
+
+def _without(objects: list[dict], *names: str) -> list[dict]:
+    return [o for o in objects if o["metadata"]["name"] not in names]
+
+
+def test_a_composite_short_of_min_group_count_breaks_the_groups_still_running():
+    objects = [node("node-1"), node("node-2"), composite("serve", 3)] + replicas(3)
+    assert not any(h.broken for h in health.judge_all(objects).values())
+    # replica-0 loses a member: below its minCount, so the composite runs 2 groups of the 3 it needs.
+    judged = health.judge_all(_without(objects, "replica-0-1"))
+    assert judged["team-a/replica-0"].causes == (health.LOST, health.COMPOSITE_SHORT)
+    for name in ("replica-1", "replica-2"):
+        assert judged[f"team-a/{name}"].broken
+        assert judged[f"team-a/{name}"].causes == (health.COMPOSITE_SHORT,)
+        assert judged[f"team-a/{name}"].as_json()["composite"] == "team-a/serve"
+        assert judged[f"team-a/{name}"].running == 2
+
+
+def test_a_composite_still_at_min_group_count_breaks_only_the_group_that_lost_members():
+    objects = [node("node-1"), node("node-2"), composite("serve", 2)] + replicas(3)
+    judged = health.judge_all(_without(objects, "replica-0-1"))
+    assert judged["team-a/replica-0"].causes == (health.LOST,)
+    assert not judged["team-a/replica-1"].broken and not judged["team-a/replica-2"].broken
+
+
+def test_a_basic_composite_is_never_short():
+    objects = [node("node-1"), node("node-2"), composite("serve", None)] + replicas(2)
+    judged = health.judge_all(_without(objects, "replica-0-0", "replica-0-1"))
+    assert not judged["team-a/replica-1"].broken
+
+
+def test_a_short_composite_deep_in_the_tree_is_named_by_the_highest_one_short():
+    # root needs both of its composites; left needs both its replicas; replica-0 under left loses a member.
+    objects = [node("node-1"), node("node-2")]
+    objects += [
+        composite("root", 2),
+        composite("left", 2, parent="root"),
+        composite("right", 1, parent="root"),
+    ]
+    objects += replicas(2, parent="left")
+    right = podgroup("solo", min_count=1)
+    right["spec"]["parentCompositePodGroupName"] = "right"
+    objects += [right, pod("solo-0", group="solo", node="node-1")]
+    judged = health.judge_all(_without(objects, "replica-0-1"))
+    assert judged["team-a/solo"].broken and judged["team-a/solo"].composite == "team-a/root"
+    assert judged["team-a/replica-1"].composite == "team-a/root"
+
+
+def test_a_composite_that_holds_no_gpus_any_more_is_not_broken():
+    objects = [node("node-1"), node("node-2"), composite("serve", 2)] + replicas(2)
+    judged = health.judge_all(_without(objects, "replica-0-0", "replica-0-1", "replica-1-0", "replica-1-1"))
+    assert not any(h.broken for h in judged.values())

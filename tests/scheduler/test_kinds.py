@@ -11,7 +11,7 @@ import yaml
 
 from scheduler.engine import parse_snapshot
 from scheduler.engine.builders import node, pod, podgroup
-from scheduler.engine.live import LiveSnapshot
+from scheduler.engine.caching.live import LiveSnapshot
 from scheduler.kinds import group_kind, is_native, native_kind
 from scheduler.kube.resources import PODGROUPS, resource_for_object
 

@@ -1,6 +1,6 @@
 """``python manage.py webhook certs|config|serve``: TLS, registration, the server.
 
-``manage.py webhook bench`` is a deprecated alias of ``manage.py bench webhook`` (``admission/bench.py``).
+``manage.py webhook bench`` is a deprecated alias of ``manage.py bench webhook`` (``bench/webhook.py``).
 """
 
 from __future__ import annotations

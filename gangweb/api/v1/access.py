@@ -3,7 +3,7 @@
 ``scope_of(request)`` is the one way a view finds it: ``scope_for`` of whoever the authentication classes
 found (a gangweb token's, a Basic login's or a session's local user, a Kubernetes identity checked by
 review), kept for the rest of the request. In the demo, an anonymous reader is a viewer everywhere,
-exactly as the dashboard page is open to one (``live.dashboard_is_public``).
+exactly as the dashboard page is open to one (``scoping.dashboard_is_public``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 
 from gangweb.access.scope import VIEWER, Scope, scope_for
-from gangweb.dashboard import live
+from gangweb.clusterview import scoping
 from scheduler.preemption import actors
 
 DEMO_READER = Scope(user="anonymous (demo)", everywhere=VIEWER, kind=actors.ANONYMOUS)
@@ -27,7 +27,7 @@ def scope_of(request) -> Scope:
     if (
         not scope.authenticated
         and not getattr(user, "is_authenticated", False)
-        and live.dashboard_is_public()
+        and scoping.dashboard_is_public()
     ):
         scope = DEMO_READER
     request._gangweb_scope = scope

@@ -1,8 +1,9 @@
 """JSON shapes of what the dashboard's pages draw, served by ``/api/v1/`` (docs/design.md "API v1"):
 the GPU map in its own format (``map/``), the overview's figures and history (``overview/``), and what
-the gang page adds to ``podgroups/{namespace}/{name}/``. The answers are dicts built by
-``gangweb.dashboard`` (``picture.py``, ``scoping.py``, ``history.py``); these serializers describe them
-for the schema, and the schemathesis test holds the two together."""
+the gang page adds to ``podgroups/{namespace}/{name}/``; a new shape of these pictures goes here (a
+resource's in ``serializers.py``, a grouped answer's in ``summaries.py``). The answers are dicts built by
+``gangweb.clusterview`` (``picture.py``, ``scoping.py``) and ``gangweb.dashboard`` (``history.py``); these
+serializers describe them for the schema, and the schemathesis test holds the two together."""
 
 from __future__ import annotations
 

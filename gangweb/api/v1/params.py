@@ -2,7 +2,7 @@
 
 ``?limit=abc``, ``?offset=-1``, an unknown filter value (``?kind=nope``) or a parameter the endpoint
 does not know is a 400 naming the parameter, never a silently ignored value or an empty list. The value
-helpers are the ledger API's (``gangweb/api/filters.py``), so both read ``?a=x,y`` the same way.
+helpers are the ledger API's (``gangweb/api/v1/filters.py``), so both read ``?a=x,y`` the same way.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 
-from gangweb.api.filters import MAX_ID, SPACE
+from gangweb.api.v1.filters import MAX_ID, SPACE
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -22,7 +22,7 @@ MAX_LIMIT = 1000
 COMMON = frozenset({"limit", "offset", "format"})
 
 
-def _whole_number(params, name: str, *, default: int, least: int, most: int | None = None) -> int:
+def whole_number(params, name: str, *, default: int, least: int, most: int | None = None) -> int:
     raw = params.get(name)
     if raw is None:
         return default
@@ -46,10 +46,10 @@ class Page(LimitOffsetPagination):
     max_limit = MAX_LIMIT
 
     def get_limit(self, request) -> int:
-        return _whole_number(request.query_params, "limit", default=DEFAULT_LIMIT, least=1, most=MAX_LIMIT)
+        return whole_number(request.query_params, "limit", default=DEFAULT_LIMIT, least=1, most=MAX_LIMIT)
 
     def get_offset(self, request) -> int:
-        return _whole_number(request.query_params, "offset", default=0, least=0, most=MAX_ID)
+        return whole_number(request.query_params, "offset", default=0, least=0, most=MAX_ID)
 
     def get_schema_operation_parameters(self, view):
         bounds = {"limit": {"minimum": 1, "maximum": MAX_LIMIT}, "offset": {"minimum": 0, "maximum": MAX_ID}}
@@ -70,7 +70,7 @@ def only_known(params, known: Iterable[str]) -> None:
 
 
 # What each parameter accepts, stated in the schema (clients and schemathesis read it): every limit the
-# helpers above and gangweb/api/filters.py enforce.
+# helpers above and gangweb/api/v1/filters.py enforce.
 _KEY = rf"[^{SPACE}/,\x00]+/[^{SPACE}/,\x00]+"
 _ID = r"[0-9]{1,18}"  # within PostgreSQL's bigint (filters.MAX_ID)
 
@@ -80,24 +80,24 @@ def _list_of(item: str) -> str:
 
 
 def object_keys_parameter(name: str, description: str = "NAMESPACE/NAME", *, many: bool = True):
-    """``NAMESPACE/NAME`` (``a/b,c/d`` with ``many``), as ``filters._object_keys`` reads it."""
+    """``NAMESPACE/NAME`` (``a/b,c/d`` with ``many``), as ``filters.keys_of`` reads it."""
     pattern = _list_of(_KEY) if many else rf"^{_KEY}$"
     return OpenApiParameter(name, str, description=description, pattern=pattern)
 
 
 def choices_parameter(name: str, values: Iterable[str], description: str):
-    """One or more of ``values`` (``a,b``), as ``filters._choices`` reads them."""
+    """One or more of ``values`` (``a,b``), as ``filters.choices_of`` reads them."""
     item = "(" + "|".join(sorted(re.escape(v) for v in values)) + ")"
     return OpenApiParameter(name, str, description=description, pattern=_list_of(item))
 
 
 def ids_parameter(name: str, description: str):
-    """Whole numbers >= 0 (``1,2``), as ``filters._ids`` reads them."""
+    """Whole numbers >= 0 (``1,2``), as ``filters.ids_of`` reads them."""
     return OpenApiParameter(name, str, description=description, pattern=_list_of(_ID))
 
 
 def whole_number_parameter(name: str, description: str, *, least: int, most: int | None = None):
-    """One whole number within ``least``..``most``, as ``_whole_number`` reads it."""
+    """One whole number within ``least``..``most``, as ``whole_number`` reads it."""
     schema = {"type": "integer", "minimum": least}
     if most is not None:
         schema["maximum"] = most

@@ -25,7 +25,7 @@ NO_NUL = r"^[^\x00]*$"
 
 def problems(result, generator, request, public):
     """Every operation: the problem+json answers, each with the ``Problem`` schema; and every free-text
-    query parameter says it takes no NUL character (``gangweb/api/filters.py`` refuses one)."""
+    query parameter says it takes no NUL character (``gangweb/api/v1/filters.py`` refuses one)."""
     result.setdefault("components", {}).setdefault("schemas", {})
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():

@@ -1,27 +1,45 @@
-"""JSON shapes of the API v1. Ledger rows keep the shapes of the first API (``gangweb/api/serializers.py``)
-with links to v1 and the gang's ``namespace``/``name`` on every item; cluster rows are dicts built by
-``queries`` and described here for the schema (the schemathesis test holds the two together)."""
+"""JSON shapes of the API v1's resources: one row of a ledger kind (models, camelCase like the ``gang
+plan`` contract of docs/design.md) or of a cluster kind (dicts built by ``queries``, described here for the
+schema; the schemathesis test holds the two together), its list and its detail, and the request bodies.
+
+Which module takes a new shape (docs/api.md "Where a new endpoint goes"): a resource's row, detail or body
+goes here; an answer counted or grouped over many rows (cards, groups, what-if maps) in ``summaries.py``;
+the dashboard's map and overview pictures in ``page_serializers.py``. The first API has no shapes of its own
+(``gangweb/api/urls.py`` serves its paths with these)."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers as s
 
-from gangweb.api import serializers as ledger
-from gangweb.api.filters import SPACE
 from gangweb.api.v1.access import scope_of
+from gangweb.api.v1.filters import SPACE
 from gangweb.api.v1.queries.decision import decision
 from scheduler.engine import DEFAULT_POLICY, POLICIES
-from scheduler.preemption import actors
+from scheduler.preemption import actors, models
 from scheduler.preemption.models import LedgerEntry, PlanSource
+from scheduler.preemption.planning import COST_KEYS, cost_json
 from scheduler.queues.blockers import CODES as BLOCKER_CODES
 from scheduler.queues.managers import SYSTEMS
 
 PODGROUP_STATES = ("running", "running-partly", "pending", "short", "broken", "empty", "invalid")
 
 
-class Eviction(ledger.EvictionSerializer):
+class Eviction(s.ModelSerializer):
     url = s.HyperlinkedIdentityField(view_name="api:v1:eviction-detail")
+    request = s.IntegerField(source="plan.request_id", read_only=True)
+    plan = s.IntegerField(source="plan_id", read_only=True)
+    pod = s.CharField(read_only=True)
+    podUid = s.CharField(source="pod_uid")
+    victimUnit = s.CharField(source="victim_unit")
+    dryRunCode = s.IntegerField(source="dry_run_code", allow_null=True)
+    dryRunMessage = s.CharField(source="dry_run_message")
+    apiCode = s.IntegerField(source="api_code", allow_null=True)
+    apiMessage = s.CharField(source="api_message")
+    createdAt = s.DateTimeField(source="created_at")
+    dryRunAt = s.DateTimeField(source="dry_run_at", allow_null=True)
+    requestedAt = s.DateTimeField(source="requested_at", allow_null=True)
+    finishedAt = s.DateTimeField(source="finished_at", allow_null=True)
     estimatedLostGpuSeconds = s.FloatField(
         source="estimated_lost_gpu_seconds",
         read_only=True,
@@ -41,8 +59,30 @@ class Eviction(ledger.EvictionSerializer):
         help_text="really lost once evicted: GPUs x (eviction time - workSince); null: not evicted",
     )
 
-    class Meta(ledger.EvictionSerializer.Meta):
-        fields = ledger.EvictionSerializer.Meta.fields + [
+    class Meta:
+        model = models.Eviction
+        fields = [
+            "id",
+            "url",
+            "request",
+            "plan",
+            "pod",
+            "namespace",
+            "name",
+            "podUid",
+            "node",
+            "gpus",
+            "victimUnit",
+            "state",
+            "attempts",
+            "dryRunCode",
+            "dryRunMessage",
+            "apiCode",
+            "apiMessage",
+            "createdAt",
+            "dryRunAt",
+            "requestedAt",
+            "finishedAt",
             "estimatedLostGpuSeconds",
             "workSince",
             "lostGpuSeconds",
@@ -81,24 +121,50 @@ class Cost(s.Serializer):
     lostGpuSeconds = s.FloatField()
 
 
-class Plan(ledger.PlanSerializer):
+class Plan(s.ModelSerializer):
+    """The ``gang plan`` JSON of a stored plan, plus where it came from and what it costs."""
+
     url = s.HyperlinkedIdentityField(view_name="api:v1:plan-detail")
+    request = s.IntegerField(source="request_id", read_only=True)
     namespace = s.CharField(source="request.namespace", read_only=True)
     name = s.CharField(source="request.name", read_only=True)
+    podGroup = s.CharField(source="request.podgroup", read_only=True)
     cost = s.SerializerMethodField()
+    plannedBy = s.CharField(source="planned_by")
+    planningSeconds = s.FloatField(source="planning_seconds")
+    createdAt = s.DateTimeField(source="created_at")
     notice = s.SerializerMethodField(help_text="its victims' notice; null: none was given")
 
-    class Meta(ledger.PlanSerializer.Meta):
-        fields = (
-            ledger.PlanSerializer.Meta.fields[:3]
-            + ["namespace", "name"]
-            + ledger.PlanSerializer.Meta.fields[3:]
-            + ["notice"]
-        )
+    class Meta:
+        model = models.Plan
+        fields = [
+            "id",
+            "url",
+            "request",
+            "namespace",
+            "name",
+            "source",
+            # docs/design.md "gang plan", key for key
+            "podGroup",
+            "policy",
+            "feasible",
+            "victims",
+            "evictions",
+            "placement",
+            "domain",
+            "reason",
+            "outcome",
+            "optimality",
+            "cost",
+            "plannedBy",
+            "planningSeconds",
+            "createdAt",
+            "notice",
+        ]
         read_only_fields = fields
 
     def get_cost(self, plan) -> Cost:  # the annotation is the schema's
-        return super().get_cost(plan)
+        return cost_json({field: getattr(plan, field) for field in COST_KEYS})
 
     @extend_schema_field(Notice(allow_null=True))
     def get_notice(self, plan) -> dict | None:
@@ -122,8 +188,14 @@ class ActorSerializer(s.Serializer):
     display = s.CharField(help_text="the identity in words, e.g. 'Kubernetes user oper-b'")
 
 
-class Request(ledger.RequestSerializer):
+class Request(s.ModelSerializer):
     url = s.HyperlinkedIdentityField(view_name="api:v1:request-detail")
+    podGroup = s.CharField(source="podgroup", read_only=True)
+    createdAt = s.DateTimeField(source="created_at")
+    updatedAt = s.DateTimeField(source="updated_at")
+    plannedAt = s.DateTimeField(source="planned_at")
+    executionStartedAt = s.DateTimeField(source="execution_started_at")
+    finishedAt = s.DateTimeField(source="finished_at", allow_null=True)
     approvalDeadline = s.DateTimeField(
         source="approval_deadline",
         read_only=True,
@@ -139,8 +211,24 @@ class Request(ledger.RequestSerializer):
     )
     notice = s.SerializerMethodField(help_text="the notice its latest plan gave the victims; null: none")
 
-    class Meta(ledger.RequestSerializer.Meta):
-        fields = ledger.RequestSerializer.Meta.fields + [
+    class Meta:
+        model = models.PreemptionRequest
+        fields = [
+            "id",
+            "url",
+            "podGroup",
+            "namespace",
+            "name",
+            "mode",
+            "policy",
+            "state",
+            "reason",
+            "trigger",
+            "createdAt",
+            "updatedAt",
+            "plannedAt",
+            "executionStartedAt",
+            "finishedAt",
             "approvalDeadline",
             "decidedBy",
             "decidedAt",
@@ -268,6 +356,31 @@ class DecisionEntry(s.Serializer):
     createdAt = s.DateTimeField()
 
 
+class NativePodGroupFigures(s.Serializer):
+    attempts = s.DictField(child=s.FloatField(), help_text="pod group preemption attempts by result")
+    preemptions = s.FloatField(help_text="pod group preemptions that chose victims")
+    victims = s.FloatField(help_text="victims they chose, summed")
+    disruptions = s.FloatField(help_text="pod groups those victims disrupted")
+    pdbViolations = s.FloatField()
+    evaluations = s.FloatField()
+    evaluationSecondsMean = s.FloatField(allow_null=True)
+
+
+class NativePodFigures(s.Serializer):
+    attempts = s.FloatField()
+    victims = s.FloatField()
+
+
+class NativeFigures(s.Serializer):
+    """kube-scheduler's own preemption totals since it started (scheduler/nativemetrics.py)."""
+
+    state = s.CharField(help_text="ok, unavailable, or missing (no GANGWEB_SCHEDULER_METRICS_URL)")
+    detail = s.CharField(allow_blank=True)
+    readAt = s.FloatField(allow_null=True, help_text="seconds since the epoch")
+    podGroup = NativePodGroupFigures()
+    pod = NativePodFigures()
+
+
 class RequestDecision(s.Serializer):
     """A request as a decision (named apart from ``Decision``, an admission decision)."""
 
@@ -279,6 +392,10 @@ class RequestDecision(s.Serializer):
     timeline = DecisionStep(many=True)
     cascade = Cascade()
     ledger = DecisionEntry(many=True)
+    native = NativeFigures(
+        allow_null=True,
+        help_text="observe mode: kube-scheduler's preemption totals, read from its /metrics, beside the plans",
+    )
 
 
 class RequestDetail(Request):
@@ -294,11 +411,13 @@ class RequestDetail(Request):
         return decision(request, scope_of(self.context["request"]))
 
 
-class LedgerEntrySerializer(ledger.LedgerEntrySerializer):
+class LedgerEntrySerializer(s.ModelSerializer):
     namespace = s.CharField(read_only=True)
     name = s.CharField(read_only=True)
+    podGroup = s.SerializerMethodField()
+    createdAt = s.DateTimeField(source="created_at")
 
-    class Meta(ledger.LedgerEntrySerializer.Meta):
+    class Meta:
         model = LedgerEntry
         fields = [
             "id",
@@ -315,7 +434,7 @@ class LedgerEntrySerializer(ledger.LedgerEntrySerializer):
         read_only_fields = fields
 
     def get_podGroup(self, entry) -> str | None:
-        return super().get_podGroup(entry)
+        return f"{entry.namespace}/{entry.name}" if entry.namespace else None
 
 
 SIMULATION_SOURCES = ("cluster", "snapshot")
@@ -449,6 +568,10 @@ class Broken(s.Serializer):
     heldGpus = s.IntegerField(help_text="GPUs its bound members hold")
     causes = s.ListField(child=s.CharField(), help_text="member-failed, member-lost, crash-looping, ...")
     restarting = s.BooleanField(help_text="a member waits to be bound again")
+    composite = s.CharField(
+        allow_blank=True,
+        help_text="the highest CompositePodGroup above, short of its minGroupCount ('' if none)",
+    )
 
 
 class PodGroup(s.Serializer):
@@ -581,9 +704,17 @@ class Problem(s.Serializer):
 # --- simulate ------------------------------------------------------------------------------------
 
 
-# What ``WhatIfSerializer.validate_podGroup`` accepts once the field is trimmed (and CharField refuses NUL).
+# What ``podgroup_key`` accepts once the field is trimmed (and CharField refuses NUL).
 PODGROUP_PATTERN = rf"^[^/{SPACE}\x00][^/\x00]*/[^/\x00]*[^/{SPACE}\x00]$"
 PODGROUP_MAX = 507  # a namespace (63) and a name (253) with room to spare; longer is a 400
+
+
+def podgroup_key(value: str) -> str:
+    """``value`` if it is NAMESPACE/NAME of a PodGroup, else a ValidationError (a body's ``podGroup``)."""
+    namespace, slash, name = value.partition("/")
+    if not (slash and namespace and name) or "/" in name:
+        raise s.ValidationError(f"{value!r} is not NAMESPACE/NAME of a PodGroup")
+    return value
 
 
 @extend_schema_field({"type": "string", "pattern": PODGROUP_PATTERN, "maxLength": PODGROUP_MAX})
@@ -643,7 +774,7 @@ class SimulateBody(s.Serializer):
     snapshot = SnapshotField(required=False)
 
     def validate_podGroup(self, value: str) -> str:
-        return ledger.WhatIfSerializer().validate_podGroup(value)
+        return podgroup_key(value)
 
     def validate_policies(self, value: list[str]) -> list[str]:
         if len(set(value)) != len(value):

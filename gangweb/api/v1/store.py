@@ -1,4 +1,5 @@
-"""Short rolling histories the ledger does not keep: admission decisions and GPU-usage samples.
+"""Short rolling histories the ledger does not keep: admission decisions and GPU-usage samples; the
+webhook's decisions are kept by ``keep_and_send``, the publisher gangweb connects to the webhook.
 
 A ``Recent`` is a capped list, newest first: in Redis (``LPUSH`` + ``LTRIM``, shared by every process)
 when ``REDIS_URL`` is set, else in this process (the demo, where the webhook, the sampler and the API
@@ -12,9 +13,13 @@ import json
 import logging
 import threading
 from collections import deque
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
+
+from admission.recorder import EVENT_TYPE as DECISIONS_EVENT
+from scheduler import redisclient
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +41,7 @@ class Recent:
             return None
         with self._lock:
             if self._client is None or self._client_url != url:
-                import redis
-
-                self._client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+                self._client = redisclient.connect(url)
                 self._client_url = url
             return self._client
 
@@ -95,5 +98,19 @@ class Recent:
 
 
 DECISIONS = Recent("admission-decisions", 5000)
+
+
+def keep_and_send(event_type: str, payload: dict[str, Any]) -> None:
+    """The publisher gangweb connects to the webhook's seam (``scheduler.publishing.DECISIONS``): each
+    interval's decisions kept in ``DECISIONS``, newest first and stamped with ``at`` (when kept), then
+    sent live (``gangweb.events.send``, which raises ``PublishFailed`` when refused)."""
+    from gangweb import events
+
+    if event_type == DECISIONS_EVENT:
+        at = datetime.now(UTC).isoformat()
+        DECISIONS.push([{**d, "at": at} for d in reversed(payload.get("decisions") or [])])
+    events.send(event_type, payload)
+
+
 # One sample a GANGWEB_USAGE_SAMPLE_SECONDS (60): six hours.
 USAGE = Recent("usage-samples", 360)

@@ -1,12 +1,15 @@
-"""JSON shapes of the grouped answers the dashboard's pages draw (docs/design.md "API v1"): preemption
-cards and the GPU-hours lost (``/preemptions/``), decision groups (``/decisions/``), and the what-if
-lab's gangs and small maps (``/what-if/``, a gang page's What if?). The rows are dicts built by
-``gangweb/dashboard/queries/``; these describe them for the schema (schemathesis holds them together)."""
+"""JSON shapes of answers counted or grouped over many rows (docs/design.md "API v1"): preemption cards
+and the GPU-hours lost (``/preemptions/``), decision groups (``/decisions/``), and the what-if lab's gangs
+and small maps (``/what-if/``, a gang page's What if?). A new shape of that kind goes here; a resource's
+row, detail or body in ``serializers.py``, the map's and overview's pictures in ``page_serializers.py``.
+The rows are dicts built by ``gangweb/api/v1/queries/`` (``preemptions``, ``grouped``) and
+``gangweb/clusterview/whatif.py``; these describe them for the schema (schemathesis holds them together)."""
 
 from __future__ import annotations
 
 from rest_framework import serializers as s
 
+from gangweb.api.v1.queries.grouped import NAMED_PODS
 from gangweb.api.v1.serializers import (
     SIMULATION_SOURCES,
     SimulateBody,
@@ -14,7 +17,6 @@ from gangweb.api.v1.serializers import (
     Simulation,
     SnapshotField,
 )
-from gangweb.dashboard.queries.decisions import NAMED_PODS
 from scheduler.preemption.models import RequestState
 
 SQUARES = ("free", "held", "victim", "placed", "victim placed")

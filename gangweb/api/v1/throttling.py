@@ -16,6 +16,8 @@ import uuid
 from django.conf import settings
 from rest_framework.throttling import ScopedRateThrottle
 
+from scheduler import redisclient
+
 logger = logging.getLogger(__name__)
 
 PREFIX = "gangweb:throttle:"
@@ -49,9 +51,7 @@ class _Redis:
         try:
             with self._lock:
                 if self._client is None or self._url != url:
-                    import redis
-
-                    self._client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+                    self._client = redisclient.connect(url)
                     self._url, self._script = url, None
                 if self._script is None:
                     self._script = self._client.register_script(_CHARGE)
@@ -68,9 +68,7 @@ class _Redis:
     def clear(self) -> None:
         if not settings.REDIS_URL:
             return
-        import redis
-
-        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+        client = redisclient.connect(settings.REDIS_URL)
         try:
             keys = list(client.scan_iter(match=PREFIX + "*", count=1000))
             if keys:

@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from gangweb.access.scope import Scope
-from gangweb.dashboard.queries import whatif
+from gangweb.clusterview import whatif
 from scheduler.engine import SnapshotError, read_snapshot
 
 MEMORY_EXIT = 3

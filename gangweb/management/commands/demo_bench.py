@@ -1,5 +1,5 @@
 """``python manage.py demo_bench [--runs 3] [--json]``: deprecated alias of ``manage.py bench demo``
-(``gangweb/demo_bench.py``): the same parser and code, plus a one-line note on stderr."""
+(``bench/demo.py``): the same parser and code, plus a one-line note on stderr."""
 
 from __future__ import annotations
 

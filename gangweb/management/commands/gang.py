@@ -1,7 +1,7 @@
 """``manage.py gang plan``: the engine from the command line; ``manage.py gang replay``: the trace replay;
 ``manage.py gang queues``: the queues of Kueue, Volcano, KAI and YuniKorn in a snapshot (``_queues.py``).
 
-``manage.py gang bench`` is a deprecated alias of ``manage.py bench engine`` (``scheduler/bench/engine.py``).
+``manage.py gang bench`` is a deprecated alias of ``manage.py bench engine`` (``bench/engine.py``).
 
 Needs no database. Bad input exits 2 with one line on stderr, never a traceback.
 """

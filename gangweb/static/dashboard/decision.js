@@ -91,6 +91,29 @@
       "no-alternatives",
       "No other placement of the whole gang was found cheaper to compare with.",
     );
+    const n = d.native;
+    $("native-panel").hidden = !n;
+    if (n) {
+      $("native-missing").hidden = n.state === "ok";
+      $("native-missing").textContent = n.detail;
+      const pg = n.podGroup;
+      const attempts = Object.entries(pg.attempts).map(([result, count]) => `${count} ${result}`).join(", ");
+      facts(
+        "native",
+        n.state !== "ok"
+          ? []
+          : [
+              ["pod group preemption attempts", attempts || "none"],
+              ["preemptions that chose victims", String(pg.preemptions)],
+              ["victims chosen", String(pg.victims)],
+              ["pod groups disrupted", String(pg.disruptions)],
+              ["budgets broken", String(pg.pdbViolations)],
+              ["evaluation, mean", pg.evaluationSecondsMean === null ? "none yet" : `${(pg.evaluationSecondsMean * 1000).toFixed(1)} ms`],
+              ["pod preemption attempts", String(n.pod.attempts)],
+              ["read", [g.when(new Date(n.readAt * 1000).toISOString())]],
+            ],
+      );
+    }
     const c = d.cascade;
     const notes = [];
     if (c.causedBy) notes.push(w.cascadeBy(c.causedBy));

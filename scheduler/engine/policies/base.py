@@ -5,6 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler.words import plural
 
 from ..contract import Plan
@@ -13,13 +15,36 @@ from ..outcomes import Outcome
 from ..preemptor import Domain
 
 
+def waits_for_leaving(problem: Problem, candidate: Candidate) -> int:
+    """How many lower-priority pods already terminating the placement waits for: those on the nodes
+    where the gang's pods fit only once they are gone (``Snapshot.holding_for``)."""
+    snap = problem.snapshot
+    below = set(snap.leaving_below(problem.priority))
+    if not below:
+        return 0
+    by_node: dict[int, list[int]] = {}
+    for p, n in zip(snap.leaving.tolist(), snap.leaving_node.tolist()):
+        if p in below:
+            by_node.setdefault(n, []).append(p)
+    wanted: dict[int, np.ndarray] = {}
+    for p, n in candidate.assignments:
+        if n in by_node:
+            wanted[n] = wanted.get(n, 0) + snap.pod_req[p]
+    waited = 0
+    for n, need in wanted.items():
+        still_there = snap.free[n] - snap.pod_req[by_node[n]].sum(axis=0)
+        if np.any(need > still_there):
+            waited += len(by_node[n])
+    return waited
+
+
 class PreemptionPolicy(ABC):
     """A way to choose victims for a gang that does not fit. Extension point: subclass, register
     in ``POLICIES``. ``preempt`` is only called once the common checks say preemption is needed."""
 
     name: str = ""
     summary: str = ""
-    # Evicts whole victim units, so its plans are graded against the brute-force optimum (quality.py);
+    # Evicts whole victim units, so its plans are graded against the brute-force optimum (testkit/quality.py);
     # False for a group-unaware policy kept for comparison.
     atomic: bool = True
     # Runs an exact search on its plans and says in each whether it is proven the cheapest (gangweb).
@@ -63,7 +88,7 @@ class PreemptionPolicy(ABC):
             if gang.never_preempts:
                 reason = f"the group's claims need evictions ({'; '.join(claims.freed)}) but preemptionPolicy=Never"
                 return self._finish(problem.plan(self.name, False, reason, why=Outcome.DEVICE_CLAIM), notes)
-            from ..groupclaims import plan_freeing  # local: only PodGroup-level claims need it
+            from ..dra.groupclaims import plan_freeing  # local: only PodGroup-level claims need it
 
             return self._finish(plan_freeing(self, problem, claims), notes)
         no_node = gang.no_node_reason()
@@ -84,6 +109,9 @@ class PreemptionPolicy(ABC):
                     f"{'minCount ' + str(gang.min_count) if gang.is_gang else 'a basic group'}; "
                     "kube-scheduler binds them and does not preempt"
                 )
+            leaving = waits_for_leaving(problem, fitting)
+            if leaving:
+                reason += f" once {plural(leaving, 'lower-priority pod')} already terminating there {'is' if leaving == 1 else 'are'} gone"
             return self._finish(problem.plan(self.name, True, reason, fitting), notes)
         if gang.never_preempts:
             return self._finish(

@@ -16,13 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler import podstate
 from scheduler.cluster import KubeObject, object_key, split_key
 from scheduler.engine import parse_snapshot
 from scheduler.engine import plan as engine_plan
 from scheduler.kinds import is_native
+
+if TYPE_CHECKING:
+    from scheduler.engine.caching.live import LiveSnapshot
 
 PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
 
@@ -91,8 +94,8 @@ def read_fresh(cluster: Any, stored_plan: Any, evictions: list[Any], *, budgets:
     if budgets:
         for namespace in sorted({e.pod.partition("/")[0] for e in evictions}):
             # The list's own resourceVersion is the store's newest, which the budgets' watch reaches only at
-            # their next change or bookmark (a minute on a real API server; 1-4 s of each re-check in
-            # bench watch): the cache catches up to the budgets read, as it does to the pods.
+            # their next change or bookmark (which may be a minute away; docs/measurements.md): the cache
+            # catches up to the budgets read, as it does to the pods.
             items, _listed_at = cluster.read_fresh("PodDisruptionBudget", namespace)
             listed += items
     for plural, objs in (
@@ -114,15 +117,15 @@ def _highest(a: str, b: str) -> str:
 
 
 def recheck_reads(
-    reads: FreshReads, live: Any, overrides: dict, stored_plan: Any, evictions: list[Any]
+    reads: FreshReads, live: LiveSnapshot, overrides: dict, stored_plan: Any, evictions: list[Any]
 ) -> Verdict:
     """The re-check on fresh reads, with the engine's check on the watch cache's live snapshot (which has
     reached the reads' resourceVersions): the victims as if evicted, ``overrides`` (reservations) on top.
 
     The engine's check runs on the plan's nodes only (``LiveSnapshot.local``: the victims' and the placement's
     nodes, the group's own pods, every group and priority class), not on the whole cluster re-indexed: if
-    the gang fits there without evicting anyone else, it fits in the cluster (more nodes only add room).
-    Measured at 20,000 nodes: 1.4 s (whole re-index, on a loaded 2-core machine) against a few ms. A cluster
+    the gang fits there without evicting anyone else, it fits in the cluster (more nodes only add room), and a
+    whole re-index of a large cluster costs seconds (docs/measurements.md). A cluster
     with DRA objects is checked on the whole snapshot (devices are shared across nodes)."""
     request = stored_plan.request
     pending = bool(podstate.pending_of(reads.objects(), request.namespace, request.name))
@@ -132,7 +135,7 @@ def recheck_reads(
         nodes = {e.node for e in evictions if e.node} | {
             n for n in (stored_plan.placement or {}).values() if n
         }
-        local = live.local(nodes, request.podgroup, merged) if hasattr(live, "local") else None
+        local = live.local(nodes, request.podgroup, merged)
         return local if local is not None else live.snapshot(merged)
 
     return judge(stored_plan, evictions, reads.podgroup is not None, pending, reads.pods, snapshot)

@@ -6,13 +6,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler.preemption.events import publish
-from scheduler.preemption.facts import PodFacts
+from scheduler.preemption.facts import VictimFacts
 from scheduler.preemption.ledger.history import lock_request, note, request_payload
 from scheduler.preemption.models import Eviction, EvictionState, Plan, PlanSource
 
 
 def record_observed_victims(
-    request_id: int, units: dict[str, list[str]], pods: dict[str, PodFacts]
+    request_id: int, units: dict[str, list[str]], pods: dict[str, VictimFacts]
 ) -> list[str]:
     """Add victims kube-scheduler preempted to the request's ``kube-scheduler`` plan; returns new pods."""
     with transaction.atomic():
@@ -34,7 +34,7 @@ def record_observed_victims(
                 if pod_key in known:
                     continue
                 namespace, _, name = pod_key.partition("/")
-                facts = pods.get(pod_key, PodFacts())
+                facts = pods.get(pod_key, VictimFacts())
                 Eviction.objects.create(
                     plan=observed,
                     namespace=namespace,

@@ -7,6 +7,7 @@ commits.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,7 +17,7 @@ from django.utils import timezone
 from scheduler import tracing
 from scheduler.preemption import metrics
 from scheduler.preemption.events import publish
-from scheduler.preemption.facts import PodFacts
+from scheduler.preemption.facts import VictimFacts
 from scheduler.preemption.ledger.evictions import fail_unstarted_evictions
 from scheduler.preemption.ledger.history import (
     TERMINAL_REQUEST_STATES,
@@ -93,7 +94,7 @@ def record_plan(
     plan: dict[str, Any],
     *,
     cost: dict[str, Any],
-    pods: dict[str, PodFacts],
+    pods: dict[str, VictimFacts],
     planning_seconds: float = 0.0,
     planned_by: str = "single",
     source: str = PlanSource.ENGINE,
@@ -120,7 +121,7 @@ def record_plan(
             victim_priority_sum=cost.get("victim_priority_sum", 0),
             victim_units=cost.get("victim_units", len(plan.get("victims") or [])),
             evicted_pods=len(plan.get("evictions") or []),
-            evicted_gpus=sum(pods.get(p, PodFacts()).gpus for p in plan.get("evictions") or []),
+            evicted_gpus=sum(pods.get(p, VictimFacts()).gpus for p in plan.get("evictions") or []),
             lost_gpu_seconds=cost.get("lost_gpu_seconds", 0.0),
             planning_seconds=planning_seconds,
             planned_by=planned_by,
@@ -129,10 +130,10 @@ def record_plan(
         for victim in stored.victims:
             unit = f"{victim.get('kind', 'Pod')} {victim.get('namespace')}/{victim.get('name')}"
             members = victim.get("pods") or []
-            unit_gpus = sum(pods.get(p, PodFacts()).gpus for p in members)
+            unit_gpus = sum(pods.get(p, VictimFacts()).gpus for p in members)
             for pod_key in members:
                 namespace, _, name = pod_key.partition("/")
-                facts = pods.get(pod_key, PodFacts())
+                facts = pods.get(pod_key, VictimFacts())
                 Eviction.objects.create(
                     plan=stored,
                     namespace=namespace,
@@ -240,6 +241,38 @@ def cooling_down(namespace: str, name: str, *, pause_seconds: float) -> bool:
     )
     again = retry_at(recent, pause_seconds=pause_seconds)
     return again is not None and timezone.now() < again
+
+
+def recent_requests(keys: Iterable[str], *fields: str) -> dict[str, list[PreemptionRequest]]:
+    """Each gang's newest requests by gang key, newest first (``RETRY_LOOKBACK`` + 1 at most), in one
+    query however many gangs; ``fields`` are loaded beside the ones ``next_request_at`` reads."""
+    wanted = set(keys)
+    if not wanted:
+        return {}
+    namespaces = {key.split("/", 1)[0] for key in wanted}
+    names = {key.split("/", 1)[1] for key in wanted}
+    rows: dict[str, list[PreemptionRequest]] = {}
+    candidates = PreemptionRequest.objects.filter(namespace__in=namespaces, name__in=names).order_by(
+        "-created_at", "-id"
+    )
+    for request in candidates.only("id", "namespace", "name", "state", "finished_at", *fields):
+        if request.podgroup not in wanted:
+            continue
+        found = rows.setdefault(request.podgroup, [])
+        if len(found) <= RETRY_LOOKBACK:
+            found.append(request)
+    return rows
+
+
+def next_request_at(found: list[PreemptionRequest], *, pause_seconds: float) -> datetime | None:
+    """When the gang of ``found`` (``recent_requests``) may get its next request; None while its newest
+    is active or when it never finished one."""
+    if found[0].is_active:
+        return None
+    finished = [
+        (r.state, r.finished_at) for r in found if r.finished_at and r.state != RequestState.SUPERSEDED
+    ]
+    return retry_at(finished[:RETRY_LOOKBACK], pause_seconds=pause_seconds)
 
 
 def retry_at(recent: list[tuple[str, datetime]], *, pause_seconds: float) -> datetime | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gangweb.api import bench
+from bench import api as bench
 from scheduler.preemption import runtime
 from scheduler.preemption.models import LedgerEntry, PreemptionRequest
 from scheduler.simulation import SimulatedCluster

@@ -1,5 +1,6 @@
-"""The dashboard's ledger views (gangweb/dashboard/queries/): preemption cards with retries folded,
-headline figures, the bounded chart history; each cut to the reader's scope."""
+"""The dashboard's ledger views (gangweb/api/v1/queries/preemptions.py, gangweb/dashboard/overview.py):
+preemption cards with retries folded, headline figures, the bounded chart history; each cut to the reader's
+scope."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import pytest
 from django.utils import timezone
 
 from gangweb.access.scope import ADMIN, VIEWER, Scope
-from gangweb.dashboard import history
+from gangweb.api.v1.queries import preemptions
+from gangweb.dashboard import history, overview
 from gangweb.dashboard.models import GpuSample
-from gangweb.dashboard.queries import overview, preemptions
 from scheduler.preemption.models import Plan, PreemptionRequest, RequestState
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("small_simulation")]

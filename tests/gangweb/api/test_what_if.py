@@ -47,7 +47,7 @@ def api(client, reader, settings):
 
 
 def waiting_gangs(cluster: SimulatedCluster) -> list[str]:
-    from gangweb.dashboard.picture import build_picture
+    from gangweb.clusterview.picture import build_picture
 
     picture = build_picture(cluster.snapshot_objects(), now=cluster.now, cluster="simulated")
     return [g["key"] for g in picture["gangs"] if g["state"] == "waiting"]

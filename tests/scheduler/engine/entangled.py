@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduler.engine.builders import pdb, podgroup
-from scheduler.engine.synthetic import NAMESPACE, synthetic_cluster
+from testkit.synthetic import NAMESPACE, synthetic_cluster
 
 
 def entangled_cluster(nodes: int, seed: int) -> list[dict]:

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from scheduler.engine import parse_snapshot, plan
-from scheduler.engine.synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
+from testkit.synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
 
 ROOT = Path(__file__).resolve().parents[3]
 

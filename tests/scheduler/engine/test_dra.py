@@ -4,8 +4,8 @@ PodGroup-level claims (KEP-5729), and what a plan says it did not model."""
 import pytest
 
 from scheduler.engine import SnapshotError, parse_snapshot, plan
-from scheduler.engine import dra_builders as dra
 from scheduler.engine.builders import node, pod, podgroup
+from scheduler.engine.dra import builders as dra
 
 TEMPLATE_REF = [{"name": "gpus", "resourceClaimTemplateName": "gpus"}]
 

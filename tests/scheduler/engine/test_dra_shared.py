@@ -3,9 +3,9 @@ where its devices can come from, and the gang never takes more of a pool than it
 
 from __future__ import annotations
 
-from scheduler.engine import dra_builders as dra
 from scheduler.engine import parse_snapshot, plan
 from scheduler.engine.builders import node, pod, podgroup
+from scheduler.engine.dra import builders as dra
 
 TEMPLATE_REF = [{"name": "gpus", "resourceClaimTemplateName": "gpus"}]
 RACK_B = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["b"]}]}]}

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.engine import dra_builders as dra
 from scheduler.engine import parse_snapshot, plan
 from scheduler.engine.builders import node, pod, podgroup
+from scheduler.engine.dra import builders as dra
 
 CLAIM_REF = [{"name": "gpu", "resourceClaimName": "my-claim"}]
 TEMPLATE_REF = [{"name": "gpu", "resourceClaimTemplateName": "my-template"}]

@@ -1,4 +1,4 @@
-"""A watch cache's heap kept out of the garbage collector's full passes (scheduler/engine/heap.py), and the
+"""A watch cache's heap kept out of the garbage collector's full passes (scheduler/engine/caching/heap.py), and the
 snapshots it replaces freed by reference counting alone (scheduler/engine/backref.py)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import weakref
 import pytest
 
 from scheduler.engine import load_snapshot, plan
-from scheduler.engine.heap import FULL, YOUNG, HeapSettler
-from scheduler.engine.live import LiveSnapshot
-from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
+from scheduler.engine.caching.heap import FULL, YOUNG, HeapSettler
+from scheduler.engine.caching.live import LiveSnapshot
+from testkit.synthetic import preemptor_name, synthetic_cluster
 from tests.conftest import ROOT
 
 DRA = ROOT / "tests" / "fixtures" / "engine" / "dra-gpus.yaml"

@@ -1,4 +1,4 @@
-"""The snapshot kept from watch events (scheduler/engine/live.py) plans exactly as a fresh parse of the same
+"""The snapshot kept from watch events (scheduler/engine/caching/live.py) plans exactly as a fresh parse of the same
 objects, after any stream of pod adds, binds, deletions, node changes and PodGroup changes."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from scheduler.engine import SnapshotError, parse_snapshot, plan
 from scheduler.engine.builders import pod
-from scheduler.engine.live import LiveSnapshot, raw_key
-from scheduler.engine.synthetic import NAMESPACE, preemptor_name, synthetic_cluster
+from scheduler.engine.caching.live import LiveSnapshot, raw_key
+from testkit.synthetic import NAMESPACE, preemptor_name, synthetic_cluster
 
 BASE = synthetic_cluster(48, seed=3)
 SETTINGS = settings(

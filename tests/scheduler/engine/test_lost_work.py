@@ -239,7 +239,7 @@ def test_the_lost_work_cap_is_never_exceeded_by_more_than_one_unit(case, policy)
 
 
 def test_a_watch_event_that_only_moves_the_checkpoint_reaches_the_live_snapshot():
-    from scheduler.engine.live import LiveSnapshot
+    from scheduler.engine.caching.live import LiveSnapshot
 
     objects = [node("a")] + gang("low", "a") + clock() + preemptor()
     live = LiveSnapshot(objects)

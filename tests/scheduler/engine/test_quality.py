@@ -4,7 +4,7 @@ from scheduler.engine import parse_snapshot, plan
 from scheduler.engine.builders import node, pod, podgroup
 from scheduler.engine.evaluation import Problem
 from scheduler.engine.preemptor import Preemptor
-from scheduler.engine.quality import optimum, study
+from testkit.quality import optimum, study
 
 
 def test_optimum_finds_the_single_cheap_unit_the_greedy_placement_misses():

@@ -211,7 +211,7 @@ def test_not_utf8_names_the_file(tmp_path):
 def test_a_50000_node_dump_is_read_under_the_default_cap(tmp_path):
     """The default cap leaves room: synthetic.py's 50,000-node dump (about 73 MB as JSON; the same objects
     as block YAML are about 2 % bigger) is read whole, with the cap above twice its size."""
-    from scheduler.engine.synthetic import synthetic_cluster
+    from testkit.synthetic import synthetic_cluster
 
     path = tmp_path / "50k.json"
     path.write_text(json.dumps(as_list(synthetic_cluster(50_000, seed=7))))

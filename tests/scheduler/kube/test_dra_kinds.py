@@ -3,8 +3,8 @@ from what it lists exactly as from the snapshot file."""
 
 import yaml
 
-from scheduler.engine import dra_builders as dra
 from scheduler.engine import parse_snapshot, plan
+from scheduler.engine.dra import builders as dra
 from scheduler.kube import KubeCluster
 from scheduler.kube.resources import RESOURCE_SLICES, SNAPSHOT_RESOURCES
 from tests.conftest import ROOT

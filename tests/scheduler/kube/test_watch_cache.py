@@ -150,9 +150,8 @@ def preempted_event(i: int, reason: str = "Preempted") -> dict:
 def test_one_list_per_kind_over_a_long_run(server, cluster):
     """Observe mode's Preempted Events too: listed at the first read, then watched (field selector)."""
     cluster.start()
-    deadline = time.monotonic() + 8
-    i = 0
-    while time.monotonic() < deadline:  # reads, changes, dropped streams, bookmarks: never a list
+    reflectors = [cluster.reflector(r) for r in SNAPSHOT_RESOURCES]
+    for i in range(60):  # reads, changes, dropped streams: never a list
         server.store.create(PODS, pod(f"long-{i}"))
         current_objects(cluster)
         cluster.list_events(reason="Preempted")
@@ -160,9 +159,12 @@ def test_one_list_per_kind_over_a_long_run(server, cluster):
             server.store.create(EVENTS_V1, preempted_event(i))
             server.store.create(EVENTS_V1, preempted_event(i, reason="Scheduled"))  # not this watch's
         if i % 20 == 0:
+            opened = [r.watches for r in reflectors]
             server.drop_watches()
-        i += 1
-        time.sleep(0.02)
+            deadline = time.monotonic() + 30  # every kind watches again, from where it was
+            while not all(r.watches > n for r, n in zip(reflectors, opened, strict=True)):
+                assert time.monotonic() < deadline, "a dropped watch was never opened again"
+                time.sleep(0.02)
     converged(server, cluster)
     want = sorted(o["metadata"]["name"] for o in server.store.dump() if o.get("reason") == "Preempted")
     got: list[str] = []
@@ -180,8 +182,8 @@ def test_a_paged_start_up_list_of_a_synthetic_cluster_plans_like_a_fresh_parse(s
     """The start-up list spans several pages of ``LIST_PAGE_SIZE``; the cache holds every object of every
     page, and the live snapshot plans the benchmark's three preemptors exactly like a fresh parse of the
     server's objects (what ``bench watch`` compares its real worker's evictions against)."""
-    from scheduler.engine.synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
     from scheduler.kube.apis import LIST_PAGE_SIZE
+    from testkit.synthetic import PREEMPTORS, preemptor_name, synthetic_cluster
 
     server.store.validator = None
     server.load(synthetic_cluster(600))

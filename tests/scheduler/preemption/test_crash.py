@@ -231,8 +231,8 @@ def test_real_workers_plan_on_their_watch_caches_as_the_engine_does(api_server, 
     """Two worker processes, each with its own watch cache: the plan equals the engine's on the loaded objects."""
     from scheduler.engine import parse_snapshot
     from scheduler.engine import plan as engine_plan
-    from scheduler.engine.synthetic import preemptor_name, synthetic_cluster
     from scheduler.preemption.models import Plan
+    from testkit.synthetic import preemptor_name, synthetic_cluster
 
     objects = synthetic_cluster(256, seed=5)
     api_server.control.load(objects)

@@ -10,9 +10,9 @@ from django.db import transaction
 from scheduler.kube import KubeCluster
 from scheduler.preemption import kubeevents, ledger, runtime
 from scheduler.preemption.events import publish
+from scheduler.preemption.facts import VictimFacts
 from scheduler.preemption.ledger.evictions import _eviction_payload as eviction_payload
 from scheduler.preemption.models import Eviction, EvictionState, RequestState
-from scheduler.preemption.planning import PodFacts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,7 +49,7 @@ def drive_a_plan(
             "outcome": "feasible",
         },
         cost={},
-        pods={pod: PodFacts(uid=(uids or {}).get(pod, ""), node="node-0") for pod in evictions},
+        pods={pod: VictimFacts(uid=(uids or {}).get(pod, ""), node="node-0") for pod in evictions},
     )
     assert ledger.begin_execution(request.pk)
     rows = list(Eviction.objects.filter(plan=plan).values_list("pk", flat=True))

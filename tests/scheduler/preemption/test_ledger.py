@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from scheduler.preemption import ledger
-from scheduler.preemption.facts import PodFacts
+from scheduler.preemption.facts import VictimFacts
 from scheduler.preemption.models import Eviction, EvictionState, LedgerEntry, PreemptionRequest, RequestState
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,7 @@ PLAN = {
     "domain": None,
     "reason": "evict the cheapest gang",
 }
-PODS = {"batch/low-0": PodFacts("uid-0", "node-0", 8), "batch/low-1": PodFacts("uid-1", "node-1", 8)}
+PODS = {"batch/low-0": VictimFacts("uid-0", "node-0", 8), "batch/low-1": VictimFacts("uid-1", "node-1", 8)}
 
 
 def plan_request():

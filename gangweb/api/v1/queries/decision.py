@@ -1,7 +1,7 @@
 """One preemption request as a decision someone can judge: who asked, whom it evicts, the rule that
 allowed it, the plans not chosen, the timeline and the ledger entries (docs/design.md "Decision view").
 
-Rows keep their ``namespace``: ``gangweb.api.v1.redact`` takes the names of the victims of namespaces the
+Rows keep their ``namespace``: ``gangweb.clusterview.redact`` takes the names of the victims of namespaces the
 reader does not see and leaves their numbers (tier, GPUs, running time, lost work), which is what an
 operator of one team may know of another team's victims.
 """
@@ -13,10 +13,12 @@ from datetime import timedelta
 from typing import Any
 
 from gangweb.access.scope import Scope
-from gangweb.api.v1.queries import cluster
+from gangweb.clusterview import rows as cluster_rows
+from scheduler.preemption import runtime
 from scheduler.preemption.models import (
     EvictionState,
     LedgerEntry,
+    Mode,
     Plan,
     PlanSource,
     PreemptionRequest,
@@ -66,6 +68,7 @@ def decision(request: PreemptionRequest, scope: Scope) -> dict[str, Any]:
             }
             for p in plans
         ],
+        "native": runtime.native_reading().as_json() if request.mode == Mode.OBSERVE else None,
         "timeline": _timeline(request, chosen),
         "cascade": _cascade(request, chosen),
         "ledger": [
@@ -95,8 +98,8 @@ def _facts(entries: list[LedgerEntry], chosen: Plan | None) -> dict[str, Any]:
 def _preemptor(request: PreemptionRequest, scope: Scope, facts: dict[str, Any]) -> dict[str, Any]:
     row = None
     try:
-        found = cluster.podgroup(scope, request.namespace, request.name)
-    except cluster.ClusterUnavailable:
+        found = cluster_rows.podgroup(scope, request.namespace, request.name)
+    except cluster_rows.ClusterUnavailable:
         found = None
     if found is not None:
         row = found[0]

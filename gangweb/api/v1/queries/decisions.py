@@ -1,32 +1,18 @@
-"""Admission decisions, kept: the webhook's recorder publishes each interval's decisions to the
-dashboard (admission/recorder.py); ``keep_and_send`` is the publisher gangweb hands it, so the newest
-5,000 are also kept (``gangweb.api.v1.store.DECISIONS``) for ``/api/v1/decisions`` and a gang's page,
-each stamped with ``at``, when it was kept (the recorder publishes every half second).
+"""Admission decisions as kept (``gangweb.api.v1.store.keep_and_send``, the newest 5,000), cut to the
+reader: ``/api/v1/decisions`` and a gang's page. Read only.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from rest_framework.exceptions import ValidationError
 
 from gangweb.access.scope import Scope
-from gangweb.api import filters
+from gangweb.api.v1 import filters
 from gangweb.api.v1.store import DECISIONS
 
-EVENT_TYPE = "admission.decisions"
 PARAMS = ("namespace", "allowed", "podgroup")
-
-
-def keep_and_send(event_type: str, payload: dict[str, Any]) -> None:
-    from gangweb import events
-
-    if event_type == EVENT_TYPE:
-        at = datetime.now(UTC).isoformat()
-        kept = [{**d, "at": at} for d in reversed(payload.get("decisions") or [])]
-        DECISIONS.push(kept)  # stored newest first
-    events.send(event_type, payload)
 
 
 def row(decision: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +53,7 @@ def asked(scope: Scope, query) -> list[dict]:
     ``?allowed=true|false``; a bad value is a 400 naming the parameter."""
     namespace = query.get("namespace") or None
     gang = None
-    if keys := filters._object_keys(query, "podgroup"):
+    if keys := filters.keys_of(query, "podgroup"):
         namespace, gang = keys[0]
     rows = decisions(scope, namespace=namespace, podgroup=gang)
     if (raw := query.get("allowed")) is not None:

@@ -2,7 +2,7 @@
 
 A request, its plans and its history belong to the namespace of the gang that asked; an eviction row
 to the namespace of the pod it evicted (team A sees the pods it lost, whoever took them). Names of
-other namespaces inside a visible row are hidden by ``gangweb.api.v1.redact`` on the way out.
+other namespaces inside a visible row are hidden by ``gangweb.clusterview.redact`` on the way out.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery
 from rest_framework.exceptions import ValidationError
 
 from gangweb.access.scope import Scope
-from gangweb.api import filters
+from gangweb.api.v1 import filters
 from scheduler.engine.outcomes import INFEASIBLE, Outcome
-from scheduler.preemption.ledger.requests import RETRY_LOOKBACK, retry_at
+from scheduler.preemption.ledger.requests import next_request_at, recent_requests
 from scheduler.preemption.models import (
     Eviction,
     LedgerEntry,
@@ -114,9 +114,9 @@ def plans(scope: Scope, params=None, *, detail: bool = False) -> QuerySet:
     if params is None:
         return queryset
     queryset = filters.filter_plans(queryset, params)
-    if namespaces := filters._values(params, "namespace"):
+    if namespaces := filters.values_of(params, "namespace"):
         queryset = queryset.filter(request__namespace__in=namespaces)
-    if outcomes := filters._values(params, "outcome"):
+    if outcomes := filters.values_of(params, "outcome"):
         match = Q()
         for outcome in outcomes:
             # "infeasible" matches every infeasible:<why>; the machine codes of docs/engine.md
@@ -137,7 +137,7 @@ def evictions(scope: Scope, params=None) -> QuerySet:
     if params is None:
         return queryset
     queryset = filters.filter_evictions(queryset, params)
-    if namespaces := filters._values(params, "namespace"):
+    if namespaces := filters.values_of(params, "namespace"):
         queryset = queryset.filter(namespace__in=namespaces)
     return queryset
 
@@ -153,8 +153,8 @@ def ledger(scope: Scope, params=None) -> QuerySet:
     if params is None:
         return queryset
     # A kind the pipeline writes is known without a look at the table (a DISTINCT over the whole
-    # ledger: 25 ms of a 45 ms answer at 20,083 rows); any other kind must have been written.
-    unknown = [k for k in filters._values(params, "kind") if k not in KNOWN_KINDS]
+    # ledger, most of the answer's time: docs/measurements.md); any other kind must have been written.
+    unknown = [k for k in filters.values_of(params, "kind") if k not in KNOWN_KINDS]
     if unknown:
         written = set(
             LedgerEntry.objects.filter(kind__in=unknown).order_by().values_list("kind", flat=True).distinct()
@@ -164,7 +164,7 @@ def ledger(scope: Scope, params=None) -> QuerySet:
             raise ValidationError(
                 {"kind": [f"unknown kind {missing[0]!r}; known: {', '.join(sorted(known))}"]}
             )
-    if namespaces := filters._values(params, "namespace"):
+    if namespaces := filters.values_of(params, "namespace"):
         queryset = queryset.filter(namespace__in=namespaces)
     return filters.filter_ledger(queryset, params)
 
@@ -174,23 +174,9 @@ def ledger(scope: Scope, params=None) -> QuerySet:
 
 def verdicts(keys: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
     """``"ns/name" -> verdict`` for the given gangs, in two queries however many they are."""
-    wanted = {f"{namespace}/{name}" for namespace, name in keys}
-    if not wanted:
-        return {}
-    namespaces = {key.split("/", 1)[0] for key in wanted}
-    names = {key.split("/", 1)[1] for key in wanted}
-    rows: dict[str, list[PreemptionRequest]] = {}
-    candidates = PreemptionRequest.objects.filter(namespace__in=namespaces, name__in=names).order_by(
-        "-created_at", "-id"
+    rows = recent_requests(
+        (f"{namespace}/{name}" for namespace, name in keys), "mode", "reason", "updated_at"
     )
-    for request in candidates.only(
-        "id", "namespace", "name", "state", "mode", "reason", "updated_at", "finished_at"
-    ):
-        if request.podgroup not in wanted:
-            continue
-        found = rows.setdefault(request.podgroup, [])
-        if len(found) <= RETRY_LOOKBACK:
-            found.append(request)
     latest_ids = [found[0].pk for found in rows.values()]
     outcomes: dict[int, str] = {}
     notices: dict[int, dict[str, Any] | None] = {}
@@ -211,10 +197,7 @@ def verdicts(keys: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
     out = {}
     for key, found in rows.items():
         last = found[0]
-        finished = [
-            (r.state, r.finished_at) for r in found if r.finished_at and r.state != RequestState.SUPERSEDED
-        ]
-        again = None if last.is_active else retry_at(finished[:RETRY_LOOKBACK], pause_seconds=pause)
+        again = next_request_at(found, pause_seconds=pause)
         out[key] = {
             "request": last.pk,
             "state": last.state,

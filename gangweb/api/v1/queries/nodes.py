@@ -1,6 +1,6 @@
 """One node as its page shows it: labels, taints, conditions, the pods on it, its GPUs and DRA devices.
 
-Read from the same reading as every other cluster row (``queries/cluster.py``'s view: the objects and the
+Read from the same reading as every other cluster row (``gangweb/clusterview/rows.py``'s view: the objects and the
 GPU map's picture of them), so a node's squares here are the map's squares. Nodes are the cluster's,
 not a tenant's: every reader sees the node itself, but the pods of namespaces the reader does not see
 only as counts (pods, GPUs), and their GPUs as "in use, other namespace".
@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from gangweb.access.scope import Scope
-from gangweb.api.v1.queries.cluster import cluster_view
-from gangweb.dashboard.picture import RACK_LABELS, pod_gpus
+from gangweb.clusterview.picture import RACK_LABELS, pod_gpus
+from gangweb.clusterview.rows import cluster_view
 from scheduler.kinds import native_kind
 
 

@@ -1,12 +1,8 @@
 """Waiting gangs in the order gangweb would serve them, with their position (Kueue's visibility API).
 
-The order is the pipeline's own, not a promise of a scheduler queue: first the gangs with an open
-request (oldest first: they are being planned or executed), then the gangs the next detection pass
-opens a request for (``scheduler.preemption.detection``, in its order), then those pausing after a
-failed request (``ledger.retry_at``, soonest first), then those still inside the grace period (soonest
-first). Gangs whose preemption policy is ``Never`` are never served by gangweb: listed last, with no
-position. Positions count every waiting gang, the reader's or not; rows of namespaces the reader does
-not see are left out.
+The order and the positions are the pipeline's (``scheduler/preemption/serving.py``); this reads them.
+Positions count every waiting gang, the reader's or not; rows of namespaces the reader does not see
+are left out.
 """
 
 from __future__ import annotations
@@ -15,12 +11,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
-
 from gangweb.access.scope import Scope
-from gangweb.api.v1.queries.cluster import NEVER, ClusterView, cluster_view
-from gangweb.api.v1.queries.ledger import verdicts
-from scheduler.preemption.models import ACTIVE_REQUEST_STATES, PreemptionRequest
+from gangweb.clusterview.rows import NEVER, ClusterView, cluster_view
+from scheduler.preemption import serving
 
 WAITING_STATES = ("pending", "short")
 
@@ -35,44 +28,17 @@ def pending(scope: Scope) -> list[dict[str, Any]]:
 
 
 def _queue(view: ClusterView) -> list[dict[str, Any]]:
-    now = time.time()
     waiting = {k: g for k, g in view.groups.items() if g["state"] in WAITING_STATES}
-    active = {
-        r.podgroup: r
-        for r in PreemptionRequest.objects.filter(state__in=ACTIVE_REQUEST_STATES).order_by(
-            "created_at", "id"
-        )
-        if r.podgroup in waiting
-    }
-    stuck = [k for k in view.stuck() if k in waiting and k not in active]
-    rest = [k for k in waiting if k not in active and k not in stuck]
-    verdict = verdicts(tuple(k.split("/", 1)) for k in stuck + rest)
-    grace = settings.GANGWEB_PENDING_GRACE_SECONDS
-
-    def when(key: str) -> float:
-        again = (verdict.get(key) or {}).get("retryAt")
-        since = waiting[key]["waitingSince"] or now
-        return max(again.timestamp() if again else 0.0, since + grace)
-
-    ordered: list[tuple[str, str]] = [
-        (k, "planning") for k in sorted(active, key=lambda k: (active[k].created_at, active[k].pk))
+    gangs = [
+        serving.Waiting(k, g["waitingSince"], g["preemptionPolicy"] == NEVER) for k, g in waiting.items()
     ]
-    cooling = [
-        k for k in stuck if (verdict.get(k) or {}).get("retryAt") and verdict[k]["retryAt"].timestamp() > now
-    ]
-    ordered += [(k, "next") for k in stuck if k not in cooling]
-    later = cooling + [k for k in rest if waiting[k]["preemptionPolicy"] != NEVER]
-    ordered += [(k, "later") for k in sorted(later, key=lambda k: (when(k), k))]
-    ordered += [(k, "never") for k in sorted(rest) if waiting[k]["preemptionPolicy"] == NEVER]
-
     rows = []
-    for position, (key, stage) in enumerate(ordered, start=1):
-        group = waiting[key]
-        request = active.get(key)
+    for place in serving.serving_order(gangs, view.stuck(), now=time.time()):
+        group = waiting[place.key]
         rows.append(
             {
-                "position": position if stage != "never" else None,
-                "stage": stage,
+                "position": place.position,
+                "stage": place.stage,
                 "namespace": group["namespace"],
                 "name": group["name"],
                 "priority": group["priority"],
@@ -81,8 +47,8 @@ def _queue(view: ClusterView) -> list[dict[str, Any]]:
                 "pendingPods": group["pendingPods"],
                 "gpus": group["gpus"] - group["placedGpus"],
                 "waitingSeconds": group["waitingSeconds"],
-                "request": request.pk if request else (verdict.get(key) or {}).get("request"),
-                "servedAt": None if stage in ("planning", "next", "never") else _iso(when(key)),
+                "request": place.request,
+                "servedAt": None if place.served_at is None else _iso(place.served_at),
                 "reason": group["reason"],
             }
         )

@@ -16,7 +16,7 @@ from django.conf import settings
 from prometheus_client import Gauge
 
 from gangweb.access.scope import Scope
-from gangweb.api.v1.queries import cluster
+from gangweb.clusterview import rows as cluster_rows
 from scheduler.engine import parse_snapshot
 from scheduler.queues import read_view
 from scheduler.queues.blockers import Waits
@@ -51,7 +51,7 @@ def current_waits() -> Waits:
 
 def _current() -> tuple[Any, Waits, dict[tuple[str, str], dict[str, Any]]]:
     global _building
-    reading = cluster.cluster_view().reading
+    reading = cluster_rows.cluster_view().reading
     with _lock:
         built = _built
         if built is not None and built[0] is reading:

@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 from gangweb.access.scope import Scope
-from gangweb.api.v1.queries.cluster import cluster_view
 from gangweb.api.v1.store import USAGE
+from gangweb.clusterview.rows import cluster_view
 
 NO_CLASS = "(no priority class)"
 

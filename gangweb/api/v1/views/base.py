@@ -1,5 +1,5 @@
 """What every v1 view shares: the reader's scope, validated parameters, pages, problem answers, and the
-redaction pass over every answer (``gangweb.api.v1.redact``)."""
+redaction pass over every answer (``gangweb.clusterview.redact``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 from gangweb.api.v1 import params
 from gangweb.api.v1.access import Reads, scope_of
 from gangweb.api.v1.problems import AUTHENTICATE
-from gangweb.api.v1.redact import redact
+from gangweb.clusterview.redact import redact
 
 
 def _drop_data(response):
@@ -25,8 +25,8 @@ def released(serializer):
     serializer), so whatever it holds, the page of model instances with their decoded JSON and the
     answer built from them, outlived the request until the cyclic garbage collector found it. At a
     100-plan page (500 KB) that was tens of thousands of objects an answer, promoted through the
-    collector's generations and walked again by each collection: the one-in-a-hundred 300-500 ms
-    answers of ``plans``, ``evictions`` and ``ledger?kind=`` (bench api, docs/api.md). Released, the
+    collector's generations and walked again by each collection: the slowest answers of ``plans``,
+    ``evictions`` and ``ledger?kind=`` (docs/measurements.md). Released, the
     rows die by reference counting when the answer has been written; the cycle left is the few
     field objects."""
     data = serializer.data

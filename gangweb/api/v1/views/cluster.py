@@ -1,4 +1,4 @@
-"""The live cluster, read through ``get_cluster`` (``queries/cluster.py``): nodes, PodGroups, the queue of
+"""The live cluster, read through ``get_cluster`` (``gangweb/clusterview/rows.py``): nodes, PodGroups, the queue of
 waiting gangs, GPU usage, and the admission decisions."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
-from gangweb.api import filters
-from gangweb.api.v1 import page_serializers, params, serializers
-from gangweb.api.v1.queries import cluster, composites, decisions, ledger, nodes, pending, queues, usage
+from gangweb.api.v1 import filters, page_serializers, params, serializers
+from gangweb.api.v1.queries import composites, decisions, ledger, nodes, pending, queues, usage
 from gangweb.api.v1.views import pages
 from gangweb.api.v1.views.base import V1View, released
+from gangweb.clusterview import rows as cluster_rows
 
 STATES = serializers.PODGROUP_STATES
 # ``?sort=``: the /gangs/ page's orders; each ends in namespace/name so a page boundary is stable.
@@ -48,7 +48,7 @@ class Nodes(V1View):
         responses=_paged(serializers.Node),
     )
     def get(self, request):
-        rows = cluster.nodes(self.scope)
+        rows = cluster_rows.nodes(self.scope)
         if (raw := request.query_params.get("cordoned")) is not None:
             if raw not in ("true", "false"):
                 raise ValidationError({"cordoned": ["true or false"]})
@@ -100,16 +100,16 @@ class PodGroups(V1View):
     )
     def get(self, request):
         query = request.query_params
-        rows = cluster.podgroups(self.scope)
-        if namespaces := filters._values(query, "namespace"):
+        rows = cluster_rows.podgroups(self.scope)
+        if namespaces := filters.values_of(query, "namespace"):
             rows = [r for r in rows if r["namespace"] in namespaces]
-        if states := filters._choices(query, "state", STATES):
+        if states := filters.choices_of(query, "state", STATES):
             rows = [r for r in rows if r["state"] in states]
-        if classes := filters._values(query, "priorityClass"):
+        if classes := filters.values_of(query, "priorityClass"):
             rows = [r for r in rows if (r["priorityClass"] or usage.NO_CLASS) in classes]
         waits = queues.current_waits()
         rows = [{**r, "queue": queues.gang_queue(waits, r["podGroup"])} for r in rows]
-        if wanted := filters._values(query, "queue"):
+        if wanted := filters.values_of(query, "queue"):
             rows = [
                 r for r in rows if r["queue"] and f"{r['queue']['system']}/{r['queue']['name']}" in wanted
             ]
@@ -140,7 +140,7 @@ class PodGroupDetail(V1View):
 
     @extend_schema(responses=page_serializers.PodGroupPage)
     def get(self, request, namespace: str, name: str):
-        found = cluster.podgroup(self.scope, namespace, name)
+        found = cluster_rows.podgroup(self.scope, namespace, name)
         if found is None:
             raise NotFound(f"no PodGroup {namespace}/{name} that you may see")
         row, view = found
@@ -182,7 +182,7 @@ class PendingQueue(V1View):
     )
     def get(self, request):
         rows = pending.pending(self.scope)
-        if namespaces := filters._values(request.query_params, "namespace"):
+        if namespaces := filters.values_of(request.query_params, "namespace"):
             rows = [r for r in rows if r["namespace"] in namespaces]
         paginator, page = self.page(rows)
         return paginator.get_paginated_response(page)
@@ -203,7 +203,7 @@ class Usage(V1View):
         responses=serializers.Usage,
     )
     def get(self, request):
-        points = params._whole_number(request.query_params, "points", default=60, least=0, most=360)
+        points = params.whole_number(request.query_params, "points", default=60, least=0, most=360)
         return Response(usage.usage(self.scope, points=points))
 
 

@@ -1,7 +1,7 @@
 """Grouped answers, as the dashboard's pages draw them: the ledger one card per gang with its retries
 folded and the GPU-hours lost per hour (/preemptions/), the admission decisions grouped and counted
 (/decisions/).
-The grouping is ``gangweb/dashboard/queries/``'s; these views read the parameters and page the rows."""
+The grouping is ``gangweb/api/v1/queries/``' (``grouped``, ``preemptions``); these views read the parameters and page the rows."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from gangweb.api import filters
-from gangweb.api.v1 import params, summaries
+from gangweb.api.v1 import filters, params, summaries
 from gangweb.api.v1.queries import decisions as kept
+from gangweb.api.v1.queries import grouped as grouping
+from gangweb.api.v1.queries import preemptions
 from gangweb.api.v1.views.base import V1View
 from gangweb.api.v1.views.cluster import DECISION_PARAMETERS
-from gangweb.dashboard.queries import decisions as grouping
-from gangweb.dashboard.queries import preemptions
 from scheduler.preemption.models import RequestState
 
 
@@ -46,9 +45,9 @@ class Preemptions(V1View):
             raise ValidationError({"gang": ["must not contain a NUL character"]})
         rows = preemptions.cards(
             self.scope,
-            namespaces=filters._values(query, "namespace"),
+            namespaces=filters.values_of(query, "namespace"),
             gang=query.get("gang", "").strip(),
-            states=filters._choices(query, "state", RequestState.values),
+            states=filters.choices_of(query, "state", RequestState.values),
         )
         paginator, page = self.page(rows)
         return paginator.get_paginated_response(page)
@@ -68,7 +67,7 @@ class LostGpuHours(V1View):
         responses=summaries.LostGpuHours,
     )
     def get(self, request):
-        days = params._whole_number(request.query_params, "days", default=2, least=1, most=30)
+        days = params.whole_number(request.query_params, "days", default=2, least=1, most=30)
         points = preemptions.lost_over_time(self.scope, days=days)
         total = round(sum(p["lostGpuHours"] for p in points), 2)
         return Response({"days": days, "totalGpuHours": total, "points": points})

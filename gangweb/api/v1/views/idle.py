@@ -61,7 +61,7 @@ class IdleGpuHours(V1View):
         responses=serializers.IdleGpuHours,
     )
     def get(self, request):
-        days = params._whole_number(request.query_params, "days", default=KEEP.days, least=1, most=KEEP.days)
+        days = params.whole_number(request.query_params, "days", default=KEEP.days, least=1, most=KEEP.days)
         points = per_hour(self.scope, days)
         total = {cause: round(sum(p[cause] for p in points), 2) for cause in CAUSES}
         return Response({"days": days, "total": total, "points": points})

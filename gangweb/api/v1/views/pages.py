@@ -4,7 +4,7 @@ shows beside ``podgroups/{namespace}/{name}/`` (``gang_on_map``, ``preempted_by`
 
 The map is the live picture (``gangweb.dashboard.live.current``: the one the ticker keeps and the
 ``map`` topic's deltas apply to), cut to the reader exactly as the stream cuts its deltas
-(``gangweb.dashboard.scoping``): squares of gangs in namespaces the reader does not see are drawn as
+(``gangweb.clusterview.scoping``): squares of gangs in namespaces the reader does not see are drawn as
 "in use, other namespace", one nameless row.
 """
 
@@ -20,8 +20,8 @@ from rest_framework.response import Response
 from gangweb.access.scope import Scope
 from gangweb.api.v1 import page_serializers, params
 from gangweb.api.v1.views.base import V1View
-from gangweb.dashboard import history, live, scoping
-from gangweb.dashboard.queries import overview
+from gangweb.clusterview import scoping
+from gangweb.dashboard import history, live, overview
 
 
 def _map(scope: Scope) -> dict[str, Any]:
@@ -60,7 +60,7 @@ class Overview(V1View):
         responses=page_serializers.Overview,
     )
     def get(self, request):
-        points = params._whole_number(
+        points = params.whole_number(
             request.query_params, "points", default=720, least=0, most=settings.GANGWEB_HISTORY_KEEP
         )
         scope = self.scope

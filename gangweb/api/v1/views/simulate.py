@@ -25,7 +25,7 @@ from gangweb.api.v1.access import SignedIn
 from gangweb.api.v1.parsers import JSONParser
 from gangweb.api.v1.throttling import SharedScopedRateThrottle
 from gangweb.api.v1.views.base import V1View
-from gangweb.dashboard.queries import whatif
+from gangweb.clusterview import whatif
 from scheduler.engine.reading import max_snapshot_bytes
 from scheduler.preemption import planning
 from scheduler.preemption.runtime import get_cluster

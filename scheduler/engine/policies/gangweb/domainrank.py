@@ -88,7 +88,10 @@ def single_unit_estimates(problem: Problem, domains: Sequence[Domain]) -> dict[i
         node_domain, n_domains = np.zeros(len(snap.nodes), dtype=np.int64), 1
     wanted = np.zeros(n_domains + 1, dtype=bool)
     wanted[[d.order for d in domains]] = True
-    usable = problem.gang.static_mask() & wanted[node_domain]  # node_domain -1 hits the spare slot
+    in_domains = np.zeros(len(snap.nodes), dtype=bool)  # a domain may hold part of its value's nodes
+    for d in domains:
+        in_domains[d.nodes] = True
+    usable = problem.gang.static_mask() & wanted[node_domain] & in_domains  # node_domain -1: the spare slot
     free_slots = np.where(usable, np.maximum(np.min(snap.free[:, cols] // request[cols], axis=1), 0), 0)
     domain_slots = np.bincount(node_domain[usable], weights=free_slots[usable], minlength=n_domains)
     entries = np.flatnonzero((index.entry_unit >= problem.first_eligible) & usable[index.entry_node])

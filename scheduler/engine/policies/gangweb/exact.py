@@ -136,7 +136,12 @@ class _Search:
         # last one that nodes without the label (-1) hit.
         wanted = np.zeros(max(max(self.domains), int(node_domain.max(initial=0))) + 2, dtype=bool)
         wanted[list(self.domains)] = True
-        self.usable = node_mask(snap, snap.pods[first]) & (node_domain >= 0) & wanted[node_domain]
+        in_domains = np.zeros(len(snap.nodes), dtype=bool)  # a domain may hold part of its value's nodes
+        for d in domains:
+            in_domains[d.nodes] = True
+        self.usable = (
+            node_mask(snap, snap.pods[first]) & (node_domain >= 0) & wanted[node_domain] & in_domains
+        )
         self.node_domain = node_domain
         self.base = np.where(self.usable, _slots(snap.free, self.request, self.cols), 0)
         self.domain_base = np.bincount(
@@ -297,7 +302,7 @@ class _Search:
 class _Branch:
     """Depth-first branch and bound over one domain's units, cheapest first: take unit i, or leave it.
     Plain methods, no recursive closure: a closure that refers to itself is a reference cycle, and the
-    snapshot it reaches would wait for the cyclic collector (``heap.py``)."""
+    snapshot it reaches would wait for the cyclic collector (``caching/heap.py``)."""
 
     def __init__(self, search: _Search, domain: Domain, members: list[int], prefix: list[int]) -> None:
         snap, index = search.snap, search.index

@@ -5,10 +5,8 @@ the highest victim priority is above a plan that already places every pod withou
 after ``PATIENCE`` domains in a row brought no better plan (eight times that while the best plan still
 breaks a PDB).
 
-Domains are evaluated in this process, one after the other. A forked process pool was tried and
-removed: on the 2-core benchmark machine it never paid (20,000 nodes, 64 domains: 65 ms pooled
-against 53 ms in process; docs/engine.md), a domain being a few ms of work, less than shipping its
-results back. Spreading them over Celery workers never paid either (docs/pipeline.md, "Planning").
+Domains are evaluated in this process, one after the other: a domain is less work than shipping its
+results back from a process pool or a Celery worker (docs/measurements.md; docs/pipeline.md, "Planning").
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from django.core.management import call_command
 from rest_framework.throttling import ScopedRateThrottle
 
 from gangweb.api.v1 import store
-from gangweb.api.v1.queries import cluster as cluster_queries
 from gangweb.api.v1.queries import usage
+from gangweb.clusterview import rows as cluster_rows
 from gangweb.dashboard import history, live
 from scheduler.preemption import runtime
 from scheduler.preemption.models import Eviction, LedgerEntry, Plan, PreemptionRequest
@@ -36,12 +36,12 @@ def v1_settings(settings, monkeypatch):
     monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"simulate": "100000/min"})
     store.DECISIONS.clear()
     store.USAGE.clear()
-    cluster_queries.forget()
+    cluster_rows.forget()
     live.reset()
     yield
     store.DECISIONS.clear()
     store.USAGE.clear()
-    cluster_queries.forget()
+    cluster_rows.forget()
     live.reset()
 
 

@@ -11,9 +11,8 @@ import pytest
 import redis
 from django.utils import timezone
 
-from gangweb import events
+from gangweb import events, stream
 from gangweb.celery import app
-from gangweb.dashboard import stream
 from scheduler.preemption import ledger, planning, runtime, tasks
 from scheduler.preemption.models import PreemptionRequest, RequestState
 from tests.scheduler.preemption.builders import FakeCluster, small_cluster

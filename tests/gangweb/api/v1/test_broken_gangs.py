@@ -47,6 +47,7 @@ def test_a_broken_gang_is_a_state_on_the_list_and_its_row_with_the_gpus_it_holds
         "heldGpus": 24,
         "causes": ["member-lost"],
         "restarting": False,
+        "composite": "",
     }
     assert rows["team-a/train"]["reason"].startswith("broken: 3 of 4 members run")
     assert rows["team-b/lame"]["broken"]["causes"] == ["crash-looping"]
@@ -66,3 +67,48 @@ def test_the_overview_and_the_map_count_the_readers_broken_gangs_only(client, ad
     gangs = client.get("/api/v1/map/", **a_viewer).json()["gangs"]
     assert [g["key"] for g in gangs if g.get("broken")] == ["team-a/train"]
     assert "team-b" not in str([g for g in gangs if g.get("broken")])
+
+
+@pytest.fixture
+def short_composite():
+    """team-a/serve (minGroupCount 2) over replica-0, which lost one of its 2 members, and replica-1, whole."""
+    objects = [node(f"node-{i}") for i in range(4)]
+    objects.append(
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha3",
+            "kind": "CompositePodGroup",
+            "metadata": {"name": "serve", "namespace": "team-a"},
+            "spec": {"schedulingPolicy": {"gang": {"minGroupCount": 2}}, "disruptionMode": {"single": {}}},
+        }
+    )
+    for r, members in ((0, 1), (1, 2)):
+        group = podgroup("team-a", f"replica-{r}", min_count=2, priority=100)
+        group["spec"]["parentCompositePodGroupName"] = "serve"
+        objects.append(group)
+        objects += [
+            pod(
+                "team-a",
+                f"replica-{r}-{i}",
+                group=f"replica-{r}",
+                priority=100,
+                node_name=f"node-{2 * r + i}",
+            )
+            for i in range(members)
+        ]
+    runtime.set_cluster(FakeCluster(objects))
+    live.reset()
+    yield
+    runtime.reset_cluster()
+    live.reset()
+
+
+def test_a_whole_gang_under_a_composite_short_of_groups_is_broken_and_says_which(
+    client, admin, short_composite
+):
+    rows = {r["podGroup"]: r for r in client.get("/api/v1/podgroups/", **admin).json()["results"]}
+    whole = rows["team-a/replica-1"]
+    assert whole["state"] == "broken", whole
+    assert whole["broken"]["causes"] == ["composite-short"] and whole["broken"]["composite"] == "team-a/serve"
+    assert whole["broken"]["running"] == whole["broken"]["minCount"] == 2
+    assert "CompositePodGroup team-a/serve runs fewer child groups than its minGroupCount" in whole["reason"]
+    assert rows["team-a/replica-0"]["broken"]["causes"] == ["member-lost", "composite-short"]

@@ -1,6 +1,6 @@
 """The cluster rows are read once per GANGWEB_API_CLUSTER_CACHE_SECONDS, then again in the background
 while the older reading is still served: no request waits for a relist. The dashboard's ticker and the
-API share the process's one reading of the cluster (gangweb/dashboard/reading.py)."""
+API share the process's one reading of the cluster (gangweb/clusterview/reading.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gangweb.api.v1.queries import cluster
+from gangweb.clusterview import rows as cluster_rows
 from gangweb.dashboard import live
 from scheduler.preemption import runtime
 from tests.gangweb.api.v1.conftest import world_objects
@@ -20,22 +20,22 @@ def test_an_old_reading_is_served_while_a_new_one_is_read(settings):
     fake = FakeCluster(world_objects())
     runtime.set_cluster(fake)
     try:
-        first = cluster.cluster_view()
+        first = cluster_rows.cluster_view()
         assert "team-c/late" not in first.groups
         for obj in (
             podgroup("team-c", "late", min_count=1, priority=1),
             pod("team-c", "late-0", group="late", priority=1),
         ):
             fake.objects[(obj["kind"], f"team-c/{obj['metadata']['name']}")] = obj
-        assert cluster.cluster_view() is first  # young enough
+        assert cluster_rows.cluster_view() is first  # young enough
         deadline = time.monotonic() + 30
-        while "team-c/late" not in cluster.cluster_view().groups:
+        while "team-c/late" not in cluster_rows.cluster_view().groups:
             assert time.monotonic() < deadline, "the background reading never came"
             time.sleep(0.1)
-        assert cluster.cluster_view().groups["team-c/late"]["state"] == "pending"
+        assert cluster_rows.cluster_view().groups["team-c/late"]["state"] == "pending"
     finally:
         runtime.reset_cluster()
-        cluster.forget()
+        cluster_rows.forget()
 
 
 class CountedCluster(FakeCluster):
@@ -63,7 +63,7 @@ def counted(settings):
     live.reset()
     yield fake
     runtime.reset_cluster()
-    cluster.forget()
+    cluster_rows.forget()
     live.reset()
 
 

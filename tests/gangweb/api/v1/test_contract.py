@@ -171,7 +171,7 @@ def test_podgroups_carry_state_reason_and_gangwebs_verdict(client, admin, world,
     [train] = body["results"]
     assert (train["namespace"], train["name"], train["state"]) == ("team-a", "train", "pending")
     assert train["minCount"] == 2 and train["placedPods"] == 0 and train["priority"] == 100
-    # The map's words (gangweb/dashboard/reasons.py): the world's 40 GPUs are all held.
+    # The map's words (gangweb/clusterview/reasons.py): the world's 40 GPUs are all held.
     assert train["disruptionMode"] == "all"
     assert train["reason"] == "needs 2 \u00d7 8 GPUs; only 0 GPUs free in the cluster"
     verdict = train["verdict"]

@@ -86,3 +86,22 @@ def test_a_request_of_another_team_is_not_found(client, world, a_viewer):
         reverse("api:v1:request-detail", kwargs={"pk": world.requests["team-b"].pk}), **a_viewer
     )
     assert answer.status_code == 404
+
+
+def test_kube_schedulers_figures_are_shown_only_for_an_observed_gang_and_say_when_unread(
+    client, world, admin, settings
+):
+    request = world.requests["team-a"]
+    assert (
+        detail(client, request.pk, admin)["decision"]["native"] is None
+    )  # enforce mode: nothing to set beside
+    PreemptionRequest.objects.filter(pk=request.pk).update(mode="observe")
+    settings.GANGWEB_SCHEDULER_METRICS_URL = ""
+    native = detail(client, request.pk, admin)["decision"]["native"]
+    assert native["state"] == "missing" and "GANGWEB_SCHEDULER_METRICS_URL" in native["detail"]
+    settings.GANGWEB_SCHEDULER_METRICS_URL = (
+        "https://127.0.0.1:9/metrics"  # nothing listens on the discard port
+    )
+    native = detail(client, request.pk, admin)["decision"]["native"]
+    assert native["state"] == "unavailable" and "127.0.0.1:9" in native["detail"]
+    assert native["podGroup"]["preemptions"] == 0

@@ -8,7 +8,6 @@ import pytest
 from django.utils import timezone
 
 from gangweb.api.v1 import store
-from gangweb.api.v1.queries import decisions as kept
 from scheduler.preemption.models import Plan, PreemptionRequest, RequestState
 from tests.gangweb.api.v1.conftest import HIDDEN, token_reader
 from tests.gangweb.api.v1.test_contract import problem
@@ -126,8 +125,8 @@ def decision(namespace: str, pod: str, *, allowed=True, gang="train", message=""
 
 def test_decisions_are_grouped_denials_first_and_counted_by_source(client, admin, a_viewer, published):
     # what the webhook's recorder hands gangweb, oldest first; kept with the time they were kept
-    kept.keep_and_send(
-        kept.EVENT_TYPE,
+    store.keep_and_send(
+        "admission.decisions",
         {
             "decisions": [
                 *(decision("team-a", f"train-{i}") for i in range(7)),

@@ -9,9 +9,9 @@ import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from scheduler.engine.synthetic import synthetic_cluster
 from scheduler.preemption.models import LedgerEntry, PreemptionRequest
 from scheduler.simulation import SimulatedCluster
+from testkit.synthetic import synthetic_cluster
 from tests.gangweb.api.v1.conftest import HIDDEN, token_reader, world_objects
 from tests.gangweb.api.v1.test_contract import problem
 

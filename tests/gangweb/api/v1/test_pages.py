@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from gangweb.dashboard import stream
+from gangweb import stream
 from scheduler.preemption import runtime
 from tests.gangweb.api.v1.conftest import HIDDEN, token_reader
 from tests.gangweb.api.v1.test_contract import problem
@@ -134,7 +134,8 @@ def test_a_gang_is_shown_as_the_map_draws_it(client, world, admin):
 def test_with_no_page_open_a_tool_reading_the_map_sees_the_cluster_move(client, world, admin):
     """The ticker keeps the picture fresh only in a process with a browser connected; a tool polling
     map/ in any other is answered from a reading no older than ``live.stale_after()``."""
-    from gangweb.dashboard import live, reading
+    from gangweb.clusterview import reading
+    from gangweb.dashboard import live
 
     before = client.get("/api/v1/map/", **admin).json()
     assert "team-b/hidden-b" in owners(before, "node-4")

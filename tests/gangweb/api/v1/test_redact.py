@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gangweb.access.scope import ADMIN, VIEWER, Scope
-from gangweb.api.v1.redact import OTHER, redact
+from gangweb.clusterview.redact import OTHER, redact
 
 TEAM_A = Scope(user="a", per_namespace={"team-a": VIEWER})
 

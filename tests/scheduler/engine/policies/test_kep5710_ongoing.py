@@ -125,7 +125,6 @@ def test_kep5710_never_preempts_when_preemption_policy_is_never(victim_groups):
 NOT_ONGOING = {
     "terminating, not by preemption": dict(condition=("DisruptionTarget", "True", "EvictionByEvictionAPI")),
     "marked but not yet terminating": dict(deleting=False),
-    "terminating pod of equal priority": dict(priority=HIGH),
     "terminating pod on a node no member is nominated to": dict(nominated="node2"),
     "nominated node missing from the snapshot": dict(nominated="gone"),
 }
@@ -150,6 +149,12 @@ def test_kep5710_preempts_when_no_preemption_is_ongoing_on_its_nominated_nodes(c
     result = plan(parse_snapshot(_one_preemption_under_way(**change)), "default/preemptor-pg", "kep5710")
     assert result.outcome is Outcome.PREEMPT
     assert "default/running" in [p for v in result.victims for p in v.pods]
+
+
+def test_kep5710_does_not_wait_on_a_terminating_pod_of_equal_priority_which_holds_its_room():
+    # Not ongoing (not lower), and not a victim either: node1 stays full, the gang's second pod has no node.
+    result = plan(parse_snapshot(_one_preemption_under_way(priority=HIGH)), "default/preemptor-pg", "kep5710")
+    assert result.outcome is Outcome.NO_ROOM and "ongoing preemption" not in result.reason
 
 
 def test_the_gangweb_policy_does_not_wait_on_nominations():

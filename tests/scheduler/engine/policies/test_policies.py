@@ -3,10 +3,10 @@
 import pytest
 
 from scheduler.engine import POLICIES, SnapshotError, parse_snapshot, plan
-from scheduler.engine import dra_builders as dra
 from scheduler.engine.allowance import Allowance
 from scheduler.engine.builders import node, pdb, pod, podgroup
-from scheduler.engine.synthetic import preemptor_name
+from scheduler.engine.dra import builders as dra
+from testkit.synthetic import preemptor_name
 
 ATOMIC = ("kep5710", "gangweb")
 
@@ -472,7 +472,7 @@ def test_gangweb_keeps_walking_domains_while_its_best_plan_breaks_a_budget():
 
 
 def test_the_registry_order_is_the_benchmarks_and_the_quality_study_grades_atomic_policies():
-    from scheduler.engine.bench import POLICY_ORDER
+    from bench.engine_timing import POLICY_ORDER
 
     # The registry's order is the benchmark's; the quality study grades the policies that evict whole units.
     assert POLICY_ORDER == tuple(POLICIES) == ("kep5710", "gangweb", "legacy")

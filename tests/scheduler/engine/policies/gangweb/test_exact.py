@@ -12,7 +12,7 @@ from scheduler.engine.contract import OPTIMALITY
 from scheduler.engine.evaluation import Problem
 from scheduler.engine.policies.gangweb import exact
 from scheduler.engine.preemptor import Preemptor
-from scheduler.engine.quality import MAX_UNITS, _exact_fit, optimum, small_cluster
+from testkit.quality import MAX_UNITS, _exact_fit, optimum, small_cluster
 
 
 def _gang(count, gpus, topology=None):
@@ -156,7 +156,7 @@ def test_a_proven_plan_is_never_worse_than_the_brute_force(rng: random.Random):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_quality_study_counts_proven_plans_and_all_of_them_are_optimal(seed):
-    from scheduler.engine.quality import study
+    from testkit.quality import study
 
     found = study(60, seed=seed)["policies"]["gangweb"]
     assert found["proven"] > 0 and found["proven_optimal"] == found["proven"]

@@ -1,0 +1,381 @@
+"""The GPU map's picture, built from any cluster's Kubernetes objects. The dashboard owns this format.
+
+A cluster that knows which GPU index each pod holds (``scheduler.cluster.HoldsDevices``: the
+simulation) hands in ``holders``; for the others each node's GPUs go to its pods in start order
+(counts, owners and waiting gangs are exact, the index is not). Plain Python: no Django import.
+
+Format (``docs/dashboard.md`` has it in full): ``domains`` (topology domains: rack label, else zone,
+each a run of ``nodes``), ``nodes`` (``gpus``: one entry per device, the index of its gang in ``gangs``
+or ``None`` when free; ``nominated``/``dra`` only when some device is; DRA devices' ``devices`` names and
+``mig`` ``[parent GPU index, profile]`` of MIG partitions), ``gangs`` (one row per PodGroup
+or lone GPU pod, with the dominant reason of a waiting one worked out from this same picture),
+``tiers`` and ``totals``. Nodes are sorted by domain then name: an index names a node until the node
+set changes.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from gangweb.clusterview.reasons import Room, dominant_reason
+from scheduler import health, podstate
+from scheduler.engine.resources import is_gpu, parse_resource_list, pod_requests
+from scheduler.engine.typed_objects import timestamp_or_none
+
+RACK_LABELS = ("topology.gangweb.io/rack", "topology.kubernetes.io/zone")
+NO_CLASS = "(no priority class)"
+NO_DOMAIN = "all nodes"
+# Shades per colour: neighbouring gangs of one tier or team still look different.
+SHADES = 6
+
+
+def gang_shade(key: str) -> int:
+    """Which shade of its colour a gang is drawn in: stable across processes and restarts."""
+    return zlib.crc32(key.encode()) % SHADES
+
+
+def natural_key(text: str) -> list[Any]:
+    """``rack-2`` before ``rack-10``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def _gpus(resources: dict[str, Any] | None) -> int:
+    """GPUs in a resource list (a node's allocatable); unreadable values count as none."""
+    try:
+        return sum(
+            value for name, value in parse_resource_list(resources, "resources").items() if is_gpu(name)
+        )
+    except ValueError:
+        return 0
+
+
+def pod_gpus(pod: dict[str, Any]) -> int:
+    """GPUs a pod holds, counted by the engine's rules (kube-scheduler's effective requests)."""
+    try:
+        requests = pod_requests(pod.get("spec") or {})
+    except ValueError:
+        return 0
+    return sum(value for name, value in requests.items() if is_gpu(name))
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _key(obj: dict[str, Any]) -> str:
+    return f"{_meta(obj).get('namespace')}/{_meta(obj).get('name')}"
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _dra_devices(slices: list[dict[str, Any]]) -> dict[str, list[tuple[str, list[Any] | None]]]:
+    """DRA devices per node from ResourceSlices (``spec.nodeName``, ``spec.devices``), in their order: each
+    its name and, for a MIG partition (the NVIDIA driver's ``type: mig``), ``[parent GPU index, profile]``."""
+    found: dict[str, list[tuple[str, list[Any] | None]]] = {}
+    for item in slices:
+        spec = item.get("spec") or {}
+        if not spec.get("nodeName"):
+            continue
+        for device in spec.get("devices") or []:
+            attributes = {k.rpartition("/")[2]: v for k, v in (device.get("attributes") or {}).items()}
+            kind = (attributes.get("type") or {}).get("string")
+            mig = None
+            if kind == "mig":
+                parent = (attributes.get("parentIndex") or {}).get("int")
+                mig = [parent, (attributes.get("profile") or {}).get("string") or "MIG"]
+            found.setdefault(spec["nodeName"], []).append((str(device.get("name", "")), mig))
+    return found
+
+
+def no_pause() -> None:
+    """The pace of a build nobody runs beside: none."""
+
+
+class _Gangs:
+    """Gang membership and priority, worked out once from the pods and PodGroups; every unfinished pod's
+    GPUs are counted once, into ``gpus`` (by ``id(pod)``), and the live bound ones indexed into ``bound``
+    (by key)."""
+
+    def __init__(
+        self,
+        by_kind: dict[str, list[dict[str, Any]]],
+        gpus: dict[int, int],
+        bound: dict[str, dict[str, Any]],
+        pause: Callable[[], None],
+    ) -> None:
+        self.groups = {_key(g): g for g in by_kind.get("PodGroup", [])}
+        classes = {
+            _meta(pc).get("name"): int(pc.get("value") or 0) for pc in by_kind.get("PriorityClass", [])
+        }
+        self.gpus = gpus
+        self.members: dict[str, list[dict[str, Any]]] = {}
+        for pod in by_kind.get("Pod", []):
+            pause()
+            if podstate.is_finished(pod):
+                continue
+            count = gpus[id(pod)] = pod_gpus(pod)
+            if podstate.is_bound(pod) and not podstate.is_terminating(pod):
+                bound[_key(pod)] = pod
+            group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+            if group:
+                self.members.setdefault(f"{_meta(pod).get('namespace')}/{group}", []).append(pod)
+            elif count:
+                self.members.setdefault(_key(pod), []).append(pod)
+        self.priority: dict[str, tuple[str, int]] = {}
+        for key, pods in self.members.items():
+            spec = (self.groups.get(key) or {}).get("spec") or (pods[0].get("spec") or {})
+            name = spec.get("priorityClassName") or NO_CLASS
+            value = spec.get("priority")
+            self.priority[key] = (name, int(value if value is not None else classes.get(name, 0)))
+        self.classes = sorted(set(self.priority.values()), key=lambda p: (-p[1], p[0]))
+        self.order = sorted(self.members, key=lambda k: (-self.priority[k][1], k))
+        self.index = {key: i for i, key in enumerate(self.order)}
+
+
+def build_picture(
+    objects: Iterable[dict[str, Any]],
+    *,
+    now: float,
+    cluster: str,
+    holders: dict[str, list[str | None]] | None = None,
+    gpus: dict[int, int] | None = None,
+    bound: dict[str, dict[str, Any]] | None = None,
+    pause: Callable[[], None] = no_pause,
+) -> dict[str, Any]:
+    """The picture of ``objects``. ``gpus``, when given, is filled with every unfinished pod's GPUs by
+    ``id(pod)``, ``bound`` with the live bound pods by ``namespace/name`` (another reader of the same
+    objects counts them once, and looks pods up without a pass of its own); ``pause`` is called in the loops
+    (``gangweb.clusterview.reading.Pace``: a build beside requests lets them run)."""
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        by_kind.setdefault(obj.get("kind", ""), []).append(obj)
+    gangs = _Gangs(by_kind, {} if gpus is None else gpus, {} if bound is None else bound, pause)
+    pod_gang = {_key(p): key for key, pods in gangs.members.items() for p in pods}
+    dra = _dra_devices(by_kind.get("ResourceSlice", []))
+
+    on_node: dict[str, list[dict[str, Any]]] = {}
+    nominated_on: dict[str, list[dict[str, Any]]] = {}
+    for pods in gangs.members.values():
+        pause()
+        for pod in pods:
+            spec, status = pod.get("spec") or {}, pod.get("status") or {}
+            if spec.get("nodeName"):
+                on_node.setdefault(spec["nodeName"], []).append(pod)
+            elif status.get("nominatedNodeName"):
+                nominated_on.setdefault(status["nominatedNodeName"], []).append(pod)
+
+    nodes_in: dict[str, list[dict[str, Any]]] = {}
+    zone_of: dict[str, str] = {}
+    for node in by_kind.get("Node", []):
+        name = _meta(node).get("name", "")
+        if _gpus((node.get("status") or {}).get("allocatable")) + len(dra.get(name, [])) <= 0:
+            continue
+        labels = _meta(node).get("labels") or {}
+        domain = next((labels[label] for label in RACK_LABELS if labels.get(label)), NO_DOMAIN)
+        nodes_in.setdefault(domain, []).append(node)
+        zone_of.setdefault(domain, labels.get(RACK_LABELS[1], ""))
+
+    domains: list[dict[str, Any]] = []
+    node_rows: list[dict[str, Any]] = []
+    placed_pods: dict[str, int] = {}
+    for domain in sorted(nodes_in, key=lambda d: (d == NO_DOMAIN, natural_key(d))):
+        members = sorted(nodes_in[domain], key=lambda n: natural_key(_meta(n).get("name", "")))
+        domains.append(
+            {"name": domain, "zone": zone_of[domain], "first": len(node_rows), "count": len(members)}
+        )
+        for node in members:
+            pause()
+            row = _node_row(node, len(domains) - 1, gangs, on_node, nominated_on, holders, pod_gang, dra, now)
+            node_rows.append(row)
+    for pods in on_node.values():
+        for pod in pods:
+            gang = pod_gang[_key(pod)]
+            placed_pods[gang] = placed_pods.get(gang, 0) + 1
+
+    ready = {_meta(n).get("name"): _ready(n) for n in by_kind.get("Node", [])}
+    is_ready: Callable[[str], bool] = lambda n: ready.get(n, False)  # noqa: E731
+    composites = {_key(c): c for c in by_kind.get("CompositePodGroup", [])}
+    short = health.short_composites(gangs.groups, composites, gangs.members, is_ready) if composites else {}
+    gang_rows = []
+    for key in gangs.order:
+        pause()
+        row = _gang_row(key, gangs, placed_pods.get(key, 0), now)
+        judged = health.judge(gangs.groups.get(key), gangs.members[key], is_ready)
+        if key in short:
+            judged = health.composite_short(
+                judged, gangs.groups[key], gangs.members[key], is_ready, short[key]
+            )
+        if judged is not None and judged.broken:
+            row["broken"] = judged.as_json()
+        gang_rows.append(row)
+    picture = {
+        "cluster": cluster,
+        "time": now,
+        "domains": domains,
+        "nodes": node_rows,
+        "gangs": gang_rows,
+        "tiers": [{"priorityClass": name, "priority": value} for name, value in gangs.classes],
+    }
+    picture["totals"] = totals(picture)
+    picture["tiers"] = tiers(picture)
+    room = Room(picture)
+    for row in gang_rows:
+        if row.get("broken"):
+            row["reason"] = broken_reason(row["broken"])
+        elif row["state"] != "running":
+            pause()
+            row["reason"] = dominant_reason(row, picture, room)
+    return picture
+
+
+def broken_reason(broken: dict[str, Any]) -> str:
+    """The sentence of a broken gang (``scheduler.health.GangHealth.as_json``)."""
+    causes = ", ".join(c.replace("-", " ") for c in broken["causes"]) or "members missing"
+    restarting = "; a member is being restarted" if broken.get("restarting") else ""
+    composite = (
+        f"; CompositePodGroup {broken['composite']} runs fewer child groups than its minGroupCount"
+        if broken.get("composite")
+        else ""
+    )
+    return (
+        f"broken: {broken['running']} of {broken['minCount']} members run ({causes}) "
+        f"while it holds {broken['heldGpus']} GPUs{composite}{restarting}"
+    )
+
+
+def _node_row(node, domain, gangs, on_node, nominated_on, holders, pod_gang, dra, now) -> dict[str, Any]:
+    name = _meta(node).get("name", "")
+    capacity = _gpus((node.get("status") or {}).get("allocatable"))
+    devices = dra.get(name, [])
+    extra = len(devices)
+    owners: list[int | None] = [None] * (capacity + extra)
+    known = (holders or {}).get(name)
+    if known is not None:
+        for i, pod_key in enumerate(known[: len(owners)]):
+            gang = pod_gang.get(pod_key) if pod_key else None
+            owners[i] = gangs.index[gang] if gang is not None else None
+    else:
+        cursor = 0
+        residents = sorted(
+            on_node.get(name, []),
+            key=lambda p: (timestamp_or_none((p.get("status") or {}).get("startTime")) or now, _key(p)),
+        )
+        for pod in residents:
+            count = min(gangs.gpus[id(pod)], capacity - cursor)
+            for i in range(cursor, cursor + max(count, 0)):
+                owners[i] = gangs.index[pod_gang[_key(pod)]]
+            cursor += max(count, 0)
+    row: dict[str, Any] = {
+        "name": name,
+        "domain": domain,
+        "ready": _ready(node),
+        "cordoned": bool((node.get("spec") or {}).get("unschedulable")),
+        "gpus": owners,
+    }
+    waiting = nominated_on.get(name, [])
+    if waiting:
+        nominated: list[int | None] = [None] * len(owners)
+        free = [i for i, owner in enumerate(owners) if owner is None]
+        for pod in waiting:
+            for i in free[: gangs.gpus[id(pod)]]:
+                nominated[i] = gangs.index[pod_gang[_key(pod)]]
+            free = free[gangs.gpus[id(pod)] :]
+        row["nominated"] = nominated
+    if extra:
+        row["dra"] = [False] * capacity + [True] * extra
+        row["devices"] = [None] * capacity + [device for device, _ in devices]
+        if any(mig for _, mig in devices):
+            row["mig"] = [None] * capacity + [mig for _, mig in devices]
+    return row
+
+
+def _gang_row(key: str, gangs: _Gangs, placed: int, now: float) -> dict[str, Any]:
+    pods = gangs.members[key]
+    group = gangs.groups.get(key) or {}
+    spec = group.get("spec") or {}
+    namespace, _, name = key.partition("/")
+    policy = spec.get("schedulingPolicy") or {}
+    min_count = int((policy.get("gang") or {}).get("minCount") or spec.get("minCount") or len(pods))
+    waiting = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
+    since = min(
+        (timestamp_or_none(_meta(p).get("creationTimestamp")) or now for p in waiting),
+        default=now,
+    )
+    tier = gangs.classes.index(gangs.priority[key])
+    # "partial": an elastic gang running with at least minCount pods while the rest wait.
+    state = "running" if not waiting else ("partial" if placed and placed >= min_count else "waiting")
+    return {
+        "key": key,
+        "namespace": namespace,
+        "name": name,
+        "priorityClass": gangs.priority[key][0],
+        "priority": gangs.priority[key][1],
+        "tier": tier,
+        "shade": gang_shade(key),
+        "disruption": next(iter(spec.get("disruptionMode") or {"single": {}})),
+        "topology": bool((spec.get("schedulingConstraints") or {}).get("topology")),
+        "pods": len(pods),
+        "placed": placed,
+        "minCount": min_count,
+        "podGpus": max((gangs.gpus[id(p)] for p in pods), default=0),
+        "gpus": sum(gangs.gpus[id(p)] for p in pods),
+        "state": state,
+        "waitingSeconds": max(0, int(now - since)) if waiting else 0,
+        "podGroup": bool(group),
+    }
+
+
+def totals(picture: dict[str, Any]) -> dict[str, int]:
+    """Headline figures of a picture: what the map shows, counted from the map."""
+    gpus = allocated = cordoned = nominated = free = partitions = 0
+    for node in picture["nodes"]:
+        unusable = node["cordoned"] or not node["ready"]
+        mig = node.get("mig") or ()
+        for i, owner in enumerate(node["gpus"]):
+            if i < len(mig) and mig[i] is not None:
+                partitions += 1  # a MIG partition is drawn, not counted as a GPU
+                continue
+            gpus += 1
+            if owner is not None:
+                allocated += 1
+            elif unusable:
+                cordoned += 1
+            else:
+                free += 1
+                if (node.get("nominated") or [None] * (i + 1))[i] is not None:
+                    nominated += 1
+    gangs = picture["gangs"]
+    waiting = [g for g in gangs if g["state"] == "waiting"]
+    out = {
+        "nodes": len(picture["nodes"]),
+        "gpus": gpus,
+        "allocatedGpus": allocated,
+        "freeGpus": free,
+        "cordonedGpus": cordoned,
+        "nominatedGpus": nominated,
+        "runningGangs": sum(1 for g in gangs if g["state"] in ("running", "partial") and not g.get("broken")),
+        "brokenGangs": sum(1 for g in gangs if g.get("broken")),
+        "brokenGpus": sum(g["broken"]["heldGpus"] for g in gangs if g.get("broken")),
+        "waitingGangs": len(waiting),
+        "waitingGpus": sum((g["minCount"] - g["placed"]) * g["podGpus"] for g in waiting),
+    }
+    if partitions:
+        out["migPartitions"] = partitions  # MIG partitions drawn, not counted as GPUs
+    return out
+
+
+def tiers(picture: dict[str, Any]) -> list[dict[str, Any]]:
+    """GPUs allocated per priority class, counted from the map's squares."""
+    held: dict[str, int] = {}
+    for node in picture["nodes"]:
+        for owner in node["gpus"]:
+            if owner is not None:
+                name = picture["gangs"][owner].get("priorityClass", "")
+                held[name] = held.get(name, 0) + 1
+    return [{**t, "allocatedGpus": held.get(t["priorityClass"], 0)} for t in picture["tiers"]]
