@@ -19,13 +19,11 @@ import math
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-
-from scheduler import podstate
 
 PROFILING, UTILISATION = "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL"
 # What the activity source is: not configured, answered, answered in part, did not answer.
@@ -33,6 +31,15 @@ MISSING, OK, PARTIAL, UNAVAILABLE = "missing", "ok", "partial", "unavailable"
 
 
 JOIN_LABELS = "namespace, pod, dra_claim_namespace, dra_claim_name"
+
+
+class Labels(msgspec.Struct, frozen=True, gc=False):
+    """The labels a row is joined by (``JOIN_LABELS``); dcgm-exporter leaves out the ones it has not."""
+
+    namespace: str = ""
+    pod: str = ""
+    dra_claim_namespace: str = ""
+    dra_claim_name: str = ""
 
 
 def promql(window_seconds: int, threshold: float) -> str:
@@ -50,7 +57,7 @@ class Reading:
     (join labels, idle GPUs), a ``detail`` a person can read, and how long the query took."""
 
     state: str
-    series: list[tuple[dict[str, str], float]] = field(default_factory=list)
+    series: list[tuple[Labels, float]] = field(default_factory=list)
     detail: str = ""
     seconds: float = 0.0
 
@@ -89,8 +96,8 @@ def query(
 
 
 class _Sample(msgspec.Struct, gc=False):
-    metric: dict[str, str] = {}
-    value: tuple[float, str] = (0.0, "NaN")
+    metric: Labels = msgspec.field(default_factory=Labels)
+    value: tuple[float, float] = (0.0, math.nan)  # [time, "value"]: the string decoded as a number
 
 
 class _Data(msgspec.Struct, gc=False):
@@ -106,12 +113,13 @@ class _Answer(msgspec.Struct, gc=False):
     warnings: list[str] | None = None
 
 
-_decode = msgspec.json.Decoder(_Answer).decode
+# Not strict: the sample's value, a string ("3", "NaN"), is decoded as the number it writes.
+_decode = msgspec.json.Decoder(_Answer, strict=False).decode
 
 
 def parse(body: bytes, *, seconds: float = 0.0) -> Reading:
     """A Prometheus ``/api/v1/query`` answer (the bytes it sent) as a ``Reading``; an answer of another
-    shape is ``unavailable``, never read in part."""
+    shape, or with a value that is not a number, is ``unavailable``, never read in part."""
     try:
         answer = _decode(body)
     except msgspec.DecodeError as exc:
@@ -122,14 +130,7 @@ def parse(body: bytes, *, seconds: float = 0.0) -> Reading:
             detail=f"Prometheus refused the query: {answer.error or 'no answer'}",
             seconds=seconds,
         )
-    series = []
-    for sample in answer.data.result:
-        try:
-            value = float(sample.value[1])
-        except ValueError:
-            continue
-        if not math.isnan(value):
-            series.append((sample.metric, value))
+    series = [(s.metric, s.value[1]) for s in answer.data.result if not math.isnan(s.value[1])]
     if answer.warnings:  # a partial answer: some targets or shards missing, so no GPU can be called idle
         return Reading(PARTIAL, series, detail="; ".join(answer.warnings)[:500], seconds=seconds)
     return Reading(OK, series, detail=f"{len(series)} rows of idle GPUs", seconds=seconds)
@@ -137,7 +138,7 @@ def parse(body: bytes, *, seconds: float = 0.0) -> Reading:
 
 def count_idle(
     series: Iterable[tuple[str, dict[str, str], float]], threshold: float
-) -> list[tuple[dict[str, str], float]]:
+) -> list[tuple[Labels, float]]:
     """What the query answers, worked out here from dcgm-exporter-shaped series (metric, labels, value) of
     one moment (a cluster that reports its own activity, ``scheduler.cluster.ReportsActivity``): per pod
     and claim, the GPUs below ``threshold``, a GPU in several series of one pod counted once."""
@@ -153,8 +154,7 @@ def count_idle(
     for gpu, ratio in per_gpu.items():
         if ratio < threshold:
             counts[gpu[3:]] = counts.get(gpu[3:], 0.0) + 1
-    names = ("namespace", "pod", "dra_claim_namespace", "dra_claim_name")
-    return [({k: v for k, v in zip(names, key, strict=True) if v}, n) for key, n in sorted(counts.items())]
+    return [(Labels(*key), n) for key, n in sorted(counts.items())]
 
 
 @dataclass
@@ -166,44 +166,49 @@ class Joined:
     unknown: int = 0
 
 
-def join(rows: Iterable[tuple[dict[str, str], float]], objects: Iterable[dict[str, Any]]) -> Joined:
-    """Give every row to the pods it names (``objects``: the cluster's Pods and ResourceClaims)."""
-    pods: set[str] = set()
-    consumers: dict[str, list[str]] = {}
-    for obj in objects:
-        kind = obj.get("kind")
-        if kind == "Pod":  # podstate's is_bound and is_live, inlined: this loop sees every pod
-            meta = obj.get("metadata") or {}
-            if (
-                (obj.get("spec") or {}).get("nodeName")
-                and not meta.get("deletionTimestamp")
-                and (obj.get("status") or {}).get("phase") not in podstate.FINISHED_PHASES
-            ):
-                pods.add(f"{meta.get('namespace')}/{meta.get('name')}")
-        elif kind == "ResourceClaim":
-            meta = obj.get("metadata") or {}
-            reserved = (obj.get("status") or {}).get("reservedFor") or []
-            consumers[f"{meta.get('namespace')}/{meta.get('name')}"] = [
-                f"{meta.get('namespace')}/{r.get('name')}" for r in reserved if r.get("resource") == "pods"
-            ]
+def join(
+    rows: Iterable[tuple[Labels, float]],
+    bound: Container[str],
+    objects: Iterable[dict[str, Any]] = (),
+) -> Joined:
+    """Give every row to the pods it names. ``bound``: the keys (namespace/name) of the cluster's live pods
+    bound to a node (a reading's index, ``gangweb.clusterview.reading``, else ``podstate.bound_by_key``): a
+    row's pod is looked up, not searched for among every pod, and the pods themselves are not read (at
+    160,000 GPUs, reading each pod's fields costs more than the rest of the join: docs/idle.md). A claim's
+    consumers come from ``objects``' ResourceClaims, read only when a row names a claim."""
     out = Joined()
     unknown = 0.0
+    consumers: dict[str, list[str]] | None = None
     for labels, gpus in rows:
-        claim = labels.get("dra_claim_name")
+        namespace, claim = labels.namespace, labels.dra_claim_name
         if not claim:  # most rows: one pod's own GPUs
-            namespace, pod = labels.get("namespace"), labels.get("pod")
-            key = f"{namespace}/{pod}" if namespace and pod else ""
-            if key in pods:
+            key = f"{namespace}/{labels.pod}"
+            if namespace and labels.pod and key in bound:
                 out.pods[key] = out.pods.get(key, 0.0) + gpus
             else:
                 unknown += gpus
             continue
-        namespace = labels.get("dra_claim_namespace") or labels.get("namespace")
-        users = [p for p in consumers.get(f"{namespace}/{claim}", ()) if p in pods]
+        if consumers is None:
+            consumers = _consumers(objects)
+        namespace = labels.dra_claim_namespace or namespace
+        users = [p for p in consumers.get(f"{namespace}/{claim}", ()) if p in bound]
         if not users:
             unknown += gpus
             continue
         for user in users:
             out.pods[user] = out.pods.get(user, 0.0) + gpus / len(users)
     out.unknown = round(unknown)
+    return out
+
+
+def _consumers(objects: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+    """The pods (namespace/name) each ResourceClaim is reserved for, by claim."""
+    out = {}
+    for obj in objects:
+        if obj.get("kind") == "ResourceClaim":
+            meta = obj.get("metadata") or {}
+            reserved = (obj.get("status") or {}).get("reservedFor") or []
+            out[f"{meta.get('namespace')}/{meta.get('name')}"] = [
+                f"{meta.get('namespace')}/{r.get('name')}" for r in reserved if r.get("resource") == "pods"
+            ]
     return out

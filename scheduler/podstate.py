@@ -39,6 +39,18 @@ def is_live(pod: Pod) -> bool:
     return not is_terminating(pod) and not is_finished(pod)
 
 
+def bound_by_key(objects: Any) -> dict[str, Pod]:
+    """The live pods bound to a node among ``objects``, by ``namespace/name`` (other kinds skipped): the
+    pods that can leave GPUs idle, as a cluster reading (``gangweb.clusterview.reading``) indexes them
+    while it builds its picture."""
+    pods = {}
+    for obj in objects:
+        if obj.get("kind") == "Pod" and is_bound(obj) and is_live(obj):
+            meta = obj.get("metadata") or {}
+            pods[f"{meta.get('namespace')}/{meta.get('name')}"] = obj
+    return pods
+
+
 def node_name(pod: Pod) -> str:
     return (pod.get("spec") or {}).get("nodeName") or ""
 

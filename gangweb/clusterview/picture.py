@@ -98,11 +98,16 @@ def no_pause() -> None:
 
 
 class _Gangs:
-    """Gang membership and priority, worked out once from the pods and PodGroups; every pod's GPUs are
-    counted once, into ``gpus`` (by ``id(pod)``)."""
+    """Gang membership and priority, worked out once from the pods and PodGroups; every unfinished pod's
+    GPUs are counted once, into ``gpus`` (by ``id(pod)``), and the live bound ones indexed into ``bound``
+    (by key)."""
 
     def __init__(
-        self, by_kind: dict[str, list[dict[str, Any]]], gpus: dict[int, int], pause: Callable[[], None]
+        self,
+        by_kind: dict[str, list[dict[str, Any]]],
+        gpus: dict[int, int],
+        bound: dict[str, dict[str, Any]],
+        pause: Callable[[], None],
     ) -> None:
         self.groups = {_key(g): g for g in by_kind.get("PodGroup", [])}
         classes = {
@@ -115,6 +120,8 @@ class _Gangs:
             if podstate.is_finished(pod):
                 continue
             count = gpus[id(pod)] = pod_gpus(pod)
+            if podstate.is_bound(pod) and not podstate.is_terminating(pod):
+                bound[_key(pod)] = pod
             group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
             if group:
                 self.members.setdefault(f"{_meta(pod).get('namespace')}/{group}", []).append(pod)
@@ -138,15 +145,17 @@ def build_picture(
     cluster: str,
     holders: dict[str, list[str | None]] | None = None,
     gpus: dict[int, int] | None = None,
+    bound: dict[str, dict[str, Any]] | None = None,
     pause: Callable[[], None] = no_pause,
 ) -> dict[str, Any]:
     """The picture of ``objects``. ``gpus``, when given, is filled with every unfinished pod's GPUs by
-    ``id(pod)`` (another reader of the same objects counts them once); ``pause`` is called in the loops
+    ``id(pod)``, ``bound`` with the live bound pods by ``namespace/name`` (another reader of the same
+    objects counts them once, and looks pods up without a pass of its own); ``pause`` is called in the loops
     (``gangweb.clusterview.reading.Pace``: a build beside requests lets them run)."""
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
         by_kind.setdefault(obj.get("kind", ""), []).append(obj)
-    gangs = _Gangs(by_kind, {} if gpus is None else gpus, pause)
+    gangs = _Gangs(by_kind, {} if gpus is None else gpus, {} if bound is None else bound, pause)
     pod_gang = {_key(p): key for key, pods in gangs.members.items() for p in pods}
     dra = _dra_devices(by_kind.get("ResourceSlice", []))
 

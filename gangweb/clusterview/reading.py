@@ -90,6 +90,7 @@ class Reading:
     objects: list[KubeObject]
     picture: dict[str, Any]
     gpus: dict[int, int] = field(default_factory=dict)  # id(pod) -> its GPUs, counted once (build_picture)
+    bound: dict[str, KubeObject] = field(default_factory=dict)  # ns/name -> live bound pod (build_picture)
 
     def age(self) -> float:
         return time.monotonic() - self.started
@@ -118,15 +119,17 @@ def take(cluster: Cluster, *, max_age: float, paced: bool = False) -> Reading:
         holders = cluster.device_holders() if isinstance(cluster, HoldsDevices) else None
         now = time.time()
         gpus: dict[int, int] = {}
+        bound: dict[str, KubeObject] = {}
         picture = build_picture(
             objects,
             now=now,
             cluster=cluster.name,
             holders=holders,
             gpus=gpus,
+            bound=bound,
             pause=Pace() if paced else no_pause,
         )
-        _latest = Reading(cluster, started, now, objects, picture, gpus)
+        _latest = Reading(cluster, started, now, objects, picture, gpus, bound)
         return _latest
 
 

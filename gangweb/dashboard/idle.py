@@ -44,12 +44,14 @@ def idle_now(
     objects: list[dict[str, Any]],
     reading: activity.Reading,
     *,
+    bound: dict[str, dict[str, Any]],
     now: float,
     window: float,
     reserved: dict[str, str] | None = None,
 ) -> tuple[dict[Row, float], int]:
     """Idle GPUs now by (namespace, gang, cause), and the GPUs whose activity could not be joined.
-    ``reserved`` (pod key -> node) is the room gangweb made for preemptors whose pods still wait
+    ``bound`` holds ``objects``' live bound pods by key (the reading's index); ``reserved`` (pod key ->
+    node) is the room gangweb made for preemptors whose pods still wait
     (``scheduler.preemption.planning.reservations``)."""
     gangs = picture["gangs"]
     out: dict[Row, float] = {}
@@ -106,15 +108,10 @@ def idle_now(
             settled.add(gang["key"])
     if reading.state != activity.OK:
         return out, 0
-    joined = activity.join(reading.series, objects)
+    joined = activity.join(reading.series, bound, objects)
     by_key = {g["key"]: g for g in gangs}
-    pods = {
-        f"{(o.get('metadata') or {}).get('namespace')}/{(o.get('metadata') or {}).get('name')}": o
-        for o in objects
-        if o.get("kind") == "Pod"
-    }
     for pod_key, gpus in joined.pods.items():
-        pod = pods[pod_key]
+        pod = bound[pod_key]
         gang = by_key.get(podstate.group_key(pod) or pod_key)
         if gang is None or gang["key"] in settled:
             continue
@@ -171,6 +168,7 @@ def record_sample() -> IdleSample:
         taken.picture,
         taken.objects,
         source,
+        bound=taken.bound,
         now=taken.time,
         window=settings.GANGWEB_IDLE_WINDOW_SECONDS,
         reserved=reservations(""),  # every gang's
@@ -202,6 +200,28 @@ def _zero() -> dict[str, float]:
     return dict.fromkeys(CAUSES, 0.0)
 
 
+def _seen(sample: IdleSample, scope: Scope) -> list[list[Any]]:
+    """The rows of a sample one reader sees: those of their namespaces, and the cluster's free GPUs (no
+    namespace: every reader's map shows them)."""
+    return [row for row in sample.rows if not row[0] or scope.sees(row[0])]
+
+
+def per_hour(scope: Scope, days: int) -> list[dict[str, Any]]:
+    """Idle GPU-hours by cause per hour of the last ``days``, as one reader sees them, oldest first
+    (``[{"at": the hour's start, <cause>: GPU-hours}]``); an hour without a sample is left out: nothing
+    was measured then, which is not nothing idle."""
+    hours: dict[datetime, dict[str, float]] = {}
+    since = datetime.now(UTC) - timedelta(days=days)
+    for sample in IdleSample.objects.filter(at__gte=since).order_by("at"):
+        block = hours.setdefault(sample.at.replace(minute=0, second=0, microsecond=0), _zero())
+        for _namespace, _name, cause, gpus, *_queue in _seen(sample, scope):
+            block[cause] += gpus * sample.seconds
+    return [
+        {"at": hour.isoformat(), **{cause: gpu_hours(value) for cause, value in block.items()}}
+        for hour, block in sorted(hours.items())
+    ]
+
+
 def figure(scope: Scope) -> dict[str, Any]:
     """The idle figure for one reader: GPU-hours by cause over the last hour and day, per namespace, per
     gang and per queue of the reader's namespaces (a queue's figure adds up the gangs in it the reader
@@ -217,9 +237,7 @@ def figure(scope: Scope) -> dict[str, Any]:
     for sample in IdleSample.objects.filter(at__gte=day).order_by("at"):
         latest = sample
         names = ("lastDay", "lastHour") if sample.at >= hour else ("lastDay",)
-        for namespace, name, cause, gpus, *queue in sample.rows:
-            if namespace and not scope.sees(namespace):
-                continue
+        for namespace, name, cause, gpus, *queue in _seen(sample, scope):
             seconds = gpus * sample.seconds
             for span in names:
                 spans[span][cause] += seconds
@@ -241,9 +259,8 @@ def figure(scope: Scope) -> dict[str, Any]:
 
     current = _zero()
     if latest is not None and latest.at >= now - timedelta(seconds=3 * settings.GANGWEB_IDLE_SAMPLE_SECONDS):
-        for namespace, _name, cause, gpus, *_queue in latest.rows:
-            if not namespace or scope.sees(namespace):
-                current[cause] += gpus
+        for _namespace, _name, cause, gpus, *_queue in _seen(latest, scope):
+            current[cause] += gpus
     by_gang = sorted(gangs.items(), key=lambda item: (-sum(item[1]["lastDay"].values()), item[0]))
     return {
         "lastHour": hours(spans["lastHour"]),

@@ -57,6 +57,7 @@ def data_urls() -> dict[str, str]:
         "map": reverse("api:v1:map"),
         "overview": reverse("api:v1:overview"),
         "idle": reverse("api:v1:idle"),
+        "idleGpuHours": reverse("api:v1:idle-per-hour"),
         "podgroups": reverse("api:v1:podgroups"),
         "usage": reverse("api:v1:usage"),
         "gang": reverse("api:v1:podgroup-detail", args=["NS", "NAME"]),

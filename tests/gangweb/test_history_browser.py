@@ -1,6 +1,6 @@
 """Time ranges and CSV export on the history charts and lists, in a real Chromium on the demo (issue 31):
-the overview's GPU chart and /preemptions/' lost GPU-hours and runs download as CSV, the rows those of the
-range chosen."""
+the overview's GPU chart and idle GPU-hours, and /preemptions/' lost GPU-hours and runs download as CSV,
+the rows those of the range chosen."""
 
 from __future__ import annotations
 
@@ -59,4 +59,21 @@ def test_the_history_charts_and_lists_download_as_csv_over_their_range(start_dem
     page.select_option("#chart-range", "3600")
     _, hour = download(page, "#chart-csv")
     assert 1 < len(hour) <= len(every)
+
+    # Idle GPU-hours by cause, an hour a row: once the demo has taken an idle sample (every 10 s), the
+    # hours sampled have the GPU-hours by cause the chart draws; hours without a sample are empty, not 0.
+    causes = ["free while gangs wait", "broken gangs", "allocated, idle", "held for unplaced gangs"]
+    page.wait_for_selector("#idle-chart canvas", timeout=90_000)
+    name, rows = download(page, "#idle-csv")
+    assert name == "idle-gpu-hours-2d.csv" and rows[0] == ["hour (UTC)", *(f"GPU-hours {c}" for c in causes)]
+    assert len(rows) - 1 == 48, "one row an hour of the two days shown"
+    sampled = [r for r in rows[1:] if r[1] != ""]
+    assert 1 <= len(sampled) <= 2 and all(float(v) >= 0 for r in sampled for v in r[1:])
+    assert all(r[1:] == ["", "", "", ""] for r in rows[1:] if r not in sampled)
+    page.select_option("#idle-days", "1")
+    page.wait_for_function(
+        "document.querySelector('#idle-csv').download === 'idle-gpu-hours-1d.csv'", timeout=20_000
+    )
+    _, day = download(page, "#idle-csv")
+    assert len(day) - 1 == 24
     assert not page.errors, page.errors

@@ -855,6 +855,18 @@ class ActivitySource(s.Serializer):
     )
 
 
+class IdlePoint(IdleCauses):
+    at = s.DateTimeField(help_text="the hour's start")
+
+
+class IdleGpuHours(s.Serializer):
+    days = s.IntegerField()
+    total = IdleCauses(help_text="GPU-hours over the range")
+    points = IdlePoint(
+        many=True, help_text="GPU-hours per hour, oldest first; hours without an idle sample left out"
+    )
+
+
 class IdleFigure(s.Serializer):
     lastHour = IdleCauses(help_text="GPU-hours")
     lastDay = IdleCauses(help_text="GPU-hours")

@@ -38,6 +38,7 @@ urlpatterns = [
     path("pending/", cluster.PendingQueue.as_view(), name="pending"),
     path("usage/", cluster.Usage.as_view(), name="usage"),
     path("idle/", idle.Idle.as_view(), name="idle"),
+    path("idle/gpu-hours/", idle.IdleGpuHours.as_view(), name="idle-per-hour"),
     path("decisions/", cluster.Decisions.as_view(), name="decisions"),
     path("simulate/", simulate.Simulate.as_view(), name="simulate"),
     path("queues/", queues.Queues.as_view(), name="queues"),

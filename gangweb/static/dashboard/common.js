@@ -121,6 +121,21 @@
     return urls.gangPage.replace("NS", encodeURIComponent(namespace)).replace("NAME", encodeURIComponent(name));
   }
 
+  // Every hour of the last `days` as uPlot's columns (the hours' starts, then one column per key) from an
+  // API's hourly points ({at, <key>: ...}), which leave hours out: those get `missing` (0 where nothing
+  // happened; null, a gap, where nothing was measured).
+  function hourly(days, points, keys, missing) {
+    const byHour = new Map(points.map((p) => [Math.floor(Date.parse(p.at) / 3600000), p]));
+    const last = Math.floor(Date.now() / 3600000);
+    const columns = [[], ...keys.map(() => [])];
+    for (let h = last - days * 24 + 1; h <= last; h++) {
+      columns[0].push(h * 3600);
+      const point = byHour.get(h);
+      keys.forEach((key, i) => columns[i + 1].push(point ? point[key] : missing));
+    }
+    return columns;
+  }
+
   // A link that downloads `rows` (arrays) under `header` as CSV, made in the page from what it shows.
   function csvLink(a, filename, header, rows) {
     const cell = (v) => {
@@ -301,7 +316,7 @@
 
   window.gangweb = {
     urls, $, el, plural, duration, clock, when: words.when, timesIn: words.timesIn, state: words.state, gangState: words.gangState,
-    words, chartHooks, victimList, optimalityMark, verdictText, getJSON, postForm, csvLink, gangUrl, nodeUrl, requestUrl, requestLink, gangColour, GANG_STATE_COLOURS: Object.keys(STATE_HUES), live,
+    words, chartHooks, victimList, optimalityMark, verdictText, getJSON, postForm, csvLink, hourly, gangUrl, nodeUrl, requestUrl, requestLink, gangColour, GANG_STATE_COLOURS: Object.keys(STATE_HUES), live,
     showApprovals, formToURL, urlToForm, onTheme: (f) => themeListeners.push(f),
   };
   window.gangwebUpdates = 0;

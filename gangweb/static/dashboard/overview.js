@@ -205,7 +205,31 @@
     const source = idle.activity.state === "ok" ? "" : ` · GPU activity: ${idle.activity.state === "missing" ? "no source (set GANGWEB_PROMETHEUS_URL)" : idle.activity.state}`;
     $("fig-idle-lbl").textContent = `idle GPU-h, last hour${parts.length ? ": " + parts.join(", ") : ""}${source}`;
     $("fig-idle-lbl").title = idle.activity.detail || "";
+    await loadIdleHours();
   }
+
+  // Idle GPU-hours per hour by cause over the chosen range (/api/v1/idle/gpu-hours/), and its CSV: an hour
+  // without a sample is a gap and an empty cell, not 0 (nothing was measured then).
+  let idleChart = null;
+  async function loadIdleHours() {
+    const range = $("idle-days").value;
+    const answer = await g.getJSON(g.urls.idleGpuHours, range ? { days: range } : {});
+    const keys = Object.keys(CAUSES);
+    const data = g.hourly(answer.days, answer.points, keys, null);
+    $("idle-empty").hidden = answer.points.length > 0;
+    g.csvLink($("idle-csv"), `idle-gpu-hours-${answer.days}d.csv`, ["hour (UTC)", ...keys.map((k) => `GPU-hours ${CAUSES[k]}`)], data[0].map((t, i) => [new Date(t * 1000).toISOString(), ...keys.map((k, j) => data[j + 1][i])]));
+    if (idleChart && idleChart.days === answer.days) return idleChart.setData(data);
+    if (idleChart) idleChart.destroy();
+    idleChart = null;
+    $("idle-chart").replaceChildren();
+    if (!answer.points.length || !window.uPlot) return;
+    const box = $("idle-chart");
+    const now = Date.now() / 1000;
+    const hues = { freeWhileWaiting: 150, brokenGangs: 350, allocatedIdle: 45, heldForUnplaced: 265 };
+    idleChart = new uPlot({ width: Math.max(240, box.clientWidth), height: 160, scales: { x: { time: true, range: () => [now - answer.days * 86400, now + 1800] }, y: { range: (u, min, max) => [0, Math.max(max, 0.1)] } }, axes: [{ values: g.words.axisTimes, space: 90 }, { label: "GPU-hours" }], hooks: g.chartHooks, series: [{ value: (u, t) => g.clock(t) }, ...keys.map((k) => ({ label: CAUSES[k], stroke: `hsl(${hues[k]} 60% 45%)`, width: 2, points: { show: true, size: 6, fill: `hsl(${hues[k]} 60% 45%)` } }))] }, data, box);
+    idleChart.days = answer.days;
+  }
+  $("idle-days").addEventListener("change", loadIdleHours);
 
   function drawChart(h) {
     const box = $("chart");

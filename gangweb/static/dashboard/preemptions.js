@@ -88,22 +88,10 @@
     drawLost(lost);
   }
 
-  // Every hour of the range, 0 where nothing was lost (the API leaves those out): one bar an hour wide.
-  function hourly(lost) {
-    const byHour = new Map(lost.points.map((p) => [Math.floor(Date.parse(p.at) / 3600000), p.lostGpuHours]));
-    const last = Math.floor(Date.now() / 3600000);
-    const t = [], v = [];
-    for (let h = last - lost.days * 24 + 1; h <= last; h++) {
-      t.push(h * 3600);
-      v.push(byHour.get(h) || 0);
-    }
-    return [t, v];
-  }
-
   function drawLost(lost) {
     $("lost-empty").hidden = lost.points.length > 0;
     $("lost-range").textContent = lost.days === 1 ? "day" : g.plural(lost.days, "day");
-    const data = hourly(lost);
+    const data = g.hourly(lost.days, lost.points, ["lostGpuHours"], 0); // one bar an hour wide, 0 where none
     g.csvLink($("lost-csv"), `lost-gpu-hours-${lost.days}d.csv`, ["hour (UTC)", "GPU-hours lost"], data[0].map((t, i) => [new Date(t * 1000).toISOString(), data[1][i]]));
     if (chart && chart.days === lost.days) return chart.setData(data);
     if (chart) chart.destroy();

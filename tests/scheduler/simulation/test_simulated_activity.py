@@ -24,7 +24,7 @@ def test_a_gang_loses_a_member_is_broken_for_a_while_and_its_gpus_do_nothing():
     assert all(
         {"gpu", "UUID", "modelName", "Hostname", "namespace", "pod"} <= set(labels) for _, labels, _ in series
     )
-    joined = activity.join(activity.count_idle(series, 0.05), objects)
+    joined = activity.join(activity.count_idle(series, 0.05), podstate.bound_by_key(objects), objects)
     namespace = lost["podGroup"].partition("/")[0]
     members = {
         f"{namespace}/{o['metadata']['name']}" for o in objects if podstate.group_key(o) == lost["podGroup"]

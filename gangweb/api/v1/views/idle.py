@@ -1,5 +1,6 @@
-"""``GET /api/v1/idle/``: idle GPU-hours by cause over the last hour and day, and the gangs broken now
-(docs/idle.md "One figure"; the samples are ``gangweb/dashboard/idle.py``'s)."""
+"""``GET /api/v1/idle/``: idle GPU-hours by cause over the last hour and day, and the gangs broken now;
+``GET /api/v1/idle/gpu-hours/``: the same per hour (docs/idle.md "One figure"; the samples are
+``gangweb/dashboard/idle.py``'s)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from gangweb.api.v1 import serializers
+from gangweb.api.v1 import params, serializers
 from gangweb.api.v1.views.base import V1View
-from gangweb.dashboard.idle import figure
+from gangweb.dashboard.idle import KEEP, figure, per_hour
+from scheduler.idle import CAUSES
 from scheduler.preemption.ledger.health import open_episodes
 
 
@@ -41,3 +43,25 @@ class Idle(V1View):
             if scope.sees(e.namespace)
         ]
         return Response(answer)
+
+
+class IdleGpuHours(V1View):
+    """Idle GPU-hours by cause per hour over the last ``days`` (the samples are kept two days), in the
+    namespaces you see and the cluster's free GPUs, as ``idle/`` counts them."""
+
+    query_params = ("days",)
+    pagination_class = None
+
+    @extend_schema(
+        parameters=[
+            params.whole_number_parameter(
+                "days", f"how many days back (1-{KEEP.days}, default {KEEP.days})", least=1, most=KEEP.days
+            )
+        ],
+        responses=serializers.IdleGpuHours,
+    )
+    def get(self, request):
+        days = params.whole_number(request.query_params, "days", default=KEEP.days, least=1, most=KEEP.days)
+        points = per_hour(self.scope, days)
+        total = {cause: round(sum(p[cause] for p in points), 2) for cause in CAUSES}
+        return Response({"days": days, "total": total, "points": points})

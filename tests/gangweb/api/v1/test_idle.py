@@ -14,6 +14,7 @@ import pytest
 from django.utils import timezone
 
 from gangweb.dashboard import idle, live
+from gangweb.dashboard.models import IdleSample
 from scheduler.activity import parse, query
 from scheduler.preemption import healthwatch, metrics, runtime
 from scheduler.preemption.models import Plan, PreemptionRequest, RequestState
@@ -170,6 +171,40 @@ def test_a_reader_sees_the_figures_of_their_namespaces(client, world, admin):
     assert everything["now"]["brokenGangs"] == 8 and len(everything["byNamespace"]) == 2
 
 
+def test_idle_gpu_hours_per_hour_are_the_readers_namespaces_and_the_free_gpus(client, world, admin):
+    """The history behind the overview's idle chart and its CSV: each hour adds up its samples' GPUs times
+    the time they cover, a team reader's only her namespaces' gangs (and the cluster's free GPUs, which her
+    map shows), within the range asked."""
+    healthwatch.sweep(runtime.get_cluster().snapshot_objects())  # team-b/lame recorded broken
+    samples = [idle.record_sample() for _ in range(3)]
+    now = samples[-1].at
+    for sample, back, seconds in zip(samples, (30, 3, 0), (3600, 1800, 3600), strict=True):
+        IdleSample.objects.filter(pk=sample.pk).update(at=now - timedelta(hours=back), seconds=seconds)
+    viewer = token_reader("viewer-a", "viewer", "--namespaces", "team-a")
+
+    def per_hour(reader, query=""):
+        answer = client.get("/api/v1/idle/gpu-hours/" + query, **reader)
+        assert answer.status_code == 200, answer.content
+        body = answer.json()
+        return (
+            body["days"],
+            [{k: v for k, v in p.items() if k != "at"} for p in body["points"]],
+            body["total"],
+        )
+
+    hour = {"freeWhileWaiting": 15.0, "brokenGangs": 0.0, "allocatedIdle": 2.0, "heldForUnplaced": 0.0}
+    half = {cause: gpus / 2 for cause, gpus in hour.items()}
+    days, points, total = per_hour(viewer)
+    assert days == 2 and points == [hour, half, hour]  # 30 h, 3 h back (half an hour), now; oldest first
+    assert total == {cause: hour[cause] * 2.5 for cause in hour}
+    days, points, _ = per_hour(viewer, "?days=1")
+    assert days == 1 and points == [half, hour]
+    everything = {**hour, "brokenGangs": 8.0, "allocatedIdle": 3.0}  # team-b's broken gang and idle GPU
+    assert per_hour(admin, "?days=1")[1] == [{k: v / 2 for k, v in everything.items()}, everything]
+    for wrong in ("0", "3", "two"):
+        assert client.get(f"/api/v1/idle/gpu-hours/?days={wrong}", **viewer).status_code == 400
+
+
 def test_prometheus_down_slow_or_missing_counts_nothing_as_idle(client, world, admin, settings):
     world.stop()
     idle.record_sample()
@@ -207,16 +242,20 @@ def test_a_partial_answer_is_said_and_counts_nothing_as_idle():
     }
     reading = parse(json.dumps(body).encode())
     assert reading.state == "partial" and "shards" in reading.detail
-    assert idle.idle_now({"gangs": [], "nodes": []}, [], reading, now=0, window=30) == ({}, 0)
+    assert idle.idle_now({"gangs": [], "nodes": []}, [], reading, bound={}, now=0, window=30) == ({}, 0)
 
 
 def test_an_answer_prometheus_should_not_give_is_unavailable_never_read_in_part():
-    """A proxy's page, or rows without a [time, value] pair: the whole answer is unreadable, so no GPU is
-    idle and the state says why (not ``ok`` with the rows that happened to parse)."""
+    """A proxy's page, or rows without a [time, value] pair or with a value that is no number: the whole
+    answer is unreadable, so no GPU is idle and the state says why (not ``ok`` with the rows that happened
+    to parse)."""
     bodies = [
         b'{"status": "success", "data": {"resultType": "vector", "result": ['
         b'{"metric": {"namespace": "team-a", "pod": "notebook-0"}, "value": [1, "1"]},'
         b'{"metric": {"namespace": "team-a", "pod": "train-0"}, "value": "8"}]}}',
+        b'{"status": "success", "data": {"resultType": "vector", "result": ['
+        b'{"metric": {"namespace": "team-a", "pod": "notebook-0"}, "value": [1, "1"]},'
+        b'{"metric": {"namespace": "team-a", "pod": "train-0"}, "value": [1, "eight"]}]}}',
         b"<html>a proxy's login page</html>",
     ]
 

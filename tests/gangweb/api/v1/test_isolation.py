@@ -77,6 +77,7 @@ NAMELESS = {
     "preemptions-lost": "tests/gangweb/api/v1/test_grouped.py (a reader's own lost GPU-hours)",
     "decision-summary": "tests/gangweb/api/v1/test_grouped.py (a reader's own decisions counted)",
     "idle": "tests/gangweb/api/v1/test_idle.py (a reader's own idle figures and broken gangs)",
+    "idle-per-hour": "tests/gangweb/api/v1/test_idle.py (a reader's own idle GPU-hours per hour)",
 }
 
 # Objects every reader reads, cut inside (route name -> its URL's parameters, an object holding team-b's
