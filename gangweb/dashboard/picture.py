@@ -194,7 +194,12 @@ def build_picture(
     for key in gangs.order:
         pause()
         row = _gang_row(key, gangs, placed_pods.get(key, 0), now)
-        judged = health.judge(gangs.groups.get(key), gangs.members[key], lambda n: ready.get(n, False))
+        judged = health.judge(
+            gangs.groups.get(key),
+            gangs.members[key],
+            lambda n: ready.get(n, False),
+            lambda pod: gangs.gpus[id(pod)],
+        )
         if judged is not None and judged.broken:
             row["broken"] = judged.as_json()
         gang_rows.append(row)
