@@ -25,6 +25,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -46,6 +47,13 @@ _tickers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
 TICK_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gangweb-map-ticker")
 _lock = threading.Lock()
 _current: dict[str, Any] = {"picture": None, "seq": 0}
+# Called, in the refreshing thread, after each new picture is kept (the API encodes map/ there, off requests).
+_kept_listeners: list[Callable[[], None]] = []
+
+
+def on_picture_kept(listener: Callable[[], None]) -> None:
+    if listener not in _kept_listeners:
+        _kept_listeners.append(listener)
 
 
 def simulation_running() -> bool:
@@ -130,6 +138,11 @@ def refresh(max_age: float = 0.0, *, paced: bool = False) -> dict[str, Any]:
             logger.info("map change not published; browsers resync on their next reconnect")
             seq = _current["seq"]
         _current["picture"], _current["seq"] = new, seq or _current["seq"]
+    for listener in _kept_listeners:
+        try:
+            listener()
+        except Exception:  # the picture is kept and published; a request encodes it instead
+            logger.warning("a listener of the kept picture failed", exc_info=True)
     metrics.observe_map(new["totals"])
     try:
         history.maybe_sample(new)

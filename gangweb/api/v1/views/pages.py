@@ -7,7 +7,8 @@ The map is the live picture (``gangweb.dashboard.live.current``: the one the tic
 (``gangweb.dashboard.scoping``): squares of gangs in namespaces the reader does not see are drawn as
 "in use, other namespace", one nameless row. Its JSON and gzip are made once per picture and cut
 (``encoded_map``), not per request: at 5,000 nodes they are 1.2 MB and 64 KB, and encoding them on
-each page load beside the ticker's build took a loaded machine 0.3-0.6 s.
+each page load beside the ticker's build took a loaded machine 0.3-0.6 s. The whole cluster's cut is
+made as soon as a picture is kept, in the thread that kept it (``live.on_picture_kept``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from django.utils.cache import patch_vary_headers
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from gangweb.access.scope import Scope
+from gangweb.access.scope import DEMO_READER, Scope
 from gangweb.api.v1 import page_serializers, params
 from gangweb.api.v1.redact import redact
 from gangweb.api.v1.views.base import V1View
@@ -42,6 +43,7 @@ _encoded_lock = threading.Lock()
 # The picture (and its seq) the encodings are of, and per cut (``scoping.cut_key``) its JSON and gzip.
 _encoded: dict[str, Any] = {"of": None, "cuts": {}}
 ACCEPTS_GZIP = re.compile(r"\bgzip\b")
+EVERYTHING = DEMO_READER  # a reader of every namespace: the cut of every such reader
 
 
 def encoded_map(scope: Scope) -> tuple[bytes, bytes]:
@@ -60,6 +62,9 @@ def encoded_map(scope: Scope) -> tuple[bytes, bytes]:
         if _encoded["of"] is of:
             _encoded["cuts"][cut] = found
     return found
+
+
+live.on_picture_kept(lambda: encoded_map(EVERYTHING))
 
 
 class Map(V1View):
