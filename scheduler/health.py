@@ -120,9 +120,12 @@ def judge(
     podgroup: dict[str, Any] | None,
     pods: Iterable[dict[str, Any]],
     is_ready: Callable[[str], bool],
+    gpus: Callable[[dict[str, Any]], int] = pod_gpus,
 ) -> GangHealth | None:
     """The health of the gang ``podgroup`` from its member pods (``is_ready(node name)``); None when it
-    is not a gang (no PodGroup, or one without ``minCount``)."""
+    is not a gang (no PodGroup, or one without ``minCount``). ``gpus`` counts a pod's GPUs (a caller
+    that counted them already hands its count in: parsing every pod's requests twice doubled the map's
+    build)."""
     count = min_count(podgroup)
     if count is None:
         return None
@@ -140,7 +143,7 @@ def judge(
         if not podstate.is_bound(pod):
             restarting = restarting or not podstate.is_terminating(pod)
             continue
-        held += pod_gpus(pod)
+        held += gpus(pod)
         bound_live += 1
         if podstate.is_terminating(pod):
             causes.add(TERMINATING)

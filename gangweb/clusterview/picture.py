@@ -206,7 +206,9 @@ def build_picture(
     for key in gangs.order:
         pause()
         row = _gang_row(key, gangs, placed_pods.get(key, 0), now)
-        judged = health.judge(gangs.groups.get(key), gangs.members[key], is_ready)
+        judged = health.judge(
+            gangs.groups.get(key), gangs.members[key], is_ready, lambda pod: gangs.gpus[id(pod)]
+        )
         if key in short:
             judged = health.composite_short(
                 judged, gangs.groups[key], gangs.members[key], is_ready, short[key]

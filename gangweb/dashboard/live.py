@@ -9,10 +9,13 @@ moment before) is the one it publishes, so one process reads the cluster once pe
 Its build is paced (``reading.Pace``): it runs beside the requests of the same process.
 
 The ticker is an asyncio task on the ASGI server's own event loop, not a free-running thread. Each
-tick runs in Django's sync thread (``sync_to_async``), and ``gangweb.events.send`` called from there
-hops back onto the server loop (asgiref routes ``async_to_sync`` to the loop that spawned the thread),
-which matters for ``InMemoryChannelLayer`` (its queues belong to the server loop). In the simulation
-a tick first moves the world one step; for a real cluster it only refreshes the picture.
+tick runs in the ticker's own thread (``TICK_THREAD``), not Django's one sync thread: the demo's
+in-process beat runs its tasks there (a detection at 5,000 nodes takes seconds), and a tick queued behind
+them left the kept picture stale, so pages built one themselves. ``gangweb.events.send`` called from the
+tick hops back onto the server loop (``bind_server_loop``), which matters for ``InMemoryChannelLayer``
+(its queues belong to the server loop). In the simulation a tick first moves the world one step; for a
+real cluster it only refreshes the picture. While a ticker runs, ``current`` serves the kept picture
+however old: the ticker is making the next one, and the page follows it by its deltas.
 The ticker starts with the demo command and, in any ASGI server, when the first browser connects.
 """
 
@@ -22,11 +25,13 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, close_old_connections
 
 from gangweb import metrics, stream
 from gangweb.clusterview import reading
@@ -39,8 +44,17 @@ from scheduler.preemption.runtime import get_cluster
 logger = logging.getLogger(__name__)
 
 _tickers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
+# One thread for every tick of the process, in order, beside the requests' and the beat's threads.
+TICK_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gangweb-map-ticker")
 _lock = threading.Lock()
 _current: dict[str, Any] = {"picture": None, "seq": 0}
+# Called, in the refreshing thread, after each new picture is kept (the API encodes map/ there, off requests).
+_kept_listeners: list[Callable[[], None]] = []
+
+
+def on_picture_kept(listener: Callable[[], None]) -> None:
+    if listener not in _kept_listeners:
+        _kept_listeners.append(listener)
 
 
 def simulation_running() -> bool:
@@ -75,13 +89,19 @@ def stale_after() -> float:
     return max(3 * tick_interval(), 5.0)
 
 
+def ticking() -> bool:
+    """Whether a ticker runs in this process (it keeps the picture and publishes its deltas)."""
+    return any(not task.done() and loop.is_running() for loop, task in list(_tickers.items()))
+
+
 def current() -> tuple[dict[str, Any], int]:
-    """The latest picture and the ``map`` sequence number it includes (later deltas apply on top); a
-    picture older than ``stale_after`` is refreshed first (published like the ticker's, so a page
-    following the stream stays in step)."""
+    """The latest picture and the ``map`` sequence number it includes (later deltas apply on top). Where
+    no ticker runs, a picture older than ``stale_after`` is refreshed first (published like the
+    ticker's, so a page following the stream stays in step); where one runs, the kept picture is
+    served as it is, never read and built on a request."""
     with _lock:
         kept = _current["picture"]
-        if kept is not None and time.time() - kept["time"] <= stale_after():
+        if kept is not None and (ticking() or time.time() - kept["time"] <= stale_after()):
             return kept, _current["seq"]
     if kept is not None:
         refresh(tick_interval())
@@ -114,6 +134,11 @@ def refresh(max_age: float = 0.0, *, paced: bool = False) -> dict[str, Any]:
             logger.info("map change not published; browsers resync on their next reconnect")
             seq = _current["seq"]
         _current["picture"], _current["seq"] = new, seq or _current["seq"]
+    for listener in _kept_listeners:
+        try:
+            listener()
+        except Exception:  # the picture is kept and published; a request encodes it instead
+            logger.warning("a listener of the kept picture failed", exc_info=True)
     metrics.observe_map(new["totals"])
     try:
         history.maybe_sample(new)
@@ -150,6 +175,15 @@ def tick_and_publish() -> list[dict[str, Any]]:
     return changes
 
 
+def _tick() -> None:
+    """One tick in ``TICK_THREAD``, its database connection looked after as a request's is."""
+    close_old_connections()
+    try:
+        tick_and_publish()
+    finally:
+        close_old_connections()
+
+
 # The simulated world's changes worth a line in the activity feed (ticks bind and finish many more).
 NEWS = {"gang-submitted", "gang-bound", "gang-restarted", "pod-evicted", "gang-abandoned", "event"}
 
@@ -160,13 +194,17 @@ SLOW_TICK_REPORT_SECONDS = 600.0
 
 
 async def run_ticker(interval: float) -> None:
+    """Tick every ``interval`` seconds; after a tick that took longer, wait as long as it took: a tick
+    that cannot keep up (5,000 simulated nodes on a loaded machine) then takes at most half the
+    process, and the pages' requests the other half."""
     last_error = ""
     slow, reported = 0, -SLOW_TICK_REPORT_SECONDS
+    took = 0.0
     while True:
-        await asyncio.sleep(interval)
+        await asyncio.sleep(max(interval, took))
         started = time.monotonic()
         try:
-            await sync_to_async(tick_and_publish, thread_sensitive=True)()
+            await sync_to_async(_tick, thread_sensitive=False, executor=TICK_THREAD)()
             last_error = ""
         except Exception as exc:
             # One bad tick must not stop the picture; the next one starts from the cluster's state.

@@ -7,6 +7,7 @@ GPU and wants a square to keep its owner while the owner runs).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,13 +18,20 @@ from scheduler.simulation.catalog import CPU_PER_GPU, GPUS_PER_NODE, MEMORY_GI_P
 _UID_NAMESPACE = uuid.UUID("5b0c1d8e-6a55-4c1f-9d55-0d7a8e2f4b11")
 
 
+@functools.lru_cache(maxsize=1 << 17)
 def stable_uid(*parts: object) -> str:
-    """A UID that depends only on what identifies the object, so a seed gives identical snapshots."""
+    """A UID that depends only on what identifies the object, so a seed gives identical snapshots.
+    Remembered: every snapshot names every object again (a quarter of a snapshot's time at 5,000 nodes)."""
     return str(uuid.uuid5(_UID_NAMESPACE, "/".join(str(p) for p in parts)))
 
 
 def rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339(int(seconds))
+
+
+@functools.lru_cache(maxsize=4096)
+def _rfc3339(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def condition(type_: str, status: str, reason: str, message: str, at: float) -> dict[str, Any]:

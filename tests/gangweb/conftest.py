@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,6 +144,19 @@ def grant_user(var_dir: Path, user: str, password: str, *grant: str) -> None:
     subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, check=True, capture_output=True
     )
+
+
+def a_request(base_url: str, timeout: float = 150) -> int:
+    """The id of one of the demo's preemption requests, once it has one (its scene makes one in the first
+    minute): the decision view (/requests/<id>/) to open."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(base_url + "/api/v1/requests/?limit=1", timeout=30) as answer:
+            rows = json.loads(answer.read())["results"]
+        if rows:
+            return rows[0]["id"]
+        time.sleep(1)
+    raise AssertionError(f"the demo opened no preemption request in {timeout:.0f} s")
 
 
 def sign_in(page, base_url: str, user: str, password: str) -> None:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from scheduler.simulation import SimulatedCluster
-from tests.gangweb.conftest import grant_user, sign_in
+from tests.gangweb.conftest import a_request, grant_user, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -338,7 +338,7 @@ def test_every_page_fits_420_px_without_horizontal_overflow(start_demo, browser_
     demo = start_demo()
     key = json_of(demo.base_url + "/api/v1/podgroups/")["results"][0]["podGroup"]
     page.set_viewport_size({"width": 420, "height": 900})
-    for path in [*PAGES.values(), f"/gangs/{key}/"]:
+    for path in [*PAGES.values(), f"/gangs/{key}/", f"/requests/{a_request(demo.base_url)}/"]:
         page.goto(demo.base_url + path)
         page.wait_for_load_state("networkidle")
         width = page.evaluate("document.documentElement.scrollWidth")
@@ -381,6 +381,11 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
         page.goto(demo.base_url + path)
         page.wait_for_load_state("networkidle")
         page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+    # A preemption's decision view (what a card, a feed line or a gang's request links to).
+    page.goto(demo.base_url + f"/requests/{a_request(demo.base_url)}/")
+    page.wait_for_selector("#timeline li", timeout=30_000)
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(out / "decision.png"), full_page=True)
     # A node's page (what a click on the map opens), and the map zoomed onto a namespace's nodes.
     node = json_of(demo.base_url + "/api/v1/map/")["nodes"][0]["name"]
     page.goto(demo.base_url + f"/nodes/{node}/")
@@ -411,7 +416,7 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
     page.click("#run-whatif")
     page.wait_for_selector("#plans .plan >> nth=2", timeout=60_000)
     page.screenshot(path=str(out / "gang.png"), full_page=True)
-    assert len(list(out.glob("*.png"))) >= 11
+    assert len(list(out.glob("*.png"))) >= 12
     assert not page.errors, page.errors
 
 

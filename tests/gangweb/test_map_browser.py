@@ -168,3 +168,51 @@ def test_a_team_viewer_sees_other_teams_pods_on_a_node_as_counts_and_keeps_the_t
     for team in ("team-vision", "team-speech", "team-recsys", "research/"):
         assert team not in text
     assert not page.errors, page.errors
+
+
+def test_a_node_page_follows_its_node_live_without_reloading(start_demo, browser_page):
+    page = browser_page
+    demo = start_demo(env={"GANGWEB_SIM_TICK_SECONDS": "0.5"})
+
+    # a node whose squares change hands (the demo's gangs finish, bind and are evicted all along)
+    def owners() -> dict[str, list[str | None]]:
+        picture = json_of(demo.base_url + "/api/v1/map/")
+        keys = [g["key"] for g in picture["gangs"]]
+        return {n["name"]: [None if o is None else keys[o] for o in n["gpus"]] for n in picture["nodes"]}
+
+    before = owners()
+    page.wait_for_timeout(5_000)
+    name = next(name for name, held in owners().items() if held != before[name])
+
+    def shown() -> list[str]:
+        """Who holds each device, as the page says it."""
+        rows = page.locator("#devices tr").all_inner_texts()
+        return [row.split("\t")[-1].split(" · ")[0].strip() for row in rows]
+
+    def served() -> list[str]:
+        node = json_of(demo.base_url + f"/api/v1/nodes/{name}/")
+        return [
+            f"{d['heldBy']['namespace']}/{d['heldBy']['name']}" if d["heldBy"] else "free"
+            for d in node["devices"]
+        ]
+
+    page.goto(demo.base_url + f"/nodes/{name}/")
+    page.wait_for_selector("#devices tr", timeout=30_000)
+    first = shown()
+    page.evaluate("window.sameDocument = true")
+    page.wait_for_function(
+        "(first) => { const now = [...document.querySelectorAll('#devices tr')]"
+        ".map((r) => r.innerText.split('\\t').pop().split(' · ')[0].trim());"
+        " return now.length > 0 && JSON.stringify(now) !== JSON.stringify(first); }",
+        arg=first,
+        timeout=120_000,
+    )
+    assert page.evaluate("window.sameDocument === true"), "the page was reloaded, not updated"
+
+    # whenever the node keeps still a moment, the page says what the API says of it
+    for _ in range(60):
+        if shown() == served():
+            break
+        page.wait_for_timeout(1_000)
+    assert shown() == served()
+    assert not page.errors, page.errors

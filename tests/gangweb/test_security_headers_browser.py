@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from tests.gangweb.conftest import sign_in
+from tests.gangweb.conftest import a_request, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.csp]
 
@@ -65,7 +65,11 @@ def test_every_page_loads_under_its_policy_without_a_violation(start_demo, brows
     user, password = demo.login.split(" / ", 1)
     sign_in(page, demo.base_url, user, password)
 
-    pages = {**PAGES, f"/gangs/{first_gang(demo.base_url)}/": "#conn[data-state='live']"}
+    pages = {
+        **PAGES,
+        f"/gangs/{first_gang(demo.base_url)}/": "#conn[data-state='live']",
+        f"/requests/{a_request(demo.base_url)}/": "#timeline li",
+    }
     for path, ready in pages.items():
         answer = page.goto(demo.base_url + path)
         page.wait_for_selector(ready, timeout=30_000)

@@ -1,5 +1,6 @@
 """What if? in a real Chromium on the demo (issue 31, item 9): only waiting gangs are offered, found by
-typing in a searchable list, a gang not offered is refused with a reason, and the small maps have a legend."""
+typing in a searchable list, a gang not offered is refused with a reason, and the small maps have a legend;
+a gang's own page offers it only while the gang has pods to place."""
 
 from __future__ import annotations
 
@@ -46,4 +47,26 @@ def test_what_if_offers_waiting_gangs_in_a_searchable_list_and_explains_its_smal
         legend = page.inner_text("#plans .mini-legend")
         for words in ("freed by an eviction", "taken by the gang", "free"):
             assert words in legend
+    assert not page.errors, page.errors
+
+
+def test_a_gangs_page_offers_what_if_while_it_waits_never_once_it_runs(start_demo, browser_page):
+    page = browser_page
+    demo = start_demo()
+
+    def shown(key: str) -> tuple[str, bool]:
+        """The gang's page once loaded: its state as said, and whether What if? is offered."""
+        page.goto(demo.base_url + f"/gangs/{key}/")
+        page.wait_for_selector("#members tr", timeout=30_000)
+        return page.inner_text("#state"), page.locator("#run-whatif").is_visible()
+
+    # the highest tier's running gangs: the demo evicts nothing of theirs while the page loads
+    running = json_of(demo.base_url + "/api/v1/podgroups/?state=running&sort=priority")["results"]
+    assert running, "the demo runs gangs"
+    assert shown(running[0]["podGroup"]) == ("running", False)
+
+    waiting = json_of(demo.base_url + "/api/v1/podgroups/?state=pending,short&sort=priority")["results"]
+    assert waiting, "the demo has waiting gangs"
+    state, offered = shown(waiting[-1]["podGroup"])
+    assert offered, f"a {state} gang is not offered What if?"
     assert not page.errors, page.errors

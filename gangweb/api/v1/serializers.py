@@ -531,6 +531,10 @@ class NodeDetail(s.Serializer):
     domain = s.CharField(
         allow_null=True, help_text="the GPU map's group: its rack label, else its zone; null: not on the map"
     )
+    mapIndex = s.IntegerField(
+        allow_null=True,
+        help_text="its index on the GPU map, as map/ and the live map.delta entries name it; null: not on the map",
+    )
     zone = s.CharField(allow_null=True)
     allocatable = s.DictField(child=s.CharField())
     pods = NodePod(many=True, help_text="the unfinished pods on the node, of namespaces you see")

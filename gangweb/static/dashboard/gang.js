@@ -58,6 +58,8 @@
     $("missing").hidden = !!r;
     // A gone gang has no members, conditions or plan to ask for: those panels are not shown.
     for (const e of root.querySelectorAll("[data-present-only]")) e.hidden = !r;
+    // What if? plans a gang with pods to place: not a running one, not a gone one (as /what-if/ offers).
+    $("whatif").hidden = !r || r.state === "running";
     $("state").textContent = r ? g.gangState(r.state) : "gone";
     $("state").className = `state ${r ? r.state : ""}`;
     const facts = $("facts");

@@ -101,11 +101,26 @@
 
     applyDelta(delta) {
       const t0 = performance.now();
+      // A gang row changes every tick it waits (its waiting time); only one drawn otherwise (its colour, its
+      // hatching) redraws the nodes it holds or is nominated on, not the whole map.
+      const redrawn = new Set();
       for (const row of delta.gangs || []) {
         const i = this.indexOf(row.key);
+        const before = this.gangs[i];
         this.gangs[i] = row;
+        if (this.looks(before) !== this.looks(row)) redrawn.add(i);
       }
       this.gangColours = null;
+      if (redrawn.size) {
+        for (let n = 0; n < this.nodes.length; n++) {
+          for (let s = this.start[n]; s < this.start[n + 1]; s++) {
+            if (redrawn.has(this.owner[s]) || redrawn.has(this.nominated[s])) {
+              this.pendingNodes.add(n);
+              break;
+            }
+          }
+        }
+      }
       const now = performance.now();
       for (const [index, owners, nominated, cordoned, ready] of delta.nodes || []) {
         const s = this.start[index];
@@ -116,9 +131,15 @@
         this.flash.set(index, now + 1500);
       }
       if (this.match) this.computeMatch();
-      if ((delta.gangs || []).length || this.match) this.pendingNodes.add(-1); // changed colours or matches: full draw
+      if (this.match) this.pendingNodes.add(-1); // matches may have changed anywhere: full draw
       this.requestFrame();
       this.stats.lastUpdateMs = performance.now() - t0;
+    }
+
+    // What of a gang row its squares show, in every colouring: a change of it redraws them.
+    looks(row) {
+      if (!row || row.other) return "other";
+      return [g.gangColour(row, "tier"), g.gangColour(row, "state"), g.gangColour(row, "namespace"), !!row.broken].join();
     }
 
     // --- layout (map-geometry.js): domains as blocks that flow in rows; a node is a grid of its devices

@@ -1,4 +1,5 @@
-// /nodes/<name>/: one node from /api/v1/nodes/{name}/ (labels, taints, conditions, its pods, its squares).
+// /nodes/<name>/: one node from /api/v1/nodes/{name}/ (labels, taints, conditions, its pods, its squares),
+// read again when the live map says the node changed (a map.delta naming its index) or was redrawn anew.
 (function () {
   "use strict";
   const g = window.gangweb;
@@ -26,16 +27,20 @@
     return tr;
   }
 
+  let index = null; // the node's place on the map: what map.delta entries name it by
   async function load() {
     let n;
     try {
       n = await g.getJSON(url);
     } catch (err) {
       if (err.status !== 404) throw err;
+      index = null;
       $("missing").hidden = false;
       $("missing").textContent = words.noNode(name);
       return;
     }
+    index = n.mapIndex;
+    $("missing").hidden = true;
     $("state").textContent = words.nodeState(n);
     $("state").className = `state ${n.cordoned || !n.ready ? "broken" : "running"}`;
     const facts = $("facts");
@@ -71,8 +76,35 @@
     list("slices", n.resourceSlices, (s) => `${s.name} (${s.driver || "?"}): ${s.devices.map((d) => d.name).join(", ")}`);
   }
 
-  load().catch((err) => {
-    $("missing").hidden = false;
-    $("missing").textContent = err.message;
-  });
+  // One read at a time; changes meanwhile ask for one more after it.
+  let reading = null;
+  let again = false;
+  function refresh() {
+    if (reading) {
+      again = true;
+      return;
+    }
+    reading = load()
+      .catch((err) => {
+        $("missing").hidden = false;
+        $("missing").textContent = err.message;
+      })
+      .finally(() => {
+        reading = null;
+        if (again) {
+          again = false;
+          refresh();
+        }
+      });
+  }
+
+  refresh();
+  g.live.subscribe(
+    "map",
+    (m) => {
+      if (m.type === "map.reset") return refresh();
+      if (index !== null && ((m.payload || {}).nodes || []).some((entry) => entry[0] === index)) refresh();
+    },
+    { onResync: refresh },
+  );
 })();

@@ -1,7 +1,9 @@
 """One node as its page shows it: labels, taints, conditions, the pods on it, its GPUs and DRA devices.
 
-Read from the same reading as every other cluster row (``gangweb/clusterview/rows.py``'s view: the objects and the
-GPU map's picture of them), so a node's squares here are the map's squares. Nodes are the cluster's,
+Read from the process's newest reading (the objects and the GPU map's picture of them, the one the live
+map's last delta came from; ``gangweb/clusterview/rows.py``'s view, which may lag it, where there is none yet), so a
+node's squares here are the map's squares, and a page that reads the node on a delta naming it reads
+what the delta said. Nodes are the cluster's,
 not a tenant's: every reader sees the node itself, but the pods of namespaces the reader does not see
 only as counts (pods, GPUs), and their GPUs as "in use, other namespace".
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from gangweb.access.scope import Scope
+from gangweb.clusterview import reading
 from gangweb.clusterview.picture import RACK_LABELS, pod_gpus
 from gangweb.clusterview.rows import cluster_view
 from scheduler.kinds import native_kind
@@ -30,7 +33,7 @@ def _attribute(value: Any) -> Any:
 def node(scope: Scope, name: str) -> dict[str, Any] | None:
     """The node ``name`` cut to ``scope``, or None when the cluster has no such node."""
     view = cluster_view()
-    taken = view.reading
+    taken = reading.latest(view.reading.cluster) or view.reading
     found = None
     pods: list[dict[str, Any]] = []
     slices: list[dict[str, Any]] = []
@@ -93,6 +96,7 @@ def node(scope: Scope, name: str) -> dict[str, Any] | None:
         ),
         "cordoned": bool(spec.get("unschedulable")),
         "domain": _domain(taken.picture, name),
+        "mapIndex": next((i for i, row in enumerate(taken.picture["nodes"]) if row["name"] == name), None),
         "zone": labels.get(RACK_LABELS[1]),
         "allocatable": dict(status.get("allocatable") or {}),
         "pods": shown,

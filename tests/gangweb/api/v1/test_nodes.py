@@ -29,6 +29,7 @@ def test_a_node_shows_its_pods_and_squares_and_an_admin_sees_every_name(client, 
         None if o is None else picture["gangs"][o]["name"] for o in row["gpus"]
     ]
     assert body["domain"] == picture["domains"][row["domain"]]["name"]
+    assert picture["nodes"][body["mapIndex"]]["name"] == "node-4"  # what the live map.delta names it by
 
 
 def test_a_team_reader_sees_other_teams_pods_on_a_node_only_as_counts(client, world, admin, a_viewer):
