@@ -351,6 +351,7 @@ class HealthWatch:
         self._members: dict[str, set[str]] = {}  # gang -> pod keys
         self._residents: dict[str, set[str]] = {}  # node -> pod keys
         self._groups: dict[str, dict[str, Any]] = {}
+        self._trees: dict[str, set[str]] = {}  # namespace -> its PodGroups under a CompositePodGroup
         self._composites: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> ns/name -> composite
         self._ready: dict[str, bool] = {}
         self._state: dict[str, GangHealth] = {}
@@ -380,7 +381,9 @@ class HealthWatch:
                 elif kind == "Node":
                     self._ready.setdefault(str(meta.get("name")), node_ready(obj))
                 elif kind == "PodGroup":
-                    self._groups.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", obj)
+                    key = f"{meta.get('namespace')}/{meta.get('name')}"
+                    if key not in self._groups:
+                        self._group(key, obj)
                 elif kind == "CompositePodGroup":
                     table = self._composites.setdefault(str(meta.get("namespace")), {})
                     table.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", obj)
@@ -423,9 +426,9 @@ class HealthWatch:
             elif kind == "PodGroup":
                 key = f"{meta.get('namespace')}/{meta.get('name')}"
                 if deleted:
-                    self._groups.pop(key, None)
+                    self._group(key, None)
                 else:
-                    self._groups[key] = obj
+                    self._group(key, obj)
                 touched = {key}
             elif kind == "CompositePodGroup":
                 namespace = str(meta.get("namespace"))
@@ -434,7 +437,7 @@ class HealthWatch:
                     table.pop(f"{namespace}/{meta.get('name')}", None)
                 else:
                     table[f"{namespace}/{meta.get('name')}"] = obj
-                touched = {k for k, g in self._groups.items() if k.startswith(f"{namespace}/") and _parent(g)}
+                touched = set(self._trees.get(namespace, ()))
             else:
                 return
             if not self._listed:
@@ -442,6 +445,19 @@ class HealthWatch:
             changes = self._rejudge_all(touched, _revision(obj))
         for health in changes:
             self._changed(health)
+
+    def _group(self, key: str, obj: dict[str, Any] | None) -> None:
+        """Keep PodGroup ``key`` (None: deleted) and the per-namespace index of those under a composite."""
+        tree = self._trees.setdefault(key.partition("/")[0], set())
+        if obj is None:
+            self._groups.pop(key, None)
+            tree.discard(key)
+            return
+        self._groups[key] = obj
+        if _parent(obj):
+            tree.add(key)
+        else:
+            tree.discard(key)
 
     def _pod(self, key: str, obj: dict[str, Any], deleted: bool) -> set[str]:
         touched = set()
@@ -475,8 +491,8 @@ class HealthWatch:
             composites = self._composites.get(namespace)
             if not composites:
                 continue
-            groups = {k: g for k, g in self._groups.items() if k.startswith(f"{namespace}/")}
-            tree = {k for k, g in groups.items() if _parent(g)}
+            tree = self._trees.get(namespace, set())
+            groups = {k: self._groups[k] for k in tree}
             touched = touched | tree
             members = {k: [self._pods[p] for p in self._members.get(k, ())] for k in tree}
             short.update(short_composites(groups, composites, members, self._is_ready))
