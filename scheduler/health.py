@@ -19,6 +19,7 @@ from typing import Any
 
 from scheduler import podstate
 from scheduler.engine.resources import is_gpu, pod_requests
+from scheduler.engine.typed_objects import ALL, disruption_mode
 
 HEALTHY, BROKEN = "healthy", "broken"
 # Why a member does not count as running (the words of the ledger entry, the API and the page).
@@ -289,13 +290,61 @@ def composite_short(
     return shorted if shorted.broken else replace(health, composite=composite)
 
 
+def _parent(obj: dict[str, Any]) -> str:
+    return str((obj.get("spec") or {}).get("parentCompositePodGroupName") or "")
+
+
+def _ends_all(obj: dict[str, Any]) -> bool:
+    try:
+        return disruption_mode(obj.get("spec") or {}) == ALL
+    except ValueError:  # the API server's to refuse; the engine takes the group as it parses
+        return False
+
+
+def victim_tree(
+    key: str, groups: dict[str, dict[str, Any]], composites: dict[str, dict[str, Any]]
+) -> tuple[str, list[str]]:
+    """The victim unit that ends PodGroup ``key`` under a short composite, as the engine's
+    (``victims.top_all_ancestor``): the highest ``disruptionMode: all`` CompositePodGroup above it and every
+    PodGroup of its tree, or (none is ``all``) the PodGroup alone. ``(unit key, PodGroup keys)``; the unit's
+    key names a CompositePodGroup exactly when it is not ``key``."""
+    namespace = key.partition("/")[0]
+    top, seen, current = "", {key}, groups[key]
+    for _ in range(MAX_TREE_DEPTH):
+        above = f"{namespace}/{_parent(current)}" if _parent(current) else ""
+        if not above or above not in composites or above in seen:
+            break
+        seen.add(above)
+        current = composites[above]
+        if _ends_all(current):
+            top = above
+    if not top:
+        return key, [key]
+    tree = []
+    for other, group in groups.items():
+        if other.partition("/")[0] != namespace:
+            continue
+        current, seen = group, {other}
+        for _ in range(MAX_TREE_DEPTH):
+            above = f"{namespace}/{_parent(current)}" if _parent(current) else ""
+            if above == top:
+                tree.append(other)
+                break
+            if not above or above not in composites or above in seen:
+                break
+            seen.add(above)
+            current = composites[above]
+    return top, sorted(tree)
+
+
 Changed = Callable[[GangHealth], None]
 
 
 class HealthWatch:
     """Gang health kept from watch events: ``on_event(type, resource, obj)`` (the informer listener's
     signature) re-judges the gangs the event touches and calls ``changed(health)`` when a gang turns
-    broken or recovers. Gangs are first judged when the Pods' first list is complete (its ``RELIST``),
+    broken or recovers. An event under a CompositePodGroup re-judges every PodGroup of that namespace's
+    composite trees (one group's members count for its siblings' ``minGroupCount``). Gangs are first judged when the Pods' first list is complete (its ``RELIST``),
     each broken one then reported once. Thread-safe; cheap per event."""
 
     def __init__(self, changed: Changed) -> None:
@@ -305,6 +354,8 @@ class HealthWatch:
         self._members: dict[str, set[str]] = {}  # gang -> pod keys
         self._residents: dict[str, set[str]] = {}  # node -> pod keys
         self._groups: dict[str, dict[str, Any]] = {}
+        self._trees: dict[str, set[str]] = {}  # namespace -> its PodGroups under a CompositePodGroup
+        self._composites: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> ns/name -> composite
         self._ready: dict[str, bool] = {}
         self._state: dict[str, GangHealth] = {}
         self._listed = False  # every pod listed once (the Pods reflector's first RELIST, or ``seed``)
@@ -333,10 +384,15 @@ class HealthWatch:
                 elif kind == "Node":
                     self._ready.setdefault(str(meta.get("name")), node_ready(obj))
                 elif kind == "PodGroup":
-                    self._groups.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", obj)
+                    key = f"{meta.get('namespace')}/{meta.get('name')}"
+                    if key not in self._groups:
+                        self._group(key, obj)
+                elif kind == "CompositePodGroup":
+                    table = self._composites.setdefault(str(meta.get("namespace")), {})
+                    table.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", obj)
             self._deleted.clear()
             self._listed = True
-            changes = [h for key in list(self._members) if (h := self._rejudge(key, 0))]
+            changes = self._rejudge_all(set(self._members), 0)
         for health in changes:
             self._changed(health)
 
@@ -345,7 +401,7 @@ class HealthWatch:
             # Gangs are judged once every pod is listed: a gang half listed looks broken.
             with self._lock:
                 first, self._listed = not self._listed, True
-                changes = [h for key in list(self._members) if (h := self._rejudge(key, 0))] if first else []
+                changes = self._rejudge_all(set(self._members), 0) if first else []
             for health in changes:
                 self._changed(health)
             return
@@ -373,18 +429,38 @@ class HealthWatch:
             elif kind == "PodGroup":
                 key = f"{meta.get('namespace')}/{meta.get('name')}"
                 if deleted:
-                    self._groups.pop(key, None)
+                    self._group(key, None)
                 else:
-                    self._groups[key] = obj
+                    self._group(key, obj)
                 touched = {key}
+            elif kind == "CompositePodGroup":
+                namespace = str(meta.get("namespace"))
+                table = self._composites.setdefault(namespace, {})
+                if deleted:
+                    table.pop(f"{namespace}/{meta.get('name')}", None)
+                else:
+                    table[f"{namespace}/{meta.get('name')}"] = obj
+                touched = set(self._trees.get(namespace, ()))
             else:
                 return
             if not self._listed:
                 return
-            version = _revision(obj)
-            changes = [h for key in touched if (h := self._rejudge(key, version)) is not None]
+            changes = self._rejudge_all(touched, _revision(obj))
         for health in changes:
             self._changed(health)
+
+    def _group(self, key: str, obj: dict[str, Any] | None) -> None:
+        """Keep PodGroup ``key`` (None: deleted) and the per-namespace index of those under a composite."""
+        tree = self._trees.setdefault(key.partition("/")[0], set())
+        if obj is None:
+            self._groups.pop(key, None)
+            tree.discard(key)
+            return
+        self._groups[key] = obj
+        if _parent(obj):
+            tree.add(key)
+        else:
+            tree.discard(key)
 
     def _pod(self, key: str, obj: dict[str, Any], deleted: bool) -> set[str]:
         touched = set()
@@ -406,12 +482,34 @@ class HealthWatch:
                 self._residents.setdefault(node, set()).add(key)
         return touched
 
-    def _rejudge(self, key: str, version: int) -> GangHealth | None:
+    def _is_ready(self, node: str) -> bool:
+        """A node not seen yet counts as ready (the Nodes may be listed after the Pods); a deleted one is not."""
+        return self._ready.get(node, True)
+
+    def _rejudge_all(self, touched: set[str], version: int) -> list[GangHealth]:
+        """``_rejudge`` of each touched gang and, in a namespace with CompositePodGroups, of every PodGroup
+        under one: each judged against the composites short of ``minGroupCount`` now."""
+        short: dict[str, str] = {}
+        for namespace in {k.partition("/")[0] for k in touched}:
+            composites = self._composites.get(namespace)
+            if not composites:
+                continue
+            tree = self._trees.get(namespace, set())
+            groups = {k: self._groups[k] for k in tree}
+            touched = touched | tree
+            members = {k: [self._pods[p] for p in self._members.get(k, ())] for k in tree}
+            short.update(short_composites(groups, composites, members, self._is_ready))
+        return [h for key in sorted(touched) if (h := self._rejudge(key, version, short.get(key, "")))]
+
+    def _rejudge(self, key: str, version: int, composite: str = "") -> GangHealth | None:
         """The gang's new health when its state changed (None otherwise), judged at ``version`` (the
-        event's: a deleted pod's is newer than every object left). A node not seen yet counts as ready
-        (the Nodes may be listed after the Pods); a deleted one is not."""
+        event's: a deleted pod's is newer than every object left), under ``composite`` when that one is
+        short of its ``minGroupCount``."""
         pods = [self._pods[p] for p in self._members.get(key, ())]
-        health = judge(self._groups.get(key), pods, lambda node: self._ready.get(node, True))
+        group = self._groups.get(key)
+        health = judge(group, pods, self._is_ready)
+        if group is not None and composite:
+            health = composite_short(health, group, pods, self._is_ready, composite)
         before = self._state.get(key)
         if health is None:
             self._state.pop(key, None)

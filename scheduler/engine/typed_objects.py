@@ -312,6 +312,11 @@ def _disruption_mode(raw: Any, where: str) -> str:
     return _one_of(raw, where, (SINGLE, ALL))[0]
 
 
+def disruption_mode(spec: Mapping[str, Any]) -> str:
+    """A PodGroup's or CompositePodGroup's ``spec.disruptionMode``: ``ALL`` or ``SINGLE`` (the default)."""
+    return _disruption_mode(spec.get("disruptionMode"), "spec.disruptionMode")
+
+
 class Group:
     """A PodGroup or a CompositePodGroup (same fields that matter to preemption)."""
 

@@ -7,6 +7,11 @@ bound pods: it goes through the same ledger and execution path as a preemption (
 approve mode's wait, the re-check on fresh reads, every disruption budget, dry runs, evictions by UID,
 the recovery of a crashed worker). Never while a member is being restarted within the grace period, and
 never for a gang a queue manager owns (it handles broken gangs itself): there it reports.
+
+A gang broken because the CompositePodGroup above it runs fewer groups than its ``minGroupCount``
+(``health.COMPOSITE_SHORT``) is reaped as the engine preempts a composite: its victim unit is the highest
+``disruptionMode: all`` composite above and every bound pod of that tree (``health.victim_tree``), one
+request for the whole tree; below no ``all`` composite, the gang alone.
 """
 
 from __future__ import annotations
@@ -63,10 +68,14 @@ def _restarting_within_grace(pods: list[KubeObject], now: float, grace: float) -
     return False
 
 
-def plan_of(podgroup: KubeObject, pods: list[KubeObject]) -> tuple[dict[str, Any], dict[str, VictimFacts]]:
-    """The reap's plan (``gang plan`` JSON): one victim unit, the gang's bound unfinished pods."""
-    meta = podgroup.get("metadata") or {}
+def plan_of(
+    podgroup: KubeObject, pods: list[KubeObject], unit: KubeObject | None = None
+) -> tuple[dict[str, Any], dict[str, VictimFacts]]:
+    """The reap's plan (``gang plan`` JSON): one victim unit, the gang's bound unfinished pods, or those of
+    the tree of ``unit`` (the CompositePodGroup that ends with it; ``pods`` then the whole tree's)."""
     key = object_key(podgroup)
+    unit = unit or podgroup
+    meta = unit.get("metadata") or {}
     victims = sorted(
         (p for p in pods if podstate.is_bound(p) and not podstate.is_finished(p)),
         key=object_key,
@@ -86,10 +95,12 @@ def plan_of(podgroup: KubeObject, pods: list[KubeObject]) -> tuple[dict[str, Any
         "feasible": bool(evictions),
         "victims": [
             {
-                "kind": "PodGroup",
+                "kind": unit.get("kind") or "PodGroup",
                 "namespace": meta.get("namespace"),
                 "name": meta.get("name"),
-                "priority": (podgroup.get("spec") or {}).get("priority") or 0,
+                "priority": (unit.get("spec") or {}).get("priority")
+                or (podgroup.get("spec") or {}).get("priority")
+                or 0,
                 "pods": evictions,
             }
         ]
@@ -98,7 +109,10 @@ def plan_of(podgroup: KubeObject, pods: list[KubeObject]) -> tuple[dict[str, Any
         "evictions": evictions,
         "placement": {},
         "domain": None,
-        "reason": f"reap the broken gang {key}: evict its {len(evictions)} bound pods as one unit",
+        "reason": f"reap the broken gang {key}: evict its {len(evictions)} bound pods as one unit"
+        if unit is podgroup
+        else f"reap the broken gang {key}: evict the {len(evictions)} bound pods of {unit.get('kind')} "
+        f"{object_key(unit)}, short of its minGroupCount, as one unit",
         "outcome": REAP,
         "optimality": None,
     }
@@ -121,45 +135,60 @@ def sweep(objects: list[KubeObject], *, now: float | None = None) -> list[int]:
     ]
     if not due:
         return []
-    groups = {object_key(o): o for o in objects if o.get("kind") == "PodGroup"}
-    members: dict[str, list[KubeObject]] = {}
-    ready = {
-        str((o.get("metadata") or {}).get("name")): health.node_ready(o)
+    namespaces = {e.namespace for e in due}
+    objects = [
+        o
         for o in objects
-        if o.get("kind") == "Node"
-    }
+        if o.get("kind") == "Node" or (o.get("metadata") or {}).get("namespace") in namespaces
+    ]
+    judged = health.judge_all(objects)  # with the composites above each gang
+    groups = {object_key(o): o for o in objects if o.get("kind") == "PodGroup"}
+    composites = {object_key(o): o for o in objects if o.get("kind") == "CompositePodGroup"}
+    members: dict[str, list[KubeObject]] = {}
     for obj in objects:
         if obj.get("kind") == "Pod" and (key := podstate.group_key(obj)):
             members.setdefault(key, []).append(obj)
-    opened = []
+    opened, covered = [], set()
     for episode in due:
         key = episode.podgroup
-        group, pods = groups.get(key), members.get(key, [])
-        judged = health.judge(group, pods, lambda n: ready.get(n, False))
-        if group is None or judged is None or not judged.broken or _active_or_done(episode):
+        group, now_judged = groups.get(key), judged.get(key)
+        if group is None or now_judged is None or not now_judged.broken or _active_or_done(episode):
             continue
+        unit, tree = health.victim_tree(key, groups, composites) if now_judged.composite else (key, [key])
+        if covered & set(tree):
+            continue  # this pass already reaps its tree
+        pods = [p for k in tree for p in members.get(k, [])]
         owner = queue_manager_of(group, pods)
         if owner is not None:
             logger.info("broken gang %s belongs to %s, which handles it: reported, not reaped", key, owner)
             continue
         if _restarting_within_grace(pods, now, grace):
             continue
-        request_id = open_reap(episode, group, pods)
+        request_id = open_reap(episode, group, pods, composites.get(unit), tree)
         if request_id is not None:
             opened.append(request_id)
+            covered.update(tree)
     return opened
 
 
-def open_reap(episode: BrokenGang, podgroup: KubeObject, pods: list[KubeObject]) -> int | None:
+def open_reap(
+    episode: BrokenGang,
+    podgroup: KubeObject,
+    pods: list[KubeObject],
+    unit: KubeObject | None = None,
+    tree: list[str] | None = None,
+) -> int | None:
     """Open and plan the reap of ``episode``'s gang in its namespace's mode, then hand it on as a
-    preemption's plan is (``tasks.after_plan``); the request id, None when the gang has an active request."""
+    preemption's plan is (``tasks.after_plan``); the request id, None when the gang has an active request.
+    With ``unit`` (a CompositePodGroup), ``pods`` are its ``tree``'s, whose open episodes the request reaps
+    too."""
     from scheduler.preemption.tasks import after_plan  # the tasks module imports this one
 
     if ledger.cooling_down(
         episode.namespace, episode.name, pause_seconds=settings.GANGWEB_REQUEST_COOLDOWN_SECONDS
     ):
         return None
-    plan, facts = plan_of(podgroup, pods)
+    plan, facts = plan_of(podgroup, pods, unit)
     with transaction.atomic():
         request, created = ledger.open_request(
             episode.namespace,
@@ -171,6 +200,11 @@ def open_reap(episode: BrokenGang, podgroup: KubeObject, pods: list[KubeObject])
         if not created:
             return None
         BrokenGang.objects.filter(pk=episode.pk).update(reaped_by=request)
+        for key in tree or ():  # the tree's other broken gangs end with it: no reap of their own
+            namespace, _, name = key.partition("/")
+            BrokenGang.objects.filter(
+                namespace=namespace, name=name, recovered_at__isnull=True, reaped_by__isnull=True
+            ).update(reaped_by=request)
         ledger.begin_planning(request.pk)
         result = PlanResult(
             plan=plan,

@@ -188,3 +188,47 @@ def test_a_composite_that_holds_no_gpus_any_more_is_not_broken():
     objects = [node("node-1"), node("node-2"), composite("serve", 2)] + replicas(2)
     judged = health.judge_all(_without(objects, "replica-0-0", "replica-0-1", "replica-1-0", "replica-1-1"))
     assert not any(h.broken for h in judged.values())
+
+
+def test_the_watch_sees_a_composite_turn_short_and_recover_from_one_groups_events():
+    seen: list[health.GangHealth] = []
+    watch = health.HealthWatch(seen.append)
+    serve, *rest = [composite("serve", 3)] + replicas(3)
+    watch.on_event("ADDED", Kind("CompositePodGroup"), _versioned(serve, 1))
+    for i, obj in enumerate(rest):
+        watch.on_event("ADDED", GROUPS if obj["kind"] == "PodGroup" else PODS, _versioned(obj, 2 + i))
+    watch.on_event("RELIST", PODS, None)
+    assert seen == [] and watch.broken() == []
+
+    # replica-0 loses a member: the composite runs 2 of the 3 groups it needs, so its siblings, whose own
+    # members all run, are broken too (events of replica-0's pod alone).
+    lost = next(o for o in rest if o["metadata"]["name"] == "replica-0-1")
+    watch.on_event("DELETED", PODS, _versioned(lost, 20))
+    assert {h.key: h.causes for h in seen} == {
+        "team-a/replica-0": (health.LOST, health.COMPOSITE_SHORT),
+        "team-a/replica-1": (health.COMPOSITE_SHORT,),
+        "team-a/replica-2": (health.COMPOSITE_SHORT,),
+    }
+    assert {h.composite for h in seen} == {"team-a/serve"} and {h.revision for h in seen} == {20}
+
+    # The composite now asks for 2 groups: the siblings recover, replica-0 stays broken by its own loss.
+    del seen[:]
+    lowered = _versioned(composite("serve", 2), 21)
+    watch.on_event("MODIFIED", Kind("CompositePodGroup"), lowered)
+    assert sorted((h.key, h.state) for h in seen) == [
+        ("team-a/replica-1", "healthy"),
+        ("team-a/replica-2", "healthy"),
+    ]
+    assert [(h.key, h.causes) for h in watch.broken()] == [("team-a/replica-0", (health.LOST,))]
+
+
+def test_a_watch_seeded_from_a_synced_cache_judges_the_composites_it_holds():
+    seen: list[health.GangHealth] = []
+    watch = health.HealthWatch(seen.append)
+    objects = [node("node-1"), node("node-2"), composite("serve", 3)] + replicas(3)
+    watch.seed([_versioned(o, 1 + i) for i, o in enumerate(_without(objects, "replica-2-0"))])
+    assert [(h.key, h.causes) for h in watch.broken()] == [
+        ("team-a/replica-0", (health.COMPOSITE_SHORT,)),
+        ("team-a/replica-1", (health.COMPOSITE_SHORT,)),
+        ("team-a/replica-2", (health.LOST, health.COMPOSITE_SHORT)),
+    ]

@@ -1,7 +1,9 @@
 """The re-check of a reap (``scheduler/preemption/reaper.py``): is the gang still broken, and is each
 member to evict still the pod the plan named? Read as a preemption's re-check reads: the PodGroup and
-the members by name afresh (with a watch cache, the rest of the gang and the nodes' readiness from the
-cache once it holds those reads), else one fresh snapshot.
+the members by name afresh (with a watch cache, the rest of the namespace's gangs and composites and the
+nodes' readiness from the cache once it holds those reads), else one fresh snapshot. A reap whose unit is
+a CompositePodGroup's tree holds only while a composite above the gang is still short of its
+``minGroupCount``.
 
 A reap that no longer holds is never planned again from here: the gang recovered, or it changed, and
 the reaper's next pass judges it anew (a refusal is ``moot``).
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler import health, podstate
+from scheduler import health
 from scheduler.cluster import ClusterError, KubeObject, WatchCache, current_objects, object_key
 from scheduler.preemption.execution.recheck import Verdict, read_fresh
 from scheduler.preemption.planning import fresh_objects
@@ -37,27 +39,36 @@ def recheck(cluster: Any, plan: Any, rows: list[Any], *, budgets: bool) -> tuple
             r.pod: next((o for o in objects if o.get("kind") == "Pod" and object_key(o) == r.pod), None)
             for r in rows
         }
-    ready = {
-        str((o.get("metadata") or {}).get("name")): health.node_ready(o)
-        for o in cached
-        if o.get("kind") == "Node"
-    }
-    others = [
+    namespace = request.podgroup.partition("/")[0]
+    fresh = {("Pod", key): pod for key, pod in pods.items()}
+    fresh[("PodGroup", request.podgroup)] = podgroup
+    scope = [
         o
         for o in cached
-        if o.get("kind") == "Pod" and podstate.group_key(o) == request.podgroup and object_key(o) not in pods
+        if o.get("kind") == "Node"
+        or (
+            (o.get("metadata") or {}).get("namespace") == namespace
+            and (o.get("kind"), object_key(o)) not in fresh
+        )
     ]
-    return judge(request.podgroup, podgroup, pods, others, rows, lambda n: ready.get(n, False)), objects
+    scope += [{**o, "kind": kind} for (kind, _), o in fresh.items() if o is not None]
+    return judge(request.podgroup, podgroup, pods, scope, rows, _unit_kind(plan)), objects
+
+
+def _unit_kind(plan: Any) -> str:
+    victims = getattr(plan, "victims", None) or [{}]
+    return str(victims[0].get("kind") or "PodGroup")
 
 
 def judge(
     key: str,
     podgroup: KubeObject | None,
     pods: dict[str, KubeObject | None],
-    others: list[KubeObject],
+    scope: list[KubeObject],
     rows: list[Any],
-    is_ready: Any,
+    unit_kind: str = "PodGroup",
 ) -> Verdict:
+    """``scope``: the Nodes and the namespace's objects as they are now (the fresh reads among them)."""
     if podgroup is None:
         return Verdict(False, f"PodGroup {key} no longer exists", moot=True)
     for row in rows:
@@ -69,7 +80,9 @@ def judge(
             return Verdict(False, f"member {row.pod} was replaced by a new pod (UID changed)", moot=True)
         if meta.get("deletionTimestamp"):
             return Verdict(False, f"member {row.pod} is already terminating", moot=True)
-    judged = health.judge(podgroup, [p for p in pods.values() if p is not None] + others, is_ready)
+    judged = health.judge_all(scope).get(key)
     if judged is None or not judged.broken:
         return Verdict(False, f"{key} is not broken any more", moot=True)
+    if unit_kind == "CompositePodGroup" and not judged.composite:
+        return Verdict(False, f"{key}'s composite is not short of its minGroupCount any more", moot=True)
     return Verdict(True, f"{key} is still broken on fresh reads ({', '.join(judged.causes)})")

@@ -82,6 +82,36 @@ def podgroup(
     return obj
 
 
+def composite(
+    namespace: str,
+    name: str,
+    *,
+    min_group_count: int | None,
+    disruption: str = "all",
+    parent: str | None = None,
+) -> KubeObject:
+    """A CompositePodGroup (KEP-6012, v1alpha3): a gang of groups with ``min_group_count``, else basic."""
+    spec: dict[str, Any] = {
+        "schedulingPolicy": {"basic": {}}
+        if min_group_count is None
+        else {"gang": {"minGroupCount": min_group_count}},
+        "disruptionMode": {disruption: {}},
+    }
+    if parent:
+        spec["parentCompositePodGroupName"] = parent
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "CompositePodGroup",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"cpg/{namespace}/{name}")),
+            "creationTimestamp": T0,
+        },
+        "spec": spec,
+    }
+
+
 def pod(
     namespace: str,
     name: str,
