@@ -49,7 +49,7 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 GOAL_FIRST_PAINT_MS = 1000
 
 UPDATES = """async () => {

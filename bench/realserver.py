@@ -27,7 +27,7 @@ from typing import Any
 import urllib3
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_SCRIPT = ROOT / "hack" / "cluster" / "cluster.py"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 GANG_LABEL = "gangweb.io/bench-gang"
