@@ -14,6 +14,9 @@ class Outcome(StrEnum):
     REAP = "reap"  # a reaper's plan: what is left of a broken gang, one unit (never the engine's)
     # Infeasible, in the order the checks run (a new code is one line here and a row in docs/engine.md).
     TOO_FEW_PODS = "infeasible:too-few-pods"  # no pending pods, and fewer running than minCount
+    INVALID_GROUP = (
+        "infeasible:invalid-group"  # kube-scheduler marked the PodGroup Invalid: no eviction helps
+    )
     PRIORITY_MISMATCH = "infeasible:priority-mismatch"  # a pod's own priority differs from its group's
     DEVICE_CLAIM = "infeasible:device-claim"  # a ResourceClaim the PodGroup shares cannot be allocated
     NO_USABLE_NODE = "infeasible:no-usable-node"  # too few pending pods pass the node filters anywhere

@@ -189,6 +189,25 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     return tuple(ports)
 
 
+# kube-scheduler's word that a group can never be scheduled as configured (kubernetes/kubernetes#140670, for
+# the release after 1.37): the PodGroupInitiallyScheduled condition False with this reason. Read when present.
+INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+INVALID_REASON = "Invalid"
+
+
+def _invalid(status: Mapping[str, Any]) -> str | None:
+    """The message of an ``Invalid`` PodGroupInitiallyScheduled condition, else None."""
+    for condition in status.get("conditions") or []:
+        if (
+            isinstance(condition, dict)
+            and condition.get("type") == INITIALLY_SCHEDULED
+            and condition.get("status") == "False"
+            and condition.get("reason") == INVALID_REASON
+        ):
+            return str(condition.get("message") or "no message")
+    return None
+
+
 def _claims(
     spec: Mapping[str, Any], status: Mapping[str, Any], kind: str
 ) -> tuple[list[ClaimRef], dict[str, str]]:
@@ -325,6 +344,7 @@ class Group:
         "claim_refs",
         "claim_statuses",
         "disruption",
+        "invalid",
         "key",
         "kind",
         "min_count",
@@ -380,6 +400,7 @@ class Group:
         self.parent = _opt_str(spec.get("parentCompositePodGroupName"), "spec.parentCompositePodGroupName")
         self.checkpoint = _checkpoint(meta.annotations)
         self.claim_refs, self.claim_statuses = _claims(spec, _map(obj.get("status"), "status"), kind)
+        self.invalid = _invalid(_map(obj.get("status"), "status"))
 
 
 class DisruptionBudget:

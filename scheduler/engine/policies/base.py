@@ -75,6 +75,11 @@ class PreemptionPolicy(ABC):
                 ),
                 notes,
             )
+        if gang.group.invalid is not None:
+            reason = (
+                f"kube-scheduler found the group invalid ({gang.group.invalid}); no eviction would place it"
+            )
+            return self._finish(problem.plan(self.name, False, reason, why=Outcome.INVALID_GROUP), notes)
         mismatch = gang.priority_mismatch()
         if mismatch:
             return self._finish(

@@ -479,6 +479,52 @@ def test_the_registry_order_is_the_benchmarks_and_the_quality_study_grades_atomi
     assert [name for name, policy in POLICIES.items() if policy.atomic] == ["kep5710", "gangweb"]
 
 
+def _invalid(objects, message):
+    """``objects`` with their PodGroup marked Invalid by kube-scheduler, as kubernetes/kubernetes#140670 writes it."""
+    condition = {
+        "type": "PodGroupInitiallyScheduled",
+        "status": "False",
+        "reason": "Invalid",
+        "message": message,
+    }
+    return [
+        {**o, "status": {**(o.get("status") or {}), "conditions": [condition]}}
+        if o["kind"] == "PodGroup"
+        else o
+        for o in objects
+    ]
+
+
+def test_a_group_kube_scheduler_found_invalid_is_never_a_reason_to_evict():
+    """Feature-detected: the reason exists after 1.37; where it is absent (1.37) nothing changes, and an
+    Unschedulable condition (1.37's own) is no reason to refuse."""
+    objects = [node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor()
+    for policy in sorted(POLICIES):
+        invalid = plan(parse_snapshot(_invalid(objects, "priority conflict")), "default/hi", policy)
+        assert invalid.outcome == "infeasible:invalid-group" and invalid.victims == [], policy
+        assert "priority conflict" in invalid.reason
+        assert plan(parse_snapshot(objects), "default/hi", policy).outcome == "preempt"
+        unschedulable = [
+            {
+                **o,
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "PodGroupInitiallyScheduled",
+                            "status": "False",
+                            "reason": "Unschedulable",
+                            "message": "0/1 nodes",
+                        }
+                    ]
+                },
+            }
+            if o["kind"] == "PodGroup"
+            else o
+            for o in objects
+        ]
+        assert plan(parse_snapshot(unschedulable), "default/hi", policy).outcome == "preempt"
+
+
 OUTCOMES = {
     "fits": [node("a"), node("b"), pod("low", node="a", gpus=8, priority=1)] + _preemptor(),
     "preempt": [node("a"), pod("low", node="a", gpus=8, priority=1)] + _preemptor(),
@@ -487,6 +533,10 @@ OUTCOMES = {
         podgroup("hi", min_count=2, priority=100),
         pod("hi-0", group="hi", node="a", gpus=8, priority=100),
     ],
+    # kube-scheduler marked the group Invalid at run time (the PodGroupInitiallyScheduled condition): the one
+    # low pod could make room, yet no eviction would get an invalid group placed.
+    "infeasible:invalid-group": [node("a"), pod("low", node="a", gpus=8, priority=1)]
+    + _invalid(_preemptor(), "conflicting scheduler names"),
     "infeasible:priority-mismatch": [
         node("a"),
         podgroup("hi", min_count=1, priority=100),
