@@ -13,7 +13,6 @@ safety net (pending pods past the grace period, a missed event).
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from typing import Any
 
@@ -32,23 +31,12 @@ CLAIM_SECONDS = 3600
 _seen: dict[str, str] = {}
 # (monotonic time the event arrived, ns/name) of the last enqueue, for the benchmark and the log.
 last_trigger: dict[str, float] = {}
-# This process's one client (and connection pool) for the claims, made again only if REDIS_URL changes.
-_client: tuple[str, Any] | None = None
-_client_lock = threading.Lock()
-
-
-def _redis(url: str) -> Any:
-    global _client
-    with _client_lock:
-        if _client is None or _client[0] != url:
-            _client = (url, redisclient.connect(url, timeout=None))
-        return _client[1]
 
 
 def _claim(key: str, transition: str) -> bool:
     if not settings.REDIS_URL:
         return True
-    client = _redis(settings.REDIS_URL)
+    client = redisclient.shared(settings.REDIS_URL, timeout=None)
     return bool(client.set(f"{CLAIM_PREFIX}{key}:{transition}", "1", nx=True, ex=CLAIM_SECONDS))
 
 
