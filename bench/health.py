@@ -28,7 +28,7 @@ import tracemalloc
 
 from bench import at_least_one
 from scheduler import activity, podstate
-from scheduler.health import pod_gpus
+from scheduler.engine.resources import pod_gpus
 
 HELP = "a member killed -> gang.broken in the ledger, p50/p99 at --nodes; the Prometheus join per refresh"
 

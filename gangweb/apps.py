@@ -10,6 +10,7 @@ class GangwebConfig(AppConfig):
         # connected here (scheduler/publishing.py; docs/ARCHITECTURE.md, "Who may import whom").
         from gangweb import events
         from gangweb.api.v1 import store
+        from gangweb.clusterview import reading
         from gangweb.notify import outbox
         from scheduler import publishing
         from scheduler.preemption import events as pipeline_events
@@ -19,3 +20,5 @@ class GangwebConfig(AppConfig):
         # The recorder counts its own losses: it needs the send that raises when the layer refuses. The
         # decisions are also kept for the API (``/api/v1/decisions``) before they are sent.
         publishing.DECISIONS.connect(store.keep_and_send)
+        # A paced build of the cluster's picture yields while this process serves requests.
+        reading.count_requests()

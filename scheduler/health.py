@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from scheduler import podstate
-from scheduler.engine.resources import is_gpu, pod_requests
+from scheduler.engine.resources import pod_gpus
 from scheduler.engine.typed_objects import ALL, disruption_mode
 
 HEALTHY, BROKEN = "healthy", "broken"
@@ -73,15 +73,6 @@ class GangHealth:
             "restarting": self.restarting,
             "composite": self.composite,
         }
-
-
-def pod_gpus(pod: dict[str, Any]) -> int:
-    """GPUs a pod holds, by the engine's rules (kube-scheduler's effective requests)."""
-    try:
-        requests = pod_requests(pod.get("spec") or {})
-    except ValueError:
-        return 0
-    return sum(value for name, value in requests.items() if is_gpu(name))
 
 
 def node_ready(node: dict[str, Any]) -> bool:

@@ -6,12 +6,16 @@ Redis that does not answer must cost a caller seconds, not a hung thread.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import redis
 
 TIMEOUT_SECONDS = 2.0
+
+_shared: dict[tuple[str, float | None], redis.Redis] = {}
+_shared_lock = threading.Lock()
 
 
 def connect(url: str, *, timeout: float | None = TIMEOUT_SECONDS) -> redis.Redis:
@@ -20,3 +24,14 @@ def connect(url: str, *, timeout: float | None = TIMEOUT_SECONDS) -> redis.Redis
     import redis
 
     return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+
+
+def shared(url: str, *, timeout: float | None = TIMEOUT_SECONDS) -> redis.Redis:
+    """This process's one client of ``url`` with ``timeout`` (``connect``'s), made at the first call: callers
+    that talk to Redis at every event share its connection pool instead of opening one each time."""
+    key = (url, timeout)
+    with _shared_lock:
+        client = _shared.get(key)
+        if client is None:
+            client = _shared[key] = connect(url, timeout=timeout)
+        return client

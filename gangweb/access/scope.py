@@ -94,7 +94,8 @@ class Scope:
 NOBODY = Scope(user="", kind=actors.ANONYMOUS)
 
 
-# The demo's dashboard and API are readable without a login (settings.DEMO): its anonymous reader.
+# The public demo's reader: in the demo (settings.DEMO) the pages, the API and the live stream are
+# readable without a login, by this one reader (``scope_for``, the one rule for it).
 DEMO_READER = Scope(user="anonymous", everywhere=VIEWER, kind=actors.ANONYMOUS)
 
 
@@ -103,8 +104,9 @@ def scope_for(request: Any) -> Scope:
 
     A Kubernetes identity (bearer token through TokenReview) has the scope its SubjectAccessReviews
     give (``gangweb.access.kube``); a local user its grant (``manage.py access grant``), a superuser
-    without one admin everywhere; anyone else none, but for the demo's anonymous reader. The scope is
-    computed once per request (kept on the user object)."""
+    without one admin everywhere; a signed-out reader none, but in the demo, where it is ``DEMO_READER``
+    (a signed-in user keeps the scope of its grant there too). The scope is computed once per request
+    (kept on the user object)."""
     user = getattr(request, "user", request)
     if user is None or not getattr(user, "is_authenticated", False):
         from django.conf import settings

@@ -22,7 +22,7 @@ from typing import Any
 
 from gangweb.clusterview.reasons import Room, dominant_reason
 from scheduler import health, podstate
-from scheduler.engine.resources import is_gpu, parse_resource_list, pod_requests
+from scheduler.engine.resources import pod_gpus, resource_gpus
 from scheduler.engine.typed_objects import timestamp_or_none
 
 RACK_LABELS = ("topology.gangweb.io/rack", "topology.kubernetes.io/zone")
@@ -40,25 +40,6 @@ def gang_shade(key: str) -> int:
 def natural_key(text: str) -> list[Any]:
     """``rack-2`` before ``rack-10``."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
-
-
-def _gpus(resources: dict[str, Any] | None) -> int:
-    """GPUs in a resource list (a node's allocatable); unreadable values count as none."""
-    try:
-        return sum(
-            value for name, value in parse_resource_list(resources, "resources").items() if is_gpu(name)
-        )
-    except ValueError:
-        return 0
-
-
-def pod_gpus(pod: dict[str, Any]) -> int:
-    """GPUs a pod holds, counted by the engine's rules (kube-scheduler's effective requests)."""
-    try:
-        requests = pod_requests(pod.get("spec") or {})
-    except ValueError:
-        return 0
-    return sum(value for name, value in requests.items() if is_gpu(name))
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -174,7 +155,7 @@ def build_picture(
     zone_of: dict[str, str] = {}
     for node in by_kind.get("Node", []):
         name = _meta(node).get("name", "")
-        if _gpus((node.get("status") or {}).get("allocatable")) + len(dra.get(name, [])) <= 0:
+        if resource_gpus((node.get("status") or {}).get("allocatable")) + len(dra.get(name, [])) <= 0:
             continue
         labels = _meta(node).get("labels") or {}
         domain = next((labels[label] for label in RACK_LABELS if labels.get(label)), NO_DOMAIN)
@@ -253,7 +234,7 @@ def broken_reason(broken: dict[str, Any]) -> str:
 
 def _node_row(node, domain, gangs, on_node, nominated_on, holders, pod_gang, dra, now) -> dict[str, Any]:
     name = _meta(node).get("name", "")
-    capacity = _gpus((node.get("status") or {}).get("allocatable"))
+    capacity = resource_gpus((node.get("status") or {}).get("allocatable"))
     devices = dra.get(name, [])
     extra = len(devices)
     owners: list[int | None] = [None] * (capacity + extra)

@@ -11,12 +11,9 @@ reading and gets it, rather than reading again.
 A reading taken beside requests (the ticker's, the API's background one) is ``paced``: after each
 millisecond of work its build sleeps, and goes on sleeping, a millisecond at a time and at most 4 ms,
 while the process is serving an HTTP request (``Pace``, counting Django's ``request_started`` and
-``request_finished``). The build needs the interpreter lock for all its Python; a request thread coming
-back from the database otherwise waits up to a switch interval (5 ms) behind it each time. Measured at
-5,000 PodGroups (docs/api.md, "Measured"): a 6 ms API call took 44-63 ms on average beside a build
-that never paused, 22-30 ms beside one that only slept 50 us every millisecond, 10-15 ms beside a
-paced one. A paced build takes longer (0.6-1.5 s for 0.32-0.35 s of CPU under a stream of requests),
-never less than a fifth of the lock while they last.
+``request_finished``, connected by ``count_requests`` from ``gangweb/apps.py``). The build needs the
+interpreter lock for all its Python; a request thread coming back from the database otherwise waits up
+to a switch interval behind it each time (docs/measurements.md has the figures).
 """
 
 from __future__ import annotations
@@ -54,8 +51,10 @@ def _finished(**_: Any) -> None:
         _serving = max(0, _serving - 1)
 
 
-request_started.connect(_started, weak=False, dispatch_uid="gangweb.clusterview.reading.started")
-request_finished.connect(_finished, weak=False, dispatch_uid="gangweb.clusterview.reading.finished")
+def count_requests() -> None:
+    """Count the HTTP requests this process serves, for ``Pace`` (once, at startup: the app's ``ready``)."""
+    request_started.connect(_started, weak=False, dispatch_uid="gangweb.clusterview.reading.started")
+    request_finished.connect(_finished, weak=False, dispatch_uid="gangweb.clusterview.reading.finished")
 
 
 def serving() -> int:

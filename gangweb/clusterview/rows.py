@@ -7,7 +7,7 @@ into a ``ClusterView``. A view is served while its reading is younger than
 PodGroups must not relist the cluster for every page); then one background thread builds the next view,
 from the ticker's newer reading or from one it takes itself, paced so the requests beside it keep their
 pace. PodGroups are read with the engine's own typed reader (``scheduler.engine.typed_objects.Group``)
-and GPUs counted by its rules (``gangweb.clusterview.picture.pod_gpus``, counted once per reading), so the
+and GPUs counted by its rules (``scheduler.engine.resources.pod_gpus``, counted once per reading), so the
 API, the page and the planner agree. A waiting gang's reason is the GPU map's
 (``gangweb.clusterview.reasons``, in the picture of this same reading), not the words of its Unschedulable
 condition, which kube-scheduler wrote at another moment.
@@ -26,9 +26,9 @@ from rest_framework.exceptions import APIException
 
 from gangweb.access.scope import Scope
 from gangweb.clusterview import reading
-from gangweb.clusterview.picture import broken_reason, no_pause, pod_gpus
+from gangweb.clusterview.picture import broken_reason, no_pause
 from scheduler import podstate
-from scheduler.engine.resources import is_gpu, parse_resource_list
+from scheduler.engine.resources import pod_gpus, resource_gpus
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
 from scheduler.kinds import is_native, native_kind
 from scheduler.preemption import detection
@@ -152,13 +152,6 @@ def forget() -> None:
     with _view_lock:
         _view = None
     reading.forget()
-
-
-def _gpus(resources: Any) -> int:
-    try:
-        return sum(v for k, v in parse_resource_list(resources, "resources").items() if is_gpu(k))
-    except ValueError:
-        return 0
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -317,7 +310,7 @@ def _reason(row: dict[str, Any], mapped: str | None) -> str:
 
 def _node_row(node: dict[str, Any], holders: list[tuple[str, str, int]]) -> dict[str, Any]:
     meta, spec = _meta(node), node.get("spec") or {}
-    total = _gpus((node.get("status") or {}).get("allocatable"))
+    total = resource_gpus((node.get("status") or {}).get("allocatable"))
     conditions = (node.get("status") or {}).get("conditions") or []
     by_gang: dict[tuple[str, str], int] = {}
     for namespace, gang, gpus in holders:

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
-from gangweb.access.scope import DEMO_READER, NOBODY, Scope, scope_for
+from gangweb.access.scope import Scope
 from gangweb.clusterview.picture import totals
 from gangweb.clusterview.redact import redact
 
@@ -28,19 +26,6 @@ OTHER_ROW = {
     "tier": -1,
     "shade": 0,
 }
-
-
-def dashboard_is_public() -> bool:
-    """The demo's dashboard is readable without a login; anywhere else it needs a signed-in user."""
-    return bool(settings.DEMO)
-
-
-def reader_scope(request_or_user: Any, *, public: bool) -> Scope:
-    """The reader's scope; in the public demo an anonymous reader sees everything, read-only."""
-    scope = scope_for(request_or_user)
-    if scope.authenticated:
-        return scope
-    return DEMO_READER if public else NOBODY
 
 
 def _namespace(key: str | None) -> str:

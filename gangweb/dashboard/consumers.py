@@ -42,6 +42,7 @@ from django.conf import settings
 from gangweb import stream
 from gangweb.access import sessions
 from gangweb.access.liveness import session_scope
+from gangweb.access.scope import scope_for
 from gangweb.clusterview import scoping
 from gangweb.dashboard import live
 from gangweb.dashboard.hub import Frames, hub
@@ -101,9 +102,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             self.user_id, self.reader = found
             groups = (sessions.user_group(self.user_id), sessions.session_group(self.session_key))
         else:  # the public demo's anonymous reader, or nobody
-            self.reader = await sync_to_async(scoping.reader_scope)(
-                user, public=scoping.dashboard_is_public()
-            )
+            self.reader = await sync_to_async(scope_for)(user)
             groups = ()
         if not self.reader.authenticated:
             await self.close(code=CLOSE_LOGIN_REQUIRED)

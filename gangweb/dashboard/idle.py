@@ -20,8 +20,8 @@ from gangweb.access.scope import Scope
 from gangweb.dashboard.models import IdleSample
 from scheduler import activity, podstate
 from scheduler.cluster import ReportsActivity
+from scheduler.engine.resources import pod_gpus
 from scheduler.engine.typed_objects import timestamp_or_none
-from scheduler.health import pod_gpus
 from scheduler.idle import (
     ALLOCATED_IDLE,
     BROKEN_GANGS,

@@ -17,24 +17,20 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpRe
 from django.shortcuts import render
 from django.urls import reverse
 
-from gangweb.access.scope import Scope
+from gangweb.access.scope import scope_for
 from gangweb.clusterview import rows as cluster_rows
-from gangweb.clusterview import scoping, whatif
+from gangweb.clusterview import whatif
 from gangweb.dashboard import overview, replay
 from scheduler.engine import DUMP_COMMAND
 
 logger = logging.getLogger(__name__)
 
 
-def reader(request: HttpRequest) -> Scope:
-    return scoping.reader_scope(request, public=scoping.dashboard_is_public())
-
-
 def page(template: str, title: str, nav: str):
     def decorate(view: Callable):
         @wraps(view)
         def shell(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-            scope = reader(request)
+            scope = scope_for(request)
             if not scope.authenticated:
                 return redirect_to_login(request.get_full_path())
             context = {"title": title, "nav": nav, "scope": scope, "data_urls": data_urls()}
@@ -153,7 +149,7 @@ def replay_page(request, scope):
 
 
 def replay_plot(request: HttpRequest, name: str) -> HttpResponse:
-    if not reader(request).authenticated:
+    if not scope_for(request).authenticated:
         return HttpResponseForbidden("sign in first")
     path = replay.plot_path(name)
     if path is None:

@@ -166,6 +166,26 @@ def is_gpu(resource: str) -> bool:
     return resource.endswith("/gpu")
 
 
+def pod_gpus(pod: Mapping[str, Any]) -> int:
+    """GPUs a pod holds: its effective requests (``pod_requests``) of GPU resources (``is_gpu``); a pod
+    whose requests cannot be read holds none (a view must not fail on one bad object)."""
+    try:
+        requests = pod_requests(pod.get("spec") or {})
+    except ValueError:
+        return 0
+    return sum(value for name, value in requests.items() if is_gpu(name))
+
+
+def resource_gpus(resources: Any) -> int:
+    """GPUs in a resource list (a node's allocatable); unreadable values count as none, as in ``pod_gpus``."""
+    try:
+        return sum(
+            value for name, value in parse_resource_list(resources, "resources").items() if is_gpu(name)
+        )
+    except ValueError:
+        return 0
+
+
 def is_gpu_device(driver: str, attributes: Mapping[str, Mapping[str, Any]]) -> bool:
     """The same rule for DRA devices (ResourceSlices): a device of a driver named ``gpu.<vendor>``
     (``gpu.nvidia.com``, ``gpu.amd.com``) is a GPU unless its driver's ``type`` attribute says it is

@@ -40,7 +40,7 @@ class LockBusy(Exception):
 
 class _RedisStore:
     def __init__(self, url: str):
-        self.client = redisclient.connect(url, timeout=None)
+        self.client = redisclient.shared(url, timeout=None)
         self._release = self.client.register_script(_RELEASE)
         self._refresh = self.client.register_script(_REFRESH)
 

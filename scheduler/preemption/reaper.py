@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from scheduler import health, podstate
 from scheduler.cluster import KubeObject, object_key
+from scheduler.engine.resources import pod_gpus
 from scheduler.engine.typed_objects import timestamp_or_none
 from scheduler.preemption import ledger
 from scheduler.preemption.execution.reaping import REAP
@@ -84,7 +85,7 @@ def plan_of(
         object_key(p): VictimFacts(
             uid=str((p.get("metadata") or {}).get("uid") or ""),
             node=podstate.node_name(p),
-            gpus=health.pod_gpus(p),
+            gpus=pod_gpus(p),
         )
         for p in victims
     }

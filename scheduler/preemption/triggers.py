@@ -36,7 +36,7 @@ last_trigger: dict[str, float] = {}
 def _claim(key: str, transition: str) -> bool:
     if not settings.REDIS_URL:
         return True
-    client = redisclient.connect(settings.REDIS_URL, timeout=None)
+    client = redisclient.shared(settings.REDIS_URL, timeout=None)
     return bool(client.set(f"{CLAIM_PREFIX}{key}:{transition}", "1", nx=True, ex=CLAIM_SECONDS))
 
 

@@ -15,8 +15,7 @@ from django.db import connection, connections
 from gangweb import stream
 from gangweb.access.scope import VIEWER, Scope
 from gangweb.asgi import application
-from gangweb.clusterview import scoping
-from gangweb.dashboard import live
+from gangweb.dashboard import consumers, live
 from gangweb.events import publish, send
 from scheduler.engine import DUMP_COMMAND
 
@@ -166,7 +165,7 @@ async def test_the_activity_feed_is_backfilled_on_load():
 
 async def test_a_team_reader_gets_no_other_teams_news(monkeypatch):
     team_a = Scope(user="alice", per_namespace={"team-a": VIEWER})
-    monkeypatch.setattr(scoping, "reader_scope", lambda user, public: team_a)
+    monkeypatch.setattr(consumers, "scope_for", lambda user: team_a)
     communicator, _ = await subscribed({"ledger": None, "decisions": None})
     await sync_to_async(publish)("plan.created", {"podGroup": "team-b/secret", "reason": "b"})
     await sync_to_async(send)(

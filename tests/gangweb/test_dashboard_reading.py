@@ -3,6 +3,7 @@ that asks within its max age, and paced beside requests without changing what it
 
 from __future__ import annotations
 
+import pytest
 from django.core.signals import request_finished, request_started
 
 from gangweb.clusterview import reading
@@ -44,6 +45,8 @@ def drawn(picture: dict) -> dict:
     }
 
 
+# Django's own receivers of the request signals check the database connection a test before may have left.
+@pytest.mark.django_db
 def test_a_paced_build_draws_the_same_picture_and_ends_while_a_request_never_does():
     cluster = SimulatedCluster(nodes=64, seed=5)
     reading.forget()

@@ -2,8 +2,8 @@
 
 ``scope_of(request)`` is the one way a view finds it: ``scope_for`` of whoever the authentication classes
 found (a gangweb token's, a Basic login's or a session's local user, a Kubernetes identity checked by
-review), kept for the rest of the request. In the demo, an anonymous reader is a viewer everywhere,
-exactly as the dashboard page is open to one (``scoping.dashboard_is_public``).
+review), kept for the rest of the request. In the demo, an anonymous reader is the demo's reader, as it is
+on the pages (``scope.DEMO_READER``).
 """
 
 from __future__ import annotations
@@ -11,11 +11,7 @@ from __future__ import annotations
 from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 
-from gangweb.access.scope import VIEWER, Scope, scope_for
-from gangweb.clusterview import scoping
-from scheduler.preemption import actors
-
-DEMO_READER = Scope(user="anonymous (demo)", everywhere=VIEWER, kind=actors.ANONYMOUS)
+from gangweb.access.scope import Scope, scope_for
 
 
 def scope_of(request) -> Scope:
@@ -23,13 +19,6 @@ def scope_of(request) -> Scope:
     if cached is not None:
         return cached
     scope = scope_for(request)
-    user = getattr(request, "user", None)
-    if (
-        not scope.authenticated
-        and not getattr(user, "is_authenticated", False)
-        and scoping.dashboard_is_public()
-    ):
-        scope = DEMO_READER
     request._gangweb_scope = scope
     return scope
 

@@ -20,6 +20,7 @@ from scheduler.preemption.events import publish
 from scheduler.preemption.ledger.evictions import fail_unstarted_evictions
 from scheduler.preemption.ledger.history import lock_request, move, note, request_payload
 from scheduler.preemption.models import PlanSource, PreemptionRequest, RequestState
+from scheduler.words import utc
 
 
 def await_approval(request_id: int, deadline: datetime) -> PreemptionRequest | None:
@@ -32,11 +33,11 @@ def await_approval(request_id: int, deadline: datetime) -> PreemptionRequest | N
         move(
             request,
             RequestState.AWAITING_APPROVAL,
-            f"waiting for an operator's approval until {deadline:%Y-%m-%d %H:%M:%S} UTC",
+            f"waiting for an operator's approval until {utc(deadline)}",
         )
         note(
             "request.awaiting_approval",
-            f"approve mode: the plan for {request.podgroup} waits for an operator until {deadline.isoformat()}",
+            f"approve mode: the plan for {request.podgroup} waits for an operator until {utc(deadline)}",
             request=request,
             data={"deadline": deadline.isoformat()},
         )
@@ -112,7 +113,7 @@ def expire(request_id: int, now: datetime | None = None) -> PreemptionRequest | 
             return None
         if request.approval_deadline > now:
             return None
-        reason = f"not approved by {request.approval_deadline.isoformat()}: the plan expired, nothing evicted"
+        reason = f"not approved by {utc(request.approval_deadline)}: the plan expired, nothing evicted"
         return _decide(request, RequestState.EXPIRED, GANGWEB_ITSELF, "request.expired", reason)
 
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from scheduler.preemption.events import publish
 from scheduler.preemption.ledger.history import note, request_payload
 from scheduler.preemption.models import Eviction, EvictionState, Plan
-from scheduler.words import plural
+from scheduler.words import plural, utc
 
 
 def notice_payload(plan: Plan) -> dict[str, Any]:
@@ -48,7 +48,7 @@ def give_notice(plan_id: int, seconds: int) -> tuple[Plan, bool]:
         note(
             "notice.given",
             f"notice given to {plural(len(payload['units']), 'victim unit')}: evicted together once each has "
-            f"saved a checkpoint, at the latest at {payload['noticeDeadline']}",
+            f"saved a checkpoint, at the latest at {utc(plan.notice_deadline)}",
             plan=plan,
             data={"units": payload["units"], "deadline": payload["noticeDeadline"], "seconds": seconds},
         )

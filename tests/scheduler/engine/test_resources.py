@@ -5,7 +5,7 @@ import pytest
 
 from scheduler.engine import parse_snapshot
 from scheduler.engine.builders import node, pod
-from scheduler.engine.resources import is_gpu, parse_quantity, pod_requests
+from scheduler.engine.resources import is_gpu, parse_quantity, pod_gpus, pod_requests, resource_gpus
 
 
 @pytest.mark.parametrize(
@@ -103,6 +103,24 @@ def test_one_rule_says_what_a_gpu_is_and_the_snapshot_counts_by_it(name, gpu):
     assert is_gpu(name) is gpu
     snap = parse_snapshot([node("n1", gpus=0, extra={name: "4"})])
     assert int(snap.gpus(snap.free)[0]) == (4 if gpu else 0)
+
+
+def test_a_pod_and_a_node_count_their_gpus_by_the_same_rule_and_a_bad_one_counts_none():
+    sidecar = {"name": "s", "restartPolicy": "Always", "resources": {"requests": {"nvidia.com/gpu": "1"}}}
+    trainer = {
+        "metadata": {"name": "t"},
+        "spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "2"}}}],
+            "initContainers": [sidecar],
+        },
+    }
+    assert pod_gpus(trainer) == 3  # the sidecar's GPU is held beside the app's two
+    mig = {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/mig-1g.5gb": "1"}}}]}}
+    assert pod_gpus(mig) == 0
+    broken = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "x"}}}]}}
+    assert pod_gpus(broken) == 0
+    assert resource_gpus({"nvidia.com/gpu": "8", "amd.com/gpu": "2", "cpu": "64"}) == 10
+    assert resource_gpus({"nvidia.com/gpu": "eight"}) == 0 and resource_gpus(None) == 0
 
 
 def test_the_rule_imports_without_numpy_or_the_rest_of_the_engine():

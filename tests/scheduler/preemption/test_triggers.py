@@ -34,3 +34,24 @@ def test_with_celery_eager_the_watch_thread_runs_no_pass(enqueued, settings):
         "ADDED", None, podgroup("team-a", "train", min_count=4, priority=1000, unschedulable=True)
     )
     assert enqueued == []
+
+
+def test_with_redis_each_transition_is_enqueued_once_by_all_processes(enqueued, settings, broker):
+    settings.CELERY_TASK_ALWAYS_EAGER, settings.REDIS_URL = False, broker
+    stuck = podgroup("team-a", "train", min_count=4, priority=1000, unschedulable=True)
+    for _ in range(3):  # three processes watching: each sees the event, one claim wins
+        triggers._seen.clear()
+        triggers.on_event("MODIFIED", None, stuck)
+    assert enqueued == [{"kwargs": {"podgroup": "team-a/train"}}]
+    stuck["status"]["conditions"][0]["lastTransitionTime"] = "2026-12-02T10:00:00Z"
+    triggers.on_event("MODIFIED", None, stuck)
+    assert len(enqueued) == 2
+
+
+def test_with_redis_down_the_event_enqueues_nothing_and_the_beat_stays(enqueued, settings, caplog):
+    settings.CELERY_TASK_ALWAYS_EAGER, settings.REDIS_URL = False, "redis://127.0.0.1:1/0"
+    triggers.on_event(
+        "MODIFIED", None, podgroup("team-a", "train", min_count=4, priority=1000, unschedulable=True)
+    )
+    assert enqueued == []
+    assert "could not enqueue detection for team-a/train" in caplog.text

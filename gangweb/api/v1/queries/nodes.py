@@ -14,8 +14,9 @@ from typing import Any
 
 from gangweb.access.scope import Scope
 from gangweb.clusterview import reading
-from gangweb.clusterview.picture import RACK_LABELS, pod_gpus
+from gangweb.clusterview.picture import RACK_LABELS
 from gangweb.clusterview.rows import cluster_view
+from scheduler.engine.resources import pod_gpus
 from scheduler.kinds import native_kind
 
 

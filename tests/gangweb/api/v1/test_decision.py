@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from scheduler.preemption import ledger
 from scheduler.preemption.models import Plan, PreemptionRequest, RequestState
 from tests.gangweb.api.v1.conftest import HIDDEN
 
@@ -79,6 +80,17 @@ def test_a_victim_that_at_once_evicts_others_is_flagged_a_cascade_from_both_ends
     assert cascade["causedBy"] is None
     back = detail(client, second.pk, admin)["decision"]["cascade"]
     assert back["causedBy"]["request"] == first.pk and back["caused"] == []
+
+
+def test_a_notices_deadline_is_said_in_utc_the_form_the_pages_show_in_the_readers_zone(client, world, admin):
+    plan = Plan.objects.filter(request=world.requests["team-a"]).first()
+    plan, given = ledger.give_notice(plan.pk, 300)
+    assert given
+    entries = detail(client, plan.request_id, admin)["decision"]["ledger"]
+    [notice] = [e["message"] for e in entries if e["kind"] == "notice.given"]
+    # words.js's timesIn makes "YYYY-MM-DD HH:MM:SS UTC" in server text a <time> in the reader's zone
+    assert notice.endswith(f"at the latest at {plan.notice_deadline:%Y-%m-%d %H:%M:%S} UTC"), notice
+    assert "+00:00" not in notice
 
 
 def test_a_request_of_another_team_is_not_found(client, world, a_viewer):
