@@ -26,6 +26,7 @@ LEFT_OUT = {
     "GANGWEB_SIM_LOSS_TICKS": "the simulated cluster only (its gangs that lose a member)",
     "GANGWEB_SIM_QUEUES": "the simulated cluster only (the queue manager its team namespaces run under)",
     "GANGWEB_PROMETHEUS_TOKEN": "a credential: set it from a Secret of your own when your Prometheus wants one",
+    "GANGWEB_SCHEDULER_METRICS_TOKEN": "a credential: set it from a Secret of your own when kube-scheduler wants one",
     "GANGWEB_CELERY_LOG_LEVEL": "defaults to LOG_LEVEL outside the demo (WARNING only in the demo)",
     "GANGWEB_HOST": "`manage.py demo` only",
     "GANGWEB_PORT": "`manage.py demo` only",
