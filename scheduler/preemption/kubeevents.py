@@ -22,9 +22,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from scheduler.cluster import Cluster, ClusterEvent, CountsEvents
+from scheduler.words import utc
 
 logger = logging.getLogger(__name__)
 
@@ -91,12 +93,20 @@ def events_for(kind: str, payload: dict[str, Any]) -> list[ClusterEvent]:
     return []
 
 
+def _when(moment: Any) -> str:
+    """An ISO 8601 moment of a payload as messages say a time (``words.utc``), or as it came when unreadable."""
+    try:
+        return utc(datetime.fromisoformat(moment))
+    except (TypeError, ValueError):
+        return str(moment or "?")
+
+
 def _notice_events(kind: str, payload: dict[str, Any]) -> list[ClusterEvent]:
     """A notice given or withdrawn: on the preemptor, and on each victim unit (the one its owner watches)."""
     preemptor_ns, preemptor = _split(payload.get("podGroup", ""))
     units = payload.get("units") or []
     if kind == "notice.given":
-        deadline = payload.get("noticeDeadline", "?")
+        deadline = _when(payload.get("noticeDeadline"))
         reason = "PreemptionNotice"
         mine = (
             f"gangweb gave {len(units)} victim unit(s) notice to save until {deadline} ({_ids(payload)}); "

@@ -4,6 +4,8 @@ and counted into series under a burst instead of one object per repeat."""
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
 from django.db import transaction
 
@@ -207,5 +209,7 @@ def test_a_notice_given_then_withdrawn_is_told_to_the_preemptor_and_each_victim_
         ("PodGroup", "train", "PreemptionNotice", "Normal"),
         ("PodGroup", "train", "PreemptionNoticeWithdrawn", "Normal"),
     ]
-    deadline = plan.notice_deadline.isoformat()
-    assert all(deadline in e["note"] for e in events_of(kube) if e["reason"] == "PreemptionNotice")
+    # The deadline as every message says a time, to the second in UTC (kubectl and the pages' feed read it).
+    deadline = f"{plan.notice_deadline.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    notices = [e["note"] for e in events_of(kube) if e["reason"] == "PreemptionNotice"]
+    assert notices and all(deadline in note and "+00:00" not in note for note in notices), notices
