@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import urllib.request
 from datetime import UTC, datetime, timedelta
@@ -369,6 +370,9 @@ def test_screenshots_of_every_page(start_demo, browser_page, tmp_path):
     page.goto(demo.base_url + "/")
     page.wait_for_function("document.querySelectorAll('#activity li').length > 3", timeout=60_000)
     page.wait_for_timeout(20_000)
+    # A time inside a feed line (a notice's deadline in its Kubernetes Event) reads in the reader's zone, never raw.
+    lines = page.locator("#activity li").all_inner_texts()
+    assert not [line for line in lines if re.search(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d", line)], lines
     for theme in ("light", "dark"):
         page.emulate_media(color_scheme=theme)
         page.goto(demo.base_url + "/")

@@ -81,7 +81,7 @@
     const same = [...list.children].find((li) => li.dataset.kind === "cluster" && li.dataset.text === text);
     if (same) {
       same.dataset.count = Number(same.dataset.count) + 1;
-      same.replaceChildren(g.when(m.at), el("span", "", ` ${text} (× ${same.dataset.count})`));
+      same.replaceChildren(g.when(m.at), el("span", "", [" ", ...g.timesIn(text), ` (× ${same.dataset.count})`]));
       list.prepend(same);
       return;
     }
@@ -89,7 +89,7 @@
     li.dataset.kind = "cluster";
     li.dataset.text = text;
     li.dataset.count = 1;
-    li.append(g.when(m.at), el("span", "", " " + text));
+    li.append(g.when(m.at), el("span", "", [" ", ...g.timesIn(text)]));  // a deadline in the reader's zone
     list.prepend(li);
   }
 
