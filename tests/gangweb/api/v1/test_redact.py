@@ -63,3 +63,20 @@ def test_a_plan_waiting_for_another_namespace_s_lost_work_budget_hides_that_name
     assert "team-b" in waiting["reason"] and "team-b" in str(waiting["stats"])
     seen = redact(waiting, TEAM_A)
     assert "team-b" not in str(seen) and OTHER in seen["reason"], seen
+
+
+def test_the_api_servers_answer_inside_another_namespaces_entry_loses_the_name_it_quotes():
+    """CI of stop 36 found it: the eviction result of another team's pod said `pods "train-0022-3" not found`."""
+    entry = {
+        "kind": "eviction.result",
+        "namespace": "batch",
+        "message": 'batch/train-0022-3 evicted after 1 attempt(s): 404 pods "train-0022-3" not found',
+        "data": {"message": 'pods "train-0022-3" not found', "code": 404},
+    }
+    seen = redact(entry, TEAM_A)
+    assert "train-0022" not in str(seen), seen
+    assert seen["message"] == f"{OTHER} evicted after 1 attempt(s): 404 pods {OTHER} not found"
+    assert seen["data"]["code"] == 404
+    # the reader's own entry keeps the name the API server quoted
+    mine = entry | {"namespace": "team-a", "message": 'pods "train-0" not found'}
+    assert redact(mine, TEAM_A)["message"] == 'pods "train-0" not found'
