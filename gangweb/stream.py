@@ -163,9 +163,9 @@ class MemoryLog:
 class RedisLog:
     def __init__(self, url: str) -> None:
         self._url = url
-        self._redis = redisclient.connect(url, timeout=5)
-        self._append = self._redis.register_script(_APPEND)
-        self._epoch = self._redis.register_script(_EPOCH + "return epoch")
+        self._redis = redisclient.shared(url, timeout=5)
+        self._append = redisclient.shared_script(url, _APPEND, timeout=5)
+        self._epoch = redisclient.shared_script(url, _EPOCH + "return epoch", timeout=5)
 
     def append_many(self, batches: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
         """Each topic's messages numbered consecutively and kept, in one round trip; each topic's first
@@ -192,9 +192,7 @@ class RedisLog:
     async def feed(self, topic: str) -> AsyncIterator[asyncio.Queue]:
         """A queue of the topic's batches as published, ``(epoch, messages)``, from the moment this is
         entered (subscribed and confirmed by Redis); a lost connection ends the feed (``None``)."""
-        import redis.asyncio
-
-        client = redis.asyncio.Redis.from_url(self._url, socket_timeout=None, socket_connect_timeout=5)
+        client = redisclient.connect_async(self._url, timeout=None, connect_timeout=5)
         pubsub = client.pubsub()
         queue: asyncio.Queue = asyncio.Queue()
 

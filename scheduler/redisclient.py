@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import redis
+    import redis.asyncio
+    from redis.commands.core import Script
 
 TIMEOUT_SECONDS = 2.0
 
 _shared: dict[tuple[str, float | None], redis.Redis] = {}
+_scripts: dict[tuple[str, float | None, str], Script] = {}
 _shared_lock = threading.Lock()
 
 
@@ -35,3 +38,26 @@ def shared(url: str, *, timeout: float | None = TIMEOUT_SECONDS) -> redis.Redis:
         if client is None:
             client = _shared[key] = connect(url, timeout=timeout)
         return client
+
+
+def shared_script(url: str, source: str, *, timeout: float | None = TIMEOUT_SECONDS) -> Script:
+    """The Lua ``source`` registered once in this process on ``shared(url, timeout=timeout)``; calling it
+    runs it by its digest (loaded again by redis-py when Redis forgot it, as after a restart)."""
+    key = (url, timeout, source)
+    script = _scripts.get(key)
+    if script is None:
+        client = shared(url, timeout=timeout)
+        with _shared_lock:
+            script = _scripts.setdefault(key, client.register_script(source))
+    return script
+
+
+def connect_async(
+    url: str, *, timeout: float | None = TIMEOUT_SECONDS, connect_timeout: float | None = TIMEOUT_SECONDS
+) -> redis.asyncio.Redis:
+    """An asyncio client of ``url`` (its own connection pool, bound to the running loop) whose calls give up
+    after ``timeout`` seconds and connects after ``connect_timeout``: a pub/sub reader waits for messages
+    as long as they take (``timeout=None``), yet gives up connecting to a Redis that is not there."""
+    import redis.asyncio
+
+    return redis.asyncio.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=connect_timeout)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import threading
 import time
 from typing import Any
 
@@ -39,9 +38,6 @@ class SharedCache:
     def __init__(self, kind: str, max_local: int) -> None:
         self.kind = kind
         self.local = TTLCache(max_local)
-        self._lock = threading.Lock()
-        self._client: Any = None
-        self._url = ""
         self._down_until = 0.0
         self.failing = False
 
@@ -53,11 +49,7 @@ class SharedCache:
         url = settings.REDIS_URL
         if not url or time.monotonic() < self._down_until:
             return None
-        with self._lock:
-            if self._client is None or self._url != url:
-                self._client = redisclient.connect(url)
-                self._url = url
-            return self._client
+        return redisclient.shared(url)
 
     def _failed(self, exc: Exception) -> None:
         if not self.failing:
@@ -118,12 +110,10 @@ class SharedCache:
             return
         import redis
 
-        client = redisclient.connect(settings.REDIS_URL)
+        client = redisclient.shared(settings.REDIS_URL)
         try:
             names = list(client.scan_iter(match=f"{PREFIX}{self.kind}:*", count=1000))
             if names:
                 client.delete(*names)
         except redis.RedisError as exc:
             logger.warning("cannot clear the review answers in Redis: %s", exc)
-        finally:
-            client.close()

@@ -136,24 +136,12 @@ class _Redis:
 
     def __init__(self, local: _Local) -> None:
         self._local = local
-        self._lock = threading.Lock()
-        self._client = None
-        self._url = ""
-        self._scripts: dict[str, object] = {}
         self.failing = False
         self._written = True  # since the last clear (none yet: whatever an earlier process left)
 
-    def _call(self, name: str, source: str, keys: tuple[str, ...], args: list, fallback):
-        url = settings.REDIS_URL
+    def _call(self, source: str, keys: tuple[str, ...], args: list, fallback):
         try:
-            with self._lock:
-                if self._client is None or self._url != url:
-                    self._client = redisclient.connect(url)
-                    self._url = url
-                    self._scripts = {}
-                if name not in self._scripts:
-                    self._scripts[name] = self._client.register_script(source)
-                script = self._scripts[name]
+            script = redisclient.shared_script(settings.REDIS_URL, source)
             self._written = True
             result = script(keys=list(keys), args=args)
         except Exception as exc:
@@ -168,23 +156,21 @@ class _Redis:
         self, keys: tuple[str, ...], frees: tuple[int, ...], now: float, cap: float, forget: float
     ) -> float:
         args = [repr(now), cap, forget, frees[0], frees[-1]]
-        answer = self._call(
-            "charge", _CHARGE, keys, args, lambda: self._local.charge(keys, frees, now, cap, forget)
-        )
+        answer = self._call(_CHARGE, keys, args, lambda: self._local.charge(keys, frees, now, cap, forget))
         return float(answer)
 
     def refund(self, keys: tuple[str, ...]) -> None:
-        self._call("refund", _REFUND, keys, [], lambda: self._local.refund(keys))
+        self._call(_REFUND, keys, [], lambda: self._local.refund(keys))
 
     def fail(self, key: str, forget: float) -> None:
-        self._call("fail", _FAIL, (key,), [int(forget * 1000)], lambda: self._local.fail(key, forget))
+        self._call(_FAIL, (key,), [int(forget * 1000)], lambda: self._local.fail(key, forget))
 
     def clear(self) -> None:
         self._local.clear()
         if settings.REDIS_URL and self._written:
             import redis
 
-            client = redisclient.connect(settings.REDIS_URL)
+            client = redisclient.shared(settings.REDIS_URL)
             try:
                 keys = list(client.scan_iter(match=PREFIX + "*", count=1000))
                 if keys:
@@ -192,8 +178,6 @@ class _Redis:
             except redis.RedisError as exc:
                 logger.warning("cannot clear the guessing counts in Redis: %s", exc)
                 return
-            finally:
-                client.close()
             self._written = False
 
 

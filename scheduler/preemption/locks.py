@@ -41,8 +41,8 @@ class LockBusy(Exception):
 class _RedisStore:
     def __init__(self, url: str):
         self.client = redisclient.shared(url, timeout=None)
-        self._release = self.client.register_script(_RELEASE)
-        self._refresh = self.client.register_script(_REFRESH)
+        self._release = redisclient.shared_script(url, _RELEASE, timeout=None)
+        self._refresh = redisclient.shared_script(url, _REFRESH, timeout=None)
 
     def acquire(self, key: str, token: str, ttl_ms: int) -> bool:
         return bool(self.client.set(key, token, nx=True, px=ttl_ms))

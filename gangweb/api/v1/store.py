@@ -32,18 +32,10 @@ class Recent:
         self.failing = False
         self._memory: deque[str] = deque(maxlen=maxlen)
         self._lock = threading.Lock()
-        self._client = None
-        self._client_url = ""
 
     def _redis(self):
         url = settings.REDIS_URL
-        if not url:
-            return None
-        with self._lock:
-            if self._client is None or self._client_url != url:
-                self._client = redisclient.connect(url)
-                self._client_url = url
-            return self._client
+        return redisclient.shared(url) if url else None
 
     def push(self, items: list[dict[str, Any]]) -> None:
         """Add ``items`` (oldest first); the list keeps the newest ``maxlen``."""

@@ -9,7 +9,6 @@ that fills it. While Redis does not answer, each process counts on its own (DRF'
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 
@@ -39,23 +38,12 @@ return '0'
 
 class _Redis:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._client = None
-        self._url = ""
-        self._script = None
         self.failing = False
 
     def charge(self, key: str, now: float, duration: int, allowed: int) -> float | None:
         """Seconds to wait (0: charged), or None when Redis does not answer."""
-        url = settings.REDIS_URL
         try:
-            with self._lock:
-                if self._client is None or self._url != url:
-                    self._client = redisclient.connect(url)
-                    self._url, self._script = url, None
-                if self._script is None:
-                    self._script = self._client.register_script(_CHARGE)
-                script = self._script
+            script = redisclient.shared_script(settings.REDIS_URL, _CHARGE)
             answer = script(keys=[key], args=[repr(now), duration, allowed, uuid.uuid4().hex])
         except Exception as exc:
             if not self.failing:
@@ -68,13 +56,10 @@ class _Redis:
     def clear(self) -> None:
         if not settings.REDIS_URL:
             return
-        client = redisclient.connect(settings.REDIS_URL)
-        try:
-            keys = list(client.scan_iter(match=PREFIX + "*", count=1000))
-            if keys:
-                client.delete(*keys)
-        finally:
-            client.close()
+        client = redisclient.shared(settings.REDIS_URL)
+        keys = list(client.scan_iter(match=PREFIX + "*", count=1000))
+        if keys:
+            client.delete(*keys)
 
 
 _redis = _Redis()
