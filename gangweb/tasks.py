@@ -11,11 +11,13 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="gangweb.sample_usage", ignore_result=True)
 def sample_usage() -> None:
-    """One GPU-usage sample for ``/api/v1/usage`` (kept six hours)."""
-    from gangweb.api.v1.queries.usage import record_sample
+    """One GPU-usage sample for ``/api/v1/usage``, kept six hours in ``store.USAGE``: the samples' one
+    writer, so the history has the beat's spacing whoever reads it."""
+    from gangweb.api.v1.queries.usage import sample
+    from gangweb.api.v1.store import USAGE
 
     try:
-        record_sample()
+        USAGE.push([sample()])
     except Exception as exc:  # an unreadable cluster: the next beat tries again, one line in the log
         logger.warning("cannot sample GPU usage", extra={"error": str(exc)})
 

@@ -1,7 +1,7 @@
 """GPUs by namespace and priority tier: now (from the live cluster) and over time (samples).
 
 A sample is taken every ``GANGWEB_USAGE_SAMPLE_SECONDS`` by the Celery beat task ``gangweb.sample_usage``
-(``gangweb/tasks.py``) and kept six hours (``store.USAGE``). A reader sees its own namespaces by name;
+(``gangweb/tasks.py``, the samples' one writer) and kept six hours (``store.USAGE``); this module only reads. A reader sees its own namespaces by name;
 every other namespace is added up into one row without a name, so the totals stay true.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from gangweb.access.scope import Scope
 from gangweb.api.v1.store import USAGE
-from gangweb.clusterview.rows import cluster_view
+from gangweb.clusterview.rows import ClusterView, cluster_view
 
 NO_CLASS = "(no priority class)"
 
@@ -62,22 +62,18 @@ def _rows(table: dict[str, dict[str, list[int]]], scope: Scope) -> list[dict[str
     return rows
 
 
-def sample() -> dict[str, Any]:
-    """One sample of the cluster now, as stored: ``{"at": epoch, "n": {ns: {class: [gpus, waiting, prio]}}}``."""
-    view = cluster_view()
+def sample(view: ClusterView | None = None) -> dict[str, Any]:
+    """One sample of ``view`` (the cluster now by default), as stored by the beat task:
+    ``{"at": epoch, "n": {ns: {class: [gpus, waiting, prio]}}}``."""
+    view = view or cluster_view()
     return {"at": view.at, "n": _by_namespace_and_class(list(view.groups.values()))}
 
 
-def record_sample() -> dict[str, Any]:
-    taken = sample()
-    USAGE.push([taken])
-    return taken
-
-
 def usage(scope: Scope, *, points: int) -> dict[str, Any]:
-    now = sample()
-    rows = _rows(now["n"], scope)
+    """Only reads: the samples' one writer is the beat task (a GET adds no point to the history)."""
     view = cluster_view()
+    now = sample(view)
+    rows = _rows(now["n"], scope)
     return {
         "at": _iso(now["at"]),
         "totalGpus": sum(n["gpus"] for n in view.nodes),

@@ -16,8 +16,8 @@ import pytest
 from django.core.management import call_command
 from rest_framework.throttling import ScopedRateThrottle
 
+from gangweb import tasks
 from gangweb.api.v1 import store
-from gangweb.api.v1.queries import usage
 from gangweb.clusterview import rows as cluster_rows
 from gangweb.dashboard import history, live
 from scheduler.preemption import runtime
@@ -172,7 +172,7 @@ def world(make_request) -> World:
             }
         )
     store.DECISIONS.push(decisions)
-    usage.record_sample()
+    tasks.sample_usage()  # the beat's task, as in production
     live.reset()  # the GPU map (map/, overview/) of this cluster, and one sample of the overview's chart
     history.maybe_sample(live.current()[0], force=True)
     return World(
