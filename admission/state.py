@@ -24,7 +24,7 @@ from admission.claims import ClaimEntry, group_entries
 GangKey = tuple[str, str]  # (namespace, PodGroup name)
 
 
-class PodGroupFacts(msgspec.Struct, frozen=True, gc=False):
+class CachedPodGroup(msgspec.Struct, frozen=True, gc=False):
     """The fields of a PodGroup that its members are checked against."""
 
     priority: int | None
@@ -33,11 +33,11 @@ class PodGroupFacts(msgspec.Struct, frozen=True, gc=False):
     claims: tuple[ClaimEntry, ...] = ()
 
 
-def podgroup_facts(podgroup: dict[str, Any]) -> PodGroupFacts:
+def cached_podgroup(podgroup: dict[str, Any]) -> CachedPodGroup:
     spec = podgroup.get("spec") if isinstance(podgroup.get("spec"), dict) else {}
     priority = spec.get("priority")
     priority_class = spec.get("priorityClassName")
-    return PodGroupFacts(
+    return CachedPodGroup(
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
         priority_class=priority_class if isinstance(priority_class, str) else "",
         claims=group_entries(spec.get("resourceClaims")),
@@ -59,12 +59,12 @@ class PodGroupCache:
     """
 
     def __init__(self) -> None:
-        self._facts: dict[GangKey, PodGroupFacts] = {}
+        self._facts: dict[GangKey, CachedPodGroup] = {}
         self._synced = threading.Event()
         # Why the cluster has no PodGroups at all (discovery found them not served); "" when it has.
         self.unserved = ""
 
-    def get(self, key: GangKey) -> PodGroupFacts | None:
+    def get(self, key: GangKey) -> CachedPodGroup | None:
         return self._facts.get(key)
 
     def apply(self, event_type: str, podgroup: dict[str, Any] | None) -> None:
@@ -79,7 +79,7 @@ class PodGroupCache:
         if event_type == "DELETED":
             self._facts.pop(key, None)
         elif event_type in ("ADDED", "MODIFIED"):
-            self._facts[key] = podgroup_facts(podgroup)
+            self._facts[key] = cached_podgroup(podgroup)
 
     def mark_synced(self) -> None:
         """Nothing (more) to list: the view is complete as it is (no cluster to watch)."""

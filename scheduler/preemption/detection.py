@@ -23,7 +23,7 @@ SCHEDULED_CONDITION = "PodGroupInitiallyScheduled"
 
 
 @dataclass(frozen=True)
-class StuckGang:
+class PendingGang:
     namespace: str
     name: str
     trigger: str
@@ -93,7 +93,7 @@ def gang_objects(objects: Iterable[KubeObject], podgroup: str) -> list[KubeObjec
 
 def unschedulable_gangs(
     objects: Iterable[KubeObject], *, now: float, grace_seconds: float
-) -> list[StuckGang]:
+) -> list[PendingGang]:
     objects = list(objects)
     oldest_pending: dict[str, float | None] = {}
     for pod in objects:
@@ -125,5 +125,5 @@ def unschedulable_gangs(
             trigger = f"pods pending for {int(now - since)}s (grace {int(grace_seconds)}s)"
         if trigger:
             namespace, _, name = key.partition("/")
-            stuck.append(StuckGang(namespace, name, trigger))
+            stuck.append(PendingGang(namespace, name, trigger))
     return sorted(stuck, key=lambda g: g.key)

@@ -14,7 +14,7 @@ from typing import Any
 
 from scheduler.engine import Plan, Snapshot
 
-from .cluster import ClusterView
+from .cluster import QueueReading
 from .model import CPU, GPU, RESOURCES, Queue, QueueModel, number
 
 CODES = {
@@ -86,13 +86,13 @@ def _quota(queue: Queue, need: dict[str, Any], gated: bool) -> Blocker | None:
 
 
 class Waits:
-    """Why each gang of one reading of the cluster waits: the queue model, the queue readers' view and the
+    """Why each gang of one reading of the cluster waits: the queue model, the queue readers' reading and the
     engine's snapshot of the same objects, indexed once so that a list of thousands of gangs costs a lookup
     per gang."""
 
-    def __init__(self, model: QueueModel, view: ClusterView, snapshot: Snapshot) -> None:
-        self.model, self.view, self.snapshot = model, view, snapshot
-        self._gated = {pod.group for pod in view.pods if pod.group and KUEUE_GATE in pod.gates}
+    def __init__(self, model: QueueModel, reading: QueueReading, snapshot: Snapshot) -> None:
+        self.model, self.reading, self.snapshot = model, reading, snapshot
+        self._gated = {pod.group for pod in reading.pods if pod.group and KUEUE_GATE in pod.gates}
         self._missing = [w for w in model.warnings if "does not exist" in w or "not configured" in w]
 
     def queue_side(self, podgroup: str) -> Blocker | None:
@@ -147,10 +147,10 @@ class Waits:
 
 
 def blocker_for(
-    model: QueueModel, view: ClusterView, snapshot: Snapshot, podgroup: str, plan: Plan | None
+    model: QueueModel, reading: QueueReading, snapshot: Snapshot, podgroup: str, plan: Plan | None
 ) -> Blocker | None:
     """The one thing that keeps ``podgroup`` waiting (None when nothing does: it fits or runs)."""
-    return Waits(model, view, snapshot).of(podgroup, plan)
+    return Waits(model, reading, snapshot).of(podgroup, plan)
 
 
 def with_blocker(plan_json: dict[str, Any], blocker: Blocker | None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .cluster import PodFacts
+    from .cluster import QueueMember
 
 GPU, CPU, MEMORY = "gpu", "cpu", "memory"
 RESOURCES = (GPU, CPU, MEMORY)
@@ -123,7 +123,7 @@ class QueueModel:
     # (its PodGroup's NS/NAME, else the pod's own): what the idle figure adds up per queue.
     gangs: dict[str, tuple[str, str]] = field(default_factory=dict)
 
-    def place(self, pod: PodFacts, system: str, queue: str) -> None:
+    def place(self, pod: QueueMember, system: str, queue: str) -> None:
         """Say that ``pod``'s gang runs or waits in ``queue`` (the first queue said wins)."""
         self.gangs.setdefault(pod.group or pod.key, (system, queue))
 

@@ -28,7 +28,7 @@ from scheduler.simulation import dra as sim_dra
 from scheduler.simulation import objects
 from scheduler.simulation import queues as sim_queues
 from scheduler.simulation.catalog import TIERS
-from scheduler.simulation.state import SimGang, condition, rfc3339, stable_uid, upsert_condition
+from scheduler.simulation.state import Gang, condition, rfc3339, stable_uid, upsert_condition
 from scheduler.simulation.world import MAX_PENDING_GANGS, MAX_WAIT_TICKS, World
 
 PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
@@ -215,7 +215,7 @@ class SimulatedCluster(World):
             ):
                 gang.resource_version = self._next_rv()
 
-    def submit(self, gang: SimGang) -> None:
+    def submit(self, gang: Gang) -> None:
         """A gang that arrives now from outside the workload generator (the demo's scene, ``scene.py``)."""
         with self._lock:
             gang.created, gang.queued_tick = self._now, self._tick_count
@@ -382,7 +382,7 @@ class SimulatedCluster(World):
                 self._mark_unschedulable(gang)
 
 
-def _room_made_for(gang: SimGang) -> bool:
+def _room_made_for(gang: Gang) -> bool:
     return any(
         c["type"] == PREEMPTION_CONDITION and c["reason"] in (EVICTING, VICTIMS_EVICTED)
         for c in gang.conditions

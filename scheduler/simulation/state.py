@@ -89,7 +89,7 @@ class SimNode:
 
 
 @dataclass
-class SimGang:
+class Gang:
     """One PodGroup and what its controller wants: ``size`` pods of ``pod_gpus`` GPUs each."""
 
     namespace: str
