@@ -84,7 +84,7 @@ def idle_now(
             node_name = reserved.get(pod_key)
             if node_name is None:
                 continue
-            gang = by_key.get(podstate.group_key(pod) or pod_key)
+            gang = by_key.get(podstate.gang_key_of_pod(pod) or pod_key)
             if (
                 gang is None
                 or podstate.is_bound(pod)
@@ -112,7 +112,7 @@ def idle_now(
     by_key = {g["key"]: g for g in gangs}
     for pod_key, gpus in joined.pods.items():
         pod = bound[pod_key]
-        gang = by_key.get(podstate.group_key(pod) or pod_key)
+        gang = by_key.get(podstate.gang_key_of_pod(pod) or pod_key)
         if gang is None or gang["key"] in settled:
             continue
         started = timestamp_or_none((pod.get("status") or {}).get("startTime"))

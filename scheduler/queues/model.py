@@ -11,6 +11,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from scheduler.engine.gangkey import GangKey
+
     from .cluster import QueueMember
 
 GPU, CPU, MEMORY = "gpu", "cpu", "memory"
@@ -127,14 +129,14 @@ class QueueModel:
         """Say that ``pod``'s gang runs or waits in ``queue`` (the first queue said wins)."""
         self.gangs.setdefault(pod.group or pod.key, (system, queue))
 
-    def queue_of(self, podgroup: str) -> tuple[Queue | None, Pending | None]:
-        """The queue ``podgroup`` waits in (not a Kueue LocalQueue: its ClusterQueue holds the quota) and its
+    def queue_of(self, gang_key: GangKey) -> tuple[Queue | None, Pending | None]:
+        """The queue ``gang_key`` waits in (not a Kueue LocalQueue: its ClusterQueue holds the quota) and its
         entry there; (None, None) when it waits in none."""
         if self._pending_index is None:
             self._pending_index = {
                 p.pod_group: (q, p) for q in self.queues if q.kind != "LocalQueue" for p in q.pending
             }
-        return self._pending_index.get(podgroup, (None, None))
+        return self._pending_index.get(gang_key, (None, None))
 
     _pending_index: dict[str, tuple[Queue, Pending]] | None = field(default=None, repr=False, compare=False)
 
