@@ -24,6 +24,7 @@ from scheduler.cluster import (
     KubeObject,
 )
 from scheduler.engine.checkpoints import CHECKPOINT_ANNOTATION
+from scheduler.engine.gangkey import GangKey
 from scheduler.simulation import dra as sim_dra
 from scheduler.simulation import objects
 from scheduler.simulation import queues as sim_queues
@@ -70,7 +71,7 @@ class SimulatedCluster(World):
             obj = sim_queues.mark_pod(self.queues, objects.pod_object(pod, gang), gang.name)
             return sim_dra.pod_as_dra(obj, pod)[0] if self.devices == "dra" else obj
 
-    def pods_of(self, gang_key: str) -> tuple[int, list[KubeObject]]:
+    def pods_of(self, gang_key: GangKey) -> tuple[int, list[KubeObject]]:
         """One gang's minCount and pod objects (the demo reviews them through the webhook as created)."""
         with self._lock:
             gang = self._gangs.get(gang_key)

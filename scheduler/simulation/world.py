@@ -16,6 +16,7 @@ from collections import deque
 from typing import Any
 
 from scheduler.cluster import ClusterEvent, KubeObject
+from scheduler.engine.gangkey import GangKey
 from scheduler.simulation import dra as sim_dra
 from scheduler.simulation import queues as sim_queues
 from scheduler.simulation.binder import first_fit
@@ -178,7 +179,7 @@ class World:
     def _waiting(self) -> list[Gang]:
         return [g for g in self._gangs.values() if g.started is None]
 
-    def _gang_pods(self, gang_key: str) -> list[SimPod]:
+    def _gang_pods(self, gang_key: GangKey) -> list[SimPod]:
         return list(self._pods_of.get(gang_key, {}).values())
 
     def _healthy(self, gang: Gang) -> int:
@@ -258,7 +259,7 @@ class World:
         gang.resource_version = self._next_rv()
         return sorted(placement)
 
-    def _held_for_others(self, gang_key: str) -> set[str]:
+    def _held_for_others(self, gang_key: GangKey) -> set[str]:
         """Nodes reserved for another gang that still waits (stale reservations are dropped here)."""
         for node, (key, tick) in list(self._reserved.items()):
             other = self._gangs.get(key)
