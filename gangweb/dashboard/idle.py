@@ -171,7 +171,7 @@ def record_sample() -> IdleSample:
         bound=taken.bound,
         now=taken.time,
         window=settings.GANGWEB_IDLE_WINDOW_SECONDS,
-        reserved=reservations(""),  # every gang's
+        reserved=reservations(None),  # every gang's
     )
     queues = gang_queues(cluster, taken.objects)
     at = datetime.fromtimestamp(time.time(), UTC)

@@ -228,16 +228,16 @@ def reserve_room(
     return out
 
 
-def reservations(gang_key: GangKey) -> dict[str, str]:
-    """pod key -> node of the gangs other than ``gang_key`` whose request succeeded within
-    ``GANGWEB_RESERVATION_SECONDS`` (see ``reserve_room``)."""
+def reservations(gang_key: GangKey | None) -> dict[str, str]:
+    """pod key -> node of the gangs other than ``gang_key`` (None: of every gang) whose request succeeded
+    within ``GANGWEB_RESERVATION_SECONDS`` (see ``reserve_room``)."""
     from django.conf import settings
     from django.utils import timezone
 
     from scheduler.preemption.models import Plan, PlanSource, RequestState
 
     since = timezone.now() - timedelta(seconds=settings.GANGWEB_RESERVATION_SECONDS)
-    namespace, name = split_gang_key(gang_key)
+    namespace, name = split_gang_key(gang_key) if gang_key is not None else ("", "")
     placements: dict[str, str] = {}
     recent = (
         Plan.objects.filter(
