@@ -20,11 +20,10 @@ from typing import Any
 import msgspec
 
 from admission.claims import ClaimEntry, group_entries
+from scheduler.engine.gangkey import GangKey, gang_key_of
 
-GangKey = tuple[str, str]  # (namespace, PodGroup name)
 
-
-class PodGroupFacts(msgspec.Struct, frozen=True, gc=False):
+class CachedPodGroup(msgspec.Struct, frozen=True, gc=False):
     """The fields of a PodGroup that its members are checked against."""
 
     priority: int | None
@@ -33,39 +32,39 @@ class PodGroupFacts(msgspec.Struct, frozen=True, gc=False):
     claims: tuple[ClaimEntry, ...] = ()
 
 
-def podgroup_facts(podgroup: dict[str, Any]) -> PodGroupFacts:
+def cached_podgroup(podgroup: dict[str, Any]) -> CachedPodGroup:
     spec = podgroup.get("spec") if isinstance(podgroup.get("spec"), dict) else {}
     priority = spec.get("priority")
     priority_class = spec.get("priorityClassName")
-    return PodGroupFacts(
+    return CachedPodGroup(
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
         priority_class=priority_class if isinstance(priority_class, str) else "",
         claims=group_entries(spec.get("resourceClaims")),
     )
 
 
-def podgroup_key(podgroup: dict[str, Any]) -> GangKey | None:
+def gang_key_of_podgroup(podgroup: dict[str, Any]) -> GangKey | None:
     metadata = podgroup.get("metadata") if isinstance(podgroup.get("metadata"), dict) else {}
     namespace, name = metadata.get("namespace"), metadata.get("name")
     if isinstance(namespace, str) and isinstance(name, str) and namespace and name:
-        return namespace, name
+        return gang_key_of(namespace, name)
     return None
 
 
 class PodGroupCache:
-    """PodGroup facts by (namespace, name), written by one watch thread, read by the request path.
+    """The PodGroups by gang key, written by one watch thread, read by the request path.
 
-    Reads take no lock: a dict lookup is atomic, and each entry is replaced whole (frozen facts).
+    Reads take no lock: a dict lookup is atomic, and each entry is replaced whole (frozen).
     """
 
     def __init__(self) -> None:
-        self._facts: dict[GangKey, PodGroupFacts] = {}
+        self._podgroups: dict[GangKey, CachedPodGroup] = {}
         self._synced = threading.Event()
         # Why the cluster has no PodGroups at all (discovery found them not served); "" when it has.
         self.unserved = ""
 
-    def get(self, key: GangKey) -> PodGroupFacts | None:
-        return self._facts.get(key)
+    def get(self, gang_key: GangKey) -> CachedPodGroup | None:
+        return self._podgroups.get(gang_key)
 
     def apply(self, event_type: str, podgroup: dict[str, Any] | None) -> None:
         """One watch event (``ADDED``, ``MODIFIED``, ``DELETED``) of a PodGroup as the API server sent it;
@@ -73,13 +72,13 @@ class PodGroupCache:
         if event_type == "RELIST":
             self._synced.set()
             return
-        key = podgroup_key(podgroup) if isinstance(podgroup, dict) else None
-        if key is None:
+        gang_key = gang_key_of_podgroup(podgroup) if isinstance(podgroup, dict) else None
+        if gang_key is None:
             return
         if event_type == "DELETED":
-            self._facts.pop(key, None)
+            self._podgroups.pop(gang_key, None)
         elif event_type in ("ADDED", "MODIFIED"):
-            self._facts[key] = podgroup_facts(podgroup)
+            self._podgroups[gang_key] = cached_podgroup(podgroup)
 
     def mark_synced(self) -> None:
         """Nothing (more) to list: the view is complete as it is (no cluster to watch)."""
@@ -98,4 +97,4 @@ class PodGroupCache:
         return self._synced.wait(timeout)
 
     def __len__(self) -> int:
-        return len(self._facts)
+        return len(self._podgroups)

@@ -22,6 +22,7 @@ from admission.review import AdmissionRequest
 from admission.sources import POD_LIMITS, controller_source
 from admission.sources.base import positive_int
 from admission.state import PodGroupCache
+from scheduler.engine.gangkey import gang_key_of
 
 SCHEDULING_GROUP = "scheduling.k8s.io"
 
@@ -92,7 +93,7 @@ def _validate_pod(request: AdmissionRequest, policy: AdmissionPolicy, podgroups:
                 "scheduled alone: check the gangweb mutating webhook"
             ]
         )
-    podgroup = podgroups.get((request.namespace, group))
+    podgroup = podgroups.get(gang_key_of(request.namespace, group))
     if podgroup is None:
         return Verdict()
     spec = pod.spec

@@ -102,7 +102,7 @@ def handle(options: argparse.Namespace) -> int:
 
     members: dict[str, list[dict]] = {}
     for pod in objects:
-        if pod.get("kind") == "Pod" and podstate.is_bound(pod) and (key := podstate.group_key(pod)):
+        if pod.get("kind") == "Pod" and podstate.is_bound(pod) and (key := podstate.gang_key_of_pod(pod)):
             members.setdefault(key, []).append(pod)
     running = sorted(
         k

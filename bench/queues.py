@@ -234,8 +234,8 @@ def handle(options: argparse.Namespace) -> int:
     import gc
 
     from scheduler.engine import parse_snapshot
-    from scheduler.queues import read_view
-    from scheduler.queues.cluster import build_view
+    from scheduler.queues import queues_from
+    from scheduler.queues.cluster import build_reading
     from scheduler.queues.ownership import owners_of
 
     started = time.perf_counter()
@@ -250,7 +250,7 @@ def handle(options: argparse.Namespace) -> int:
     for _ in range(options.trials):
         gc.collect()
         started, cpu = time.perf_counter(), time.thread_time()
-        model = read_view(build_view(objects, snapshot))
+        model = queues_from(build_reading(objects, snapshot))
         builds.append((time.perf_counter() - started) * 1000)
         build_cpu.append((time.thread_time() - cpu) * 1000)
         started, cpu = time.perf_counter(), time.thread_time()

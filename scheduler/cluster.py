@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from scheduler.engine.gangkey import split_gang_key
 from scheduler.kinds import is_native
 
 if TYPE_CHECKING:
@@ -297,11 +298,9 @@ def object_key(obj: KubeObject) -> str:
 
 
 def split_key(key: str) -> tuple[str, str]:
-    """Inverse of ``object_key`` for namespaced objects; raises ValueError with a readable message."""
-    namespace, sep, name = key.partition("/")
-    if not sep or not namespace or not name or "/" in name:
-        raise ValueError(f"expected NAMESPACE/NAME, got {key!r}")
-    return namespace, name
+    """Inverse of ``object_key`` for namespaced objects, by the gang key's one rule; raises ValueError with a
+    readable message."""
+    return split_gang_key(key)
 
 
 def of_kind(objects: Iterable[KubeObject], kind: str) -> list[KubeObject]:

@@ -250,7 +250,7 @@ def judge_all(objects: Iterable[dict[str, Any]]) -> dict[str, GangHealth]:
                 obj
             )
         elif kind == "Pod":
-            key = podstate.group_key(obj)
+            key = podstate.gang_key_of_pod(obj)
             if key:
                 members.setdefault(key, []).append(obj)
     is_ready: Callable[[str], bool] = lambda node: ready.get(node, False)  # noqa: E731
@@ -415,7 +415,7 @@ class HealthWatch:
                 if was == now:
                     return
                 touched = {
-                    g for p in self._residents.get(name, ()) if (g := podstate.group_key(self._pods[p]))
+                    g for p in self._residents.get(name, ()) if (g := podstate.gang_key_of_pod(self._pods[p]))
                 }
             elif kind == "PodGroup":
                 key = f"{meta.get('namespace')}/{meta.get('name')}"
@@ -457,7 +457,7 @@ class HealthWatch:
         touched = set()
         old = self._pods.pop(key, None)
         if old is not None:
-            gang, node = podstate.group_key(old), podstate.node_name(old)
+            gang, node = podstate.gang_key_of_pod(old), podstate.node_name(old)
             if gang:
                 self._members.get(gang, set()).discard(key)
                 touched.add(gang)
@@ -465,7 +465,7 @@ class HealthWatch:
                 self._residents.get(node, set()).discard(key)
         if not deleted:
             self._pods[key] = obj
-            gang, node = podstate.group_key(obj), podstate.node_name(obj)
+            gang, node = podstate.gang_key_of_pod(obj), podstate.node_name(obj)
             if gang:
                 self._members.setdefault(gang, set()).add(key)
                 touched.add(gang)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler.engine.gangkey import GangKey, gang_key_of
 from scheduler.kinds import is_native
 
 Pod = dict[str, Any]
@@ -20,10 +21,10 @@ def group_name(pod: Pod) -> str | None:
     return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or None
 
 
-def group_key(pod: Pod) -> str | None:
-    """``namespace/podgroup`` of the group the pod names, or None."""
+def gang_key_of_pod(pod: Pod) -> GangKey | None:
+    """The gang key of the PodGroup the pod names, or None."""
     name = group_name(pod)
-    return f"{(pod.get('metadata') or {}).get('namespace')}/{name}" if name else None
+    return gang_key_of(str((pod.get("metadata") or {}).get("namespace")), name) if name else None
 
 
 def is_finished(pod: Pod) -> bool:

@@ -21,6 +21,7 @@ from scheduler.engine.checkpoints import CHECKPOINT_ANNOTATION
 from scheduler.engine.contract import PROVEN, Cost
 from scheduler.engine.entry import plan
 from scheduler.engine.evaluation import Problem
+from scheduler.engine.gangkey import gang_key_of
 from scheduler.engine.placement import fit_columns, node_mask
 from scheduler.engine.policies import POLICIES
 from scheduler.engine.preemptor import Preemptor
@@ -28,6 +29,8 @@ from scheduler.engine.snapshot import parse_snapshot
 from scheduler.engine.victims import victim_cost
 
 MAX_UNITS = 10
+# The gang every sampled cluster asks to place.
+PREEMPTOR = gang_key_of("default", "hi")
 
 
 def small_cluster(rng: random.Random) -> list[dict[str, Any]]:
@@ -169,7 +172,7 @@ def study(samples: int, seed: int = 1, progress: Callable[[str], None] | None = 
     studied = 0
     while studied < samples:
         snap = parse_snapshot(small_cluster(rng))
-        problem = Problem(snap, Preemptor(snap, "default/hi"))
+        problem = Problem(snap, Preemptor(snap, PREEMPTOR))
         if not 0 < problem.eligible_count <= MAX_UNITS or _exact_fit(problem, snap.free):
             continue
         best = optimum(problem)
@@ -179,7 +182,7 @@ def study(samples: int, seed: int = 1, progress: Callable[[str], None] | None = 
         if progress and studied % 50 == 0:
             progress(f"quality: {studied}/{samples} clusters")
         for policy, marks in tally.items():
-            result = plan(snap, "default/hi", policy)
+            result = plan(snap, PREEMPTOR, policy)
             if not result.feasible or len(result.placement) < len(problem.gang.pending):
                 marks["short"] += 1
             elif result.cost > best:

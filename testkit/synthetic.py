@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scheduler.engine.builders import node, pdb, pod, podgroup, priority_class
+from scheduler.engine.gangkey import GangKey, gang_key_of
 
 GPUS_PER_NODE = 8
 RACK_SIZE = 16
@@ -30,8 +31,8 @@ def _stamp(seconds_ago: float) -> str:
     return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def preemptor_name(gpus: int) -> str:
-    return f"{NAMESPACE}/preemptor-{gpus}"
+def preemptor_name(gpus: int) -> GangKey:
+    return gang_key_of(NAMESPACE, f"preemptor-{gpus}")
 
 
 def synthetic_cluster(nodes: int, *, seed: int = 7, fill: float = 0.9) -> list[dict[str, Any]]:

@@ -84,7 +84,7 @@ def idle_now(
             node_name = reserved.get(pod_key)
             if node_name is None:
                 continue
-            gang = by_key.get(podstate.group_key(pod) or pod_key)
+            gang = by_key.get(podstate.gang_key_of_pod(pod) or pod_key)
             if (
                 gang is None
                 or podstate.is_bound(pod)
@@ -112,7 +112,7 @@ def idle_now(
     by_key = {g["key"]: g for g in gangs}
     for pod_key, gpus in joined.pods.items():
         pod = bound[pod_key]
-        gang = by_key.get(podstate.group_key(pod) or pod_key)
+        gang = by_key.get(podstate.gang_key_of_pod(pod) or pod_key)
         if gang is None or gang["key"] in settled:
             continue
         started = timestamp_or_none((pod.get("status") or {}).get("startTime"))
@@ -171,7 +171,7 @@ def record_sample() -> IdleSample:
         bound=taken.bound,
         now=taken.time,
         window=settings.GANGWEB_IDLE_WINDOW_SECONDS,
-        reserved=reservations(""),  # every gang's
+        reserved=reservations(None),  # every gang's
     )
     queues = gang_queues(cluster, taken.objects)
     at = datetime.fromtimestamp(time.time(), UTC)

@@ -1,4 +1,4 @@
-"""``plan()``: the one entry point from a snapshot and a PodGroup name to a ``Plan``."""
+"""``plan()``: the one entry point from a snapshot and a gang key to a ``Plan``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from .allowance import Allowance
 from .contract import Plan, Victim
 from .errors import SnapshotError
 from .evaluation import Problem
+from .gangkey import GangKey
 from .outcomes import Outcome
 from .policies import DEFAULT_POLICY, PreemptionPolicy, policy_named
 from .preemptor import Preemptor
@@ -15,29 +16,30 @@ from .snapshot import Snapshot
 MAX_BUDGET_ROUNDS = 16
 
 
-def _problem(snapshot: Snapshot, podgroup: str) -> Problem:
+def _problem(snapshot: Snapshot, gang_key: GangKey) -> Problem:
     if not isinstance(snapshot, Snapshot):
         raise SnapshotError("plan() needs a Snapshot from load_snapshot() or parse_snapshot()")
-    gang = Preemptor(snapshot, podgroup)
+    gang = Preemptor(snapshot, gang_key)
     seen = snapshot.holding_for(gang.priority)
-    return Problem(snapshot, gang) if seen is snapshot else Problem(seen, Preemptor(seen, podgroup))
+    return Problem(snapshot, gang) if seen is snapshot else Problem(seen, Preemptor(seen, gang_key))
 
 
-def plan(snapshot: Snapshot, podgroup: str, policy: str = DEFAULT_POLICY) -> Plan:
-    """What it takes to place PodGroup ``namespace/name`` now, under the named policy.
+def plan(snapshot: Snapshot, gang_key: GangKey, policy: str = DEFAULT_POLICY) -> Plan:
+    """What it takes to place the gang ``gang_key`` (``NAMESPACE/NAME`` of its PodGroup) now, under the
+    named policy.
 
     Deterministic: the same snapshot, group and policy always give the same plan. Raises
     ``SnapshotError`` for an unknown group or policy. A snapshot with a lost-work budget
     (``Snapshot.with_lost_work``) gets a plan within it, or one that waits for it.
     """
     chosen = policy_named(policy)
-    result = chosen.plan(_problem(snapshot, podgroup))
+    result = chosen.plan(_problem(snapshot, gang_key))
     if snapshot.allowance is None or not result.feasible or not result.victims:
         return result
-    return _within_allowance(snapshot, podgroup, chosen, result)
+    return _within_allowance(snapshot, gang_key, chosen, result)
 
 
-def _within_allowance(snapshot: Snapshot, podgroup: str, chosen: PreemptionPolicy, result: Plan) -> Plan:
+def _within_allowance(snapshot: Snapshot, gang_key: GangKey, chosen: PreemptionPolicy, result: Plan) -> Plan:
     """The plan again, sparing the units a lost-work pool cannot afford, until it fits every pool's
     allowance (``allowance.Allowance.overdrawn``); else a plan that waits for the budget.
 
@@ -59,7 +61,7 @@ def _within_allowance(snapshot: Snapshot, podgroup: str, chosen: PreemptionPolic
     for _ in range(MAX_BUDGET_ROUNDS):
         for victims in overdrawn.values():
             spared.update(victims[0].pods)
-        current = chosen.plan(_problem(snapshot.protecting(spared), podgroup))
+        current = chosen.plan(_problem(snapshot.protecting(spared), gang_key))
         if not current.feasible:
             break
         overdrawn = allowance.overdrawn(current.victims)
@@ -74,7 +76,7 @@ def _within_allowance(snapshot: Snapshot, podgroup: str, chosen: PreemptionPolic
         policy=result.policy,
         feasible=False,
         reason=(
-            f"waits for the lost-work budget: every plan that makes room for {podgroup} overdraws "
+            f"waits for the lost-work budget: every plan that makes room for {gang_key} overdraws "
             f"{_pools(first_overdrawn, allowance)} (GPU-hours lost to preemption per rolling hour)"
         ),
         pending=result.pending,

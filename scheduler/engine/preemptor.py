@@ -9,6 +9,7 @@ import numpy as np
 from scheduler.words import plural
 
 from .errors import PodGroupNotFound, SnapshotError
+from .gangkey import GangKey, split_gang_key
 from .placement import node_mask, topology_domains, unavailable_nodes
 from .typed_objects import NEVER
 
@@ -30,14 +31,15 @@ class Preemptor:
     """The gang being placed (kube-scheduler's preemptor): a PodGroup, its pending and running pods,
     priority, preemption policy, minCount and candidate domains. ``Problem.gang`` holds one."""
 
-    def __init__(self, snapshot: Snapshot, podgroup: str) -> None:
-        namespace, sep, name = str(podgroup).partition("/")
-        if not sep or not namespace or not name or "/" in name:
-            raise SnapshotError(f"expected --podgroup NAMESPACE/NAME, got {podgroup!r}")
-        group = snapshot.groups.get(f"{namespace}/{name}")
+    def __init__(self, snapshot: Snapshot, gang_key: GangKey) -> None:
+        try:
+            namespace, name = split_gang_key(str(gang_key))
+        except ValueError:
+            raise SnapshotError(f"expected --podgroup NAMESPACE/NAME, got {gang_key!r}") from None
+        group = snapshot.groups.get(str(gang_key))
         if group is None:
             raise PodGroupNotFound(f"PodGroup {namespace}/{name} not found in the snapshot")
-        self.snapshot, self.group, self.key = snapshot, group, group.key
+        self.snapshot, self.group, self.key = snapshot, group, GangKey(group.key)
         self.priority = snapshot.effective_group_priority(group)
         self.preemption_policy = snapshot.preemption_policy(group)
         members = snapshot.group_members.get(group.key, [])

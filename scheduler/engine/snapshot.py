@@ -29,6 +29,7 @@ from .allowance import Allowance
 from .checkpoints import NO_INTERVALS, Intervals
 from .dra.objects import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .errors import SnapshotError, object_label
+from .gangkey import gang_key_of
 from .reading import read_snapshot, snapshot_documents
 from .resources import CPU, EPHEMERAL, MEMORY, PODS, is_gpu
 from .typed_objects import NEVER, PREEMPT, DisruptionBudget, Group, Node, Pod, PriorityClass, Workload
@@ -269,7 +270,7 @@ class Snapshot:
             for name, value in pod.requests.items():
                 req[i, index[name]] = value
             if pod.group_name:
-                self.group_members.setdefault(f"{pod.namespace}/{pod.group_name}", []).append(i)
+                self.group_members.setdefault(gang_key_of(pod.namespace, pod.group_name), []).append(i)
             if pod.node_name and pod.terminating and pod.node_name in self.node_index:
                 leaving.append((i, self.node_index[pod.node_name]))
             if pod.node_name and pod.active:
@@ -338,7 +339,7 @@ class Snapshot:
         return chain
 
     def group_of(self, pod: Pod) -> Group | None:
-        return self.groups.get(f"{pod.namespace}/{pod.group_name}") if pod.group_name else None
+        return self.groups.get(gang_key_of(pod.namespace, pod.group_name)) if pod.group_name else None
 
     def effective_group_priority(self, group: Group) -> int:
         """The top-most resolvable group of the hierarchy decides (KEP-5710 GetPodPriority)."""

@@ -17,6 +17,7 @@ import numpy as np
 from .backref import SnapshotRef
 from .checkpoints import assumed_checkpoint
 from .contract import NO_VICTIM_COST, NO_VICTIM_PRIORITY, Cost
+from .gangkey import gang_key_of
 from .typed_objects import ALL
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class UnitIndex:
         pods = snapshot.pods
         by_ancestor: dict[tuple[str, str], list[int]] = {}
         singles: list[Unit] = []
-        tops: dict[str, Group | None] = {}  # group key -> its top "all" ancestor, shared by its pods
+        tops: dict[str, Group | None] = {}  # gang key -> its top "all" ancestor, shared by its pods
         protected = snapshot.protected
         for pod_idx in snapshot.bound.tolist():
             if pod_idx in protected:
@@ -108,11 +109,11 @@ class UnitIndex:
             pod = pods[pod_idx]
             top_all = None
             if pod.group_name:
-                group_key = f"{pod.namespace}/{pod.group_name}"
-                if group_key in tops:
-                    top_all = tops[group_key]
+                gang_key = gang_key_of(pod.namespace, pod.group_name)
+                if gang_key in tops:
+                    top_all = tops[gang_key]
                 else:
-                    top_all = tops[group_key] = top_all_ancestor(snapshot, pod)
+                    top_all = tops[gang_key] = top_all_ancestor(snapshot, pod)
             if top_all is None:
                 rank = RANK["PodGroup"] if pod.group_name else RANK["Pod"]  # the KEP's ranking quirk
                 singles.append(

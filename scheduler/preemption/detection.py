@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from scheduler import podstate
 from scheduler.cluster import KubeObject, object_key
 from scheduler.engine.errors import SnapshotError, object_label
+from scheduler.engine.gangkey import GangKey, gang_key_of
 from scheduler.engine.typed_objects import PREEMPT, Group, PriorityClass, timestamp_or_none
 from scheduler.kinds import is_native, native_kind
 
@@ -23,14 +24,14 @@ SCHEDULED_CONDITION = "PodGroupInitiallyScheduled"
 
 
 @dataclass(frozen=True)
-class StuckGang:
+class PendingGang:
     namespace: str
     name: str
     trigger: str
 
     @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def key(self) -> GangKey:
+        return gang_key_of(self.namespace, self.name)
 
 
 def _pending_since(pod: KubeObject) -> float | None:
@@ -77,29 +78,29 @@ def unschedulable_condition(podgroup: KubeObject) -> dict | None:
     return None
 
 
-def gang_objects(objects: Iterable[KubeObject], podgroup: str) -> list[KubeObject]:
+def gang_objects(objects: Iterable[KubeObject], gang_key: GangKey) -> list[KubeObject]:
     """What ``unschedulable_gangs`` needs to judge one gang: its PodGroup, its pods and the PriorityClasses
     (the watch trigger's pass, which must not judge every gang for one event; docs/measurements.md)."""
     out = []
     for obj in objects:
         kind = native_kind(obj)
         if kind == "Pod":
-            if podstate.group_key(obj) == podgroup:
+            if podstate.gang_key_of_pod(obj) == gang_key:
                 out.append(obj)
-        elif kind == "PriorityClass" or (kind == "PodGroup" and object_key(obj) == podgroup):
+        elif kind == "PriorityClass" or (kind == "PodGroup" and object_key(obj) == gang_key):
             out.append(obj)
     return out
 
 
 def unschedulable_gangs(
     objects: Iterable[KubeObject], *, now: float, grace_seconds: float
-) -> list[StuckGang]:
+) -> list[PendingGang]:
     objects = list(objects)
     oldest_pending: dict[str, float | None] = {}
     for pod in objects:
         if not is_native(pod, "Pod") or not podstate.is_pending(pod):
             continue
-        key = podstate.group_key(pod)
+        key = podstate.gang_key_of_pod(pod)
         if not key:
             continue
         since = _pending_since(pod)
@@ -125,5 +126,5 @@ def unschedulable_gangs(
             trigger = f"pods pending for {int(now - since)}s (grace {int(grace_seconds)}s)"
         if trigger:
             namespace, _, name = key.partition("/")
-            stuck.append(StuckGang(namespace, name, trigger))
+            stuck.append(PendingGang(namespace, name, trigger))
     return sorted(stuck, key=lambda g: g.key)

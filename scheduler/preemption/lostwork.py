@@ -41,17 +41,17 @@ def queues(objects: Iterable[Mapping[str, Any]], snapshot: Any) -> Queues:
     leaves every queue uncapped for this plan, logged (the namespace budgets still hold)."""
     if not settings.GANGWEB_QUEUE_LOST_WORK_BUDGETS:
         return Queues()
-    from scheduler.queues import read_view
-    from scheduler.queues.cluster import build_view
+    from scheduler.queues import queues_from
+    from scheduler.queues.cluster import build_reading
 
     try:
-        view = build_view(objects, snapshot)
-        model = read_view(view)
+        reading = build_reading(objects, snapshot)
+        model = queues_from(reading)
     except ValueError as exc:
         logger.warning("lost-work budget without queue caps: %s", exc)
         return Queues()
     gangs = {gang: f"{system}/{name}" for gang, (system, name) in model.gangs.items()}
-    pods = {pod.key: gangs[pod.group or pod.key] for pod in view.pods if (pod.group or pod.key) in gangs}
+    pods = {pod.key: gangs[pod.group or pod.key] for pod in reading.pods if (pod.group or pod.key) in gangs}
     return Queues(gangs, pods)
 
 

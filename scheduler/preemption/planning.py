@@ -15,6 +15,7 @@ from scheduler.cluster import Cluster, FreshSnapshots, KubeObject, WatchCache, o
 from scheduler.engine import Plan as EnginePlan
 from scheduler.engine import Snapshot, parse_snapshot
 from scheduler.engine import plan as engine_plan
+from scheduler.engine.gangkey import GangKey, split_gang_key
 from scheduler.kinds import is_native
 from scheduler.preemption.facts import VictimFacts
 
@@ -77,17 +78,17 @@ class View:
     owners: dict[str, Any] = field(default_factory=dict)
 
 
-def current_view(cluster: Cluster, podgroup: str) -> View:
-    """What ``podgroup``'s planning sees: the watch cache's live snapshot where there is one (no list, no
+def current_view(cluster: Cluster, gang_key: GangKey) -> View:
+    """What ``gang_key``'s planning sees: the watch cache's live snapshot where there is one (no list, no
     parse of the whole snapshot), else a fresh list parsed; either with other gangs' reservations applied."""
     if isinstance(cluster, WatchCache):
         live = cluster.live_snapshot()
         versions = cluster.resource_versions()  # before the snapshot: it holds at least these
-        snapshot = live.snapshot(reservation_overrides(cluster, podgroup))
+        snapshot = live.snapshot(reservation_overrides(cluster, gang_key))
         objects = cluster.cached_objects()
         snapshot = with_lost_work(snapshot, objects)
         return View(snapshot, versions, queue_owners(objects, snapshot))
-    objects = reserve_room(fresh_objects(cluster), podgroup)
+    objects = reserve_room(fresh_objects(cluster), gang_key)
     snapshot = with_lost_work(parse_snapshot(objects), objects)
     return View(snapshot, owners=queue_owners(objects, snapshot))
 
@@ -108,13 +109,13 @@ def queue_owners(objects: list[KubeObject], snapshot: Snapshot) -> dict[str, Any
     return owners_of(objects, snapshot)
 
 
-def reservation_overrides(cluster: WatchCache, podgroup: str) -> dict[tuple[str, str], KubeObject]:
+def reservation_overrides(cluster: WatchCache, gang_key: GangKey) -> dict[tuple[str, str], KubeObject]:
     """``reserve_room`` as overrides of a live snapshot: the reserved pods only, placed on their nodes."""
-    placements = reservations(podgroup)
+    placements = reservations(gang_key)
     if not placements:
         return {}
     reserved = [o for o in cluster.cached_objects() if is_native(o, "Pod") and object_key(o) in placements]
-    return {("Pod", object_key(o)): o for o in reserve_room(reserved, podgroup, placements)}
+    return {("Pod", object_key(o)): o for o in reserve_room(reserved, gang_key, placements)}
 
 
 # docs/design.md's cost order, then what the plan takes away: snake_case fact -> the JSON key of ``cost``.
@@ -148,7 +149,7 @@ def cost_block(
     )
 
 
-def compute(objects: list[KubeObject] | View, podgroup: str, policy: str) -> PlanResult:
+def compute(objects: list[KubeObject] | View, gang_key: GangKey, policy: str) -> PlanResult:
     """Plan in this process with the engine, timed (objects are parsed first; a ``View`` is planned on)."""
     started = time.perf_counter()
     view = objects if isinstance(objects, View) else View(parse_snapshot(objects))
@@ -159,9 +160,9 @@ def compute(objects: list[KubeObject] | View, podgroup: str, policy: str) -> Pla
         from scheduler.queues.plans import plan_beside_queues
 
         allowed = getattr(settings, "GANGWEB_QUEUE_VICTIMS", frozenset())
-        result = plan_beside_queues(snapshot, podgroup, policy, view.owners, allowed)
+        result = plan_beside_queues(snapshot, gang_key, policy, view.owners, allowed)
     else:
-        result = engine_plan(snapshot, podgroup, policy=policy)
+        result = engine_plan(snapshot, gang_key, policy=policy)
     seconds = time.perf_counter() - started
     return result_of(snapshot, result, seconds, view.resource_versions)
 
@@ -203,7 +204,7 @@ def stamp_versions(plan: dict[str, Any], versions: dict[str, str]) -> dict[str, 
 
 
 def reserve_room(
-    objects: list[KubeObject], podgroup: str, placements: dict[str, str] | None = None
+    objects: list[KubeObject], gang_key: GangKey, placements: dict[str, str] | None = None
 ) -> list[KubeObject]:
     """The objects as another gang's planning must see them: room gangweb just freed is taken.
 
@@ -211,9 +212,9 @@ def reserve_room(
     the freed room looks free, and a second gang planned meanwhile would be given the same room. So
     for ``GANGWEB_RESERVATION_SECONDS`` after a request succeeded, its gang's still-pending pods are
     put on the nodes of its plan (a copy; the cluster is not touched), like kube-scheduler's nominated
-    nodes. ``podgroup``'s own reservations are left out.
+    nodes. ``gang_key``'s own reservations are left out.
     """
-    placements = reservations(podgroup) if placements is None else placements
+    placements = reservations(gang_key) if placements is None else placements
     if not placements:
         return objects
     out = []
@@ -227,16 +228,16 @@ def reserve_room(
     return out
 
 
-def reservations(podgroup: str) -> dict[str, str]:
-    """pod key -> node of the gangs other than ``podgroup`` whose request succeeded within
-    ``GANGWEB_RESERVATION_SECONDS`` (see ``reserve_room``)."""
+def reservations(gang_key: GangKey | None) -> dict[str, str]:
+    """pod key -> node of the gangs other than ``gang_key`` (None: of every gang) whose request succeeded
+    within ``GANGWEB_RESERVATION_SECONDS`` (see ``reserve_room``)."""
     from django.conf import settings
     from django.utils import timezone
 
     from scheduler.preemption.models import Plan, PlanSource, RequestState
 
     since = timezone.now() - timedelta(seconds=settings.GANGWEB_RESERVATION_SECONDS)
-    namespace, _, name = podgroup.partition("/")
+    namespace, name = split_gang_key(gang_key) if gang_key is not None else ("", "")
     placements: dict[str, str] = {}
     recent = (
         Plan.objects.filter(

@@ -147,7 +147,7 @@ def sweep(objects: list[KubeObject], *, now: float | None = None) -> list[int]:
     composites = {object_key(o): o for o in objects if o.get("kind") == "CompositePodGroup"}
     members: dict[str, list[KubeObject]] = {}
     for obj in objects:
-        if obj.get("kind") == "Pod" and (key := podstate.group_key(obj)):
+        if obj.get("kind") == "Pod" and (key := podstate.gang_key_of_pod(obj)):
             members.setdefault(key, []).append(obj)
     opened, covered = [], set()
     for episode in due:

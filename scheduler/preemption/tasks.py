@@ -24,6 +24,7 @@ from django.utils import timezone
 from scheduler import tracing
 from scheduler.cluster import ClusterError, current_objects
 from scheduler.engine import SnapshotError
+from scheduler.engine.gangkey import GangKey
 from scheduler.preemption import (
     detection,
     dispatch,
@@ -131,9 +132,10 @@ DETECT_RETRIES = 10
 @shared_task(
     name="scheduler.detect_unschedulable_gangs", bind=True, ignore_result=True, max_retries=DETECT_RETRIES
 )
-def detect_unschedulable_gangs(self, podgroup: str | None = None) -> dict:
-    """Open one request per gang that stays unschedulable (only ``podgroup``'s: the watch trigger's pass);
-    record what kube-scheduler preempted; settle requests whose namespace left approve mode.
+def detect_unschedulable_gangs(self, podgroup: GangKey | None = None) -> dict:
+    """Open one request per gang that stays unschedulable (only gang ``podgroup``'s: the watch trigger's
+    pass; the argument keeps the name its queued messages carry); record what kube-scheduler preempted;
+    settle requests whose namespace left approve mode.
 
     The trigger enqueues a gang's pass once per transition, so a pass that fails (the database or the API
     server away for a moment) is retried with backoff; the beat's own pass is retried by the next beat."""
@@ -152,20 +154,20 @@ def detect_unschedulable_gangs(self, podgroup: str | None = None) -> dict:
         raise self.retry(exc=exc, countdown=countdown) from exc
 
 
-def _detect(podgroup: str | None) -> dict:
-    if podgroup is None:
+def _detect(gang_key: GangKey | None) -> dict:
+    if gang_key is None:
         settle_mode_changes()
     try:
         cannot = cannot_plan(get_cluster())
         if cannot:
             return {"opened": [], "observed": [], "error": cannot}
         objects = current_objects(get_cluster())
-        judged = objects if podgroup is None else detection.gang_objects(objects, podgroup)
+        judged = objects if gang_key is None else detection.gang_objects(objects, gang_key)
         stuck = detection.unschedulable_gangs(
             judged, now=time.time(), grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
         )
     except (ClusterError, SnapshotError) as exc:
-        if podgroup is not None and isinstance(exc, ClusterError):
+        if gang_key is not None and isinstance(exc, ClusterError):
             raise  # the trigger's pass is retried (detect_unschedulable_gangs)
         # The next beat tries again; one line in the log, not a traceback every ten seconds.
         logger.error("cannot read the cluster snapshot; no gang detected", extra={"error": str(exc)})
@@ -188,8 +190,8 @@ def _detect(podgroup: str | None) -> dict:
         if observes_any_namespace()
         else []
     )
-    health = healthwatch.sweep(objects) if podgroup is None else {}
-    reaped = reaper.sweep(objects) if podgroup is None else []
+    health = healthwatch.sweep(objects) if gang_key is None else {}
+    reaped = reaper.sweep(objects) if gang_key is None else []
     return {"opened": opened, "observed": observed, **health, "reaped": reaped}
 
 

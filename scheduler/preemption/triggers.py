@@ -20,6 +20,7 @@ from django.conf import settings
 
 from scheduler import redisclient
 from scheduler.cluster import Cluster, WatchEvents
+from scheduler.engine.gangkey import GangKey, gang_key_of
 from scheduler.kinds import is_native
 from scheduler.preemption.detection import unschedulable_condition
 
@@ -33,11 +34,11 @@ _seen: dict[str, str] = {}
 last_trigger: dict[str, float] = {}
 
 
-def _claim(key: str, transition: str) -> bool:
+def _claim(gang_key: GangKey, transition: str) -> bool:
     if not settings.REDIS_URL:
         return True
     client = redisclient.shared(settings.REDIS_URL, timeout=None)
-    return bool(client.set(f"{CLAIM_PREFIX}{key}:{transition}", "1", nx=True, ex=CLAIM_SECONDS))
+    return bool(client.set(f"{CLAIM_PREFIX}{gang_key}:{transition}", "1", nx=True, ex=CLAIM_SECONDS))
 
 
 def on_event(event_type: str, resource: Any, obj: dict | None) -> None:
@@ -49,25 +50,25 @@ def on_event(event_type: str, resource: Any, obj: dict | None) -> None:
         # no worker to hurry either; whoever runs detection reads the same cache.
         return
     meta = obj.get("metadata") or {}
-    key = f"{meta.get('namespace')}/{meta.get('name')}"
+    gang_key = gang_key_of(str(meta.get("namespace")), str(meta.get("name")))
     condition = unschedulable_condition(obj)
     if condition is None:
-        _seen.pop(key, None)
+        _seen.pop(gang_key, None)
         return
     transition = str(condition.get("lastTransitionTime") or meta.get("resourceVersion") or "")
-    if _seen.get(key) == transition:
+    if _seen.get(gang_key) == transition:
         return
-    _seen[key] = transition
+    _seen[gang_key] = transition
     try:
-        if not _claim(key, transition):
+        if not _claim(gang_key, transition):
             return
         from scheduler.preemption.tasks import detect_unschedulable_gangs
 
-        detect_unschedulable_gangs.apply_async(kwargs={"podgroup": key})
-        last_trigger[key] = time.monotonic()
-        logger.info("PodGroup %s turned unschedulable: detection enqueued from the watch event", key)
+        detect_unschedulable_gangs.apply_async(kwargs={"podgroup": gang_key})
+        last_trigger[gang_key] = time.monotonic()
+        logger.info("PodGroup %s turned unschedulable: detection enqueued from the watch event", gang_key)
     except Exception:  # the beat's pass still finds it
-        logger.warning("could not enqueue detection for %s", key, exc_info=True)
+        logger.warning("could not enqueue detection for %s", gang_key, exc_info=True)
 
 
 def watch(cluster: Cluster) -> None:

@@ -14,23 +14,23 @@ if TYPE_CHECKING:
 
     from .model import QueueModel
 
-__all__ = ["read_queues", "read_view"]
+__all__ = ["queues_from", "read_queues"]
 
 
 def read_queues(objects: Iterable[Mapping[str, Any]], snapshot: Snapshot) -> QueueModel:
     """Every queue found in ``objects`` (flattened raw objects; ``snapshot`` parsed from the same). A
     system none of whose objects is present costs one dictionary lookup. ValueError names a malformed
     object and field."""
-    from .cluster import build_view
+    from .cluster import build_reading
 
-    return read_view(build_view(objects, snapshot))
+    return queues_from(build_reading(objects, snapshot))
 
 
-def read_view(view) -> QueueModel:
+def queues_from(reading) -> QueueModel:
     from . import kai, kueue, volcano, yunikorn
     from .model import QueueModel
 
     model = QueueModel()
     for reader in (kueue.read, volcano.read, kai.read, yunikorn.read):
-        reader(view, model)
+        reader(reading, model)
     return model

@@ -13,8 +13,9 @@ from fractions import Fraction
 from typing import Any
 
 from scheduler.engine import Plan, Snapshot
+from scheduler.engine.gangkey import GangKey
 
-from .cluster import ClusterView
+from .cluster import QueueReading
 from .model import CPU, GPU, RESOURCES, Queue, QueueModel, number
 
 CODES = {
@@ -86,54 +87,54 @@ def _quota(queue: Queue, need: dict[str, Any], gated: bool) -> Blocker | None:
 
 
 class Waits:
-    """Why each gang of one reading of the cluster waits: the queue model, the queue readers' view and the
+    """Why each gang of one reading of the cluster waits: the queue model, the queue readers' reading and the
     engine's snapshot of the same objects, indexed once so that a list of thousands of gangs costs a lookup
     per gang."""
 
-    def __init__(self, model: QueueModel, view: ClusterView, snapshot: Snapshot) -> None:
-        self.model, self.view, self.snapshot = model, view, snapshot
-        self._gated = {pod.group for pod in view.pods if pod.group and KUEUE_GATE in pod.gates}
+    def __init__(self, model: QueueModel, reading: QueueReading, snapshot: Snapshot) -> None:
+        self.model, self.reading, self.snapshot = model, reading, snapshot
+        self._gated = {pod.group for pod in reading.pods if pod.group and KUEUE_GATE in pod.gates}
         self._missing = [w for w in model.warnings if "does not exist" in w or "not configured" in w]
 
-    def queue_side(self, podgroup: str) -> Blocker | None:
-        """What keeps ``podgroup`` waiting before any plan is read: configuration, quorum or quota."""
+    def queue_side(self, gang_key: GangKey) -> Blocker | None:
+        """What keeps ``gang_key`` waiting before any plan is read: configuration, quorum or quota."""
         for warning in self._missing:
-            if podgroup in warning:
+            if gang_key in warning:
                 return Blocker("configuration", warning, {})
-        group = self.snapshot.groups.get(podgroup)
-        members = self.snapshot.group_members.get(podgroup, [])
+        group = self.snapshot.groups.get(gang_key)
+        members = self.snapshot.group_members.get(gang_key, [])
         if group is not None and group.min_count and len(members) < group.min_count:
             return Blocker(
                 "quorum",
-                f"PodGroup {podgroup}: {len(members)} of minCount {group.min_count} pods exist",
+                f"PodGroup {gang_key}: {len(members)} of minCount {group.min_count} pods exist",
                 {"pods": len(members), "minCount": group.min_count},
             )
-        queue, pending = self.model.queue_of(podgroup)
+        queue, pending = self.model.queue_of(gang_key)
         if queue is not None and pending is not None:
-            return _quota(queue, pending.requests, podgroup in self._gated)
+            return _quota(queue, pending.requests, gang_key in self._gated)
         return None
 
-    def of(self, podgroup: str, plan: Plan | None) -> Blocker | None:
-        """The one thing that keeps ``podgroup`` waiting (None when nothing does: it fits or runs)."""
-        found = self.queue_side(podgroup)
+    def of(self, gang_key: GangKey, plan: Plan | None) -> Blocker | None:
+        """The one thing that keeps ``gang_key`` waiting (None when nothing does: it fits or runs)."""
+        found = self.queue_side(gang_key)
         if found is not None or plan is None or plan.feasible:
             return found
-        return self._from_plan(podgroup, str(plan.why), plan.reason, str(plan.outcome))
+        return self._from_plan(gang_key, str(plan.why), plan.reason, str(plan.outcome))
 
-    def of_outcome(self, podgroup: str, outcome: str | None, reason: str) -> Blocker | None:
+    def of_outcome(self, gang_key: GangKey, outcome: str | None, reason: str) -> Blocker | None:
         """``of`` with the outcome and reason of a plan made before (the ledger's last plan of the gang)."""
-        found = self.queue_side(podgroup)
+        found = self.queue_side(gang_key)
         if found is not None or not outcome or not outcome.startswith("infeasible:"):
             return found
-        return self._from_plan(podgroup, outcome.partition(":")[2], reason, outcome)
+        return self._from_plan(gang_key, outcome.partition(":")[2], reason, outcome)
 
-    def _from_plan(self, podgroup: str, why: str, reason: str, outcome: str) -> Blocker:
+    def _from_plan(self, gang_key: GangKey, why: str, reason: str, outcome: str) -> Blocker:
         if why == "device-claim":
             return Blocker("dra", reason, {})
         if why == "topology":
             return Blocker("topology", reason, {})
         snapshot = self.snapshot
-        members = snapshot.group_members.get(podgroup, [])
+        members = snapshot.group_members.get(gang_key, [])
         pending = [i for i in members if snapshot.pod_node[i] < 0]
         need = int(snapshot.gpus(snapshot.pod_req[pending].sum(axis=0))) if pending else 0
         free = (
@@ -147,10 +148,10 @@ class Waits:
 
 
 def blocker_for(
-    model: QueueModel, view: ClusterView, snapshot: Snapshot, podgroup: str, plan: Plan | None
+    model: QueueModel, reading: QueueReading, snapshot: Snapshot, gang_key: GangKey, plan: Plan | None
 ) -> Blocker | None:
-    """The one thing that keeps ``podgroup`` waiting (None when nothing does: it fits or runs)."""
-    return Waits(model, view, snapshot).of(podgroup, plan)
+    """The one thing that keeps ``gang_key`` waiting (None when nothing does: it fits or runs)."""
+    return Waits(model, reading, snapshot).of(gang_key, plan)
 
 
 def with_blocker(plan_json: dict[str, Any], blocker: Blocker | None) -> dict[str, Any]:

@@ -21,7 +21,9 @@ from .model import CPU, GPU, MEMORY, Amount
 
 
 @dataclass
-class PodFacts:
+class QueueMember:
+    """A member (one pod) as the queue model reads it: requests, whether it runs, what ties it to a queue."""
+
     key: str
     namespace: str
     name: str
@@ -39,8 +41,11 @@ class PodFacts:
 
 
 @dataclass
-class ClusterView:
-    pods: list[PodFacts] = field(default_factory=list)
+class QueueReading:
+    """The queue model's reading of the cluster: its members, its total, the GPU device classes and the queue
+    managers' objects by kind."""
+
+    pods: list[QueueMember] = field(default_factory=list)
     total: dict[str, int] = field(default_factory=dict)
     gpu_classes: frozenset[str] = frozenset()
     by_kind: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
@@ -69,17 +74,17 @@ def _str_map(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
 
 
-def build_view(
+def build_reading(
     objects: Iterable[Mapping[str, Any]],
     snapshot: Snapshot,
     *,
     requests: bool = True,
     keep: Callable[[Mapping[str, Any]], bool] | None = None,
-) -> ClusterView:
+) -> QueueReading:
     """One pass over the raw objects, with the engine's parsed snapshot for requests and nodes
     (``requests=False``: pods without their requests; ``keep``: only the raw pods it keeps).
     The ownership signals alone need neither requests nor the pods no signal can match."""
-    view = ClusterView()
+    reading = QueueReading()
     pods_raw: list[Mapping[str, Any]] = []
     for obj in objects:
         if not isinstance(obj, Mapping):
@@ -88,17 +93,17 @@ def build_view(
             if keep is None or keep(obj):
                 pods_raw.append(obj)
         else:
-            view.by_kind.setdefault(group_kind(obj), []).append(obj)  # type: ignore[arg-type]
+            reading.by_kind.setdefault(group_kind(obj), []).append(obj)  # type: ignore[arg-type]
     res = snapshot.resource_index
     cpu_col, mem_col = res.get(ENGINE_CPU), res.get(ENGINE_MEMORY)
     usable = snapshot.alloc[snapshot.node_usable] if len(snapshot.nodes) else snapshot.alloc
-    view.total = {
+    reading.total = {
         GPU: int(np.asarray(snapshot.gpus(usable)).sum()) if len(usable) else 0,
         CPU: int(usable[:, cpu_col].sum()) if cpu_col is not None and len(usable) else 0,
         MEMORY: int(usable[:, mem_col].sum()) if mem_col is not None and len(usable) else 0,
     }
     if snapshot.devices is not None:
-        view.gpu_classes = frozenset(
+        reading.gpu_classes = frozenset(
             name for name in snapshot.devices.classes if snapshot.devices.class_matcher(name).gpu_only
         )
     for raw in pods_raw:
@@ -111,8 +116,8 @@ def build_view(
         row = snapshot.pod_req[index] if requests else None
         spec = raw.get("spec") or {}
         gates = spec.get("schedulingGates") or []
-        view.pods.append(
-            PodFacts(
+        reading.pods.append(
+            QueueMember(
                 key=key,
                 namespace=pod.namespace,
                 name=pod.name,
@@ -135,7 +140,7 @@ def build_view(
                 priority=int(snapshot.pod_priority[index]),
             )
         )
-    return view
+    return reading
 
 
 def created_at(obj: Mapping[str, Any]) -> float:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .cluster import ClusterView, PodFacts, created_at
+from .cluster import QueueMember, QueueReading, created_at
 from .lending import lend_among_siblings
 from .model import CPU, GPU, MEMORY, RESOURCES, Pending, Queue, QueueModel, gangweb_share, ratio
 
@@ -148,20 +148,20 @@ def _amount(value: Any, resource: str, where: str) -> float:
     return UNLIMITED if number < 0 else number * _UNIT[resource]
 
 
-def read(view: ClusterView, model: QueueModel) -> None:
-    objects = view.objects(GROUP, "Queue")
+def read(reading: QueueReading, model: QueueModel) -> None:
+    objects = reading.objects(GROUP, "Queue")
     if not objects:
         return
     specs = {str((o.get("metadata") or {}).get("name")): o for o in objects}
     groups: dict[str, Mapping[str, Any]] = {}
-    for obj in view.objects(GROUP, "PodGroup"):
+    for obj in reading.objects(GROUP, "PodGroup"):
         meta = obj.get("metadata") or {}
         groups[f"{meta.get('namespace')}/{meta.get('name')}"] = obj
     used: dict[str, dict[str, float]] = {n: dict.fromkeys(RESOURCES, 0.0) for n in specs}
     requested: dict[str, dict[str, float]] = {n: dict.fromkeys(RESOURCES, 0.0) for n in specs}
     waiting: dict[str, dict[str, dict]] = {}
     namespaces: dict[str, set[str]] = {}
-    for pod in view.pods:
+    for pod in reading.pods:
         queue = _queue_of(pod, groups)
         if queue is None or not pod.active:
             continue
@@ -209,7 +209,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
             )
         kai[name] = queue
     for r in RESOURCES:
-        _divide_tree("", float(view.total.get(r, 0)), children, kai, r)
+        _divide_tree("", float(reading.total.get(r, 0)), children, kai, r)
     queues: dict[str, Queue] = {}
     for name in _tree_order("", children):
         spec = specs[name].get("spec") or {}
@@ -219,7 +219,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
             share = k.shares[r]
             f = queue.figures(r)
             parent_total = (
-                kai[queue.parent].shares[r].fair_share if queue.parent in kai else view.total.get(r, 0)
+                kai[queue.parent].shares[r].fair_share if queue.parent in kai else reading.total.get(r, 0)
             )
             f.guaranteed = Fraction(parent_total if share.deserved == UNLIMITED else share.deserved)
             f.limit = None if share.max_allowed == UNLIMITED else Fraction(share.max_allowed)
@@ -251,7 +251,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
         parent = queues[name].parent
         if parent in queues:
             queues[parent].namespaces |= queues[name].namespaces
-    lend_among_siblings(queues, model, "kai", view.total)
+    lend_among_siblings(queues, model, "kai", reading.total)
     for queue in queues.values():
         queue.share["gangweb"] = gangweb_share(queue)
     model.queues.extend(queues.values())
@@ -261,7 +261,7 @@ def _out(resource: str, value: float) -> float:
     return round(value / 1000, 3) if resource == CPU else round(value, 3)
 
 
-def _queue_of(pod: PodFacts, groups: Mapping[str, Mapping[str, Any]]) -> str | None:
+def _queue_of(pod: QueueMember, groups: Mapping[str, Mapping[str, Any]]) -> str | None:
     name = pod.annotations.get(POD_GROUP_ANNOTATION)
     if name and f"{pod.namespace}/{name}" in groups:
         queue = (groups[f"{pod.namespace}/{name}"].get("spec") or {}).get("queue")

@@ -21,7 +21,7 @@ from typing import Any
 
 from scheduler.engine.resources import parse_quantity
 
-from .cluster import ClusterView, PodFacts, add, created_at
+from .cluster import QueueMember, QueueReading, add, created_at
 from .lending import share_out
 from .model import RESOURCES, Amount, Pending, Queue, QueueModel, gangweb_share
 
@@ -153,16 +153,16 @@ def parse_weight(fair_sharing: Any) -> float:
         raise ValueError(f"spec.fairSharing.weight: invalid quantity {value!r}") from None
 
 
-def quota_amount(view: ClusterView, resource: str, value: Any, where: str) -> int:
+def quota_amount(reading: QueueReading, resource: str, value: Any, where: str) -> int:
     try:
-        return view.amount(resource, value)
+        return reading.amount(resource, value)
     except ValueError as exc:
         if "too large" in str(exc):
             return MAX_INT64  # Kueue's Unlimited: a quantity beyond int64 in its unit
         raise ValueError(f"{where}: {exc}") from None
 
 
-def parse_quotas(view: ClusterView, spec: Mapping[str, Any], where: str) -> dict[FlavorResource, Quota]:
+def parse_quotas(reading: QueueReading, spec: Mapping[str, Any], where: str) -> dict[FlavorResource, Quota]:
     quotas: dict[FlavorResource, Quota] = {}
     groups = spec.get("resourceGroups") or []
     if not isinstance(groups, list):
@@ -172,13 +172,15 @@ def parse_quotas(view: ClusterView, spec: Mapping[str, Any], where: str) -> dict
             for r, res in enumerate((flavor or {}).get("resources") or []):
                 at = f"{where}.resourceGroups[{g}].flavors[{f}].resources[{r}]"
                 name = str(res.get("name"))
-                quota = Quota(quota_amount(view, name, res.get("nominalQuota", 0), f"{at}.nominalQuota"))
+                quota = Quota(quota_amount(reading, name, res.get("nominalQuota", 0), f"{at}.nominalQuota"))
                 if res.get("borrowingLimit") is not None:
                     quota.borrowing_limit = quota_amount(
-                        view, name, res["borrowingLimit"], f"{at}.borrowingLimit"
+                        reading, name, res["borrowingLimit"], f"{at}.borrowingLimit"
                     )
                 if res.get("lendingLimit") is not None:
-                    quota.lending_limit = quota_amount(view, name, res["lendingLimit"], f"{at}.lendingLimit")
+                    quota.lending_limit = quota_amount(
+                        reading, name, res["lendingLimit"], f"{at}.lendingLimit"
+                    )
                 quotas[(str(flavor.get("name")), name)] = quota
     return quotas
 
@@ -190,7 +192,7 @@ def _condition(obj: Mapping[str, Any], kind: str) -> bool:
     return False
 
 
-def workload_usage(view: ClusterView, workload: Mapping[str, Any]) -> dict[FlavorResource, int]:
+def workload_usage(reading: QueueReading, workload: Mapping[str, Any]) -> dict[FlavorResource, int]:
     """What an admitted Workload holds, per (flavor, resource): its podSetAssignments' resourceUsage."""
     usage: dict[FlavorResource, int] = {}
     admission = (workload.get("status") or {}).get("admission") or {}
@@ -199,11 +201,11 @@ def workload_usage(view: ClusterView, workload: Mapping[str, Any]) -> dict[Flavo
         for name, quantity in (assignment.get("resourceUsage") or {}).items():
             at = f"status.admission.podSetAssignments[{a}].resourceUsage.{name}"
             fr = (str(flavors.get(name, "")), str(name))
-            usage[fr] = usage.get(fr, 0) + quota_amount(view, name, quantity, at)
+            usage[fr] = usage.get(fr, 0) + quota_amount(reading, name, quantity, at)
     return usage
 
 
-def workload_request(view: ClusterView, workload: Mapping[str, Any]) -> dict[str, Amount]:
+def workload_request(reading: QueueReading, workload: Mapping[str, Any]) -> dict[str, Amount]:
     """What a waiting Workload asks for, per model resource: its pod sets' requests times their counts."""
     from scheduler.engine.resources import pod_requests
 
@@ -212,7 +214,7 @@ def workload_request(view: ClusterView, workload: Mapping[str, Any]) -> dict[str
         template = (pod_set.get("template") or {}).get("spec") or {}
         count = int(pod_set.get("count") or 1)
         for name, value in pod_requests(template).items():
-            key = view.resource_key(name)
+            key = reading.resource_key(name)
             if key is not None:
                 out[key] = out.get(key, 0) + value * count
     return out
@@ -236,7 +238,7 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
 
 
-def members(workload: Mapping[str, Any], pods_by_owner: Mapping, pods_by_group: Mapping) -> list[PodFacts]:
+def members(workload: Mapping[str, Any], pods_by_owner: Mapping, pods_by_group: Mapping) -> list[QueueMember]:
     """A Workload's pods: those of its pod group label, and those its owner controls."""
     meta = workload.get("metadata") or {}
     namespace, name = meta.get("namespace"), meta.get("name")
@@ -255,9 +257,9 @@ def gang_of(workload: Mapping[str, Any], pods_by_owner: Mapping, pods_by_group: 
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
-def _pod_indexes(pods: Iterable[PodFacts]) -> tuple[dict, dict]:
-    by_owner: dict[tuple, list[PodFacts]] = {}
-    by_group: dict[tuple, list[PodFacts]] = {}
+def _pod_indexes(pods: Iterable[QueueMember]) -> tuple[dict, dict]:
+    by_owner: dict[tuple, list[QueueMember]] = {}
+    by_group: dict[tuple, list[QueueMember]] = {}
     for pod in pods:
         for owner in pod.owners:
             if owner.get("controller"):
@@ -267,22 +269,22 @@ def _pod_indexes(pods: Iterable[PodFacts]) -> tuple[dict, dict]:
     return by_owner, by_group
 
 
-def read(view: ClusterView, model: QueueModel) -> None:
-    cluster_queues = view.objects(GROUP, "ClusterQueue")
+def read(reading: QueueReading, model: QueueModel) -> None:
+    cluster_queues = reading.objects(GROUP, "ClusterQueue")
     if not cluster_queues:
         return
     nodes: dict[tuple[str, str], Node] = {}
-    for obj in view.objects(GROUP, "Cohort"):
+    for obj in reading.objects(GROUP, "Cohort"):
         name = str((obj.get("metadata") or {}).get("name"))
         spec = obj.get("spec") or {}
         nodes[("Cohort", name)] = Node(
             name,
             "Cohort",
             weight=parse_weight(spec.get("fairSharing")),
-            quotas=parse_quotas(view, spec, f"Cohort {name}: spec"),
+            quotas=parse_quotas(reading, spec, f"Cohort {name}: spec"),
         )
     parents: dict[tuple[str, str], str | None] = {}
-    for obj in view.objects(GROUP, "Cohort"):
+    for obj in reading.objects(GROUP, "Cohort"):
         name = str((obj.get("metadata") or {}).get("name"))
         parents[("Cohort", name)] = (obj.get("spec") or {}).get("parentName") or None
     for obj in cluster_queues:
@@ -293,7 +295,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
             name,
             "ClusterQueue",
             weight=parse_weight(spec.get("fairSharing")),
-            quotas=parse_quotas(view, spec, where),
+            quotas=parse_quotas(reading, spec, where),
         )
         parents[("ClusterQueue", name)] = spec.get("cohortName") or None
     for parent_name in list(parents.values()):
@@ -317,17 +319,17 @@ def read(view: ClusterView, model: QueueModel) -> None:
             node.parent.children.append(node)
 
     local_queues: dict[tuple[str, str], str] = {}
-    for obj in view.objects(GROUP, "LocalQueue"):
+    for obj in reading.objects(GROUP, "LocalQueue"):
         meta = obj.get("metadata") or {}
         local_queues[(str(meta.get("namespace")), str(meta.get("name")))] = str(
             (obj.get("spec") or {}).get("clusterQueue")
         )
-    by_owner, by_group = _pod_indexes(view.pods)
+    by_owner, by_group = _pod_indexes(reading.pods)
     waiting: dict[str, list[tuple[tuple, Mapping[str, Any]]]] = {}
     namespaces: dict[str, set[str]] = {}
     lq_usage: dict[tuple[str, str], dict[str, Amount]] = {}
     lq_waiting: dict[tuple[str, str], list] = {}
-    for workload in view.objects(GROUP, "Workload"):
+    for workload in reading.objects(GROUP, "Workload"):
         meta = workload.get("metadata") or {}
         namespace = str(meta.get("namespace"))
         queue_name = str((workload.get("spec") or {}).get("queueName") or "")
@@ -336,7 +338,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
             node = nodes.get(("ClusterQueue", cq))
             if node is None:
                 continue
-            usage = workload_usage(view, workload)
+            usage = workload_usage(reading, workload)
             add(node.usage, usage)  # type: ignore[arg-type]
             model.gangs[gang_of(workload, by_owner, by_group)] = ("kueue", cq)
             namespaces.setdefault(cq, set()).add(namespace)
@@ -344,7 +346,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
                 model.place(pod, "kueue", cq)
             into = lq_usage.setdefault((namespace, queue_name), {})
             for (_, res), value in usage.items():
-                key = view.resource_key(res)
+                key = reading.resource_key(res)
                 if key is not None:
                     into[key] = into.get(key, 0) + value
         elif is_waiting(workload):
@@ -373,7 +375,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
                     gang_of(workload, by_owner, by_group),
                     position,
                     str((workload.get("metadata") or {}).get("namespace")),
-                    workload_request(view, workload),
+                    workload_request(reading, workload),
                     _key(workload),
                 )
             )
@@ -382,13 +384,13 @@ def read(view: ClusterView, model: QueueModel) -> None:
     for (kind, name), node in sorted(nodes.items(), key=lambda item: (item[0][0] != "Cohort", item[0][1])):
         queue = Queue("kueue", kind, name, node.parent.name if node.parent else None, node.weight)
         for fr, quota in node.quotas.items():
-            key = view.resource_key(fr[1])
+            key = reading.resource_key(fr[1])
             if key is None:
                 continue
             f = queue.figures(key)
             f.guaranteed += quota.nominal if kind == "ClusterQueue" else 0
         for fr, quota in node.subtree.items():
-            key = view.resource_key(fr[1])
+            key = reading.resource_key(fr[1])
             if key is None:
                 continue
             f = queue.figures(key)
@@ -396,12 +398,12 @@ def read(view: ClusterView, model: QueueModel) -> None:
                 f.guaranteed += quota
             f.borrowed += node.borrowed(fr)
         for fr, used in node.total_usage.items():
-            key = view.resource_key(fr[1])
+            key = reading.resource_key(fr[1])
             if key is not None:
                 queue.figures(key).used += used
         if kind == "ClusterQueue":
             for key in queue.resources:
-                frs = [fr for fr in node.quotas if view.resource_key(fr[1]) == key]
+                frs = [fr for fr in node.quotas if reading.resource_key(fr[1]) == key]
                 if node.parent is None:
                     queue.resources[key].limit = sum(node.quotas[fr].nominal for fr in frs)
                 elif all(node.quotas[fr].borrowing_limit is not None for fr in frs):
@@ -410,7 +412,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
                     )
         if kind == "ClusterQueue":
             for fr in node.quotas:
-                key = view.resource_key(fr[1])
+                key = reading.resource_key(fr[1])
                 if key is not None:
                     queue.headroom[key] = queue.headroom.get(key, 0) + max(0, available(node, fr))
         drs = dominant_resource_share(node)
@@ -439,7 +441,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
                 drawn = max(0, c.usage.get(fr, 0) - c.local_quota(fr))
                 unused[f"{c.kind}/{c.name}"] = max(0, offered - drawn)
             lending = share_out(borrowed, unused, node.quotas[fr].nominal if fr in node.quotas else 0)
-            key = view.resource_key(fr[1])
+            key = reading.resource_key(fr[1])
             if key is None:
                 continue
             for member, lent in lending.lent.items():

@@ -11,7 +11,9 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .cluster import PodFacts
+    from scheduler.engine.gangkey import GangKey
+
+    from .cluster import QueueMember
 
 GPU, CPU, MEMORY = "gpu", "cpu", "memory"
 RESOURCES = (GPU, CPU, MEMORY)
@@ -123,18 +125,18 @@ class QueueModel:
     # (its PodGroup's NS/NAME, else the pod's own): what the idle figure adds up per queue.
     gangs: dict[str, tuple[str, str]] = field(default_factory=dict)
 
-    def place(self, pod: PodFacts, system: str, queue: str) -> None:
+    def place(self, pod: QueueMember, system: str, queue: str) -> None:
         """Say that ``pod``'s gang runs or waits in ``queue`` (the first queue said wins)."""
         self.gangs.setdefault(pod.group or pod.key, (system, queue))
 
-    def queue_of(self, podgroup: str) -> tuple[Queue | None, Pending | None]:
-        """The queue ``podgroup`` waits in (not a Kueue LocalQueue: its ClusterQueue holds the quota) and its
+    def queue_of(self, gang_key: GangKey) -> tuple[Queue | None, Pending | None]:
+        """The queue ``gang_key`` waits in (not a Kueue LocalQueue: its ClusterQueue holds the quota) and its
         entry there; (None, None) when it waits in none."""
         if self._pending_index is None:
             self._pending_index = {
                 p.pod_group: (q, p) for q in self.queues if q.kind != "LocalQueue" for p in q.pending
             }
-        return self._pending_index.get(podgroup, (None, None))
+        return self._pending_index.get(gang_key, (None, None))
 
     _pending_index: dict[str, tuple[Queue, Pending]] | None = field(default=None, repr=False, compare=False)
 

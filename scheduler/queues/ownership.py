@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import kai, kueue, volcano, yunikorn
-from .cluster import ClusterView, PodFacts, build_view
+from .cluster import QueueMember, QueueReading, build_reading
 
 
 @dataclass(frozen=True)
@@ -28,10 +28,10 @@ class Signal:
 
     system: str
     describes: str  # for docs and messages
-    rule: Callable[[PodFacts, Mapping[str, Any]], Owner | None]
+    rule: Callable[[QueueMember, Mapping[str, Any]], Owner | None]
 
 
-def _kueue_workload(pod: PodFacts, ctx: Mapping[str, Any]) -> Owner | None:
+def _kueue_workload(pod: QueueMember, ctx: Mapping[str, Any]) -> Owner | None:
     workloads = ctx["kueue_by_owner"]
     for owner in pod.owners:
         found = workloads.get((pod.namespace, owner.get("kind"), owner.get("name")))
@@ -51,7 +51,7 @@ def _kueue_owner(workload: str) -> Owner:
     )
 
 
-def _kueue_label(pod: PodFacts, ctx: Mapping[str, Any]) -> Owner | None:
+def _kueue_label(pod: QueueMember, ctx: Mapping[str, Any]) -> Owner | None:
     if pod.labels.get("kueue.x-k8s.io/managed") == "true" or kueue.QUEUE_NAME_LABEL in pod.labels:
         queue = pod.labels.get(kueue.QUEUE_NAME_LABEL, "")
         return Owner(
@@ -62,7 +62,7 @@ def _kueue_label(pod: PodFacts, ctx: Mapping[str, Any]) -> Owner | None:
     return None
 
 
-def _volcano(pod: PodFacts, ctx: Mapping[str, Any]) -> Owner | None:
+def _volcano(pod: QueueMember, ctx: Mapping[str, Any]) -> Owner | None:
     group = pod.annotations.get(volcano.GROUP_ANNOTATION)
     if pod.scheduler == "volcano" or (group and (pod.namespace, group) in ctx["volcano_groups"]):
         what = f"PodGroup {pod.namespace}/{group}" if group else f"pod {pod.key}"
@@ -70,7 +70,7 @@ def _volcano(pod: PodFacts, ctx: Mapping[str, Any]) -> Owner | None:
     return None
 
 
-def _kai(pod: PodFacts, ctx: Mapping[str, Any]) -> Owner | None:
+def _kai(pod: QueueMember, ctx: Mapping[str, Any]) -> Owner | None:
     group = pod.annotations.get(kai.POD_GROUP_ANNOTATION)
     if pod.scheduler == "kai-scheduler" or kai.QUEUE_LABEL in pod.labels:
         what = f"PodGroup {pod.namespace}/{group}" if group else f"pod {pod.key}"
@@ -82,7 +82,7 @@ def _kai(pod: PodFacts, ctx: Mapping[str, Any]) -> Owner | None:
     return None
 
 
-def _yunikorn(pod: PodFacts, ctx: Mapping[str, Any]) -> Owner | None:
+def _yunikorn(pod: QueueMember, ctx: Mapping[str, Any]) -> Owner | None:
     if pod.scheduler == yunikorn.SCHEDULER_NAME:
         app = next((pod.labels[k] for k in yunikorn.APP_ID_LABELS if pod.labels.get(k)), None)
         what = f"application {pod.namespace}/{app}" if app else f"pod {pod.key}"
@@ -103,10 +103,10 @@ SIGNALS: tuple[Signal, ...] = (
 )
 
 
-def _context(view: ClusterView) -> dict[str, Any]:
+def _context(reading: QueueReading) -> dict[str, Any]:
     by_owner: dict[tuple, str] = {}
     by_name: dict[tuple, str] = {}
-    for workload in view.objects(kueue.GROUP, "Workload"):
+    for workload in reading.objects(kueue.GROUP, "Workload"):
         if not kueue.is_admitted(workload):
             continue
         meta = workload.get("metadata") or {}
@@ -116,16 +116,16 @@ def _context(view: ClusterView) -> dict[str, Any]:
             by_owner[(meta.get("namespace"), owner.get("kind"), owner.get("name"))] = key
     groups = {
         ((o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name"))
-        for o in view.objects(volcano.GROUP, "PodGroup")
+        for o in reading.objects(volcano.GROUP, "PodGroup")
     }
     return {"kueue_by_owner": by_owner, "kueue_by_name": by_name, "volcano_groups": groups}
 
 
-def owners(view: ClusterView, pods: Iterable[PodFacts] | None = None) -> dict[str, Owner]:
+def owners(reading: QueueReading, pods: Iterable[QueueMember] | None = None) -> dict[str, Owner]:
     """Pod key -> its owner, for the running pods a queue manager owns (the first signal that says so)."""
-    ctx = _context(view)
+    ctx = _context(reading)
     out: dict[str, Owner] = {}
-    for pod in pods if pods is not None else view.pods:
+    for pod in pods if pods is not None else reading.pods:
         if not pod.bound or not pod.active:
             continue
         for signal in SIGNALS:
@@ -158,8 +158,8 @@ def may_be_owned(pod: Mapping[str, Any], with_owner_refs: bool) -> bool:
 def owners_of(objects: list[Mapping[str, Any]], snapshot) -> dict[str, Owner]:
     """``owners`` straight from raw objects, gathering facts only of the pods a signal could match."""
     workloads = any(kueue_kind(o) for o in objects)
-    view = build_view(objects, snapshot, requests=False, keep=lambda pod: may_be_owned(pod, workloads))
-    return owners(view)
+    reading = build_reading(objects, snapshot, requests=False, keep=lambda pod: may_be_owned(pod, workloads))
+    return owners(reading)
 
 
 def kueue_kind(obj: Mapping[str, Any]) -> bool:

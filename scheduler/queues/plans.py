@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from scheduler.engine import Plan, Snapshot, plan
+from scheduler.engine.gangkey import GangKey
 from scheduler.engine.outcomes import Outcome
 
 from .ownership import Owner
@@ -15,7 +16,7 @@ from .ownership import Owner
 
 def plan_beside_queues(
     snapshot: Snapshot,
-    podgroup: str,
+    gang_key: GangKey,
     policy: str,
     owners: Mapping[str, Owner],
     allowed: frozenset[str] = frozenset(),
@@ -23,11 +24,11 @@ def plan_beside_queues(
     """The engine's plan with the queue-owned units out of reach (``allowed`` systems' excepted)."""
     protected = {key: owner for key, owner in owners.items() if owner.system not in allowed}
     if not protected:
-        return plan(snapshot, podgroup, policy)
-    guarded = plan(snapshot.protecting(protected), podgroup, policy)
+        return plan(snapshot, gang_key, policy)
+    guarded = plan(snapshot.protecting(protected), gang_key, policy)
     if guarded.feasible or guarded.why not in (Outcome.NO_VICTIMS, Outcome.NO_ROOM):
         return guarded
-    free = plan(snapshot, podgroup, policy)
+    free = plan(snapshot, gang_key, policy)
     if not free.feasible:
         return guarded
     taken: dict[str, Owner] = {}
@@ -40,7 +41,7 @@ def plan_beside_queues(
     systems = sorted({o.system for o in taken.values()})
     actions = "; ".join(o.action for o in sorted(taken.values(), key=lambda o: o.object))
     reason = (
-        f"only units {', '.join(systems)} placed could make room for {podgroup} "
+        f"only units {', '.join(systems)} placed could make room for {gang_key} "
         f"({', '.join(sorted(taken))}): {actions}"
     )
     return Plan(

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from .cluster import ClusterView, PodFacts, created_at
+from .cluster import QueueMember, QueueReading, created_at
 from .lending import lend_among_siblings
 from .model import RESOURCES, Amount, Pending, Queue, QueueModel, gangweb_share
 
@@ -27,24 +27,24 @@ CONFIG_MAP = "volcano-scheduler-configmap"
 INF = float("inf")
 
 
-def _vector(view: ClusterView, values: Any, where: str) -> dict[str, Fraction]:
+def _vector(reading: QueueReading, values: Any, where: str) -> dict[str, Fraction]:
     out: dict[str, Fraction] = {}
     if not isinstance(values, Mapping):
         return out
     for name, quantity in values.items():
-        key = view.resource_key(str(name))
+        key = reading.resource_key(str(name))
         if key is None:
             continue
         try:
-            out[key] = out.get(key, Fraction(0)) + view.amount(str(name), quantity)
+            out[key] = out.get(key, Fraction(0)) + reading.amount(str(name), quantity)
         except ValueError as exc:
             raise ValueError(f"{where}.{name}: {exc}") from None
     return out
 
 
-def capacity_plugin(view: ClusterView) -> bool:
+def capacity_plugin(reading: QueueReading) -> bool:
     """Whether the scheduler configuration enables ``capacity`` (else proportion decides deserved)."""
-    for obj in view.objects("", "ConfigMap"):
+    for obj in reading.objects("", "ConfigMap"):
         if (obj.get("metadata") or {}).get("name") != CONFIG_MAP:
             continue
         text = " ".join(str(v) for v in (obj.get("data") or {}).values())
@@ -114,19 +114,19 @@ def volcano_share(allocated: Mapping[str, Amount], deserved: Mapping[str, Amount
     return round(float(best), 4)
 
 
-def read(view: ClusterView, model: QueueModel) -> None:
-    queue_objects = view.objects(GROUP, "Queue")
+def read(reading: QueueReading, model: QueueModel) -> None:
+    queue_objects = reading.objects(GROUP, "Queue")
     if not queue_objects:
         return
     specs: dict[str, Mapping[str, Any]] = {}
     for obj in queue_objects:
         specs[str((obj.get("metadata") or {}).get("name"))] = obj.get("spec") or {}
     groups: dict[str, Mapping[str, Any]] = {}
-    for obj in view.objects(GROUP, "PodGroup"):
+    for obj in reading.objects(GROUP, "PodGroup"):
         meta = obj.get("metadata") or {}
         groups[f"{meta.get('namespace')}/{meta.get('name')}"] = obj
-    members: dict[str, list[PodFacts]] = {}
-    for pod in view.pods:
+    members: dict[str, list[QueueMember]] = {}
+    for pod in reading.pods:
         name = pod.annotations.get(GROUP_ANNOTATION)
         if name and pod.active:
             members.setdefault(f"{pod.namespace}/{name}", []).append(pod)
@@ -154,7 +154,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
         if phase in ("Pending", "Inqueue") or (pending_req and phase != "Running"):
             priority = 0
             waiting.setdefault(queue, []).append(((-priority, created_at(obj), key), key, pending_req))
-    use_capacity = capacity_plugin(view)
+    use_capacity = capacity_plugin(reading)
     attrs = {}
     for name in jobs:
         spec = specs[name]
@@ -162,19 +162,21 @@ def read(view: ClusterView, model: QueueModel) -> None:
             "weight": int(spec.get("weight") or 1),
             "request": request[name],
             "guarantee": _vector(
-                view, (spec.get("guarantee") or {}).get("resource"), f"Queue {name}: spec.guarantee.resource"
+                reading,
+                (spec.get("guarantee") or {}).get("resource"),
+                f"Queue {name}: spec.guarantee.resource",
             ),
-            "capability": _vector(view, spec.get("capability"), f"Queue {name}: spec.capability"),
+            "capability": _vector(reading, spec.get("capability"), f"Queue {name}: spec.capability"),
         }
     if use_capacity:
-        deserved = {n: _vector(view, specs[n].get("deserved"), f"Queue {n}: spec.deserved") for n in specs}
+        deserved = {n: _vector(reading, specs[n].get("deserved"), f"Queue {n}: spec.deserved") for n in specs}
     else:
-        deserved = proportion(view.total, attrs)
+        deserved = proportion(reading.total, attrs)
     queues: dict[str, Queue] = {}
     for name in sorted(specs):
         spec = specs[name]
         queue = Queue("volcano", "Queue", name, spec.get("parent") or None, float(spec.get("weight") or 1))
-        capability = _vector(view, spec.get("capability"), f"Queue {name}: spec.capability")
+        capability = _vector(reading, spec.get("capability"), f"Queue {name}: spec.capability")
         mine = deserved.get(name, {})
         for r in RESOURCES:
             f = queue.figures(r)
@@ -196,7 +198,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
             queue.pending.append(Pending(key, position, key.split("/", 1)[0], req))
         queue.namespaces = {key.split("/", 1)[0] for key in jobs.get(name, [])}
         queues[name] = queue
-    lend_among_siblings(queues, model, "volcano", view.total)
+    lend_among_siblings(queues, model, "volcano", reading.total)
     for queue in queues.values():
         queue.share["gangweb"] = gangweb_share(queue)
     model.queues.extend(queues.values())

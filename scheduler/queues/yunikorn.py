@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .cluster import ClusterView
+from .cluster import QueueReading
 from .lending import lend_among_siblings
 from .model import RESOURCES, Pending, Queue, QueueModel, gangweb_share
 
@@ -27,10 +27,10 @@ SCHEDULER_NAME = "yunikorn"
 PARTITION = "default"
 
 
-def configuration(view: ClusterView) -> Mapping[str, Any] | None:
+def configuration(reading: QueueReading) -> Mapping[str, Any] | None:
     """The partition ``default`` of the queue configuration, if a ConfigMap holds one."""
     for wanted in CONFIG_MAPS:
-        for obj in view.objects("", "ConfigMap"):
+        for obj in reading.objects("", "ConfigMap"):
             if (obj.get("metadata") or {}).get("name") != wanted:
                 continue
             text = (obj.get("data") or {}).get("queues.yaml")
@@ -55,8 +55,8 @@ def queue_of(
     return f"root.{namespace}" if by_namespace else "root.default"
 
 
-def read(view: ClusterView, model: QueueModel) -> None:
-    partition = configuration(view)
+def read(reading: QueueReading, model: QueueModel) -> None:
+    partition = configuration(reading)
     if partition is None:
         return
     specs: dict[str, tuple[str | None, Mapping[str, Any]]] = {}
@@ -77,7 +77,7 @@ def read(view: ClusterView, model: QueueModel) -> None:
     used = {n: dict.fromkeys(RESOURCES, Fraction(0)) for n in specs}
     waiting: dict[str, dict[str, dict]] = {}
     namespaces: dict[str, set[str]] = {}
-    for pod in view.pods:
+    for pod in reading.pods:
         if not pod.active or (pod.scheduler != SCHEDULER_NAME and QUEUE_LABEL not in pod.labels):
             continue
         queue = queue_of(pod.labels, pod.annotations, pod.namespace, by_namespace)
@@ -105,8 +105,8 @@ def read(view: ClusterView, model: QueueModel) -> None:
     for name in specs:
         parent, resources = specs[name]
         queue = Queue("yunikorn", "Queue", name, parent, None)
-        guaranteed = _vector(view, resources.get("guaranteed"), f"queue {name}: resources.guaranteed")
-        maximum = _vector(view, resources.get("max"), f"queue {name}: resources.max")
+        guaranteed = _vector(reading, resources.get("guaranteed"), f"queue {name}: resources.guaranteed")
+        maximum = _vector(reading, resources.get("max"), f"queue {name}: resources.max")
         for r in RESOURCES:
             f = queue.figures(r)
             f.guaranteed = guaranteed.get(r, Fraction(0))
@@ -127,22 +127,22 @@ def read(view: ClusterView, model: QueueModel) -> None:
         parent = queues[name].parent
         if parent in queues:
             queues[parent].namespaces |= queues[name].namespaces
-    lend_among_siblings(queues, model, "yunikorn", view.total)
+    lend_among_siblings(queues, model, "yunikorn", reading.total)
     for queue in queues.values():
         queue.share["gangweb"] = gangweb_share(queue)
     model.queues.extend(queues.values())
 
 
-def _vector(view: ClusterView, values: Any, where: str) -> dict[str, Fraction]:
+def _vector(reading: QueueReading, values: Any, where: str) -> dict[str, Fraction]:
     out: dict[str, Fraction] = {}
     if not isinstance(values, Mapping):
         return out
     for name, quantity in values.items():
-        key = view.resource_key(str(name))
+        key = reading.resource_key(str(name))
         if key is None:
             continue
         try:
-            out[key] = out.get(key, Fraction(0)) + view.amount(
+            out[key] = out.get(key, Fraction(0)) + reading.amount(
                 "cpu" if name == "vcore" else str(name), quantity
             )
         except ValueError as exc:

@@ -11,11 +11,11 @@ GPUs are the only resource counted, unless the gang has ``pod_requests`` and the
 
 from __future__ import annotations
 
-from scheduler.simulation.state import SimGang, SimNode, SimPod
+from scheduler.simulation.state import Gang, SimNode, SimPod
 
 
 def first_fit(
-    gang: SimGang, pending: list[SimPod], running: list[SimPod], nodes: list[SimNode]
+    gang: Gang, pending: list[SimPod], running: list[SimPod], nodes: list[SimNode]
 ) -> dict[str, str] | None:
     """Pod key -> node name for the pending pods, or None when the gang cannot be placed now.
 
@@ -39,7 +39,7 @@ def first_fit(
     return _fill(candidates, pending, _demand(gang), needed)
 
 
-def _demand(gang: SimGang) -> tuple[int, ...]:
+def _demand(gang: Gang) -> tuple[int, ...]:
     return getattr(gang, "pod_requests", None) or (gang.pod_gpus,)
 
 

@@ -24,11 +24,12 @@ from scheduler.cluster import (
     KubeObject,
 )
 from scheduler.engine.checkpoints import CHECKPOINT_ANNOTATION
+from scheduler.engine.gangkey import GangKey
 from scheduler.simulation import dra as sim_dra
 from scheduler.simulation import objects
 from scheduler.simulation import queues as sim_queues
 from scheduler.simulation.catalog import TIERS
-from scheduler.simulation.state import SimGang, condition, rfc3339, stable_uid, upsert_condition
+from scheduler.simulation.state import Gang, condition, rfc3339, stable_uid, upsert_condition
 from scheduler.simulation.world import MAX_PENDING_GANGS, MAX_WAIT_TICKS, World
 
 PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
@@ -70,7 +71,7 @@ class SimulatedCluster(World):
             obj = sim_queues.mark_pod(self.queues, objects.pod_object(pod, gang), gang.name)
             return sim_dra.pod_as_dra(obj, pod)[0] if self.devices == "dra" else obj
 
-    def pods_of(self, gang_key: str) -> tuple[int, list[KubeObject]]:
+    def pods_of(self, gang_key: GangKey) -> tuple[int, list[KubeObject]]:
         """One gang's minCount and pod objects (the demo reviews them through the webhook as created)."""
         with self._lock:
             gang = self._gangs.get(gang_key)
@@ -215,7 +216,7 @@ class SimulatedCluster(World):
             ):
                 gang.resource_version = self._next_rv()
 
-    def submit(self, gang: SimGang) -> None:
+    def submit(self, gang: Gang) -> None:
         """A gang that arrives now from outside the workload generator (the demo's scene, ``scene.py``)."""
         with self._lock:
             gang.created, gang.queued_tick = self._now, self._tick_count
@@ -382,7 +383,7 @@ class SimulatedCluster(World):
                 self._mark_unschedulable(gang)
 
 
-def _room_made_for(gang: SimGang) -> bool:
+def _room_made_for(gang: Gang) -> bool:
     return any(
         c["type"] == PREEMPTION_CONDITION and c["reason"] in (EVICTING, VICTIMS_EVICTED)
         for c in gang.conditions

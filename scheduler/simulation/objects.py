@@ -17,7 +17,7 @@ from scheduler.simulation.catalog import (
     ZONE_LABEL,
     Tier,
 )
-from scheduler.simulation.state import SimGang, SimNode, SimPod, rfc3339, stable_uid
+from scheduler.simulation.state import Gang, SimNode, SimPod, rfc3339, stable_uid
 
 
 def _meta(
@@ -84,7 +84,7 @@ def priority_class_object(tier: Tier, created: float) -> dict[str, Any]:
     }
 
 
-def podgroup_object(gang: SimGang) -> dict[str, Any]:
+def podgroup_object(gang: Gang) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "schedulingPolicy": {"gang": {"minCount": gang.min_count}},
         "disruptionMode": {gang.tier.disruption: {}},
@@ -114,7 +114,7 @@ def podgroup_object(gang: SimGang) -> dict[str, Any]:
     return obj
 
 
-def pod_object(pod: SimPod, gang: SimGang) -> dict[str, Any]:
+def pod_object(pod: SimPod, gang: Gang) -> dict[str, Any]:
     requests = {
         "cpu": str(gang.cpu_per_pod),
         "memory": f"{gang.memory_gi_per_pod}Gi",
@@ -158,7 +158,7 @@ def pod_object(pod: SimPod, gang: SimGang) -> dict[str, Any]:
     }
 
 
-def pdb_object(gang: SimGang, healthy: int, at: float) -> dict[str, Any]:
+def pdb_object(gang: Gang, healthy: int, at: float) -> dict[str, Any]:
     """A PodDisruptionBudget over the gang's pods, with the status the disruption controller would write."""
     desired = gang.pdb_min_available or 0
     allowed = max(0, healthy - desired)

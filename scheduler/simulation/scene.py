@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler.simulation.catalog import GPUS_PER_NODE, TIER_BY_CLASS
-from scheduler.simulation.state import SimGang
+from scheduler.simulation.state import Gang
 from scheduler.simulation.world import World
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ MAX_PODS = 4  # 32 GPUs, when a rack can make room for them: big enough to see o
 SOON_TICKS = 10
 
 
-def design(cluster: World) -> SimGang | None:
+def design(cluster: World) -> Gang | None:
     """The scene's gang for the cluster as it is now, or None when no rack can make room for one."""
     with cluster._lock:
         racks: dict[str, list[tuple[bool, bool]]] = {}  # rack -> per ready node (free soon, clearable)
@@ -47,7 +47,7 @@ def design(cluster: World) -> SimGang | None:
         size = min(max(MAX_PODS, most_free + 1), room)
         if size <= max(1, most_free):
             return None
-        return SimGang(
+        return Gang(
             namespace=NAMESPACE,
             name=NAME,
             tier=TIER,
@@ -62,7 +62,7 @@ def design(cluster: World) -> SimGang | None:
         )
 
 
-def stage(cluster: SimulatedCluster) -> SimGang | None:
+def stage(cluster: SimulatedCluster) -> Gang | None:
     """Submit the scene's gang (``SimulatedCluster.submit``); None when this cluster has no room for a scene
     or staged it already."""
     with cluster._lock:

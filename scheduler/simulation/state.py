@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from scheduler.engine.gangkey import GangKey, gang_key_of
 from scheduler.simulation.catalog import CPU_PER_GPU, GPUS_PER_NODE, MEMORY_GI_PER_GPU, Tier
 
 _UID_NAMESPACE = uuid.UUID("5b0c1d8e-6a55-4c1f-9d55-0d7a8e2f4b11")
@@ -89,7 +90,7 @@ class SimNode:
 
 
 @dataclass
-class SimGang:
+class Gang:
     """One PodGroup and what its controller wants: ``size`` pods of ``pod_gpus`` GPUs each."""
 
     namespace: str
@@ -121,8 +122,8 @@ class SimGang:
     stuck_until: int = 0
 
     @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def key(self) -> GangKey:
+        return gang_key_of(self.namespace, self.name)
 
     @property
     def gpus(self) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from scheduler.simulation.catalog import NAMESPACES, TIERS, WORKLOAD_WORDS, Tier
-from scheduler.simulation.state import SimGang
+from scheduler.simulation.state import Gang
 
 # How the simulated workloads checkpoint (docs/dashboard.md "Demo"): a third each.
 CHECKPOINT_KINDS = ("every", "notice", "never")
@@ -21,7 +21,7 @@ class WorkloadGenerator:
     def _pick_tier(self) -> Tier:
         return self._rng.choices(TIERS, weights=[t.weight for t in TIERS])[0]
 
-    def new_gang(self, created: float, queued_tick: int, max_gpus: int) -> SimGang:
+    def new_gang(self, created: float, queued_tick: int, max_gpus: int) -> Gang:
         """One gang submitted at ``created``; no gang asks for more than ``max_gpus`` GPUs."""
         rng = self._rng
         tier = self._pick_tier()
@@ -40,7 +40,7 @@ class WorkloadGenerator:
             pdb_min_available = max(1, size - 1) if tier.disruption == "single" else size
         # Checkpointing by serial, not drawn: the seeded stream of gangs stays what it was.
         checkpoints = CHECKPOINT_KINDS[self._serial % len(CHECKPOINT_KINDS)]
-        return SimGang(
+        return Gang(
             namespace=namespace,
             name=f"{word}-{self._serial:04d}",
             tier=tier,

@@ -16,12 +16,13 @@ from collections import deque
 from typing import Any
 
 from scheduler.cluster import ClusterEvent, KubeObject
+from scheduler.engine.gangkey import GangKey
 from scheduler.simulation import dra as sim_dra
 from scheduler.simulation import queues as sim_queues
 from scheduler.simulation.binder import first_fit
 from scheduler.simulation.catalog import NODES_PER_RACK, RACKS_PER_ZONE
 from scheduler.simulation.clock import SteppedClock, WallClock
-from scheduler.simulation.state import SimGang, SimNode, SimPod, condition, upsert_condition
+from scheduler.simulation.state import Gang, SimNode, SimPod, condition, upsert_condition
 from scheduler.simulation.workload import WorkloadGenerator
 
 SCHEDULED = "PodGroupInitiallyScheduled"
@@ -81,7 +82,7 @@ class World:
         self._reserved: dict[str, tuple[str, int]] = {}
         self._evicting_for: str | None = None
         self._node_by_name = {n.name: n for n in self._nodes}
-        self._gangs: dict[str, SimGang] = {}
+        self._gangs: dict[str, Gang] = {}
         self._pods: dict[str, SimPod] = {}
         self._pods_of: dict[str, dict[str, SimPod]] = {}  # gang key -> its pods, by pod key
         self._changes: list[dict[str, Any]] = []
@@ -165,7 +166,7 @@ class World:
             p *= self._rng.random()
         return k
 
-    def _change(self, type_: str, gang: SimGang, **extra: Any) -> dict[str, Any]:
+    def _change(self, type_: str, gang: Gang, **extra: Any) -> dict[str, Any]:
         return {
             "type": type_,
             "podGroup": gang.key,
@@ -175,23 +176,23 @@ class World:
             **extra,
         }
 
-    def _waiting(self) -> list[SimGang]:
+    def _waiting(self) -> list[Gang]:
         return [g for g in self._gangs.values() if g.started is None]
 
-    def _gang_pods(self, gang_key: str) -> list[SimPod]:
+    def _gang_pods(self, gang_key: GangKey) -> list[SimPod]:
         return list(self._pods_of.get(gang_key, {}).values())
 
-    def _healthy(self, gang: SimGang) -> int:
+    def _healthy(self, gang: Gang) -> int:
         return sum(1 for p in self._gang_pods(gang.key) if p.running)
 
-    def _submit(self, gang: SimGang) -> None:
+    def _submit(self, gang: Gang) -> None:
         gang.queued = gang.created
         gang.resource_version = self._next_rv()
         self._gangs[gang.key] = gang
         for index in range(gang.size):
             self._new_pod(gang, index, created=gang.created)
 
-    def _new_pod(self, gang: SimGang, index: int, created: float | None = None) -> SimPod:
+    def _new_pod(self, gang: Gang, index: int, created: float | None = None) -> SimPod:
         name = f"{gang.name}-{index}" if gang.attempt == 0 else f"{gang.name}-r{gang.attempt}-{index}"
         pod = SimPod(
             gang.namespace,
@@ -219,12 +220,12 @@ class World:
             if not mine:
                 del self._pods_of[pod.gang_key]
 
-    def _drop(self, gang: SimGang) -> None:
+    def _drop(self, gang: Gang) -> None:
         for pod in self._gang_pods(gang.key):
             self._delete_pod(pod)
         self._gangs.pop(gang.key, None)
 
-    def _try_bind(self, gang: SimGang) -> list[str] | None:
+    def _try_bind(self, gang: Gang) -> list[str] | None:
         """Bind what fits of the gang's pending pods; the bound pod keys, or None."""
         pods = self._gang_pods(gang.key)
         pending = sorted((p for p in pods if not p.running), key=lambda p: p.index)
@@ -258,7 +259,7 @@ class World:
         gang.resource_version = self._next_rv()
         return sorted(placement)
 
-    def _held_for_others(self, gang_key: str) -> set[str]:
+    def _held_for_others(self, gang_key: GangKey) -> set[str]:
         """Nodes reserved for another gang that still waits (stale reservations are dropped here)."""
         for node, (key, tick) in list(self._reserved.items()):
             other = self._gangs.get(key)
@@ -266,7 +267,7 @@ class World:
                 del self._reserved[node]
         return {node for node, (key, _) in self._reserved.items() if key != gang_key}
 
-    def _mark_unschedulable(self, gang: SimGang) -> None:
+    def _mark_unschedulable(self, gang: Gang) -> None:
         free = self.total_gpus - self.allocated_gpus
         where = "in any one rack" if gang.topology else "in the cluster"
         why = (

@@ -9,7 +9,8 @@ import pytest
 
 from admission.handler import VALIDATE, Webhook
 from admission.policy import AdmissionPolicy
-from admission.state import PodGroupCache, PodGroupFacts
+from admission.state import CachedPodGroup, PodGroupCache
+from scheduler.engine.gangkey import gang_key_of
 from tests.admission.support import load_owner, load_pod, review_bytes
 
 PODGROUP = ("scheduling.k8s.io", "v1beta1", "PodGroup")
@@ -135,7 +136,9 @@ def test_cache_ignores_objects_without_a_name_and_marks_the_end_of_a_list():
     cache.apply("BOOKMARK", podgroup())
     assert len(cache) == 0 and not cache.synced
     cache.apply("ADDED", podgroup(priority=True, priorityClassName=7))  # wrong types read as unset
-    assert cache.get(("ml-team", "trainer-7f9c")) == PodGroupFacts(priority=None, priority_class="")
+    assert cache.get(gang_key_of("ml-team", "trainer-7f9c")) == CachedPodGroup(
+        priority=None, priority_class=""
+    )
     cache.apply("RELIST", None)
     assert cache.synced
 

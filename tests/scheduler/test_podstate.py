@@ -32,8 +32,8 @@ def test_live_and_bound():
 
 
 def test_group_name_and_key():
-    assert podstate.group_name(pod()) == "g" and podstate.group_key(pod()) == "ns/g"
-    assert podstate.group_name(pod(group="")) is None and podstate.group_key(pod(group="")) is None
+    assert podstate.group_name(pod()) == "g" and podstate.gang_key_of_pod(pod()) == "ns/g"
+    assert podstate.group_name(pod(group="")) is None and podstate.gang_key_of_pod(pod(group="")) is None
 
 
 def test_pending_of_picks_the_groups_pending_pods_only():

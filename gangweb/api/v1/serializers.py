@@ -16,6 +16,7 @@ from gangweb.api.v1.access import scope_of
 from gangweb.api.v1.filters import SPACE
 from gangweb.api.v1.queries.decision import decision
 from scheduler.engine import DEFAULT_POLICY, POLICIES
+from scheduler.engine.gangkey import parse_gang_key
 from scheduler.preemption import actors, models
 from scheduler.preemption.models import LedgerEntry, PlanSource
 from scheduler.preemption.planning import COST_KEYS, cost_json
@@ -715,10 +716,10 @@ PODGROUP_MAX = 507  # a namespace (63) and a name (253) with room to spare; long
 
 def podgroup_key(value: str) -> str:
     """``value`` if it is NAMESPACE/NAME of a PodGroup, else a ValidationError (a body's ``podGroup``)."""
-    namespace, slash, name = value.partition("/")
-    if not (slash and namespace and name) or "/" in name:
-        raise s.ValidationError(f"{value!r} is not NAMESPACE/NAME of a PodGroup")
-    return value
+    try:
+        return parse_gang_key(value)
+    except ValueError:
+        raise s.ValidationError(f"{value!r} is not NAMESPACE/NAME of a PodGroup") from None
 
 
 @extend_schema_field({"type": "string", "pattern": PODGROUP_PATTERN, "maxLength": PODGROUP_MAX})

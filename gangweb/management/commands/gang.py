@@ -23,9 +23,9 @@ from scheduler.engine import POLICIES, SnapshotError, load_objects, parse_snapsh
 from scheduler.engine.policies import DEFAULT_POLICY
 from scheduler.preemption import lostwork, planning
 from scheduler.preemption.execution.notice import planned_notice
-from scheduler.queues import read_view
+from scheduler.queues import queues_from
 from scheduler.queues.blockers import blocker_for, with_blocker
-from scheduler.queues.cluster import build_view
+from scheduler.queues.cluster import build_reading
 from scheduler.queues.ownership import owners as queue_owners
 from scheduler.queues.plans import plan_beside_queues
 
@@ -120,16 +120,16 @@ class Command(BaseCommand):
             # Workloads that report no checkpoint save every GANGWEB_CHECKPOINT_INTERVAL_SECONDS (docs/engine.md).
             snapshot = parse_snapshot(objects).with_lost_work(lostwork.intervals())
             # Never a victim a queue manager placed, unless GANGWEB_QUEUE_VICTIMS allows its system.
-            view = build_view(objects, snapshot)
+            reading = build_reading(objects, snapshot)
             result = plan_beside_queues(
                 snapshot,
                 options["podgroup"],
                 options["policy"],
-                queue_owners(view),
+                queue_owners(reading),
                 settings.GANGWEB_QUEUE_VICTIMS,
             )
             # Why the gang waits (docs/queues.md "Why a gang waits"), then the same ``cost`` block as the API.
-            blocker = blocker_for(read_view(view), view, snapshot, options["podgroup"], result)
+            blocker = blocker_for(queues_from(reading), reading, snapshot, options["podgroup"], result)
             output = with_blocker(result.to_dict(), blocker)
             output["cost"] = planning.result_of(snapshot, result).json_cost
             # The notice its victims get before they are evicted (docs/design.md "Notice").

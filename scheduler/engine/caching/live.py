@@ -39,6 +39,7 @@ from typing import Any
 from scheduler.kinds import native_kind
 
 from ..errors import SnapshotError, object_label
+from ..gangkey import GangKey, split_gang_key
 from ..snapshot import _PARSERS, Snapshot, collector_paused
 from .heap import HeapSettler
 
@@ -263,10 +264,10 @@ class LiveSnapshot:
     def local(
         self,
         nodes: Iterable[str],
-        podgroup: str,
+        gang_key: GangKey,
         overrides: Mapping[tuple[str, str], KubeObject | None] | None = None,
     ) -> Snapshot | None:
-        """A ``Snapshot`` of only ``nodes`` (plus the nodes ``podgroup``'s own pods run on), the pods bound
+        """A ``Snapshot`` of only ``nodes`` (plus the nodes ``gang_key``'s own pods run on), the pods bound
         to them and the group's pods, with every PodGroup, CompositePodGroup, budget, priority class and
         Workload; ``overrides`` as in ``snapshot``. A gang that fits there without evictions fits in the
         whole cluster (more nodes only add room). None when the cluster has DRA objects: devices are
@@ -278,7 +279,7 @@ class LiveSnapshot:
                 raise SnapshotError(next(iter(sorted(self._errors.values()))))
             if has_dra(self._parsed):
                 return None
-            members = set(self._in_group.get(podgroup, ()))
+            members = set(self._in_group.get(gang_key, ()))
             pods = self._parsed["Pod"]
             wanted = set(nodes) | {pods[k].node_name for k in members if pods[k].node_name}
             keys = set(members)
@@ -291,7 +292,7 @@ class LiveSnapshot:
             parsed["Node"] = {n: self._parsed["Node"][n] for n in wanted if n in self._parsed["Node"]}
             parsed["Pod"] = {k: pods[k] for k in keys}
             raw_keys = dict(self._keys)
-        group_ns, _, group_name = podgroup.partition("/")
+        group_ns, group_name = split_gang_key(gang_key)
         for (kind, key), obj in (overrides or {}).items():
             current = raw_keys.get((kind, key))
             if current is not None:

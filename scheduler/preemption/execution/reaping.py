@@ -15,6 +15,7 @@ from typing import Any
 
 from scheduler import health
 from scheduler.cluster import ClusterError, KubeObject, WatchCache, current_objects, object_key
+from scheduler.engine.gangkey import GangKey
 from scheduler.preemption.execution.recheck import Verdict, read_fresh
 from scheduler.preemption.planning import fresh_objects
 
@@ -61,7 +62,7 @@ def _unit_kind(plan: Any) -> str:
 
 
 def judge(
-    key: str,
+    gang_key: GangKey,
     podgroup: KubeObject | None,
     pods: dict[str, KubeObject | None],
     scope: list[KubeObject],
@@ -70,7 +71,7 @@ def judge(
 ) -> Verdict:
     """``scope``: the Nodes and the namespace's objects as they are now (the fresh reads among them)."""
     if podgroup is None:
-        return Verdict(False, f"PodGroup {key} no longer exists", moot=True)
+        return Verdict(False, f"PodGroup {gang_key} no longer exists", moot=True)
     for row in rows:
         current = pods.get(row.pod)
         if current is None:
@@ -80,9 +81,9 @@ def judge(
             return Verdict(False, f"member {row.pod} was replaced by a new pod (UID changed)", moot=True)
         if meta.get("deletionTimestamp"):
             return Verdict(False, f"member {row.pod} is already terminating", moot=True)
-    judged = health.judge_all(scope).get(key)
+    judged = health.judge_all(scope).get(gang_key)
     if judged is None or not judged.broken:
-        return Verdict(False, f"{key} is not broken any more", moot=True)
+        return Verdict(False, f"{gang_key} is not broken any more", moot=True)
     if unit_kind == "CompositePodGroup" and not judged.composite:
-        return Verdict(False, f"{key}'s composite is not short of its minGroupCount any more", moot=True)
-    return Verdict(True, f"{key} is still broken on fresh reads ({', '.join(judged.causes)})")
+        return Verdict(False, f"{gang_key}'s composite is not short of its minGroupCount any more", moot=True)
+    return Verdict(True, f"{gang_key} is still broken on fresh reads ({', '.join(judged.causes)})")

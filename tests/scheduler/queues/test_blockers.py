@@ -8,9 +8,9 @@ from pathlib import Path
 
 from scheduler.engine import parse_snapshot, plan
 from scheduler.engine.builders import node, pod, podgroup
-from scheduler.queues import read_view
+from scheduler.queues import queues_from
 from scheduler.queues.blockers import CODES, blocker_for
-from scheduler.queues.cluster import build_view
+from scheduler.queues.cluster import build_reading
 
 from .conftest import FIXTURES, load_objects
 
@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def _blocker(objects, key, planned=True):
     snapshot = parse_snapshot(objects)
-    view = build_view(objects, snapshot)
+    reading = build_reading(objects, snapshot)
     result = plan(snapshot, key) if planned else None
-    return blocker_for(read_view(view), view, snapshot, key, result)
+    return blocker_for(queues_from(reading), reading, snapshot, key, result)
 
 
 def test_gang_plan_says_quota_with_numbers_for_a_kueue_wait():

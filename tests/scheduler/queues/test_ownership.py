@@ -12,7 +12,7 @@ import yaml
 
 from scheduler.engine import parse_snapshot
 from scheduler.engine.builders import pod, podgroup
-from scheduler.queues.cluster import build_view
+from scheduler.queues.cluster import build_reading
 from scheduler.queues.ownership import SIGNALS, owners
 
 from .conftest import load_objects
@@ -34,7 +34,7 @@ EXPECTED = {
 @pytest.mark.parametrize("system", sorted(EXPECTED))
 def test_each_system_owns_the_pods_it_placed(system):
     objects = load_objects(system)
-    found = owners(build_view(objects, parse_snapshot(objects)))
+    found = owners(build_reading(objects, parse_snapshot(objects)))
     assert {k: (o.system, o.object) for k, o in found.items()} == EXPECTED[system]
     assert all(o.action for o in found.values())
 

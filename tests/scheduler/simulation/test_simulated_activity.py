@@ -27,7 +27,9 @@ def test_a_gang_loses_a_member_is_broken_for_a_while_and_its_gpus_do_nothing():
     joined = activity.join(activity.count_idle(series, 0.05), podstate.bound_by_key(objects), objects)
     namespace = lost["podGroup"].partition("/")[0]
     members = {
-        f"{namespace}/{o['metadata']['name']}" for o in objects if podstate.group_key(o) == lost["podGroup"]
+        f"{namespace}/{o['metadata']['name']}"
+        for o in objects
+        if podstate.gang_key_of_pod(o) == lost["podGroup"]
     }
     assert sum(joined.pods.get(p, 0) for p in members) == judged.held_gpus  # a broken gang's GPUs idle
     assert joined.unknown == 0

@@ -18,9 +18,9 @@ from prometheus_client import Gauge
 from gangweb.access.scope import Scope
 from gangweb.clusterview import rows as cluster_rows
 from scheduler.engine import parse_snapshot
-from scheduler.queues import read_view
+from scheduler.queues import queues_from
 from scheduler.queues.blockers import Waits
-from scheduler.queues.cluster import build_view
+from scheduler.queues.cluster import build_reading
 from scheduler.queues.model import Queue, QueueModel
 
 logger = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ QUEUE_FIGURES = Gauge(
 QUEUE_PENDING = Gauge("gangweb_queue_pending_gangs", "Gangs waiting in the queue", ["system", "queue"])
 
 _lock = threading.Lock()
-# The reading the model was built from, the model with its view and snapshot, and each queue's row.
+# The reading the model was built from, the model with its queue reading and snapshot, and each queue's row.
 _built: tuple[Any, Waits, dict[tuple[str, str], dict[str, Any]]] | None = None
 _building = False
 # The gangs that wait: a blocker is worked out for these only (docs/queues.md "Why a gang waits").
@@ -41,7 +41,7 @@ WAITING_STATES = frozenset({"pending", "short", "running-partly"})
 
 
 def current_waits() -> Waits:
-    """The queue model of the cluster view's reading with the view and snapshot it was read from, built
+    """The queue model of the cluster view's reading with the queue reading and snapshot it was read from, built
     once per reading. The first is built on the caller's thread; after that a newer reading's is built by
     one background thread while the previous one is served (a model of 500 queues over 20,000 nodes takes
     seconds, which no request should wait for), as the cluster rows are (``GANGWEB_API_CLUSTER_CACHE_SECONDS``
@@ -71,8 +71,8 @@ def _build(reading) -> tuple[Any, Waits, dict[tuple[str, str], dict[str, Any]]]:
     global _built
     objects = reading.objects
     snapshot = parse_snapshot(objects)
-    view = build_view(objects, snapshot)
-    waits = Waits(read_view(view), view, snapshot)
+    queue_reading = build_reading(objects, snapshot)
+    waits = Waits(queues_from(queue_reading), queue_reading, snapshot)
     rows = {q.key: q.to_dict() for q in waits.model.queues}
     _export(waits.model, rows)
     built = (reading, waits, rows)

@@ -28,7 +28,7 @@ class TierBound(NamedTuple):
     room: int
 
 
-class LoneUnit(NamedTuple):
+class VictimUnitEstimate(NamedTuple):
     """The cheapest single victim unit that frees enough room in a domain."""
 
     priority: int
@@ -74,7 +74,7 @@ def domain_bounds(problem: Problem, domains: Sequence[Domain]) -> list[TierBound
     return [b if b is not None else UNREACHABLE for b in bounds]
 
 
-def single_unit_estimates(problem: Problem, domains: Sequence[Domain]) -> dict[int, LoneUnit]:
+def single_unit_estimates(problem: Problem, domains: Sequence[Domain]) -> dict[int, VictimUnitEstimate]:
     """Per domain (by order), the cheapest lone victim unit that frees enough slots there, as
     (priority, pods): a cheap, whole-cluster numpy estimate used to visit good domains first."""
     snap, index = problem.snapshot, problem.units
@@ -108,10 +108,10 @@ def single_unit_estimates(problem: Problem, domains: Sequence[Domain]) -> dict[i
     enough = gains >= np.maximum(len(pending) - domain_slots[pair_domain], 1)
     pair_unit, pair_domain = pair_unit[enough], pair_domain[enough]
     best = np.lexsort((index.unit_pods[pair_unit], index.priorities[pair_unit], pair_domain))
-    out: dict[int, LoneUnit] = {}
+    out: dict[int, VictimUnitEstimate] = {}
     for position in best.tolist():
         domain = int(pair_domain[position])
         if domain not in out:
             unit = int(pair_unit[position])
-            out[domain] = LoneUnit(int(index.priorities[unit]), int(index.unit_pods[unit]))
+            out[domain] = VictimUnitEstimate(int(index.priorities[unit]), int(index.unit_pods[unit]))
     return out
