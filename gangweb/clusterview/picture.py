@@ -7,8 +7,9 @@ simulation) hands in ``holders``; for the others each node's GPUs go to its pods
 Format (``docs/dashboard.md`` has it in full): ``domains`` (topology domains: rack label, else zone,
 each a run of ``nodes``), ``nodes`` (``gpus``: one entry per device, the index of its gang in ``gangs``
 or ``None`` when free; ``nominated``/``dra`` only when some device is; DRA devices' ``devices`` names and
-``mig`` ``[parent GPU index, profile]`` of MIG partitions), ``gangs`` (one row per PodGroup
-or lone GPU pod, with the dominant reason of a waiting one worked out from this same picture),
+``mig`` ``[parent GPU index, profile]`` of MIG partitions), ``gangs`` (one row per gang of the walk
+``gangweb.clusterview.walk``: a PodGroup's members, or a lone GPU pod, with the dominant reason of a waiting
+one worked out from this same picture; the API's rows read the same walk),
 ``tiers`` and ``totals``. Nodes are sorted by domain then name: an index names a node until the node
 set changes.
 """
@@ -21,8 +22,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from gangweb.clusterview.reasons import Room, dominant_reason
-from scheduler import health, podstate
-from scheduler.engine.resources import pod_gpus, resource_gpus
+from gangweb.clusterview.walk import Walk, min_count, no_pause, waits, walk
+from scheduler import health
+from scheduler.engine.resources import resource_gpus
 from scheduler.engine.typed_objects import timestamp_or_none
 
 RACK_LABELS = ("topology.gangweb.io/rack", "topology.kubernetes.io/zone")
@@ -74,40 +76,14 @@ def _dra_devices(slices: list[dict[str, Any]]) -> dict[str, list[tuple[str, list
     return found
 
 
-def no_pause() -> None:
-    """The pace of a build nobody runs beside: none."""
-
-
 class _Gangs:
-    """Gang membership and priority, worked out once from the pods and PodGroups; every unfinished pod's
-    GPUs are counted once, into ``gpus`` (by ``id(pod)``), and the live bound ones indexed into ``bound``
-    (by key)."""
+    """The walk's gangs (``gangweb.clusterview.walk``) with their priority, tier and index in ``gangs``."""
 
-    def __init__(
-        self,
-        by_kind: dict[str, list[dict[str, Any]]],
-        gpus: dict[int, int],
-        bound: dict[str, dict[str, Any]],
-        pause: Callable[[], None],
-    ) -> None:
-        self.groups = {_key(g): g for g in by_kind.get("PodGroup", [])}
+    def __init__(self, walked: Walk) -> None:
+        self.groups, self.members, self.gpus = walked.groups, walked.members, walked.gpus
         classes = {
-            _meta(pc).get("name"): int(pc.get("value") or 0) for pc in by_kind.get("PriorityClass", [])
+            _meta(pc).get("name"): int(pc.get("value") or 0) for pc in walked.by_kind.get("PriorityClass", [])
         }
-        self.gpus = gpus
-        self.members: dict[str, list[dict[str, Any]]] = {}
-        for pod in by_kind.get("Pod", []):
-            pause()
-            if podstate.is_finished(pod):
-                continue
-            count = gpus[id(pod)] = pod_gpus(pod)
-            if podstate.is_bound(pod) and not podstate.is_terminating(pod):
-                bound[_key(pod)] = pod
-            group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-            if group:
-                self.members.setdefault(f"{_meta(pod).get('namespace')}/{group}", []).append(pod)
-            elif count:
-                self.members.setdefault(_key(pod), []).append(pod)
         self.priority: dict[str, tuple[str, int]] = {}
         for key, pods in self.members.items():
             spec = (self.groups.get(key) or {}).get("spec") or (pods[0].get("spec") or {})
@@ -120,36 +96,21 @@ class _Gangs:
 
 
 def build_picture(
-    objects: Iterable[dict[str, Any]],
+    objects: Iterable[dict[str, Any]] | Walk,
     *,
     now: float,
     cluster: str,
     holders: dict[str, list[str | None]] | None = None,
-    gpus: dict[int, int] | None = None,
-    bound: dict[str, dict[str, Any]] | None = None,
     pause: Callable[[], None] = no_pause,
 ) -> dict[str, Any]:
-    """The picture of ``objects``. ``gpus``, when given, is filled with every unfinished pod's GPUs by
-    ``id(pod)``, ``bound`` with the live bound pods by ``namespace/name`` (another reader of the same
-    objects counts them once, and looks pods up without a pass of its own); ``pause`` is called in the loops
+    """The picture of ``objects``, or of the walk over them a caller made already (``reading.take``: the
+    API's rows are built from that same walk). ``pause`` is called in the loops
     (``gangweb.clusterview.reading.Pace``: a build beside requests lets them run)."""
-    by_kind: dict[str, list[dict[str, Any]]] = {}
-    for obj in objects:
-        by_kind.setdefault(obj.get("kind", ""), []).append(obj)
-    gangs = _Gangs(by_kind, {} if gpus is None else gpus, {} if bound is None else bound, pause)
-    pod_gang = {_key(p): key for key, pods in gangs.members.items() for p in pods}
+    walked = objects if isinstance(objects, Walk) else walk(objects, pause)
+    by_kind = walked.by_kind
+    gangs = _Gangs(walked)
+    pod_gang, on_node, nominated_on = walked.gang_of, walked.on_node, walked.nominated_on
     dra = _dra_devices(by_kind.get("ResourceSlice", []))
-
-    on_node: dict[str, list[dict[str, Any]]] = {}
-    nominated_on: dict[str, list[dict[str, Any]]] = {}
-    for pods in gangs.members.values():
-        pause()
-        for pod in pods:
-            spec, status = pod.get("spec") or {}, pod.get("status") or {}
-            if spec.get("nodeName"):
-                on_node.setdefault(spec["nodeName"], []).append(pod)
-            elif status.get("nominatedNodeName"):
-                nominated_on.setdefault(status["nominatedNodeName"], []).append(pod)
 
     nodes_in: dict[str, list[dict[str, Any]]] = {}
     zone_of: dict[str, str] = {}
@@ -164,7 +125,6 @@ def build_picture(
 
     domains: list[dict[str, Any]] = []
     node_rows: list[dict[str, Any]] = []
-    placed_pods: dict[str, int] = {}
     for domain in sorted(nodes_in, key=lambda d: (d == NO_DOMAIN, natural_key(d))):
         members = sorted(nodes_in[domain], key=lambda n: natural_key(_meta(n).get("name", "")))
         domains.append(
@@ -174,10 +134,6 @@ def build_picture(
             pause()
             row = _node_row(node, len(domains) - 1, gangs, on_node, nominated_on, holders, pod_gang, dra, now)
             node_rows.append(row)
-    for pods in on_node.values():
-        for pod in pods:
-            gang = pod_gang[_key(pod)]
-            placed_pods[gang] = placed_pods.get(gang, 0) + 1
 
     ready = {_meta(n).get("name"): _ready(n) for n in by_kind.get("Node", [])}
     is_ready: Callable[[str], bool] = lambda n: ready.get(n, False)  # noqa: E731
@@ -186,7 +142,7 @@ def build_picture(
     gang_rows = []
     for key in gangs.order:
         pause()
-        row = _gang_row(key, gangs, placed_pods.get(key, 0), now)
+        row = _gang_row(key, gangs, walked.placed.get(key, 0), now)
         judged = health.judge(
             gangs.groups.get(key), gangs.members[key], is_ready, lambda pod: gangs.gpus[id(pod)]
         )
@@ -283,16 +239,15 @@ def _gang_row(key: str, gangs: _Gangs, placed: int, now: float) -> dict[str, Any
     group = gangs.groups.get(key) or {}
     spec = group.get("spec") or {}
     namespace, _, name = key.partition("/")
-    policy = spec.get("schedulingPolicy") or {}
-    min_count = int((policy.get("gang") or {}).get("minCount") or spec.get("minCount") or len(pods))
-    waiting = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
+    least = min_count(group or None, pods)
+    waiting = [p for p in pods if waits(p)]
     since = min(
         (timestamp_or_none(_meta(p).get("creationTimestamp")) or now for p in waiting),
         default=now,
     )
     tier = gangs.classes.index(gangs.priority[key])
     # "partial": an elastic gang running with at least minCount pods while the rest wait.
-    state = "running" if not waiting else ("partial" if placed and placed >= min_count else "waiting")
+    state = "running" if not waiting else ("partial" if placed and placed >= least else "waiting")
     return {
         "key": key,
         "namespace": namespace,
@@ -305,7 +260,7 @@ def _gang_row(key: str, gangs: _Gangs, placed: int, now: float) -> dict[str, Any
         "topology": bool((spec.get("schedulingConstraints") or {}).get("topology")),
         "pods": len(pods),
         "placed": placed,
-        "minCount": min_count,
+        "minCount": least,
         "podGpus": max((gangs.gpus[id(p)] for p in pods), default=0),
         "gpus": sum(gangs.gpus[id(p)] for p in pods),
         "state": state,

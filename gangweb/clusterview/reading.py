@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.signals import request_finished, request_started
 
-from gangweb.clusterview.picture import build_picture, no_pause
+from gangweb.clusterview.picture import build_picture
+from gangweb.clusterview.walk import Walk, no_pause, walk
 from scheduler.cluster import Cluster, HoldsDevices, KubeObject, current_objects
 
 # A paced build works PACE_EVERY seconds, then sleeps PACE_PAUSE (another thread waiting for the lock
@@ -88,8 +89,17 @@ class Reading:
     time: float  # the epoch the picture and the rows are dated by
     objects: list[KubeObject]
     picture: dict[str, Any]
-    gpus: dict[int, int] = field(default_factory=dict)  # id(pod) -> its GPUs, counted once (build_picture)
-    bound: dict[str, KubeObject] = field(default_factory=dict)  # ns/name -> live bound pod (build_picture)
+    walked: Walk  # the one walk over ``objects`` the picture was built from, and the API's rows are
+
+    @property
+    def gpus(self) -> dict[int, int]:
+        """id(pod) -> its GPUs, every unfinished pod's, counted once (``walk.walk``)."""
+        return self.walked.gpus
+
+    @property
+    def bound(self) -> dict[str, KubeObject]:
+        """ns/name -> live bound pod (``walk.walk``)."""
+        return self.walked.bound
 
     def age(self) -> float:
         return time.monotonic() - self.started
@@ -117,18 +127,10 @@ def take(cluster: Cluster, *, max_age: float, paced: bool = False) -> Reading:
         objects = list(current_objects(cluster))
         holders = cluster.device_holders() if isinstance(cluster, HoldsDevices) else None
         now = time.time()
-        gpus: dict[int, int] = {}
-        bound: dict[str, KubeObject] = {}
-        picture = build_picture(
-            objects,
-            now=now,
-            cluster=cluster.name,
-            holders=holders,
-            gpus=gpus,
-            bound=bound,
-            pause=Pace() if paced else no_pause,
-        )
-        _latest = Reading(cluster, started, now, objects, picture, gpus, bound)
+        pause = Pace() if paced else no_pause
+        walked = walk(objects, pause)
+        picture = build_picture(walked, now=now, cluster=cluster.name, holders=holders, pause=pause)
+        _latest = Reading(cluster, started, now, objects, picture, walked)
         return _latest
 
 

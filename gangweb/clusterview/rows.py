@@ -6,9 +6,9 @@ into a ``ClusterView``. A view is served while its reading is younger than
 ``GANGWEB_API_CLUSTER_CACHE_SECONDS`` and no newer reading exists (a list endpoint paged through 5,000
 PodGroups must not relist the cluster for every page); then one background thread builds the next view,
 from the ticker's newer reading or from one it takes itself, paced so the requests beside it keep their
-pace. PodGroups are read with the engine's own typed reader (``scheduler.engine.typed_objects.Group``)
-and GPUs counted by its rules (``scheduler.engine.resources.pod_gpus``, counted once per reading), so the
-API, the page and the planner agree. A waiting gang's reason is the GPU map's
+pace. PodGroups are read with the engine's own typed reader (``scheduler.engine.typed_objects.Group``);
+members, GPUs (``scheduler.engine.resources.pod_gpus``), who waits and ``minCount`` come from the walk the
+reading's picture was built from (``gangweb.clusterview.walk``), so the API, the page and the planner agree. A waiting gang's reason is the GPU map's
 (``gangweb.clusterview.reasons``, in the picture of this same reading), not the words of its Unschedulable
 condition, which kube-scheduler wrote at another moment.
 """
@@ -26,9 +26,9 @@ from rest_framework.exceptions import APIException
 
 from gangweb.access.scope import Scope
 from gangweb.clusterview import reading
-from gangweb.clusterview.picture import broken_reason, no_pause
-from scheduler import podstate
-from scheduler.engine.resources import pod_gpus, resource_gpus
+from gangweb.clusterview.picture import broken_reason
+from gangweb.clusterview.walk import min_count, no_pause, waits
+from scheduler.engine.resources import resource_gpus
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
 from scheduler.kinds import is_native, native_kind
 from scheduler.preemption import detection
@@ -159,60 +159,60 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_view(taken: reading.Reading, *, pause: Callable[[], None] = no_pause) -> ClusterView:
-    """The rows of one reading: its pods' GPUs as the picture counted them, a waiting gang's reason the
-    picture's. ``pause`` as in ``picture.build_picture``."""
-    view, now = ClusterView(reading=taken), taken.time
-    by_kind: dict[str, list[dict[str, Any]]] = {}
-    for obj in taken.objects:
-        by_kind.setdefault(obj.get("kind", ""), []).append(obj)
+    """The rows of one reading, from the walk its picture was built from (``gangweb.clusterview.walk``: the
+    same members, GPUs and waiting pods), a waiting gang's reason the picture's. ``pause`` as in
+    ``picture.build_picture``."""
+    view, now, walked = ClusterView(reading=taken), taken.time, taken.walked
     classes: dict[str, PriorityClass] = {}
-    for raw in by_kind.get("PriorityClass", []):
+    for raw in walked.by_kind.get("PriorityClass", []):
         try:
             pc = PriorityClass(raw)
         except ValueError:
             continue
         classes[pc.name] = pc
 
-    held: dict[str, list[tuple[str, str, int]]] = {}  # node -> (namespace, gang name, gpus)
-    counted = taken.gpus
-    for pod in by_kind.get("Pod", []):
+    held: dict[str, dict[tuple[str, str], int]] = {}  # node -> (namespace, gang name) -> GPUs
+    for key, pods in walked.members.items():
         pause()
-        if podstate.is_finished(pod):  # the pods the picture counted, by the same rule
-            continue
-        meta, spec = _meta(pod), pod.get("spec") or {}
-        namespace = meta.get("namespace") or ""
-        group = (spec.get("schedulingGroup") or {}).get("podGroupName")
-        gpus = counted[id(pod)] if id(pod) in counted else pod_gpus(pod)
-        node = spec.get("nodeName") or ""
-        if group:
-            view.members.setdefault(f"{namespace}/{group}", []).append(
+        namespace, _, gang = key.partition("/")
+        rows = view.members.setdefault(key, [])
+        for pod in pods:
+            meta, spec, status = _meta(pod), pod.get("spec") or {}, pod.get("status") or {}
+            gpus, node = walked.gpus[id(pod)], spec.get("nodeName")
+            if node and gpus:  # a lone GPU pod's under its own name, as the map names its gang
+                on = held.setdefault(node, {})
+                on[(namespace, gang)] = on.get((namespace, gang), 0) + gpus
+            if not (spec.get("schedulingGroup") or {}).get("podGroupName"):  # a lone GPU pod: in no PodGroup
+                continue
+            rows.append(
                 {
-                    "namespace": namespace,
+                    "namespace": meta.get("namespace") or "",
                     "name": meta.get("name"),
                     "node": node or None,
-                    "phase": (pod.get("status") or {}).get("phase") or "Pending",
+                    "phase": status.get("phase") or "Pending",
                     "gpus": gpus,
                     "deleting": bool(meta.get("deletionTimestamp")),
                     "createdAt": meta.get("creationTimestamp"),
+                    "waits": waits(pod),
                 }
             )
-            view.conditions.setdefault(f"{namespace}/{group}", []).extend(
-                c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("status") == "False"
+            view.conditions.setdefault(key, []).extend(
+                c for c in status.get("conditions") or [] if c.get("status") == "False"
             )
-        if node and gpus:
-            held.setdefault(node, []).append((namespace, group or meta.get("name") or "", gpus))
+        if not rows:
+            del view.members[key]
 
     # The map's reasons, from the picture of this same reading (one way: the page's and the API's).
     mapped = {g["key"]: g.get("reason") for g in taken.picture["gangs"]}
     broken = {g["key"]: g["broken"] for g in taken.picture["gangs"] if g.get("broken")}
-    for raw in by_kind.get("PodGroup", []):
+    for raw in walked.by_kind.get("PodGroup", []):
         pause()
         row = _group_row(raw, classes, view, now, mapped, broken)
         view.groups[f"{row['namespace']}/{row['name']}"] = row
 
-    for node in sorted(by_kind.get("Node", []), key=lambda n: _meta(n).get("name", "")):
+    for node in sorted(walked.by_kind.get("Node", []), key=lambda n: _meta(n).get("name", "")):
         pause()
-        row = _node_row(node, held.get(_meta(node).get("name"), []))
+        row = _node_row(node, held.get(_meta(node).get("name"), {}))
         if row["gpus"] or row["allocatedGpus"]:
             view.nodes.append(row)
     return view
@@ -231,7 +231,7 @@ def _group_row(
     key = f"{namespace}/{name}"
     members = view.members.get(key, [])
     placed = [m for m in members if m["node"]]
-    waiting = [m for m in members if not m["node"] and not m["deleting"]]
+    waiting = [m for m in members if m["waits"]]
     status_conditions = list((raw.get("status") or {}).get("conditions") or [])
     view.conditions[key] = status_conditions + view.conditions.get(key, [])
     row: dict[str, Any] = {
@@ -266,7 +266,7 @@ def _group_row(
         row["preemptionPolicy"] = group.preemption_policy or (
             pc.preemption_policy if pc and pc.preemption_policy else PREEMPT
         )
-        row["minCount"] = group.min_count
+        row["minCount"] = min_count(raw, members)  # the map's rule; the typed reader's too, for a valid one
         row["topologyKey"] = group.topology_key
     if waiting:
         since = min(timestamp_or_none(m["createdAt"]) or now for m in waiting)
@@ -308,13 +308,11 @@ def _reason(row: dict[str, Any], mapped: str | None) -> str:
     return mapped or f"waiting for {max(row['minCount'] - row['placedPods'], row['pendingPods'])} more pods"
 
 
-def _node_row(node: dict[str, Any], holders: list[tuple[str, str, int]]) -> dict[str, Any]:
+def _node_row(node: dict[str, Any], by_gang: dict[tuple[str, str], int]) -> dict[str, Any]:
+    """The node with the GPUs its placed members hold, by gang."""
     meta, spec = _meta(node), node.get("spec") or {}
     total = resource_gpus((node.get("status") or {}).get("allocatable"))
     conditions = (node.get("status") or {}).get("conditions") or []
-    by_gang: dict[tuple[str, str], int] = {}
-    for namespace, gang, gpus in holders:
-        by_gang[(namespace, gang)] = by_gang.get((namespace, gang), 0) + gpus
     allocated = sum(by_gang.values())
     return {
         "name": meta.get("name"),

@@ -55,6 +55,7 @@ def test_one_help_lists_every_benchmark():
             "notify",
             "health",
             "queues",
+            "reading",
         ]
         == list(BENCHMARKS)
     )
@@ -86,6 +87,7 @@ FLAGS = {
     "notify": {"--rate", "--seconds", "--concurrency", "--goal", "--json"},
     "health": {"--nodes", "--trials", "--json"},
     "queues": {"--nodes", "--queues", "--pending", "--trials", "--repeat", "--json"},
+    "reading": {"--nodes", "--runs", "--json"},
 }
 
 

@@ -7,6 +7,7 @@ serializers describe them for the schema, and the schemathesis test holds the tw
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers as s
 
 from gangweb.api.v1 import serializers
@@ -48,7 +49,11 @@ class MapNode(s.Serializer):
     )
 
 
-class MapGang(s.Serializer):
+# The schema keeps the component's first name: generated clients know the type by it.
+@extend_schema_serializer(component_name="MapGang")
+class GangOnMap(s.Serializer):
+    """A gang as a row of the map: the members of one PodGroup, or a lone GPU pod (a gang of its own)."""
+
     key = s.CharField(help_text="NAMESPACE/NAME; '~' for the row of every namespace you do not see")
     namespace = s.CharField(allow_null=True, help_text="null: in use, other namespace")
     name = s.CharField(allow_null=True)
@@ -70,7 +75,10 @@ class MapGang(s.Serializer):
     gpus = s.IntegerField(required=False)
     state = s.ChoiceField(MAP_GANG_STATES)
     waitingSeconds = s.IntegerField(required=False)
-    podGroup = s.BooleanField(required=False, help_text="false: a lone pod holding GPUs")
+    podGroup = s.BooleanField(
+        required=False,
+        help_text="false: no PodGroup (a lone GPU pod, named by the pod; or pods naming a PodGroup not in the cluster)",
+    )
     reason = s.CharField(required=False, help_text="a waiting gang's dominant reason, counted from this map")
 
 
@@ -102,7 +110,7 @@ class Map(s.Serializer):
     note = s.CharField(required=False, help_text="why the map is empty (the cluster cannot be read)")
     domains = MapDomain(many=True)
     nodes = MapNode(many=True)
-    gangs = MapGang(many=True)
+    gangs = GangOnMap(many=True)
     tiers = MapTier(many=True, help_text="empty when some GPUs are held in namespaces you do not see")
     totals = MapTotals()
 

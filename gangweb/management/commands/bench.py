@@ -43,6 +43,7 @@ BENCHMARKS = {
     "notify": "bench.notify",
     "health": "bench.health",
     "queues": "bench.queues",
+    "reading": "bench.reading",
 }
 # What each needs besides this process: the ledger's PostgreSQL database, or Redis.
 NEEDS_LEDGER = {"execution", "api", "watch", "native", "live", "signin", "notify", "health", "queues"}
