@@ -16,8 +16,16 @@ from tests.gangweb.conftest import grant_user, sign_in
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
 # Every namespace in approve mode: nothing is evicted unless a person approves it. Detection every
-# second so a plan waits soon after the demo starts.
-APPROVE = {"GANGWEB_MODE": "approve", "GANGWEB_DETECT_INTERVAL_SECONDS": "1"}
+# second so a plan waits soon after the demo starts. The demo's world at a third of its pace (a tick
+# every 6 s, not 2) and no notice after the approval: a plan goes stale when its victims finish or its
+# gang is placed anyway, and on a loaded machine a minute passes between a plan and the click; at the
+# demo's own pace all four plans tried were stale by then (two runs at load 17-20).
+APPROVE = {
+    "GANGWEB_MODE": "approve",
+    "GANGWEB_DETECT_INTERVAL_SECONDS": "1",
+    "GANGWEB_SIM_TICK_SECONDS": "6",
+    "GANGWEB_PREEMPTION_NOTICE_SECONDS": "0",
+}
 
 
 def api(page, base_url: str, path: str) -> dict:
