@@ -126,16 +126,22 @@ def test_an_operator_approves_a_waiting_plan_and_sees_it_executed(start_demo, br
         assert state in ("superseded", "failed"), f"request {request['id']} ended {state}"
 
     assert executed, "no approved plan executed in four tries"
-    # The page says so: the request executed, in the verdict and in the gang's history as preemptor.
+    # The page says so: the request executed, in the gang's history as preemptor and in the verdict.
     # (Whether the gang then binds is the scheduler's turn: a higher-priority gang waiting too may take
     # the room first, as on a real cluster without nominated nodes.)
+    # The verdict is the gang's latest request: this one, or a newer one when the detector looked again
+    # before the gang was bound (the next tick here is up to 6 s away), which then awaits its approval.
     page.wait_for_function(
-        "(id) => document.querySelector('#facts').textContent.includes(`request #${id} succeeded`)"
-        " && document.querySelector('#as-preemptor').textContent.includes(`#${id} succeeded`)",
+        """(id) => {
+          const verdict = document.querySelector('#facts').textContent.match(/request #(\\d+) (\\w+)/);
+          return document.querySelector('#as-preemptor').textContent.includes(`#${id} succeeded`) && !!verdict
+            && (Number(verdict[1]) > id || (Number(verdict[1]) === id && verdict[2] === 'succeeded'));
+        }""",
         arg=executed["id"],
         timeout=60_000,
     )
-    assert page.is_hidden("#approval")
+    if f"request #{executed['id']} succeeded" in page.inner_text("#facts"):
+        assert page.is_hidden("#approval")
     # issue 31 item 15: gangweb's own PodGroup condition ("Evicting", then "VictimsEvicted") is not said
     # again beside the verdict, which says it from the ledger
     assert "gangweb.io/Preemption" not in page.inner_text("#conditions")
