@@ -185,20 +185,17 @@ def open_reap(
     too."""
     from scheduler.preemption.tasks import after_plan  # the tasks module imports this one
 
-    if ledger.cooling_down(
-        episode.namespace, episode.name, pause_seconds=settings.GANGWEB_REQUEST_COOLDOWN_SECONDS
-    ):
-        return None
     plan, facts = plan_of(podgroup, pods, unit)
     with transaction.atomic():
-        request, created = ledger.open_request(
+        request = ledger.open_new_request(
             episode.namespace,
             episode.name,
+            pause_seconds=settings.GANGWEB_REQUEST_COOLDOWN_SECONDS,
             mode=mode_for(episode.namespace),
             policy=REAP,
             trigger=f"broken since {episode.since:%H:%M:%S} ({', '.join(episode.causes) or 'members missing'})",
         )
-        if not created:
+        if request is None:
             return None
         BrokenGang.objects.filter(pk=episode.pk).update(reaped_by=request)
         for key in tree or ():  # the tree's other broken gangs end with it: no reap of their own

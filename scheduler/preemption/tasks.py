@@ -174,15 +174,15 @@ def _detect(gang_key: GangKey | None) -> dict:
         return {"opened": [], "observed": [], "error": str(exc)}
     opened = []
     for gang in stuck:
-        if ledger.cooling_down(
-            gang.namespace, gang.name, pause_seconds=settings.GANGWEB_REQUEST_COOLDOWN_SECONDS
-        ):
-            continue
         with transaction.atomic():
-            request, created = ledger.open_request(
-                gang.namespace, gang.name, mode=mode_for(gang.namespace), trigger=gang.trigger
+            request = ledger.open_new_request(
+                gang.namespace,
+                gang.name,
+                pause_seconds=settings.GANGWEB_REQUEST_COOLDOWN_SECONDS,
+                mode=mode_for(gang.namespace),
+                trigger=gang.trigger,
             )
-            if created:
+            if request is not None:
                 opened.append(request.pk)
                 after_commit(plan_request, request.pk)
     observed = (

@@ -222,3 +222,30 @@ def test_a_created_podgroup_is_one_entry_and_one_event(published, django_capture
         data,
     )
     assert published == [("podgroup.created", data)]
+
+
+def test_a_request_that_succeeds_while_detection_reads_opens_no_second_one(monkeypatch):
+    """Detection read the pause, then the active request: a request that succeeded between the two reads
+    was seen by neither, and a second plan was opened at once for the gang the first had just placed."""
+    from scheduler.preemption.ledger import requests
+
+    first = plan_request().request
+    ledger.begin_execution(first.pk)
+    assert ledger.open_new_request("team-a", "train", pause_seconds=60, mode="enforce") is None
+
+    real = requests.cooling_down
+
+    def succeeds_during_the_read(namespace, name, *, pause_seconds):
+        answer = real(namespace, name, pause_seconds=pause_seconds)  # read before the success commits
+        if PreemptionRequest.objects.filter(pk=first.pk, finished_at__isnull=True).exists():
+            ledger.finish(first.pk, RequestState.SUCCEEDED, "the gang fits now")
+        return answer
+
+    monkeypatch.setattr(requests, "cooling_down", succeeds_during_the_read)
+    # whichever read the success falls between, one of them sees it: no second request
+    assert ledger.open_new_request("team-a", "train", pause_seconds=60, mode="enforce") is None
+    ledger.finish(first.pk, RequestState.SUCCEEDED, "the gang fits now")
+    assert ledger.open_new_request("team-a", "train", pause_seconds=60, mode="enforce") is None  # pausing
+    assert PreemptionRequest.objects.filter(namespace="team-a", name="train").count() == 1
+    opened = ledger.open_new_request("team-a", "train", pause_seconds=0, mode="enforce", trigger="again")
+    assert opened is not None and opened.pk != first.pk
