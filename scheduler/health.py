@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from scheduler import podstate
+from scheduler.engine.gangkey import GangKey, gang_key_of
 from scheduler.engine.resources import pod_gpus
 from scheduler.engine.typed_objects import ALL, disruption_mode
 
@@ -52,8 +53,8 @@ class GangHealth:
     composite: str = ""
 
     @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def key(self) -> GangKey:
+        return gang_key_of(self.namespace, self.name)
 
     @property
     def broken(self) -> bool:
@@ -183,14 +184,15 @@ def _runs(pod: dict[str, Any], is_ready: Callable[[str], bool]) -> bool:
 
 
 def short_composites(
-    groups: dict[str, dict[str, Any]],
+    groups: dict[GangKey, dict[str, Any]],
     composites: dict[str, dict[str, Any]],
-    members: dict[str, list[dict[str, Any]]],
+    members: dict[GangKey, list[dict[str, Any]]],
     is_ready: Callable[[str], bool],
-) -> dict[str, str]:
-    """PodGroup ``ns/name`` -> the highest CompositePodGroup above it that runs fewer satisfied child groups
-    than its ``minGroupCount`` (KEP-6012). A PodGroup is satisfied when ``minCount`` members run (one, for the
-    basic policy); a composite when ``minGroupCount`` of its children are (one, for the basic policy)."""
+) -> dict[GangKey, str]:
+    """Gang key -> ``ns/name`` of the highest CompositePodGroup above the gang's PodGroup that runs fewer
+    satisfied child groups than its ``minGroupCount`` (KEP-6012). A PodGroup is satisfied when ``minCount``
+    members run (one, for the basic policy); a composite when ``minGroupCount`` of its children are (one, for
+    the basic policy)."""
     children: dict[str, list[str]] = {}
     for kind, table in (("PodGroup", groups), ("CompositePodGroup", composites)):
         for key, obj in table.items():
@@ -205,8 +207,8 @@ def short_composites(
         satisfied[node] = True  # a cycle counts as satisfied: it is the API server's to refuse
         kind, _, key = node.partition(":")
         if kind == "PodGroup":
-            running = sum(1 for pod in members.get(key, ()) if _runs(pod, is_ready))
-            result = running >= (min_count(groups[key]) or 1)
+            running = sum(1 for pod in members.get(GangKey(key), ()) if _runs(pod, is_ready))
+            result = running >= (min_count(groups[GangKey(key)]) or 1)
         else:
             below = children.get(key, []) if depth < MAX_TREE_DEPTH else []
             result = sum(1 for child in below if ok(child, depth + 1)) >= (
@@ -215,9 +217,10 @@ def short_composites(
         satisfied[node] = result
         return result
 
-    out: dict[str, str] = {}
-    for key, obj in groups.items():
-        namespace, current, seen, highest = key.partition("/")[0], obj, {key}, ""
+    out: dict[GangKey, str] = {}
+    for gang_key, obj in groups.items():
+        namespace, current, highest = gang_key.partition("/")[0], obj, ""
+        seen: set[str] = {gang_key}  # the gang's PodGroup and the composites above it
         for _ in range(MAX_TREE_DEPTH):
             parent = (current.get("spec") or {}).get("parentCompositePodGroupName")
             above = f"{namespace}/{parent}" if parent else ""
@@ -228,41 +231,48 @@ def short_composites(
             if min_group_count(current) is not None and not ok(f"CompositePodGroup:{above}", 0):
                 highest = above
         if highest:
-            out[key] = highest
+            out[gang_key] = highest
     return out
 
 
-def judge_all(objects: Iterable[dict[str, Any]]) -> dict[str, GangHealth]:
+def judge_all(objects: Iterable[dict[str, Any]]) -> dict[GangKey, GangHealth]:
     """Every gang's health among ``objects`` (a snapshot: Nodes, PodGroups, CompositePodGroups, Pods), by
-    ``ns/name``; a PodGroup under a CompositePodGroup short of its ``minGroupCount`` is broken while it holds
+    gang key; a PodGroup under a CompositePodGroup short of its ``minGroupCount`` is broken while it holds
     GPUs (``COMPOSITE_SHORT``), whatever its own members do."""
     ready: dict[str, bool] = {}
-    groups: dict[str, dict[str, Any]] = {}
+    groups: dict[GangKey, dict[str, Any]] = {}
     composites: dict[str, dict[str, Any]] = {}
-    members: dict[str, list[dict[str, Any]]] = {}
+    members: dict[GangKey, list[dict[str, Any]]] = {}
     for obj in objects:
         kind = obj.get("kind")
         if kind == "Node":
             ready[str((obj.get("metadata") or {}).get("name"))] = node_ready(obj)
-        elif kind in ("PodGroup", "CompositePodGroup"):
+        elif kind == "PodGroup":
+            groups[_gang_key(obj.get("metadata") or {})] = obj
+        elif kind == "CompositePodGroup":
             meta = obj.get("metadata") or {}
-            (groups if kind == "PodGroup" else composites)[f"{meta.get('namespace')}/{meta.get('name')}"] = (
-                obj
-            )
+            composites[f"{meta.get('namespace')}/{meta.get('name')}"] = obj
         elif kind == "Pod":
-            key = podstate.gang_key_of_pod(obj)
-            if key:
-                members.setdefault(key, []).append(obj)
+            gang_key = podstate.gang_key_of_pod(obj)
+            if gang_key:
+                members.setdefault(gang_key, []).append(obj)
     is_ready: Callable[[str], bool] = lambda node: ready.get(node, False)  # noqa: E731
     out = {}
-    for key, group in groups.items():
-        health = judge(group, members.get(key, ()), is_ready)
+    for gang_key, group in groups.items():
+        health = judge(group, members.get(gang_key, ()), is_ready)
         if health is not None:
-            out[key] = health
+            out[gang_key] = health
     if composites:
-        for key, composite in short_composites(groups, composites, members, is_ready).items():
-            out[key] = composite_short(out.get(key), groups[key], members.get(key, ()), is_ready, composite)
+        for gang_key, composite in short_composites(groups, composites, members, is_ready).items():
+            out[gang_key] = composite_short(
+                out.get(gang_key), groups[gang_key], members.get(gang_key, ()), is_ready, composite
+            )
     return out
+
+
+def _gang_key(meta: dict[str, Any]) -> GangKey:
+    """The gang key of a PodGroup from its metadata."""
+    return gang_key_of(str(meta.get("namespace")), str(meta.get("name")))
 
 
 def composite_short(
@@ -293,14 +303,15 @@ def _ends_all(obj: dict[str, Any]) -> bool:
 
 
 def victim_tree(
-    key: str, groups: dict[str, dict[str, Any]], composites: dict[str, dict[str, Any]]
-) -> tuple[str, list[str]]:
-    """The victim unit that ends PodGroup ``key`` under a short composite, as the engine's
+    gang_key: GangKey, groups: dict[GangKey, dict[str, Any]], composites: dict[str, dict[str, Any]]
+) -> tuple[str, list[GangKey]]:
+    """The victim unit that ends gang ``gang_key`` under a short composite, as the engine's
     (``victims.top_all_ancestor``): the highest ``disruptionMode: all`` CompositePodGroup above it and every
-    PodGroup of its tree, or (none is ``all``) the PodGroup alone. ``(unit key, PodGroup keys)``; the unit's
-    key names a CompositePodGroup exactly when it is not ``key``."""
-    namespace = key.partition("/")[0]
-    top, seen, current = "", {key}, groups[key]
+    PodGroup of its tree, or (none is ``all``) the PodGroup alone. ``(unit key, gang keys)``; the unit's
+    key names a CompositePodGroup exactly when it is not ``gang_key``."""
+    namespace = gang_key.partition("/")[0]
+    top, current = "", groups[gang_key]
+    seen: set[str] = {gang_key}
     for _ in range(MAX_TREE_DEPTH):
         above = f"{namespace}/{_parent(current)}" if _parent(current) else ""
         if not above or above not in composites or above in seen:
@@ -310,12 +321,12 @@ def victim_tree(
         if _ends_all(current):
             top = above
     if not top:
-        return key, [key]
+        return gang_key, [gang_key]
     tree = []
     for other, group in groups.items():
         if other.partition("/")[0] != namespace:
             continue
-        current, seen = group, {other}
+        current, seen = group, {str(other)}
         for _ in range(MAX_TREE_DEPTH):
             above = f"{namespace}/{_parent(current)}" if _parent(current) else ""
             if above == top:
@@ -342,19 +353,19 @@ class HealthWatch:
         self._changed = changed
         self._lock = threading.Lock()
         self._pods: dict[str, dict[str, Any]] = {}  # ns/name -> pod
-        self._members: dict[str, set[str]] = {}  # gang -> pod keys
+        self._members: dict[GangKey, set[str]] = {}  # gang -> pod keys
         self._residents: dict[str, set[str]] = {}  # node -> pod keys
-        self._groups: dict[str, dict[str, Any]] = {}
-        self._trees: dict[str, set[str]] = {}  # namespace -> its PodGroups under a CompositePodGroup
+        self._groups: dict[GangKey, dict[str, Any]] = {}
+        self._trees: dict[str, set[GangKey]] = {}  # namespace -> its PodGroups under a CompositePodGroup
         self._composites: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> ns/name -> composite
         self._ready: dict[str, bool] = {}
-        self._state: dict[str, GangHealth] = {}
+        self._state: dict[GangKey, GangHealth] = {}
         self._listed = False  # every pod listed once (the Pods reflector's first RELIST, or ``seed``)
         self._deleted: dict[str, int] = {}  # pods deleted before that, and the version of their deletion
 
-    def health(self, key: str) -> GangHealth | None:
+    def health(self, gang_key: GangKey) -> GangHealth | None:
         with self._lock:
-            return self._state.get(key)
+            return self._state.get(gang_key)
 
     def broken(self) -> list[GangHealth]:
         with self._lock:
@@ -375,9 +386,9 @@ class HealthWatch:
                 elif kind == "Node":
                     self._ready.setdefault(str(meta.get("name")), node_ready(obj))
                 elif kind == "PodGroup":
-                    key = f"{meta.get('namespace')}/{meta.get('name')}"
-                    if key not in self._groups:
-                        self._group(key, obj)
+                    gang_key = _gang_key(meta)
+                    if gang_key not in self._groups:
+                        self._group(gang_key, obj)
                 elif kind == "CompositePodGroup":
                     table = self._composites.setdefault(str(meta.get("namespace")), {})
                     table.setdefault(f"{meta.get('namespace')}/{meta.get('name')}", obj)
@@ -418,12 +429,12 @@ class HealthWatch:
                     g for p in self._residents.get(name, ()) if (g := podstate.gang_key_of_pod(self._pods[p]))
                 }
             elif kind == "PodGroup":
-                key = f"{meta.get('namespace')}/{meta.get('name')}"
+                gang_key = _gang_key(meta)
                 if deleted:
-                    self._group(key, None)
+                    self._group(gang_key, None)
                 else:
-                    self._group(key, obj)
-                touched = {key}
+                    self._group(gang_key, obj)
+                touched = {gang_key}
             elif kind == "CompositePodGroup":
                 namespace = str(meta.get("namespace"))
                 table = self._composites.setdefault(namespace, {})
@@ -440,20 +451,22 @@ class HealthWatch:
         for health in changes:
             self._changed(health)
 
-    def _group(self, key: str, obj: dict[str, Any] | None) -> None:
-        """Keep PodGroup ``key`` (None: deleted) and the per-namespace index of those under a composite."""
-        tree = self._trees.setdefault(key.partition("/")[0], set())
+    def _group(self, gang_key: GangKey, obj: dict[str, Any] | None) -> None:
+        """Keep the PodGroup of ``gang_key`` (None: deleted) and the per-namespace index of those under a
+        composite."""
+        tree = self._trees.setdefault(gang_key.partition("/")[0], set())
         if obj is None:
-            self._groups.pop(key, None)
-            tree.discard(key)
+            self._groups.pop(gang_key, None)
+            tree.discard(gang_key)
             return
-        self._groups[key] = obj
+        self._groups[gang_key] = obj
         if _parent(obj):
-            tree.add(key)
+            tree.add(gang_key)
         else:
-            tree.discard(key)
+            tree.discard(gang_key)
 
-    def _pod(self, key: str, obj: dict[str, Any], deleted: bool) -> set[str]:
+    def _pod(self, key: str, obj: dict[str, Any], deleted: bool) -> set[GangKey]:
+        """Keep pod ``key`` (``namespace/name``); the gangs it left or joined."""
         touched = set()
         old = self._pods.pop(key, None)
         if old is not None:
@@ -477,10 +490,10 @@ class HealthWatch:
         """A node not seen yet counts as ready (the Nodes may be listed after the Pods); a deleted one is not."""
         return self._ready.get(node, True)
 
-    def _rejudge_all(self, touched: set[str], version: int) -> list[GangHealth]:
+    def _rejudge_all(self, touched: set[GangKey], version: int) -> list[GangHealth]:
         """``_rejudge`` of each touched gang and, in a namespace with CompositePodGroups, of every PodGroup
         under one: each judged against the composites short of ``minGroupCount`` now."""
-        short: dict[str, str] = {}
+        short: dict[GangKey, str] = {}
         for namespace in {k.partition("/")[0] for k in touched}:
             composites = self._composites.get(namespace)
             if not composites:
@@ -490,26 +503,30 @@ class HealthWatch:
             touched = touched | tree
             members = {k: [self._pods[p] for p in self._members.get(k, ())] for k in tree}
             short.update(short_composites(groups, composites, members, self._is_ready))
-        return [h for key in sorted(touched) if (h := self._rejudge(key, version, short.get(key, "")))]
+        return [
+            h
+            for gang_key in sorted(touched)
+            if (h := self._rejudge(gang_key, version, short.get(gang_key, "")))
+        ]
 
-    def _rejudge(self, key: str, version: int, composite: str = "") -> GangHealth | None:
+    def _rejudge(self, gang_key: GangKey, version: int, composite: str = "") -> GangHealth | None:
         """The gang's new health when its state changed (None otherwise), judged at ``version`` (the
         event's: a deleted pod's is newer than every object left), under ``composite`` when that one is
         short of its ``minGroupCount``."""
-        pods = [self._pods[p] for p in self._members.get(key, ())]
-        group = self._groups.get(key)
+        pods = [self._pods[p] for p in self._members.get(gang_key, ())]
+        group = self._groups.get(gang_key)
         health = judge(group, pods, self._is_ready)
         if group is not None and composite:
             health = composite_short(health, group, pods, self._is_ready, composite)
-        before = self._state.get(key)
+        before = self._state.get(gang_key)
         if health is None:
-            self._state.pop(key, None)
+            self._state.pop(gang_key, None)
             if before is None or not before.broken:
                 return None
-            namespace, _, name = key.partition("/")  # a broken gang gone: it holds nothing any more
+            namespace, _, name = gang_key.partition("/")  # a broken gang gone: it holds nothing any more
             return GangHealth(namespace, name, before.min_count, 0, 0, revision=max(before.revision, version))
         health = replace(health, revision=max(health.revision, version))
-        self._state[key] = health
+        self._state[gang_key] = health
         if (before.state if before else HEALTHY) != health.state:
             return health
         return None

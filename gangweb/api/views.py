@@ -54,9 +54,9 @@ class WhatIfPlanView(V1View):
             return Response(status=204)
         body = WhatIfSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        podgroup = body.validated_data["podGroup"]
+        gang_key = body.validated_data["podGroup"]
         try:
-            simulated = simulate(self.scope, podgroup, [body.validated_data["policy"]])
+            simulated = simulate(self.scope, gang_key, [body.validated_data["policy"]])
         except NotFound as exc:  # this deprecated path keeps its first contract: a missing gang is a 400
             raise ValidationError({"podGroup": [str(exc.detail)]}) from None
         return Response(simulated["plans"][0])

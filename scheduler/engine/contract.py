@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .gangkey import GangKey
 from .outcomes import Outcome
 
 NO_VICTIM_PRIORITY = -(2**63)  # the highest victim priority of a plan without victims: below every priority
@@ -74,7 +75,7 @@ class Victim:
 
 @dataclass
 class Plan:
-    pod_group: str
+    gang_key: GangKey  # the preemptor's; ``podGroup`` in the JSON
     policy: str
     feasible: bool
     reason: str
@@ -169,7 +170,7 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         feasible = bool(self.feasible)
         return {
-            "podGroup": self.pod_group,
+            "podGroup": self.gang_key,
             "policy": self.policy,
             "feasible": feasible,
             "victims": [v.to_dict() for v in self.victims] if feasible else [],

@@ -72,7 +72,7 @@ def _within_allowance(snapshot: Snapshot, gang_key: GangKey, chosen: PreemptionP
             )
             return current
     return Plan(
-        pod_group=result.pod_group,
+        gang_key=result.gang_key,
         policy=result.policy,
         feasible=False,
         reason=(

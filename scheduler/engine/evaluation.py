@@ -236,7 +236,7 @@ class Problem:
             raise ValueError(f"an infeasible plan needs one of {codes} as its why, got {why!r}")
         snap = self.snapshot
         plan = Plan(
-            pod_group=self.gang.key,
+            gang_key=self.gang.key,
             policy=policy,
             feasible=feasible,
             reason=reason,

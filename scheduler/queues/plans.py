@@ -45,7 +45,7 @@ def plan_beside_queues(
         f"({', '.join(sorted(taken))}): {actions}"
     )
     return Plan(
-        pod_group=guarded.pod_group,
+        gang_key=guarded.gang_key,
         policy=guarded.policy,
         feasible=False,
         reason=reason,

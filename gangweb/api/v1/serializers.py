@@ -16,7 +16,7 @@ from gangweb.api.v1.access import scope_of
 from gangweb.api.v1.filters import SPACE
 from gangweb.api.v1.queries.decision import decision
 from scheduler.engine import DEFAULT_POLICY, POLICIES
-from scheduler.engine.gangkey import parse_gang_key
+from scheduler.engine.gangkey import GangKey, gang_key_of, parse_gang_key
 from scheduler.preemption import actors, models
 from scheduler.preemption.models import LedgerEntry, PlanSource
 from scheduler.preemption.planning import COST_KEYS, cost_json
@@ -435,7 +435,7 @@ class LedgerEntrySerializer(s.ModelSerializer):
         read_only_fields = fields
 
     def get_podGroup(self, entry) -> str | None:
-        return f"{entry.namespace}/{entry.name}" if entry.namespace else None
+        return gang_key_of(entry.namespace, entry.name) if entry.namespace else None
 
 
 SIMULATION_SOURCES = ("cluster", "snapshot")
@@ -714,7 +714,7 @@ PODGROUP_PATTERN = rf"^[^/{SPACE}\x00][^/\x00]*/[^/\x00]*[^/{SPACE}\x00]$"
 PODGROUP_MAX = 507  # a namespace (63) and a name (253) with room to spare; longer is a 400
 
 
-def podgroup_key(value: str) -> str:
+def podgroup_key(value: str) -> GangKey:
     """``value`` if it is NAMESPACE/NAME of a PodGroup, else a ValidationError (a body's ``podGroup``)."""
     try:
         return parse_gang_key(value)

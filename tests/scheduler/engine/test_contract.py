@@ -31,7 +31,7 @@ def test_the_cost_is_named_and_orders_like_its_tuple():
 def test_a_plan_rebuilt_from_a_plain_tuple_ranks_and_reads_alike():
     result = plan(_snapshot(), "default/hi")
     rebuilt = Plan(
-        pod_group=result.pod_group,
+        gang_key=result.gang_key,
         policy=result.policy,
         feasible=True,
         reason="",

@@ -160,8 +160,8 @@ def after_victims(live, objects, made, local):
         nodes = set(made.placement.values()) | {
             objects[("Pod", k)]["spec"]["nodeName"] for k in made.evictions
         }
-        return plan(live.local(nodes, made.pod_group, overrides), made.pod_group)
-    return plan(live.snapshot(overrides), made.pod_group)
+        return plan(live.local(nodes, made.gang_key, overrides), made.gang_key)
+    return plan(live.snapshot(overrides), made.gang_key)
 
 
 def test_the_local_snapshot_holds_the_nodes_asked_their_pods_and_the_groups_own_pods():
@@ -170,11 +170,11 @@ def test_the_local_snapshot_holds_the_nodes_asked_their_pods_and_the_groups_own_
     made = plan(live.snapshot(), preemptor_name(64))
     assert made.feasible and made.evictions
     nodes = set(made.placement.values())
-    local = live.local(nodes, made.pod_group)
+    local = live.local(nodes, made.gang_key)
     assert {n.name for n in local.nodes} == nodes
     whole = live.snapshot()
     on_nodes = {p.key for p in whole.pods if p.node_name in nodes}
-    members = {whole.pods[i].key for i in whole.group_members[made.pod_group]}
+    members = {whole.pods[i].key for i in whole.group_members[made.gang_key]}
     assert {p.key for p in local.pods} == on_nodes | members
     assert set(local.groups) == set(whole.groups)
     checked = after_victims(live, objects, made, local=True)
@@ -201,7 +201,7 @@ def test_a_gang_that_fits_on_its_planned_nodes_fits_in_the_whole_cluster(seed, e
         live.apply(*random_event(rng, objects, serial))
     if (
         any(("Pod", key) not in objects for key in made.evictions)
-        or made.pod_group not in live.snapshot().groups
+        or made.gang_key not in live.snapshot().groups
     ):
         return  # a victim or the gang is gone: the re-check's cheap checks answer before the engine's
     local = after_victims(live, objects, made, local=True)

@@ -11,6 +11,7 @@ from rest_framework.exceptions import ValidationError
 from gangweb.access.scope import Scope
 from gangweb.api.v1 import filters
 from gangweb.api.v1.store import DECISIONS
+from scheduler.engine.gangkey import GangKey, gang_key_of, split_gang_key
 
 PARAMS = ("namespace", "allowed", "podgroup")
 
@@ -35,14 +36,18 @@ def row(decision: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def decisions(scope: Scope, *, namespace: str | None = None, podgroup: str | None = None) -> list[dict]:
-    """The kept decisions the reader sees, newest first; ``podgroup`` is a name in ``namespace``."""
+def decisions(scope: Scope, *, namespace: str | None = None, gang_key: GangKey | None = None) -> list[dict]:
+    """The kept decisions the reader sees, newest first: of ``namespace``, or of gang ``gang_key`` (a
+    decision's ``podGroup`` is the PodGroup's name, in the pod's namespace)."""
+    name = None
+    if gang_key:
+        namespace, name = split_gang_key(gang_key)
     out = []
     for decision in DECISIONS.newest():
         ns = decision.get("namespace") or ""
         if not scope.sees(ns) or (namespace and ns != namespace):
             continue
-        if podgroup and decision.get("podGroup") != podgroup:
+        if name and decision.get("podGroup") != name:
             continue
         out.append(row(decision))
     return out
@@ -52,10 +57,10 @@ def asked(scope: Scope, query) -> list[dict]:
     """The decisions of ``decisions/`` and ``decisions/groups/``: ``?namespace=`` (one), ``?podgroup=NS/NAME``,
     ``?allowed=true|false``; a bad value is a 400 naming the parameter."""
     namespace = query.get("namespace") or None
-    gang = None
+    gang_key = None
     if keys := filters.keys_of(query, "podgroup"):
-        namespace, gang = keys[0]
-    rows = decisions(scope, namespace=namespace, podgroup=gang)
+        gang_key = gang_key_of(*keys[0])  # its namespace wins over ``?namespace=``
+    rows = decisions(scope, namespace=namespace, gang_key=gang_key)
     if (raw := query.get("allowed")) is not None:
         if raw not in ("true", "false"):
             raise ValidationError({"allowed": ["true or false"]})

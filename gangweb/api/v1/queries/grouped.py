@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler.engine.gangkey import gang_key_of
+
 # The pods a group names (the rest are counted).
 NAMED_PODS = 5
 
@@ -44,7 +46,7 @@ def grouped(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "reason": reason,
                 "namespace": d["namespace"],
                 "name": gang,
-                "podGroup": f"{d['namespace']}/{gang}" if gang else None,
+                "podGroup": gang_key_of(d["namespace"], gang) if gang else None,
                 "count": 0,
                 "latest": d.get("at"),
                 "pods": [],

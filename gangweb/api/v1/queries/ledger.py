@@ -16,6 +16,7 @@ from rest_framework.exceptions import ValidationError
 
 from gangweb.access.scope import Scope
 from gangweb.api.v1 import filters
+from scheduler.engine.gangkey import GangKey
 from scheduler.engine.outcomes import INFEASIBLE, Outcome
 from scheduler.preemption.ledger.requests import next_request_at, recent_requests
 from scheduler.preemption.models import (
@@ -172,11 +173,9 @@ def ledger(scope: Scope, params=None) -> QuerySet:
 # --- a gang's verdict: what gangweb last did for it, and when it tries again ----------------------
 
 
-def verdicts(keys: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
-    """``"ns/name" -> verdict`` for the given gangs, in two queries however many they are."""
-    rows = recent_requests(
-        (f"{namespace}/{name}" for namespace, name in keys), "mode", "reason", "updated_at"
-    )
+def verdicts(gang_keys: Iterable[GangKey]) -> dict[GangKey, dict[str, Any]]:
+    """Gang key -> verdict for the given gangs, in two queries however many they are."""
+    rows = recent_requests(gang_keys, "mode", "reason", "updated_at")
     latest_ids = [found[0].pk for found in rows.values()]
     outcomes: dict[int, str] = {}
     notices: dict[int, dict[str, Any] | None] = {}
@@ -194,11 +193,11 @@ def verdicts(keys: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
             else None
         )
     pause = settings.GANGWEB_REQUEST_COOLDOWN_SECONDS
-    out = {}
-    for key, found in rows.items():
+    out: dict[GangKey, dict[str, Any]] = {}
+    for gang_key, found in rows.items():
         last = found[0]
         again = next_request_at(found, pause_seconds=pause)
-        out[key] = {
+        out[GangKey(gang_key)] = {
             "request": last.pk,
             "state": last.state,
             "mode": last.mode,

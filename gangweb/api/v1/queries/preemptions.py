@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from gangweb.access.scope import Scope
 from gangweb.api.v1.queries.ledger import verdicts
+from scheduler.engine.gangkey import GangKey, gang_key_of
 from scheduler.preemption.models import Eviction, Plan, PlanSource, PreemptionRequest, RequestState
 from scheduler.words import plural
 
@@ -78,15 +79,14 @@ def cards(
         .annotate(seconds=Sum("lost_gpu_seconds"))
         .values_list("plan_id", "seconds")
     )
-    by_gang: dict[str, list[PreemptionRequest]] = {}
+    by_gang: dict[GangKey, list[PreemptionRequest]] = {}
     for request in requests:
-        by_gang.setdefault(f"{request.namespace}/{request.name}", []).append(request)
+        by_gang.setdefault(gang_key_of(request.namespace, request.name), []).append(request)
     # a gang whose newest request failed or was infeasible is retried: when, its verdict says (as /gangs/
     # shows it); only those gangs' verdicts are read
-    retried = {key for key, rows in by_gang.items() if rows[0].state in RETRIED}
-    verdict = verdicts(tuple(key.split("/", 1)) for key in retried)
+    verdict = verdicts(gang_key for gang_key, rows in by_gang.items() if rows[0].state in RETRIED)
     out = []
-    for key, rows in by_gang.items():
+    for gang_key, rows in by_gang.items():
         rows.sort(key=lambda r: (r.created_at, r.pk))
         runs: list[dict[str, Any]] = []
         for r in rows:
@@ -123,13 +123,12 @@ def cards(
                 }
             )
         newest = rows[-1]
-        namespace, _, name = key.partition("/")
-        again = (verdict.get(key) or {}).get("retryAt")
+        again = (verdict.get(gang_key) or {}).get("retryAt")
         out.append(
             {
-                "namespace": namespace,
-                "name": name,
-                "podGroup": key,
+                "namespace": newest.namespace,
+                "name": newest.name,
+                "podGroup": gang_key,
                 "requests": len(rows),
                 "executed": sum(1 for r in rows if r.state in EXECUTED),
                 "state": newest.state,

@@ -18,6 +18,7 @@ from prometheus_client import Gauge
 from gangweb.access.scope import Scope
 from gangweb.clusterview import rows as cluster_rows
 from scheduler.engine import parse_snapshot
+from scheduler.engine.gangkey import GangKey
 from scheduler.queues import queues_from
 from scheduler.queues.blockers import Waits
 from scheduler.queues.cluster import build_reading
@@ -104,9 +105,9 @@ def current_model() -> QueueModel:
     return current_waits().model
 
 
-def gang_queue(waits: Waits, podgroup: str) -> dict[str, str] | None:
+def gang_queue(waits: Waits, gang_key: GangKey) -> dict[str, str] | None:
     """The queue a gang runs or waits in, ``{"system", "name"}``; None when it is in none."""
-    found = waits.model.gangs.get(podgroup)
+    found = waits.model.gangs.get(gang_key)
     return {"system": found[0], "name": found[1]} if found else None
 
 

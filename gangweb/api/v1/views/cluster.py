@@ -12,6 +12,7 @@ from gangweb.api.v1.queries import composites, decisions, ledger, nodes, pending
 from gangweb.api.v1.views import pages
 from gangweb.api.v1.views.base import V1View, released
 from gangweb.clusterview import rows as cluster_rows
+from scheduler.engine.gangkey import gang_key_of
 
 STATES = serializers.PODGROUP_STATES
 # ``?sort=``: the /gangs/ page's orders; each ends in namespace/name so a page boundary is stable.
@@ -122,7 +123,7 @@ class PodGroups(V1View):
                 raise ValidationError({"sort": [f"unknown value {order!r}; choose from: {', '.join(SORTS)}"]})
             rows = sorted(rows, key=SORTS[order])
         paginator, page = self.page(rows)
-        verdict = ledger.verdicts((r["namespace"], r["name"]) for r in page)
+        verdict = ledger.verdicts(gang_key_of(r["namespace"], r["name"]) for r in page)
         return paginator.get_paginated_response([_public(r, verdict.get(r["podGroup"]), waits) for r in page])
 
 
@@ -144,8 +145,9 @@ class PodGroupDetail(V1View):
         if found is None:
             raise NotFound(f"no PodGroup {namespace}/{name} that you may see")
         row, view = found
-        members = sorted(view.members.get(row["podGroup"], []), key=lambda m: m["name"])
-        verdict = ledger.verdicts([(namespace, name)]).get(row["podGroup"])
+        gang_key = gang_key_of(namespace, name)
+        members = sorted(view.members.get(gang_key, []), key=lambda m: m["name"])
+        verdict = ledger.verdicts([gang_key]).get(gang_key)
         history = ledger.history_of(namespace, name, [m["name"] for m in members])
         context = {"request": request}
         body = {
@@ -159,14 +161,14 @@ class PodGroupDetail(V1View):
                     for k in ("type", "status", "reason", "message", "lastTransitionTime")
                     if c.get(k) is not None
                 }
-                for c in view.conditions.get(row["podGroup"], [])
+                for c in view.conditions.get(gang_key, [])
             ],
-            "decisions": decisions.decisions(self.scope, namespace=namespace, podgroup=name)[:50],
+            "decisions": decisions.decisions(self.scope, gang_key=gang_key)[:50],
             "asPreemptor": released(serializers.Request(history["asPreemptor"], many=True, context=context)),
             "asVictim": released(serializers.Eviction(history["asVictim"], many=True, context=context)),
             "preemptedBy": pages.preempted_by(history["asVictim"]),
             "compositeTree": composites.composite_tree(view.reading.objects, namespace, name),
-            **pages.gang_on_map(row["podGroup"]),
+            **pages.gang_on_map(gang_key),
         }
         return Response(body)
 

@@ -32,6 +32,7 @@ from gangweb.api.v1.views.base import V1View
 from gangweb.clusterview import scoping
 from gangweb.clusterview.redact import redact
 from gangweb.dashboard import history, live, overview
+from scheduler.engine.gangkey import GangKey
 
 
 def _map(scope: Scope) -> dict[str, Any]:
@@ -134,12 +135,12 @@ class Overview(V1View):
         )
 
 
-def gang_on_map(key: str) -> dict[str, Any]:
+def gang_on_map(gang_key: GangKey) -> dict[str, Any]:
     """The gang as the map shows it: its tier and shade, the nodes where it holds GPUs and those nominated
     for its waiting pods. The caller has checked that the reader sees the gang's namespace, and the cut
     changes none of these, so the picture is read as it is."""
     picture, _ = live.current()
-    index = next((i for i, g in enumerate(picture["gangs"]) if g["key"] == key), None)
+    index = next((i for i, g in enumerate(picture["gangs"]) if g["key"] == gang_key), None)
     if index is None:
         return {"tier": None, "shade": None, "nodes": [], "nominatedNodes": []}
     row = picture["gangs"][index]

@@ -26,6 +26,7 @@ from gangweb.api.v1.parsers import JSONParser
 from gangweb.api.v1.throttling import SharedScopedRateThrottle
 from gangweb.api.v1.views.base import V1View
 from gangweb.clusterview import whatif
+from scheduler.engine.gangkey import GangKey, split_gang_key
 from scheduler.engine.reading import max_snapshot_bytes
 from scheduler.preemption import planning
 from scheduler.preemption.runtime import get_cluster
@@ -123,13 +124,13 @@ class Simulate(Simulating):
         _may_simulate(self.scope, validated["podGroup"])
 
     def answer(self, validated, worker):
-        podgroup, policies = validated["podGroup"], validated["policies"]
+        gang_key, policies = validated["podGroup"], validated["policies"]
         self.allowed(validated)
         if worker is None:
             objects = _inline(validated)
-            return Response(simulate(self.scope, podgroup, policies, objects, maps=validated["maps"]))
-        fields = {"podGroup": podgroup, "policies": policies, "maps": validated["maps"]}
-        return Response(_simulation(podgroup, "snapshot", worker.result(fields)))
+            return Response(simulate(self.scope, gang_key, policies, objects, maps=validated["maps"]))
+        fields = {"podGroup": gang_key, "policies": policies, "maps": validated["maps"]}
+        return Response(_simulation(gang_key, "snapshot", worker.result(fields)))
 
 
 class SimulatePodGroups(Simulating):
@@ -166,39 +167,39 @@ class SimulatePodGroups(Simulating):
 
 
 def simulate(
-    scope, podgroup: str, policies: list[str], objects: list | None = None, *, maps: bool = False
+    scope, gang_key: GangKey, policies: list[str], objects: list | None = None, *, maps: bool = False
 ) -> dict:
-    """The plans of ``podgroup`` under each policy, on ``objects`` (a snapshot's) or the live cluster;
+    """The plans of gang ``gang_key`` under each policy, on ``objects`` (a snapshot's) or the live cluster;
     each with its policy's line and a summary, and with ``maps`` its small map."""
-    _may_simulate(scope, podgroup)
+    _may_simulate(scope, gang_key)
     source = "snapshot" if objects is not None else "cluster"
     if objects is None:
-        objects = _live(podgroup)
+        objects = _live(gang_key)
     try:
-        plans = whatif.plans(objects, podgroup, policies, maps=maps)
+        plans = whatif.plans(objects, gang_key, policies, maps=maps)
     except whatif.Refused as exc:
         if exc.missing:
             raise NotFound(str(exc)) from None
         raise ValidationError({exc.field: [str(exc)]}) from None
-    return _simulation(podgroup, source, plans)
+    return _simulation(gang_key, source, plans)
 
 
-def _simulation(podgroup: str, source: str, plans: list[dict]) -> dict:
-    namespace, _, name = podgroup.partition("/")
-    return {"podGroup": podgroup, "namespace": namespace, "name": name, "source": source, "plans": plans}
+def _simulation(gang_key: GangKey, source: str, plans: list[dict]) -> dict:
+    namespace, name = split_gang_key(gang_key)
+    return {"podGroup": gang_key, "namespace": namespace, "name": name, "source": source, "plans": plans}
 
 
-def _may_simulate(scope, podgroup: str) -> None:
-    namespace = podgroup.partition("/")[0]
+def _may_simulate(scope, gang_key: GangKey) -> None:
+    namespace = split_gang_key(gang_key)[0]
     if not scope.may("simulate", namespace):
         raise PermissionDenied(f"simulate needs the viewer role in namespace {namespace}")
 
 
-def _live(podgroup: str | None):
+def _live(gang_key: GangKey | None):
     try:
         objects = planning.fresh_objects(get_cluster())
     except Exception as exc:  # an unreachable cluster is the server's problem, said in one line
         logger.warning("simulate: cannot read the cluster", exc_info=True)
         raise ClusterUnreadable(f"cannot read the cluster: {exc}") from exc
     # A gang's plan sees the room just freed for others as taken; a list of gangs sees the cluster as it is.
-    return planning.reserve_room(objects, podgroup) if podgroup else objects
+    return planning.reserve_room(objects, gang_key) if gang_key else objects
