@@ -24,6 +24,7 @@ from typing import Any
 from gangweb.clusterview.reasons import Room, dominant_reason
 from gangweb.clusterview.walk import Walk, min_count, no_pause, waits, walk
 from scheduler import health
+from scheduler.engine.gangkey import GangKey, split_gang_key
 from scheduler.engine.resources import resource_gpus
 from scheduler.engine.typed_objects import timestamp_or_none
 
@@ -34,9 +35,9 @@ NO_DOMAIN = "all nodes"
 SHADES = 6
 
 
-def gang_shade(key: str) -> int:
+def gang_shade(gang_key: GangKey) -> int:
     """Which shade of its colour a gang is drawn in: stable across processes and restarts."""
-    return zlib.crc32(key.encode()) % SHADES
+    return zlib.crc32(gang_key.encode()) % SHADES
 
 
 def natural_key(text: str) -> list[Any]:
@@ -49,6 +50,7 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _key(obj: dict[str, Any]) -> str:
+    """A pod's or a CompositePodGroup's own ``NAMESPACE/NAME`` (gangs are keyed by the walk)."""
     return f"{_meta(obj).get('namespace')}/{_meta(obj).get('name')}"
 
 
@@ -84,15 +86,15 @@ class _Gangs:
         classes = {
             _meta(pc).get("name"): int(pc.get("value") or 0) for pc in walked.by_kind.get("PriorityClass", [])
         }
-        self.priority: dict[str, tuple[str, int]] = {}
-        for key, pods in self.members.items():
-            spec = (self.groups.get(key) or {}).get("spec") or (pods[0].get("spec") or {})
+        self.priority: dict[GangKey, tuple[str, int]] = {}
+        for gang_key, pods in self.members.items():
+            spec = (self.groups.get(gang_key) or {}).get("spec") or (pods[0].get("spec") or {})
             name = spec.get("priorityClassName") or NO_CLASS
             value = spec.get("priority")
-            self.priority[key] = (name, int(value if value is not None else classes.get(name, 0)))
+            self.priority[gang_key] = (name, int(value if value is not None else classes.get(name, 0)))
         self.classes = sorted(set(self.priority.values()), key=lambda p: (-p[1], p[0]))
         self.order = sorted(self.members, key=lambda k: (-self.priority[k][1], k))
-        self.index = {key: i for i, key in enumerate(self.order)}
+        self.index = {gang_key: i for i, gang_key in enumerate(self.order)}
 
 
 def build_picture(
@@ -140,15 +142,15 @@ def build_picture(
     composites = {_key(c): c for c in by_kind.get("CompositePodGroup", [])}
     short = health.short_composites(gangs.groups, composites, gangs.members, is_ready) if composites else {}
     gang_rows = []
-    for key in gangs.order:
+    for gang_key in gangs.order:
         pause()
-        row = _gang_row(key, gangs, walked.placed.get(key, 0), now)
+        row = _gang_row(gang_key, gangs, walked.placed.get(gang_key, 0), now)
         judged = health.judge(
-            gangs.groups.get(key), gangs.members[key], is_ready, lambda pod: gangs.gpus[id(pod)]
+            gangs.groups.get(gang_key), gangs.members[gang_key], is_ready, lambda pod: gangs.gpus[id(pod)]
         )
-        if key in short:
+        if gang_key in short:
             judged = health.composite_short(
-                judged, gangs.groups[key], gangs.members[key], is_ready, short[key]
+                judged, gangs.groups[gang_key], gangs.members[gang_key], is_ready, short[gang_key]
             )
         if judged is not None and judged.broken:
             row["broken"] = judged.as_json()
@@ -197,8 +199,8 @@ def _node_row(node, domain, gangs, on_node, nominated_on, holders, pod_gang, dra
     known = (holders or {}).get(name)
     if known is not None:
         for i, pod_key in enumerate(known[: len(owners)]):
-            gang = pod_gang.get(pod_key) if pod_key else None
-            owners[i] = gangs.index[gang] if gang is not None else None
+            gang_key = pod_gang.get(pod_key) if pod_key else None
+            owners[i] = gangs.index[gang_key] if gang_key is not None else None
     else:
         cursor = 0
         residents = sorted(
@@ -234,28 +236,28 @@ def _node_row(node, domain, gangs, on_node, nominated_on, holders, pod_gang, dra
     return row
 
 
-def _gang_row(key: str, gangs: _Gangs, placed: int, now: float) -> dict[str, Any]:
-    pods = gangs.members[key]
-    group = gangs.groups.get(key) or {}
+def _gang_row(gang_key: GangKey, gangs: _Gangs, placed: int, now: float) -> dict[str, Any]:
+    pods = gangs.members[gang_key]
+    group = gangs.groups.get(gang_key) or {}
     spec = group.get("spec") or {}
-    namespace, _, name = key.partition("/")
+    namespace, name = split_gang_key(gang_key)
     least = min_count(group or None, pods)
     waiting = [p for p in pods if waits(p)]
     since = min(
         (timestamp_or_none(_meta(p).get("creationTimestamp")) or now for p in waiting),
         default=now,
     )
-    tier = gangs.classes.index(gangs.priority[key])
+    tier = gangs.classes.index(gangs.priority[gang_key])
     # "partial": an elastic gang running with at least minCount pods while the rest wait.
     state = "running" if not waiting else ("partial" if placed and placed >= least else "waiting")
     return {
-        "key": key,
+        "key": gang_key,
         "namespace": namespace,
         "name": name,
-        "priorityClass": gangs.priority[key][0],
-        "priority": gangs.priority[key][1],
+        "priorityClass": gangs.priority[gang_key][0],
+        "priority": gangs.priority[gang_key][1],
         "tier": tier,
-        "shade": gang_shade(key),
+        "shade": gang_shade(gang_key),
         "disruption": next(iter(spec.get("disruptionMode") or {"single": {}})),
         "topology": bool((spec.get("schedulingConstraints") or {}).get("topology")),
         "pods": len(pods),

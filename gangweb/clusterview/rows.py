@@ -28,6 +28,7 @@ from gangweb.access.scope import Scope
 from gangweb.clusterview import reading
 from gangweb.clusterview.picture import broken_reason
 from gangweb.clusterview.walk import min_count, no_pause, waits
+from scheduler.engine.gangkey import GangKey, gang_key_of, split_gang_key
 from scheduler.engine.resources import resource_gpus
 from scheduler.engine.typed_objects import Group, PriorityClass, timestamp_or_none
 from scheduler.kinds import is_native, native_kind
@@ -49,23 +50,23 @@ class ClusterUnavailable(APIException):
 class ClusterView:
     reading: reading.Reading
     nodes: list[dict[str, Any]] = field(default_factory=list)
-    groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # "ns/name" -> podgroup row
-    members: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    conditions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    _stuck: list[str] | None = None
+    groups: dict[GangKey, dict[str, Any]] = field(default_factory=dict)  # gang key -> its PodGroup's row
+    members: dict[GangKey, list[dict[str, Any]]] = field(default_factory=dict)
+    conditions: dict[GangKey, list[dict[str, Any]]] = field(default_factory=dict)
+    _stuck: list[GangKey] | None = None
 
     @property
     def at(self) -> float:
         return self.reading.time
 
-    def stuck(self, pause: Callable[[], None] = no_pause) -> list[str]:
+    def stuck(self, pause: Callable[[], None] = no_pause) -> list[GangKey]:
         """The gangs the next detection pass opens a request for (``scheduler.preemption.detection``), in
         its order (by key); worked out once per reading (every PodGroup parsed: the background refresh
         does it). Judged a namespace at a time, with ``pause`` between them: a gang is judged by its
         PodGroup, its pods and the PriorityClasses alone (``detection.gang_objects``)."""
         if self._stuck is None:
             grace = settings.GANGWEB_PENDING_GRACE_SECONDS
-            found: list[str] = []
+            found: list[GangKey] = []
             for chunk in _by_namespace(self.reading.objects):
                 pause()
                 found += (
@@ -172,10 +173,10 @@ def build_view(taken: reading.Reading, *, pause: Callable[[], None] = no_pause) 
         classes[pc.name] = pc
 
     held: dict[str, dict[tuple[str, str], int]] = {}  # node -> (namespace, gang name) -> GPUs
-    for key, pods in walked.members.items():
+    for gang_key, pods in walked.members.items():
         pause()
-        namespace, _, gang = key.partition("/")
-        rows = view.members.setdefault(key, [])
+        namespace, gang = split_gang_key(gang_key)
+        rows = view.members.setdefault(gang_key, [])
         for pod in pods:
             meta, spec, status = _meta(pod), pod.get("spec") or {}, pod.get("status") or {}
             gpus, node = walked.gpus[id(pod)], spec.get("nodeName")
@@ -196,11 +197,11 @@ def build_view(taken: reading.Reading, *, pause: Callable[[], None] = no_pause) 
                     "waits": waits(pod),
                 }
             )
-            view.conditions.setdefault(key, []).extend(
+            view.conditions.setdefault(gang_key, []).extend(
                 c for c in status.get("conditions") or [] if c.get("status") == "False"
             )
         if not rows:
-            del view.members[key]
+            del view.members[gang_key]
 
     # The map's reasons, from the picture of this same reading (one way: the page's and the API's).
     mapped = {g["key"]: g.get("reason") for g in taken.picture["gangs"]}
@@ -208,7 +209,7 @@ def build_view(taken: reading.Reading, *, pause: Callable[[], None] = no_pause) 
     for raw in walked.by_kind.get("PodGroup", []):
         pause()
         row = _group_row(raw, classes, view, now, mapped, broken)
-        view.groups[f"{row['namespace']}/{row['name']}"] = row
+        view.groups[row["podGroup"]] = row
 
     for node in sorted(walked.by_kind.get("Node", []), key=lambda n: _meta(n).get("name", "")):
         pause()
@@ -223,21 +224,21 @@ def _group_row(
     classes: dict[str, PriorityClass],
     view: ClusterView,
     now: float,
-    mapped: dict[str, str | None],
-    broken: dict[str, dict[str, Any]],
+    mapped: dict[GangKey, str | None],
+    broken: dict[GangKey, dict[str, Any]],
 ) -> dict:
     meta = _meta(raw)
     namespace, name = meta.get("namespace") or "", meta.get("name") or ""
-    key = f"{namespace}/{name}"
-    members = view.members.get(key, [])
+    gang_key = gang_key_of(namespace, name)
+    members = view.members.get(gang_key, [])
     placed = [m for m in members if m["node"]]
     waiting = [m for m in members if m["waits"]]
     status_conditions = list((raw.get("status") or {}).get("conditions") or [])
-    view.conditions[key] = status_conditions + view.conditions.get(key, [])
+    view.conditions[gang_key] = status_conditions + view.conditions.get(gang_key, [])
     row: dict[str, Any] = {
         "namespace": namespace,
         "name": name,
-        "podGroup": key,
+        "podGroup": gang_key,
         "priorityClass": None,
         "priority": 0,
         "disruptionMode": "single",
@@ -273,10 +274,10 @@ def _group_row(
         row["waitingSince"] = since
         row["waitingSeconds"] = max(0, int(now - since))
     # The gang's health as the map judged it (scheduler.health): null unless it is broken now.
-    row["broken"] = broken.get(key)
+    row["broken"] = broken.get(gang_key)
     row["noticeDeadline"] = (meta.get("annotations") or {}).get(DEADLINE_ANNOTATION)
     row["state"] = _state(row)
-    row["reason"] = _reason(row, mapped.get(key))
+    row["reason"] = _reason(row, mapped.get(gang_key))
     return row
 
 
@@ -352,12 +353,16 @@ def _cut_allocations(allocations: list[dict[str, Any]], scope: Scope) -> list[di
 def podgroups(scope: Scope) -> list[dict[str, Any]]:
     """The PodGroups the reader sees, by namespace then name."""
     view = cluster_view()
-    return [view.groups[key] for key in sorted(view.groups) if scope.sees(view.groups[key]["namespace"])]
+    return [
+        view.groups[gang_key]
+        for gang_key in sorted(view.groups)
+        if scope.sees(view.groups[gang_key]["namespace"])
+    ]
 
 
 def podgroup(scope: Scope, namespace: str, name: str) -> tuple[dict[str, Any], ClusterView] | None:
     view = cluster_view()
-    row = view.groups.get(f"{namespace}/{name}")
+    row = view.groups.get(gang_key_of(namespace, name))
     if row is None or not scope.sees(namespace):
         return None
     return row, view

@@ -12,6 +12,7 @@ from typing import Any
 from gangweb.access.scope import Scope
 from gangweb.clusterview.picture import totals
 from gangweb.clusterview.redact import redact
+from scheduler.engine.gangkey import GangKey
 
 OTHER = "~"
 OTHER_ROW = {
@@ -29,6 +30,8 @@ OTHER_ROW = {
 
 
 def _namespace(key: str | None) -> str:
+    """The namespace of a gang's or a pod's ``NAMESPACE/NAME`` as a message carries it, "" for none: read
+    leniently (not ``split_gang_key``), as a cut must not fail on what a message holds."""
     return (key or "").partition("/")[0]
 
 
@@ -65,11 +68,11 @@ def cut_delta(payload: dict[str, Any], scope: Scope) -> dict[str, Any]:
     if scope.all_namespaces:
         return payload
 
-    def owner(key: str | None) -> str | None:
-        return key if key is None or scope.sees(_namespace(key)) else OTHER
+    def owner(gang_key: GangKey | None) -> str | None:
+        return gang_key if gang_key is None or scope.sees(_namespace(gang_key)) else OTHER
 
-    def nominee(key: str | None) -> str | None:
-        return key if key is None or scope.sees(_namespace(key)) else None
+    def nominee(gang_key: GangKey | None) -> GangKey | None:
+        return gang_key if gang_key is None or scope.sees(_namespace(gang_key)) else None
 
     nodes = [
         [

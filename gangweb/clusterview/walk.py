@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler import podstate
+from scheduler.engine.gangkey import GangKey, gang_key_of
 from scheduler.engine.resources import pod_gpus
 
 Obj = dict[str, Any]
@@ -40,10 +41,6 @@ def no_pause() -> None:
 
 def _meta(obj: Obj) -> Obj:
     return obj.get("metadata") or {}
-
-
-def _key(obj: Obj) -> str:
-    return f"{_meta(obj).get('namespace')}/{_meta(obj).get('name')}"
 
 
 def waits(pod: Obj) -> bool:
@@ -68,14 +65,14 @@ class Walk:
     """The objects by kind, and the gangs, members and placements found in them (see the module)."""
 
     by_kind: dict[str, list[Obj]]
-    groups: dict[str, Obj]  # gang key -> its PodGroup
+    groups: dict[GangKey, Obj]  # gang key -> its PodGroup
     gpus: dict[int, int] = field(default_factory=dict)  # id(pod) -> its GPUs, every unfinished pod
     bound: dict[str, Obj] = field(default_factory=dict)  # pod key -> live (not terminating) bound pod
-    members: dict[str, list[Obj]] = field(default_factory=dict)  # gang key -> its unfinished pods
-    gang_of: dict[str, str] = field(default_factory=dict)  # pod key -> its gang's key, every member
+    members: dict[GangKey, list[Obj]] = field(default_factory=dict)  # gang key -> its unfinished pods
+    gang_of: dict[str, GangKey] = field(default_factory=dict)  # pod key -> its gang's key, every member
     on_node: dict[str, list[Obj]] = field(default_factory=dict)  # node -> members placed on it
     nominated_on: dict[str, list[Obj]] = field(default_factory=dict)  # node -> unplaced ones nominated
-    placed: dict[str, int] = field(default_factory=dict)  # gang key -> its members with a node
+    placed: dict[GangKey, int] = field(default_factory=dict)  # gang key -> its members with a node
 
 
 def walk(objects: Iterable[Obj], pause: Callable[[], None] = no_pause) -> Walk:
@@ -84,33 +81,41 @@ def walk(objects: Iterable[Obj], pause: Callable[[], None] = no_pause) -> Walk:
     by_kind: dict[str, list[Obj]] = {}
     for obj in objects:
         by_kind.setdefault(obj.get("kind", ""), []).append(obj)
-    found = Walk(by_kind, {_key(g): g for g in by_kind.get("PodGroup", [])})
+    found = Walk(
+        by_kind,
+        {
+            gang_key_of(_meta(g).get("namespace"), _meta(g).get("name")): g
+            for g in by_kind.get("PodGroup", [])
+        },
+    )
     gpus, bound, members, gang_of = found.gpus, found.bound, found.members, found.gang_of
     for pod in by_kind.get("Pod", []):
         pause()
         if podstate.is_finished(pod):
             continue
         count = gpus[id(pod)] = pod_gpus(pod)
-        pod_key = _key(pod)
+        meta = _meta(pod)
+        namespace, name = meta.get("namespace"), meta.get("name")
+        pod_key = f"{namespace}/{name}"
         if podstate.is_bound(pod) and not podstate.is_terminating(pod):
             bound[pod_key] = pod
         group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
         if group:
-            key = f"{_meta(pod).get('namespace')}/{group}"
+            gang_key = gang_key_of(namespace, group)
         elif count:
-            key = pod_key
+            gang_key = GangKey(pod_key)  # a lone GPU pod: a gang of its own, keyed by its pod's key
         else:
             continue
-        members.setdefault(key, []).append(pod)
-        gang_of[pod_key] = key
+        members.setdefault(gang_key, []).append(pod)
+        gang_of[pod_key] = gang_key
     # Gang by gang, as the map has always met them (the order nominated squares are handed out in).
-    for key, pods in members.items():
+    for gang_key, pods in members.items():
         pause()
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
             if node:
                 found.on_node.setdefault(node, []).append(pod)
-                found.placed[key] = found.placed.get(key, 0) + 1
+                found.placed[gang_key] = found.placed.get(gang_key, 0) + 1
             elif nominee := (pod.get("status") or {}).get("nominatedNodeName"):
                 found.nominated_on.setdefault(nominee, []).append(pod)
     return found

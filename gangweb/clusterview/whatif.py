@@ -16,6 +16,7 @@ from gangweb.access.scope import Scope
 from gangweb.clusterview.picture import build_picture
 from scheduler.engine import DEFAULT_POLICY, POLICIES, PodGroupNotFound, SnapshotError, parse_snapshot
 from scheduler.engine import plan as engine_plan
+from scheduler.engine.gangkey import GangKey
 from scheduler.preemption import planning
 from scheduler.words import plural
 
@@ -32,19 +33,19 @@ class Refused(Exception):
         self.missing = missing  # the gang is not there (a 404), rather than asked for wrongly
 
 
-def plans(objects: list[Any], podgroup: str, policies: list[str], *, maps: bool = False) -> list[dict]:
-    """The plans of ``podgroup`` on ``objects`` under each policy, each with its policy's line and a
+def plans(objects: list[Any], gang_key: GangKey, policies: list[str], *, maps: bool = False) -> list[dict]:
+    """The plans of the gang ``gang_key`` on ``objects`` under each policy, each with its policy's line and a
     summary, and with ``maps`` its small map."""
     try:
         snapshot = parse_snapshot(objects)
-    except SnapshotError as exc:
+        picture = picture_of(objects) if maps else None
+    except ValueError as exc:  # SnapshotError, or a gang key the map cannot split (``picture_of``)
         raise Refused("snapshot", str(exc)) from None
-    picture = picture_of(objects) if maps else None
     rows = []
     for policy in policies:
         started = time.perf_counter()
         try:
-            result = engine_plan(snapshot, podgroup, policy=policy)
+            result = engine_plan(snapshot, gang_key, policy=policy)
         except SnapshotError as exc:
             raise Refused("podGroup", str(exc), missing=isinstance(exc, PodGroupNotFound)) from None
         planned = planning.result_of(snapshot, result, time.perf_counter() - started)
@@ -68,7 +69,7 @@ def gangs(objects: list[Any], scope: Scope, *, checked: bool = True) -> list[dic
         if checked:
             parse_snapshot(objects)
         return gangs_of(objects, scope)
-    except SnapshotError as exc:
+    except ValueError as exc:  # SnapshotError, or a gang key the map cannot split (``picture_of``)
         raise Refused("snapshot", str(exc)) from None
 
 

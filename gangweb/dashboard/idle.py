@@ -20,6 +20,7 @@ from gangweb.access.scope import Scope
 from gangweb.dashboard.models import IdleSample
 from scheduler import activity, podstate
 from scheduler.cluster import ReportsActivity
+from scheduler.engine.gangkey import GangKey, gang_key_of
 from scheduler.engine.resources import pod_gpus
 from scheduler.engine.typed_objects import timestamp_or_none
 from scheduler.idle import (
@@ -75,7 +76,7 @@ def idle_now(
             elif usable:
                 free[node["name"]] = free.get(node["name"], 0) + 1
     if reserved:  # free GPUs gangweb reserved for a pending pod of a preemptor: held for its gang
-        by_key = {g["key"]: g for g in gangs}
+        by_gang_key = {g["key"]: g for g in gangs}
         for pod in objects:
             if pod.get("kind") != "Pod":
                 continue
@@ -84,7 +85,8 @@ def idle_now(
             node_name = reserved.get(pod_key)
             if node_name is None:
                 continue
-            gang = by_key.get(podstate.gang_key_of_pod(pod) or pod_key)
+            # A pod in no PodGroup: a lone GPU pod, its gang keyed by its pod's key (gangweb.clusterview.walk).
+            gang = by_gang_key.get(podstate.gang_key_of_pod(pod) or GangKey(pod_key))
             if (
                 gang is None
                 or podstate.is_bound(pod)
@@ -98,7 +100,7 @@ def idle_now(
                 add(gang, HELD_FOR_UNPLACED, taken)
     if waiting:
         add(None, FREE_WHILE_WAITING, sum(free.values()))
-    settled: set[str] = set()  # gangs whose GPUs are counted under a cause already
+    settled: set[GangKey] = set()  # gangs whose GPUs are counted under a cause already
     for index, gang in enumerate(gangs):
         if gang.get("broken"):
             add(gang, BROKEN_GANGS, held.get(index, 0))
@@ -109,10 +111,10 @@ def idle_now(
     if reading.state != activity.OK:
         return out, 0
     joined = activity.join(reading.series, bound, objects)
-    by_key = {g["key"]: g for g in gangs}
+    by_gang_key = {g["key"]: g for g in gangs}
     for pod_key, gpus in joined.pods.items():
         pod = bound[pod_key]
-        gang = by_key.get(podstate.gang_key_of_pod(pod) or pod_key)
+        gang = by_gang_key.get(podstate.gang_key_of_pod(pod) or GangKey(pod_key))
         if gang is None or gang["key"] in settled:
             continue
         started = timestamp_or_none((pod.get("status") or {}).get("startTime"))
@@ -182,7 +184,7 @@ def record_sample() -> IdleSample:
         at=at,
         seconds=max(0.0, seconds),
         rows=[  # namespace, gang, cause, GPUs, the gang's queue ([system, name]) or None
-            [ns, name, cause, round(gpus, 3), queues.get(f"{ns}/{name}")]
+            [ns, name, cause, round(gpus, 3), queues.get(gang_key_of(ns, name))]
             for (ns, name, cause), gpus in sorted(counted.items())
         ],
         activity=source.state,

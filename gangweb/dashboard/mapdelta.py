@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler.engine.gangkey import GangKey
 
-def _keys(picture: dict[str, Any], owners: list[int | None] | None) -> list[str | None] | None:
+
+def _gang_keys(picture: dict[str, Any], owners: list[int | None] | None) -> list[GangKey | None] | None:
     if owners is None:
         return None
     gangs = picture["gangs"]
@@ -22,8 +24,8 @@ def node_entry(picture: dict[str, Any], index: int) -> list[Any]:
     node = picture["nodes"][index]
     return [
         index,
-        _keys(picture, node["gpus"]),
-        _keys(picture, node.get("nominated")),
+        _gang_keys(picture, node["gpus"]),
+        _gang_keys(picture, node.get("nominated")),
         node["cordoned"],
         node["ready"],
     ]
@@ -39,13 +41,13 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any] | None:
         before, after = node_entry(old, i), node_entry(new, i)
         if before != after:
             nodes.append(after)
-    old_rows = {g["key"]: g for g in old["gangs"]}
-    new_rows = {g["key"]: g for g in new["gangs"]}
+    old_rows: dict[GangKey, dict[str, Any]] = {g["key"]: g for g in old["gangs"]}
+    new_rows: dict[GangKey, dict[str, Any]] = {g["key"]: g for g in new["gangs"]}
     return {
         "time": new["time"],
         "totals": new["totals"],
         "tiers": new["tiers"],
-        "gangs": [row for key, row in new_rows.items() if old_rows.get(key) != row],
+        "gangs": [row for gang_key, row in new_rows.items() if old_rows.get(gang_key) != row],
         "gone": sorted(set(old_rows) - set(new_rows)),
         "nodes": nodes,
     }

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from gangweb.notify.models import SinkKind
+from scheduler.engine.gangkey import split_gang_key
 
 SOURCE = "gangweb.io/preemption"
 TYPE_PREFIX = "io.gangweb."
@@ -86,9 +87,12 @@ def body(kind: str, sink_kind: str, event_id: str, at: datetime, payload: dict[s
         return event, "application/cloudevents+json"
     if sink_kind == SinkKind.SLACK:
         return {"text": f"{summary(kind, payload)} [{event_id}]"}, "application/json"
-    namespace, _, name = (payload.get("podGroup") or "").partition("/")
     labels = {"alertname": "GangwebPreemption", "kind": kind, "event_id": event_id}
-    if namespace:
+    try:
+        namespace, name = split_gang_key(payload.get("podGroup") or "")
+    except ValueError:
+        pass  # an event of no gang: labelled by its kind alone
+    else:
         labels |= {"namespace": namespace, "podgroup": name}
     if payload.get("state"):
         labels["state"] = str(payload["state"])

@@ -117,6 +117,13 @@ def test_bad_input_is_a_problem_naming_the_field(client, admin, monkeypatch):
         "/api/v1/simulate/podgroups/", {"snapshot": "nodes"}, content_type="application/json", **admin
     )
     assert list(problem(not_a_list, 400)["errors"]) == ["snapshot"]
+    # A pod whose PodGroup name is no gang key's NAME (the engine reads it; the map cannot key its gang).
+    slashed = {"kind": "Pod", "metadata": {"namespace": "a", "name": "p", "uid": "p"}}
+    slashed["spec"] = {"schedulingGroup": {"podGroupName": "x/y"}, "containers": [{"name": "c"}]}
+    odd = client.post(
+        "/api/v1/simulate/podgroups/", {"snapshot": [slashed]}, content_type="application/json", **admin
+    )
+    assert "a/x/y" in problem(odd, 400)["errors"]["snapshot"][0]
     maps = client.post(
         "/api/v1/simulate/",
         {"podGroup": "a/b", "maps": "sometimes"},
