@@ -179,14 +179,14 @@
         if (performance.now() - asked > 50) this.stats.longFrames += 1;
         // A full draw runs or is coming: it draws these nodes as they are, and asks again when done.
         if (this.pass || this.passWanted || this.layoutWanted) return;
-        if (this.pendingNodes.has(-1) || this.pendingNodes.size > 400) {
+        if (this.pendingNodes.has(-1)) {
           this.pendingNodes.clear();
           this.drawAll();
         } else {
           const t0 = performance.now();
-          for (const i of this.pendingNodes) this.drawNode(i);
-          this.pendingNodes.clear();
+          this.drawNodes(this.pendingNodes); // leaves what did not fit in the frame's budget
           this.stats.lastDrawMs = performance.now() - t0;
+          if (this.pendingNodes.size) return this.requestFrame();
         }
         this.expireFlashes();
       });
