@@ -170,6 +170,10 @@
       this.passFrame();
     },
 
+    firstBudget() {
+      return this.stats.firstPaintMs === null ? FIRST_BUDGET_MS : BUDGET_MS;
+    },
+
     // The whole draw now, in one task (benches time a full redraw with it).
     drawAllNow() {
       if (this.layoutWanted) this.layout();
@@ -186,8 +190,7 @@
         if (this.layoutWanted) this.layout();
         if (this.passWanted) this.beginPass();
         // A frame that laid the map out (reading the page's layout) may have spent its budget: the bands wait.
-        const budget = this.stats.firstPaintMs === null ? FIRST_BUDGET_MS : BUDGET_MS;
-        if (this.pass) this.passStep(budget - (performance.now() - t0));
+        if (this.pass) this.passStep(this.firstBudget() - (performance.now() - t0));
       });
     },
 

@@ -84,11 +84,12 @@
       this.anyMig = compact.anyMig;
       this.gangColours = null;
       this.pendingNodes.clear();
-      // Laid out and drawn from the next animation frame (map-raster.js); till then nothing is under the pointer.
-      this.geom = null;
+      // Laid out now and drawn at once as far as one frame's budget goes (the bands in the window first), the
+      // rest over the next frames (map-raster.js): waiting for a frame first cost a busy machine a frame cycle.
       this.pass = null;
-      this.layoutWanted = true;
-      this.drawAll();
+      this.layout();
+      this.beginPass();
+      this.passStep(this.firstBudget());
     }
 
     indexOf(key) {
