@@ -32,6 +32,8 @@ def page(template: str, title: str, nav: str):
         def shell(request: HttpRequest, *args, **kwargs) -> HttpResponse:
             scope = scope_for(request)
             if not scope.authenticated:
+                if scope.signed_in:
+                    return no_role_page(request, scope)
                 return redirect_to_login(request.get_full_path())
             context = {"title": title, "nav": nav, "scope": scope, "data_urls": data_urls()}
             try:
@@ -44,6 +46,12 @@ def page(template: str, title: str, nav: str):
         return shell
 
     return decorate
+
+
+def no_role_page(request: HttpRequest, scope) -> HttpResponse:
+    """A signed-in user no role is granted to: who they are, how an administrator grants one, a sign-out.
+    Sent back to /login/ instead, they were signed in already and went round in a loop."""
+    return render(request, "access/no_role.html", {"who": scope.user}, status=403)
 
 
 def data_urls() -> dict[str, str]:

@@ -146,6 +146,18 @@ def grant_user(var_dir: Path, user: str, password: str, *grant: str) -> None:
     )
 
 
+def add_user_without_role(var_dir: Path, user: str, password: str) -> None:
+    """A local user on the demo's database with a password and no grant (no role anywhere)."""
+    env = {**os.environ, **EMBEDDED_DEFAULTS, "GANGWEB_VAR_DIR": str(var_dir)}
+    code = (
+        "from django.contrib.auth.models import User; "
+        f"User.objects.create_user(username={user!r}, password={password!r})"
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+
+
 def a_request(base_url: str, timeout: float = 150) -> int:
     """The id of one of the demo's preemption requests, once it has one (its scene makes one in the first
     minute): the decision view (/requests/<id>/) to open."""

@@ -20,7 +20,7 @@ import yaml
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from scheduler.simulation import SimulatedCluster
-from tests.gangweb.conftest import a_request, grant_user, sign_in
+from tests.gangweb.conftest import a_request, add_user_without_role, grant_user, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -362,6 +362,12 @@ def test_every_page_fits_420_px_without_horizontal_overflow(start_demo, browser_
         page.wait_for_load_state("networkidle")
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 420, f"{path} is {width} px wide at 420"
+    # and the page of a signed-in user with no role (its grant command wraps)
+    add_user_without_role(demo.var_dir, "nora", "nora-password-31")
+    sign_in(page, demo.base_url, "nora", "nora-password-31")
+    page.wait_for_selector("#no-role-title")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 420, f"the no-role page is {width} px wide at 420"
     assert not page.errors, page.errors
 
 

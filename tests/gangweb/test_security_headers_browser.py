@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from tests.gangweb.conftest import a_request, sign_in
+from tests.gangweb.conftest import a_request, add_user_without_role, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.csp]
 
@@ -75,6 +75,16 @@ def test_every_page_loads_under_its_policy_without_a_violation(start_demo, brows
         page.wait_for_selector(ready, timeout=30_000)
         policies[path] = answer.headers.get("content-security-policy", "")
         violations[path] = page.evaluate("window.cspViolations")
+
+    # A signed-in user with no role: the page that says so.
+    page.get_by_role("button", name="Sign out").first.click()
+    page.wait_for_url("**/login/")
+    add_user_without_role(demo.var_dir, "nora", "nora-password-31")
+    sign_in(page, demo.base_url, "nora", "nora-password-31")
+    answer = page.goto(demo.base_url + "/")
+    page.wait_for_selector("#no-role-title")
+    policies["/ (no role)"] = answer.headers.get("content-security-policy", "")
+    violations["/ (no role)"] = page.evaluate("window.cspViolations")
 
     violations["/api/redoc/"] = [v for v in violations["/api/redoc/"] if not v.startswith(REDOCLY_LOGO)]
     assert {path: v for path, v in violations.items() if v} == {}

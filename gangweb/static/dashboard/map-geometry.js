@@ -9,39 +9,6 @@
   g.MAP_FREE = FREE;
 
   g.mapGeometry = {
-    // Each device gets a cell of its node's grid; the MIG partitions of one GPU share its cell, drawn as
-    // sub-squares. ``devName``/``mig`` keep what a DRA ResourceSlice says about each device.
-    placeDevices(nodes, total) {
-      this.cellOf = new Int16Array(total);
-      this.partOf = new Uint8Array(total);
-      this.partsOf = new Uint8Array(total).fill(1);
-      this.devName = new Array(total).fill(null);
-      this.mig = new Array(total).fill(null);
-      this.maxCells = 1;
-      this.anyMig = false; // without MIG a device's cell is its index: the full draw keeps its arithmetic
-      nodes.forEach((n, i) => {
-        const s0 = this.start[i];
-        const parents = new Map(); // parent GPU index -> [cell, slots]
-        let cells = 0;
-        n.gpus.forEach((_, j) => {
-          const s = s0 + j;
-          this.devName[s] = (n.devices || [])[j] || null;
-          const m = (n.mig || [])[j];
-          if (m) {
-            this.mig[s] = m;
-            let group = parents.get(m[0]);
-            if (!group) parents.set(m[0], (group = [cells++, []]));
-            this.cellOf[s] = group[0];
-            this.partOf[s] = group[1].length;
-            group[1].push(s);
-          } else this.cellOf[s] = cells++;
-        });
-        for (const [, slots] of parents.values()) for (const s of slots) this.partsOf[s] = slots.length;
-        this.maxCells = Math.max(this.maxCells, cells);
-        if (parents.size) this.anyMig = true;
-      });
-    },
-
     // Where device ``s`` of node ``i`` is drawn: its cell, or its part of the cell for a MIG partition.
     rect(i, s) {
       const c = this.cellOf[s];
@@ -66,6 +33,8 @@
     },
 
     layout() {
+      this.layoutWanted = false;
+      this.pass = null; // a full draw of the old layout: the caller draws the new one
       const width = Math.max(200, this.canvas.parentElement.clientWidth);
       const domains = this.picture.domains;
       const maxDevices = this.maxCells;
@@ -95,23 +64,31 @@
       const label = 14; // every rack named, however small its squares
       const margin = size >= 4 ? 10 : 5;
       const blocks = [];
+      const rows = []; // the racks side by side: {y, blocks, nodeRows, perNodeRow} (map-raster.js draws by them)
       let x = 0;
       let y = 0;
       let rowH = 0;
       for (const [index, d] of domains.entries()) {
         const perRow = Math.max(1, Math.min(d.count, 8, Math.floor(width / nodeW)));
         const w = perRow * nodeW;
-        const h = label + Math.ceil(d.count / perRow) * nodeH;
+        const nodeRows = Math.ceil(d.count / perRow);
+        const h = label + nodeRows * nodeH;
         if (x > 0 && x + w > width) {
           x = 0;
           y += rowH + margin;
           rowH = 0;
         }
-        blocks.push({ x, y, w, h, perRow, first: d.first, count: d.count, name: d.name, label, index });
+        if (x === 0) rows.push({ y, blocks: [], nodeRows: 0, perNodeRow: 0 });
+        const block = { x, y, w, h, perRow, first: d.first, count: d.count, name: d.name, label, index };
+        const row = rows[rows.length - 1];
+        row.blocks.push(block);
+        row.nodeRows = Math.max(row.nodeRows, nodeRows);
+        row.perNodeRow += perRow;
+        blocks.push(block);
         x += w + margin;
         rowH = Math.max(rowH, h);
       }
-      return { size, cell, nodeW, nodeH, blocks, height: Math.max(60, y + rowH + 2) };
+      return { size, cell, nodeW, nodeH, blocks, rows, labelH: label, height: Math.max(60, y + rowH + 2) };
     },
 
     nodeOrigin(i) {

@@ -7,7 +7,7 @@
 
   g.mapPointer = {
     describe(h) {
-      const node = this.picture.nodes[h.node] ? this.nodes[h.node] : null;
+      const node = this.nodes[h.node] || null;
       if (!node) return "";
       const domain = this.picture.domains[node.domain].name;
       const lines = [`${node.name} · ${domain}${this.cordoned[h.node] ? " · cordoned" : ""}`];
@@ -65,7 +65,7 @@
     },
 
     key(e) {
-      if (!this.nodes || !this.nodes.length) return;
+      if (!this.nodes || !this.nodes.length || !this.geom) return;
       const moves = { ArrowRight: 1, ArrowLeft: -1 };
       let i = this.focusNode < 0 ? 0 : this.focusNode;
       const b = this.geom.blocks[this.nodes[i].domain];

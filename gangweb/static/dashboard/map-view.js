@@ -90,6 +90,7 @@
       this.panY = Math.max(0, Math.min(y, this.geom.height - this.viewH() / this.zoom));
     },
     panTo(x, y) {
+      if (!this.geom) return; // not laid out yet
       this.sizeCanvas();
       this.clampPan(x, y);
       this.viewTransform();
@@ -99,6 +100,7 @@
 
     // Zoom by keeping the map point under (sx, sy) (CSS pixels in the canvas) where it is.
     zoomAt(zoom, sx, sy) {
+      if (!this.geom) return;
       const z = Math.max(1, Math.min(MAX_ZOOM, zoom));
       const [mx, my] = this.toMap(sx, sy);
       this.zoom = z;
@@ -115,7 +117,7 @@
 
     // Zoom onto the given nodes' box (the matches of a search).
     show(nodes) {
-      if (!nodes.length) return;
+      if (!nodes.length || !this.geom) return;
       let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
       for (const i of nodes) {
         x0 = Math.min(x0, this.nodeX[i]);
@@ -197,16 +199,6 @@
       const out = [];
       if (this.match) for (let i = 0; i < this.match.length; i++) if (this.match[i]) out.push(i);
       return out;
-    },
-
-    // A node a search or filter leaves out is drawn faded.
-    fadeUnmatched(i) {
-      if (!this.match || this.match[i]) return;
-      const ctx = this.ctx;
-      ctx.fillStyle = this.colours.bg;
-      ctx.globalAlpha = 0.8;
-      ctx.fillRect(this.nodeX[i], this.nodeY[i], this.geom.nodeW, this.geom.nodeH);
-      ctx.globalAlpha = 1;
     },
   };
 })();

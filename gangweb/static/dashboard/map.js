@@ -1,13 +1,24 @@
 // The GPU map on one <canvas>: one square per device, nodes as small grids, grouped by topology domain.
-// Built for 5,000 nodes x 8 GPUs: devices live in typed arrays, a full draw batches squares by colour,
-// and a delta redraws only the nodes it names (inside one animation frame). This file holds the data and the
-// drawing; map-geometry.js where each square is, map-view.js zoom, pan, search and filter, map-pointer.js
-// hover, click and keys (loaded before it).
+// Built for 5,000-20,000 nodes x 8 GPUs: map/ is parsed off the main thread into typed arrays (map-data.js),
+// a full draw writes pixels band by band over a few animation frames (map-raster.js), and a delta redraws
+// only the nodes it names (inside one animation frame). This file holds the data, deltas and marks;
+// map-geometry.js where each square is, map-view.js zoom, pan, search and filter, map-pointer.js hover,
+// click and keys (loaded before it).
 (function () {
   "use strict";
   const g = window.gangweb;
 
   const FREE = g.MAP_FREE;
+  // map-data.js is loaded async from the overview's <head>: it asks for map/ and has a worker parse it while
+  // the page's other scripts load. Waited for where it has not run yet.
+  function mapData() {
+    if (self.gangwebMapData) return Promise.resolve(self.gangwebMapData);
+    const script = document.getElementById("map-data");
+    return new Promise((resolve, reject) => {
+      script.addEventListener("load", () => resolve(self.gangwebMapData));
+      script.addEventListener("error", () => reject(new Error("map-data.js did not load")));
+    });
+  }
 
   function cssVar(name) {
     return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -23,7 +34,7 @@
       this.focusNode = -1;
       this.pendingNodes = new Set();
       this.frameRequested = false;
-      this.stats = { firstPaintMs: null, draws: 0, lastDrawMs: 0, lastUpdateMs: 0, longFrames: 0 };
+      this.stats = { firstPaintMs: null, firstScreenMs: null, draws: 0, lastDrawMs: 0, lastUpdateMs: 0, longFrames: 0 };
       this.gangs = [];
       this.keyIndex = new Map();
       this.flash = new Map(); // node index -> until (ms): squares that just changed are outlined
@@ -50,42 +61,35 @@
         mark: cssVar("--text") || "#111",
       };
       this.gangColours = null;
+      this.variants = null; // dimmed and faded pixels, mixed with the background (map-raster.js)
     }
 
     // --- data ------------------------------------------------------------------------------------
 
-    setPicture(picture) {
-      this.picture = picture;
-      this.gangs = picture.gangs.slice();
-      this.keyIndex = new Map(this.gangs.map((row, i) => [row.key, i]));
-      const nodes = picture.nodes;
-      let total = 0;
-      this.start = new Int32Array(nodes.length + 1);
-      nodes.forEach((n, i) => {
-        this.start[i] = total;
-        total += n.gpus.length;
-      });
-      this.start[nodes.length] = total;
-      this.owner = new Int32Array(total).fill(FREE);
-      this.nominated = new Int32Array(total).fill(FREE);
-      this.dra = new Uint8Array(total);
-      this.cordoned = new Uint8Array(nodes.length);
-      this.nodes = nodes.map((n) => ({ name: n.name, domain: n.domain }));
-      nodes.forEach((n, i) => {
-        const s = this.start[i];
-        n.gpus.forEach((o, j) => (this.owner[s + j] = o === null ? FREE : o));
-        (n.nominated || []).forEach((o, j) => (this.nominated[s + j] = o === null ? FREE : o));
-        (n.dra || []).forEach((d, j) => (this.dra[s + j] = d ? 1 : 0));
-        this.cordoned[i] = n.cordoned || !n.ready ? 1 : 0;
-      });
-      this.placeDevices(nodes, total);
+    // ``data``: what map-data.js makes of map/'s picture (``fetchPicture``), or the picture itself.
+    setPicture(data) {
+      const compact = data.nodes ? self.gangwebMapData.compactPicture(data) : data;
+      this.picture = compact.rest;
+      this.gangs = compact.rest.gangs.slice();
+      this.keyIndex = new Map();
+      for (let i = 0; i < this.gangs.length; i++) this.keyIndex.set(this.gangs[i].key, i);
+      Object.assign(this, compact.arrays); // start, owner, nominated, dra, cordoned, domainOf, cellOf, partOf, partsOf
+      const names = compact.names;
+      const domainOf = this.domainOf;
+      this.nodes = new Array(names.length);
+      for (let i = 0; i < names.length; i++) this.nodes[i] = { name: names[i], domain: domainOf[i] };
+      this.devName = compact.devName || [];
+      this.mig = compact.mig || [];
+      this.maxCells = compact.maxCells;
+      this.anyMig = compact.anyMig;
       this.gangColours = null;
+      this.pendingNodes.clear();
+      // Laid out now and drawn at once as far as one frame's budget goes (the bands in the window first), the
+      // rest over the next frames (map-raster.js): waiting for a frame first cost a busy machine a frame cycle.
+      this.pass = null;
       this.layout();
-      this.drawAll();
-      if (this.stats.firstPaintMs === null) {
-        this.stats.firstPaintMs = performance.now();
-        performance.mark("map-first-paint");
-      }
+      this.beginPass();
+      this.passStep(this.firstBudget());
     }
 
     indexOf(key) {
@@ -145,16 +149,19 @@
     // --- layout (map-geometry.js): domains as blocks that flow in rows; a node is a grid of its devices
 
     resize() {
-      if (this.picture) {
-        this.layout();
-        this.drawAll();
-      }
+      if (!this.picture || !this.geom) return;
+      if (Math.max(200, this.canvas.parentElement.clientWidth) === this.geom.width) return; // drawn for it
+      this.layout();
+      this.drawAll();
     }
 
     // --- drawing ---------------------------------------------------------------------------------
 
     colourOf(gang) {
-      if (!this.gangColours) this.gangColours = new Map();
+      if (!this.gangColours) {
+        this.gangColours = new Map();
+        this.gangPacked = new Map(); // the same, as pixels (map-raster.js)
+      }
       let c = this.gangColours.get(gang);
       if (c === undefined) {
         const row = this.gangs[gang];
@@ -171,14 +178,16 @@
       requestAnimationFrame(() => {
         this.frameRequested = false;
         if (performance.now() - asked > 50) this.stats.longFrames += 1;
+        // A full draw runs or is coming: it draws these nodes as they are, and asks again when done.
+        if (this.pass || this.passWanted || this.layoutWanted) return;
         if (this.pendingNodes.has(-1)) {
           this.pendingNodes.clear();
           this.drawAll();
         } else {
           const t0 = performance.now();
-          for (const i of this.pendingNodes) this.drawNode(i);
-          this.pendingNodes.clear();
+          this.drawNodes(this.pendingNodes); // leaves what did not fit in the frame's budget
           this.stats.lastDrawMs = performance.now() - t0;
+          if (this.pendingNodes.size) return this.requestFrame();
         }
         this.expireFlashes();
       });
@@ -196,70 +205,6 @@
       if (this.pendingNodes.size || left) setTimeout(() => this.requestFrame(), left ? 300 : 0);
     }
 
-    drawAll() {
-      if (!this.geom) return;
-      const t0 = performance.now();
-      const ctx = this.ctx;
-      this.screenTransform();
-      ctx.fillStyle = this.colours.bg;
-      ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
-      this.viewTransform();
-      ctx.fillStyle = this.colours.text;
-      ctx.font = "11px system-ui, sans-serif";
-      ctx.textBaseline = "top";
-      // Each rack (or zone) named over its nodes; its zone too where the block is wide enough.
-      for (const b of this.geom.blocks) {
-        if (!b.label) continue;
-        const zone = this.picture.domains[b.index].zone;
-        const both = zone && zone !== b.name ? `${b.name} · ${zone}` : b.name;
-        ctx.fillText(ctx.measureText(both).width <= b.w ? both : b.name, b.x, b.y + 1, b.w);
-      }
-      // In device order: a gang's squares are mostly next to each other, so fillStyle changes per run.
-      const dim = this.highlight !== null;
-      let current = "";
-      const size = this.geom.size;
-      const cell = this.geom.cell;
-      const cols = this.devCols;
-      for (let i = 0; i < this.nodes.length; i++) {
-        if (!this.inView(i)) continue;
-        const nx = this.nodeX[i] + 1;
-        const ny = this.nodeY[i] + 1;
-        for (let s = this.start[i], j = 0; s < this.start[i + 1]; s++, j++) {
-          const colour = this.squareColour(i, s);
-          if (colour !== current) ctx.fillStyle = current = colour;
-          if (this.anyMig) {
-            const r = this.rect(i, s);
-            ctx.fillRect(r[0], r[1], r[2], r[2]);
-          } else ctx.fillRect(nx + (j % cols) * cell, ny + ((j / cols) | 0) * cell, size, size);
-        }
-      }
-      if (dim) {
-        // Dim everything, then draw the lit gang again on top.
-        this.screenTransform();
-        ctx.fillStyle = this.colours.bg;
-        ctx.globalAlpha = 0.6;
-        ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
-        ctx.globalAlpha = 1;
-        this.viewTransform();
-        ctx.fillStyle = this.colourOf(this.highlight);
-        for (let i = 0; i < this.nodes.length; i++) {
-          for (let s = this.start[i]; s < this.start[i + 1]; s++) {
-            if (this.owner[s] === this.highlight) {
-              const r = this.rect(i, s);
-              ctx.fillRect(r[0], r[1], r[2], r[2]);
-            }
-          }
-        }
-      }
-      for (let i = 0; i < this.nodes.length; i++) {
-        if (!this.inView(i)) continue;
-        if (this.marked(i)) this.decorate(i, false);
-        this.fadeUnmatched(i);
-      }
-      this.stats.draws += 1;
-      this.stats.lastDrawMs = performance.now() - t0;
-    }
-
     marked(i) {
       if (this.flash.has(i) || i === this.focusNode) return true;
       for (let s = this.start[i]; s < this.start[i + 1]; s++) if (this.dra[s] || this.nominated[s] !== FREE || this.broken(this.owner[s])) return true;
@@ -271,41 +216,16 @@
       return o !== FREE && !!(this.gangs[o] && this.gangs[o].broken);
     }
 
-    squareColour(i, s) {
-      const o = this.owner[s];
-      if (o !== FREE) return this.colourOf(o);
-      return this.cordoned[i] ? this.colours.cordoned : this.colours.free;
-    }
-
-    drawNode(i) {
-      const ctx = this.ctx;
-      const [nx, ny] = this.nodeOrigin(i);
-      ctx.fillStyle = this.colours.bg;
-      ctx.fillRect(nx, ny, this.geom.nodeW, this.geom.nodeH);
-      const dim = this.highlight !== null;
-      for (let s = this.start[i]; s < this.start[i + 1]; s++) {
-        const [x, y, size] = this.rect(i, s);
-        ctx.fillStyle = this.squareColour(i, s);
-        ctx.globalAlpha = dim && this.owner[s] !== this.highlight ? 0.4 : 1;
-        ctx.fillRect(x, y, size, size);
-      }
-      ctx.globalAlpha = 1;
-      this.decorate(i, dim);
-      this.fadeUnmatched(i);
-    }
-
-    // Marks over the squares: nominated (outline in the gang's colour), DRA (a dot), the lit gang,
-    // squares that just changed (outlined for a moment), the keyboard focus.
-    decorate(i, dim) {
+    // Marks over the squares (map-raster.js drew them): nominated (outline in the gang's colour), DRA (a
+    // dot), hatching of a broken gang, squares that just changed (outlined for a moment), the keyboard focus;
+    // faint on a node a search leaves out, as its squares are.
+    decorate(i) {
       const ctx = this.ctx;
       const [nx, ny] = this.nodeOrigin(i);
       const flashing = this.flash.has(i);
+      ctx.globalAlpha = this.match && !this.match[i] ? 0.2 : 1;
       for (let s = this.start[i]; s < this.start[i + 1]; s++) {
         const [x, y, size] = this.rect(i, s);
-        if (dim && this.owner[s] === this.highlight) {
-          ctx.fillStyle = this.colourOf(this.owner[s]);
-          ctx.fillRect(x, y, size, size);
-        }
         if (this.nominated[s] !== FREE && this.owner[s] === FREE) {
           ctx.strokeStyle = this.colourOf(this.nominated[s]);
           ctx.lineWidth = 1;
@@ -331,6 +251,7 @@
         ctx.lineWidth = 1;
         ctx.strokeRect(nx + 0.5, ny + 0.5, this.geom.nodeW - 1, this.geom.nodeH - 1);
       }
+      ctx.globalAlpha = 1;
     }
 
     pixel(slot) {
@@ -349,6 +270,8 @@
   }
 
   // Where things are and what is under the pointer (map-geometry.js); the pointer and keyboard (map-pointer.js).
-  Object.assign(GpuMap.prototype, g.mapGeometry, g.mapView, g.mapPointer);
+  Object.assign(GpuMap.prototype, g.mapGeometry, g.mapView, g.mapPointer, g.mapRaster);
+  // map/ as ``setPicture`` takes it (map-data.js).
+  GpuMap.fetchPicture = async (url) => (await mapData()).fetchPicture(url);
   window.GpuMap = GpuMap;
 })();

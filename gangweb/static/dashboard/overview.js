@@ -12,9 +12,9 @@
 
   async function loadPicture() {
     buffered = buffered || [];
-    const picture = await g.getJSON(g.urls.map);
+    map.setPicture(await GpuMap.fetchPicture(g.urls.map));
     performance.mark("map-picture-fetched");
-    map.setPicture(picture);
+    const picture = map.picture;
     g.live.setLast("map", picture.seq);
     const late = buffered.filter((m) => m.seq > picture.seq);
     buffered = null;

@@ -92,6 +92,27 @@ def test_sign_out_needs_post_and_the_csrf_token(viewer):
     assert client.get("/").status_code == 302
 
 
+@pytest.mark.parametrize("demo", [False, True])
+def test_a_signed_in_user_without_a_role_is_told_so_and_how_to_get_one(settings, demo):
+    settings.DEMO = demo  # in the demo too: a signed-in user reads as themself, not as the demo's reader
+    nora = get_user_model().objects.create_user("nora", password="a long password for nora")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(nora)
+    for path in ("/", "/gangs/", "/preemptions/", "/what-if/"):
+        page = client.get(path)
+        assert page.status_code == 403, path
+        text = page.content.decode()
+        assert "signed in as <strong>nora</strong>" in text and "no role has been granted" in text
+        assert "python manage.py access grant nora --role viewer" in text
+        assert 'action="/logout/"' in text and "Sign out" in text
+    # /login/ sends her on to the page that says so, not round in a loop
+    again = client.get("/login/")
+    assert again.status_code == 302 and again["Location"] == "/"
+    response = client.post("/logout/", {"csrfmiddlewaretoken": csrf_of(page)})
+    assert response.status_code == 302 and response["Location"] == "/login/"
+    assert client.get("/").status_code == (200 if demo else 302)  # signed out: the demo's reader, or sign in
+
+
 def test_session_posts_to_the_api_need_the_csrf_token(viewer):
     client = Client(enforce_csrf_checks=True)
     client.force_login(viewer)
