@@ -284,8 +284,14 @@ def run_size_real(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[st
     plurals = {r.plural for r in SNAPSHOT_RESOURCES}
     figures: dict[str, Any] = {"server": "real", "nodes": nodes}
     _clean_ledger()
-    # Thousands of KWOK nodes renew their leases slower than every 40 s on this machine: a longer lease.
-    with ControlPlane(tmp / f"cluster-{nodes}", env={"GANGWEB_CLUSTER_NODE_LEASE_SECONDS": "600"}) as plane:
+    # Thousands of KWOK nodes renew their leases slower than every 40 s on this machine: a longer lease. KWOK
+    # renews each every quarter of it, so 600 s at 20,000 nodes would be 133 writes a second, more than the
+    # loader's pods: at least nodes / 5 s keeps renewals at most 20 a second.
+    lease = max(600, nodes // 5)
+    figures["node_lease_s"] = lease
+    with ControlPlane(
+        tmp / f"cluster-{nodes}", env={"GANGWEB_CLUSTER_NODE_LEASE_SECONDS": str(lease)}
+    ) as plane:
         client = plane.client
         figures.update(load(client, objects, enforce=True, namespace=NAMESPACE, start_times=False))
         figures["pods"] = figures.pop("running_pods")
