@@ -245,7 +245,8 @@ def start_worker(kubeconfig: Path, concurrency: int, log_path: Path) -> subproce
 def wait_synced(worker: subprocess.Popen, concurrency: int, log_path: Path) -> list[int]:
     """The pool processes, once their watch caches are synced: the live snapshot parses the lists on the
     informer threads, so synced is when their memory stops growing."""
-    trials.wait(lambda: len(_children(worker.pid)) >= concurrency, 60, f"the pool processes ({log_path})")
+    # Start-up takes over a minute on a loaded machine (Django, the app, the first lists): five minutes.
+    trials.wait(lambda: len(_children(worker.pid)) >= concurrency, 300, f"the pool processes ({log_path})")
     pool, last, steady = _children(worker.pid), -1, 0
     while steady < 3:
         if worker.poll() is not None:
