@@ -277,13 +277,16 @@ def create_all(client: Client, objects: list[dict[str, Any]], what: str, workers
                 f"creating {obj['kind']} {obj['metadata']['name']}: {status} {data.get('message')}"
             )
 
-    with ThreadPoolExecutor(workers or client.connections) as pool:
+    pool = ThreadPoolExecutor(workers or client.connections)
+    try:
         for done, future in enumerate(as_completed([pool.submit(create, o) for o in objects]), 1):
             future.result()
             if time.monotonic() - last >= PROGRESS_SECONDS and done < len(objects):
                 last = time.monotonic()
                 rate = done / (last - started)
                 progress(f"created {done:,} of {len(objects):,} {what} ({rate:,.0f}/s)")
+    finally:  # stopped (Ctrl-C, SIGTERM, a refusal): the creates not yet started are dropped, not waited for
+        pool.shutdown(wait=True, cancel_futures=True)
     took = time.monotonic() - started
     progress(f"created {len(objects):,} {what} in {took:.1f} s ({len(objects) / max(took, 1e-3):,.0f}/s)")
     return took
