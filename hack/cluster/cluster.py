@@ -114,6 +114,11 @@ KEEP_RUNNING_LABEL = "gangweb.io/kwok-keep-running"
 # KWOK renews each node's lease; with thousands of nodes on a small machine it falls behind the controller
 # manager's grace period and nodes turn Unknown. A longer lease (and grace) keeps large clusters Ready.
 NODE_LEASE_SECONDS = int(os.environ.get("GANGWEB_CLUSTER_NODE_LEASE_SECONDS", "40"))
+# kube-scheduler's and the controller manager's clients limit themselves to 50 and 20 requests a second by
+# default (a real cluster's API server is shared); this one is theirs alone, and thousands of nodes loaded at
+# once each need their not-ready taint removed by the controller manager: 1,000 seconds at 20 a second for
+# 20,000 nodes. Unlimited in practice, as kwokctl's ``disableQPSLimits`` does.
+CLIENT_QPS, CLIENT_BURST = 5000, 10000
 
 
 class ClusterError(Exception):
@@ -425,12 +430,11 @@ def kwok_stages(state: Path) -> Path:
     if not found or anchor not in tail:
         raise ClusterError(f"{cache_dir() / 'kwok-stages.yaml'} has no pod-complete stage with a selector")
     keep = f"    - key: '.metadata.labels.\"{KEEP_RUNNING_LABEL}\"'\n      operator: 'DoesNotExist'\n"
-    # KWOK's own client is limited to a few requests a second by default: thousands of nodes then take
-    # half an hour to report Ready (KWOK idle, the API server not busy). Unlimited, with more workers.
+    # KWOK's client has no rate limit (kwok v0.8.0 pkg/utils/client); its stages and leases run 4 at a time by
+    # default, too few for thousands of nodes reporting at once: 16 each.
     options = (
         "---\napiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n"
-        "  disableQPSLimits: true\n  nodePlayStageParallelism: 16\n  nodeLeaseParallelism: 16\n"
-        "  podPlayStageParallelism: 16\n"
+        "  nodePlayStageParallelism: 16\n  nodeLeaseParallelism: 16\n  podPlayStageParallelism: 16\n"
     )
     staged = head + found + tail.replace(anchor, anchor + keep, 1)
     return write(state / "kwok-stages.yaml", (staged.rstrip("\n") + "\n" + options).encode())
@@ -537,7 +541,8 @@ def up(state: Path, admission_config: Path | None = None, gates: dict[str, bool]
             cluster.start(
                 name,
                 [str(bins / name), f"--kubeconfig={config}", "--leader-elect=false", *serving]
-                + [f"--feature-gates={gates}", "--v=1", *extra],
+                + [f"--feature-gates={gates}", "--v=1", *extra]
+                + [f"--kube-api-qps={CLIENT_QPS}", f"--kube-api-burst={CLIENT_BURST}"],
             )
         say("starting kwok")
         cluster.start(
