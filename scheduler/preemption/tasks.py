@@ -17,6 +17,7 @@ from datetime import timedelta
 from celery import shared_task
 from celery.exceptions import OperationalError, SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
+from django import db
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -197,7 +198,23 @@ def _detect(gang_key: GangKey | None) -> dict:
 
 @shared_task(name="scheduler.plan_request", bind=True, ignore_result=True, max_retries=3)
 def plan_request(self, request_id: int) -> None:
-    request = ledger.begin_planning(request_id)
+    try:
+        request = ledger.begin_planning(request_id)
+    except (db.OperationalError, db.InterfaceError) as exc:
+        # Nothing moved yet: the request is still pending. Retried here, not left to the beat's
+        # recover_requests, which a worker without a beat (the benchmarks', a one-off) never runs.
+        if self.request.retries >= self.max_retries:
+            logger.error(
+                "cannot start planning; the beat's recovery is left to plan it", extra={"request": request_id}
+            )
+            raise
+        countdown = 2**self.request.retries
+        logger.warning(
+            "cannot start planning, retrying in %s s",
+            countdown,
+            extra={"request": request_id, "error": repr(exc)},
+        )
+        raise self.retry(exc=exc, countdown=countdown) from exc
     if request is None:
         return
     try:
