@@ -208,6 +208,12 @@ def trial(
         "seconds_unschedulable_to_first_eviction": (
             round(first_eviction - start, 3) if first_eviction is not None else None
         ),
+        # Where those seconds went (the ledger's phases, seconds after the condition): gangweb's runs only.
+        "timeline": (
+            trials.timeline(name, since, start, first_eviction - start)
+            if enforce and first_eviction is not None
+            else {}
+        ),
         "seen_unschedulable": unschedulable_at is not None,
         "evicted_pods": len({n for _, n in evicted}),
         "evicted": sorted({n for _, n in evicted}),

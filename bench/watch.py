@@ -340,15 +340,20 @@ def run_size_real(nodes: int, options: argparse.Namespace, tmp: Path) -> dict[st
             finally:
                 pods.stop()
                 groups.stop()
-            after = client.list_lists()
+            after, after_at = client.list_lists(), time.time()
             figures["lists_during_trials"] = lists_between(churned, after, plurals)
-            # Whose they may be: the re-check reads the victims' budgets afresh (a LIST of one namespace's).
+            time.sleep(1.5)  # the audit log's last batch
+            # Whose they are: the Eviction API lists the namespace's budgets for every eviction, dry run or not.
+            figures["lists_trials_by_client"] = audited_lists(plane.state, churned_at, after_at)
             figures["lists_during_trials_by_resource"] = {
                 r: n for r in sorted(plurals) if (n := lists_between(churned, after, [r]))
             }
             latencies = [g["seconds_unschedulable_to_first_eviction"] for g in gangs]
             figures["trials_without_eviction"] = [g["gpus"] for g, s in zip(gangs, latencies) if s is None]
             figures["unschedulable_to_first_eviction_s"] = latencies
+            timelines = [g["timeline"] for g in gangs if g["timeline"]]
+            figures["first_eviction_timelines_s"] = timelines
+            figures["first_eviction_phase_p50_s"] = trials.phase_medians(timelines)
             measured = [s for s in latencies if s is not None]
             figures["unschedulable_to_first_eviction_p50_s"] = (
                 round(statistics.median(measured), 3) if measured else None
