@@ -105,6 +105,7 @@ class KubeCluster:
         self._queue_lock = threading.Lock()
         self._queues_found = threading.Event()
         self._queue_thread: threading.Thread | None = None
+        self._index_starter: threading.Thread | None = None
         self._stopping = threading.Event()
         self._started = False
         self._served: Served | None = None
@@ -186,13 +187,12 @@ class KubeCluster:
     # ----- informers
     def start(self, *, wait: bool = True, timeout: float = 30.0, index: bool = False) -> KubeCluster:
         """Start the informers; with ``wait``, return once every kind is listed (ClusterError after
-        ``timeout``, informers stopped again). ``index``: the live snapshot indexes itself in the background
-        after each quiet moment (``LiveSnapshot.keep_indexed``), for processes that plan, and the process's
-        heap is settled after each index (``scheduler.engine.caching.heap``: the cache frozen out of the
-        garbage collector's full passes, which would walk it all, GIL held)."""
+        ``timeout``, informers stopped again). ``index``: once every kind is listed, the live snapshot
+        indexes itself in the background after each quiet moment (``LiveSnapshot.keep_indexed``), for
+        processes that plan, and the process's heap is settled after each index
+        (``scheduler.engine.caching.heap``: the cache frozen out of the garbage collector's full passes,
+        which would walk it all, GIL held)."""
         self._api()
-        if index:
-            self.live.keep_indexed(settle_heap=True)
         try:
             served = self.served(refresh=True)
         except ClusterError as exc:  # the informers retry until the API server answers; so will discovery
@@ -207,6 +207,11 @@ class KubeCluster:
             else:  # not served: an empty cache, never a watch that 404s forever
                 reflector.synced.set()
         self._stopping.clear()
+        if index and self._index_starter is None:
+            self._index_starter = threading.Thread(
+                target=self._index_once_listed, name="index-start", daemon=True
+            )
+            self._index_starter.start()
         if self.queue_kinds and self._queue_thread is None:
             self._queue_thread = threading.Thread(
                 target=self._watch_queue_kinds, name="queue-kinds", daemon=True
@@ -219,6 +224,17 @@ class KubeCluster:
             self.stop()
             raise ClusterError(f"informers not synced after {timeout}s: {pending} {errors}")
         return self
+
+    def _index_once_listed(self) -> None:
+        """Index in the background (and settle the heap) from when every kind is listed. The first settle
+        takes the heap's measure; taken on a half-listed cache it was a fraction of the whole, so the full
+        collection that followed a minute later held the interpreter lock for seconds in the middle of work
+        (20,000 nodes: the first preemption's watch event 4-6 s late, docs/kube.md)."""
+        while not self._stopping.is_set():
+            if self.wait_synced(1.0):
+                if not self._stopping.is_set():
+                    self.live.keep_indexed(settle_heap=True)
+                return
 
     def _all_reflectors(self) -> list[Reflector]:
         with self._queue_lock:
@@ -272,9 +288,12 @@ class KubeCluster:
             return
 
     def stop(self) -> None:
+        self._stopping.set()
+        starter, self._index_starter = self._index_starter, None
+        if starter is not None and starter is not threading.current_thread():
+            starter.join(5.0)
         self.live.stop_indexing()
         self._events.stop()
-        self._stopping.set()
         thread, self._queue_thread = self._queue_thread, None
         if thread is not None:
             thread.join(5.0)

@@ -211,6 +211,11 @@ class LiveSnapshot:
                     self._changed.notify_all()
         return built
 
+    def indexing(self) -> bool:
+        """Whether it indexes itself in the background (``keep_indexed`` and not stopped)."""
+        with self._lock:
+            return self._indexer is not None
+
     def ready(self) -> bool:
         """Whether the indexed snapshot of the current objects is built (``snapshot()`` returns it at once)."""
         with self._lock:

@@ -97,6 +97,26 @@ def test_expired_watch_relists(server, cluster):
     assert ("DELETED", "solo") in heard and ("ADDED", "while-away") in heard
 
 
+def test_a_planning_process_indexes_in_the_background_only_once_every_kind_is_listed(server, cluster):
+    """The first index settles the heap and takes its measure: on a half-listed cache that measure was a
+    fraction of the whole, and the full collection it brought a minute later stalled every thread."""
+    server.faults.fail("/api/v1/pods$", 500, method="GET", times=None)  # the pods' list held back
+    cluster.start(wait=False, index=True)
+    nodes = cluster.reflector(NODES)
+    deadline = time.monotonic() + 10
+    while not nodes.synced.is_set() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert nodes.synced.is_set() and not cluster.reflector(PODS).synced.is_set()
+    assert not cluster.live.indexing()  # the cache so far is nodes without their pods
+    server.faults.clear()
+    deadline = time.monotonic() + 30
+    while not cluster.live.ready() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    live = cluster.live_snapshot()
+    assert live.indexing() and live.ready()
+    assert "team-a/solo" in {p.key for p in live.snapshot().pods}
+
+
 def test_reconnects_after_the_server_restarts(server, cluster):
     cluster.start()
     reflector = cluster.reflector(PODS)
