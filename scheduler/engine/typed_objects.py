@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .checkpoints import last_checkpoint
+from .gangkey import gang_key_of
 from .resources import parse_resource_list, pod_requests
 from .selectors import (
     LabelSelector,
@@ -242,6 +243,7 @@ class Pod:
         "claim_refs",
         "claim_statuses",
         "created",
+        "gang_key",
         "group_name",
         "host_ports",
         "key",
@@ -278,6 +280,8 @@ class Pod:
         self.nominated_node = _opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName")
         group = _map(spec.get("schedulingGroup"), "spec.schedulingGroup")
         self.group_name = _opt_str(group.get("podGroupName"), "spec.schedulingGroup.podGroupName")
+        # Its PodGroup's key, made once here: every index of the pod looks its group up by it.
+        self.gang_key = gang_key_of(self.namespace, self.group_name) if self.group_name else None
         self.priority = _int(spec.get("priority"), "spec.priority")
         self.priority_class = _opt_str(spec.get("priorityClassName"), "spec.priorityClassName")
         self.preemption_policy = _preemption_policy(spec.get("preemptionPolicy"), "spec.preemptionPolicy")

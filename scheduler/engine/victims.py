@@ -17,7 +17,6 @@ import numpy as np
 from .backref import SnapshotRef
 from .checkpoints import assumed_checkpoint
 from .contract import NO_VICTIM_COST, NO_VICTIM_PRIORITY, Cost
-from .gangkey import gang_key_of
 from .typed_objects import ALL
 
 if TYPE_CHECKING:
@@ -34,6 +33,9 @@ class Unit:
     """One victim: preempted (or reprieved) as a whole."""
 
     __slots__ = (
+        "_node_req",
+        "_node_req_t",
+        "_rows",
         "earliest_start",
         "gpu_seconds",
         "gpus",
@@ -41,8 +43,6 @@ class Unit:
         "kind",
         "name",
         "namespace",
-        "node_req",
-        "node_req_t",
         "pdb_pods",
         "pods",
         "priority",
@@ -54,7 +54,6 @@ class Unit:
     gpu_seconds: float
     earliest_start: float | None
     tiebreak: str
-    node_req_t: dict[int, tuple[int, ...]]
 
     def __init__(
         self, kind: str, namespace: str, name: str, type_rank: int, priority: int, pods: list[int]
@@ -62,8 +61,32 @@ class Unit:
         self.kind, self.namespace, self.name = kind, namespace, name
         self.type_rank, self.priority, self.pods = type_rank, priority, pods
         self.index = -1
-        self.node_req: dict[int, np.ndarray] = {}
         self.pdb_pods: list[int] = []
+        self._node_req: dict[int, np.ndarray] | None = {}
+        self._node_req_t: dict[int, tuple[int, ...]] | None = {}
+
+    def _occupies(self, nodes: list[int], req: np.ndarray, first: int, end: int) -> None:
+        """Its (node, request) rows are ``nodes[first:end]``, ``req[first:end]`` of the index's layout."""
+        self._rows = (nodes, req, first, end)
+        self._node_req = self._node_req_t = None
+
+    @property
+    def node_req(self) -> dict[int, np.ndarray]:
+        """Per node it holds, what its pods there request, in the order its pods first reach the node. Made
+        on first use: a plan reads a few units' rows, and making all of them took a sixth of an index build
+        (docs/measurements.md)."""
+        if self._node_req is None:
+            nodes, req, first, end = self._rows
+            self._node_req = dict(zip(nodes[first:end], req[first:end]))
+        return self._node_req
+
+    @property
+    def node_req_t(self) -> dict[int, tuple[int, ...]]:
+        """``node_req`` in plain tuples: per-node arithmetic on a handful of numbers is faster without numpy."""
+        if self._node_req_t is None:
+            nodes, req, first, end = self._rows
+            self._node_req_t = dict(zip(nodes[first:end], map(tuple, req[first:end].tolist())))
+        return self._node_req_t
 
     @property
     def key(self) -> str:
@@ -108,8 +131,8 @@ class UnitIndex:
                 continue
             pod = pods[pod_idx]
             top_all = None
-            if pod.group_name:
-                gang_key = gang_key_of(pod.namespace, pod.group_name)
+            gang_key = pod.gang_key
+            if gang_key is not None:
                 if gang_key in tops:
                     top_all = tops[gang_key]
                 else:
@@ -215,18 +238,14 @@ class UnitIndex:
         uid_rank = np.empty(len(uids), dtype=np.int64)
         uid_rank[by_uid] = np.arange(len(uids))
         tiebreak = np.minimum.reduceat(uid_rank[flat], firsts)
-        nodes, rows = e_node.tolist(), list(e_req)
-        # Plain tuples too: per-node arithmetic on a handful of numbers is faster without numpy.
-        tuples = [tuple(r) for r in e_req.tolist()]
+        nodes = e_node.tolist()
         e_bounds = np.searchsorted(e_owner, np.arange(len(units) + 1)).tolist()
         for u, (unit, g, s, e, t) in enumerate(
             zip(units, gpus.tolist(), gpu_seconds.tolist(), earliest.tolist(), tiebreak.tolist())
         ):
             unit.gpus, unit.gpu_seconds, unit.tiebreak = g, s, uids[by_uid[t]]
             unit.earliest_start = e if e != np.inf else None
-            a, b = e_bounds[u], e_bounds[u + 1]
-            unit.node_req = dict(zip(nodes[a:b], rows[a:b]))
-            unit.node_req_t = dict(zip(nodes[a:b], tuples[a:b]))
+            unit._occupies(nodes, e_req, e_bounds[u], e_bounds[u + 1])
 
     def _checkpoints(self, flat: NDArray[np.int64]) -> NDArray[np.float64]:
         """Per pod, its last checkpoint (-inf: none): the newest its pod and the groups above it report,
