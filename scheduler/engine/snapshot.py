@@ -148,6 +148,22 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _newest(pods: Iterable[Pod]) -> float | None:
+    """The newest start or creation time of these pods (None when none has one)."""
+    return max((t for pod in pods for t in (pod.start_time, pod.created) if t is not None), default=None)
+
+
+def _now(*newest: float | None) -> float:
+    """The snapshot's "now": the newest of these times, 0 when there is none."""
+    return max((t for t in newest if t is not None), default=0.0)
+
+
+def _columns(names: set[str], dra_columns: list[str]) -> list[str]:
+    """The snapshot's resource columns: the four every pod has, the other names sorted, the DRA columns."""
+    fixed = [PODS, CPU, MEMORY, EPHEMERAL]
+    return fixed + sorted(names - set(fixed) - set(dra_columns)) + dra_columns
+
+
 def _rows_of(amounts: list[Mapping[str, int]], column: Mapping[str, int], pods_column: int) -> np.ndarray:
     """One row per mapping of resource name to amount, in ``column``'s layout, with ``pods_column`` in the
     first column (1 for a pod's requests, 0 for a node's allocatable, which names its own). Equal mappings
@@ -205,7 +221,8 @@ def _parse(objects: Iterable[Any], intervals: Intervals = NO_INTERVALS) -> Snaps
 
 
 class Snapshot:
-    """Read-only, indexed cluster state. Node and pod indices are stable (sorted by name/key)."""
+    """Read-only, indexed cluster state. Nodes are sorted by name; pods with a node name by key, then pods
+    without one by key (``first_unbound`` is the first of those)."""
 
     # What victims lose (docs/engine.md "Lost work"): the assumed checkpoint intervals and, when the pipeline
     # gives one, the lost-work budget left this hour. Set by ``with_lost_work``.
@@ -224,7 +241,12 @@ class Snapshot:
         self.protected: frozenset[int] = frozenset()
         self.nodes: list[Node] = [parsed["Node"][k] for k in sorted(parsed["Node"])]
         self.node_index = {node.name: i for i, node in enumerate(self.nodes)}
-        self.pods: list[Pod] = [parsed["Pod"][k] for k in sorted(parsed["Pod"])]
+        pods = sorted(parsed["Pod"].items())
+        # Pods with a node name first, then those without, each by key: a change to pods without one (a
+        # gang's pending pods) moves no other pod's index, so ``with_unbound`` patches only the tail.
+        self.pods: list[Pod] = [pod for _, pod in pods if pod.node_name is not None]
+        self.first_unbound = len(self.pods)
+        self.pods += [pod for _, pod in pods if pod.node_name is None]
         self.pod_index = {pod.key: i for i, pod in enumerate(self.pods)}
         self.groups: dict[str, Group] = dict(parsed["PodGroup"])
         self.composites: dict[str, Group] = dict(parsed["CompositePodGroup"])
@@ -243,9 +265,9 @@ class Snapshot:
 
         self._index_resources()
         self._index_pods()
-        stamps = [t for pod in self.pods for t in (pod.start_time, pod.created) if t is not None]
         # "Now" comes from the snapshot itself so that the same file always gives the same plan.
-        self.now = max(stamps, default=0.0)
+        self._bound_now = _newest(self.pods[: self.first_unbound])
+        self.now = _now(self._bound_now, _newest(self.pods[self.first_unbound :]))
         from .victims import UnitIndex  # local: victims imports this module's types
 
         self.units = UnitIndex(self)
@@ -253,10 +275,12 @@ class Snapshot:
     # -- capacity -------------------------------------------------------------------------------
     def _index_resources(self) -> None:
         names = {name for node in self.nodes for name in node.allocatable}
-        names |= {name for pod in self.pods for name in pod.requests}
-        fixed = [PODS, CPU, MEMORY, EPHEMERAL]
+        names |= {name for pod in self.pods[: self.first_unbound] for name in pod.requests}
+        self._bound_names = names  # for ``with_unbound``: the columns its pods alone do not decide
         dra_columns = self.devices.columns() if self.devices is not None else []
-        self.resources = fixed + sorted(names - set(fixed) - set(dra_columns)) + dra_columns
+        self.resources = _columns(
+            names | {n for p in self.pods[self.first_unbound :] for n in p.requests}, dra_columns
+        )
         self.resource_index = {name: i for i, name in enumerate(self.resources)}
         self.gpu_columns = [i for i, name in enumerate(self.resources) if is_gpu(name)]
         alloc = _rows_of([node.allocatable for node in self.nodes], self.resource_index, 0)
@@ -281,6 +305,8 @@ class Snapshot:
         missing_nodes = 0
         leaving: list[tuple[int, int]] = []
         for i, pod in enumerate(self.pods):
+            if i == self.first_unbound:
+                self._bound_members = {key: list(members) for key, members in self.group_members.items()}
             if pod.gang_key is not None:
                 members = self.group_members.get(pod.gang_key)
                 if members is None:
@@ -297,6 +323,8 @@ class Snapshot:
                         missing_nodes += 1
             node_of_list.append(node)
         req = _rows_of([pod.requests for pod in self.pods], index, 1)
+        if len(self.pods) == self.first_unbound:
+            self._bound_members = self.group_members
         node_of = np.array(node_of_list, dtype=np.int64)
         # Each node's pods ascending: a stable sort of the bound pods by node.
         bound = np.flatnonzero(node_of >= 0)
@@ -323,13 +351,13 @@ class Snapshot:
             np.add.at(used, node_of[self.bound], req[self.bound])
         self.used = used
         self.free = self.alloc - used
-        self.pod_priority = self._pod_priorities()
+        self.pod_priority = self._pod_priorities(self.pods)
 
-    def _pod_priorities(self) -> list[int]:
-        """``_pod_priority`` of every pod, worked out once per group, not once per pod."""
+    def _pod_priorities(self, pods: list[Pod]) -> list[int]:
+        """``_pod_priority`` of each pod, worked out once per group, not once per pod."""
         by_group: dict[str, int] = {}
         out = []
-        for pod in self.pods:
+        for pod in pods:
             group = self.group_of(pod)
             if group is None:  # alone, or its group is missing: the pod's own priority
                 out.append(self._pod_priority(pod))
@@ -389,6 +417,65 @@ class Snapshot:
             return pod.preemption_policy
         pc = self.priority_classes.get(pod.priority_class or "")
         return pc.preemption_policy if pc is not None and pc.preemption_policy == NEVER else PREEMPT
+
+    def with_unbound(self, changed: Mapping[str, Pod | None]) -> Snapshot | None:
+        """This snapshot with some pods without a node name added, replaced or removed (key -> the pod as it
+        is now, None: gone), made from this one's index: the pods with a node name keep their indices, rows
+        and victim units, so only the unbound tail and the lost work at the new ``now`` are made again
+        (a new gang's pods, the usual change just before a plan, in milliseconds instead of a whole index at
+        20,000 nodes; docs/measurements.md). Equal to a fresh ``Snapshot`` of the same objects
+        (tests/scheduler/engine/test_live.py). None when the change reaches further: a pod with a node name
+        before or after, one with a start time, columns that change, DRA devices, or a derived copy."""
+        if (
+            self.devices is not None
+            or self.protected
+            or self._base is not None
+            or self.intervals
+            or self.allowance is not None
+        ):
+            return None
+        first = self.first_unbound
+        unbound = {pod.key: pod for pod in self.pods[first:]}
+        for key, pod in changed.items():
+            if self.pod_index.get(key, first) < first:
+                return None  # it had a node name
+            if pod is None:
+                unbound.pop(key, None)
+            elif pod.node_name is not None:
+                return None
+            else:
+                unbound[key] = pod
+        tail = [unbound[key] for key in sorted(unbound)]
+        if any(pod.start_time is not None for pod in tail):
+            return None  # it would lose work if evicted: a row of the victim units' sums
+        names = self._bound_names | {name for pod in tail for name in pod.requests}
+        if _columns(names, []) != self.resources:
+            return None
+        clone = copy.copy(self)
+        clone.pods = self.pods[:first] + tail
+        clone.pod_index = dict(self.pod_index)
+        for pod in self.pods[first:]:
+            del clone.pod_index[pod.key]
+        clone.group_members = dict(self._bound_members)  # its lists shared until a tail pod joins one
+        joined: set[str] = set()
+        for i, pod in enumerate(tail, start=first):
+            clone.pod_index[pod.key] = i
+            if pod.gang_key is not None:
+                if pod.gang_key not in joined:
+                    joined.add(pod.gang_key)
+                    clone.group_members[pod.gang_key] = list(clone.group_members.get(pod.gang_key, ()))
+                clone.group_members[pod.gang_key].append(i)
+        clone.pod_req = np.concatenate(
+            (self.pod_req[:first], _rows_of([p.requests for p in tail], self.resource_index, 1))
+        )
+        clone.pod_node = np.concatenate((self.pod_node[:first], np.full(len(tail), -1, dtype=np.int64)))
+        clone.pod_priority = self.pod_priority[:first] + self._pod_priorities(tail)
+        clone.now = _now(self._bound_now, _newest(tail))
+        clone.warnings = list(self.warnings)
+        clone.cache = {}
+        with collector_paused():
+            clone.units = self.units.with_unbound(clone)
+        return clone
 
     def protecting(self, pod_keys: Iterable[str]) -> Snapshot:
         """A copy whose victim units leave these pods out: they keep their room, and no plan can take it.

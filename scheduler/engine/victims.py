@@ -8,6 +8,7 @@ suffix of that list and never needs sorting again.
 
 from __future__ import annotations
 
+import copy
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -92,6 +93,28 @@ class Unit:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    def with_gpu_seconds(self, gpu_seconds: float) -> Unit:
+        """A copy losing ``gpu_seconds`` if evicted (the same unit at another ``now``)."""
+        if gpu_seconds == self.gpu_seconds:
+            return self
+        twin = Unit.__new__(Unit)
+        twin.kind, twin.namespace, twin.name, twin.type_rank = (
+            self.kind,
+            self.namespace,
+            self.name,
+            self.type_rank,
+        )
+        twin.priority, twin.pods, twin.index, twin.pdb_pods = (
+            self.priority,
+            self.pods,
+            self.index,
+            self.pdb_pods,
+        )
+        twin.gpus, twin.earliest_start, twin.tiebreak = self.gpus, self.earliest_start, self.tiebreak
+        twin._rows, twin._node_req, twin._node_req_t = self._rows, self._node_req, self._node_req_t
+        twin.gpu_seconds = gpu_seconds
+        return twin
+
     def importance_key(self) -> tuple[int, int, int, float, str]:
         """Sorts most important first: MoreImportantVictim (priority, type rank, size, age, UID)."""
         start = self.earliest_start if self.earliest_start is not None else float("inf")
@@ -174,6 +197,10 @@ class UnitIndex:
             entry_req[appearance],
         )
         self.pod_lost = np.zeros(n_pods, dtype=np.float64)  # per pod: GPU-seconds an eviction now loses
+        self._flat = flat  # the units' pods in build order: the rows their GPU-seconds are summed in
+        # Per pod its start, the time it would lose work since and its GPUs (``with_unbound``'s new ``now``;
+        # only the rows of pods with a node name are read, which ``with_unbound`` never changes).
+        self._lost_since: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]] | None = None
         if n_units:
             self._sums(units, flat, owner, sizes, e_owner, e_node, e_req)
         pod_owner = np.full(n_pods, -1, dtype=np.int64)
@@ -231,6 +258,7 @@ class UnitIndex:
         since = np.maximum(started, self._checkpoints(flat))
         lost = np.where(np.isfinite(started), gpu_per_pod * np.maximum(snap.now - since, 0.0), 0.0)
         self.pod_lost = lost
+        self._lost_since = (started, since, gpu_per_pod)
         gpu_seconds = np.bincount(owner, weights=lost[flat], minlength=len(units))
         earliest = np.minimum.reduceat(started[flat], firsts)
         uids = [pod.uid for pod in snap.pods]
@@ -246,6 +274,29 @@ class UnitIndex:
             unit.gpus, unit.gpu_seconds, unit.tiebreak = g, s, uids[by_uid[t]]
             unit.earliest_start = e if e != np.inf else None
             unit._occupies(nodes, e_req, e_bounds[u], e_bounds[u + 1])
+
+    def with_unbound(self, snapshot: Snapshot) -> UnitIndex:
+        """This index for ``snapshot``, its own snapshot with only pods without a node name changed
+        (``Snapshot.with_unbound``): units hold only pods on nodes, so they stay, and only the per-pod arrays'
+        tails and the lost work at the new ``now`` are made again, in the very order a fresh index sums it."""
+        first, tail = snapshot.first_unbound, len(snapshot.pods) - snapshot.first_unbound
+        clone = copy.copy(self)
+        clone.snapshot = snapshot
+        clone.pod_unit = np.concatenate((self.pod_unit[:first], np.full(tail, -1, dtype=np.int64)))
+        clone.pod_unit_priority = np.concatenate(
+            (self.pod_unit_priority[:first], np.zeros(tail, dtype=np.int64))
+        )
+        clone._released, clone._violations = {}, {}
+        lost = self.pod_lost[:first]
+        if self._lost_since is not None and snapshot.now != self.snapshot.now:
+            started, since, gpu_per_pod = (a[:first] for a in self._lost_since)
+            lost = np.where(np.isfinite(started), gpu_per_pod * np.maximum(snapshot.now - since, 0.0), 0.0)
+            gpu_seconds = np.bincount(
+                self.pod_unit[self._flat], weights=lost[self._flat], minlength=len(self.units)
+            ).tolist()
+            clone.units = [unit.with_gpu_seconds(s) for unit, s in zip(self.units, gpu_seconds)]
+        clone.pod_lost = np.concatenate((lost, np.zeros(tail, dtype=np.float64)))
+        return clone
 
     def _checkpoints(self, flat: NDArray[np.int64]) -> NDArray[np.float64]:
         """Per pod, its last checkpoint (-inf: none): the newest its pod and the groups above it report,

@@ -5,7 +5,9 @@ object, the parse that costs most of ``parse_snapshot``), updated in place by th
 delivers (``apply("ADDED"|"MODIFIED"|"DELETED", obj)``; a relist's differences arrive as events too).
 ``snapshot()`` indexes the current typed objects into a ``Snapshot`` (capacity matrices, victim units),
 memoised until the next change, so a plan made after any event stream equals the plan on a fresh
-``parse_snapshot`` of the same objects (``tests/scheduler/engine/test_live.py``). ``snapshot(overrides)``
+``parse_snapshot`` of the same objects (``tests/scheduler/engine/test_live.py``). When every change since
+the last index was to pods without a node name (a new gang's pods: the change just before its plan), the
+last index is patched (``Snapshot.with_unbound``, milliseconds) instead of indexed again in full. ``snapshot(overrides)``
 indexes with a few raw objects replaced or removed (reservations, the re-check's fresh reads) without
 touching the live state.
 
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from scheduler.kinds import native_kind
@@ -44,6 +46,7 @@ from ..snapshot import _PARSERS, Snapshot, collector_paused
 from .heap import HeapSettler
 
 KubeObject = dict[str, Any]
+MAX_LOG = 1_000  # changes remembered since the last index; beyond that the next index is a whole one
 
 
 def raw_key(obj: Mapping[str, Any]) -> str:
@@ -88,6 +91,11 @@ class LiveSnapshot:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._built: Snapshot | None = None
+        # The last index made and its version, and each change since: (version, the pod's key when
+        # ``Snapshot.with_unbound`` takes it, else None). The next index patches that one when it can.
+        self._base: Snapshot | None = None
+        self._base_version = -1
+        self._log: list[tuple[int, str | None]] = []
         self._building: int | None = None  # the version an index is being built for (without overrides)
         self._last_change = 0.0
         self._indexer: threading.Thread | None = None
@@ -120,24 +128,33 @@ class LiveSnapshot:
                 except SnapshotError as exc:
                     self._remove(ident)
                     self._errors[ident] = str(exc)
-                    self._changed_now()
+                    self._changed_now(None)
                     return True
                 old_key = self._keys.get(ident)
                 if old_key == key and ident not in self._errors and same(self._parsed[kind].get(key), item):
                     return False  # nothing the engine reads changed: the indexed snapshot still holds
+            old_key = self._keys.get(ident)
+            old = self._parsed[kind].get(old_key) if old_key is not None else None
             self._remove(ident)
             if item is not None:
                 self._parsed[kind][key] = item
                 self._keys[ident] = key
                 if kind == "Pod":
                     self._index_pod(key, item, add=True)
-            self._changed_now()
+            unbound = kind == "Pod" and all(p is None or p.node_name is None for p in (old, item))
+            self._changed_now(ident[1] if unbound else None)
         return True
 
-    def _changed_now(self) -> None:
+    def _changed_now(self, unbound_pod: str | None) -> None:
+        """One more change; ``unbound_pod`` names the pod when it had no node name before or after (the
+        change ``Snapshot.with_unbound`` takes), None for any other."""
         self.version += 1
         self._built = None
         self._last_change = time.monotonic()
+        if len(self._log) >= MAX_LOG:
+            self._log = [(self.version, None)]  # too many to patch: the next index is a whole one
+        else:
+            self._log.append((self.version, unbound_pod))
         self._changed.notify_all()
 
     def _index_pod(self, key: str, pod: Any, *, add: bool) -> None:
@@ -172,44 +189,106 @@ class LiveSnapshot:
     def snapshot(self, overrides: Mapping[tuple[str, str], KubeObject | None] | None = None) -> Snapshot:
         """The indexed ``Snapshot`` of the current objects. ``overrides`` maps (kind, ``ns/name``) to a raw
         object that stands in for the live one (None: left out) in this snapshot only."""
+        if overrides:
+            with self._lock:
+                self._raise_errors()
+                parsed, keys = self._copy()
+            return self._overridden(parsed, keys, overrides)
         with self._lock:
-            if self._errors:
-                raise SnapshotError(next(iter(sorted(self._errors.values()))))
-            while not overrides and self._built is None and self._building == self.version:
+            self._raise_errors()
+            while self._built is None and self._building == self.version:
                 self._changed.wait()  # the background index of this very version: wait, do not build twice
-            if not overrides and self._built is not None:
+            if self._built is not None:
                 return self._built
-            version = self.version
-            if not overrides:
-                self._building = version
-            parsed = {kind: dict(items) for kind, items in self._parsed.items()}
-            keys = dict(self._keys)
+            version, base, changed = self.version, self._base, self._unbound_changes()
+        if base is not None and changed is not None:
+            patched = self._made(lambda: base.with_unbound(changed))
+            if patched is not None:
+                with self._lock:
+                    self._keep(patched, version)
+                return patched
+            with self._lock:
+                self._log.append((version, None))  # beyond a patch: index in full from this version on
+        return self._index_all()
+
+    def _index_all(self) -> Snapshot:
+        """Index every current object (``snapshot()`` when no patch of the last index will do)."""
+        with self._lock:
+            self._raise_errors()
+            while self._built is None and self._building == self.version:
+                self._changed.wait()
+            if self._built is not None:
+                return self._built
+            version = self._building = self.version
+            parsed, _ = self._copy()
         built = None
         try:
-            for (kind, key), obj in (overrides or {}).items():
-                current = keys.get((kind, key))
-                if current is not None:
-                    parsed[kind].pop(current, None)
-                if obj is not None:
-                    typed_key, item = parse_one(obj)
-                    parsed[kind][typed_key] = item
-            if overrides or self._settler is None:
-                built = Snapshot(parsed)
-            else:
-                with collector_paused():
-                    built = Snapshot(parsed)
-                    # Frozen before the collector wakes: its first passes would otherwise walk the new
-                    # index's few hundred thousand objects right after each build (docs/measurements.md).
-                    self._settler.settle()
+            built = self._made(lambda: Snapshot(parsed))
         finally:
-            if not overrides:
-                with self._lock:
-                    if self._building == version:
-                        self._building = None
-                    if built is not None and self.version == version:
-                        self._built = built
-                    self._changed.notify_all()
+            with self._lock:
+                if self._building == version:
+                    self._building = None
+                if built is not None:
+                    self._keep(built, version)
+                self._changed.notify_all()
+        assert built is not None
         return built
+
+    def _raise_errors(self) -> None:
+        if self._errors:
+            raise SnapshotError(next(iter(sorted(self._errors.values()))))
+
+    def _copy(self) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], str]]:
+        return {kind: dict(items) for kind, items in self._parsed.items()}, dict(self._keys)
+
+    def _overridden(
+        self,
+        parsed: dict[str, dict[str, Any]],
+        keys: dict[tuple[str, str], str],
+        overrides: Mapping[tuple[str, str], KubeObject | None],
+    ) -> Snapshot:
+        for (kind, key), obj in overrides.items():
+            current = keys.get((kind, key))
+            if current is not None:
+                parsed[kind].pop(current, None)
+            if obj is not None:
+                typed_key, item = parse_one(obj)
+                parsed[kind][typed_key] = item
+        return Snapshot(parsed)
+
+    def _made(self, make: Callable[[], Snapshot | None]) -> Snapshot | None:
+        """``make()``, and with ``settle_heap`` the heap settled with it, the collector paused meanwhile:
+        its first passes would otherwise walk the new index's few hundred thousand objects right after each
+        build (docs/measurements.md)."""
+        if self._settler is None:
+            return make()
+        with collector_paused():
+            built = make()
+            if built is not None:
+                self._settler.settle()
+        return built
+
+    def _unbound_changes(self) -> dict[str, Any] | None:
+        """The pods changed since the last index, each as it is now (None: gone), when every change since was
+        one ``Snapshot.with_unbound`` takes; else None. Called with the lock held."""
+        changed: dict[str, Any] = {}
+        for version, key in self._log:
+            if version > self._base_version:
+                if key is None:
+                    return None
+                changed[key] = None
+        pods = self._parsed["Pod"]
+        return {key: pods.get(key) for key in changed}
+
+    def _keep(self, built: Snapshot, version: int) -> None:
+        """Remember an index of ``version``: the current one if nothing changed since, and the base the next
+        patch starts from. Called with the lock held."""
+        if version >= self._base_version:
+            self._base, self._base_version = built, version
+            self._log = [entry for entry in self._log if entry[0] > version]
+        if self.version == version:
+            self._built = built
+        self._changed.notify_all()
 
     def indexing(self) -> bool:
         """Whether it indexes itself in the background (``keep_indexed`` and not stopped)."""

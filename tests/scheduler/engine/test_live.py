@@ -238,3 +238,122 @@ def test_the_background_index_is_ready_after_a_quiet_moment_and_plans_like_a_fre
         assert plans(live.snapshot()) == plans(parse_snapshot(list(objects.values())))
     finally:
         live.stop_indexing()
+
+
+def unbound_event(rng: random.Random, objects: dict, serial: int):
+    """A change to pods without a node name only (a new gang's pods, one of them relabelled or gone), or,
+    one time in ten, any change ``random_event`` makes."""
+    if rng.random() < 0.1:
+        return random_event(rng, objects, serial)
+    unbound = [o for o in objects.values() if o["kind"] == "Pod" and not o["spec"].get("nodeName")]
+    groups = [o["metadata"]["name"] for o in objects.values() if o["kind"] == "PodGroup"]
+    choice = rng.random()
+    if choice < 0.6 or not unbound:
+        obj = pod(
+            f"pending-{serial}",
+            namespace=NAMESPACE,
+            gpus=rng.choice((1, 2, 4, 8)),
+            group=rng.choice(groups) if rng.random() < 0.8 else None,
+            priority=rng.choice((100, 200, 400)),
+            # Now and then the newest pod of all: the snapshot's "now" and every unit's lost work move.
+            created=rng.choice(("2026-07-01T09:00:00Z", f"2026-07-01T13:{serial % 60:02d}:00Z")),
+        )
+        kind = "ADDED"
+    elif choice < 0.8:
+        obj = copy.deepcopy(rng.choice(unbound))
+        obj["metadata"].setdefault("labels", {})["serial"] = str(serial)
+        kind = "MODIFIED"
+    else:
+        obj, kind = rng.choice(unbound), "DELETED"
+    if kind == "DELETED":
+        objects.pop(ident(obj), None)
+    else:
+        objects[ident(obj)] = obj
+    return kind, obj
+
+
+def index_of(snapshot):
+    """What an index holds, in plain values: two snapshots of the same objects give the same."""
+    units = snapshot.units
+    return {
+        "pods": [p.key for p in snapshot.pods],
+        "first_unbound": snapshot.first_unbound,
+        "resources": snapshot.resources,
+        "pod_req": snapshot.pod_req.tolist(),
+        "pod_node": snapshot.pod_node.tolist(),
+        "pods_by_node": snapshot.pods_by_node,
+        "group_members": snapshot.group_members,
+        "pod_priority": snapshot.pod_priority,
+        "free": snapshot.free.tolist(),
+        "now": snapshot.now,
+        "warnings": snapshot.warnings,
+        "units": [
+            (
+                u.kind,
+                u.key,
+                u.priority,
+                u.pods,
+                u.gpus,
+                u.gpu_seconds,
+                u.earliest_start,
+                u.tiebreak,
+                u.pdb_pods,
+                u.node_req_t,
+                {n: r.tolist() for n, r in u.node_req.items()},
+            )
+            for u in units.units
+        ],
+        "pod_lost": units.pod_lost.tolist(),
+        "pod_unit": units.pod_unit.tolist(),
+        "pod_unit_priority": units.pod_unit_priority.tolist(),
+        "entries": (units.entry_unit.tolist(), units.entry_node.tolist(), units.entry_req.tolist()),
+    }
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), events=st.integers(1, 40))
+def test_an_index_patched_for_unbound_pods_equals_a_fresh_one(seed, events):
+    rng = random.Random(seed)
+    objects = {ident(o): o for o in copy.deepcopy(BASE)}
+    live = LiveSnapshot(objects.values())
+    live.snapshot()
+    for serial in range(events):
+        live.apply(*unbound_event(rng, objects, serial))
+        if rng.random() < 0.3:
+            live.snapshot()
+    fresh = parse_snapshot(list(objects.values()))
+    assert index_of(live.snapshot()) == index_of(fresh)
+    assert plans(live.snapshot()) == plans(fresh)
+
+
+def test_a_new_gangs_pods_patch_the_index_and_any_other_change_rebuilds_it():
+    objects = copy.deepcopy(BASE)
+    live = LiveSnapshot(objects)
+    first = live.snapshot()
+    gang = [
+        pod(
+            f"gang-{i}",
+            namespace=NAMESPACE,
+            gpus=8,
+            group="late",
+            priority=400,
+            created="2026-07-02T00:00:00Z",
+        )
+        for i in range(4)
+    ]
+    for obj in gang:
+        live.apply("ADDED", obj)
+    patched = live.snapshot()
+    # The same victim units' layout, the pods with a node name where they were; only "now" moved.
+    assert patched.units.node_units is first.units.node_units
+    assert patched.now > first.now
+    assert {f"{NAMESPACE}/gang-{i}" for i in range(4)} <= {
+        p.key for p in patched.pods[patched.first_unbound :]
+    }
+    assert index_of(patched) == index_of(parse_snapshot([*objects, *gang]))
+    bound = copy.deepcopy(gang[0])
+    bound["spec"]["nodeName"] = next(o["metadata"]["name"] for o in objects if o["kind"] == "Node")
+    live.apply("MODIFIED", bound)  # now on a node: a victim unit's layout may change, so a whole index
+    rebuilt = live.snapshot()
+    assert rebuilt.units.node_units is not first.units.node_units
+    assert index_of(rebuilt) == index_of(parse_snapshot([*objects, bound, *gang[1:]]))
