@@ -161,15 +161,19 @@ def trial(
         return None
 
     def evictions() -> list[tuple[float, str]]:
+        # gangweb's: the victims its ledger names (a watch event of an earlier trial's victim may arrive
+        # after this trial began); kube-scheduler's: any pod but the gang's seen going since it began.
+        named = trials.victims(name, since) if enforce else None
         return [
             (at, obj["metadata"]["name"])
             for at, kind, obj in pods.since(t0)
             if obj["metadata"]["name"] not in members
+            and (named is None or obj["metadata"]["name"] in named)
             and (kind == "DELETED" or obj["metadata"].get("deletionTimestamp"))
         ]
 
     def given_up() -> bool:  # gangweb found no plan (its requests ended, nothing evicted): no room coming
-        return enforce and trials._settled(name, since) and not evictions()
+        return enforce and trials._settled(name, since) and not trials.victims(name, since)
 
     deadline = time.monotonic() + timeout
     placed_at = None
@@ -193,6 +197,12 @@ def trial(
             lambda: not trials._requests(name, since).filter(state__in=trials._active_states()).exists(),
             trials.FINISH_TIMEOUT,
             f"the end of gangweb's requests for {name}",
+        )
+        # Every victim its ledger names seen going on this watch, which may deliver them late.
+        trials.wait(
+            lambda: trials.victims(name, since) <= {n for _, n in evictions()},
+            trials.FINISH_TIMEOUT,
+            f"the watch to deliver the evictions for {name}",
         )
     else:
         time.sleep(2)  # the victims' deletions of the last moment reach the watch

@@ -93,6 +93,18 @@ def _active_states() -> tuple[str, ...]:
     return tuple(ACTIVE_REQUEST_STATES)
 
 
+def victims(name: str, since: datetime) -> set[str]:
+    """The pods gangweb's requests for ``name`` since ``since`` asked the Eviction API to evict, by name: the
+    ledger's word, which a watch may deliver late."""
+    from scheduler.preemption.models import Eviction
+
+    return set(
+        Eviction.objects.filter(plan__request__in=_requests(name, since), requested_at__isnull=False)
+        .values_list("name", flat=True)
+        .distinct()
+    )
+
+
 def _settled(name: str, since: datetime) -> bool:
     rows = _requests(name, since)
     return rows.exists() and not rows.filter(state__in=_active_states()).exists()
