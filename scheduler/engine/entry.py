@@ -52,8 +52,8 @@ def _within_allowance(snapshot: Snapshot, gang_key: GangKey, chosen: PreemptionP
     first_overdrawn = allowance.overdrawn(result.victims)
     if not first_overdrawn:
         return result
-    for unit in snapshot.units.units:
-        if unit.gpu_seconds > 0:
+    for unit, lost in zip(snapshot.units.units, snapshot.units.gpu_seconds):
+        if lost > 0:
             pods = [snapshot.pods[p].key for p in unit.pods]
             if any(allowance.left(pool) <= 0 for pool in allowance.pools_of(unit.namespace, pods)):
                 spared.update(pods)

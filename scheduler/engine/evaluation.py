@@ -275,7 +275,7 @@ class Problem:
                     priority=unit.priority,
                     pods=sorted(snap.pods[p].key for p in unit.pods),
                     gpus=unit.gpus,
-                    lost_gpu_seconds=round(unit.gpu_seconds, 3),
+                    lost_gpu_seconds=round(units.gpu_seconds[unit_id], 3),
                     pdb_violations=violations,
                     priority_class=first.priority_class if first is not None else None,
                     running_seconds=(

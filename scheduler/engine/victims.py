@@ -38,7 +38,6 @@ class Unit:
         "_node_req_t",
         "_rows",
         "earliest_start",
-        "gpu_seconds",
         "gpus",
         "index",
         "kind",
@@ -52,7 +51,6 @@ class Unit:
     )
     # Set by ``UnitIndex._sums`` once all units are built: their per-unit sums in one numpy pass.
     gpus: int
-    gpu_seconds: float
     earliest_start: float | None
     tiebreak: str
 
@@ -92,28 +90,6 @@ class Unit:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-    def with_gpu_seconds(self, gpu_seconds: float) -> Unit:
-        """A copy losing ``gpu_seconds`` if evicted (the same unit at another ``now``)."""
-        if gpu_seconds == self.gpu_seconds:
-            return self
-        twin = Unit.__new__(Unit)
-        twin.kind, twin.namespace, twin.name, twin.type_rank = (
-            self.kind,
-            self.namespace,
-            self.name,
-            self.type_rank,
-        )
-        twin.priority, twin.pods, twin.index, twin.pdb_pods = (
-            self.priority,
-            self.pods,
-            self.index,
-            self.pdb_pods,
-        )
-        twin.gpus, twin.earliest_start, twin.tiebreak = self.gpus, self.earliest_start, self.tiebreak
-        twin._rows, twin._node_req, twin._node_req_t = self._rows, self._node_req, self._node_req_t
-        twin.gpu_seconds = gpu_seconds
-        return twin
 
     def importance_key(self) -> tuple[int, int, int, float, str]:
         """Sorts most important first: MoreImportantVictim (priority, type rank, size, age, UID)."""
@@ -198,6 +174,7 @@ class UnitIndex:
         )
         self.pod_lost = np.zeros(n_pods, dtype=np.float64)  # per pod: GPU-seconds an eviction now loses
         self._flat = flat  # the units' pods in build order: the rows their GPU-seconds are summed in
+        self.gpu_seconds: list[float] = []  # per unit, what its eviction loses now (``_summed``)
         # Per pod its start, the time it would lose work since and its GPUs (``with_unbound``'s new ``now``;
         # only the rows of pods with a node name are read, which ``with_unbound`` never changes).
         self._lost_since: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]] | None = None
@@ -221,6 +198,7 @@ class UnitIndex:
         self._neg_priorities = [-u.priority for u in units]
         self.pod_unit = np.full(n_pods, -1, dtype=np.int64)
         self.pod_unit[flat] = final[owner]
+        self.gpu_seconds = self._summed(self.pod_lost)
         self.pod_unit_priority = np.zeros(n_pods, dtype=np.int64)
         held = np.flatnonzero(self.pod_unit >= 0)
         self.pod_unit_priority[held] = self.priorities[self.pod_unit[held]]
@@ -254,12 +232,10 @@ class UnitIndex:
         )
         # GPU-seconds a pod would lose if evicted now: since its start or its last checkpoint
         # (checkpoints.lost_gpu_seconds); pods without a start time lose nothing.
-        # bincount adds in row order, as a per-unit sum in pod order does: the very same floats.
         since = np.maximum(started, self._checkpoints(flat))
         lost = np.where(np.isfinite(started), gpu_per_pod * np.maximum(snap.now - since, 0.0), 0.0)
         self.pod_lost = lost
         self._lost_since = (started, since, gpu_per_pod)
-        gpu_seconds = np.bincount(owner, weights=lost[flat], minlength=len(units))
         earliest = np.minimum.reduceat(started[flat], firsts)
         uids = [pod.uid for pod in snap.pods]
         by_uid = sorted(range(len(uids)), key=uids.__getitem__)
@@ -268,10 +244,8 @@ class UnitIndex:
         tiebreak = np.minimum.reduceat(uid_rank[flat], firsts)
         nodes = e_node.tolist()
         e_bounds = np.searchsorted(e_owner, np.arange(len(units) + 1)).tolist()
-        for u, (unit, g, s, e, t) in enumerate(
-            zip(units, gpus.tolist(), gpu_seconds.tolist(), earliest.tolist(), tiebreak.tolist())
-        ):
-            unit.gpus, unit.gpu_seconds, unit.tiebreak = g, s, uids[by_uid[t]]
+        for u, (unit, g, e, t) in enumerate(zip(units, gpus.tolist(), earliest.tolist(), tiebreak.tolist())):
+            unit.gpus, unit.tiebreak = g, uids[by_uid[t]]
             unit.earliest_start = e if e != np.inf else None
             unit._occupies(nodes, e_req, e_bounds[u], e_bounds[u + 1])
 
@@ -291,12 +265,18 @@ class UnitIndex:
         if self._lost_since is not None and snapshot.now != self.snapshot.now:
             started, since, gpu_per_pod = (a[:first] for a in self._lost_since)
             lost = np.where(np.isfinite(started), gpu_per_pod * np.maximum(snapshot.now - since, 0.0), 0.0)
-            gpu_seconds = np.bincount(
-                self.pod_unit[self._flat], weights=lost[self._flat], minlength=len(self.units)
-            ).tolist()
-            clone.units = [unit.with_gpu_seconds(s) for unit, s in zip(self.units, gpu_seconds)]
+            clone.gpu_seconds = self._summed(lost)
         clone.pod_lost = np.concatenate((lost, np.zeros(tail, dtype=np.float64)))
         return clone
+
+    def _summed(self, pod_lost: NDArray[np.float64]) -> list[float]:
+        """Per unit (importance order) the GPU-seconds its eviction loses: its pods' ``pod_lost`` added in
+        build order (bincount adds in row order, as a per-unit sum in pod order does: the very same floats)."""
+        flat = self._flat
+        summed: list[float] = np.bincount(
+            self.pod_unit[flat], weights=pod_lost[flat], minlength=len(self.units)
+        ).tolist()
+        return summed
 
     def _checkpoints(self, flat: NDArray[np.int64]) -> NDArray[np.float64]:
         """Per pod, its last checkpoint (-inf: none): the newest its pod and the groups above it report,
@@ -438,5 +418,5 @@ def victim_cost(index: UnitIndex, unit_ids: Iterable[int]) -> Cost:
         sum(u.priority for u in units),
         len(units),
         sum(len(u.pods) for u in units),
-        round(sum(u.gpu_seconds for u in units), 3),
+        round(sum(index.gpu_seconds[u.index] for u in units), 3),
     )

@@ -294,14 +294,14 @@ def index_of(snapshot):
                 u.priority,
                 u.pods,
                 u.gpus,
-                u.gpu_seconds,
+                lost,
                 u.earliest_start,
                 u.tiebreak,
                 u.pdb_pods,
                 u.node_req_t,
                 {n: r.tolist() for n, r in u.node_req.items()},
             )
-            for u in units.units
+            for u, lost in zip(units.units, units.gpu_seconds, strict=True)
         ],
         "pod_lost": units.pod_lost.tolist(),
         "pod_unit": units.pod_unit.tolist(),

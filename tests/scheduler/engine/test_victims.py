@@ -174,7 +174,7 @@ def test_units_hold_the_sums_of_their_own_pods_on_each_node(rng):
         assert unit.earliest_start == (min(starts) if starts else None)
         assert unit.tiebreak == min(snap.pods[p].uid for p in unit.pods)
         lost = [gpus[p] * (snap.now - t) for p in unit.pods if (t := snap.pods[p].start_time) is not None]
-        assert unit.gpu_seconds == pytest.approx(sum(lost))
+        assert snap.units.gpu_seconds[unit.index] == pytest.approx(sum(lost))
         by_node: dict[int, list[int]] = {}
         for p in unit.pods:  # in the order the unit's pods first reach each node
             by_node.setdefault(int(snap.pod_node[p]), []).append(p)

@@ -179,7 +179,7 @@ class CostAwarePlacer:
             sum(u.priority for u in picked),
             len(picked),
             sum(len(u.pods) for u in picked),
-            round(sum(u.gpu_seconds for u in picked), 3),
+            round(sum(self.units.gpu_seconds[u] for u in chosen), 3),
         )
         return NodeCost(cost, chosen)
 
@@ -191,7 +191,7 @@ class CostAwarePlacer:
             sum(u.priority for u in picked),
             len(picked),
             sum(len(u.pods) for u in picked),
-            round(sum(u.gpu_seconds for u in picked), 3),
+            round(sum(self.units.gpu_seconds[u] for u in chosen), 3),
         )
 
     def _cheapest_subset(

@@ -102,7 +102,7 @@ def _unit_arrays(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
             for unit in index.units:
                 if unit.pdb_pods:
                     alone[unit.index] = index.count_violations([unit])[0]
-        seconds = np.fromiter((u.gpu_seconds for u in index.units), dtype=np.float64, count=len(index.units))
+        seconds = np.array(index.gpu_seconds, dtype=np.float64)
         cached = snap.cache["exact-units"] = (alone, seconds)
     return cached
 
