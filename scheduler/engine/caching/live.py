@@ -196,8 +196,11 @@ class LiveSnapshot:
             return self._overridden(parsed, keys, overrides)
         with self._lock:
             self._raise_errors()
-            while self._built is None and self._building == self.version:
-                self._changed.wait()  # the background index of this very version: wait, do not build twice
+            # An index being made of this very version, or of an earlier one that a patch brings up to date
+            # (a new gang's pods created while the index after a change elsewhere is made): wait for it
+            # instead of indexing everything a second time beside it.
+            while self._built is None and self._building is not None and self._patches_after(self._building):
+                self._changed.wait()
             if self._built is not None:
                 return self._built
             version, base, changed = self.version, self._base, self._unbound_changes()
@@ -267,6 +270,11 @@ class LiveSnapshot:
             if built is not None:
                 self._settler.settle()
         return built
+
+    def _patches_after(self, version: int) -> bool:
+        """Whether every change after ``version`` is one ``Snapshot.with_unbound`` takes (none: True).
+        Called with the lock held."""
+        return all(key is not None for v, key in self._log if v > version)
 
     def _unbound_changes(self) -> dict[str, Any] | None:
         """The pods changed since the last index, each as it is now (None: gone), when every change since was

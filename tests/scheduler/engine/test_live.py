@@ -357,3 +357,54 @@ def test_a_new_gangs_pods_patch_the_index_and_any_other_change_rebuilds_it():
     rebuilt = live.snapshot()
     assert rebuilt.units.node_units is not first.units.node_units
     assert index_of(rebuilt) == index_of(parse_snapshot([*objects, bound, *gang[1:]]))
+
+
+def test_a_plan_asked_while_an_earlier_index_is_made_waits_for_it_and_patches_it(monkeypatch):
+    import threading
+
+    import scheduler.engine.caching.live as live_module
+
+    objects = copy.deepcopy(BASE)
+    live = LiveSnapshot(objects)
+    live.snapshot()
+    inside, release, made = threading.Event(), threading.Event(), []
+
+    class SlowSnapshot(live_module.Snapshot):
+        def __init__(self, parsed):
+            made.append(self)
+            inside.set()
+            release.wait()
+            super().__init__(parsed)
+
+    class SeenWaiting(threading.Condition):
+        waiting = threading.Event()
+
+        def wait(self, timeout=None):
+            self.waiting.set()
+            return super().wait(timeout)
+
+    monkeypatch.setattr(live_module, "Snapshot", SlowSnapshot)
+    live._changed = SeenWaiting(live._lock)
+    terminating = as_terminating(next(o for o in objects if o["kind"] == "Pod" and o["spec"].get("nodeName")))
+    live.apply("MODIFIED", terminating)  # a pod on a node: the next index is a whole one
+    first = []
+    builder = threading.Thread(target=lambda: first.append(live.snapshot()), daemon=True)
+    builder.start()
+    assert inside.wait(30)
+    gang = pod(
+        "late-0", namespace=NAMESPACE, gpus=8, group="late", priority=400, created="2026-07-02T00:00:00Z"
+    )
+    live.apply("ADDED", gang)  # a new gang's pod while that index is being made
+    second = []
+    planner = threading.Thread(target=lambda: second.append(live.snapshot()), daemon=True)
+    planner.start()
+    try:
+        assert SeenWaiting.waiting.wait(30)  # it waits for the index being made instead of making its own
+    finally:
+        release.set()
+    builder.join(30)
+    planner.join(30)
+    assert len(made) == 1
+    assert second[0].units.node_units is first[0].units.node_units  # the whole index, patched
+    others = [o for o in objects if ident(o) != ident(terminating)]
+    assert index_of(second[0]) == index_of(parse_snapshot([*others, terminating, gang]))
