@@ -152,9 +152,11 @@ class LiveSnapshot:
         self._built = None
         self._last_change = time.monotonic()
         if len(self._log) >= MAX_LOG:
-            self._log = [(self.version, None)]  # too many to patch: the next index is a whole one
-        else:
-            self._log.append((self.version, unbound_pod))
+            self._log = []  # too many to patch: the next index is a whole one
+            unbound_pod = None
+        self._log.append((self.version, unbound_pod))
+        if unbound_pod is None:
+            self._base = None  # no patch of it will do any more: its memory is the next index's
         self._changed.notify_all()
 
     def _index_pod(self, key: str, pod: Any, *, add: bool) -> None:
@@ -212,6 +214,8 @@ class LiveSnapshot:
                 return patched
             with self._lock:
                 self._log.append((version, None))  # beyond a patch: index in full from this version on
+                if self._base is base:
+                    self._base = None
         return self._index_all()
 
     def _index_all(self) -> Snapshot:
