@@ -81,13 +81,22 @@ def unschedulable_condition(podgroup: KubeObject) -> dict | None:
 def gang_objects(objects: Iterable[KubeObject], gang_key: GangKey) -> list[KubeObject]:
     """What ``unschedulable_gangs`` needs to judge one gang: its PodGroup, its pods and the PriorityClasses
     (the watch trigger's pass, which must not judge every gang for one event; docs/measurements.md)."""
+    namespace, _, name = gang_key.partition("/")
     out = []
     for obj in objects:
-        kind = native_kind(obj)
+        # The kind's name and the group name first: most objects are other gangs' pods and nodes, and
+        # telling each one's API group first made this pass 172 ms at 20,000 nodes (docs/measurements.md).
+        kind = obj.get("kind")
         if kind == "Pod":
-            if podstate.gang_key_of_pod(obj) == gang_key:
+            if (
+                podstate.group_name(obj) == name
+                and str((obj.get("metadata") or {}).get("namespace")) == namespace
+                and is_native(obj, "Pod")
+            ):
                 out.append(obj)
-        elif kind == "PriorityClass" or (kind == "PodGroup" and object_key(obj) == gang_key):
+        elif (kind == "PriorityClass" or (kind == "PodGroup" and object_key(obj) == gang_key)) and (
+            native_kind(obj) == kind
+        ):
             out.append(obj)
     return out
 

@@ -148,7 +148,7 @@ def may_be_owned(pod: Mapping[str, Any], with_owner_refs: bool) -> bool:
     spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
     if spec.get("schedulerName") in _SCHEDULERS:
         return True
-    if _LABELS.intersection(meta.get("labels") or ()) or _ANNOTATIONS.intersection(
+    if not _LABELS.isdisjoint(meta.get("labels") or ()) or not _ANNOTATIONS.isdisjoint(
         meta.get("annotations") or ()
     ):
         return True
