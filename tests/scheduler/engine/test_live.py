@@ -27,6 +27,15 @@ def ident(obj):
     return (obj["kind"], raw_key(obj))
 
 
+def applied(objects: dict, kind: str, obj: dict):
+    """(kind, obj) after applying it to ``objects`` as the server would."""
+    if kind == "DELETED":
+        objects.pop(ident(obj), None)
+    else:
+        objects[ident(obj)] = obj
+    return kind, obj
+
+
 def random_event(rng: random.Random, objects: dict, serial: int):
     """One change a watch could deliver: (type, object), applied to ``objects`` as the server would."""
     pods = [o for o in objects.values() if o["kind"] == "Pod"]
@@ -78,11 +87,7 @@ def random_event(rng: random.Random, objects: dict, serial: int):
         kind = "MODIFIED"
     else:
         return random_event(rng, objects, serial)
-    if kind == "DELETED":
-        objects.pop(ident(obj), None)
-    else:
-        objects[ident(obj)] = obj
-    return kind, obj
+    return applied(objects, kind, obj)
 
 
 def plans(snapshot):
@@ -265,11 +270,7 @@ def unbound_event(rng: random.Random, objects: dict, serial: int):
         kind = "MODIFIED"
     else:
         obj, kind = rng.choice(unbound), "DELETED"
-    if kind == "DELETED":
-        objects.pop(ident(obj), None)
-    else:
-        objects[ident(obj)] = obj
-    return kind, obj
+    return applied(objects, kind, obj)
 
 
 def index_of(snapshot):
