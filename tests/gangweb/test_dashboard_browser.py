@@ -64,6 +64,28 @@ def square_on_screen(page, slot: str) -> dict:
     )
 
 
+def point_at(page, slot: str, *words: str) -> dict:
+    """Rest the pointer on device ``slot`` (as in ``square_on_screen``) until the tooltip names its node and
+    says ``words``; returns the spot. The demo keeps ticking: the legend and figures above the map grow as
+    data arrives and move the canvas, so a spot read once may be stale by the time the pointer lands."""
+    for attempt in range(10):
+        spot = square_on_screen(page, slot)
+        page.mouse.move(spot["x"] + (attempt % 2), spot["y"])
+        try:
+            page.wait_for_function(
+                "([node, words]) => { const t = document.querySelector('#tooltip');"
+                " return !t.hidden && t.textContent.startsWith(node + ' ')"
+                " && words.every((w) => t.textContent.includes(w)); }",
+                arg=[spot["node"], list(words)],
+                timeout=3_000,
+            )
+            return spot
+        except PlaywrightTimeoutError:
+            continue
+    text = page.evaluate("document.querySelector('#tooltip').textContent")
+    raise AssertionError(f"the tooltip never named {slot} with {words}: {text!r}")
+
+
 def test_the_map_draws_the_cluster_and_a_preemption_repaints_its_victims(start_demo, browser_page):
     page = browser_page
     demo = start_demo(env=FAST)
@@ -101,10 +123,8 @@ def test_the_map_draws_the_cluster_and_a_preemption_repaints_its_victims(start_d
     assert page.locator("#activity li").count() >= 1
 
     # Hover lights the gang up and names it; a click opens its node's page, which links the gang's.
-    spot = square_on_screen(page, "m.owner.findIndex((o) => o !== -1 && !m.gangs[o].other)")
-    page.mouse.move(spot["x"], spot["y"])
+    spot = point_at(page, "m.owner.findIndex((o) => o !== -1 && !m.gangs[o].other)", "priority")
     page.wait_for_function("window.gangwebMap.highlight !== null", timeout=5_000)
-    assert "priority" in page.inner_text("#tooltip")
     page.mouse.click(spot["x"], spot["y"])
     page.wait_for_url(f"**/nodes/{spot['node']}/", timeout=10_000)
     page.locator(f"#devices a.gang-link:text-is('{spot['gang']}')").first.click()
@@ -519,24 +539,7 @@ def test_dra_devices_are_named_on_hover_and_mig_partitions_drawn_inside_their_gp
     assert parts[2]["x"] - first["x"] >= whole["size"], "GPU 7's partitions are in the next cell"
 
     def hover(k: int, *words: str) -> None:
-        # The demo keeps ticking: a delta may redraw the map under a resting pointer, so point again until the
-        # tooltip says it (a loaded machine draws late; the words are the device's, whatever runs on it).
-        slot = f"m.start[m.nodes.findIndex((n) => n.name === 'gpu-r0-n07')] + {k}"
-        for attempt in range(10):
-            spot = square_on_screen(page, slot)
-            page.mouse.move(spot["x"] + (attempt % 2), spot["y"])
-            try:
-                page.wait_for_function(
-                    "(words) => { const t = document.querySelector('#tooltip');"
-                    " return !t.hidden && words.every((w) => t.textContent.includes(w)); }",
-                    arg=list(words),
-                    timeout=3_000,
-                )
-                return
-            except PlaywrightTimeoutError:
-                continue
-        text = page.evaluate("document.querySelector('#tooltip').textContent")
-        raise AssertionError(f"the tooltip never said {words}: {text!r}")
+        point_at(page, f"m.start[m.nodes.findIndex((n) => n.name === 'gpu-r0-n07')] + {k}", *words)
 
     hover(0, "gpu-r0-n07", "gpu-0 (DRA device)")
     hover(7, "gpu-6-mig-9-4-4 (MIG 3g.40gb of GPU 6)")

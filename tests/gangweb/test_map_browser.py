@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.gangweb.conftest import grant_user, sign_in
-from tests.gangweb.test_dashboard_browser import json_of, square_on_screen
+from tests.gangweb.test_dashboard_browser import json_of, point_at, square_on_screen
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -103,7 +103,7 @@ def test_a_click_on_a_square_opens_its_node_page(start_demo, browser_page):
     demo = start_demo()
     page.goto(demo.base_url + "/")
     page.wait_for_function(FIRST_PAINT, timeout=30_000)
-    spot = square_on_screen(page, "m.owner.findIndex((o) => o !== -1 && !m.gangs[o].other)")
+    spot = point_at(page, "m.owner.findIndex((o) => o !== -1 && !m.gangs[o].other)")
     page.mouse.click(spot["x"], spot["y"])
     page.wait_for_url(f"**/nodes/{spot['node']}/", timeout=10_000)
     node = json_of(demo.base_url + f"/api/v1/nodes/{spot['node']}/")
@@ -117,6 +117,23 @@ def test_a_click_on_a_square_opens_its_node_page(start_demo, browser_page):
     pods = page.locator("#pods tr")
     assert pods.count() == len(node["pods"]) > 0
     assert spot["gang"] in page.inner_text("#pods")
+    assert not page.errors, page.errors
+
+
+def test_the_map_stays_put_when_the_figures_above_it_fill_in(start_demo, browser_page):
+    """The idle figure's label arrives after the map (the demo reads no GPU activity, so it is at its longest):
+    the squares must not move under a pointer already resting on them."""
+    page = browser_page
+    demo = start_demo()
+    page.goto(demo.base_url + "/")
+    page.wait_for_function(FIRST_PAINT, timeout=30_000)
+    top = page.evaluate("window.gangwebMap.canvas.getBoundingClientRect().top")
+    page.wait_for_function(
+        "document.getElementById('fig-idle-lbl').textContent.includes('GPU activity')", timeout=30_000
+    )
+    assert page.evaluate("window.gangwebMap.canvas.getBoundingClientRect().top") == top
+    label = page.locator("#fig-idle-lbl")
+    assert label.inner_text() in label.get_attribute("title"), "the whole label is one hover away"
     assert not page.errors, page.errors
 
 

@@ -203,8 +203,9 @@
     $("fig-idle").textContent = hours(total);
     const parts = Object.entries(CAUSES).filter(([k]) => hour[k] > 0).map(([k, words]) => `${hours(hour[k])} ${words}`);
     const source = idle.activity.state === "ok" ? "" : ` · GPU activity: ${idle.activity.state === "missing" ? "no source (set GANGWEB_PROMETHEUS_URL)" : idle.activity.state}`;
-    $("fig-idle-lbl").textContent = `idle GPU-h, last hour${parts.length ? ": " + parts.join(", ") : ""}${source}`;
-    $("fig-idle-lbl").title = idle.activity.detail || "";
+    const label = `idle GPU-h, last hour${parts.length ? ": " + parts.join(", ") : ""}${source}`;
+    $("fig-idle-lbl").textContent = label;
+    $("fig-idle-lbl").title = [label, idle.activity.detail].filter(Boolean).join("\n"); // shown cut to two lines
     await loadIdleHours();
   }
 
