@@ -10,7 +10,7 @@ No Django import here: the engine side and the adapters must stay importable alo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from scheduler.engine.caching.live import LiveSnapshot
 
 KubeObject = dict[str, Any]
+# What a watch cache's index files an object under (client-go's IndexFunc): none, one or several values.
+IndexFunc = Callable[[KubeObject], tuple[str, ...]]
 
 # The condition gangweb's execution sets on the PodGroup it evicts for (``scheduler/preemption/execution/``;
 # a domain-prefixed type: kube-scheduler owns PodGroupInitiallyScheduled, we only add ours), and its reasons
@@ -173,8 +175,14 @@ class WatchCache(Protocol):
     ``live_snapshot`` (``scheduler.engine.caching.live.LiveSnapshot``, kept from the same events); the re-check
     reads only what it must afresh and waits until the cache holds those reads (``wait_for_versions``)."""
 
-    def cached_objects(self) -> list[KubeObject]:
-        """Every cached object (no copy: callers must not modify them), once the cache is synced."""
+    def cached_objects(self, kinds: Collection[str] | None = None) -> list[KubeObject]:
+        """Every cached object, or those of ``kinds`` (kind names, any API group), once the cache is synced
+        (no copy: callers must not modify them)."""
+        ...
+
+    def cached_indexed(self, kind: str, func: IndexFunc, value: str) -> list[KubeObject]:
+        """The cached objects of ``kind`` that ``func`` files under ``value``: an index the cache keeps per
+        event from its first use, so a reader of one gang's pods never walks every pod."""
         ...
 
     def live_snapshot(self) -> LiveSnapshot: ...

@@ -24,7 +24,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 from kubernetes import client, config
@@ -35,6 +35,7 @@ from ..cluster import (
     ClusterError,
     ClusterEvent,
     EvictionResult,
+    IndexFunc,
     KubeObject,
     version_reached,
 )
@@ -407,12 +408,31 @@ class KubeCluster:
     # ----- WatchCache (scheduler.cluster): the cache itself, without copies
     sync_timeout = 120.0
 
-    def cached_objects(self) -> list[KubeObject]:
-        """Every cached object, not copied (read-only for callers); listed afresh when not started."""
+    def cached_objects(self, kinds: Collection[str] | None = None) -> list[KubeObject]:
+        """Every cached object (of ``kinds``, by kind name, in any API group), not copied (read-only for
+        callers); listed afresh when not started."""
         if not self._started:
-            return self.fresh_snapshot()
+            objects = self.fresh_snapshot()
+            return objects if kinds is None else [o for o in objects if o.get("kind") in kinds]
         self._await_sync()
-        return self._cached()
+        if kinds is None:
+            return self._cached()
+        return [o for r in self._all_reflectors() if r.resource.kind in kinds for o in r.objects()]
+
+    def add_index(self, kind: str, func: IndexFunc) -> None:
+        """Index the cached objects of ``kind`` by ``func`` (``cached_indexed``) from the start, so that its
+        first reader does not make it (a second at 20,000 nodes): the start-up list files every object."""
+        for reflector in self._all_reflectors():
+            if reflector.resource.kind == kind:
+                reflector.add_index(func)
+
+    def cached_indexed(self, kind: str, func: IndexFunc, value: str) -> list[KubeObject]:
+        """The cached objects of ``kind`` that ``func`` files under ``value`` (an index kept per event,
+        made on first use); a scan of a fresh list when not started."""
+        if not self._started:
+            return [o for o in self.cached_objects((kind,)) if value in func(o)]
+        self._await_sync()
+        return [o for r in self._all_reflectors() if r.resource.kind == kind for o in r.indexed(func, value)]
 
     def live_snapshot(self) -> LiveSnapshot:
         """The engine's view kept from the watch events; when not started, one built from a fresh list."""

@@ -19,7 +19,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from ..cluster import ClusterError
+from ..cluster import ClusterError, IndexFunc
 from .apis import list_function, list_raw, stamp
 from .resources import Resource
 
@@ -31,6 +31,32 @@ Listener = Callable[[str, Resource, "dict | None"], None]
 def object_key(obj: dict) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+
+
+class _Index:
+    """The objects one ``IndexFunc`` files under each value, kept with the cache (its lock held)."""
+
+    def __init__(self, func: IndexFunc, objects: dict[str, dict]):
+        self.func = func
+        self.filed: dict[str, tuple[str, ...]] = {}  # object key -> its values, to unfile it
+        self.by_value: dict[str, dict[str, dict]] = {}
+        for key, obj in objects.items():
+            self.put(key, obj)
+
+    def put(self, key: str, obj: dict) -> None:
+        self.drop(key)
+        values = self.func(obj)
+        if values:
+            self.filed[key] = values
+            for value in values:
+                self.by_value.setdefault(value, {})[key] = obj
+
+    def drop(self, key: str) -> None:
+        for value in self.filed.pop(key, ()):
+            bucket = self.by_value[value]
+            del bucket[key]
+            if not bucket:
+                del self.by_value[value]
 
 
 class Reflector:
@@ -55,6 +81,7 @@ class Reflector:
         self._backoff = backoff
         self._listener = listener
         self._objects: dict[str, dict] = {}
+        self._indexes: dict[IndexFunc, _Index] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._response: Any = None  # the open watch stream
@@ -77,6 +104,19 @@ class Reflector:
     def get(self, key: str) -> dict | None:
         with self._lock:
             return self._objects.get(key)
+
+    def add_index(self, func: IndexFunc) -> None:
+        """Keep an index by ``func`` from now on (made from the cache now, then kept with each event and
+        list): a reader of a few objects (one gang's pods) then never walks them all (docs/kube.md)."""
+        with self._lock:
+            if func not in self._indexes:
+                self._indexes[func] = _Index(func, self._objects)
+
+    def indexed(self, func: IndexFunc, value: str) -> list[dict]:
+        """The cached objects ``func`` files under ``value`` (the index added on first use)."""
+        self.add_index(func)
+        with self._lock:
+            return list(self._indexes[func].by_value.get(value, {}).values())
 
     # ----- lifecycle
     def use_client(self, api_client: client.ApiClient) -> None:
@@ -158,6 +198,7 @@ class Reflector:
         fresh = {object_key(o): o for o in items}
         with self._lock:
             previous, self._objects = self._objects, fresh
+            self._indexes = {func: _Index(func, fresh) for func in self._indexes}
         self.lists += 1
         if self._listener:
             # what changed while we were not watching, as the events a watch would have delivered
@@ -231,8 +272,12 @@ class Reflector:
         with self._lock:
             if type_ == "DELETED":
                 self._objects.pop(key, None)
+                for index in self._indexes.values():
+                    index.drop(key)
             else:
                 self._objects[key] = obj
+                for index in self._indexes.values():
+                    index.put(key, obj)
         if self._listener:
             self._listener(str(type_), self.resource, obj)
         if new_version:  # after the listener: its view holds everything up to resource_version

@@ -85,9 +85,8 @@ def current_view(cluster: Cluster, gang_key: GangKey) -> View:
         live = cluster.live_snapshot()
         versions = cluster.resource_versions()  # before the snapshot: it holds at least these
         snapshot = live.snapshot(reservation_overrides(cluster, gang_key))
-        objects = cluster.cached_objects()
-        snapshot = with_lost_work(snapshot, objects)
-        return View(snapshot, versions, queue_owners(objects, snapshot))
+        snapshot = with_lost_work(snapshot, cluster.cached_objects())
+        return View(snapshot, versions, cached_queue_owners(cluster, snapshot))
     objects = reserve_room(fresh_objects(cluster), gang_key)
     snapshot = with_lost_work(parse_snapshot(objects), objects)
     return View(snapshot, owners=queue_owners(objects, snapshot))
@@ -107,6 +106,20 @@ def queue_owners(objects: list[KubeObject], snapshot: Snapshot) -> dict[str, Any
     from scheduler.queues.ownership import owners_of
 
     return owners_of(objects, snapshot)
+
+
+def cached_queue_owners(cluster: WatchCache, snapshot: Snapshot) -> dict[str, Any]:
+    """``queue_owners`` read through the watch cache's index of the pods a signal could match: a pass over
+    every pod was most of a plan's time at 20,000 nodes (docs/kube.md)."""
+    from scheduler.queues.ownership import CONTEXT_KINDS, candidate_marks, ownership_marks
+
+    context = cluster.cached_objects(CONTEXT_KINDS)
+    pods = {
+        id(pod): pod
+        for mark in candidate_marks(context)
+        for pod in cluster.cached_indexed("Pod", ownership_marks, mark)
+    }
+    return queue_owners([*context, *pods.values()], snapshot)
 
 
 def reservation_overrides(cluster: WatchCache, gang_key: GangKey) -> dict[tuple[str, str], KubeObject]:

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduler import tracing
-from scheduler.cluster import ClusterError, current_objects
+from scheduler.cluster import ClusterError, WatchCache, current_objects
 from scheduler.engine import SnapshotError
 from scheduler.engine.gangkey import GangKey
 from scheduler.preemption import (
@@ -159,11 +159,17 @@ def _detect(gang_key: GangKey | None) -> dict:
     if gang_key is None:
         settle_mode_changes()
     try:
-        cannot = cannot_plan(get_cluster())
+        cluster = get_cluster()
+        cannot = cannot_plan(cluster)
         if cannot:
             return {"opened": [], "observed": [], "error": cannot}
-        objects = current_objects(get_cluster())
-        judged = objects if gang_key is None else detection.gang_objects(objects, gang_key)
+        objects = current_objects(cluster)
+        if gang_key is None:
+            judged = objects
+        elif isinstance(cluster, WatchCache):
+            judged = detection.cached_gang_objects(cluster, gang_key)
+        else:
+            judged = detection.gang_objects(objects, gang_key)
         stuck = detection.unschedulable_gangs(
             judged, now=time.time(), grace_seconds=settings.GANGWEB_PENDING_GRACE_SECONDS
         )

@@ -162,5 +162,44 @@ def owners_of(objects: list[Mapping[str, Any]], snapshot) -> dict[str, Owner]:
     return owners(reading)
 
 
+# The kinds (by name, any API group) whose objects the signals read beside the pods: Kueue's Workloads
+# and Volcano's PodGroups (``_context``). A reader of an indexed cache passes these and the candidates.
+CONTEXT_KINDS = frozenset({"Workload", "PodGroup"})
+SIGNAL_MARK = "signal"
+
+
+def ownership_marks(pod: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a watch cache files a raw pod under for ``owners_of`` (an index function): ``signal`` when a
+    signal of its own could match it, and one ``owner_mark`` per owner reference (Kueue's Workloads name
+    their job's owner). Most pods have neither signal nor a Workload's owner: a plan then reads a few."""
+    meta = pod.get("metadata") or {}
+    namespace = meta.get("namespace")
+    marks = [
+        owner_mark(namespace, o.get("kind"), o.get("name"))
+        for o in meta.get("ownerReferences") or ()
+        if isinstance(o, Mapping)
+    ]
+    if may_be_owned(pod, with_owner_refs=False):
+        marks.append(SIGNAL_MARK)
+    return tuple(marks)
+
+
+def candidate_marks(context: list[Mapping[str, Any]]) -> list[str]:
+    """The marks (``ownership_marks``) of every pod ``owners_of`` could name, given the objects of
+    ``CONTEXT_KINDS``: those with a signal, and those owned by what a Kueue Workload is owned by."""
+    marks = {SIGNAL_MARK}
+    for workload in context:
+        if kueue_kind(workload):
+            meta = workload.get("metadata") or {}
+            for o in meta.get("ownerReferences") or ():
+                if isinstance(o, Mapping):
+                    marks.add(owner_mark(meta.get("namespace"), o.get("kind"), o.get("name")))
+    return sorted(marks)
+
+
+def owner_mark(namespace: Any, kind: Any, name: Any) -> str:
+    return f"owner:{namespace}/{kind}/{name}"
+
+
 def kueue_kind(obj: Mapping[str, Any]) -> bool:
     return obj.get("kind") == "Workload" and str(obj.get("apiVersion", "")).startswith(f"{kueue.GROUP}/")

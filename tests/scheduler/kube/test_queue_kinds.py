@@ -13,7 +13,7 @@ from kubetestserver import KubeTestServer
 from scheduler.engine import parse_snapshot
 from scheduler.kube import KubeCluster
 from scheduler.kube.resources import QUEUE_RESOURCES, QUEUE_WATCHED
-from scheduler.preemption.planning import queue_owners
+from scheduler.preemption.planning import cached_queue_owners, queue_owners
 from scheduler.queues import read_queues
 from tests.scheduler.queues.conftest import load_objects
 
@@ -119,3 +119,23 @@ def test_discovery_is_retried_until_the_server_answers(kueue_server, tmp_path):
         assert any(o["kind"] == "ClusterQueue" for o in cluster.cached_objects())
     finally:
         cluster.close()
+
+
+@pytest.mark.parametrize("name", ["kueue", "kueue-unlabelled", "volcano", "kai", "yunikorn"])
+def test_the_owners_read_through_the_caches_index_are_those_of_a_scan(name, tmp_path):
+    """Planning reads the pods a signal could match through the watch cache's index (``ownership_marks``):
+    the same owners as a pass over every cached object, for each system's fixture."""
+    objects = load_objects(name.removesuffix("-unlabelled"))
+    if name.endswith("-unlabelled"):
+        objects = _without_queue_labels(objects)  # only the Workload's owner ties the pods to Kueue
+    with KubeTestServer(bookmark_interval=0.2) as server:
+        server.store.load(objects)
+        cluster = _cluster(server, tmp_path).start()
+        try:
+            cached = cluster.cached_objects()
+            snapshot = parse_snapshot(cached)
+            scanned = queue_owners(cached, snapshot)
+            assert scanned, "the fixture has running pods its queue manager owns"
+            assert cached_queue_owners(cluster, snapshot) == scanned
+        finally:
+            cluster.close()

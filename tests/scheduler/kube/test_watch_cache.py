@@ -7,9 +7,11 @@ import time
 
 import pytest
 
-from scheduler.cluster import WatchCache, current_objects
+from scheduler.cluster import WatchCache, current_objects, object_key
 from scheduler.engine import parse_snapshot, plan
 from scheduler.kube.resources import EVENTS_V1, PODS, QUEUE_WATCHED, SNAPSHOT_RESOURCES
+from scheduler.preemption.detection import cached_gang_objects, gang_objects, pod_gang
+from scheduler.queues.ownership import ownership_marks
 
 from .objects import pod
 
@@ -43,6 +45,10 @@ def converged(server, cluster, timeout: float = 30.0) -> None:
     fresh = parse_snapshot(list(server_objects(server).values()))
     assert [p.key for p in live.pods] == [p.key for p in fresh.pods]
     assert (live.free == fresh.free).all()
+
+
+def label(obj: dict) -> tuple:
+    return (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
 
 
 def lists(server) -> list[str]:
@@ -85,6 +91,60 @@ def test_a_410_relists_once_and_converges(server, cluster):
     server.faults.clear()
     converged(server, cluster)
     assert reflector.expired >= 1
+
+
+def indexed_as_a_scan_files_them(cluster, func, values: set[str]) -> None:
+    """Each of ``values`` and each value a scan of the cached pods finds: the index answers the pods a scan
+    files under it (none for a value no pod has any more)."""
+    filed: dict[str, set[str]] = {}
+    for obj in cluster.cached_objects(("Pod",)):
+        for value in func(obj):
+            filed.setdefault(value, set()).add(object_key(obj))
+    values |= set(filed)
+    for value in values:
+        got = {object_key(o) for o in cluster.cached_indexed("Pod", func, value)}
+        assert got == filed.get(value, set()), value
+
+
+def test_the_indexes_answer_as_a_scan_through_changes_deletions_and_a_410(server, cluster):
+    server.store.validator = None  # pods change group here, which the real API server would refuse
+    cluster.start()
+    indexes = {pod_gang: set(), ownership_marks: set()}
+    for func, values in indexes.items():
+        indexed_as_a_scan_files_them(cluster, func, values)  # made here, from the cache; kept from now on
+    for i in range(6):
+        server.store.create(PODS, pod(f"member-{i}", group=f"gang-{i % 3}"))
+    server.store.patch(
+        PODS,
+        "team-a",
+        "member-0",
+        "application/merge-patch+json",
+        {
+            "metadata": {"labels": {"kueue.x-k8s.io/queue-name": "main"}},
+            "spec": {"schedulingGroup": {"podGroupName": "gang-9"}},
+        },
+    )
+    server.store.delete(PODS, "team-a", "member-1")
+    converged(server, cluster)
+    for func, values in indexes.items():
+        indexed_as_a_scan_files_them(cluster, func, values)
+    assert {object_key(o) for o in cluster.cached_indexed("Pod", pod_gang, "team-a/gang-9")} == {
+        "team-a/member-0"
+    }
+
+    # Changes while the watch is away and the server forgot where it was: the relist re-files every pod.
+    server.faults.fail("/api/v1/pods$", 500, method="GET", times=None)
+    server.drop_watches()
+    server.store.delete(PODS, "team-a", "member-0")
+    server.store.create(PODS, pod("while-away", group="gang-2", labels={"kueue.x-k8s.io/managed": "true"}))
+    server.expire_watch_window()
+    server.faults.clear()
+    converged(server, cluster)
+    assert cluster.reflector(PODS).expired >= 1
+    for func, values in indexes.items():
+        indexed_as_a_scan_files_them(cluster, func, values)
+    assert cluster.cached_indexed("Pod", pod_gang, "team-a/gang-9") == []
+    assert indexes[pod_gang] >= {"team-a/gang-0", "team-a/gang-9"} and "signal" in indexes[ownership_marks]
 
 
 def test_a_bookmark_only_period_keeps_the_cache_and_lists_nothing(server, cluster):
@@ -198,5 +258,11 @@ def test_a_paged_start_up_list_of_a_synthetic_cluster_plans_like_a_fresh_parse(s
     for gpus, _, _ in PREEMPTORS:
         mine, theirs = plan(live, preemptor_name(gpus)).to_dict(), plan(fresh, preemptor_name(gpus)).to_dict()
         assert mine == theirs
+        # what the watch trigger judges the gang by, read through the index of pods by gang
+        judged = cached_gang_objects(cluster, preemptor_name(gpus))
+        assert sorted(map(label, judged)) == sorted(
+            map(label, gang_objects(cluster.cached_objects(), preemptor_name(gpus)))
+        )
+        assert sum(o["kind"] == "Pod" for o in judged) > 0
         outcomes.add(mine["outcome"])
     assert "preempt" in outcomes  # the comparison covers evictions, not only "fits"
