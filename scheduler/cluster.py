@@ -180,6 +180,11 @@ class WatchCache(Protocol):
         (no copy: callers must not modify them)."""
         ...
 
+    def cached_get(self, kind: str, key: str) -> KubeObject | None:
+        """The cached object of ``kind`` at ``key`` (``NAMESPACE/NAME``, or ``NAME`` for a cluster-wide
+        kind), or None."""
+        ...
+
     def cached_indexed(self, kind: str, func: IndexFunc, value: str) -> list[KubeObject]:
         """The cached objects of ``kind`` that ``func`` files under ``value``: an index the cache keeps per
         event from its first use, so a reader of one gang's pods never walks every pod."""

@@ -45,7 +45,7 @@ from . import writes
 from .apis import list_raw, read_json, stamp
 from .discovery import discover
 from .discovery import served as served_kinds
-from .informer import Listener, Reflector, ReflectorsByReason
+from .informer import Listener, Reflector, ReflectorsByReason, object_key
 from .resources import (
     COMPOSITE_PODGROUPS,
     EVENTS_V1,
@@ -418,6 +418,16 @@ class KubeCluster:
         if kinds is None:
             return self._cached()
         return [o for r in self._all_reflectors() if r.resource.kind in kinds for o in r.objects()]
+
+    def cached_get(self, kind: str, key: str) -> KubeObject | None:
+        """The cached object of ``kind`` at ``key``; looked up in a fresh list when not started."""
+        if not self._started:
+            return next((o for o in self.cached_objects((kind,)) if object_key(o) == key), None)
+        self._await_sync()
+        for reflector in self._all_reflectors():
+            if reflector.resource.kind == kind and (found := reflector.get(key)) is not None:
+                return found
+        return None
 
     def add_index(self, kind: str, func: IndexFunc) -> None:
         """Index the cached objects of ``kind`` by ``func`` (``cached_indexed``) from the start, so that its

@@ -127,7 +127,7 @@ def reservation_overrides(cluster: WatchCache, gang_key: GangKey) -> dict[tuple[
     placements = reservations(gang_key)
     if not placements:
         return {}
-    reserved = [o for o in cluster.cached_objects() if is_native(o, "Pod") and object_key(o) in placements]
+    reserved = [pod for key in placements if (pod := cluster.cached_get("Pod", key)) is not None]
     return {("Pod", object_key(o)): o for o in reserve_room(reserved, gang_key, placements)}
 
 

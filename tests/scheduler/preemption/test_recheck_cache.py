@@ -11,7 +11,7 @@ import pytest
 
 from kubetestserver import KubeTestServer
 from scheduler.kube import KubeCluster
-from scheduler.kube.resources import PODS
+from scheduler.kube.resources import PODS, SNAPSHOT_RESOURCES
 from scheduler.preemption import ledger, planning
 from scheduler.preemption.execution import execute
 from scheduler.preemption.execution.evictor import RetryPolicy
@@ -104,3 +104,37 @@ def test_the_re_check_does_not_wait_for_a_bookmark_of_the_budgets_watch(tmp_path
     assert outcome.state == RequestState.SUCCEEDED, outcome.reason
     recheck = LedgerEntry.objects.get(request=request, kind="execution.recheck")
     assert recheck.data["ok"] is True
+
+
+def test_room_freed_for_one_gang_is_not_given_to_the_next_on_the_live_snapshot(server, kube):
+    """The live snapshot's reservations: team-a's pods wait for kube-scheduler on the nodes gangweb freed for
+    them, and team-b, planned on the watch cache meanwhile, must find its own room."""
+    from scheduler.preemption.models import Plan
+    from tests.scheduler.preemption.builders import T1, podgroup
+
+    request, plan = plan_on_cache(kube)
+    assert execute(request.pk, kube, retry=FAST).state == RequestState.SUCCEEDED
+    freed = set(plan.placement.values())
+    for obj in [
+        podgroup("team-b", "tune", min_count=2, priority=100, unschedulable=True),
+        pod("team-b", "tune-0", group="tune", priority=100, created=T1),
+        pod("team-b", "tune-1", group="tune", priority=100, created=T1),
+    ]:
+        server.store.create(next(r for r in SNAPSHOT_RESOURCES if r.kind == obj["kind"]), obj)
+    assert kube.wait_for(
+        lambda objs: (
+            {o["metadata"]["name"] for o in objs if o["kind"] == "Pod"} >= {"tune-0", "tune-1"}
+            and not any(f"{o['metadata'].get('namespace')}/{o['metadata']['name']}" in VICTIMS for o in objs)
+        ),
+        timeout=30,
+    )
+    second, _ = ledger.open_request("team-b", "tune", mode="enforce", trigger="re-check test")
+    ledger.begin_planning(second.pk)
+    view = planning.current_view(kube, second.podgroup)
+    assert {
+        view.snapshot.pods[view.snapshot.pod_index[k]].node_name for k in ("team-a/train-0", "team-a/train-1")
+    } == freed
+    result = planning.compute(view, second.podgroup, "gangweb")
+    stored = ledger.record_plan(second.pk, result.plan, cost=result.cost, pods=result.pods)
+    assert stored.placement and not freed & set(stored.placement.values()), stored.placement
+    assert Plan.objects.get(request=second).evictions, "team-b found room by preempting elsewhere"
