@@ -102,6 +102,20 @@ def crash_looping(pod: dict[str, Any]) -> bool:
     )
 
 
+def health_facts(pod: dict[str, Any]) -> tuple[Any, ...]:
+    """What ``judge`` reads of a member pod (its resourceVersion aside): a change to anything else, such as
+    a label, leaves its gang's health as it was and is not judged again (most pod events under churn)."""
+    status = pod.get("status") or {}
+    return (
+        podstate.gang_key_of_pod(pod),
+        podstate.node_name(pod),
+        status.get("phase"),
+        podstate.is_terminating(pod),
+        crash_looping(pod),
+        pod_gpus(pod),
+    )
+
+
 def _revision(obj: dict[str, Any]) -> int:
     try:
         return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
@@ -469,6 +483,9 @@ class HealthWatch:
         """Keep pod ``key`` (``namespace/name``); the gangs it left or joined."""
         touched = set()
         old = self._pods.pop(key, None)
+        if old is not None and not deleted and health_facts(old) == health_facts(obj):
+            self._pods[key] = obj  # labels, annotations, conditions: its gang's health as it was
+            return touched
         if old is not None:
             gang, node = podstate.gang_key_of_pod(old), podstate.node_name(old)
             if gang:

@@ -108,6 +108,30 @@ def test_the_watch_reports_a_change_once_every_pod_is_listed_and_only_for_the_ga
     assert seen[-1].state == "healthy" and seen[-1].held_gpus == 0 and seen[-1].revision == 43
 
 
+def test_the_watch_judges_a_gang_again_only_when_a_member_changes_what_its_health_reads(monkeypatch):
+    seen: list[health.GangHealth] = []
+    watch = health.HealthWatch(seen.append)
+    for obj in gang():
+        watch.on_event("ADDED", GROUPS if obj["kind"] == "PodGroup" else PODS, _versioned(obj, 1))
+    watch.on_event("RELIST", PODS, None)
+    judged: list[int] = []
+    judge = health.judge
+    monkeypatch.setattr(health, "judge", lambda *a, **k: judged.append(1) or judge(*a, **k))
+    member = _versioned(gang()[1], 2)
+    member["metadata"]["labels"] = {"churn": "1"}
+    member["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    watch.on_event("MODIFIED", PODS, member)
+    assert judged == [] and seen == []
+    member = _versioned(member, 3)
+    member["status"]["containerStatuses"] = [
+        {"name": "main", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
+    ]
+    watch.on_event("MODIFIED", PODS, member)
+    assert judged == [1] and [(h.state, h.causes, h.revision) for h in seen] == [
+        ("broken", (health.CRASH_LOOPING,), 3)
+    ]
+
+
 def composite(name: str, min_group_count: int | None, parent: str | None = None) -> dict:
     spec: dict = {
         "schedulingPolicy": {"basic": {}}
