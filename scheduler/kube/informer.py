@@ -45,7 +45,11 @@ class _Index:
 
     def put(self, key: str, obj: dict) -> None:
         self.drop(key)
-        values = self.func(obj)
+        try:
+            values = self.func(obj)
+        except Exception:  # an odd object must not stop the watch that applies it (it would again, forever)
+            log.warning("%s: not indexed by %s (malformed)", key, getattr(self.func, "__name__", self.func))
+            values = ()
         if values:
             self.filed[key] = values
             for value in values:
