@@ -426,6 +426,12 @@ class ObjectStore:
         meta = current["metadata"]
         if wanted_rv and str(wanted_rv) != meta["resourceVersion"]:
             raise errors.conflict(resource.plural, meta["name"], resource.group)
+        uid = (new.get("metadata") or {}).get("uid")
+        if uid and uid != meta.get("uid"):  # the API server keeps a UID it is given, and holds it immutable
+            raise errors.invalid(
+                f'{resource.kind} "{meta["name"]}" is invalid: metadata.uid: Invalid value: "{uid}": '
+                "field is immutable"
+            )
         new = to_storage(resource, copy.deepcopy(new))
         if resource.has_status and subresource == "status":
             result = copy.deepcopy(current)

@@ -126,8 +126,11 @@ class Cluster(Protocol):
         the UID precondition: 200 deleted (or terminating), 404 gone, 409 another pod has the name now."""
         ...
 
-    def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
-        """Set the ``DisruptionTarget=True`` pod condition (reason ``PreemptionByScheduler``)."""
+    def mark_disruption_target(
+        self, namespace: str, name: str, message: str, *, uid: str | None = None
+    ) -> None:
+        """Set the ``DisruptionTarget=True`` pod condition (reason ``PreemptionByScheduler``); with ``uid``,
+        only on that very pod (another pod under the name now refuses the write: ``ClusterError``)."""
         ...
 
     def record_event(self, event: ClusterEvent) -> str | None:

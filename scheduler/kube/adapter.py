@@ -573,8 +573,10 @@ class KubeCluster:
             self._api(), api_version, kind, namespace, name, annotations, timeout=self.timeout
         )
 
-    def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
-        writes.mark_disruption_target(self._api(), namespace, name, message, timeout=self.timeout)
+    def mark_disruption_target(
+        self, namespace: str, name: str, message: str, *, uid: str | None = None
+    ) -> None:
+        writes.mark_disruption_target(self._api(), namespace, name, message, timeout=self.timeout, uid=uid)
 
     def record_event(self, event: ClusterEvent) -> str:
         """Create the Event; its name (``update_event_series`` counts its repeats under it)."""

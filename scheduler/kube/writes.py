@@ -149,10 +149,12 @@ def mark_disruption_target(
     *,
     timeout: Timeout,
     reason: str = PREEMPTION_BY_SCHEDULER,
+    uid: str | None = None,
 ) -> None:
     """Strategic-merge the ``DisruptionTarget=True`` condition into the pod status (conditions merge by
-    type). A pod already gone needs no mark."""
-    patch = {
+    type). A pod already gone needs no mark. With ``uid`` the patch names the pod's UID, which the API server
+    holds immutable: a pod recreated under the name answers 422 and is not marked."""
+    patch: dict[str, Any] = {
         "status": {
             "conditions": [
                 {
@@ -165,6 +167,8 @@ def mark_disruption_target(
             ]
         }
     }
+    if uid:
+        patch["metadata"] = {"uid": uid}
     response = call(
         f"marking pod {namespace}/{name} as disruption target",
         lambda: client.CoreV1Api(api_client).patch_namespaced_pod_status(

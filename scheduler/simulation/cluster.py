@@ -19,6 +19,7 @@ from scheduler.cluster import (
     NOTICE_DEADLINE_ANNOTATION,
     PREEMPTION_CONDITION,
     VICTIMS_EVICTED,
+    ClusterError,
     ClusterEvent,
     EvictionResult,
     KubeObject,
@@ -162,12 +163,16 @@ class SimulatedCluster(World):
                 )
             return EvictionResult(namespace, name, 200, "", dry_run)
 
-    def mark_disruption_target(self, namespace: str, name: str, message: str) -> None:
+    def mark_disruption_target(
+        self, namespace: str, name: str, message: str, *, uid: str | None = None
+    ) -> None:
         """Set ``DisruptionTarget=True`` on the pod; a pod already gone needs no mark."""
         with self._lock:
             pod = self._pods.get(f"{namespace}/{name}")
             if pod is None:
                 return
+            if uid and uid != pod.uid:
+                raise ClusterError(f"pod {namespace}/{name} is another pod now (UID {pod.uid}, not {uid})")
             new = condition("DisruptionTarget", "True", "PreemptionByScheduler", message, self._now)
             if upsert_condition(pod.conditions, new):
                 pod.resource_version = self._next_rv()

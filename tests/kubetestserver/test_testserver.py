@@ -327,6 +327,22 @@ def test_graceful_eviction_leaves_the_pod_terminating(server, core):
     assert server.store.try_get(PODS, "team-a", "solo") is None
 
 
+def test_a_write_naming_another_uid_is_refused_as_the_real_server_refuses_it(server, core):
+    """The UID is immutable: a status patch naming another one is 422 (tests/realcluster/test_control_plane.py
+    asks the real server the same), one naming the pod's own goes through."""
+    uid = server.store.get(PODS, "team-a", "solo")["metadata"]["uid"]
+    mark = {"status": {"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "Test"}]}}
+    with pytest.raises(ApiException) as refused:
+        core.patch_namespaced_pod_status("solo", "team-a", {"metadata": {"uid": "another"}, **mark})
+    assert refused.value.status == 422 and "metadata.uid" in status_body(refused.value)["message"]
+    assert "DisruptionTarget" not in {
+        c["type"] for c in server.store.get(PODS, "team-a", "solo")["status"].get("conditions") or []
+    }
+    core.patch_namespaced_pod_status("solo", "team-a", {"metadata": {"uid": uid}, **mark})
+    conditions = server.store.get(PODS, "team-a", "solo")["status"]["conditions"]
+    assert ("DisruptionTarget", "Test") in {(c["type"], c.get("reason")) for c in conditions}
+
+
 def test_status_writes_on_a_terminating_pod_keep_it(server, core):
     server.store.graceful_pod_deletion = True
     core.delete_namespaced_pod("solo", "team-a")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 
 import jsonpatch
 import pytest
@@ -15,6 +16,7 @@ from admission.handler import Webhook
 from admission.labels import MIN_COUNT_ANNOTATION, POD_GROUP_LABEL
 from admission.podgroups import podgroup_for_pod
 from admission.policy import AdmissionPolicy
+from scheduler.cluster import ClusterError
 from scheduler.engine import parse_snapshot
 from scheduler.kube import KubeCluster
 from tests.admission.support import review_bytes
@@ -219,3 +221,38 @@ def test_the_audit_log_says_who_listed_what(real_cluster, namespace):
             break
         time.sleep(0.5)
     assert found == {"kubectl gangweb-admin configmaps": 1}
+
+
+def test_an_eviction_replaces_an_earlier_disruption_mark_and_a_mark_by_uid_keeps_to_its_pod(
+    real_cluster, namespace
+):
+    """What gangweb's evictor relies on (scheduler/preemption/execution/evictor.py): the Eviction API sets its
+    own ``DisruptionTarget`` over a mark made before it, a mark made after it stays, and a mark naming another
+    UID is refused (the API test server answers the same: tests/kubetestserver/test_testserver.py)."""
+    held = pod(namespace, "held")
+    held["metadata"]["finalizers"] = ["gangweb.io/test-hold"]  # terminating, not gone, while the test looks
+    held["spec"]["nodeSelector"] = {"gangweb.io/no-such-node": "true"}  # pending: KWOK leaves it alone
+    apply(real_cluster, held)
+    cluster = KubeCluster.from_kubeconfig(real_cluster.kubeconfig, timeout=(5.0, 30.0))
+    try:
+        uid = cluster.get_pod(namespace, "held")["metadata"]["uid"]
+
+        def mark() -> tuple[str, str, str]:
+            conditions = cluster.get_pod(namespace, "held")["status"].get("conditions") or []
+            (target,) = [c for c in conditions if c["type"] == "DisruptionTarget"]
+            return target["status"], target["reason"], target["message"]
+
+        cluster.mark_disruption_target(namespace, "held", "gangweb: before the eviction", uid=uid)
+        assert mark() == ("True", "PreemptionByScheduler", "gangweb: before the eviction")
+        assert cluster.evict(namespace, "held", uid=uid).ok
+        assert mark() == ("True", "EvictionByEvictionAPI", "Eviction API: evicting")
+        cluster.mark_disruption_target(namespace, "held", "gangweb: after the eviction", uid=uid)
+        assert mark() == ("True", "PreemptionByScheduler", "gangweb: after the eviction")
+        with pytest.raises(ClusterError, match="immutable"):
+            cluster.mark_disruption_target(namespace, "held", "another pod", uid=str(uuid.uuid4()))
+        assert mark()[2] == "gangweb: after the eviction"
+    finally:
+        real_cluster.run(
+            "patch", "-n", namespace, "pod", "held", "--type=merge", "-p", '{"metadata":{"finalizers":null}}'
+        )
+        cluster.close()

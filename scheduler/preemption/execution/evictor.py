@@ -9,6 +9,10 @@ Every request names the planned pod by UID (``deleteOptions.preconditions.uid``)
 the same name by its controller answers 409 and is never touched. No request starts unless the node
 locks are certain to outlast it (``Calls.ready``), and once the execution is told to stop (a time limit
 in the main thread, lost locks) no thread starts another.
+
+Each evicted pod is marked ``DisruptionTarget`` (reason ``PreemptionByScheduler``, the message naming the
+gang and the plan, by UID): after an eviction, since the Eviction API replaces any earlier mark with its
+own, and before a deletion, which sets none.
 """
 
 from __future__ import annotations
@@ -156,14 +160,63 @@ def _join_through_interruptions(threads: list[threading.Thread]) -> None:
                 )
 
 
-def dry_runs(calls: Calls, rows: list[Eviction]) -> list[EvictionResult]:
-    """Dry-run every row's removal (in threads, which touch no database), then record the answers in one
-    transaction (``ledger.record_dry_runs``). Results in row order."""
-    results = in_threads(rows, lambda row: calls.remove_pod(row, dry_run=True), calls.lease)
+class Beside:
+    """``work()`` on a thread of its own while the caller goes on (``with``); ``result()`` waits for it.
+
+    However the ``with`` block ends, leaving it waits for the thread (an exception stops the lease first, so
+    no further call starts): an execution never lets go of its locks while a call of its may be in flight.
+    """
+
+    def __init__(self, work: Callable[[], object], lease: Lease | None, name: str) -> None:
+        self._work, self._lease = work, lease
+        self._outcome: object = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self._outcome = self._work()
+        except BaseException as exc:  # re-raised in the caller by ``result``
+            self._error = exc
+
+    def __enter__(self) -> Beside:
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is not None and self._lease is not None and self._thread.is_alive():
+            self._lease.stop(f"execution ended early: {type(exc).__name__}")
+        _join_through_interruptions([self._thread])
+
+    def result(self) -> object:
+        try:
+            self._thread.join()
+        except BaseException as interruption:
+            if self._lease is not None:
+                self._lease.stop(f"execution interrupted: {type(interruption).__name__}")
+            _join_through_interruptions([self._thread])
+            raise
+        if self._error is not None:
+            raise self._error
+        return self._outcome
+
+
+def send_dry_runs(calls: Calls, rows: list[Eviction]) -> Beside:
+    """Start dry-running every row's removal (in threads, which touch no database) beside the caller:
+    the answers (``result()``, in row order) are recorded by ``record_dry_runs`` once the caller wants
+    them. How the dry runs overlap the plan's re-check (both only read; bench watch: docs/kube.md)."""
+    return Beside(
+        lambda: in_threads(rows, lambda row: calls.remove_pod(row, dry_run=True), calls.lease),
+        calls.lease,
+        "gangweb-dry-runs",
+    )
+
+
+def record_dry_runs(rows: list[Eviction], results: list[EvictionResult]) -> None:
+    """The answers of ``send_dry_runs`` in the ledger, in one transaction (``ledger.record_dry_runs``)."""
     for result in results:
         metrics.EVICTIONS.labels(kind="dry_run", code=str(result.code)).inc()
     ledger.record_dry_runs([(r.pk, a.code, a.message, a.ok) for r, a in zip(rows, results, strict=True)])
-    return results
 
 
 def already_evicted(cluster: Cluster, row: Eviction) -> str | None:
@@ -222,11 +275,10 @@ def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: Retr
             return Eviction.objects.get(pk=row.pk).state == EvictionState.EVICTED
         current = claimed
         message = f"gangweb: preempting to accommodate podgroup {preemptor} (plan {plan_id})"
-        calls.ready()
-        try:
-            calls.cluster.mark_disruption_target(current.namespace, current.name, message)
-        except Exception as exc:  # the condition is informative; the eviction is what frees the room
-            logger.warning("could not mark DisruptionTarget", extra={"pod": current.pod, "error": str(exc)})
+        removing = how or calls.remove
+        if removing == DELETE:  # a deletion sets no condition: the mark first, as kube-scheduler does
+            calls.ready()
+            _mark(calls, current, message)
         try:
             result = calls.remove_pod(current, how=how)
         except Stopped:
@@ -238,12 +290,12 @@ def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: Retr
         ).inc()
         if result.ok:
             ledger.record_eviction(
-                current.pk,
-                evicted=True,
-                code=result.code,
-                message=result.message,
-                how=_how_removed(how or calls.remove),
+                current.pk, evicted=True, code=result.code, message=result.message, how=_how_removed(removing)
             )
+            if removing == EVICT:
+                # The Eviction API writes its own DisruptionTarget (reason EvictionByEvictionAPI) as it
+                # evicts, over any mark made before: gangweb's, after it, says preemption and names the gang.
+                _mark(calls, current, message)
             return True
         if replaced(result):
             ledger.record_eviction(
@@ -267,6 +319,15 @@ def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: Retr
             return False
         ledger.record_attempt_error(current.pk, result.code, result.message)
         current.api_code, current.api_message = result.code, result.message
+
+
+def _mark(calls: Calls, row: Eviction, message: str) -> None:
+    """Mark the row's pod (by UID) ``DisruptionTarget``: informative, so a failure is only logged."""
+    try:
+        calls.ready()
+        calls.cluster.mark_disruption_target(row.namespace, row.name, message, uid=row.pod_uid or None)
+    except Exception as exc:  # the eviction is what frees the room (a stop shows at the next call)
+        logger.warning("could not mark DisruptionTarget", extra={"pod": row.pod, "error": str(exc)})
 
 
 def _how_removed(remove: str) -> str:
