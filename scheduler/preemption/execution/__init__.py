@@ -314,6 +314,10 @@ def _evict_all(calls: Calls, plan: Plan, retry: RetryPolicy) -> Outcome:
         resuming = any(r.state in STARTED_STATES for r in every)
         message = f"{'resuming: ' if resuming else ''}evicting {len(rows)} pods for plan {plan.pk}"
         ledger.note("execution.evicting", message, plan=plan, data={"pods": [r.pod for r in rows]})
+    # Rows not started yet are claimed together, before any call, so each thread starts with its call
+    # (not with a database connection and a write of its own); a resumed row is looked at first (evict).
+    calls.ready()
+    claimed = {row.pk: row for row in ledger.claim_all_for_eviction([r.pk for r in rows])}
     # The condition is informative: set beside the evictions, not before them (a read and a patch, 0.1 s
     # before the first eviction in bench watch).
     marking = None
@@ -322,8 +326,13 @@ def _evict_all(calls: Calls, plan: Plan, retry: RetryPolicy) -> Outcome:
             target=_condition, args=(cluster, plan, "True", EVICTING, message), daemon=True
         )
         marking.start()
+
+    def one(row: Eviction) -> bool:
+        mine = claimed.get(row.pk)
+        return evict(calls, mine or row, request.podgroup, plan.pk, retry, claimed=mine is not None)
+
     try:
-        in_threads(rows, lambda row: evict(calls, row, request.podgroup, plan.pk, retry), calls.lease)
+        in_threads(rows, one, calls.lease)
     finally:
         if marking is not None:
             marking.join()

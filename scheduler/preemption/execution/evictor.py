@@ -232,48 +232,29 @@ def already_evicted(cluster: Cluster, row: Eviction) -> str | None:
     return None
 
 
-def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: RetryPolicy) -> bool:
-    """Evict the row's pod, retrying retryable answers; True when the pod is (now) evicted.
+def evict(
+    calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: RetryPolicy, *, claimed: bool = False
+) -> bool:
+    """Evict the row's pod, retrying retryable answers; True when the pod is (now) evicted. ``claimed``: the
+    row was moved to ``evicting`` by this execution a moment ago (``ledger.claim_all_for_eviction``) and no
+    request has gone out for it, so the first attempt starts with the call.
 
     A budget refusal (429 from a PodDisruptionBudget) after the plan's budget check means someone else
     spent the budget since: the plan has started and a gang missing members holds GPUs for nothing, so the
     pod is deleted (UID precondition) to finish its unit, and the ledger says so."""
-    current = Eviction.objects.get(pk=row.pk)
+    current = row if claimed else Eviction.objects.get(pk=row.pk)
     if current.state in (EvictionState.EVICTED, EvictionState.FAILED):
         return current.state == EvictionState.EVICTED
     how = None  # DELETE once a budget refusal says the unit must be finished by deletion
     switched = False  # the pass right after that switch goes at once, without the backoff pause
     while True:
-        if current.state == EvictionState.EVICTING:
-            # A request for this row may already have reached the API server (ours or a dead worker's).
-            calls.ready()
-            done = already_evicted(calls.cluster, current)
-            if done is not None:
-                ledger.record_eviction(
-                    current.pk,
-                    evicted=True,
-                    code=current.api_code,
-                    message="",
-                    how=f"{done} when re-checked before attempt {current.attempts + 1}",
-                )
-                return True
-            if current.attempts >= retry.attempts:
-                ledger.record_eviction(
-                    current.pk,
-                    evicted=False,
-                    code=current.api_code,
-                    message=current.api_message or "no answer",
-                    how=f"gave up after {current.attempts} attempts",
-                )
-                return False
-            if current.attempts and not switched:
-                calls.pause(retry.delay(current.attempts))
-            switched = False
-        calls.ready()
-        claimed = ledger.claim_for_eviction(current.pk)
-        if claimed is None:
-            return Eviction.objects.get(pk=row.pk).state == EvictionState.EVICTED
-        current = claimed
+        if claimed:
+            claimed = False
+        else:
+            now_claimed = _claim(calls, current, retry, switched)
+            if not isinstance(now_claimed, Eviction):
+                return now_claimed
+            current, switched = now_claimed, False
         message = f"gangweb: preempting to accommodate podgroup {preemptor} (plan {plan_id})"
         removing = how or calls.remove
         if removing == DELETE:  # a deletion sets no condition: the mark first, as kube-scheduler does
@@ -319,6 +300,40 @@ def evict(calls: Calls, row: Eviction, preemptor: str, plan_id: int, retry: Retr
             return False
         ledger.record_attempt_error(current.pk, result.code, result.message)
         current.api_code, current.api_message = result.code, result.message
+
+
+def _claim(calls: Calls, current: Eviction, retry: RetryPolicy, switched: bool) -> Eviction | bool:
+    """Before an attempt: a row left in ``evicting`` is looked at first (a request for it may already have
+    reached the API server, ours or a dead worker's), then the row is claimed for one more attempt. The
+    claimed row, or whether the pod is evicted when no attempt is to be made."""
+    if current.state == EvictionState.EVICTING:
+        calls.ready()
+        done = already_evicted(calls.cluster, current)
+        if done is not None:
+            ledger.record_eviction(
+                current.pk,
+                evicted=True,
+                code=current.api_code,
+                message="",
+                how=f"{done} when re-checked before attempt {current.attempts + 1}",
+            )
+            return True
+        if current.attempts >= retry.attempts:
+            ledger.record_eviction(
+                current.pk,
+                evicted=False,
+                code=current.api_code,
+                message=current.api_message or "no answer",
+                how=f"gave up after {current.attempts} attempts",
+            )
+            return False
+        if current.attempts and not switched:
+            calls.pause(retry.delay(current.attempts))
+    calls.ready()
+    claimed = ledger.claim_for_eviction(current.pk)
+    if claimed is None:
+        return Eviction.objects.get(pk=current.pk).state == EvictionState.EVICTED
+    return claimed
 
 
 def _mark(calls: Calls, row: Eviction, message: str) -> None:

@@ -9,6 +9,7 @@ victims), ``notices`` (a plan's notice to its victims), ``observed`` (what kube-
 """
 
 from scheduler.preemption.ledger.evictions import (
+    claim_all_for_eviction,
     claim_for_eviction,
     fail_unstarted_evictions,
     note_budget_spent,
@@ -36,6 +37,7 @@ __all__ = [
     "TERMINAL_REQUEST_STATES",
     "begin_execution",
     "begin_planning",
+    "claim_all_for_eviction",
     "claim_for_eviction",
     "cooling_down",
     "end_notice",

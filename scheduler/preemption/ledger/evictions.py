@@ -107,6 +107,24 @@ def claim_for_eviction(eviction_id: int) -> Eviction | None:
         return eviction
 
 
+def claim_all_for_eviction(eviction_ids: Sequence[int]) -> list[Eviction]:
+    """dry_run_ok -> evicting with one more attempt for each of these rows, in one transaction committed
+    BEFORE any of their API calls: the threads that call the API then start with the call, not with a
+    database connection of their own and a write each (``evictor.evict(claimed=True)``). The rows moved,
+    in id order; the others (resumed, past that point) are left to ``claim_for_eviction``."""
+    with transaction.atomic():
+        rows = list(
+            Eviction.objects.select_for_update(of=("self",))
+            .select_related("plan__request")
+            .filter(pk__in=list(eviction_ids), state=EvictionState.DRY_RUN_OK)
+            .order_by("pk")
+        )
+        now = timezone.now()
+        for eviction in rows:
+            _move(eviction, EvictionState.EVICTING, attempts=eviction.attempts + 1, requested_at=now)
+        return rows
+
+
 def record_eviction(
     eviction_id: int, *, evicted: bool, code: int | None, message: str, how: str = ""
 ) -> Eviction:

@@ -246,6 +246,26 @@ def test_a_victim_is_marked_after_its_eviction_and_before_its_deletion(cluster, 
         assert [step for step, pod in order if pod == victim] == ["mark", "remove"]
 
 
+def test_every_victim_is_claimed_in_the_ledger_before_the_first_eviction_leaves(cluster, planned_request):
+    """The rows go to ``evicting`` together, committed before any call (a crash after it: the successor looks
+    at each pod before asking again), so the threads start with their calls."""
+    request, plan = planned_request()
+    evict = cluster.evict
+    states_at_first_call: list[set[str]] = []  # the rows' states as each real call leaves
+
+    def evict_and_look(namespace, name, *, uid=None, dry_run=False):
+        if not dry_run:  # each real call: the first ones may be at once, on two threads
+            states_at_first_call.append(
+                set(Eviction.objects.filter(plan=plan).values_list("state", flat=True))
+            )
+        return evict(namespace, name, uid=uid, dry_run=dry_run)
+
+    cluster.evict = evict_and_look
+    assert execute(request.pk, cluster, retry=FAST).state == RequestState.SUCCEEDED
+    assert states_at_first_call[0] == {EvictionState.EVICTING}
+    assert {row.attempts for row in plan.pod_evictions.all()} == {1}
+
+
 def test_a_stale_plan_is_superseded_without_evicting(cluster, planned_request):
     request, plan = planned_request()
     cluster.remove_pod(victims_of(plan)[0])
