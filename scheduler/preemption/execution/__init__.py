@@ -2,9 +2,9 @@
 
 Order of an execution (each step recorded in the ledger as it happens):
 1. Lock every node the plan touches (sorted, with expiry; see ``scheduler.preemption.locks``).
-2. If no real eviction has started yet: re-check the plan on fresh reads while every victim pod is
-   dry-run-evicted in parallel beside it (the answers recorded together once the re-check has passed and
-   all are in). One refusal and nothing is evicted: the plan fails with the reason.
+2. If no real eviction has started yet: re-check the plan on fresh reads, then dry-run-evict
+   every victim pod in parallel (the answers recorded together once all are in). One refusal and nothing
+   is evicted: the plan fails with the reason.
 3. Evict every victim pod for real, in parallel. A unit whose evictions fail part-way is finished
    (retrying with backoff) rather than left half-evicted; if it cannot be finished the ledger says so.
 
@@ -40,7 +40,6 @@ from scheduler.cluster import (
     BoundedCalls,
     Cluster,
     ClusterError,
-    EvictionResult,
     WatchCache,
 )
 from scheduler.preemption import ledger, locks, metrics
@@ -49,14 +48,12 @@ from scheduler.preemption.execution.budgets import shortfalls
 from scheduler.preemption.execution.evictor import (
     DELETE,
     EVICT,
-    Beside,
     Calls,
     RetryPolicy,
+    dry_runs,
     evict,
     in_threads,
-    record_dry_runs,
     replaced,
-    send_dry_runs,
 )
 from scheduler.preemption.execution.recheck import read_fresh, recheck, recheck_reads
 from scheduler.preemption.models import Eviction, EvictionState, Plan, PlanSource, RequestState
@@ -161,22 +158,17 @@ def _condition(cluster: Cluster, plan: Plan, status: str, reason: str, message: 
 
 
 def _check_and_dry_run(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcome | None:
-    """The re-check, with the dry runs sent beside it (neither changes anything; the two overlapped save
-    the shorter's time before the first eviction): the answers count, and are recorded, only when the
-    re-check passes."""
     request, cluster = plan.request, calls.cluster
     calls.ready()
-    pending = [r for r in rows if r.state in (EvictionState.PLANNED, EvictionState.DRY_RUN_OK)]
-    with send_dry_runs(calls, pending) as answers:
-        with _stage("re-check", plan, pods=len(rows)):
-            verdict, objects = _recheck(cluster, plan, rows, calls)
-        if not verdict.ok:
-            ledger.fail_unstarted_evictions(plan.pk, f"not evicted: {verdict.reason}")
-            reason = f"plan is stale, nothing evicted: {verdict.reason}"
-            ledger.finish(request.pk, RequestState.SUPERSEDED, reason)
-            return Outcome(RequestState.SUPERSEDED, reason, replan=not verdict.moot)
-        with _stage("dry runs", plan, pods=len(rows)):
-            return _budgets_and_dry_runs(calls, plan, rows, objects, pending, answers)
+    with _stage("re-check", plan, pods=len(rows)):
+        verdict, objects = _recheck(cluster, plan, rows, calls)
+    if not verdict.ok:
+        ledger.fail_unstarted_evictions(plan.pk, f"not evicted: {verdict.reason}")
+        reason = f"plan is stale, nothing evicted: {verdict.reason}"
+        ledger.finish(request.pk, RequestState.SUPERSEDED, reason)
+        return Outcome(RequestState.SUPERSEDED, reason, replan=not verdict.moot)
+    with _stage("dry runs", plan, pods=len(rows)):
+        return _budgets_and_dry_runs(calls, plan, rows, objects)
 
 
 def _notice(calls: Calls, plan: Plan, rows: list[Eviction]) -> Outcome | None:
@@ -259,9 +251,7 @@ def _recheck(cluster: Cluster, plan: Plan, rows: list[Eviction], calls: Calls, *
     return verdict, objects
 
 
-def _budgets_and_dry_runs(
-    calls: Calls, plan: Plan, rows: list[Eviction], objects, pending: list[Eviction], answers: Beside
-) -> Outcome | None:
+def _budgets_and_dry_runs(calls: Calls, plan: Plan, rows: list[Eviction], objects) -> Outcome | None:
     request, cluster = plan.request, calls.cluster
     if calls.remove == EVICT:
         # Dry runs never spend a budget: two victims under a budget of one both pass them. So the plan as a
@@ -278,12 +268,12 @@ def _budgets_and_dry_runs(
             _condition(cluster, plan, "False", "BudgetExceeded", reason)
             return Outcome(RequestState.FAILED, reason)
 
+    pending = [r for r in rows if r.state in (EvictionState.PLANNED, EvictionState.DRY_RUN_OK)]
     # A refusal recorded before a restart counts as much as a new one.
     refused = [
         (r.pod, r.dry_run_code, r.dry_run_message) for r in rows if r.state == EvictionState.DRY_RUN_REFUSED
     ]
-    results: list[EvictionResult] = answers.result()  # type: ignore[assignment]
-    record_dry_runs(pending, results)
+    results = dry_runs(calls, pending)
     gone = sorted(f"{r.namespace}/{r.name}" for r in results if replaced(r))
     if gone:  # a victim was recreated under its name since the plan: the plan no longer says who to evict
         reason = f"plan is stale, nothing evicted: victim pods replaced since planning: {', '.join(gone)}"

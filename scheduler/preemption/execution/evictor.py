@@ -160,63 +160,14 @@ def _join_through_interruptions(threads: list[threading.Thread]) -> None:
                 )
 
 
-class Beside:
-    """``work()`` on a thread of its own while the caller goes on (``with``); ``result()`` waits for it.
-
-    However the ``with`` block ends, leaving it waits for the thread (an exception stops the lease first, so
-    no further call starts): an execution never lets go of its locks while a call of its may be in flight.
-    """
-
-    def __init__(self, work: Callable[[], object], lease: Lease | None, name: str) -> None:
-        self._work, self._lease = work, lease
-        self._outcome: object = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self._outcome = self._work()
-        except BaseException as exc:  # re-raised in the caller by ``result``
-            self._error = exc
-
-    def __enter__(self) -> Beside:
-        self._thread.start()
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc is not None and self._lease is not None and self._thread.is_alive():
-            self._lease.stop(f"execution ended early: {type(exc).__name__}")
-        _join_through_interruptions([self._thread])
-
-    def result(self) -> object:
-        try:
-            self._thread.join()
-        except BaseException as interruption:
-            if self._lease is not None:
-                self._lease.stop(f"execution interrupted: {type(interruption).__name__}")
-            _join_through_interruptions([self._thread])
-            raise
-        if self._error is not None:
-            raise self._error
-        return self._outcome
-
-
-def send_dry_runs(calls: Calls, rows: list[Eviction]) -> Beside:
-    """Start dry-running every row's removal (in threads, which touch no database) beside the caller:
-    the answers (``result()``, in row order) are recorded by ``record_dry_runs`` once the caller wants
-    them. How the dry runs overlap the plan's re-check (both only read; bench watch: docs/kube.md)."""
-    return Beside(
-        lambda: in_threads(rows, lambda row: calls.remove_pod(row, dry_run=True), calls.lease),
-        calls.lease,
-        "gangweb-dry-runs",
-    )
-
-
-def record_dry_runs(rows: list[Eviction], results: list[EvictionResult]) -> None:
-    """The answers of ``send_dry_runs`` in the ledger, in one transaction (``ledger.record_dry_runs``)."""
+def dry_runs(calls: Calls, rows: list[Eviction]) -> list[EvictionResult]:
+    """Dry-run every row's removal (in threads, which touch no database), then record the answers in one
+    transaction (``ledger.record_dry_runs``). Results in row order."""
+    results = in_threads(rows, lambda row: calls.remove_pod(row, dry_run=True), calls.lease)
     for result in results:
         metrics.EVICTIONS.labels(kind="dry_run", code=str(result.code)).inc()
     ledger.record_dry_runs([(r.pk, a.code, a.message, a.ok) for r, a in zip(rows, results, strict=True)])
+    return results
 
 
 def already_evicted(cluster: Cluster, row: Eviction) -> str | None:

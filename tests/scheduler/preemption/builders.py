@@ -16,14 +16,6 @@ T0 = "2026-11-30T08:00:00Z"
 T1 = "2026-11-30T09:00:00Z"
 
 
-def dry_runs_recorded(request) -> bool:
-    """Whether the ledger holds a dry-run answer for any eviction of ``request``'s plans (the dry runs go
-    out beside the re-check; only a plan that passes it has its answers recorded)."""
-    from scheduler.preemption.models import Eviction  # local: the builders load without Django
-
-    return Eviction.objects.filter(plan__request=request, dry_run_at__isnull=False).exists()
-
-
 def node(name: str, gpus: int = 8, rack: str = "rack-0") -> KubeObject:
     alloc = {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(gpus)}
     return {
