@@ -143,6 +143,8 @@ def timeline(name: str, since: datetime, t0: float, first_eviction: float) -> di
         out[label] = round(entry.created_at.timestamp() - t0, 3)
         if entry.kind == "execution.recheck":
             out["recheck_parts"] = (entry.data or {}).get("seconds", {})
+        if entry.kind == "plan.created":
+            out["plan_parts"] = (entry.data or {}).get("seconds", {})
     out["first_eviction"] = round(first_eviction, 3)
     return out
 

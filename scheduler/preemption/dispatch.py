@@ -55,6 +55,7 @@ def after_plan(request_id: int, result: planning.PlanResult, *, planned_by: str)
             planning_seconds=result.seconds,
             planned_by=planned_by,
             decision=result.decision,
+            parts=result.parts,
         )
         step = next_step(stored.request, stored.pdb_violations)
         if step == Next.OBSERVED:

@@ -36,6 +36,9 @@ class PlanResult:
     json_cost: dict[str, Any] = field(default_factory=dict)
     # What the decision view shows beside the contract JSON (``decision_facts``).
     decision: dict[str, Any] = field(default_factory=dict)
+    # How long each part of planning took, seconds (``View.seconds`` and the engine's): the ledger's
+    # ``plan.created`` entry keeps them for the benchmark's timeline (docs/kube.md, "Figures").
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 def pod_facts(snapshot: Snapshot, pod_keys: list[str]) -> dict[str, VictimFacts]:
@@ -76,17 +79,24 @@ class View:
     resource_versions: dict[str, str] = field(default_factory=dict)
     # Running pods a queue manager owns (scheduler/queues/ownership.py): no victims of gangweb's plans.
     owners: dict[str, Any] = field(default_factory=dict)
+    # How long its parts took to read, seconds: ``snapshot`` (the live index, waited for when not ready),
+    # ``view`` (all of it).
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def current_view(cluster: Cluster, gang_key: GangKey) -> View:
     """What ``gang_key``'s planning sees: the watch cache's live snapshot where there is one (no list, no
     parse of the whole snapshot), else a fresh list parsed; either with other gangs' reservations applied."""
     if isinstance(cluster, WatchCache):
+        began = time.perf_counter()
         live = cluster.live_snapshot()
         versions = cluster.resource_versions()  # before the snapshot: it holds at least these
         snapshot = live.snapshot(reservation_overrides(cluster, gang_key))
+        indexed = time.perf_counter() - began
         snapshot = with_lost_work(snapshot, cluster.cached_objects())
-        return View(snapshot, versions, cached_queue_owners(cluster, snapshot))
+        owners = cached_queue_owners(cluster, snapshot)
+        seconds = {"snapshot": indexed, "view": time.perf_counter() - began}
+        return View(snapshot, versions, owners, seconds)
     objects = reserve_room(fresh_objects(cluster), gang_key)
     snapshot = with_lost_work(parse_snapshot(objects), objects)
     return View(snapshot, owners=queue_owners(objects, snapshot))
@@ -177,7 +187,9 @@ def compute(objects: list[KubeObject] | View, gang_key: GangKey, policy: str) ->
     else:
         result = engine_plan(snapshot, gang_key, policy=policy)
     seconds = time.perf_counter() - started
-    return result_of(snapshot, result, seconds, view.resource_versions)
+    planned = result_of(snapshot, result, seconds, view.resource_versions)
+    planned.parts = {key: round(value, 4) for key, value in {**view.seconds, "engine": seconds}.items()}
+    return planned
 
 
 def result_of(

@@ -181,6 +181,9 @@ def test_watch_benchmark_prints_the_contract_keys():
     for size in figures["sizes"]:
         assert size["trials_not_matching_in_process_plan"] == [], size
         assert len(size["unschedulable_to_first_eviction_s"]) >= 2, size
+        for timeline in size["first_eviction_timelines_s"]:  # where a plan's time went, from the ledger
+            parts = timeline["plan_parts"]
+            assert 0 < parts["snapshot"] <= parts["view"] and parts["engine"] > 0, timeline
 
 
 def test_health_benchmark_prints_the_contract_keys():

@@ -117,9 +117,11 @@ def record_plan(
     planned_by: str = "single",
     source: str = PlanSource.ENGINE,
     decision: dict[str, Any] | None = None,
+    parts: dict[str, float] | None = None,
 ) -> Plan:
     """Store an engine plan (``gang plan`` JSON) and its evictions; planning -> planned | infeasible.
-    ``decision`` (``planning.decision_facts``) is kept in the ``plan.created`` entry for the decision view."""
+    ``decision`` (``planning.decision_facts``) is kept in the ``plan.created`` entry for the decision view,
+    ``parts`` (``PlanResult.parts``) as its ``seconds``."""
     with transaction.atomic():
         request = lock_request(request_id)
         stored = Plan.objects.create(
@@ -178,7 +180,12 @@ def record_plan(
                 f"{stored.reason}",
                 request=request,
                 plan=stored,
-                data={"plan": stored.as_gang_plan(), "plannedBy": planned_by, "decision": decision or {}},
+                data={
+                    "plan": stored.as_gang_plan(),
+                    "plannedBy": planned_by,
+                    "decision": decision or {},
+                    "seconds": parts or {},
+                },
             )
         payload = {**request_payload(request), "plan": stored.pk, "source": source, **stored.as_gang_plan()}
         publish("plan.created", payload)
