@@ -418,14 +418,18 @@ class Snapshot:
         pc = self.priority_classes.get(pod.priority_class or "")
         return pc.preemption_policy if pc is not None and pc.preemption_policy == NEVER else PREEMPT
 
-    def with_unbound(self, changed: Mapping[str, Pod | None]) -> Snapshot | None:
+    def with_unbound(
+        self, changed: Mapping[str, Pod | None], groups: Mapping[str, Group | None] | None = None
+    ) -> Snapshot | None:
         """This snapshot with some pods without a node name added, replaced or removed (key -> the pod as it
-        is now, None: gone), made from this one's index: the pods with a node name keep their indices, rows
-        and victim units, so only the unbound tail and the lost work at the new ``now`` are made again
-        (a new gang's pods, the usual change just before a plan, in milliseconds instead of a whole index at
-        20,000 nodes; docs/measurements.md). Equal to a fresh ``Snapshot`` of the same objects
+        is now, None: gone), and some PodGroups none of whose pods has a node name (``groups``, likewise),
+        made from this one's index: the pods with a node name keep their indices, rows and victim units, so
+        only the unbound tail and the lost work at the new ``now`` are made again (a new gang's PodGroup and
+        pods, the usual change just before a plan, in milliseconds instead of a whole index at 20,000 nodes;
+        docs/measurements.md). Equal to a fresh ``Snapshot`` of the same objects
         (tests/scheduler/engine/test_live.py). None when the change reaches further: a pod with a node name
-        before or after, one with a start time, columns that change, DRA devices, or a derived copy."""
+        before or after, a group with one, a pod with a start time, columns that change, DRA devices, or a
+        derived copy."""
         if (
             self.devices is not None
             or self.protected
@@ -434,6 +438,9 @@ class Snapshot:
             or self.allowance is not None
         ):
             return None
+        groups = groups or {}
+        if any(self._bound_members.get(key) for key in groups):
+            return None  # a group with pods on nodes: their priorities, and so their units, may change
         first = self.first_unbound
         unbound = {pod.key: pod for pod in self.pods[first:]}
         for key, pod in changed.items():
@@ -452,6 +459,13 @@ class Snapshot:
         if _columns(names, []) != self.resources:
             return None
         clone = copy.copy(self)
+        if groups:
+            clone.groups = dict(self.groups)
+            for key, group in groups.items():
+                if group is None:
+                    clone.groups.pop(key, None)
+                else:
+                    clone.groups[key] = group
         clone.pods = self.pods[:first] + tail
         clone.pod_index = dict(self.pod_index)
         for pod in self.pods[first:]:
@@ -469,7 +483,7 @@ class Snapshot:
             (self.pod_req[:first], _rows_of([p.requests for p in tail], self.resource_index, 1))
         )
         clone.pod_node = np.concatenate((self.pod_node[:first], np.full(len(tail), -1, dtype=np.int64)))
-        clone.pod_priority = self.pod_priority[:first] + self._pod_priorities(tail)
+        clone.pod_priority = self.pod_priority[:first] + clone._pod_priorities(tail)
         clone.now = _now(self._bound_now, _newest(tail))
         clone.warnings = list(self.warnings)
         clone.cache = {}

@@ -6,8 +6,9 @@ delivers (``apply("ADDED"|"MODIFIED"|"DELETED", obj)``; a relist's differences a
 ``snapshot()`` indexes the current typed objects into a ``Snapshot`` (capacity matrices, victim units),
 memoised until the next change, so a plan made after any event stream equals the plan on a fresh
 ``parse_snapshot`` of the same objects (``tests/scheduler/engine/test_live.py``). When every change since
-the last index was to pods without a node name (a new gang's pods: the change just before its plan), the
-last index is patched (``Snapshot.with_unbound``, milliseconds) instead of indexed again in full. ``snapshot(overrides)``
+the last index was to pods without a node name or to PodGroups none of whose pods has one (a new gang's
+PodGroup and pods: the change just before its plan), the last index is patched (``Snapshot.with_unbound``,
+milliseconds) instead of indexed again in full. ``snapshot(overrides)``
 indexes with a few raw objects replaced or removed (reservations, the re-check's fresh reads) without
 touching the live state.
 
@@ -91,11 +92,12 @@ class LiveSnapshot:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._built: Snapshot | None = None
-        # The last index made and its version, and each change since: (version, the pod's key when
-        # ``Snapshot.with_unbound`` takes it, else None). The next index patches that one when it can.
+        # The last index made and its version, and each change since: (version, (kind, key) of the pod or
+        # PodGroup when ``Snapshot.with_unbound`` takes it, else None). The next index patches that one when
+        # it can.
         self._base: Snapshot | None = None
         self._base_version = -1
-        self._log: list[tuple[int, str | None]] = []
+        self._log: list[tuple[int, tuple[str, str] | None]] = []
         self._building: int | None = None  # the version an index is being built for (without overrides)
         self._last_change = 0.0
         self._indexer: threading.Thread | None = None
@@ -141,21 +143,30 @@ class LiveSnapshot:
                 self._keys[ident] = key
                 if kind == "Pod":
                     self._index_pod(key, item, add=True)
-            unbound = kind == "Pod" and all(p is None or p.node_name is None for p in (old, item))
-            self._changed_now(ident[1] if unbound else None)
+            self._changed_now(ident if self._patchable(kind, ident[1], old, item) else None)
         return True
 
-    def _changed_now(self, unbound_pod: str | None) -> None:
-        """One more change; ``unbound_pod`` names the pod when it had no node name before or after (the
-        change ``Snapshot.with_unbound`` takes), None for any other."""
+    def _patchable(self, kind: str, key: str, old: Any, item: Any) -> bool:
+        """Whether ``Snapshot.with_unbound`` takes this change: a pod without a node name before and after,
+        or a PodGroup none of whose pods has one. Called with the lock held, the pod indexes up to date."""
+        if kind == "Pod":
+            return all(p is None or p.node_name is None for p in (old, item))
+        if kind == "PodGroup":
+            pods = self._parsed["Pod"]
+            return all(pods[p].node_name is None for p in self._in_group.get(key, ()))
+        return False
+
+    def _changed_now(self, unbound: tuple[str, str] | None) -> None:
+        """One more change; ``unbound`` names it (kind, key) when ``Snapshot.with_unbound`` takes it, None
+        for any other."""
         self.version += 1
         self._built = None
         self._last_change = time.monotonic()
         if len(self._log) >= MAX_LOG:
             self._log = []  # too many to patch: the next index is a whole one
-            unbound_pod = None
-        self._log.append((self.version, unbound_pod))
-        if unbound_pod is None:
+            unbound = None
+        self._log.append((self.version, unbound))
+        if unbound is None:
             self._base = None  # no patch of it will do any more: its memory is the next index's
         self._changed.notify_all()
 
@@ -207,7 +218,9 @@ class LiveSnapshot:
                 return self._built
             version, base, changed = self.version, self._base, self._unbound_changes()
         if base is not None and changed is not None:
-            patched = self._made(lambda: base.with_unbound(changed))
+            pods = {key: item for (kind, key), item in changed.items() if kind == "Pod"}
+            groups = {key: item for (kind, key), item in changed.items() if kind == "PodGroup"}
+            patched = self._made(lambda: base.with_unbound(pods, groups))
             if patched is not None:
                 with self._lock:
                     self._keep(patched, version)
@@ -280,17 +293,17 @@ class LiveSnapshot:
         Called with the lock held."""
         return all(key is not None for v, key in self._log if v > version)
 
-    def _unbound_changes(self) -> dict[str, Any] | None:
-        """The pods changed since the last index, each as it is now (None: gone), when every change since was
-        one ``Snapshot.with_unbound`` takes; else None. Called with the lock held."""
-        changed: dict[str, Any] = {}
-        for version, key in self._log:
+    def _unbound_changes(self) -> dict[tuple[str, str], Any] | None:
+        """The pods and PodGroups changed since the last index, each (kind, key) as it is now (None: gone),
+        when every change since was one ``Snapshot.with_unbound`` takes; else None. Called with the lock
+        held."""
+        changed: dict[tuple[str, str], Any] = {}
+        for version, change in self._log:
             if version > self._base_version:
-                if key is None:
+                if change is None:
                     return None
-                changed[key] = None
-        pods = self._parsed["Pod"]
-        return {key: pods.get(key) for key in changed}
+                changed[change] = None
+        return {(kind, key): self._parsed[kind].get(key) for kind, key in changed}
 
     def _keep(self, built: Snapshot, version: int) -> None:
         """Remember an index of ``version``: the current one if nothing changed since, and the base the next

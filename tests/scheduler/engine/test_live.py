@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.engine import SnapshotError, parse_snapshot, plan
-from scheduler.engine.builders import pod
+from scheduler.engine.builders import pod, podgroup
 from scheduler.engine.caching.live import LiveSnapshot, raw_key
 from testkit.synthetic import NAMESPACE, preemptor_name, synthetic_cluster
 
@@ -246,13 +246,33 @@ def test_the_background_index_is_ready_after_a_quiet_moment_and_plans_like_a_fre
 
 
 def unbound_event(rng: random.Random, objects: dict, serial: int):
-    """A change to pods without a node name only (a new gang's pods, one of them relabelled or gone), or,
-    one time in ten, any change ``random_event`` makes."""
+    """A change to pods without a node name only (a new gang's pods, one of them relabelled or gone), to a
+    PodGroup none of whose pods has one (a new gang's own, its priority changed, deleted), or, one time in
+    ten, any change ``random_event`` makes."""
     if rng.random() < 0.1:
         return random_event(rng, objects, serial)
     unbound = [o for o in objects.values() if o["kind"] == "Pod" and not o["spec"].get("nodeName")]
     groups = [o["metadata"]["name"] for o in objects.values() if o["kind"] == "PodGroup"]
+    bound_groups = {
+        (o["spec"].get("schedulingGroup") or {}).get("podGroupName")
+        for o in objects.values()
+        if o["kind"] == "Pod" and o["spec"].get("nodeName")
+    }
+    pending_groups = [
+        o for o in objects.values() if o["kind"] == "PodGroup" and o["metadata"]["name"] not in bound_groups
+    ]
     choice = rng.random()
+    if choice < 0.1:  # a new gang's own PodGroup
+        obj = podgroup(
+            f"late-{serial}", namespace=NAMESPACE, min_count=2, priority=rng.choice((100, 250, 400))
+        )
+        return applied(objects, "ADDED", obj)
+    if choice < 0.2 and pending_groups:  # a group without pods on nodes: its priority changed, or gone
+        obj = copy.deepcopy(rng.choice(pending_groups))
+        if rng.random() < 0.5 or obj["metadata"]["name"].startswith("preemptor-"):  # plans() plans for those
+            obj["spec"]["priority"] = rng.choice((100, 250, 400))
+            return applied(objects, "MODIFIED", obj)
+        return applied(objects, "DELETED", obj)
     if choice < 0.6 or not unbound:
         obj = pod(
             f"pending-{serial}",
@@ -284,6 +304,9 @@ def index_of(snapshot):
         "pod_node": snapshot.pod_node.tolist(),
         "pods_by_node": snapshot.pods_by_node,
         "group_members": snapshot.group_members,
+        "groups": {
+            key: (g.priority, g.priority_class, g.parent) for key, g in sorted(snapshot.groups.items())
+        },
         "pod_priority": snapshot.pod_priority,
         "free": snapshot.free.tolist(),
         "now": snapshot.now,
@@ -327,10 +350,12 @@ def test_an_index_patched_for_unbound_pods_equals_a_fresh_one(seed, events):
     assert plans(live.snapshot()) == plans(fresh)
 
 
-def test_a_new_gangs_pods_patch_the_index_and_any_other_change_rebuilds_it():
+def test_a_new_gangs_podgroup_and_pods_patch_the_index_and_any_other_change_rebuilds_it():
     objects = copy.deepcopy(BASE)
     live = LiveSnapshot(objects)
     first = live.snapshot()
+    group = podgroup("late", namespace=NAMESPACE, min_count=4, priority=400)
+    live.apply("ADDED", group)  # its own PodGroup first, as a gang's controller creates it
     gang = [
         pod(
             f"gang-{i}",
@@ -351,13 +376,20 @@ def test_a_new_gangs_pods_patch_the_index_and_any_other_change_rebuilds_it():
     assert {f"{NAMESPACE}/gang-{i}" for i in range(4)} <= {
         p.key for p in patched.pods[patched.first_unbound :]
     }
-    assert index_of(patched) == index_of(parse_snapshot([*objects, *gang]))
+    assert index_of(patched) == index_of(parse_snapshot([*objects, group, *gang]))
+    assert patched.groups[f"{NAMESPACE}/late"].priority == 400
     bound = copy.deepcopy(gang[0])
     bound["spec"]["nodeName"] = next(o["metadata"]["name"] for o in objects if o["kind"] == "Node")
     live.apply("MODIFIED", bound)  # now on a node: a victim unit's layout may change, so a whole index
     rebuilt = live.snapshot()
     assert rebuilt.units.node_units is not first.units.node_units
-    assert index_of(rebuilt) == index_of(parse_snapshot([*objects, bound, *gang[1:]]))
+    assert index_of(rebuilt) == index_of(parse_snapshot([*objects, group, bound, *gang[1:]]))
+    group = copy.deepcopy(group)
+    group["spec"]["priority"] = 300
+    live.apply("MODIFIED", group)  # a group with a pod on a node: its unit's priority moves, a whole index
+    again = live.snapshot()
+    assert again.units.node_units is not rebuilt.units.node_units
+    assert index_of(again) == index_of(parse_snapshot([*objects, group, bound, *gang[1:]]))
 
 
 def test_a_plan_asked_while_an_earlier_index_is_made_waits_for_it_and_patches_it(monkeypatch):
